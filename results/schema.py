@@ -1,0 +1,100 @@
+"""The record every check and measurement produces: one JSON object per line of records.jsonl.
+
+Schema history (bump ``SCHEMA_VERSION`` on every change and describe it here; readers accept
+every version listed in ``READABLE_VERSIONS``):
+
+* 1 — first version.
+
+Fields (all present in every record; ``None`` where they do not apply):
+
+================  =========================================================================
+schema_version    int, the version of this layout
+run_id            str, one per ``kafka-chaos run`` invocation
+scenario          str, catalogue name of the scenario
+iteration         int, 0-based repetition of the scenario within the run
+seed              int, the seed the run was started with (same seed, same choices)
+backend           str, "local" or "containers"
+kafka_version     str, e.g. "3.9.2"
+git_revision      str | None, the kafka-chaos commit that produced the record
+brokers           int, cluster size
+partitions        int, partitions of the scenario's topic(s)
+fault             str | None, fault kind ("hard_kill", "controlled_shutdown", ...)
+target            str | None, what the fault hit ("broker 2 (leader of t-0)")
+kind              "check" or "measurement"
+check             str, name of the check or the measurement ("oracle_leader", "latency", ...)
+passed            bool | None; None means unknown (the check could not decide)
+expected          any JSON | None, what the oracle or the rule predicted
+observed          any JSON | None, what the cluster showed
+detail            str, a readable diff or explanation
+topic             str | None, partition the record is about, if any
+partition         int | None
+latency_ms        dict[str, float | None] | None — phases of a leader switch, in ms from the
+                  fault: "detection" (controller noticed: broker znode gone), "election" (new
+                  leader written in ZK), "propagation" (visible in broker metadata),
+                  "first_produce" (first acknowledged produce), "client_gap" (largest gap
+                  between acknowledged produces around the fault)
+timestamps        dict[str, float] | None, raw wall-clock epoch seconds behind latency_ms
+session_timeout_ms int | None, zookeeper.session.timeout.ms of the brokers
+tick_time_ms      int | None, ZooKeeper tickTime
+started_at        float, epoch seconds
+finished_at       float, epoch seconds
+================  =========================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+READABLE_VERSIONS = frozenset({1})
+
+LATENCY_PHASES = ("detection", "election", "propagation", "first_produce", "client_gap")
+
+RecordKind = Literal["check", "measurement"]
+
+
+@dataclass(frozen=True)
+class Record:
+    run_id: str
+    scenario: str
+    iteration: int
+    seed: int
+    backend: str
+    kafka_version: str
+    brokers: int
+    partitions: int
+    kind: RecordKind
+    check: str
+    passed: bool | None
+    started_at: float
+    finished_at: float = field(default_factory=time.time)
+    fault: str | None = None
+    target: str | None = None
+    expected: Any = None
+    observed: Any = None
+    detail: str = ""
+    topic: str | None = None
+    partition: int | None = None
+    latency_ms: dict[str, float | None] | None = None
+    timestamps: dict[str, float] | None = None
+    session_timeout_ms: int | None = None
+    tick_time_ms: int | None = None
+    git_revision: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Record":
+        version = data.get("schema_version")
+        if version not in READABLE_VERSIONS:
+            raise ValueError(f"schema_version {version!r} is not readable (known: {sorted(READABLE_VERSIONS)})")
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+FIELD_NAMES = tuple(f.name for f in fields(Record))
