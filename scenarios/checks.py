@@ -1,0 +1,293 @@
+"""Checks: pure functions of what a scenario recorded, each returning pass / fail / unknown.
+
+Modelled on Jepsen's ``checker.clj``: a check never talks to the cluster, it reads recorded
+data (the ZooKeeper snapshot before the fault, the oracle's prediction, the snapshot after
+convergence, every broker's metadata, the delivery report) and returns a :class:`CheckResult`
+with what was expected, what was observed and a readable diff. :func:`check_safe` turns a
+checker that raises into ``passed=None`` (unknown) — never a false pass.
+
+Comparison rules follow ``shared/docs/kafka-3.9-zk-controller.md`` §3: leaders exactly, ISRs as
+sets (controller-made ISRs keep order, leader-made ones append), replica lists in order (AR
+order decides the preferred leader), leader epochs exactly where the oracle models every write
+and "strictly increased" where only an election is known to have happened.
+
+The partition states are duck-typed: anything with ``replicas``, ``leader``, ``isr``,
+``leader_epoch`` (an oracle ``PartitionState`` or an observer ``PartitionZkState``) will do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+NO_LEADER = -1
+
+# Outcome classes: what an observer can tell apart from before/after states. The oracle's
+# outcomes map onto them (its `Outcome` values are these strings).
+LEADER_KEPT = "leader_kept"
+ELECTED = "elected"
+UNCLEAN_ELECTED = "unclean_elected"
+LEADERLESS = "leaderless"
+
+OUTCOME_CLASS = {
+    "elected": ELECTED,
+    "unclean_elected": UNCLEAN_ELECTED,
+    "no_replica_online": LEADERLESS,
+    "unchanged": LEADER_KEPT,
+    "election_not_needed": LEADER_KEPT,
+    "preferred_leader_not_available": LEADER_KEPT,
+}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict. ``passed`` is True, False, or None for unknown."""
+
+    check: str
+    passed: bool | None
+    expected: Any = None
+    observed: Any = None
+    detail: str = ""
+    topic: str | None = None
+    partition: int | None = None
+
+    @property
+    def verdict(self) -> str:
+        return {True: "pass", False: "FAIL", None: "unknown"}[self.passed]
+
+
+def check_safe(check: str, fn: Callable[..., CheckResult | list[CheckResult]], *args: Any,
+               topic: str | None = None, partition: int | None = None, **kwargs: Any) -> list[CheckResult]:
+    """Run a checker; if it raises, the verdict is unknown with the exception as detail."""
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - any crash must become "unknown", never a pass
+        log.warning("check %s crashed: %s", check, exc, exc_info=True)
+        return [CheckResult(check, None, detail=f"checker crashed: {type(exc).__name__}: {exc}",
+                            topic=topic, partition=partition)]
+    return list(result) if isinstance(result, list) else [result]
+
+
+def _tp(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+# --- oracle vs observed, per partition ------------------------------------------------------
+
+def check_leader(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+    ok = observed.leader == predicted.leader
+    detail = "" if ok else f"{_tp(topic, partition)}: leader expected {predicted.leader}, observed {observed.leader}"
+    return CheckResult("oracle_leader", ok, predicted.leader, observed.leader, detail, topic, partition)
+
+
+def check_isr(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+    want, got = set(predicted.isr), set(observed.isr)
+    ok = want == got
+    detail = ""
+    if not ok:
+        missing, extra = sorted(want - got), sorted(got - want)
+        detail = (f"{_tp(topic, partition)}: ISR expected {sorted(want)}, observed {list(observed.isr)}"
+                  f" (missing {missing}, unexpected {extra})")
+    return CheckResult("oracle_isr", ok, sorted(want), list(observed.isr), detail, topic, partition)
+
+
+def check_replicas(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+    want, got = list(predicted.replicas), list(observed.replicas)
+    ok = want == got
+    detail = "" if ok else f"{_tp(topic, partition)}: replicas expected {want} (in order), observed {got}"
+    return CheckResult("oracle_replicas", ok, want, got, detail, topic, partition)
+
+
+def check_epoch(topic: str, partition: int, before: Any, predicted: Any, observed: Any, *,
+                exact: bool) -> CheckResult:
+    """Exactly the predicted epoch when ``exact`` (the oracle models every controller write on
+    this path); otherwise strictly greater than before when the oracle predicts a new epoch,
+    and never smaller than before."""
+    b, p, o = before.leader_epoch, predicted.leader_epoch, observed.leader_epoch
+    if exact:
+        ok = o == p
+        rule = f"exactly {p}"
+    elif p > b:
+        ok = o > b
+        rule = f"> {b} (was {b}; oracle's own count {p})"
+    else:
+        ok = o >= b
+        rule = f">= {b} (no controller write predicted)"
+    detail = "" if ok else f"{_tp(topic, partition)}: leader_epoch expected {rule}, observed {o}"
+    return CheckResult("oracle_epoch", ok, {"rule": "exact" if exact else "increased", "before": b,
+                                            "predicted": p}, o, detail, topic, partition)
+
+
+def predicted_class(outcomes: Iterable[Any], topic: str, partition: int) -> str:
+    """The class of the last event that did more than keep the leader for this partition."""
+    klass = LEADER_KEPT
+    for o in outcomes:
+        if o.topic == topic and o.partition == partition:
+            value = getattr(o.outcome, "value", o.outcome)
+            mapped = OUTCOME_CLASS.get(value)
+            if mapped is None:
+                raise ValueError(f"unknown oracle outcome {value!r}")
+            if mapped != LEADER_KEPT:
+                klass = mapped
+    return klass
+
+
+def observed_class(before: Any, after: Any) -> str:
+    """What the before/after states show: leaderless; a new leader from outside the old ISR
+    but inside the old replica list (unclean, ``Election.leaderForOffline`` with unclean on);
+    a new leader; or the same leader."""
+    if after.leader == NO_LEADER:
+        return LEADERLESS
+    if after.leader != before.leader:
+        if after.leader in before.replicas and after.leader not in before.isr:
+            return UNCLEAN_ELECTED
+        return ELECTED
+    return LEADER_KEPT
+
+
+def check_outcome(topic: str, partition: int, outcomes: Iterable[Any], before: Any, observed: Any) -> CheckResult:
+    want = predicted_class(outcomes, topic, partition)
+    got = observed_class(before, observed)
+    # A leaderless partition whose leader was already gone (e.g. a dead ISR member restarted
+    # elsewhere) and a "kept" prediction are the same observation: nothing was elected.
+    ok = want == got or (want == LEADER_KEPT and got == LEADERLESS and before.leader == NO_LEADER)
+    detail = "" if ok else (f"{_tp(topic, partition)}: oracle says {want}, cluster shows {got} "
+                            f"(leader {before.leader} -> {observed.leader})")
+    return CheckResult("oracle_outcome", ok, want, got, detail, topic, partition)
+
+
+def compare_partitions(before: Mapping[tuple[str, int], Any], predicted: Mapping[tuple[str, int], Any],
+                       observed: Mapping[tuple[str, int], Any], outcomes: Iterable[Any], *,
+                       exact_epochs: bool) -> list[CheckResult]:
+    """Every oracle-vs-observed check for each predicted partition, each run check-safe."""
+    outcomes = list(outcomes)
+    results: list[CheckResult] = []
+    for (topic, p), want in sorted(predicted.items()):
+        got = observed.get((topic, p))
+        if got is None:
+            results.append(CheckResult("oracle_partition", False, "present", None,
+                                       f"{_tp(topic, p)} missing from the observed state", topic, p))
+            continue
+        was = before.get((topic, p))
+        for name, fn, args in (
+            ("oracle_leader", check_leader, (topic, p, want, got)),
+            ("oracle_isr", check_isr, (topic, p, want, got)),
+            ("oracle_replicas", check_replicas, (topic, p, want, got)),
+        ):
+            results += check_safe(name, fn, *args, topic=topic, partition=p)
+        if was is None:
+            results.append(CheckResult("oracle_epoch", None, detail=f"{_tp(topic, p)}: no state before the fault",
+                                       topic=topic, partition=p))
+            results.append(CheckResult("oracle_outcome", None, detail=f"{_tp(topic, p)}: no state before the fault",
+                                       topic=topic, partition=p))
+            continue
+        results += check_safe("oracle_epoch", check_epoch, topic, p, was, want, got, exact=exact_epochs,
+                              topic=topic, partition=p)
+        results += check_safe("oracle_outcome", check_outcome, topic, p, outcomes, was, got,
+                              topic=topic, partition=p)
+    return results
+
+
+# --- cluster-wide ----------------------------------------------------------------------------
+
+def check_single_controller(controller: int | None, live_brokers: Iterable[int],
+                            allowed: Iterable[int] | None = None,
+                            metadata_controllers: Mapping[int, int | None] | None = None) -> CheckResult:
+    """Exactly one controller: ZK names one, it is live, it is one of ``allowed`` (the oracle's
+    controller when it survives; any live broker when it failed — Kafka's election race is
+    nondeterministic), and every broker that answered names the same one."""
+    live = sorted(set(live_brokers))
+    allowed_set = sorted(set(allowed) if allowed is not None else set(live))
+    problems = []
+    if controller is None or controller < 0:
+        problems.append("no /controller in ZooKeeper")
+    elif controller not in live:
+        problems.append(f"controller {controller} is not a live broker {live}")
+    elif controller not in allowed_set:
+        problems.append(f"controller {controller} not among the allowed {allowed_set}")
+    disagree = {b: c for b, c in (metadata_controllers or {}).items() if c != controller}
+    if disagree:
+        problems.append(f"brokers name another controller: {disagree}")
+    return CheckResult("single_controller", not problems, allowed_set,
+                       {"zk": controller, "brokers": dict(metadata_controllers or {})}, "; ".join(problems))
+
+
+def check_metadata_agrees(zk_partitions: Mapping[tuple[str, int], Any],
+                          broker_views: Mapping[int, Mapping[tuple[str, int], Any] | BaseException]) -> CheckResult:
+    """After settling, every live broker's metadata cache shows ZooKeeper's leader, replicas
+    (in order) and ISR (as a set) for each partition. A broker that could not be asked makes the
+    verdict unknown unless another disagreement already fails it."""
+    diffs: list[str] = []
+    unanswered: list[str] = []
+    for broker, view in sorted(broker_views.items()):
+        if isinstance(view, BaseException):
+            unanswered.append(f"broker {broker}: {view}")
+            continue
+        for key, zk in sorted(zk_partitions.items()):
+            md = view.get(key)
+            name = _tp(*key)
+            if md is None:
+                diffs.append(f"broker {broker} has no metadata for {name}")
+                continue
+            if md.leader != zk.leader:
+                diffs.append(f"broker {broker} {name}: leader {md.leader} != ZK {zk.leader}")
+            if list(md.replicas) != list(zk.replicas):
+                diffs.append(f"broker {broker} {name}: replicas {list(md.replicas)} != ZK {list(zk.replicas)}")
+            if set(md.isr) != set(zk.isr):
+                diffs.append(f"broker {broker} {name}: ISR {sorted(md.isr)} != ZK {sorted(zk.isr)}")
+    passed: bool | None = False if diffs else (None if unanswered else True)
+    expected = {_tp(*k): {"leader": v.leader, "replicas": list(v.replicas), "isr": sorted(v.isr)}
+                for k, v in sorted(zk_partitions.items())}
+    observed = {"disagreements": diffs, "unanswered": unanswered, "brokers": sorted(broker_views)}
+    return CheckResult("metadata_agrees_zk", passed, expected, observed, "; ".join(diffs + unanswered))
+
+
+def check_converged(description: str, converged: bool, waited_s: float, last: str = "") -> CheckResult:
+    """A bounded wait for the predicted state: a timeout is a failure carrying the last state."""
+    detail = "" if converged else f"timed out after {waited_s:.1f}s waiting for {description}; last: {last}"
+    return CheckResult("converged", converged, description, last if not converged else None, detail)
+
+
+# --- delivery ---------------------------------------------------------------------------------
+
+def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = ()) -> list[CheckResult]:
+    """No acknowledged message lost and none duplicated (idempotent producer, ``acks=all``).
+
+    Where the oracle predicted an unclean election (``unclean_partitions``) a loss is expected:
+    it is counted and reported (``delivery_unclean_loss`` measurement-like check that passes),
+    but losses on any other partition, and duplicates anywhere, fail.
+    """
+    unclean = set(unclean_partitions)
+    lost = {int(p): n for p, n in report.lost_by_partition.items() if n}
+    unexpected_loss = {p: n for p, n in lost.items() if p not in unclean}
+    tolerated_loss = {p: n for p, n in lost.items() if p in unclean}
+    duplicated = {int(p): n for p, n in report.duplicated_by_partition.items() if n}
+    misplaced = len(report.misplaced)
+    results = []
+    problems = []
+    if unexpected_loss:
+        problems.append(f"lost acknowledged messages on partitions {unexpected_loss}")
+    if duplicated:
+        problems.append(f"duplicated messages on partitions {duplicated}")
+    if misplaced and not unclean:
+        problems.append(f"{misplaced} acknowledged messages read back at another offset")
+    results.append(CheckResult(
+        "delivery", not problems,
+        {"lost": 0, "duplicated": 0, "unclean_partitions": sorted(unclean)},
+        report.as_dict(), "; ".join(problems) or report.describe(), topic, None))
+    if unclean:
+        results.append(CheckResult(
+            "delivery_unclean_loss", True, {"unclean_partitions": sorted(unclean)},
+            {"lost_by_partition": {str(p): n for p, n in tolerated_loss.items()},
+             "lost_total": sum(tolerated_loss.values()), "misplaced": misplaced},
+            f"unclean election predicted on {sorted(unclean)}: {sum(tolerated_loss.values())} acknowledged "
+            f"messages lost {tolerated_loss or ''}".rstrip(), topic, None))
+    return results
+
+
+def all_passed(results: Iterable[CheckResult]) -> bool:
+    return all(r.passed is True for r in results)

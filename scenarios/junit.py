@@ -1,0 +1,76 @@
+"""JUnit XML for CI: one ``<testcase>`` per scenario iteration.
+
+A case fails (``<failure>``) when any of its checks failed, lists failed checks' diffs in the
+body; a case whose checks were only undecided, or that crashed before deciding, is an
+``<error>`` — an unknown verdict is never shown as green.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scenarios.checks import CheckResult
+
+
+@dataclass(frozen=True)
+class JUnitCase:
+    scenario: str
+    iteration: int
+    seconds: float
+    results: Sequence[CheckResult] = field(default_factory=tuple)
+    error: str | None = None  # the run of the scenario itself broke (harness error, timeout)
+
+    @property
+    def name(self) -> str:
+        return f"{self.scenario}[{self.iteration}]"
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        return [r for r in self.results if r.passed is False]
+
+    @property
+    def unknown(self) -> list[CheckResult]:
+        return [r for r in self.results if r.passed is None]
+
+
+def _line(r: CheckResult) -> str:
+    where = f" {r.topic}-{r.partition}" if r.topic is not None and r.partition is not None else (
+        f" {r.topic}" if r.topic else "")
+    return f"{r.check}{where}: {r.verdict}: {r.detail or f'expected {r.expected!r}, observed {r.observed!r}'}"
+
+
+def junit_xml(cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> ET.ElementTree:
+    failures = sum(1 for c in cases if c.failed)
+    errors = sum(1 for c in cases if not c.failed and (c.error or c.unknown))
+    root = ET.Element("testsuites", name=suite, tests=str(len(cases)), failures=str(failures),
+                      errors=str(errors), time=f"{sum(c.seconds for c in cases):.3f}")
+    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
+                       errors=str(errors), time=f"{sum(c.seconds for c in cases):.3f}")
+    for case in cases:
+        tc = ET.SubElement(ts, "testcase", classname=f"{suite}.{case.scenario}", name=case.name,
+                           time=f"{case.seconds:.3f}")
+        if case.failed:
+            el = ET.SubElement(tc, "failure", message=f"{len(case.failed)} check(s) failed", type="CheckFailed")
+            el.text = "\n".join(_line(r) for r in case.failed + case.unknown)
+        elif case.error or case.unknown:
+            msg = case.error or f"{len(case.unknown)} check(s) undecided"
+            el = ET.SubElement(tc, "error", message=msg.splitlines()[0][:300], type="Unknown")
+            el.text = "\n".join(([case.error] if case.error else []) + [_line(r) for r in case.unknown])
+        passed = [r for r in case.results if r.passed is True]
+        if passed:
+            out = ET.SubElement(tc, "system-out")
+            out.text = "\n".join(_line(r) for r in passed)
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(path: str | Path, cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    junit_xml(cases, suite).write(tmp, encoding="utf-8", xml_declaration=True)
+    tmp.replace(path)
+    return path
