@@ -1,0 +1,62 @@
+"""Labels every Docker object of a run carries, and whether the run's owner still lives.
+
+``kafka-chaos.run`` names the run; ``kafka-chaos.owner`` is ``host:pid:start-time`` of the
+Python process that created it, so ``prune`` can tell a crashed run's leftovers (owner gone)
+from a live run of another engineer or CI job on the same engine (owner alive).  The start
+time guards against a recycled pid.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+RUN_LABEL = "kafka-chaos.run"
+OWNER_LABEL = "kafka-chaos.owner"
+ROLE_LABEL = "kafka-chaos.role"  # "zookeeper" | "broker" | "network"
+BROKER_ID_LABEL = "kafka-chaos.broker-id"
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def run_labels(run_id: str) -> dict[str, str]:
+    return {RUN_LABEL: run_id, OWNER_LABEL: current_owner()}
+
+
+def current_owner() -> str:
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start_time(pid)}"
+
+
+def owner_alive(labels: Mapping[str, str]) -> bool:
+    """False only when the owner ran on this host and that process is gone.
+
+    Objects without an owner label, or owned by another host sharing the engine, count as
+    alive: prune leaves them to ``--all``.
+    """
+    owner = labels.get(OWNER_LABEL)
+    if not owner:
+        return True
+    try:
+        host, pid_text, start_time = owner.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return True
+    if host != socket.gethostname():
+        return True
+    return _process_start_time(pid) == start_time
+
+
+def _process_start_time(pid: int) -> str:
+    """Field 22 of /proc/<pid>/stat (clock ticks after boot), "" when the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    return stat.rsplit(")", 1)[1].split()[19]

@@ -1,0 +1,124 @@
+"""Remove the Docker objects of runs whose owner is gone (``kafka-chaos cluster prune``).
+
+A run normally cleans up after itself (``ContainerCluster.destroy`` via ``with``, atexit and
+signal handlers); this is for what a SIGKILLed or crashed run left behind.  Only objects with
+the ``kafka-chaos.run`` label are touched, and by default only those whose owning process
+(``kafka-chaos.owner``) is gone, so live runs on a shared engine survive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from harness.containers.image import IMAGE_LABEL, docker_client
+from harness.containers.labels import RUN_LABEL, owner_alive
+
+if TYPE_CHECKING:
+    import docker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    runs: tuple[str, ...] = ()
+    containers: tuple[str, ...] = ()
+    networks: tuple[str, ...] = ()
+    volumes: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    kept_live_runs: tuple[str, ...] = field(default=())
+
+    def summary(self) -> str:
+        removed = (f"removed {len(self.containers)} containers, {len(self.networks)} networks, "
+                   f"{len(self.volumes)} volumes, {len(self.images)} images of {len(self.runs)} runs")
+        if self.kept_live_runs:
+            removed += f"; kept {len(self.kept_live_runs)} live runs ({', '.join(self.kept_live_runs)}; --all removes them)"
+        return removed
+
+
+def labelled_objects(client: "docker.DockerClient", run_id: str | None = None) -> dict[str, list]:
+    """Every container, network and volume with the run label (of ``run_id``, or of any run)."""
+    selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+    filters = {"label": selector}
+    return {
+        "containers": client.containers.list(all=True, filters=filters),
+        "networks": client.networks.list(filters=filters),
+        "volumes": client.volumes.list(filters=filters),
+    }
+
+
+def prune(*, all_runs: bool = False, images: bool = False,
+          client: "docker.DockerClient | None" = None) -> PruneReport:
+    client = client or docker_client()
+    objects = labelled_objects(client)
+    dead_runs: set[str] = set()
+    live_runs: set[str] = set()
+    for kind in ("containers", "networks", "volumes"):
+        for obj in objects[kind]:
+            labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+            run = labels.get(RUN_LABEL, "?")
+            (dead_runs if all_runs or not owner_alive(labels) else live_runs).add(run)
+    live_runs -= dead_runs if all_runs else set()
+
+    def doomed(obj: object) -> bool:
+        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}  # type: ignore[attr-defined]
+        return labels.get(RUN_LABEL) in dead_runs
+
+    removed: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": [], "images": []}
+    # Containers first: a network or volume in use cannot be removed.
+    for container in filter(doomed, objects["containers"]):
+        container.remove(force=True, v=True)
+        removed["containers"].append(container.name)
+    for network in filter(doomed, objects["networks"]):
+        network.remove()
+        removed["networks"].append(network.name)
+    for volume in filter(doomed, objects["volumes"]):
+        volume.remove(force=True)
+        removed["volumes"].append(volume.name)
+    if images:
+        removed["images"] = _remove_images(client)
+    report = PruneReport(runs=tuple(sorted(dead_runs)), kept_live_runs=tuple(sorted(live_runs - dead_runs)),
+                         **{k: tuple(v) for k, v in removed.items()})
+    log.info("prune: %s", report.summary())
+    return report
+
+
+def _remove_images(client: "docker.DockerClient") -> list[str]:
+    """The built Kafka and JRE images (rebuilt on the next run; the .deb cache stays)."""
+    import docker
+
+    removed = []
+    # Kafka images sit on top of JRE images: remove them first.
+    for role in ("kafka", "jre"):
+        for image in client.images.list(filters={"label": f"{IMAGE_LABEL}={role}"}):
+            for tag in image.tags or [image.id]:
+                try:
+                    client.images.remove(tag, noprune=False)
+                    removed.append(tag)
+                except docker.errors.APIError as exc:  # in use by a live run's container
+                    log.warning("kept image %s: %s", tag, exc.explanation or exc)
+    return removed
+
+
+# --- `kafka-chaos cluster prune` ------------------------------------------------------------
+
+def add_prune_parser(cluster_subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register ``prune`` under ``kafka-chaos cluster``."""
+    parser = cluster_subparsers.add_parser(
+        "prune", help="remove containers/networks/volumes left by crashed container runs",
+        description="Remove every Docker container, network and volume labelled kafka-chaos.run "
+                    "whose owning process is gone (or of every run with --all).")
+    parser.add_argument("--all", dest="all_runs", action="store_true",
+                        help="also remove objects of runs whose owner is still alive")
+    parser.add_argument("--images", action="store_true",
+                        help="also remove the built kafka-chaos-kafka and kafka-chaos-jre images")
+    parser.set_defaults(func=prune_command)
+
+
+def prune_command(args: argparse.Namespace) -> int:
+    report = prune(all_runs=args.all_runs, images=args.images)
+    print(report.summary())
+    return 0
