@@ -1,0 +1,394 @@
+"""The scenario catalogue: what each chaos scenario sets up, which faults it injects, in order.
+
+A scenario is declarative data (topics with an explicit assignment, cluster needs, steps of
+fault + pure target selector); :mod:`scenarios.runner` executes it and asks the oracle what
+each step must do. Each scenario is defined by a function whose docstring names the seed
+section (``shared/seeds/``) and the Kafka 3.9 rule (Scala function) it exercises; the function
+returns the steps.
+
+Topics (logical names; the runner makes them unique per scenario iteration):
+
+* ``t`` — 6 partitions, replication factor 2 over 3 brokers, every broker leads two and is a
+  non-replica of two: a fault on one broker hits leaders, followers and non-replicas at once.
+* ``r`` — 3 partitions, replication factor 3 (every broker in every ISR).
+* ``s`` — 3 partitions, replication factor 1 (one per broker).
+* ``m`` — 4 partitions, replication factor 3 over 6 brokers (the seeds' {1,2,3} → {4,5,6}).
+
+Suites: ``smoke`` (a handful, a few minutes) and ``conformance`` (every scenario).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from harness.errors import UsageError
+from scenarios.targets import (
+    BrokerId,
+    Controller,
+    EarlierTarget,
+    FollowerOf,
+    LeaderOf,
+    NonReplicaOf,
+    NoTarget,
+    Selector,
+)
+
+SMOKE = "smoke"
+CONFORMANCE = "conformance"
+SUITES = (SMOKE, CONFORMANCE)
+
+# Kafka property names (harness.config owns the constants; spelled out here only as data of
+# scenario needs, validated by harness.config before a cluster starts).
+AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"
+LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = "leader.imbalance.check.interval.seconds"
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
+def _frozen(mapping: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    assignment: Mapping[int, tuple[int, ...]]  # partition -> replicas in AR order
+    config: Mapping[str, str] = field(default_factory=_frozen)
+
+    @property
+    def partitions(self) -> tuple[int, ...]:
+        return tuple(sorted(self.assignment))
+
+
+@dataclass(frozen=True)
+class ClusterNeeds:
+    """Cluster settings a scenario needs; scenarios with equal needs share one cluster."""
+
+    brokers: int = 3
+    overrides: tuple[tuple[str, str], ...] = ()  # sorted (property, value) pairs: hashable
+
+    @property
+    def overrides_dict(self) -> dict[str, str]:
+        return dict(self.overrides)
+
+    def describe(self) -> str:
+        extra = ", ".join(f"{k}={v}" for k, v in self.overrides)
+        return f"{self.brokers} brokers" + (f" ({extra})" if extra else "")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One fault: its kind (``scenarios.faults.FAULT_KINDS``), the pure target selector, options
+    (e.g. ``replicas`` of a reassignment, ``via`` of an election), and oracle events the cluster
+    will run on its own after the fault (``auto_rebalance``)."""
+
+    fault: str
+    target: Selector = NoTarget()
+    options: Mapping[str, Any] = field(default_factory=_frozen)
+    then: tuple[str, ...] = ()  # extra oracle events by name, e.g. ("auto_rebalance",)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    doc: str
+    topics: tuple[TopicSpec, ...]
+    steps: tuple[Step, ...]
+    suites: frozenset[str]
+    needs: ClusterNeeds = ClusterNeeds()
+
+    def topic(self, logical: str) -> TopicSpec:
+        for t in self.topics:
+            if t.name == logical:
+                return t
+        raise KeyError(logical)
+
+
+# --- topics -----------------------------------------------------------------------------------
+
+def topic_t() -> TopicSpec:
+    # Leaders 1,2,3,2,3,1; each broker is a non-replica of two partitions (t-0's is broker 3).
+    return TopicSpec("t", _frozen({0: (1, 2), 1: (2, 3), 2: (3, 1), 3: (2, 1), 4: (3, 2), 5: (1, 3)}))
+
+
+def topic_r() -> TopicSpec:
+    return TopicSpec("r", _frozen({0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)}))
+
+
+def topic_s() -> TopicSpec:
+    return TopicSpec("s", _frozen({0: (1,), 1: (2,), 2: (3,)}))
+
+
+def topic_m() -> TopicSpec:
+    return TopicSpec("m", _frozen({0: (1, 2, 3), 1: (2, 3, 1), 2: (4, 5, 6), 3: (5, 6, 4)}))
+
+
+# --- registry ---------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Scenario] = {}
+
+
+def scenario(*, topics: Sequence[Callable[[], TopicSpec]], smoke: bool = False,
+             needs: ClusterNeeds = ClusterNeeds()) -> Callable[[Callable[[], Sequence[Step]]], Callable[[], Sequence[Step]]]:
+    """Register the decorated function's steps as a scenario named after the function."""
+
+    def register(fn: Callable[[], Sequence[Step]]) -> Callable[[], Sequence[Step]]:
+        doc = (fn.__doc__ or "").strip()
+        if not doc:
+            raise TypeError(f"scenario {fn.__name__} needs a docstring naming the rule it exercises")
+        suites = frozenset({CONFORMANCE, SMOKE} if smoke else {CONFORMANCE})
+        _REGISTRY[fn.__name__] = Scenario(fn.__name__, doc, tuple(t() for t in topics), tuple(fn()),
+                                          suites, needs)
+        return fn
+
+    return register
+
+
+AUTO_REBALANCE = ClusterNeeds(3, tuple(sorted({
+    AUTO_LEADER_REBALANCE_ENABLE: "true",
+    # The first check runs 5 s after controller failover, then every interval.
+    LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: "3",
+}.items())))
+SIX_BROKERS = ClusterNeeds(6)
+
+
+# --- the scenarios ----------------------------------------------------------------------------
+
+@scenario(topics=[topic_t], smoke=True)
+def leader_hard_kill() -> list[Step]:
+    """SIGKILL the leader of t-0. Seed 002 ``onBrokerFailure`` (partitions without leader →
+    OfflinePartition → OnlinePartition with OfflinePartitionLeaderSelector; replicas on the
+    failed broker → OfflineReplica); Kafka 3.9 ``PartitionLeaderElectionAlgorithms.
+    offlinePartitionLeaderElection`` (first live ISR member in AR order) and
+    ``Election.leaderForOffline`` (ISR minus the dead broker, epoch +1)."""
+    return [Step("hard_kill", LeaderOf("t", 0))]
+
+
+@scenario(topics=[topic_t])
+def follower_hard_kill() -> list[Step]:
+    """SIGKILL an in-sync follower of t-0. Seed 002 replica state change
+    ``OnlineReplica → OfflineReplica`` ("remove this replica from the isr");
+    ``ReplicaStateMachine.doRemoveReplicasFromIsr``: leader unchanged, ISR minus it, epoch +1."""
+    return [Step("hard_kill", FollowerOf("t", 0))]
+
+
+@scenario(topics=[topic_t])
+def non_replica_controlled_shutdown() -> list[Step]:
+    """SIGTERM a broker holding no replica of t-0: t-0 must not change at all while the
+    broker's own partitions move. Seed 002 ``shutdownBroker`` acts only on the shutting-down
+    broker's partitions; ``KafkaController.doControlledShutdown``."""
+    return [Step("controlled_shutdown", NonReplicaOf("t", 0))]
+
+
+@scenario(topics=[topic_r], smoke=True)
+def controller_kill() -> list[Step]:
+    """SIGKILL the controller. Seeds 000/001 controller election through the ephemeral
+    ``/controller`` znode and ``onControllerFailover`` (epoch bump, replica/partition state
+    machines start-up, offline elections); Kafka 3.9 ``KafkaController.elect`` /
+    ``onControllerFailover``. Which broker wins is nondeterministic: any live broker is allowed;
+    partitions the old controller led get epoch +2 (removal then election), so epochs are
+    checked as "strictly increased" there."""
+    return [Step("controller_kill", Controller())]
+
+
+@scenario(topics=[topic_t], smoke=True)
+def controlled_shutdown_leader() -> list[Step]:
+    """SIGTERM (controlled shutdown) the leader of t-0. Seed 002 ``shutdownBroker`` with
+    ControlledShutdownLeaderSelector ("new leader = replica in isr that's not being shutdown;
+    new isr = current isr - shutdown replica"); Kafka 3.9
+    ``controlledShutdownPartitionLeaderElection`` and ``Election.leaderForControlledShutdown``."""
+    return [Step("controlled_shutdown", LeaderOf("t", 0))]
+
+
+@scenario(topics=[topic_t])
+def controlled_shutdown_follower() -> list[Step]:
+    """SIGTERM a follower of t-0. Seed 002 ``shutdownBroker`` steps 2–3 (StopReplica without
+    deletion, follower → OfflineReplica to force it out of the ISR); Kafka 3.9
+    ``KafkaController.doControlledShutdown``: leader unchanged, ISR minus it, epoch +1."""
+    return [Step("controlled_shutdown", FollowerOf("t", 0))]
+
+
+@scenario(topics=[topic_t])
+def controlled_shutdown_only_isr() -> list[Step]:
+    """Kill t-0's follower so the leader is the only ISR member, then SIGTERM that leader.
+    ``controlledShutdownPartitionLeaderElection`` finds no candidate: nothing is written during
+    the controlled shutdown (the partition stays "remaining", the broker retries), and when its
+    session closes ``onBrokerFailure`` leaves t-0 leaderless with ISR [it] (Kafka 3.9
+    ``doRemoveReplicasFromIsr`` keeps the last ISR member)."""
+    return [Step("hard_kill", FollowerOf("t", 0)), Step("controlled_shutdown", LeaderOf("t", 0))]
+
+
+@scenario(topics=[topic_s])
+def rf1_broker_loss() -> list[Step]:
+    """Replication factor 1: SIGKILL the broker holding s-0, then restart it. Seed 004 /
+    Kafka 3.9 ``offlinePartitionLeaderElection`` has no candidate: leader -1, ISR [it]
+    (``doRemoveReplicasFromIsr`` keeps the last member); on restart ``onBrokerStartup`` →
+    ``triggerOnlinePartitionStateChange`` gives the leadership back to it (clean election)."""
+    return [Step("hard_kill", LeaderOf("s", 0)), Step("start", EarlierTarget(0))]
+
+
+@scenario(topics=[topic_t])
+def rolling_restart() -> list[Step]:
+    """Controlled restart of every broker in turn, waiting for the settled state in between
+    (an operator's rolling upgrade). Seed 002 ``shutdownBroker`` then ``onBrokerStartup``;
+    leadership is never returned by a restart (only preferred election / auto-rebalance)."""
+    return [Step("restart", BrokerId(b)) for b in (1, 2, 3)]
+
+
+@scenario(topics=[topic_t])
+def restart_after_kill() -> list[Step]:
+    """SIGKILL the leader of t-0, then restart it once its old session is gone. Seed 002
+    ``onBrokerStartup`` (replicas → OnlineReplica, offline partitions elected; no leadership
+    moves back): the restarted broker rejoins ISRs (leader-driven, epoch unchanged) but leads
+    nothing it did not lead before only through a preferred election."""
+    return [Step("hard_kill", LeaderOf("t", 0)), Step("start", EarlierTarget(0))]
+
+
+@scenario(topics=[topic_t], smoke=True)
+def preferred_election_after_restart() -> list[Step]:
+    """Kill t-0's leader, restart it, then run a preferred replica election (AdminClient
+    ``elect_leaders(PREFERRED)``) over every partition of t. Seed 002
+    ``onPreferredReplicaElection`` with PreferredReplicaPartitionLeaderSelector ("new leader =
+    first assigned replica (if in isr); new isr = current isr"); Kafka 3.9
+    ``preferredReplicaPartitionLeaderElection``, ELECTION_NOT_NEEDED where AR.head leads."""
+    return [Step("hard_kill", LeaderOf("t", 0)), Step("start", EarlierTarget(0)),
+            Step("preferred_election", NoTarget("every partition of t"), _frozen({"topic": "t", "via": "admin"}))]
+
+
+@scenario(topics=[topic_t], needs=AUTO_REBALANCE)
+def auto_leader_rebalance() -> list[Step]:
+    """With ``auto.leader.rebalance.enable=true`` and a short
+    ``leader.imbalance.check.interval.seconds``: SIGTERM the leader of t-0, restart it, and
+    let the controller's ``checkAndTriggerAutoLeaderRebalance`` move its preferred partitions
+    back (imbalance > ``leader.imbalance.per.broker.percentage``, strictly greater). Seed 003
+    (auto rebalance with ``leader.imbalance.*``)."""
+    return [Step("controlled_shutdown", LeaderOf("t", 0), then=("auto_rebalance",)),
+            Step("start", EarlierTarget(0), then=("auto_rebalance",))]
+
+
+@scenario(topics=[topic_t])
+def unclean_off_non_isr_first() -> list[Step]:
+    """Kill t-0's follower (it leaves the ISR), then its leader (t-0 leaderless, ISR [leader]),
+    then restart the follower first. With unclean election off, Kafka 3.9
+    ``offlinePartitionLeaderElection`` only takes ISR members: t-0 stays leaderless
+    (NoReplicaOnline) — the seeds' OfflinePartitionLeaderSelector "(preferably in isr)" is
+    stricter in 3.9. No acknowledged message may be lost."""
+    return [Step("hard_kill", FollowerOf("t", 0)), Step("hard_kill", LeaderOf("t", 0)),
+            Step("start", EarlierTarget(0))]
+
+
+@scenario(topics=[topic_t])
+def unclean_config_non_isr_first() -> list[Step]:
+    """As ``unclean_off_non_isr_first``, then enable ``unclean.leader.election.enable`` on the
+    topic (``/config/topics/<t>`` + change notification). Kafka 3.9
+    ``KafkaController.processTopicUncleanLeaderElectionEnable`` runs the offline election with
+    unclean allowed: the out-of-sync replica leads, ISR [it], leader_recovery_state RECOVERING
+    (``Election.leaderForOffline``). Acknowledged messages written while it was down are lost:
+    counted and reported, not failed."""
+    return [Step("hard_kill", FollowerOf("t", 0)), Step("hard_kill", LeaderOf("t", 0)),
+            Step("start", EarlierTarget(0)),
+            Step("unclean_election", NoTarget("t (topic config)"), _frozen({"topic": "t", "via": "config"}))]
+
+
+@scenario(topics=[topic_t])
+def unclean_admin_election() -> list[Step]:
+    """As ``unclean_off_non_isr_first``, then an AdminClient ``elect_leaders(UNCLEAN)`` on t-0.
+    Seed 003 (unclean election from the admin client); Kafka 3.9 ``ElectionType.UNCLEAN`` →
+    ``leaderForOffline`` with unclean allowed for that request only."""
+    return [Step("hard_kill", FollowerOf("t", 0)), Step("hard_kill", LeaderOf("t", 0)),
+            Step("start", EarlierTarget(0)),
+            Step("unclean_election", NoTarget("t-0 (admin)"), _frozen({"topic": "t", "partitions": (0,), "via": "admin"}))]
+
+
+@scenario(topics=[topic_t], smoke=True)
+def reassign_leader_off() -> list[Step]:
+    """Reassign t-0 from [1, 2] to [3, 2] through ``/admin/reassign_partitions``: the leader
+    leaves the replica set. Seeds 001/002 ``onPartitionReassignment`` steps 1–12; Kafka 3.9
+    ``moveReassignedPartitionLeaderIfRequired`` with ``reassignPartitionLeaderElection``
+    (first target replica live and in ISR); final AR = the target in the given order."""
+    return [Step("reassignment", NoTarget("t-0 -> [3, 2]"), _frozen({"topic": "t", "moves": ((0, (3, 2)),)}))]
+
+
+@scenario(topics=[topic_t])
+def expand_replication_factor() -> list[Step]:
+    """Reassign t-0 from [1, 2] to [1, 2, 3]: the new replica is added (NewReplica), joins the
+    ISR through the leader, the leader stays (seed 002 step 7 "potential new leader (if
+    current leader not in RAR)")."""
+    return [Step("reassignment", NoTarget("t-0 -> [1, 2, 3]"), _frozen({"topic": "t", "moves": ((0, (1, 2, 3)),)}))]
+
+
+@scenario(topics=[topic_t])
+def reorder_then_preferred() -> list[Step]:
+    """Reassign t-0 from [1, 2] to [2, 1] (reorder only: completes at once, leader unchanged),
+    then trigger a preferred election by creating ``/admin/preferred_replica_election``: the
+    new AR head 2 takes the leadership. Seed 003 (changing a partition's preferred replica);
+    seed 001 (the preferred replica election listener)."""
+    return [Step("reassignment", NoTarget("t-0 -> [2, 1]"), _frozen({"topic": "t", "moves": ((0, (2, 1)),)})),
+            Step("preferred_election", NoTarget("t-0 (znode)"), _frozen({"topic": "t", "partitions": (0,), "via": "znode"}))]
+
+
+@scenario(topics=[topic_m], needs=SIX_BROKERS)
+def move_123_to_456() -> list[Step]:
+    """The seeds' worked example on 6 brokers: reassign m-0 from OAR {1,2,3} to RAR {4,5,6}.
+    Seed 002 ``onPartitionReassignment`` table (AR {1..6} while catching up, leader 4 once
+    RAR joined the ISR, OAR forced out of the ISR, AR = RAR last)."""
+    return [Step("reassignment", NoTarget("m-0 -> [4, 5, 6]"), _frozen({"topic": "m", "moves": ((0, (4, 5, 6)),)}))]
+
+
+@scenario(topics=[topic_t])
+def session_expiry_pause() -> list[Step]:
+    """SIGSTOP the leader of t-0 past ``zookeeper.session.timeout.ms`` (+ tick + margin), then
+    SIGCONT it. ZooKeeper expires the session → ``onBrokerFailure`` as for a kill (docs 2.10);
+    the resumed broker re-registers with a new broker epoch → ``onBrokerStartup``; leadership
+    is not returned."""
+    return [Step("pause", LeaderOf("t", 0))]
+
+
+@scenario(topics=[topic_r])
+def cascading_failures_recovery() -> list[Step]:
+    """Kill r-0's leader, then the next leader, then restart them in the order they died.
+    Seed 002 ``onBrokerFailure`` twice (ISR shrinks to the last member) then
+    ``onBrokerStartup`` twice (offline elections; ISR rejoin through the leader; leadership
+    not returned)."""
+    return [Step("hard_kill", LeaderOf("r", 0)), Step("hard_kill", LeaderOf("r", 0)),
+            Step("start", EarlierTarget(0)), Step("start", EarlierTarget(1))]
+
+
+# --- lookup -----------------------------------------------------------------------------------
+
+def all_scenarios() -> list[Scenario]:
+    return list(_REGISTRY.values())
+
+
+def scenario_names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def suite(name: str) -> list[Scenario]:
+    if name not in SUITES:
+        raise UsageError(f"unknown suite {name!r}; valid suites: {', '.join(SUITES)}")
+    return [s for s in _REGISTRY.values() if name in s.suites]
+
+
+def by_names(names: Sequence[str]) -> list[Scenario]:
+    unknown = [n for n in names if n not in _REGISTRY]
+    if unknown:
+        raise UsageError(f"unknown scenario {', '.join(unknown)}; valid scenarios: {', '.join(_REGISTRY)}")
+    return [_REGISTRY[n] for n in names]
+
+
+def select(suite_name: str | None, names: Sequence[str] = ()) -> list[Scenario]:
+    """``--scenario`` names when given (in that order), else the suite (default conformance);
+    scenarios are then grouped by cluster needs (stable) so each cluster shape starts once."""
+    chosen = by_names(names) if names else suite(suite_name or CONFORMANCE)
+    order = {needs: i for i, needs in enumerate(dict.fromkeys(s.needs for s in chosen))}
+    return sorted(chosen, key=lambda s: order[s.needs])
+
+
+def with_brokers(s: Scenario, brokers: int | None) -> Scenario:
+    """``--brokers N``: grow the cluster of scenarios needing fewer (never shrink one)."""
+    if brokers is None or brokers <= s.needs.brokers:
+        return s
+    return replace(s, needs=replace(s.needs, brokers=brokers))

@@ -1,0 +1,81 @@
+"""Catalogue sanity: every scenario documented, in conformance, on explicit multi-partition topics."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import UsageError
+from scenarios import catalogue
+from scenarios.catalogue import CONFORMANCE, SMOKE, all_scenarios, by_names, select, suite
+
+REQUIRED = {
+    "leader_hard_kill", "follower_hard_kill", "controller_kill", "controlled_shutdown_leader",
+    "controlled_shutdown_follower", "controlled_shutdown_only_isr", "rf1_broker_loss", "rolling_restart",
+    "restart_after_kill", "preferred_election_after_restart", "auto_leader_rebalance",
+    "unclean_off_non_isr_first", "unclean_config_non_isr_first", "reassign_leader_off",
+    "expand_replication_factor", "reorder_then_preferred", "move_123_to_456", "session_expiry_pause",
+    "cascading_failures_recovery",
+}
+
+
+def test_issue_catalogue_is_covered() -> None:
+    assert REQUIRED <= {s.name for s in all_scenarios()}
+
+
+@pytest.mark.parametrize("s", all_scenarios(), ids=lambda s: s.name)
+def test_every_scenario_is_documented_and_in_conformance(s) -> None:
+    assert len(s.doc) > 60
+    assert any(word in s.doc.lower() for word in ("seed", "kafka 3.9", "docs")), s.doc
+    assert CONFORMANCE in s.suites
+    assert s.steps
+    for topic in s.topics:
+        assert len(topic.assignment) >= 3, "several partitions: leaders, followers, non-replicas all hit"
+        assert len({len(r) for r in topic.assignment.values()}) == 1, "Kafka wants one replication factor"
+        brokers = {b for r in topic.assignment.values() for b in r}
+        assert brokers <= set(range(1, s.needs.brokers + 1))
+
+
+def test_fault_kinds_and_options_are_known() -> None:
+    from_kinds = {"hard_kill", "controller_kill", "controlled_shutdown", "pause", "restart", "start",
+                  "reassignment", "preferred_election", "unclean_election"}
+    for s in all_scenarios():
+        for step in s.steps:
+            assert step.fault in from_kinds, (s.name, step.fault)
+            if "topic" in step.options:
+                s.topic(step.options["topic"])  # a logical topic of the scenario
+
+
+def test_suites() -> None:
+    smoke = suite(SMOKE)
+    assert 3 <= len(smoke) <= 6
+    assert {s.name for s in suite(CONFORMANCE)} == {s.name for s in all_scenarios()}
+    with pytest.raises(UsageError, match="valid suites"):
+        suite("nightly")
+
+
+def test_unknown_scenario_lists_the_valid_ones() -> None:
+    with pytest.raises(UsageError) as info:
+        by_names(["leader_hard_kill", "no_such"])
+    message = str(info.value)
+    assert "no_such" in message and "leader_hard_kill" in message and "\n" not in message
+
+
+def test_select_groups_by_cluster_needs_keeping_order() -> None:
+    chosen = select(None)
+    needs = [s.needs for s in chosen]
+    seen = []
+    for n in needs:
+        if not seen or seen[-1] != n:
+            assert n not in seen, "each cluster shape appears in one block"
+            seen.append(n)
+    assert [s.name for s in select(None, ["rolling_restart", "leader_hard_kill"])] == ["rolling_restart",
+                                                                                     "leader_hard_kill"]
+
+
+def test_special_needs_are_declared() -> None:
+    assert by_names(["move_123_to_456"])[0].needs.brokers == 6
+    overrides = by_names(["auto_leader_rebalance"])[0].needs.overrides_dict
+    assert overrides[catalogue.AUTO_LEADER_REBALANCE_ENABLE] == "true"
+    assert int(overrides[catalogue.LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS]) <= 10
+    assert catalogue.with_brokers(by_names(["leader_hard_kill"])[0], 5).needs.brokers == 5
+    assert catalogue.with_brokers(by_names(["move_123_to_456"])[0], 4).needs.brokers == 6

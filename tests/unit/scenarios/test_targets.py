@@ -1,0 +1,145 @@
+"""Targeting is pure: plain states in, broker ids and a description out, same seed same choice."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Mapping
+
+import pytest
+
+from harness.errors import UsageError
+from scenarios.targets import (
+    BrokerId,
+    Controller,
+    EarlierTarget,
+    FollowerOf,
+    IsrAllButOne,
+    LeaderOf,
+    NonReplicaOf,
+    PartitionView,
+    Target,
+    TargetView,
+    view_of,
+)
+
+
+def view(**partitions: tuple[tuple[int, ...], int, tuple[int, ...]]) -> TargetView:
+    parts = {}
+    for name, (replicas, leader, isr) in partitions.items():
+        topic, p = name.rsplit("_", 1)
+        parts[(topic, int(p))] = PartitionView(replicas, leader, isr)
+    return TargetView(frozenset({1, 2, 3, 4}), 2, parts, frozenset({1, 2, 3, 4}))
+
+
+V = view(t_0=((1, 2, 3), 1, (1, 2, 3)), t_1=((2, 3), 2, (2,)), u_0=((4,), -1, (4,)))
+
+
+def rng(seed: int = 7) -> random.Random:
+    return random.Random(seed)
+
+
+def test_leader_of() -> None:
+    t = LeaderOf("t", 0).resolve(V, rng())
+    assert t == Target((1,), "broker 1 (leader of t-0)")
+
+
+def test_leader_of_leaderless_partition_is_refused() -> None:
+    with pytest.raises(UsageError, match="leader of u-0"):
+        LeaderOf("u", 0).resolve(V, rng())
+
+
+def test_unknown_partition_is_refused() -> None:
+    with pytest.raises(UsageError, match="no partition t-9"):
+        LeaderOf("t", 9).resolve(V, rng())
+
+
+def test_controller() -> None:
+    assert Controller().resolve(V, rng()).brokers == (2,)
+    no_controller = TargetView(V.live_brokers, None, V.partitions)
+    with pytest.raises(UsageError, match="controller"):
+        Controller().resolve(no_controller, rng())
+
+
+def test_follower_is_an_in_sync_non_leader_and_seeded() -> None:
+    chosen = {FollowerOf("t", 0).resolve(V, rng(s)).broker for s in range(40)}
+    assert chosen == {2, 3}
+    assert FollowerOf("t", 0).resolve(V, rng(5)) == FollowerOf("t", 0).resolve(V, rng(5))
+
+
+def test_follower_out_of_isr_is_not_chosen() -> None:
+    with pytest.raises(UsageError, match="follower of t-1"):
+        FollowerOf("t", 1).resolve(V, rng())
+
+
+def test_isr_all_but_one_spares_the_leader() -> None:
+    t = IsrAllButOne("t", 0).resolve(V, rng())
+    assert t.brokers == (2, 3)
+    assert "but 1" in t.description
+
+
+def test_isr_all_but_one_random_spares_one_member() -> None:
+    t = IsrAllButOne("t", 0, keep="random").resolve(V, rng(3))
+    assert len(t.brokers) == 2 and set(t.brokers) < {1, 2, 3}
+
+
+def test_isr_all_but_one_needs_two_members() -> None:
+    with pytest.raises(UsageError):
+        IsrAllButOne("t", 1).resolve(V, rng())
+
+
+def test_broker_id_validates() -> None:
+    assert BrokerId(4).resolve(V, rng()).description == "broker 4"
+    with pytest.raises(UsageError, match="broker 9 is not in the cluster"):
+        BrokerId(9).resolve(V, rng())
+
+
+def test_non_replica() -> None:
+    assert NonReplicaOf("t", 0).resolve(V, rng()).brokers == (4,)
+    assert NonReplicaOf("t", 1).resolve(V, rng(1)).broker in {1, 4}
+    full = view(x_0=((1, 2, 3, 4), 1, (1, 2, 3, 4)))
+    with pytest.raises(UsageError, match="non-replica"):
+        NonReplicaOf("x", 0).resolve(full, rng())
+
+
+def test_earlier_target() -> None:
+    history = [Target((3,), "broker 3 (follower of t-0)")]
+    t = EarlierTarget(0).resolve(V, rng(), history)
+    assert t.brokers == (3,) and "step 1" in t.description
+    with pytest.raises(UsageError):
+        EarlierTarget(1).resolve(V, rng(), history)
+
+
+@dataclass(frozen=True)
+class _Zk:  # the shape of harness.observer.PartitionZkState / ZkSnapshot
+    replicas: tuple[int, ...]
+    leader: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Snap:
+    live_brokers: Mapping[int, int]
+    controller: int | None
+    partitions: Mapping[tuple[str, int], _Zk]
+
+
+@dataclass(frozen=True)
+class _Topic:
+    partitions: Mapping[int, _Zk]
+
+
+@dataclass(frozen=True)
+class _Cluster:  # the shape of oracle.ClusterState
+    live_brokers: frozenset[int]
+    topics: Mapping[str, _Topic]
+    controller: int | None
+
+
+def test_view_of_snapshot_and_cluster_state_agree() -> None:
+    zk = _Snap({1: 10, 2: 11}, 1, {("t", 0): _Zk((1, 2), 2, (2, 1))})
+    cs = _Cluster(frozenset({1, 2}), {"t": _Topic({0: _Zk((1, 2), 2, (2, 1))})}, 1)
+    a, b = view_of(zk, [1, 2, 3]), view_of(cs, [1, 2, 3])
+    assert a == b
+    assert LeaderOf("t", 0).resolve(a, rng()).brokers == (2,)
+    assert BrokerId(3).resolve(a, rng()).brokers == (3,)  # known from the cluster's broker list
