@@ -1,0 +1,55 @@
+"""A pure model of the Kafka 3.9 ZooKeeper-mode controller: given a settled cluster state and a
+fault or admin operation, the leader, ISR, epoch and replicas every partition must show once the
+cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
+
+from oracle.controller import apply_event
+from oracle.events import (
+    EVENT_TYPES,
+    AutoRebalance,
+    BrokerFailure,
+    BrokerStartup,
+    ControlledShutdown,
+    CreateTopic,
+    Event,
+    PreferredElection,
+    Reassign,
+    TopicConfigChange,
+    UncleanElection,
+)
+from oracle.outcomes import Outcome, PartitionOutcome
+from oracle.prediction import Prediction, predict
+from oracle.state import (
+    NO_LEADER,
+    ClusterState,
+    PartitionPhase,
+    PartitionState,
+    TopicPartition,
+    TopicState,
+    initial_phase,
+)
+
+__all__ = [
+    "NO_LEADER",
+    "EVENT_TYPES",
+    "AutoRebalance",
+    "BrokerFailure",
+    "BrokerStartup",
+    "ClusterState",
+    "ControlledShutdown",
+    "CreateTopic",
+    "Event",
+    "Outcome",
+    "PartitionOutcome",
+    "PartitionPhase",
+    "PartitionState",
+    "Prediction",
+    "PreferredElection",
+    "Reassign",
+    "TopicConfigChange",
+    "TopicPartition",
+    "TopicState",
+    "UncleanElection",
+    "apply_event",
+    "initial_phase",
+    "predict",
+]

@@ -1,0 +1,98 @@
+"""The few broker and topic settings the controller's decisions depend on, with Kafka 3.9 defaults.
+
+Values are Kafka strings (``"true"``); Python booleans and ints are accepted too.  The names are
+repeated here rather than imported from ``harness.config`` because the oracle must stay pure.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"  # default false
+AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"  # default true
+LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = "leader.imbalance.per.broker.percentage"  # default 10
+CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"  # default true
+CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"  # default 3
+INTER_BROKER_PROTOCOL_VERSION = "inter.broker.protocol.version"  # default 3.9-IV0
+
+BOOLEAN_SETTINGS = frozenset(
+    {UNCLEAN_LEADER_ELECTION_ENABLE, AUTO_LEADER_REBALANCE_ENABLE, CONTROLLED_SHUTDOWN_ENABLE}
+)
+INTEGER_SETTINGS = frozenset({LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, CONTROLLED_SHUTDOWN_MAX_RETRIES})
+
+
+def parse_bool(value: object) -> bool | None:
+    """Scala's ``String.toBoolean`` (case-insensitive "true"/"false"); None if it is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
+
+
+def parse_int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _bool_setting(config: Mapping[str, object], name: str, default: bool) -> bool:
+    parsed = parse_bool(config.get(name, default))
+    return default if parsed is None else parsed
+
+
+def _int_setting(config: Mapping[str, object], name: str, default: int) -> int:
+    parsed = parse_int(config.get(name, default))
+    return default if parsed is None else parsed
+
+
+def unclean_leader_election_enabled(broker_config: Mapping[str, object], topic_config: Mapping[str, object]) -> bool:
+    """``LogConfig`` of the topic: its ``/config/topics/<t>`` overrides merged over the controller's
+    broker config (``ZkPartitionStateMachine.collectUncleanLeaderElectionState`` →
+    ``zkClient.getLogConfigs(topics, config.originals())``)."""
+    merged = {**broker_config, **topic_config}
+    return _bool_setting(merged, UNCLEAN_LEADER_ELECTION_ENABLE, False)
+
+
+def topic_override_enables_unclean(topic_config: Mapping[str, object]) -> bool:
+    """``TopicConfigHandler.processConfigChanges``: only the topic's own override, parsed with
+    ``Try(...toBoolean).getOrElse(false)``, sends ``TopicUncleanLeaderElectionEnable`` to the controller."""
+    return parse_bool(topic_config.get(UNCLEAN_LEADER_ELECTION_ENABLE)) is True
+
+
+def auto_leader_rebalance_enabled(config: Mapping[str, object]) -> bool:
+    return _bool_setting(config, AUTO_LEADER_REBALANCE_ENABLE, True)
+
+
+def leader_imbalance_per_broker_percentage(config: Mapping[str, object]) -> int:
+    return _int_setting(config, LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, 10)
+
+
+def controlled_shutdown_enabled(config: Mapping[str, object]) -> bool:
+    return _bool_setting(config, CONTROLLED_SHUTDOWN_ENABLE, True)
+
+
+def controlled_shutdown_max_retries(config: Mapping[str, object]) -> int:
+    return _int_setting(config, CONTROLLED_SHUTDOWN_MAX_RETRIES, 3)
+
+
+def leader_recovery_supported(config: Mapping[str, object]) -> bool:
+    """``ZkPartitionStateMachine.isLeaderRecoverySupported``: IBP >= 3.2-IV0 (3.9's default is 3.9-IV0)."""
+    value = config.get(INTER_BROKER_PROTOCOL_VERSION)
+    if not isinstance(value, str):
+        return True
+    parts = value.split("-")[0].split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return True
+    if major == 0:  # "0.10.2" style
+        return False
+    return (major, minor) >= (3, 2)

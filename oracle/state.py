@@ -1,0 +1,163 @@
+"""Frozen snapshots of what the ZooKeeper-mode controller knows about a cluster.
+
+A :class:`PartitionState` is the content of ``/brokers/topics/<t>/partitions/<p>/state`` (leader,
+ISR, leader epoch, leader recovery state) joined with the partition's assignment from
+``/brokers/topics/<t>`` (replicas in AR order plus ``adding_replicas`` / ``removing_replicas``
+while a reassignment runs) and the controller's in-memory partition state
+(``PartitionStateMachine``: NewPartition / OnlinePartition / OfflinePartition).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from types import MappingProxyType
+from typing import Iterator, Mapping
+
+# kafka.api.LeaderAndIsr
+NO_LEADER = -1
+INITIAL_LEADER_EPOCH = 0
+# org.apache.kafka.metadata.LeaderRecoveryState
+RECOVERED = 0
+RECOVERING = 1
+
+
+class PartitionPhase(Enum):
+    """The controller's partition states (``PartitionStateMachine.scala``); NonExistent is not modelled."""
+
+    NEW = "NewPartition"
+    ONLINE = "OnlinePartition"
+    OFFLINE = "OfflinePartition"
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def _distinct(values: tuple[int, ...]) -> bool:
+    return len(set(values)) == len(values)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Leader, ISR and assignment of one partition.
+
+    ``replicas`` is the full replica set RS in AR order (during a reassignment it is
+    ``target ++ (origin - target)``, as ``ReplicaAssignment.reassignTo`` builds it).
+    A NEW partition has no state znode yet: leader -1, empty ISR.
+    """
+
+    replicas: tuple[int, ...]
+    leader: int
+    isr: tuple[int, ...]
+    leader_epoch: int
+    leader_recovery_state: int = RECOVERED
+    phase: PartitionPhase = PartitionPhase.ONLINE
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("replicas", "isr", "adding_replicas", "removing_replicas"):
+            object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
+        if not self.replicas:
+            raise ValueError("a partition needs at least one replica")
+        if not _distinct(self.replicas):
+            raise ValueError(f"duplicate replicas {list(self.replicas)}")
+        if not _distinct(self.isr):
+            raise ValueError(f"duplicate ISR members {list(self.isr)}")
+        if self.leader != NO_LEADER and self.leader not in self.replicas:
+            raise ValueError(f"leader {self.leader} is not one of the replicas {list(self.replicas)}")
+        if not set(self.isr) <= set(self.replicas):
+            raise ValueError(f"ISR {list(self.isr)} is not a subset of the replicas {list(self.replicas)}")
+        if not set(self.adding_replicas) | set(self.removing_replicas) <= set(self.replicas):
+            raise ValueError("adding/removing replicas must be among the replicas")
+        if self.leader_recovery_state not in (RECOVERED, RECOVERING):
+            raise ValueError(f"leader_recovery_state must be 0 or 1, not {self.leader_recovery_state}")
+
+    # ControllerContext.ReplicaAssignment
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def has_leader_and_isr(self) -> bool:
+        """``controllerContext.partitionLeadershipInfo(tp).isDefined``: a state znode exists."""
+        return self.phase is not PartitionPhase.NEW
+
+    @property
+    def preferred_replica(self) -> int:
+        return self.replicas[0]
+
+    def with_changes(self, **changes: object) -> "PartitionState":
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _frozen_mapping(mapping: Mapping) -> Mapping:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class TopicState:
+    partitions: Mapping[int, PartitionState]
+    config: Mapping[str, str] = field(default_factory=dict)  # /config/topics/<t> overrides
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", _frozen_mapping({int(k): v for k, v in self.partitions.items()}))
+        object.__setattr__(self, "config", _frozen_mapping(self.config))
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """Live brokers (registered in ``/brokers/ids``), every topic, the controller id if known
+    (``None`` = unknown, e.g. after a controller failover) and the controller's broker config."""
+
+    live_brokers: frozenset[int]
+    topics: Mapping[str, TopicState]
+    controller: int | None = None
+    config: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "live_brokers", frozenset(int(b) for b in self.live_brokers))
+        object.__setattr__(self, "topics", _frozen_mapping(self.topics))
+        object.__setattr__(self, "config", _frozen_mapping(self.config))
+        if self.controller is not None and self.controller not in self.live_brokers:
+            raise ValueError(f"controller {self.controller} is not a live broker")
+
+    def partition(self, tp: TopicPartition | str, partition: int | None = None) -> PartitionState:
+        if isinstance(tp, str):
+            assert partition is not None
+            tp = TopicPartition(tp, partition)
+        return self.topics[tp.topic].partitions[tp.partition]
+
+    def has_partition(self, tp: TopicPartition) -> bool:
+        topic = self.topics.get(tp.topic)
+        return topic is not None and tp.partition in topic.partitions
+
+    def partitions(self) -> Iterator[tuple[TopicPartition, PartitionState]]:
+        """Every partition, in (topic, partition) order."""
+        for topic in sorted(self.topics):
+            partitions = self.topics[topic].partitions
+            for number in sorted(partitions):
+                yield TopicPartition(topic, number), partitions[number]
+
+
+def initial_phase(leader: int, live_brokers: frozenset[int] | set[int], has_state_znode: bool = True) -> PartitionPhase:
+    """The phase a freshly elected controller gives a partition
+    (``PartitionStateMachine.initializePartitionState``): New without a state znode, else Online
+    when the leader is a live broker, else Offline.  Use it when building states from ZooKeeper."""
+    if not has_state_znode:
+        return PartitionPhase.NEW
+    return PartitionPhase.ONLINE if leader in live_brokers else PartitionPhase.OFFLINE
