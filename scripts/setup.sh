@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh machine: system packages (Java, Maven) when missing, the Python
+# venv with the project, and the Kafka 3.9 jars from Maven Central. With --docker also Debian's
+# docker.io and a running dockerd (needs root), for the containers launcher.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_docker=0
+for arg in "$@"; do
+  case "$arg" in
+    --docker) want_docker=1 ;;
+    *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+step() { printf '==> %s\n' "$*"; }
+
+apt_install() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: $* missing and not root: install it (apt-get install $*) and run again" >&2
+    exit 1
+  fi
+  step "apt-get install $*"
+  if [ ! -f /tmp/.kafka-chaos-apt-updated ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && touch /tmp/.kafka-chaos-apt-updated
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
+command -v mvn >/dev/null 2>&1 || apt_install maven
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || apt_install python3 python3-venv
+python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
+
+if [ ! -x .venv/bin/python ]; then
+  step "creating .venv"
+  python3 -m venv .venv
+fi
+stamp=.venv/.kafka-chaos-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  step "installing kafka-chaos and its dependencies into .venv"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+
+step "resolving the Kafka distribution"
+.venv/bin/kafka-chaos fetch-kafka
+
+if [ "$want_docker" -eq 1 ]; then
+  step "Docker engine"
+  bash scripts/install-docker.sh
+fi

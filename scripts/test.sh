@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: set up (idempotent), then unit tests, Spark tests, the real-cluster
+# integration tests (including the `smoke` chaos suite) and, where a Docker engine answers or
+# is installable, the containers tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -eq 0 ]; then
+  bash scripts/setup.sh --docker
+else
+  bash scripts/setup.sh
+fi
+
+export TESTCONTAINERS_RYUK_DISABLED="${TESTCONTAINERS_RYUK_DISABLED:-true}"
+exec .venv/bin/pytest tests "$@"
