@@ -1,10 +1,194 @@
-"""`kafka-chaos run` (placeholder until its issue lands)."""
+"""`kafka-chaos run`: run chaos scenarios against a real cluster and check them with the oracle.
+
+Prints one progress line per scenario step with the elapsed time, a summary table at the end,
+writes ``RESULTS_DIR/records.jsonl`` (one flushed record per check and measurement),
+``RESULTS_DIR/run.json`` (configuration, seed, versions, git revision), optionally JUnit XML,
+and the Spark report. Exit status 0 only when every check passed; Ctrl-C stops cleanly and
+leaves a valid partial results directory.
+"""
 
 from __future__ import annotations
 
 import argparse
+import platform
+import random
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    parser = sub.add_parser("run", help="(not built yet)")
-    parser.set_defaults(func=lambda args: parser.error("not built yet"))
+    parser = sub.add_parser(
+        "run", help="run chaos scenarios and check them against the oracle",
+        description="Run chaos scenarios (a suite or named ones) against a real ZooKeeper-mode "
+                    "Kafka cluster; exit 0 only when every check passed.")
+    parser.add_argument("--suite", choices=("smoke", "conformance"), default=None,
+                        help="scenario suite [default: conformance, unless --scenario is given]")
+    parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                        help="run this scenario (repeatable); see --list")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local",
+                        help="where brokers run [default: local]")
+    parser.add_argument("--brokers", type=int, default=None, metavar="N",
+                        help="at least N brokers per cluster (scenarios needing more keep theirs)")
+    parser.add_argument("--iterations", type=int, default=1, metavar="K", help="repetitions of each scenario")
+    parser.add_argument("--seed", type=int, default=None, metavar="S",
+                        help="seed for every random choice (same seed, same choices) [default: random, printed]")
+    parser.add_argument("--results", type=Path, default=None, metavar="DIR",
+                        help="results directory [default: results-<UTC time>]")
+    parser.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
+    parser.add_argument("--kafka-home", default=None, metavar="DIR", help="an extracted Apache Kafka tarball")
+    parser.add_argument("--no-report", action="store_true", help="skip the Spark report at the end")
+    parser.set_defaults(func=run_command)
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _versions(kafka_version: str) -> dict[str, Any]:
+    versions: dict[str, Any] = {"kafka": kafka_version, "python": platform.python_version()}
+    try:
+        import confluent_kafka
+
+        versions["confluent_kafka"] = confluent_kafka.version()[0]
+        versions["librdkafka"] = confluent_kafka.libversion()[0]
+    except Exception:  # noqa: BLE001
+        pass
+    return versions
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if args.iterations < 1:
+        raise UsageError(f"--iterations must be at least 1, not {args.iterations}")
+    if args.brokers is not None and not 1 <= args.brokers <= 9:
+        raise UsageError(f"--brokers must be between 1 and 9, not {args.brokers}")
+    if args.suite and args.scenario:
+        raise UsageError("give --suite or --scenario, not both")
+
+
+def _summary_table(outcomes: list[Any]) -> str:
+    rows = [("scenario", "iter", "result", "pass", "fail", "unknown", "seconds")]
+    for o in outcomes:
+        ok, bad, unknown = o.counts
+        result = "PASS" if o.passed else ("ERROR" if o.error and not bad else "FAIL")
+        rows.append((o.scenario, str(o.iteration), result, str(ok), str(bad), str(unknown), f"{o.seconds:.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for o in outcomes:
+        for r in o.results:
+            if r.passed is not True:
+                where = f" {r.topic}-{r.partition}" if r.partition is not None else (f" {r.topic}" if r.topic else "")
+                lines.append(f"  {o.scenario}#{o.iteration} {r.check}{where}: {r.verdict}: {r.detail}")
+        if o.error:
+            lines.append(f"  {o.scenario}#{o.iteration}: error: {o.error}")
+    return "\n".join(lines)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from scenarios import catalogue
+
+    if args.list:
+        for s in catalogue.all_scenarios():
+            print(f"{s.name:34s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}")
+        return 0
+    _validate(args)
+    scenarios = [catalogue.with_brokers(s, args.brokers) for s in catalogue.select(args.suite, args.scenario)]
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
+                         iterations=args.iterations, junit=args.junit, kafka_version=args.kafka_version,
+                         kafka_home=args.kafka_home, report=not args.no_report,
+                         suite=args.suite or ("conformance" if not args.scenario else None),
+                         command=["kafka-chaos", *sys.argv[1:]])
+
+
+def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend: str = "local",
+                  iterations: int = 1, junit: Path | None = None, kafka_version: str | None = None,
+                  kafka_home: str | None = None, report: bool = True, suite: str | None = None,
+                  command: list[str] | None = None, predictor: Any = None,
+                  runner_options: dict[str, Any] | None = None, open_cluster: Any = None) -> int:
+    """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle)."""
+    from harness.distribution import resolve_distribution
+    from results.writer import RecordWriter
+    from scenarios.junit import JUnitCase, write_junit
+    from scenarios.runner import ClusterPool, Runner, RunOptions
+
+    t0 = time.monotonic()
+
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - t0:7.1f}s] {message}", flush=True)
+
+    distribution = resolve_distribution(kafka_version, kafka_home)
+    run_id = uuid.uuid4().hex[:12]
+    options = RunOptions(run_id=run_id, seed=seed, backend=backend, iterations=iterations,
+                         results_dir=Path(results_dir), kafka_version=distribution.version,
+                         git_revision=_git_revision(), **(runner_options or {}))
+    writer = RecordWriter(results_dir)
+    info: dict[str, Any] = {
+        "run_id": run_id, "command": command, "suite": suite, "scenarios": [s.name for s in scenarios],
+        "iterations": iterations, "seed": seed, "backend": backend, "kafka_version": distribution.version,
+        "kafka_source": distribution.source, "git_revision": options.git_revision,
+        "versions": _versions(distribution.version), "started_at": time.time(), "status": "running",
+        "cluster_needs": {s.name: {"brokers": s.needs.brokers, "overrides": s.needs.overrides_dict} for s in scenarios},
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(options).items()},
+    }
+    writer.write_run_info(info)
+    print(f"kafka-chaos run {run_id}: {len(scenarios)} scenario(s) x {iterations}, seed {seed}, "
+          f"results in {results_dir}", flush=True)
+    pool = ClusterPool(backend, distribution, progress, open_cluster=open_cluster,
+                       settle_timeout=options.settle_timeout)
+    kwargs = {"predictor": predictor} if predictor is not None else {}
+    runner = Runner(options, pool, writer, progress, **kwargs)
+    outcomes: list[Any] = []
+    status = "interrupted"
+    try:
+        for s in scenarios:
+            for i in range(iterations):
+                progress(f"{s.name}#{i}: start ({s.needs.describe()})")
+                outcome = runner.run(s, i)
+                outcomes.append(outcome)
+                ok, bad, unknown = outcome.counts
+                progress(f"{s.name}#{i}: {'PASS' if outcome.passed else 'FAIL'} "
+                         f"({ok} passed, {bad} failed, {unknown} unknown) in {outcome.seconds:.1f}s")
+        status = "finished"
+    finally:
+        pool.release()
+        writer.close()
+        info.update(status=status, finished_at=time.time(), wall_seconds=round(time.monotonic() - t0, 1),
+                    passed=bool(outcomes) and all(o.passed for o in outcomes) and status == "finished",
+                    outcomes=[{"scenario": o.scenario, "iteration": o.iteration, "passed": o.passed,
+                               "seconds": round(o.seconds, 1), "error": o.error} for o in outcomes])
+        writer.write_run_info(info)
+        if junit is not None:
+            write_junit(junit, [JUnitCase(o.scenario, o.iteration, o.seconds, o.results, o.error) for o in outcomes])
+    print(_summary_table(outcomes), flush=True)
+    print(f"wall time {time.monotonic() - t0:.1f}s; records in {Path(results_dir) / 'records.jsonl'}", flush=True)
+    if report:
+        _report(Path(results_dir))
+    return 0 if info["passed"] else 1
+
+
+def _report(results_dir: Path) -> None:
+    try:
+        from results.report import run_report
+    except ImportError:
+        print("report: results.report is not available; skipped", flush=True)
+        return
+    summary = run_report([results_dir], out=results_dir / "report")
+    path = getattr(summary, "html", None) or getattr(summary, "path", None) or (results_dir / "report")
+    print(f"report: {path}", flush=True)

@@ -1,0 +1,140 @@
+"""Faults against a fake cluster: oracle events, idempotent heal, the nemesis refusing a second fault."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import HarnessError, UsageError
+from oracle import BrokerFailure, BrokerStartup, ControlledShutdown, PreferredElection, Reassign, TopicConfigChange
+from scenarios.faults import FaultEnv, Nemesis, make_fault
+from scenarios.targets import Target
+
+
+class FakeCluster:
+    bootstrap_servers = "127.0.0.1:1"
+
+    def __init__(self) -> None:
+        self.running = {1: True, 2: True, 3: True}
+        self.calls: list[tuple[str, int]] = []
+
+    def broker_running(self, b: int) -> bool:
+        return self.running[b]
+
+    def kill_broker(self, b: int) -> None:
+        self.calls.append(("kill", b))
+        self.running[b] = False
+
+    def stop_broker(self, b: int) -> None:
+        self.calls.append(("stop", b))
+        self.running[b] = False
+
+    def start_broker(self, b: int) -> None:
+        self.calls.append(("start", b))
+        self.running[b] = True
+
+    def pause_broker(self, b: int) -> None:
+        self.calls.append(("pause", b))
+
+    def resume_broker(self, b: int) -> None:
+        self.calls.append(("resume", b))
+
+
+class FakeObserver:
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, object]] = []
+
+    def wait_broker_gone(self, b: int, timeout: float) -> None:
+        self.writes.append(("gone", b))
+
+    def write_reassignment(self, moves) -> None:
+        self.writes.append(("reassign", list(moves)))
+
+    def write_preferred_election(self, partitions) -> None:
+        self.writes.append(("preferred", list(partitions)))
+
+    def set_topic_config(self, topic, config) -> None:
+        self.writes.append(("config", (topic, dict(config))))
+
+
+def env() -> FaultEnv:
+    return FaultEnv(FakeCluster(), FakeObserver())
+
+
+def fault(kind: str, brokers=(1,), **options):
+    names = {"t": "phys-t"}
+    return make_fault(kind, Target(tuple(brokers), f"brokers {brokers}"), options, topic_names=names,
+                      topic_partitions={"t": (0, 1, 2)})
+
+
+def test_oracle_events_per_kind() -> None:
+    assert fault("hard_kill", (1, 2)).oracle_events() == [BrokerFailure((1, 2))]
+    assert fault("controlled_shutdown").oracle_events() == [ControlledShutdown(1)]
+    assert fault("pause").oracle_events() == [BrokerFailure((1,)), BrokerStartup((1,))]
+    assert fault("restart").oracle_events() == [ControlledShutdown(1), BrokerStartup((1,))]
+    assert fault("restart", hard=True).oracle_events() == [BrokerFailure((1,)), BrokerStartup((1,))]
+    assert fault("reassignment", (), topic="t", moves=((0, (3, 2)),)).oracle_events() == [Reassign("phys-t", 0, (3, 2))]
+    [pe] = fault("preferred_election", (), topic="t").oracle_events()
+    assert isinstance(pe, PreferredElection) and [str(tp) for tp in pe.partitions] == ["phys-t-0", "phys-t-1", "phys-t-2"]
+    assert fault("unclean_election", (), topic="t", via="config").oracle_events() == [
+        TopicConfigChange("phys-t", {"unclean.leader.election.enable": "true"})]
+
+
+def test_bad_options_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="unknown fault kind"):
+        fault("flood")
+    with pytest.raises(UsageError, match="'topic'"):
+        fault("reassignment", (), topic="zz", moves=())
+    with pytest.raises(UsageError, match="'via'"):
+        fault("preferred_election", (), topic="t", via="carrier-pigeon")
+
+
+def test_nemesis_refuses_a_second_fault_on_a_faulted_broker_and_heals_once() -> None:
+    e = env()
+    nemesis = Nemesis(e)
+    nemesis.inject(fault("hard_kill", (1,)))
+    assert nemesis.faulted_brokers == {1}
+    with pytest.raises(HarnessError, match="already faulted by hard_kill"):
+        nemesis.inject(fault("controlled_shutdown", (1,)))
+    nemesis.inject(fault("controlled_shutdown", (2,)))
+    assert nemesis.heal_all() == []
+    assert sorted(c for c in e.cluster.calls if c[0] == "start") == [("start", 1), ("start", 2)]
+    assert nemesis.heal_all() == []  # idempotent: nothing left to heal
+    assert len([c for c in e.cluster.calls if c[0] == "start"]) == 2
+
+
+def test_start_releases_the_broker() -> None:
+    e = env()
+    nemesis = Nemesis(e)
+    nemesis.inject(fault("hard_kill", (3,)))
+    nemesis.inject(fault("start", (3,)))
+    assert nemesis.faulted_brokers == frozenset()
+    nemesis.inject(fault("hard_kill", (3,)))  # allowed again
+    assert e.cluster.calls == [("kill", 3), ("start", 3), ("kill", 3)]
+
+
+def test_heal_is_idempotent_on_the_fault_itself() -> None:
+    e = env()
+    f = fault("hard_kill", (2,))
+    f.inject(e)
+    f.heal(e)
+    f.heal(e)
+    assert e.cluster.calls == [("kill", 2), ("start", 2)]
+
+
+def test_pause_waits_for_session_expiry_then_resumes() -> None:
+    e = env()
+    nemesis = Nemesis(e)
+    nemesis.inject(fault("pause", (1,)))
+    assert e.cluster.calls == [("pause", 1), ("resume", 1)]
+    assert e.observer.writes == [("gone", 1)]
+    assert nemesis.faulted_brokers == frozenset()
+    assert e.session_expiry_bound_s > (6000 + 500) / 1000
+
+
+def test_unclean_config_heal_removes_the_override() -> None:
+    e = env()
+    nemesis = Nemesis(e)
+    nemesis.inject(fault("unclean_election", (), topic="t", via="config"))
+    nemesis.heal_all()
+    assert e.observer.writes == [("config", ("phys-t", {"unclean.leader.election.enable": "true"})),
+                                 ("config", ("phys-t", {"unclean.leader.election.enable": None}))]

@@ -1,0 +1,56 @@
+"""From a ZooKeeper snapshot to the oracle's input, the settled precondition and convergence."""
+
+from __future__ import annotations
+
+from harness.observer import PartitionZkState, ZkSnapshot
+from oracle import BrokerFailure, PartitionPhase, predict
+from scenarios.observation import cluster_state_of, is_settled, matches_prediction, mismatches, unsettled
+
+
+def zk(t, p, replicas, leader, isr, epoch=0, version=1):
+    return PartitionZkState(t, p, tuple(replicas), leader, epoch, tuple(isr), 1, 0, version)
+
+
+def snap(partitions, live=(1, 2, 3), controller=1, configs=None):
+    return ZkSnapshot(taken_at=0.0, live_brokers={b: 100 + b for b in live}, controller=controller,
+                      controller_epoch=1, partitions={(s.topic, s.partition): s for s in partitions},
+                      topic_configs=configs or {}, pending_reassignment=False)
+
+
+SETTLED = snap([zk("t", 0, (1, 2), 1, (1, 2), 3), zk("t", 1, (2, 3), 2, (2, 3)), zk("u", 0, (3,), 3, (3,))])
+
+
+def test_cluster_state_of_keeps_named_topics_and_config() -> None:
+    s = snap(SETTLED.partitions.values(), configs={"t": {"unclean.leader.election.enable": "true"}})
+    cs = cluster_state_of(s, ["t"], {"unclean.leader.election.enable": "false"})
+    assert set(cs.topics) == {"t"}
+    assert cs.topics["t"].config["unclean.leader.election.enable"] == "true"
+    assert cs.partition("t", 0).leader_epoch == 3 and cs.controller == 1
+    assert cs.live_brokers == {1, 2, 3}
+
+
+def test_phases_and_dead_controller() -> None:
+    s = snap([zk("t", 0, (1, 2), -1, (1,), 4), zk("t", 1, (2, 3), -1, (), version=-1)], live=(2, 3), controller=1)
+    cs = cluster_state_of(s, None, {})
+    assert cs.partition("t", 0).phase is PartitionPhase.OFFLINE
+    assert cs.partition("t", 1).phase is PartitionPhase.NEW
+    assert cs.controller is None  # /controller of a dead broker lingers until its session expires
+
+
+def test_settled() -> None:
+    assert is_settled(SETTLED, None)
+    lagging = snap([zk("t", 0, (1, 2), 1, (1,))])
+    assert unsettled(lagging, None) == ["t-0 ISR [1] lacks live [2]"]
+    leaderless = snap([zk("t", 0, (1, 2), -1, (1,))], live=(2, 3))
+    assert is_settled(leaderless, None)  # leaderless partitions are legal and settled
+    assert not is_settled(snap(SETTLED.partitions.values(), controller=None), None)
+
+
+def test_matches_prediction() -> None:
+    before = cluster_state_of(SETTLED, ["t", "u"], {})
+    predicted = predict(before, [BrokerFailure((1,))]).state
+    after = snap([zk("t", 0, (1, 2), 2, (2,), 4), zk("t", 1, (2, 3), 2, (3, 2)), zk("u", 0, (3,), 3, (3,))],
+                 live=(2, 3), controller=2)
+    assert matches_prediction(after, predicted, ["t", "u"])
+    assert mismatches(SETTLED, predicted, ["t"]) == ["live brokers [1, 2, 3] != [2, 3]", "t-0 leader 1 != 2",
+                                                     "t-0 ISR [1, 2] != [2]"]
