@@ -360,7 +360,9 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos"
+    from harness.distribution import cache_root  # the launcher's cache ($KAFKA_CHAOS_CACHE)
+
+    return cache_root()
 
 
 def _run(argv: list[str], cwd: Path | None = None) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import signal
 import threading
 from typing import Protocol
 
@@ -47,18 +46,12 @@ def destroy_all() -> None:
             log.exception("tearing down %r failed", resource)
 
 
-def _raise_system_exit(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 def _install_once() -> None:
     global _installed
     if _installed:
         return
     _installed = True
     atexit.register(destroy_all)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(signum) in (signal.SIG_DFL, None):
-            signal.signal(signum, _raise_system_exit)
+    from harness.processes import exit_on_termination_signals  # the local launcher's, shared
+
+    exit_on_termination_signals()

@@ -1,0 +1,61 @@
+"""``--backend local|containers|auto``: which launcher runs a cluster.
+
+``auto`` means containers when a Docker engine answers, else local JVMs.  ``open_cluster``
+returns an *unstarted* cluster; use it as a context manager (``with open_cluster(...) as c:``),
+which starts it, cleans up when starting fails, and destroys it on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import TYPE_CHECKING
+
+from harness.errors import UsageError
+
+if TYPE_CHECKING:
+    from harness.cluster import Cluster
+    from harness.config import ClusterConfig
+    from harness.distribution import KafkaDistribution
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("local", "containers", "auto")
+
+
+def resolve_backend(backend: str) -> str:
+    """``local`` or ``containers``; ``auto`` asks the Docker engine (a ping, well under a second)."""
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if backend != "auto":
+        return backend
+    from harness.containers.image import docker_available
+
+    chosen = "containers" if docker_available() else "local"
+    log.info("--backend auto: %s", "a Docker engine answers, using containers" if chosen == "containers"
+             else "no Docker engine answers, using local JVMs")
+    return chosen
+
+
+def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDistribution",
+                 base_image: str | None = None) -> "Cluster":
+    chosen = resolve_backend(backend)
+    if chosen == "local":
+        if base_image is not None and backend == "local":
+            raise UsageError("--base-image applies to --backend containers only")
+        from harness.local import LocalCluster
+
+        return LocalCluster(config, distribution)
+    from harness.containers.cluster import ContainerCluster
+
+    return ContainerCluster(config, distribution, base_image=base_image)
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` and ``--base-image`` for subcommands that start clusters."""
+    parser.add_argument("--backend", choices=BACKENDS, default="local",
+                        help="where brokers run: local JVMs, Docker containers, or auto "
+                             "(containers when a Docker engine answers) [default: local]")
+    parser.add_argument("--base-image", metavar="IMAGE", default=None,
+                        help="containers backend: a local JRE image with java on its PATH to build "
+                             "the Kafka image on, instead of the JRE assembled from Debian packages")

@@ -1,0 +1,530 @@
+"""``ContainerCluster``: one ZooKeeper and N brokers, each in a Docker container.
+
+The same contract as :class:`harness.local.LocalCluster` (``harness.cluster.Cluster`` and
+``BrokerControl``) plus :class:`harness.cluster.NetworkPartitioner`, because every container
+has its own network namespace.  Layout:
+
+- a dedicated bridge network ``kafka-chaos-<run>``; ZooKeeper is ``zookeeper:2181`` and broker N
+  is ``broker-N`` on it;
+- two listeners per broker: ``INTERNAL`` (port 9092, advertised as ``broker-N:9092``) carries
+  inter-broker traffic over the network, ``EXTERNAL`` (port 9094) is published on
+  ``127.0.0.1:<host port>`` and advertised as exactly that, for clients on the host.  Docker only
+  tells a mapped port after start, so host ports are picked up front and bound explicitly;
+- ZooKeeper's 2181 is published on ``127.0.0.1`` too, for the observer.
+
+Broker properties come from :func:`harness.config.broker_properties` (the local launcher's
+layering), only the listeners differ, so timeouts and therefore latencies compare.  Every
+Docker object carries ``kafka-chaos.run``/``kafka-chaos.owner`` labels and is removed on
+``destroy()`` — reached from ``with``, atexit and SIGTERM/SIGHUP (:mod:`.teardown`) — and
+otherwise by ``kafka-chaos cluster prune``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
+
+from harness.cluster import BrokerEndpoint
+from harness.config import (
+    broker_properties,
+    render_properties,
+    session_timeout_ms,
+    shared_broker_settings,
+    zookeeper_properties,
+)
+from harness.containers import teardown
+from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, docker_client, ensure_kafka_image
+from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL, new_run_id, run_labels
+from harness.containers.network import NamespaceFirewall, Peers, addresses_to_cut, check_partition_tools
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
+
+    from harness.config import ClusterConfig
+    from harness.distribution import KafkaDistribution
+    from harness.observer import ZkObserver
+
+log = logging.getLogger(__name__)
+
+ZOOKEEPER_NAME = "zookeeper"
+ZOOKEEPER_PORT = 2181
+INTERNAL_PORT = 9092
+EXTERNAL_PORT = 9094
+BROKER_CONFIG = f"{KAFKA_HOME}/config/server.properties"
+ZOOKEEPER_CONFIG = f"{KAFKA_HOME}/config/zookeeper.properties"
+BROKER_DATA_DIR = "/var/lib/kafka/data"
+ZOOKEEPER_DATA_DIR = "/var/lib/zookeeper"
+# docker stop sends SIGTERM, then SIGKILL after this: long enough for a controlled shutdown
+# (controlled.shutdown.max.retries x retry backoff, plus moving leaders away).
+STOP_TIMEOUT_SECONDS = 60
+START_TIMEOUT_SECONDS = 120.0
+# Grace on top of zookeeper.session.timeout.ms before an old registration must have expired.
+SESSION_EXPIRY_GRACE_SECONDS = 15.0
+
+
+def broker_alias(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+def broker_listeners(broker_id: int, external_host_port: int) -> dict[str, str]:
+    """Listener name -> advertised ``host:port`` (each binds 0.0.0.0 on its container port)."""
+    return {"INTERNAL": f"{broker_alias(broker_id)}:{INTERNAL_PORT}",
+            "EXTERNAL": f"127.0.0.1:{external_host_port}"}
+
+
+def pick_free_ports(count: int) -> list[int]:
+    """``count`` distinct free TCP ports on 127.0.0.1, held open together so they differ."""
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+        return ports
+
+
+def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str) -> list[str]:
+    """No shell in the image: java expands the ``libs/*`` class path wildcard itself."""
+    return ["java", f"-Xms{heap}", f"-Xmx{heap}", *jvm_options,
+            f"-Dlog4j.configuration=file:{LOG4J_CONFIG}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
+
+
+def api_versions_answered(host: str, port: int, timeout: float = 2.0) -> bool:
+    """True when a Kafka broker answers an ApiVersions v0 request (api key 18) at host:port."""
+    client_id = b"kafka-chaos"
+    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            header = sock.recv(8)
+    except OSError:
+        return False
+    # size, then the correlation id we sent
+    return len(header) == 8 and struct.unpack(">ii", header)[1] == 1
+
+
+def four_letter_word(host: str, port: int, word: bytes, timeout: float = 2.0) -> bytes:
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(word)
+            return sock.recv(64)
+    except OSError:
+        return b""
+
+
+def _poll(condition: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
+    """Re-check ``condition`` every ``interval`` until it holds (True) or ``timeout`` (False);
+    for signs with no event to wait on (a port starting to answer).  Exceptions propagate."""
+    retrying = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(interval),
+                        retry=retry_if_result(lambda ok: not ok), retry_error_callback=lambda _: False,
+                        reraise=True)
+    return bool(retrying(condition))
+
+
+class ContainerCluster:
+    """See the module docstring.  Use as a context manager, or call ``start``/``destroy``."""
+
+    backend = "containers"
+
+    def __init__(self, config: "ClusterConfig", distribution: "KafkaDistribution", *,
+                 base_image: str | None = None, run_id: str | None = None,
+                 start_timeout: float = START_TIMEOUT_SECONDS) -> None:
+        self.config = config
+        self.distribution = distribution
+        self.kafka_version = distribution.version
+        self.base_image = base_image
+        self.run_id = run_id or new_run_id()
+        self.start_timeout = start_timeout
+        self.image: str | None = None
+        self.labels = run_labels(self.run_id)
+        self._client: "docker.DockerClient | None" = None
+        self._network: "docker.models.networks.Network | None" = None
+        self._zookeeper: "Container | None" = None
+        self._brokers: dict[int, "Container"] = {}
+        self._zk_host_port = 0
+        self._broker_host_ports: dict[int, int] = {}
+        self._cut: set[int] = set()  # brokers with partition rules in their namespace
+        self._run_dir: Path | None = None
+        self._destroyed = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> ContainerCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.destroy()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.destroy()
+
+    def start(self) -> None:
+        """Build (or reuse) the image, then start ZooKeeper and every broker; returns once every
+        broker is registered in ZooKeeper (bounded by ``start_timeout``)."""
+        _disable_ryuk_unless_present()
+        self._client = docker_client()
+        self.image = ensure_kafka_image(self.distribution, base_image=self.base_image,
+                                        client=self._client).tag
+        teardown.register(self)  # from here on something may need removing
+        ports = pick_free_ports(1 + len(self.config.broker_ids()))
+        self._zk_host_port = ports[0]
+        self._broker_host_ports = dict(zip(self.config.broker_ids(), ports[1:]))
+        self._network = self._create_network()
+        self._zookeeper = self._start_zookeeper()
+        self._wait_zookeeper_ready()
+        for broker_id in self.config.broker_ids():
+            self._brokers[broker_id] = self._start_broker_container(broker_id)
+        with self._observer() as observer:
+            deadline = time.monotonic() + self.start_timeout
+            for broker_id in self.config.broker_ids():
+                self._wait_registered(observer, broker_id, deadline - time.monotonic())
+        for broker_id in self.config.broker_ids():
+            self._wait_serving(broker_id, deadline - time.monotonic())
+        log.info("container cluster %s up: %d brokers, bootstrap %s, zookeeper %s", self.run_id,
+                 len(self._brokers), self.bootstrap_servers, self.zookeeper_connect)
+
+    def destroy(self) -> None:
+        """Remove every container and the network of this run, and the local log dir. Idempotent."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        teardown.unregister(self)
+        client = self._client
+        if client is not None:
+            self._remove_labelled(client)
+        if self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+        self._brokers.clear()
+        self._zookeeper = None
+        self._network = None
+
+    def _remove_labelled(self, client: "docker.DockerClient") -> None:
+        # By label rather than by our handles: also catches a container created just before
+        # an exception (or Ctrl-C) prevented us from keeping its handle.
+        from harness.containers.prune import labelled_objects
+
+        objects = labelled_objects(client, self.run_id)
+        for container in objects["containers"]:
+            try:
+                container.remove(force=True, v=True)
+            except Exception as exc:
+                log.warning("removing container %s: %s", container.name, exc)
+        for network in objects["networks"]:
+            try:
+                network.remove()
+            except Exception as exc:
+                log.warning("removing network %s: %s", network.name, exc)
+        for volume in objects["volumes"]:
+            try:
+                volume.remove(force=True)
+            except Exception as exc:
+                log.warning("removing volume %s: %s", volume.name, exc)
+
+    # ------------------------------------------------------------------ containers
+
+    def _name(self, node: str) -> str:
+        return f"kafka-chaos-{self.run_id}-{node}"
+
+    def _create_network(self) -> "docker.models.networks.Network":
+        from testcontainers.core.network import Network
+
+        network = Network(docker_network_kw={"driver": "bridge", "labels": {**self.labels, ROLE_LABEL: "network"}})
+        network.name = self._name("net")
+        return network.create()._network  # the docker-py object; removal goes by label
+
+    def _container(self, node: str, role: str, command: list[str], *, host_ports: Mapping[int, int],
+                   files: Mapping[str, str], extra_labels: Mapping[str, str] = {}) -> "Container":
+        from testcontainers.core.container import DockerContainer
+
+        assert self._network is not None and self.image is not None
+        container = (DockerContainer(self.image)
+                     .with_name(self._name(node))
+                     .with_command(command)
+                     .with_network_aliases(node)
+                     .with_kwargs(labels={**self.labels, ROLE_LABEL: role, **extra_labels},
+                                  hostname=node,
+                                  stop_signal="SIGTERM",
+                                  init=False))
+        container._network = _NetworkRef(self._network.name)  # type: ignore[assignment]
+        for container_port, host_port in host_ports.items():
+            # docker-py accepts (ip, port): publish on loopback only, never on all interfaces.
+            container.ports[f"{container_port}/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
+        for path, text in files.items():
+            container.with_copy_into_container(text.encode(), path)
+        container.start()
+        wrapped = container.get_wrapped_container()
+        wrapped.reload()
+        return wrapped
+
+    def _start_zookeeper(self) -> "Container":
+        properties = zookeeper_properties(self.config, port=ZOOKEEPER_PORT, data_dir=ZOOKEEPER_DATA_DIR,
+                                          host="0.0.0.0")
+        return self._container(
+            ZOOKEEPER_NAME, "zookeeper",
+            java_command(self.config.zookeeper_heap, self.config.jvm_options,
+                         "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG),
+            host_ports={ZOOKEEPER_PORT: self._zk_host_port},
+            files={ZOOKEEPER_CONFIG: render_properties(properties)})
+
+    def _broker_properties(self, broker_id: int) -> dict[str, str]:
+        # Only the listeners differ from the local launcher: INTERNAL (first, so inter-broker)
+        # on the Docker network, EXTERNAL published on the host's loopback.
+        return broker_properties(
+            self.config, broker_id,
+            zookeeper_connect=f"{ZOOKEEPER_NAME}:{ZOOKEEPER_PORT}",
+            listeners=broker_listeners(broker_id, self._broker_host_ports[broker_id]),
+            bind_listeners={"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"},
+            log_dir=BROKER_DATA_DIR)
+
+    def _start_broker_container(self, broker_id: int) -> "Container":
+        return self._container(
+            broker_alias(broker_id), "broker",
+            java_command(self.config.broker_heap, self.config.jvm_options, "kafka.Kafka", BROKER_CONFIG),
+            host_ports={EXTERNAL_PORT: self._broker_host_ports[broker_id]},
+            files={BROKER_CONFIG: render_properties(self._broker_properties(broker_id))},
+            extra_labels={BROKER_ID_LABEL: str(broker_id)})
+
+    def _wait_zookeeper_ready(self) -> None:
+        """ZooKeeper answers ``ruok`` on its published port (bounded; nothing to watch yet)."""
+        def ready() -> bool:
+            self._require_running(self._zookeeper, ZOOKEEPER_NAME)
+            return four_letter_word("127.0.0.1", self._zk_host_port, b"ruok") == b"imok"
+
+        if not _poll(ready, self.start_timeout):
+            raise HarnessError(f"ZooKeeper container did not answer within {self.start_timeout:.0f} s; "
+                               f"log: {self._tail(ZOOKEEPER_NAME)}")
+
+    def _observer(self) -> "ZkObserver":
+        from harness.observer import ZkObserver
+
+        return ZkObserver(self.zookeeper_connect, topics=[])
+
+    def _wait_registered(self, observer: "ZkObserver", broker_id: int, timeout: float,
+                         newer_than_epoch: int | None = None) -> None:
+        from harness.observer import ConvergenceTimeout
+
+        try:
+            observer.wait_broker_registered(broker_id, max(timeout, 0.1), newer_than_epoch=newer_than_epoch)
+        except ConvergenceTimeout:
+            state = self._state(self._brokers[broker_id])
+            raise HarnessError(f"broker {broker_id} did not register in ZooKeeper within "
+                               f"{timeout:.0f} s (container {state}); log: {self._tail(broker_alias(broker_id))}") from None
+
+    def _wait_serving(self, broker_id: int, timeout: float) -> None:
+        """The broker answers ApiVersions through its published port.  It registers in
+        ZooKeeper before it enables request processing, and until then docker-proxy resets
+        client connections (a local broker's port would just queue them)."""
+        port = self._broker_host_ports[broker_id]
+        if not _poll(lambda: api_versions_answered("127.0.0.1", port), max(timeout, 1.0)):
+            raise HarnessError(f"broker {broker_id} registered but does not answer on 127.0.0.1:{port}; "
+                               f"log: {self._tail(broker_alias(broker_id))}")
+
+    def _require_running(self, container: "Container | None", node: str) -> None:
+        if container is None:
+            raise HarnessError(f"{node} container was never created")
+        if self._state(container) not in ("running", "paused"):
+            raise HarnessError(f"{node} container exited; log: {self._tail(node)}")
+
+    @staticmethod
+    def _state(container: "Container") -> str:
+        container.reload()
+        return str(container.status)
+
+    def _tail(self, node: str, lines: int = 15) -> str:
+        container = self._zookeeper if node == ZOOKEEPER_NAME else self._brokers.get(int(node.split("-")[1]))
+        if container is None:
+            return "(no container)"
+        try:
+            text = container.logs(tail=lines).decode(errors="replace").strip()
+        except Exception as exc:
+            return f"(no log: {exc})"
+        return " | ".join(text.splitlines()[-lines:]) or "(empty)"
+
+    # ------------------------------------------------------------------ Cluster
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(self._broker_host_ports)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.endpoint(b).bootstrap for b in self.broker_ids)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return f"127.0.0.1:{self._zk_host_port}"
+
+    def endpoint(self, broker_id: int) -> BrokerEndpoint:
+        if broker_id not in self._broker_host_ports:
+            raise HarnessError(f"no broker {broker_id} in this cluster (brokers: {self.broker_ids})")
+        return BrokerEndpoint(broker_id, "127.0.0.1", self._broker_host_ports[broker_id],
+                              container=self._name(broker_alias(broker_id)))
+
+    def broker_settings(self) -> dict[str, str]:
+        """The properties every broker shares — the same function the local launcher uses."""
+        return shared_broker_settings(self.config)
+
+    def log_files(self) -> dict[str, Path]:
+        """Each node's ``docker logs`` written to a local file now (containers log to stdout)."""
+        if self._run_dir is None:
+            self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-"))
+        nodes: dict[str, "Container | None"] = {ZOOKEEPER_NAME: self._zookeeper}
+        nodes.update({broker_alias(b): c for b, c in self._brokers.items()})
+        files = {}
+        for node, container in nodes.items():
+            if container is None:
+                continue
+            path = self._run_dir / f"{node}.log"
+            path.write_bytes(container.logs(stdout=True, stderr=True))
+            files[node] = path
+        return files
+
+    # ------------------------------------------------------------------ BrokerControl
+
+    def _broker(self, broker_id: int) -> "Container":
+        if broker_id not in self._brokers:
+            raise HarnessError(f"no broker {broker_id} in this cluster (brokers: {self.broker_ids})")
+        return self._brokers[broker_id]
+
+    def kill_broker(self, broker_id: int) -> None:
+        """``docker kill`` (SIGKILL); returns once the container has exited."""
+        container = self._broker(broker_id)
+        paused = self._state(container) == "paused"
+        container.kill(signal="SIGKILL")
+        if paused:  # a frozen cgroup dies only when thawed
+            _ignore_errors(container.unpause)
+        container.wait(timeout=30)
+        self._cut.discard(broker_id)
+
+    def stop_broker(self, broker_id: int) -> None:
+        """``docker stop`` (SIGTERM, controlled shutdown; SIGKILL after STOP_TIMEOUT_SECONDS)."""
+        container = self._broker(broker_id)
+        if self._state(container) == "paused":
+            container.unpause()  # SIGTERM cannot be handled by a frozen JVM
+        container.stop(timeout=STOP_TIMEOUT_SECONDS)
+        self._cut.discard(broker_id)
+
+    def pause_broker(self, broker_id: int) -> None:
+        self._broker(broker_id).pause()
+
+    def resume_broker(self, broker_id: int) -> None:
+        self._broker(broker_id).unpause()
+
+    def start_broker(self, broker_id: int) -> None:
+        """``docker start`` the broker's container (same data) once its old ZooKeeper
+        registration has expired; returns when it has registered again."""
+        container = self._broker(broker_id)
+        if self._state(container) in ("running", "paused"):
+            raise HarnessError(f"broker {broker_id} is running already")
+        expiry = self._session_timeout_seconds() + SESSION_EXPIRY_GRACE_SECONDS
+        with self._observer() as observer:
+            old_epoch = observer.snapshot().live_brokers.get(broker_id)
+            if old_epoch is not None:
+                observer.wait_broker_gone(broker_id, expiry)
+            container.start()
+            self._wait_registered(observer, broker_id, self.start_timeout, newer_than_epoch=old_epoch)
+        self._wait_serving(broker_id, self.start_timeout)
+
+    def broker_running(self, broker_id: int) -> bool:
+        """True while the JVM exists, paused or not (as a SIGSTOPped local process)."""
+        return self._state(self._broker(broker_id)) in ("running", "paused")
+
+    def pause_zookeeper(self) -> None:
+        if self._zookeeper is not None:
+            self._zookeeper.pause()
+
+    def resume_zookeeper(self) -> None:
+        if self._zookeeper is not None:
+            self._zookeeper.unpause()
+
+    def _session_timeout_seconds(self) -> float:
+        return session_timeout_ms(self.config) / 1000.0
+
+    # ------------------------------------------------------------------ NetworkPartitioner
+
+    def isolate(self, broker_id: int, *, from_zookeeper: bool = True, from_brokers: bool = True,
+                from_clients: bool = False) -> None:
+        """Drop all traffic between the broker and the named peers, both ways, until
+        :meth:`heal_network` (or the broker's container restarts)."""
+        check_partition_tools()
+        container = self._broker(broker_id)
+        peers = self._peers(broker_id)
+        addresses = addresses_to_cut(peers, from_zookeeper=from_zookeeper, from_brokers=from_brokers,
+                                     from_clients=from_clients)
+        NamespaceFirewall(_pid(container), broker_alias(broker_id)).drop(addresses)
+        self._cut.add(broker_id)
+
+    def heal_network(self) -> None:
+        for broker_id in sorted(self._cut):
+            container = self._brokers.get(broker_id)
+            if container is not None and self._state(container) in ("running", "paused"):
+                NamespaceFirewall(_pid(container), broker_alias(broker_id)).heal()
+        self._cut.clear()
+
+    def _peers(self, broker_id: int) -> Peers:
+        assert self._network is not None and self._zookeeper is not None
+        network = self._network.name
+
+        def address(container: "Container") -> str:
+            container.reload()
+            return str(container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
+
+        own = self._broker(broker_id)
+        own.reload()
+        gateway = str(own.attrs["NetworkSettings"]["Networks"][network]["Gateway"])
+        others = tuple(address(c) for b, c in sorted(self._brokers.items())
+                       if b != broker_id and self._state(c) in ("running", "paused"))
+        return Peers(zookeeper=address(self._zookeeper), brokers=others, clients=gateway)
+
+
+class _NetworkRef:
+    """The bit of testcontainers' Network a DockerContainer reads (its name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _pid(container: "Container") -> int:
+    container.reload()
+    return int(container.attrs["State"]["Pid"])
+
+
+def _ignore_errors(action: object) -> None:
+    try:
+        action()  # type: ignore[operator]
+    except Exception as exc:
+        log.debug("ignored: %s", exc)
+
+
+def _disable_ryuk_unless_present() -> None:
+    """Ryuk (testcontainers' reaper) cannot be pulled here; without its image we clean up
+    ourselves (labels + teardown + prune).  An explicit user setting wins."""
+    if "TESTCONTAINERS_RYUK_DISABLED" in os.environ:
+        return
+    from testcontainers.core.config import testcontainers_config
+
+    try:
+        client = docker_client()
+        client.images.get(testcontainers_config.ryuk_image)
+        return
+    except Exception:
+        os.environ["TESTCONTAINERS_RYUK_DISABLED"] = "true"
+        testcontainers_config.ryuk_disabled = True
+        log.info("Ryuk image %s not present: Ryuk disabled, cleanup by labels", testcontainers_config.ryuk_image)
