@@ -10,6 +10,7 @@ leaves a valid partial results directory.
 from __future__ import annotations
 
 import argparse
+import logging
 import platform
 import random
 import subprocess
@@ -129,6 +130,8 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     from scenarios.runner import ClusterPool, Runner, RunOptions
 
     t0 = time.monotonic()
+    # Our progress lines say what happens; kazoo's connection chatter would drown them.
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
 
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - t0:7.1f}s] {message}", flush=True)

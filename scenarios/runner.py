@@ -28,7 +28,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -428,7 +428,10 @@ class Runner:
             why = "; ".join(unsettled(exc.last, oracle_topics)) if exc.last else str(exc)
             raise ScenarioAborted(f"not settled before {label}: {why}") from exc
         before = cluster_state_of(before_snap, oracle_topics, ctx.broker_config)
-        target = step.target.resolve(view_of(before_snap, ctx.cluster.broker_ids), ctx.rng, ctx.history)
+        selector = step.target
+        if isinstance(getattr(selector, "topic", None), str):  # logical topic -> this iteration's topic
+            selector = replace(selector, topic=ctx.topic_names.get(selector.topic, selector.topic))
+        target = selector.resolve(view_of(before_snap, ctx.cluster.broker_ids), ctx.rng, ctx.history)
         ctx.history.append(target)
         fault = make_fault(step.fault, target, step.options, topic_names=ctx.topic_names,
                            topic_partitions={t.name: t.partitions for t in ctx.scenario.topics})
