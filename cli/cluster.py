@@ -1,10 +1,229 @@
-"""`kafka-chaos cluster` (placeholder until its issue lands)."""
+"""`kafka-chaos cluster`: a local ZooKeeper-mode Kafka cluster that outlives the command.
+
+``up`` starts ZooKeeper and N brokers as JVMs in their own sessions and writes
+``<state dir>/cluster.json``; the other verbs re-attach to it from that file.  The state dir
+defaults to ``./.kafka-chaos/cluster`` (or ``$KAFKA_CHAOS_STATE_DIR``) and holds every node's
+config, data and logs; ``down`` kills the nodes and removes it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.errors import HarnessError, UsageError
+
+if TYPE_CHECKING:
+    from harness.local import LocalCluster
+
+DEFAULT_STATE_DIR = Path(".kafka-chaos") / "cluster"
+STATE_DIR_ENV = "KAFKA_CHAOS_STATE_DIR"
+ZOOKEEPER_TARGET = "zookeeper"
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR)
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    parser = sub.add_parser("cluster", help="(not built yet)")
-    parser.set_defaults(func=lambda args: parser.error("not built yet"))
+    parser = sub.add_parser(
+        "cluster", help="start, inspect, break and stop a local Kafka cluster",
+        description="A local ZooKeeper + N Kafka brokers (JVMs on 127.0.0.1) that keeps running "
+                    "between commands; its state dir holds cluster.json, configs, data and logs.")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    def with_state_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                       help=f"the cluster's directory [default: ${STATE_DIR_ENV} or ./{DEFAULT_STATE_DIR}]")
+        return p
+
+    up = with_state_dir(verbs.add_parser("up", help="start ZooKeeper and N brokers, print their addresses"))
+    up.add_argument("--brokers", type=int, default=3, metavar="N", help="number of brokers, 1-9 [default: 3]")
+    up.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
+    up.add_argument("--kafka-home", default=None, metavar="DIR",
+                    help="an extracted Apache Kafka tarball to run instead of the Maven download "
+                         "[default: $KAFKA_HOME]")
+    up.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                    help="broker property for every broker, or ID:KEY=VALUE for one (repeatable)")
+    up.add_argument("--broker-heap", default=None, metavar="SIZE", help="broker -Xmx [default: 384m]")
+    up.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                    help="how long to wait for the cluster to be ready [default: 120]")
+    up.set_defaults(func=cluster_up)
+
+    status = with_state_dir(verbs.add_parser("status", help="controller, brokers and partitions from ZooKeeper"))
+    status.add_argument("--topic", action="append", default=None, metavar="T",
+                        help="only these topics (repeatable) [default: all]")
+    status.set_defaults(func=cluster_status)
+
+    for verb, text in (("kill", "SIGKILL a broker"),
+                       ("stop", "SIGTERM a broker (controlled shutdown) and wait for it to exit"),
+                       ("pause", "SIGSTOP a broker (or 'zookeeper')"),
+                       ("resume", "SIGCONT a broker (or 'zookeeper')"),
+                       ("start", "start a stopped or killed broker on its old data")):
+        p = with_state_dir(verbs.add_parser(verb, help=text))
+        p.add_argument("target", metavar="BROKER_ID",
+                       help="a broker id" + (", or 'zookeeper'" if verb in ("pause", "resume") else ""))
+        p.set_defaults(func=cluster_control, action=verb)
+
+    down = with_state_dir(verbs.add_parser("down", help="kill every node and remove the state dir"))
+    down.set_defaults(func=cluster_down)
+
+    from harness.containers.prune import add_prune_parser
+
+    add_prune_parser(verbs)
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    return (args.state_dir or default_state_dir()).absolute()
+
+
+def _quiet_clients(args: argparse.Namespace) -> None:
+    """ZooKeeper and librdkafka connection chatter is noise on a terminal unless -v."""
+    if not getattr(args, "verbose", False):
+        for name in ("kazoo", "harness.metadata.librdkafka"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def cluster_up(args: argparse.Namespace) -> int:
+    from harness.config import ClusterConfig, parse_set_options
+    from harness.distribution import resolve_distribution
+    from harness.local import STATE_FILE, LocalCluster
+
+    _quiet_clients(args)
+    state_dir = _state_dir(args)
+    cluster_overrides, broker_overrides = parse_set_options(args.settings)
+    extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
+    config = ClusterConfig(brokers=args.brokers, cluster_overrides=cluster_overrides,
+                           broker_overrides=broker_overrides, **extra)
+    if (state_dir / STATE_FILE).exists():
+        previous = LocalCluster.attach(state_dir)
+        if previous.any_running():
+            raise UsageError(f"a cluster is already running in {state_dir} "
+                             f"(bootstrap {previous.bootstrap_servers}); "
+                             f"run `kafka-chaos cluster down --state-dir {state_dir}` first")
+        logging.getLogger(__name__).info("removing the dead cluster left in %s", state_dir)
+        previous.destroy()
+    elif state_dir.exists() and any(state_dir.iterdir()):
+        raise UsageError(f"{state_dir} exists and is not a kafka-chaos cluster dir (no {STATE_FILE}); "
+                         "choose another --state-dir")
+    distribution = resolve_distribution(args.kafka_version, args.kafka_home)
+    cluster = LocalCluster(config, distribution, state_dir, detached=True, start_timeout=args.timeout)
+    cluster.start()  # cleans up after itself on failure and Ctrl-C
+    print(f"Kafka {cluster.kafka_version} cluster is up ({config.brokers} brokers), state in {state_dir}")
+    print(f"bootstrap servers: {cluster.bootstrap_servers}")
+    print(f"zookeeper:         {cluster.zookeeper_connect}")
+    return 0
+
+
+def _attach_running(state_dir: Path) -> LocalCluster:
+    from harness.local import LocalCluster
+
+    cluster = LocalCluster.attach(state_dir)
+    if not cluster.any_running():
+        raise HarnessError(f"the cluster in {state_dir} is not running (every node is gone); "
+                           f"`kafka-chaos cluster down --state-dir {state_dir}` removes what is left")
+    return cluster
+
+
+def cluster_status(args: argparse.Namespace) -> int:
+    from harness.observer import ZkObserver
+
+    _quiet_clients(args)
+    state_dir = _state_dir(args)
+    cluster = _attach_running(state_dir)
+    zk_pid = cluster.zookeeper_pid
+    zk_note = "running" if zk_pid else "DOWN"
+    if zk_pid and cluster.zookeeper_paused():
+        zk_note = "PAUSED"
+    print(f"state dir {state_dir}; Kafka {cluster.kafka_version}")
+    print(f"zookeeper {cluster.zookeeper_connect} pid {zk_pid or '-'} {zk_note}")
+    if not zk_pid or zk_note == "PAUSED":
+        _print_processes(cluster, live=None)
+        return 0
+    with ZkObserver(cluster.zookeeper_connect, topics=args.topic) as observer:
+        snapshot = observer.snapshot()
+    _print_processes(cluster, live=snapshot.live_brokers)
+    print(f"controller: {snapshot.controller if snapshot.controller is not None else 'none'} "
+          f"(controller_epoch {snapshot.controller_epoch})")
+    if snapshot.pending_reassignment or snapshot.pending_preferred_election:
+        print(f"pending: reassignment={snapshot.pending_reassignment} "
+              f"preferred_election={snapshot.pending_preferred_election}")
+    rows = [("TOPIC", "PARTITION", "REPLICAS", "LEADER", "ISR", "LEADER_EPOCH", "VERSION")]
+    for key in sorted(snapshot.partitions):
+        p = snapshot.partitions[key]
+        rows.append((p.topic, str(p.partition), ",".join(map(str, p.replicas)),
+                     str(p.leader), ",".join(map(str, p.isr)), str(p.leader_epoch), str(p.version)))
+    if len(rows) == 1:
+        print("no topics")
+        return 0
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def _print_processes(cluster: LocalCluster, live: object) -> None:
+    print("brokers:")
+    for broker_id in cluster.broker_ids:
+        endpoint = cluster.endpoint(broker_id)
+        if endpoint.pid is None:
+            state = "DOWN"
+        elif cluster.broker_paused(broker_id):
+            state = "PAUSED"
+        else:
+            state = "running"
+        if isinstance(live, dict):
+            state += ", registered" if broker_id in live else ", not registered"
+        print(f"  {broker_id}  {endpoint.bootstrap}  pid {endpoint.pid or '-'}  {state}")
+
+
+def _broker_id(target: str, cluster: LocalCluster) -> int:
+    try:
+        broker_id = int(target)
+    except ValueError:
+        raise UsageError(f"unknown broker id {target!r}: the brokers are "
+                         f"{', '.join(map(str, cluster.broker_ids))}") from None
+    if broker_id not in cluster.broker_ids:
+        raise UsageError(f"unknown broker id {broker_id}: the brokers are "
+                         f"{', '.join(map(str, cluster.broker_ids))}")
+    return broker_id
+
+
+def cluster_control(args: argparse.Namespace) -> int:
+    _quiet_clients(args)
+    state_dir = _state_dir(args)
+    cluster = _attach_running(state_dir)
+    action = args.action
+    if args.target == ZOOKEEPER_TARGET:
+        if action not in ("pause", "resume"):
+            raise UsageError(f"`cluster {action}` takes a broker id; ZooKeeper can only be paused or resumed")
+        (cluster.pause_zookeeper if action == "pause" else cluster.resume_zookeeper)()
+        print(f"zookeeper {action}d")
+        return 0
+    broker_id = _broker_id(args.target, cluster)
+    {"kill": cluster.kill_broker, "stop": cluster.stop_broker, "pause": cluster.pause_broker,
+     "resume": cluster.resume_broker, "start": cluster.start_broker}[action](broker_id)
+    if action == "start":
+        print(f"broker {broker_id} started (pid {cluster.broker_pid(broker_id)})")
+    else:
+        past = {"kill": "killed", "stop": "stopped", "pause": "paused", "resume": "resumed"}[action]
+        print(f"broker {broker_id} {past}")
+    return 0
+
+
+def cluster_down(args: argparse.Namespace) -> int:
+    from harness.local import STATE_FILE, LocalCluster
+
+    state_dir = _state_dir(args)
+    if not (state_dir / STATE_FILE).exists():
+        raise UsageError(f"nothing to stop: no cluster in {state_dir} (no {STATE_FILE})")
+    cluster = LocalCluster.attach(state_dir)
+    was_running = cluster.any_running()
+    cluster.destroy()
+    if not was_running:
+        raise HarnessError(f"no cluster was running in {state_dir}; removed what was left of it")
+    print(f"cluster in {state_dir} stopped and removed")
+    return 0

@@ -11,7 +11,7 @@ import sys
 
 from harness.errors import HarnessError, UsageError
 
-SUBCOMMAND_MODULES = ("cli.cluster", "cli.predict", "cli.run", "cli.report")
+SUBCOMMAND_MODULES = ("cli.cluster", "cli.fetch_kafka", "cli.predict", "cli.run", "cli.report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -395,6 +395,13 @@ class LocalCluster:
         def answers() -> None:
             nonlocal last_error
             self._check_alive([node])
+            # Kafka registers in ZooKeeper before its socket server accepts: a plain connect
+            # first keeps librdkafka from logging refused connections.
+            try:
+                socket.create_connection((HOST, node.port), timeout=1.0).close()
+            except OSError as exc:
+                last_error = f"port {node.port} does not accept connections yet ({exc})"
+                raise ConnectionError(last_error) from exc
             try:
                 listed = metadata_brokers(f"{HOST}:{node.port}", timeout=2.0)
             except HarnessError as exc:
@@ -490,6 +497,10 @@ class LocalCluster:
             raise HarnessError("cannot pause ZooKeeper: it is not running")
         log.info("SIGSTOP zookeeper (pid %d)", node.process.pid)  # type: ignore[union-attr]
         node.process.pause()  # type: ignore[union-attr]
+
+    def zookeeper_paused(self) -> bool:
+        process = self._zk().process
+        return process is not None and process.paused()
 
     def resume_zookeeper(self) -> None:
         node = self._zk()

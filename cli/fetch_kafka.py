@@ -1,0 +1,26 @@
+"""`kafka-chaos fetch-kafka`: resolve (download once) the Kafka jars and print their directory,
+so set-up scripts can fetch ahead of the first run."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = sub.add_parser(
+        "fetch-kafka", help="download Kafka 3.x and its dependencies once; print the libs dir",
+        description="Resolve the Kafka distribution the local launcher runs: from Maven Central into "
+                    "~/.cache/kafka-chaos/kafka-<version>/libs (once), or from --kafka-home / "
+                    "$KAFKA_HOME. Prints the directory of jars.")
+    parser.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
+    parser.add_argument("--kafka-home", default=None, metavar="DIR",
+                        help="an extracted Apache Kafka tarball [default: $KAFKA_HOME]")
+    parser.set_defaults(func=fetch_kafka)
+
+
+def fetch_kafka(args: argparse.Namespace) -> int:
+    from harness.distribution import resolve_distribution
+
+    distribution = resolve_distribution(args.kafka_version, args.kafka_home)
+    print(distribution.libs_dir)
+    return 0
