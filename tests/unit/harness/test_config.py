@@ -1,0 +1,123 @@
+"""Config layering and validation (no processes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import config as c
+from harness.config import ClusterConfig, broker_properties, parse_set_options, zookeeper_properties
+from harness.errors import UsageError
+
+
+def props(cfg: ClusterConfig, broker_id: int = 1) -> dict[str, str]:
+    return broker_properties(cfg, broker_id, zookeeper_connect="127.0.0.1:2181",
+                             listeners={"PLAINTEXT": "127.0.0.1:9092"}, log_dir="/data")
+
+
+def test_defaults_fit_a_three_broker_test_cluster() -> None:
+    p = props(ClusterConfig())
+    assert p[c.BROKER_ID] == "1"
+    assert p[c.ZOOKEEPER_CONNECT] == "127.0.0.1:2181"
+    assert p[c.LISTENERS] == "PLAINTEXT://127.0.0.1:9092"
+    assert p[c.ADVERTISED_LISTENERS] == "PLAINTEXT://127.0.0.1:9092"
+    assert p[c.LOG_DIRS] == "/data"
+    assert p[c.ZOOKEEPER_SESSION_TIMEOUT_MS] == "6000"
+    assert p[c.AUTO_LEADER_REBALANCE_ENABLE] == "false"
+    assert p[c.CONTROLLED_SHUTDOWN_ENABLE] == "true"
+    assert p[c.OFFSETS_TOPIC_REPLICATION_FACTOR] == "3"
+    assert p[c.TRANSACTION_STATE_LOG_REPLICATION_FACTOR] == "3"
+    assert list(p) == sorted(p)
+
+
+@pytest.mark.parametrize("brokers, replication, min_isr", [(1, "1", "1"), (2, "2", "2"), (5, "3", "2")])
+def test_internal_topics_fit_the_broker_count(brokers: int, replication: str, min_isr: str) -> None:
+    p = props(ClusterConfig(brokers=brokers))
+    assert p[c.OFFSETS_TOPIC_REPLICATION_FACTOR] == replication
+    assert p[c.TRANSACTION_STATE_LOG_REPLICATION_FACTOR] == replication
+    assert p[c.TRANSACTION_STATE_LOG_MIN_ISR] == min_isr
+
+
+def test_layers_defaults_then_cluster_then_broker() -> None:
+    cfg = ClusterConfig(
+        cluster_overrides={c.UNCLEAN_LEADER_ELECTION_ENABLE: "true", c.REPLICA_LAG_TIME_MAX_MS: "5000"},
+        broker_overrides={2: {c.REPLICA_LAG_TIME_MAX_MS: "7000"}})
+    assert props(cfg, 1)[c.UNCLEAN_LEADER_ELECTION_ENABLE] == "true"
+    assert props(cfg, 1)[c.REPLICA_LAG_TIME_MAX_MS] == "5000"
+    assert props(cfg, 2)[c.REPLICA_LAG_TIME_MAX_MS] == "7000"
+    assert props(cfg, 3)[c.REPLICA_LAG_TIME_MAX_MS] == "5000"
+    assert c.shared_broker_settings(cfg)[c.REPLICA_LAG_TIME_MAX_MS] == "5000"
+
+
+def test_a_default_can_be_overridden() -> None:
+    cfg = ClusterConfig(cluster_overrides={c.AUTO_LEADER_REBALANCE_ENABLE: "true"})
+    assert props(cfg)[c.AUTO_LEADER_REBALANCE_ENABLE] == "true"
+
+
+def test_misspelled_property_is_refused_with_a_suggestion() -> None:
+    with pytest.raises(UsageError, match="zookeeper.session.tmeout.ms.*did you mean 'zookeeper.session.timeout.ms'"):
+        ClusterConfig(cluster_overrides={"zookeeper.session.tmeout.ms": "6000"})
+
+
+def test_misspelled_per_broker_property_is_refused() -> None:
+    with pytest.raises(UsageError, match="broker 2 property 'unclean.leader.election'"):
+        ClusterConfig(broker_overrides={2: {"unclean.leader.election": "true"}})
+
+
+@pytest.mark.parametrize("key", [c.BROKER_ID, c.LISTENERS, c.LOG_DIRS, c.ZOOKEEPER_CONNECT])
+def test_launcher_properties_cannot_be_overridden(key: str) -> None:
+    with pytest.raises(UsageError, match="set by the launcher"):
+        ClusterConfig(cluster_overrides={key: "x"})
+
+
+def test_internal_and_per_listener_properties_are_known() -> None:
+    ClusterConfig(cluster_overrides={c.LOG_INITIAL_TASK_DELAY_MS: "0",
+                                     "listener.name.plaintext.max.connections": "100"})
+
+
+def test_every_name_constant_is_a_known_broker_property() -> None:
+    names = {v for k, v in vars(c).items() if k.isupper() and isinstance(v, str) and "." in v
+             and not k.startswith(("_", "ZK_", "KNOWN_"))}
+    assert names and names <= c.KNOWN_BROKER_PROPERTIES
+
+
+@pytest.mark.parametrize("bad", [
+    {"brokers": 0}, {"brokers": 10}, {"broker_heap": "lots"}, {"zk_tick_time_ms": 0},
+    {"broker_overrides": {4: {c.MIN_INSYNC_REPLICAS: "2"}}},
+    {"cluster_overrides": {c.MIN_INSYNC_REPLICAS: "2\nbroker.id=9"}},
+])
+def test_bad_config_is_refused_before_start(bad: dict) -> None:
+    with pytest.raises(UsageError):
+        ClusterConfig(**bad)
+
+
+def test_session_timeout_must_be_grantable_by_zookeeper() -> None:
+    with pytest.raises(UsageError, match="2 x tickTime"):
+        ClusterConfig(zk_tick_time_ms=2000, cluster_overrides={c.ZOOKEEPER_SESSION_TIMEOUT_MS: "3000"})
+
+
+def test_zookeeper_honours_the_broker_session_timeout() -> None:
+    zk = zookeeper_properties(ClusterConfig(), port=2181, data_dir="/zk")
+    tick = int(zk[c.ZK_TICK_TIME])
+    assert int(zk[c.ZK_MIN_SESSION_TIMEOUT]) <= 6000 <= int(zk[c.ZK_MAX_SESSION_TIMEOUT])
+    assert tick == 500 and zk[c.ZK_ADMIN_ENABLE_SERVER] == "false"
+    long_session = ClusterConfig(cluster_overrides={c.ZOOKEEPER_SESSION_TIMEOUT_MS: "30000"})
+    assert int(zookeeper_properties(long_session, port=1, data_dir="/")[c.ZK_MAX_SESSION_TIMEOUT]) >= 30000
+
+
+def test_unknown_broker_id_is_refused() -> None:
+    with pytest.raises(UsageError, match="unknown broker id 4"):
+        props(ClusterConfig(), 4)
+
+
+def test_set_options_split_cluster_and_broker_overrides() -> None:
+    cluster, per_broker = parse_set_options(["min.insync.replicas=2", "2:replica.lag.time.max.ms=5000",
+                                             "log.dirs.x=a=b"])
+    assert cluster == {"min.insync.replicas": "2", "log.dirs.x": "a=b"}
+    assert per_broker == {2: {"replica.lag.time.max.ms": "5000"}}
+    with pytest.raises(UsageError, match="key=value"):
+        parse_set_options(["novalue"])
+
+
+def test_rendered_properties_escape_what_java_would_misread() -> None:
+    text = c.render_properties({"b.key": "x", "a:key": "C:\\dir"})
+    assert text == "a\\:key=C:\\\\dir\nb.key=x\n"
