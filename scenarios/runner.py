@@ -206,6 +206,9 @@ class MetadataPoller:
         from harness.metadata import broker_view
 
         while not self._stop.is_set():
+            if not self.cluster.broker_running(broker):  # killed or not started yet
+                self._stop.wait(self.interval)
+                continue
             try:
                 bootstrap = self.cluster.endpoint(broker).bootstrap
                 view: Any = broker_view(bootstrap, self.topics, timeout=2.0)
