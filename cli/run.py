@@ -189,11 +189,16 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
 
 
 def _report(results_dir: Path) -> None:
+    """The Spark report of this run; a report problem is one line, the run's verdict stands."""
+    from harness.errors import HarnessError
+
     try:
         from results.report import run_report
-    except ImportError:
-        print("report: results.report is not available; skipped", flush=True)
+
+        summary = run_report([results_dir], out=results_dir / "report")
+    except (HarnessError, ImportError) as exc:
+        print(f"report: not written: {exc}", flush=True)
         return
-    summary = run_report([results_dir], out=results_dir / "report")
-    path = getattr(summary, "html", None) or getattr(summary, "path", None) or (results_dir / "report")
-    print(f"report: {path}", flush=True)
+    if summary.terminal:
+        print(summary.terminal, flush=True)
+    print(f"report: {summary.html}", flush=True)
