@@ -1,0 +1,168 @@
+"""The workload against a real ZooKeeper + 3 brokers: read-back, min ISR refusals, leader SIGKILL.
+
+The cluster is shared by the module; each test leaves every broker running.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+
+from harness import zkpaths
+from harness.config import AUTO_LEADER_REBALANCE_ENABLE, ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
+from harness.distribution import resolve_distribution
+from harness.local import LocalCluster
+from harness.metadata import alter_topic_config, create_topic
+from harness.observer import ZkObserver
+from scenarios.delivery import Ack, largest_gap, validate_delivery
+from scenarios.workload import Workload, WorkloadError
+
+log = logging.getLogger(__name__)
+
+SESSION_TIMEOUT_MS = 6000
+ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}  # preferred leaders 1, 2, 3
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    config = ClusterConfig(brokers=3, cluster_overrides={
+        ZOOKEEPER_SESSION_TIMEOUT_MS: str(SESSION_TIMEOUT_MS),
+        AUTO_LEADER_REBALANCE_ENABLE: "false",  # leadership must not move back behind our back
+    })
+    with LocalCluster(config, resolve_distribution()) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def zk(cluster: LocalCluster) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=cluster.zookeeper_connect, timeout=10.0)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def partition_state(zk: KazooClient, topic: str, partition: int) -> tuple[zkpaths.LeaderIsrState, float]:
+    """The state znode and the ZooKeeper server's write time of it (epoch seconds, ms resolution)."""
+    data, stat = zk.get(zkpaths.partition_state_path(topic, partition))
+    return zkpaths.parse_partition_state(data), stat.mtime / 1000.0
+
+
+def produce_for(workload: Workload, seconds: float) -> None:
+    """Run until every partition acknowledged something, then ``seconds`` more."""
+    assert all(workload.wait_for_acks(timeout=30).values()), workload.summary()
+    time.sleep(seconds)
+
+
+def test_consume_all_reads_back_exactly_what_was_acknowledged(cluster: LocalCluster) -> None:
+    create_topic(cluster.bootstrap_servers, "wl-readback", ASSIGNMENT)
+    workload = Workload(cluster.bootstrap_servers, "wl-readback", [0, 1], rate_per_partition=100)
+    with workload:
+        produce_for(workload, 2.0)
+        with pytest.raises(WorkloadError, match="stop"):
+            workload.verify()
+
+    records = workload.consume_all(partitions=[0, 1, 2])  # 2 was never written: nothing, at once
+    acks = workload.acks()
+    assert acks and workload.failures() == []
+    assert sorted(records) == sorted((a.partition, a.offset, a.key) for a in acks)
+    for p in (0, 1):
+        assert [o for q, o, _ in sorted(records) if q == p] == list(range(len(workload.acks(p))))
+
+    report = workload.verify()
+    assert report.ok and report.acked == len(acks) == report.consumed
+    # The accounting can fail: an acknowledgement the log does not hold is reported lost.
+    phantom = Ack(0, 10**9, "phantom", time.time())
+    assert validate_delivery([*acks, phantom], records).lost == ("phantom",)
+
+
+def test_leader_kill_loses_nothing_and_the_produce_gap_spans_the_failover(
+    cluster: LocalCluster, zk: KazooClient
+) -> None:
+    create_topic(cluster.bootstrap_servers, "wl-failover", ASSIGNMENT)
+    before, _ = partition_state(zk, "wl-failover", 0)
+    victim = before.leader
+    # min.insync.replicas=2 on two replicas, the victim one of them: once the controller drops
+    # it from the ISR every acks=all produce is refused with NOT_ENOUGH_REPLICAS.
+    survivor = next(b for b in cluster.broker_ids if b != victim)
+    create_topic(cluster.bootstrap_servers, "wl-strict", {0: [survivor, victim]},
+                 {"min.insync.replicas": "2"})
+    workload = Workload(cluster.bootstrap_servers, "wl-failover", [0, 1, 2])
+    strict = Workload(cluster.bootstrap_servers, "wl-strict", [0], delivery_timeout_ms=4000,
+                      rate_per_partition=20)
+    with workload, strict:
+        produce_for(workload, 2.0)
+        produce_for(strict, 0.0)
+        killed_at = time.time()
+        cluster.kill_broker(victim)
+        recovered = workload.wait_for_acks(timeout=60, after=killed_at)
+        assert all(recovered.values()), f"no acks after the kill: {recovered}"
+        time.sleep(1.0)
+        strict.wait_for_acks(timeout=0)  # re-raises a producer-thread exception, if any
+
+    after, elected_at = partition_state(zk, "wl-failover", 0)
+    assert after.leader not in (victim, -1) and after.leader_epoch > before.leader_epoch
+
+    report = workload.verify()
+    assert report.ok, report.describe()
+    assert report.acked == len(workload.acks()) and workload.failures() == []
+
+    times = workload.ack_times(0)
+    gap = largest_gap(times, (killed_at, elected_at))
+    assert gap is not None
+    gap_s, gap_start, gap_end = gap
+    # Causal, not timed: the new leader is written in ZK after the kill, and it acknowledges
+    # nothing before that write, so the silence around the fault spans the election.
+    assert killed_at < elected_at and gap_start < elected_at <= gap_end
+    assert largest_gap(times) == gap  # the failover is the partition's longest silence
+    log.info("leader kill of broker %d (session %d ms): produce gap %.2f s, elected %.2f s "
+             "after the kill, first ack %.2f s after the election", victim, SESSION_TIMEOUT_MS,
+             gap_s, elected_at - killed_at, gap_end - elected_at)
+
+    # Refused messages are failures, never acknowledgements, and nothing acknowledged is lost.
+    refused = {name for _, name, _ in strict.failures()}
+    assert refused, strict.summary()
+    log.info("min.insync.replicas refusals reported as %s", sorted(refused))
+    # Under min ISR Kafka 3.9 freezes the high watermark (Partition.maybeIncrementLeaderHW), so
+    # wl-strict can only be read back once the victim is in its ISR again.
+    cluster.start_broker(victim)
+    strict_report = strict.verify()
+    assert strict_report.ok, strict_report.describe()
+
+
+def test_unclean_election_loss_is_counted_and_the_workload_survives(cluster: LocalCluster) -> None:
+    """Kill the follower, let the ISR shrink to the leader, produce, kill the leader, restart the
+    stale follower and enable unclean election: what only the old leader had is gone."""
+    leader, follower = cluster.broker_ids[:2]
+    create_topic(cluster.bootstrap_servers, "wl-unclean", {0: [leader, follower]})
+    workload = Workload(cluster.bootstrap_servers, "wl-unclean", [0])
+    with ZkObserver(cluster.zookeeper_connect, topics=["wl-unclean"]) as observer, workload:
+        produce_for(workload, 1.0)
+        cluster.kill_broker(follower)
+        observer.wait_until(lambda s: s.partition("wl-unclean", 0).isr == (leader,),
+                            timeout=60, description="ISR shrunk to the leader")
+        alone_since = time.time()
+        assert workload.wait_for_acks(timeout=30, after=alone_since)[0] is not None
+        time.sleep(1.0)  # acknowledged by the leader alone: these are the messages to lose
+        cluster.kill_broker(leader)
+        cluster.start_broker(follower)
+        alter_topic_config(cluster.endpoint(follower).bootstrap, "wl-unclean",
+                           {"unclean.leader.election.enable": "true"})
+        observer.wait_until(lambda s: s.partition("wl-unclean", 0).leader == follower,
+                            timeout=60, description="stale follower elected uncleanly")
+        elected_at = time.time()
+        recovered = workload.wait_for_acks(timeout=60, after=elected_at)[0]
+        assert recovered is not None, "the workload did not survive the unclean election"
+
+    report = workload.verify()
+    alone = [a for a in workload.acks(0) if alone_since < a.acked_at < elected_at]
+    assert report.lost and set(report.lost) <= {a.key for a in workload.acks(0)}
+    assert dict(report.lost_by_partition) == {0: len(report.lost)}
+    assert len(report.lost) >= len(alone) > 0 and not report.duplicated
+    log.info("unclean election: %s; client errors %s", report.describe(),
+             sorted({(e.name, e.fatal) for e in workload.client_errors()}))
+    cluster.start_broker(leader)
