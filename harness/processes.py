@@ -105,13 +105,24 @@ class NodeProcess:
         self.kill()
         return False
 
-    def pause(self) -> None:
+    def pause(self, timeout: float = 5.0) -> None:
+        """SIGSTOP; returns once the kernel shows the process stopped (delivery is asynchronous)."""
         if not self.send(signal.SIGSTOP):
             raise HarnessError(f"cannot pause {self.name}: it is not running")
+        self._wait_state(stopped=True, timeout=timeout)
 
-    def resume(self) -> None:
+    def resume(self, timeout: float = 5.0) -> None:
         if not self.send(signal.SIGCONT):
             raise HarnessError(f"cannot resume {self.name}: it is not running")
+        self._wait_state(stopped=False, timeout=timeout)
+
+    def _wait_state(self, *, stopped: bool, timeout: float) -> None:
+        try:
+            Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.01),
+                     retry=retry_if_result(lambda now: now != stopped))(self.paused)
+        except RetryError:
+            raise HarnessError(f"{self.name} (pid {self.pid}) is {'not ' if stopped else 'still '}"
+                               f"stopped {timeout:.0f} s after {'SIGSTOP' if stopped else 'SIGCONT'}") from None
 
     def wait_exit(self, timeout: float) -> bool:
         if self._popen is not None:
