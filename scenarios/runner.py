@@ -331,7 +331,7 @@ class Runner:
             finally:
                 for w in workloads.values():
                     try:
-                        w.stop(drain_timeout=2.0 if interrupted else 30.0)
+                        w.stop(drain_timeout=2.0 if interrupted else 5.0)
                     except Exception as exc:  # noqa: BLE001 - recorded below as unknown delivery
                         ctx.workload_errors[w.topic] = str(exc)
                 if not interrupted:
