@@ -24,12 +24,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import socket
-import struct
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -42,13 +39,15 @@ from harness.config import (
     render_properties,
     session_timeout_ms,
     shared_broker_settings,
+    tick_time_ms,
     zookeeper_properties,
 )
 from harness.containers import teardown
 from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, docker_client, ensure_kafka_image
 from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL, new_run_id, run_labels
 from harness.containers.network import NamespaceFirewall, Peers, addresses_to_cut, check_partition_tools
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UsageError
+from harness.local import free_ports, metadata_brokers, zookeeper_four_letter
 
 if TYPE_CHECKING:
     import docker
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
 
     from harness.config import ClusterConfig
     from harness.distribution import KafkaDistribution
-    from harness.observer import ZkObserver
+    from harness.observer import ZkSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +71,8 @@ ZOOKEEPER_DATA_DIR = "/var/lib/zookeeper"
 # (controlled.shutdown.max.retries x retry backoff, plus moving leaders away).
 STOP_TIMEOUT_SECONDS = 60
 START_TIMEOUT_SECONDS = 120.0
-# Grace on top of zookeeper.session.timeout.ms before an old registration must have expired.
-SESSION_EXPIRY_GRACE_SECONDS = 15.0
+# Grace on top of the session timeout + 2 ticks before an old registration must have expired.
+SESSION_EXPIRY_GRACE_SECONDS = 5.0
 
 
 def broker_alias(broker_id: int) -> str:
@@ -86,44 +85,10 @@ def broker_listeners(broker_id: int, external_host_port: int) -> dict[str, str]:
             "EXTERNAL": f"127.0.0.1:{external_host_port}"}
 
 
-def pick_free_ports(count: int) -> list[int]:
-    """``count`` distinct free TCP ports on 127.0.0.1, held open together so they differ."""
-    with ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind(("127.0.0.1", 0))
-            ports.append(sock.getsockname()[1])
-        return ports
-
-
 def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str) -> list[str]:
     """No shell in the image: java expands the ``libs/*`` class path wildcard itself."""
-    return ["java", f"-Xms{heap}", f"-Xmx{heap}", *jvm_options,
+    return ["java", f"-Xmx{heap}", *jvm_options,  # as harness.local._jvm_command
             f"-Dlog4j.configuration=file:{LOG4J_CONFIG}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
-
-
-def api_versions_answered(host: str, port: int, timeout: float = 2.0) -> bool:
-    """True when a Kafka broker answers an ApiVersions v0 request (api key 18) at host:port."""
-    client_id = b"kafka-chaos"
-    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            header = sock.recv(8)
-    except OSError:
-        return False
-    # size, then the correlation id we sent
-    return len(header) == 8 and struct.unpack(">ii", header)[1] == 1
-
-
-def four_letter_word(host: str, port: int, word: bytes, timeout: float = 2.0) -> bytes:
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(word)
-            return sock.recv(64)
-    except OSError:
-        return b""
 
 
 def _poll(condition: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
@@ -164,11 +129,7 @@ class ContainerCluster:
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> ContainerCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.destroy()
-            raise
+        self.start()  # cleans up itself when it fails
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -176,29 +137,35 @@ class ContainerCluster:
         self.destroy()
 
     def start(self) -> None:
-        """Build (or reuse) the image, then start ZooKeeper and every broker; returns once every
-        broker is registered in ZooKeeper (bounded by ``start_timeout``)."""
+        """Build (or reuse) the image, then start ZooKeeper and every broker; returns once all
+        are ready (bounded by ``start_timeout``).  Removes whatever it started when it fails."""
+        if self._client is not None:
+            raise HarnessError("this ContainerCluster was already started; make a new one")
+        try:
+            self._start()
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _start(self) -> None:
+        began = time.monotonic()
         _disable_ryuk_unless_present()
         self._client = docker_client()
         self.image = ensure_kafka_image(self.distribution, base_image=self.base_image,
                                         client=self._client).tag
         teardown.register(self)  # from here on something may need removing
-        ports = pick_free_ports(1 + len(self.config.broker_ids()))
+        ports = free_ports(1 + len(self.config.broker_ids()))
         self._zk_host_port = ports[0]
         self._broker_host_ports = dict(zip(self.config.broker_ids(), ports[1:]))
         self._network = self._create_network()
         self._zookeeper = self._start_zookeeper()
         self._wait_zookeeper_ready()
+        log.info("starting %d Kafka %s broker containers", self.config.brokers, self.kafka_version)
         for broker_id in self.config.broker_ids():
             self._brokers[broker_id] = self._start_broker_container(broker_id)
-        with self._observer() as observer:
-            deadline = time.monotonic() + self.start_timeout
-            for broker_id in self.config.broker_ids():
-                self._wait_registered(observer, broker_id, deadline - time.monotonic())
-        for broker_id in self.config.broker_ids():
-            self._wait_serving(broker_id, deadline - time.monotonic())
-        log.info("container cluster %s up: %d brokers, bootstrap %s, zookeeper %s", self.run_id,
-                 len(self._brokers), self.bootstrap_servers, self.zookeeper_connect)
+        self._wait_brokers_ready(self.broker_ids, time.monotonic() + self.start_timeout)
+        log.info("container cluster %s ready in %.1f s: bootstrap %s, ZooKeeper %s", self.run_id,
+                 time.monotonic() - began, self.bootstrap_servers, self.zookeeper_connect)
 
     def destroy(self) -> None:
         """Remove every container and the network of this run, and the local log dir. Idempotent."""
@@ -305,36 +272,53 @@ class ContainerCluster:
         """ZooKeeper answers ``ruok`` on its published port (bounded; nothing to watch yet)."""
         def ready() -> bool:
             self._require_running(self._zookeeper, ZOOKEEPER_NAME)
-            return four_letter_word("127.0.0.1", self._zk_host_port, b"ruok") == b"imok"
+            try:
+                return zookeeper_four_letter("127.0.0.1", self._zk_host_port, "ruok", timeout=1.0) == "imok"
+            except OSError:
+                return False
 
         if not _poll(ready, self.start_timeout):
             raise HarnessError(f"ZooKeeper container did not answer within {self.start_timeout:.0f} s; "
                                f"log: {self._tail(ZOOKEEPER_NAME)}")
 
-    def _observer(self) -> "ZkObserver":
-        from harness.observer import ZkObserver
+    def _wait_brokers_ready(self, broker_ids: list[int], deadline: float,
+                            newer_than: Mapping[int, int] | None = None) -> None:
+        """As the local launcher: registered in /brokers/ids (with a newer epoch than
+        ``newer_than`` gives), a live controller, then each broker's metadata, asked through its
+        published port, lists every live broker.  Kafka registers before it enables request
+        processing; until then docker-proxy resets client connections."""
+        from harness.observer import ConvergenceTimeout, ZkObserver
 
-        return ZkObserver(self.zookeeper_connect, topics=[])
+        old = newer_than or {}
+        wanted = set(broker_ids)
 
-    def _wait_registered(self, observer: "ZkObserver", broker_id: int, timeout: float,
-                         newer_than_epoch: int | None = None) -> None:
-        from harness.observer import ConvergenceTimeout
+        def ready(snapshot: "ZkSnapshot") -> bool:
+            for broker_id in broker_ids:
+                self._require_running(self._brokers[broker_id], broker_alias(broker_id))
+            registered = {b for b in wanted if snapshot.live_brokers.get(b, -1) > old.get(b, -1)}
+            return registered == wanted and snapshot.controller in snapshot.live_brokers
 
-        try:
-            observer.wait_broker_registered(broker_id, max(timeout, 0.1), newer_than_epoch=newer_than_epoch)
-        except ConvergenceTimeout:
-            state = self._state(self._brokers[broker_id])
-            raise HarnessError(f"broker {broker_id} did not register in ZooKeeper within "
-                               f"{timeout:.0f} s (container {state}); log: {self._tail(broker_alias(broker_id))}") from None
+        with ZkObserver(self.zookeeper_connect, topics=[]) as observer:
+            try:
+                snapshot = observer.wait_until(
+                    ready, timeout=max(0.0, deadline - time.monotonic()),
+                    description=f"brokers {sorted(wanted)} to register and a controller to be elected")
+            except ConvergenceTimeout as exc:
+                tails = "; ".join(f"{broker_alias(b)}: {self._tail(broker_alias(b))}" for b in broker_ids)
+                raise HarnessError(f"{exc}; logs: {tails}") from None
+        expected = set(snapshot.live_brokers)
+        for broker_id in broker_ids:
+            bootstrap = self.endpoint(broker_id).bootstrap
 
-    def _wait_serving(self, broker_id: int, timeout: float) -> None:
-        """The broker answers ApiVersions through its published port.  It registers in
-        ZooKeeper before it enables request processing, and until then docker-proxy resets
-        client connections (a local broker's port would just queue them)."""
-        port = self._broker_host_ports[broker_id]
-        if not _poll(lambda: api_versions_answered("127.0.0.1", port), max(timeout, 1.0)):
-            raise HarnessError(f"broker {broker_id} registered but does not answer on 127.0.0.1:{port}; "
-                               f"log: {self._tail(broker_alias(broker_id))}")
+            def answers() -> bool:
+                try:
+                    return expected <= metadata_brokers(bootstrap, timeout=2.0)
+                except HarnessError:
+                    return False
+
+            if not _poll(answers, max(1.0, deadline - time.monotonic())):
+                raise HarnessError(f"broker {broker_id} registered but its metadata on {bootstrap} did not "
+                                   f"list brokers {sorted(expected)} in time; log: {self._tail(broker_alias(broker_id))}")
 
     def _require_running(self, container: "Container | None", node: str) -> None:
         if container is None:
@@ -361,7 +345,7 @@ class ContainerCluster:
 
     @property
     def broker_ids(self) -> list[int]:
-        return sorted(self._broker_host_ports)
+        return self.config.broker_ids()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -373,7 +357,8 @@ class ContainerCluster:
 
     def endpoint(self, broker_id: int) -> BrokerEndpoint:
         if broker_id not in self._broker_host_ports:
-            raise HarnessError(f"no broker {broker_id} in this cluster (brokers: {self.broker_ids})")
+            raise UsageError(f"unknown broker id {broker_id}: the brokers are "
+                             f"{', '.join(map(str, self.broker_ids))}")
         return BrokerEndpoint(broker_id, "127.0.0.1", self._broker_host_ports[broker_id],
                               container=self._name(broker_alias(broker_id)))
 
@@ -400,7 +385,8 @@ class ContainerCluster:
 
     def _broker(self, broker_id: int) -> "Container":
         if broker_id not in self._brokers:
-            raise HarnessError(f"no broker {broker_id} in this cluster (brokers: {self.broker_ids})")
+            raise UsageError(f"unknown broker id {broker_id}: the brokers are "
+                             f"{', '.join(map(str, self.broker_ids))}")
         return self._brokers[broker_id]
 
     def kill_broker(self, broker_id: int) -> None:
@@ -428,19 +414,36 @@ class ContainerCluster:
         self._broker(broker_id).unpause()
 
     def start_broker(self, broker_id: int) -> None:
-        """``docker start`` the broker's container (same data) once its old ZooKeeper
-        registration has expired; returns when it has registered again."""
+        """``docker start`` the broker's container (same data, same published port) once its
+        old ZooKeeper registration has expired (else NODEEXISTS; bounded by the session timeout
+        plus two ticks and a grace, as the local launcher); returns when it serves again."""
+        from harness.observer import ConvergenceTimeout, ZkObserver
+
         container = self._broker(broker_id)
         if self._state(container) in ("running", "paused"):
-            raise HarnessError(f"broker {broker_id} is running already")
-        expiry = self._session_timeout_seconds() + SESSION_EXPIRY_GRACE_SECONDS
-        with self._observer() as observer:
+            raise HarnessError(f"broker {broker_id} is already running (container {container.name})")
+        grace = self.session_timeout_s() + 2 * tick_time_ms(self.config) / 1000 + SESSION_EXPIRY_GRACE_SECONDS
+        with ZkObserver(self.zookeeper_connect, topics=[]) as observer:
             old_epoch = observer.snapshot().live_brokers.get(broker_id)
             if old_epoch is not None:
-                observer.wait_broker_gone(broker_id, expiry)
-            container.start()
-            self._wait_registered(observer, broker_id, self.start_timeout, newer_than_epoch=old_epoch)
-        self._wait_serving(broker_id, self.start_timeout)
+                log.info("waiting up to %.0f s for broker %d's old ZooKeeper session to expire", grace, broker_id)
+                try:
+                    observer.wait_broker_gone(broker_id, grace)
+                except ConvergenceTimeout as exc:
+                    raise HarnessError(f"broker {broker_id} is still registered in /brokers/ids {grace:.0f} s "
+                                       f"after it stopped; not restarting it: {exc}") from None
+        log.info("docker start %s", container.name)
+        container.start()
+        self._wait_brokers_ready([broker_id], time.monotonic() + self.start_timeout,
+                                 newer_than={broker_id: old_epoch if old_epoch is not None else -1})
+
+    def restart_broker(self, broker_id: int, *, hard: bool = False) -> None:
+        """``stop`` (or ``kill`` with ``hard``) then ``start``."""
+        (self.kill_broker if hard else self.stop_broker)(broker_id)
+        self.start_broker(broker_id)
+
+    def broker_paused(self, broker_id: int) -> bool:
+        return self._state(self._broker(broker_id)) == "paused"
 
     def broker_running(self, broker_id: int) -> bool:
         """True while the JVM exists, paused or not (as a SIGSTOPped local process)."""
@@ -454,8 +457,8 @@ class ContainerCluster:
         if self._zookeeper is not None:
             self._zookeeper.unpause()
 
-    def _session_timeout_seconds(self) -> float:
-        return session_timeout_ms(self.config) / 1000.0
+    def session_timeout_s(self) -> float:
+        return session_timeout_ms(self.config) / 1000
 
     # ------------------------------------------------------------------ NetworkPartitioner
 

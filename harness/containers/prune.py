@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,22 +51,32 @@ def labelled_objects(client: "docker.DockerClient", run_id: str | None = None) -
     }
 
 
-def prune(*, all_runs: bool = False, images: bool = False,
+def _labels(obj: object) -> dict[str, str]:
+    attrs = obj.attrs  # type: ignore[attr-defined]
+    return attrs.get("Labels") or attrs.get("Config", {}).get("Labels") or {}
+
+
+def prune(*, all_runs: bool = False, images: bool = False, runs: Collection[str] | None = None,
           client: "docker.DockerClient | None" = None) -> PruneReport:
+    """Remove the objects of dead runs (of every run with ``all_runs``), only among ``runs``
+    when given.  A run counts as live while any of its objects names a living owner."""
     client = client or docker_client()
     objects = labelled_objects(client)
-    dead_runs: set[str] = set()
     live_runs: set[str] = set()
+    seen_runs: set[str] = set()
     for kind in ("containers", "networks", "volumes"):
         for obj in objects[kind]:
-            labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}
+            labels = _labels(obj)
             run = labels.get(RUN_LABEL, "?")
-            (dead_runs if all_runs or not owner_alive(labels) else live_runs).add(run)
-    live_runs -= dead_runs if all_runs else set()
+            if runs is not None and run not in runs:
+                continue
+            seen_runs.add(run)
+            if not all_runs and owner_alive(labels):
+                live_runs.add(run)
+    dead_runs = seen_runs - live_runs
 
     def doomed(obj: object) -> bool:
-        labels = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}  # type: ignore[attr-defined]
-        return labels.get(RUN_LABEL) in dead_runs
+        return _labels(obj).get(RUN_LABEL) in dead_runs
 
     removed: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": [], "images": []}
     # Containers first: a network or volume in use cannot be removed.
@@ -80,7 +91,7 @@ def prune(*, all_runs: bool = False, images: bool = False,
         removed["volumes"].append(volume.name)
     if images:
         removed["images"] = _remove_images(client)
-    report = PruneReport(runs=tuple(sorted(dead_runs)), kept_live_runs=tuple(sorted(live_runs - dead_runs)),
+    report = PruneReport(runs=tuple(sorted(dead_runs)), kept_live_runs=tuple(sorted(live_runs)),
                          **{k: tuple(v) for k, v in removed.items()})
     log.info("prune: %s", report.summary())
     return report
@@ -113,12 +124,14 @@ def add_prune_parser(cluster_subparsers: "argparse._SubParsersAction[argparse.Ar
                     "whose owning process is gone (or of every run with --all).")
     parser.add_argument("--all", dest="all_runs", action="store_true",
                         help="also remove objects of runs whose owner is still alive")
+    parser.add_argument("--run", dest="runs", action="append", metavar="RUN_ID",
+                        help="only this run (repeatable); see the kafka-chaos.run label")
     parser.add_argument("--images", action="store_true",
                         help="also remove the built kafka-chaos-kafka and kafka-chaos-jre images")
     parser.set_defaults(func=prune_command)
 
 
 def prune_command(args: argparse.Namespace) -> int:
-    report = prune(all_runs=args.all_runs, images=args.images)
+    report = prune(all_runs=args.all_runs, images=args.images, runs=args.runs)
     print(report.summary())
     return 0

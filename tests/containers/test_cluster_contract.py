@@ -1,0 +1,149 @@
+"""The cluster contract (harness.cluster) checked the same way on both launchers.
+
+One 3-broker cluster per launcher (module scope; pytest finishes one parameter before starting
+the next, so never two clusters at once).  The containers variant needs a Docker engine (see
+conftest.py); the local one always runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from harness.backends import open_cluster
+from harness.cluster import BrokerControl, Cluster, NetworkPartitioner
+from harness.config import (
+    REPLICA_LAG_TIME_MAX_MS,
+    ZOOKEEPER_SESSION_TIMEOUT_MS,
+    ClusterConfig,
+    shared_broker_settings,
+    tick_time_ms,
+)
+from harness.errors import UsageError
+from harness.metadata import fetch_metadata
+from harness.observer import ZkObserver
+from tests.containers.conftest import assert_nothing_left
+
+CONFIG = ClusterConfig(brokers=3, cluster_overrides={REPLICA_LAG_TIME_MAX_MS: "10000"})
+
+
+@pytest.fixture(scope="module", params=["local", "containers"])
+def cluster(request: pytest.FixtureRequest, kafka_distribution) -> Iterator[Cluster]:  # type: ignore[no-untyped-def]
+    if request.param == "containers":
+        request.getfixturevalue("kafka_image")  # skips (or fails in CI) without Docker
+    with open_cluster(request.param, CONFIG, kafka_distribution) as started:
+        yield started
+    if request.param == "containers":
+        assert_nothing_left(started.run_id)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def observer(cluster: Cluster) -> Iterator[ZkObserver]:
+    with ZkObserver(cluster.zookeeper_connect, topics=[]) as obs:
+        yield obs
+
+
+def expiry_bound(cluster: Cluster) -> float:
+    """Session timeout + two ticks + the ping that may have just happened, with a margin."""
+    return int(cluster.broker_settings()[ZOOKEEPER_SESSION_TIMEOUT_MS]) / 1000 + 2 * tick_time_ms(CONFIG) / 1000 + 10
+
+
+def a_non_controller(observer: ZkObserver, cluster: Cluster) -> int:
+    controller = observer.snapshot().controller
+    return next(b for b in reversed(cluster.broker_ids) if b != controller)
+
+
+def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
+    assert isinstance(cluster, Cluster) and isinstance(cluster, BrokerControl)
+    assert cluster.kafka_version == kafka_distribution.version
+    assert cluster.broker_ids == [1, 2, 3]
+    # Only launchers that give brokers their own network namespace can cut the network.
+    assert isinstance(cluster, NetworkPartitioner) == (cluster.backend == "containers")
+
+
+def test_every_broker_is_reachable_at_its_advertised_endpoint(cluster: Cluster, observer: ZkObserver) -> None:
+    snapshot = observer.snapshot()
+    assert set(snapshot.live_brokers) == {1, 2, 3}
+    assert snapshot.controller in snapshot.live_brokers
+    endpoints = {b: cluster.endpoint(b) for b in cluster.broker_ids}
+    assert cluster.bootstrap_servers.split(",") == [endpoints[b].bootstrap for b in cluster.broker_ids]
+    for broker_id, endpoint in endpoints.items():
+        assert endpoint.broker_id == broker_id and endpoint.host == "127.0.0.1"
+        # Each broker, asked on its own address, advertises exactly these client addresses.
+        metadata = fetch_metadata(endpoint.bootstrap, topics=[])
+        assert dict(metadata.brokers) == {b: ("127.0.0.1", e.port) for b, e in endpoints.items()}
+        assert metadata.controller_id == snapshot.controller
+
+
+def test_brokers_run_with_the_shared_settings(cluster: Cluster) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    settings = cluster.broker_settings()
+    assert settings == shared_broker_settings(CONFIG)  # the same layering on both launchers
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    resource = ConfigResource(ConfigResource.Type.BROKER, "2")
+    live = client.describe_configs([resource])[resource].result(timeout=15)
+    for name in (ZOOKEEPER_SESSION_TIMEOUT_MS, REPLICA_LAG_TIME_MAX_MS):
+        assert live[name].value == settings[name], name
+
+
+def test_log_files_hold_each_node_log(cluster: Cluster) -> None:
+    files = cluster.log_files()
+    assert set(files) == {"zookeeper", "broker-1", "broker-2", "broker-3"}
+    assert "binding to port" in files["zookeeper"].read_text(errors="replace")
+    for broker_id in cluster.broker_ids:
+        assert f"[KafkaServer id={broker_id}] started" in files[f"broker-{broker_id}"].read_text(errors="replace")
+
+
+def test_kill_leaves_the_registration_until_expiry_then_start_registers_anew(
+        cluster: Cluster, observer: ZkObserver) -> None:
+    victim = a_non_controller(observer, cluster)
+    old_epoch = observer.snapshot().live_brokers[victim]
+    cluster.kill_broker(victim)  # type: ignore[attr-defined]
+    assert not cluster.broker_running(victim)  # type: ignore[attr-defined]
+    observer.wait_broker_gone(victim, expiry_bound(cluster))
+    cluster.start_broker(victim)  # type: ignore[attr-defined]
+    assert cluster.broker_running(victim)  # type: ignore[attr-defined]
+    assert observer.snapshot().live_brokers[victim] > old_epoch
+
+
+def test_start_right_after_kill_waits_for_the_old_session(cluster: Cluster, observer: ZkObserver) -> None:
+    victim = a_non_controller(observer, cluster)
+    old_epoch = observer.snapshot().live_brokers[victim]
+    cluster.kill_broker(victim)  # type: ignore[attr-defined]
+    cluster.start_broker(victim)  # must not fail with NODEEXISTS
+    assert observer.snapshot().live_brokers[victim] > old_epoch
+
+
+def test_stop_is_a_controlled_shutdown(cluster: Cluster, observer: ZkObserver) -> None:
+    victim = a_non_controller(observer, cluster)
+    since = observer.snapshot().taken_at
+    cluster.stop_broker(victim)  # type: ignore[attr-defined]
+    assert not cluster.broker_running(victim)  # type: ignore[attr-defined]
+    # A clean exit closes the ZooKeeper session: the registration is gone without any expiry.
+    assert victim not in observer.snapshot().live_brokers or observer.wait_broker_gone(victim, 5)
+    log = cluster.log_files()[f"broker-{victim}"].read_text(errors="replace")
+    assert "Controlled shutdown request returned successfully" in log
+    cluster.start_broker(victim)  # type: ignore[attr-defined]
+    assert observer.broker_registered_at(victim, since) is not None
+
+
+def test_pause_keeps_the_process_and_resume_continues_it(cluster: Cluster, observer: ZkObserver) -> None:
+    victim = a_non_controller(observer, cluster)
+    cluster.pause_broker(victim)  # type: ignore[attr-defined]
+    try:
+        assert cluster.broker_running(victim)  # type: ignore[attr-defined]
+        assert cluster.broker_paused(victim)  # type: ignore[attr-defined]
+    finally:
+        cluster.resume_broker(victim)  # type: ignore[attr-defined]
+    assert not cluster.broker_paused(victim)  # type: ignore[attr-defined]
+    observer.wait_broker_registered(victim, expiry_bound(cluster))
+    assert fetch_metadata(cluster.endpoint(victim).bootstrap, topics=[], timeout=10).brokers
+
+
+def test_unknown_broker_ids_are_refused(cluster: Cluster) -> None:
+    with pytest.raises(UsageError, match="unknown broker id 99"):
+        cluster.endpoint(99)
+    with pytest.raises(UsageError, match="unknown broker id 99"):
+        cluster.kill_broker(99)  # type: ignore[attr-defined]

@@ -1,0 +1,93 @@
+"""The pure parts of the containers launcher: dependency parsing, image tags, partition
+targeting, run ownership, listener layout, backend choice."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from harness.backends import resolve_backend
+from harness.config import ClusterConfig, broker_properties
+from harness.containers.cluster import broker_listeners
+from harness.containers.image import DebPackage, _first_alternatives, jre_image_tag
+from harness.containers.labels import OWNER_LABEL, RUN_LABEL, current_owner, owner_alive, run_labels
+from harness.containers.network import CHAIN, Peers, addresses_to_cut, drop_rules
+from harness.errors import HarnessError, UsageError
+
+APT_CACHE_DEPENDS = """\
+openjdk-17-jre-headless
+  Depends: ca-certificates-java
+  Depends: libc6
+ |Depends: libfoo1
+  Depends: libfoo1-alt
+  Depends: <java-runtime-common>
+    java-common
+    other-provider
+  PreDepends: dpkg
+libc6
+  Depends: libgcc-s1
+"""
+
+
+def test_dependency_parsing_follows_first_alternatives_and_first_providers() -> None:
+    assert _first_alternatives(APT_CACHE_DEPENDS) == {
+        "ca-certificates-java", "libc6", "libfoo1", "java-common", "dpkg", "libgcc-s1"}
+
+
+def test_jre_tag_is_stable_and_follows_package_versions() -> None:
+    packages = (DebPackage("libc6", "2.36-9"), DebPackage("openjdk-17-jre-headless", "17.0.1"))
+    assert jre_image_tag(packages) == jre_image_tag(tuple(packages))
+    assert jre_image_tag(packages).startswith("kafka-chaos-jre:")
+    bumped = (packages[0], DebPackage("openjdk-17-jre-headless", "17.0.2"))
+    assert jre_image_tag(bumped) != jre_image_tag(packages)
+
+
+PEERS = Peers(zookeeper="172.18.0.2", brokers=("172.18.0.4", "172.18.0.5"), clients="172.18.0.1")
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    ({"from_zookeeper": True, "from_brokers": False, "from_clients": False}, ("172.18.0.2",)),
+    ({"from_zookeeper": False, "from_brokers": True, "from_clients": False}, ("172.18.0.4", "172.18.0.5")),
+    ({"from_zookeeper": True, "from_brokers": True, "from_clients": True},
+     ("172.18.0.2", "172.18.0.4", "172.18.0.5", "172.18.0.1")),
+])
+def test_isolation_targets(flags: dict[str, bool], expected: tuple[str, ...]) -> None:
+    assert addresses_to_cut(PEERS, **flags) == expected
+
+
+def test_isolating_from_nobody_is_refused() -> None:
+    with pytest.raises(HarnessError, match="at least one"):
+        addresses_to_cut(PEERS, from_zookeeper=False, from_brokers=False, from_clients=False)
+
+
+def test_drop_rules_cut_both_directions_in_our_chain() -> None:
+    assert drop_rules(["10.0.0.9"]) == [["-A", CHAIN, "-s", "10.0.0.9", "-j", "DROP"],
+                                        ["-A", CHAIN, "-d", "10.0.0.9", "-j", "DROP"]]
+
+
+def test_owner_of_this_process_is_alive_and_a_dead_pid_is_not() -> None:
+    assert owner_alive(run_labels("r1"))
+    host = socket.gethostname()
+    assert not owner_alive({OWNER_LABEL: f"{host}:{os.getpid()}:0"})  # pid reused: other start time
+    assert not owner_alive({OWNER_LABEL: f"{host}:999999999:123"})
+    assert owner_alive({OWNER_LABEL: "another-host:1:1"})  # not ours to judge
+    assert owner_alive({RUN_LABEL: "r2"})  # no owner label: only --all removes it
+    assert current_owner().startswith(f"{host}:{os.getpid()}:")
+
+
+def test_container_listeners_inter_broker_on_the_network_clients_on_loopback() -> None:
+    props = broker_properties(ClusterConfig(brokers=3), 2, zookeeper_connect="zookeeper:2181",
+                              listeners=broker_listeners(2, 40002),
+                              bind_listeners={"INTERNAL": "0.0.0.0:9092", "EXTERNAL": "0.0.0.0:9094"},
+                              log_dir="/var/lib/kafka/data")
+    assert props["advertised.listeners"] == "INTERNAL://broker-2:9092,EXTERNAL://127.0.0.1:40002"
+    assert props["listeners"] == "INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:9094"
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+
+
+def test_unknown_backend_is_a_usage_error() -> None:
+    assert resolve_backend("local") == "local"
+    with pytest.raises(UsageError, match="unknown backend"):
+        resolve_backend("kubernetes")
