@@ -192,3 +192,12 @@ def test_delivery_duplicates_fail_even_after_unclean_election() -> None:
     consumed = [(a.partition, a.offset, a.key) for a in sent] + [(0, 3, sent[0].key)]
     results = check_delivery("t", validate_delivery(sent, consumed), unclean_partitions=[0])
     assert results[0].passed is False and "duplicated" in results[0].detail
+
+
+def test_new_partitions_are_checked_against_the_creation_prediction() -> None:
+    predicted = {("n", 0): ps((2, 1), 2, (2, 1), 0)}
+    outcomes = [outcome("n", 0, "elected")]
+    good = compare_partitions({}, predicted, {("n", 0): ps((2, 1), 2, (1, 2), 0)}, outcomes, exact_epochs=True)
+    assert all_passed(good)
+    bad = compare_partitions({}, predicted, {("n", 0): ps((2, 1), 1, (1, 2), 1)}, outcomes, exact_epochs=True)
+    assert {r.check for r in bad if r.passed is False} == {"oracle_leader", "oracle_epoch"}
