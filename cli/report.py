@@ -1,10 +1,47 @@
-"""`kafka-chaos report` (placeholder until its issue lands)."""
+"""`kafka-chaos report RESULTS_DIR... [--out DIR] [--master URL] [--min-pass-rate R]
+[--max-latency FAULT:PHASE:STAT=MS ...]`: aggregate runs with Spark, write the report, print a
+compact table; exit 1 when a CI gate fails, 2 on bad arguments."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    parser = sub.add_parser("report", help="(not built yet)")
-    parser.set_defaults(func=lambda args: parser.error("not built yet"))
+    parser = sub.add_parser(
+        "report",
+        help="aggregate results dirs into summary.json, Parquet tables and report.html",
+        description="Aggregate the records.jsonl of one or many runs (a run's dir, a dir of runs, or a "
+                    "records.jsonl file) with Spark; write summary.json, Parquet tables and a "
+                    "self-contained report.html; print a compact table.",
+    )
+    parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="run dir, dir of runs, or records.jsonl")
+    parser.add_argument("--out", metavar="DIR",
+                        help="output dir (default: RESULTS_DIR/report for one dir, ./report for several)")
+    parser.add_argument("--master", metavar="URL", help="Spark master (default: local[2])")
+    parser.add_argument("--min-pass-rate", metavar="R",
+                        help="exit 1 when the overall pass rate of decided checks is under R (0..1)")
+    parser.add_argument("--max-latency", metavar="FAULT:PHASE:STAT=MS", action="append", default=[],
+                        help="exit 1 when a latency statistic exceeds MS, e.g. hard_kill:election:p99=500 "
+                             "(FAULT may be '*'; STAT: p50, p90, p99, max); repeatable")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from results.report import default_out, run_report
+
+    out = Path(args.out) if args.out else default_out(args.results_dirs)
+    summary = run_report(
+        args.results_dirs,
+        out,
+        master=args.master,
+        min_pass_rate=args.min_pass_rate,
+        max_latency=args.max_latency,
+    )
+    print(summary.terminal)
+    if not summary.ok:
+        print(f"kafka-chaos: CI gate failed ({len(summary.gate_failures)} condition(s), listed above)",
+              file=sys.stderr)
+    return summary.exit_code

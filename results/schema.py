@@ -32,13 +32,21 @@ latency_ms        dict[str, float | None] | None — phases of a leader switch, 
                   fault: "detection" (controller noticed: broker znode gone), "election" (new
                   leader written in ZK), "propagation" (visible in broker metadata),
                   "first_produce" (first acknowledged produce), "client_gap" (largest gap
-                  between acknowledged produces around the fault)
+                  between acknowledged produces around the fault).  Set it on ONE record per
+                  fault injection (the "latency" measurement): the report counts every record
+                  carrying latency_ms as one leader switch
 timestamps        dict[str, float] | None, raw wall-clock epoch seconds behind latency_ms
 session_timeout_ms int | None, zookeeper.session.timeout.ms of the brokers
 tick_time_ms      int | None, ZooKeeper tickTime
 started_at        float, epoch seconds
 finished_at       float, epoch seconds
 ================  =========================================================================
+
+How the report reads them (``results.aggregate``): pass rates count ``kind == "check"`` records
+only (``passed`` None = unknown, counted apart); latency percentiles use every record with
+``latency_ms``; a line that is not JSON, has a wrong type or lacks one of ``REQUIRED_FIELDS`` is
+counted as malformed, a ``schema_version`` outside ``READABLE_VERSIONS`` as rejected.
+``duration_ms`` is derived (finished_at - started_at), not stored.
 """
 
 from __future__ import annotations
@@ -54,6 +62,13 @@ READABLE_VERSIONS = frozenset({1})
 LATENCY_PHASES = ("detection", "election", "propagation", "first_produce", "client_gap")
 
 RecordKind = Literal["check", "measurement"]
+
+# Fields a record is useless without (grouping keys, replay keys, time): a line lacking one is
+# malformed.  The others may be None.
+REQUIRED_FIELDS = (
+    "schema_version", "run_id", "scenario", "iteration", "seed", "backend", "kafka_version",
+    "brokers", "partitions", "kind", "check", "started_at", "finished_at",
+)
 
 
 @dataclass(frozen=True)
@@ -85,16 +100,31 @@ class Record:
     git_revision: str | None = None
     schema_version: int = SCHEMA_VERSION
 
+    @property
+    def duration_ms(self) -> float:
+        return (self.finished_at - self.started_at) * 1000.0
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, default=str)
+
+    @classmethod
+    def from_json(cls, line: str) -> "Record":
+        """Parse one line of records.jsonl; ValueError (incl. JSONDecodeError) when unreadable."""
+        data = json.loads(line)
+        if not isinstance(data, dict):
+            raise ValueError(f"a record is a JSON object, got {type(data).__name__}")
+        return cls.from_dict(data)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Record":
         version = data.get("schema_version")
         if version not in READABLE_VERSIONS:
             raise ValueError(f"schema_version {version!r} is not readable (known: {sorted(READABLE_VERSIONS)})")
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        missing = [name for name in REQUIRED_FIELDS if data.get(name) is None]
+        if missing:
+            raise ValueError(f"missing required field(s): {', '.join(missing)}")
+        return cls(**{k: v for k, v in data.items() if k in _KNOWN_FIELDS})
 
 
 FIELD_NAMES = tuple(f.name for f in fields(Record))
+_KNOWN_FIELDS = frozenset(FIELD_NAMES)

@@ -1,0 +1,425 @@
+"""Spark ETL of records.jsonl files: extract, pure transforms, load.
+
+* **Extract** — lines are read as text and parsed with ``from_json`` against an explicit schema
+  mirroring ``results.schema.Record`` (no inference pass).  ``expected``/``observed`` hold any
+  JSON; they are typed as strings, which Spark's JSON parser fills with the value's compact JSON
+  text for objects and arrays (and the plain text for scalars).  Every non-blank line ends up
+  ``valid``, ``malformed`` (not JSON, a wrongly typed field, a missing required field) or
+  ``rejected`` (a ``schema_version`` this code cannot read), counted per file.
+* **Transforms** — plain ``DataFrame -> DataFrame`` functions without I/O, tested on small frames.
+* **Load** — each aggregate is collected into Python rows (for summary.json / HTML) and written
+  as a Parquet table.
+
+Percentiles are nearest-rank: pXX is the smallest sample with at least XX % of the samples at or
+below it (Spark's exact ``percentile_disc``; ``tests/spark`` checks it against a plain-Python
+computation).  Pass rates exclude unknown results (``passed`` null) and carry a 95 % Wilson
+score interval, which stays inside [0, 1] and is sensible for the small counts of nightly runs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from results.schema import FIELD_NAMES, LATENCY_PHASES, READABLE_VERSIONS, REQUIRED_FIELDS
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
+
+PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+LATENCY_STATS = ("p50", "p90", "p99", "max")
+Z_95 = 1.959963984540054  # two-sided 95 % normal quantile
+PASS_RATE_KEYS = ("scenario", "check", "backend", "kafka_version")
+CORRUPT = "_corrupt"
+NO_FAULT = "none"  # fault label of latency samples from records without a fault
+EXCERPT_CHARS = 200
+HISTOGRAM_BINS_PER_DECADE = 10
+
+# Spark SQL types of Record's fields (DDL names), in Record's order.
+RECORD_TYPES: Mapping[str, str] = {
+    "run_id": "string", "scenario": "string", "iteration": "int", "seed": "bigint",
+    "backend": "string", "kafka_version": "string", "brokers": "int", "partitions": "int",
+    "kind": "string", "check": "string", "passed": "boolean", "started_at": "double",
+    "finished_at": "double", "fault": "string", "target": "string",
+    "expected": "string", "observed": "string",  # any JSON, kept as its JSON text
+    "detail": "string", "topic": "string", "partition": "int",
+    "latency_ms": "map<string,double>", "timestamps": "map<string,double>",
+    "session_timeout_ms": "int", "tick_time_ms": "int", "git_revision": "string",
+    "schema_version": "int",
+}
+
+
+def record_schema(with_corrupt: bool = False) -> "StructType":
+    """The explicit Spark schema of a record line (plus the corrupt-record column if asked)."""
+    from pyspark.sql import types as T
+
+    if tuple(RECORD_TYPES) != FIELD_NAMES:
+        raise AssertionError("RECORD_TYPES no longer mirrors results.schema.Record")
+    spark_types = {
+        "string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType(),
+        "boolean": T.BooleanType(), "double": T.DoubleType(),
+        "map<string,double>": T.MapType(T.StringType(), T.DoubleType(), True),
+    }
+    fields = [T.StructField(name, spark_types[ddl], True) for name, ddl in RECORD_TYPES.items()]
+    if with_corrupt:
+        fields.append(T.StructField(CORRUPT, T.StringType(), True))
+    return T.StructType(fields)
+
+
+# ---------------------------------------------------------------------------------- extract
+
+
+def read_lines(spark: "SparkSession", files: Sequence[Path]) -> "DataFrame":
+    """Columns ``source`` (the file, as Spark names it: a URI) and ``line``."""
+    from pyspark.sql import functions as F
+
+    return spark.read.text([str(f) for f in files]).select(
+        F.col("_metadata.file_path").alias("source"), F.col("value").alias("line")
+    )
+
+
+def source_path(uri: str) -> str:
+    """Spark's ``file:/a%20b/records.jsonl`` back to ``/a b/records.jsonl``; other URIs unchanged."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
+
+
+def parse_lines(lines: "DataFrame") -> "DataFrame":
+    """Add struct column ``r``: the parsed record, with ``r._corrupt`` set when the line is bad."""
+    from pyspark.sql import functions as F
+
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    return lines.withColumn("r", F.from_json("line", record_schema(with_corrupt=True), options))
+
+
+def classify(parsed: "DataFrame") -> "DataFrame":
+    """Flatten the record and add ``status`` (valid | malformed | rejected | blank) and ``problem``.
+
+    A readable JSON line with an unknown ``schema_version`` is *rejected* even if its fields do
+    not fit version 1's types: a newer layout may change them.
+    """
+    from pyspark.sql import functions as F
+
+    version = F.col("r.schema_version")
+    missing = F.filter(
+        F.array(*[F.when(F.col(f"r.{name}").isNull(), F.lit(name)) for name in REQUIRED_FIELDS]),
+        lambda name: name.isNotNull(),
+    )
+    readable = sorted(READABLE_VERSIONS)
+    status = (
+        F.when(F.trim("line") == "", "blank")
+        .when(version.isNotNull() & ~version.isin(readable), "rejected")
+        .when(F.col(f"r.{CORRUPT}").isNotNull(), "malformed")
+        .when(F.size(missing) > 0, "malformed")
+        .otherwise("valid")
+    )
+    problem = (
+        F.when(F.trim("line") == "", F.lit(None))
+        .when(version.isNotNull() & ~version.isin(readable),
+              F.format_string(f"schema_version %d is not readable (readable: {', '.join(map(str, readable))})",
+                              version))
+        .when(F.col(f"r.{CORRUPT}").isNotNull(), "not a JSON object of the record schema (bad JSON or a wrongly typed field)")
+        .when(F.size(missing) > 0, F.concat(F.lit("missing "), F.array_join(missing, ", ")))
+    )
+    return parsed.select(
+        "source",
+        status.alias("status"),
+        problem.alias("problem"),
+        F.when(status != "valid", F.substring("line", 1, EXCERPT_CHARS)).alias("excerpt"),
+        *[F.col(f"r.{name}").alias(name) for name in FIELD_NAMES],
+    )
+
+
+def valid_records(classified: "DataFrame") -> "DataFrame":
+    return classified.where(classified.status == "valid").select(*FIELD_NAMES)
+
+
+def input_counts(classified: "DataFrame") -> "DataFrame":
+    """Per source file: valid / malformed / rejected / blank line counts and one example of each problem."""
+    from pyspark.sql import functions as F
+
+    def example(kind: str) -> "Column":
+        text = F.concat(F.col("problem"), F.lit(": "), F.col("excerpt"))
+        return F.first(F.when(F.col("status") == kind, text), ignorenulls=True).alias(f"{kind}_example")
+
+    return (
+        classified.groupBy("source")
+        .agg(
+            *[F.count(F.when(F.col("status") == kind, 1)).alias(kind)
+              for kind in ("valid", "malformed", "rejected", "blank")],
+            example("malformed"),
+            example("rejected"),
+        )
+        .orderBy("source")
+    )
+
+
+# ------------------------------------------------------------------------------- transforms
+
+
+def with_pass_rate(counts: "DataFrame", z: float = Z_95) -> "DataFrame":
+    """Add ``pass_rate`` = passed / (passed + failed) and its Wilson score interval (``ci_low``,
+    ``ci_high``); all three null when nothing was decided."""
+    from pyspark.sql import functions as F
+
+    n = F.col("passed") + F.col("failed")
+    p = F.col("passed") / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half_width = z * F.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    decided = n > 0
+    return counts.select(
+        "*",
+        F.when(decided, p).alias("pass_rate"),
+        F.when(decided, F.greatest(F.lit(0.0), centre - half_width)).alias("ci_low"),
+        F.when(decided, F.least(F.lit(1.0), centre + half_width)).alias("ci_high"),
+    )
+
+
+def _outcome_counts() -> list["Column"]:
+    from pyspark.sql import functions as F
+
+    is_check = F.col("kind") == "check"
+    return [
+        F.count(F.when(is_check & (F.col("passed") == F.lit(True)), 1)).alias("passed"),
+        F.count(F.when(is_check & (F.col("passed") == F.lit(False)), 1)).alias("failed"),
+        F.count(F.when(is_check & F.col("passed").isNull(), 1)).alias("unknown"),
+    ]
+
+
+def check_records(records: "DataFrame") -> "DataFrame":
+    return records.where(records.kind == "check")
+
+
+def pass_rates(records: "DataFrame") -> "DataFrame":
+    """Per scenario x check x backend x Kafka version: passed / failed / unknown and pass rate."""
+    counts = check_records(records).groupBy(*PASS_RATE_KEYS).agg(*_outcome_counts())
+    return with_pass_rate(counts).orderBy(*PASS_RATE_KEYS)
+
+
+def totals(records: "DataFrame") -> "DataFrame":
+    """One row over everything: record / run counts, check outcomes, overall pass rate."""
+    from pyspark.sql import functions as F
+
+    counts = records.agg(
+        F.count(F.lit(1)).alias("records"),
+        F.count(F.when(F.col("kind") == "check", 1)).alias("checks"),
+        F.count(F.when(F.col("kind") == "measurement", 1)).alias("measurements"),
+        F.countDistinct("run_id").alias("runs"),
+        *_outcome_counts(),
+        F.min("started_at").alias("first_started_at"),
+        F.max("finished_at").alias("last_finished_at"),
+    )
+    return with_pass_rate(counts)
+
+
+def latency_samples(records: "DataFrame") -> "DataFrame":
+    """One row per (record, phase) with a measured value: fault, phase, ms, partitions, session timeout."""
+    from pyspark.sql import functions as F
+
+    exploded = records.where(F.col("latency_ms").isNotNull()).select(
+        F.coalesce("fault", F.lit(NO_FAULT)).alias("fault"),
+        "partitions",
+        "session_timeout_ms",
+        F.explode("latency_ms").alias("phase", "ms"),
+    )
+    return exploded.where(F.col("ms").isNotNull() & ~F.isnan("ms"))
+
+
+def _phase_rank() -> "Column":
+    """Sort key putting phases in a leader switch's order; unknown phase names go last."""
+    from pyspark.sql import functions as F
+
+    position = F.array_position(F.array(*[F.lit(p) for p in LATENCY_PHASES]), F.col("phase"))
+    return F.when(position == 0, F.lit(len(LATENCY_PHASES) + 1)).otherwise(position)
+
+
+def latency_percentiles(samples: "DataFrame", by: Sequence[str] = ()) -> "DataFrame":
+    """count, p50, p90, p99 (nearest rank) and max of ``ms`` per fault x phase (x ``by``)."""
+    from pyspark.sql import functions as F
+
+    keys = ["fault", "phase", *by]
+    stats = samples.groupBy(*keys).agg(
+        F.count("ms").alias("count"),
+        *[F.expr(f"percentile_disc({fraction}) WITHIN GROUP (ORDER BY ms)").alias(name)
+          for name, fraction in PERCENTILES],
+        F.max("ms").alias("max"),
+    )
+    return stats.orderBy("fault", _phase_rank(), "phase", *by)
+
+
+def latency_histogram(samples: "DataFrame", bins_per_decade: int = HISTOGRAM_BINS_PER_DECADE) -> "DataFrame":
+    """Counts per fault x phase in log-spaced bins ``[low_ms, high_ms)`` (values under 0.1 ms count as 0.1)."""
+    from pyspark.sql import functions as F
+
+    bucket = F.floor(F.log10(F.greatest(F.col("ms"), F.lit(0.1))) * bins_per_decade).cast("int")
+    counted = samples.groupBy("fault", "phase", bucket.alias("bucket")).agg(F.count(F.lit(1)).alias("count"))
+    return counted.select(
+        "fault", "phase",
+        F.pow(F.lit(10.0), F.col("bucket") / bins_per_decade).alias("low_ms"),
+        F.pow(F.lit(10.0), (F.col("bucket") + 1) / bins_per_decade).alias("high_ms"),
+        "count",
+    ).orderBy("fault", _phase_rank(), "phase", "low_ms")
+
+
+def trend_by_day(records: "DataFrame") -> "DataFrame":
+    """Check outcomes per UTC day of ``started_at`` (independent of the session time zone)."""
+    from pyspark.sql import functions as F
+
+    day = F.date_from_unix_date(F.floor(F.col("started_at") / 86400).cast("int"))
+    counts = (
+        check_records(records)
+        .groupBy(day.alias("day"))
+        .agg(F.countDistinct("run_id").alias("runs"), *_outcome_counts())
+    )
+    return with_pass_rate(counts).orderBy("day")
+
+
+def trend_by_run(records: "DataFrame") -> "DataFrame":
+    """One row per run: when, where, which seed, how many records, check outcomes."""
+    from pyspark.sql import functions as F
+
+    def joined(column: str) -> "Column":
+        return F.array_join(F.array_sort(F.collect_set(column)), ",")
+
+    counts = records.groupBy("run_id").agg(
+        F.min("started_at").alias("started_at"),
+        F.max("finished_at").alias("finished_at"),
+        joined("backend").alias("backend"),
+        joined("kafka_version").alias("kafka_version"),
+        F.min("seed").alias("seed"),
+        F.countDistinct("scenario").alias("scenarios"),
+        F.count(F.lit(1)).alias("records"),
+        *_outcome_counts(),
+    )
+    return with_pass_rate(counts).orderBy("started_at", "run_id")
+
+
+FAILURE_COLUMNS = (
+    "run_id", "seed", "scenario", "iteration", "check", "backend", "kafka_version", "fault",
+    "target", "topic", "partition", "detail", "expected", "observed", "started_at",
+)
+
+
+def failing_checks(records: "DataFrame") -> "DataFrame":
+    """Failed checks, newest first, with what a replay needs (run id, seed, scenario, iteration)."""
+    from pyspark.sql import functions as F
+
+    failed = check_records(records).where(F.col("passed") == F.lit(False))
+    return failed.select(*FAILURE_COLUMNS).orderBy(
+        F.col("started_at").desc(), "run_id", "scenario", "iteration", "check"
+    )
+
+
+# ------------------------------------------------------------------------------------- load
+
+
+@dataclass
+class Aggregates:
+    """Everything the report shows, as JSON-ready Python rows."""
+
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    totals: dict[str, Any] = field(default_factory=dict)
+    pass_rates: list[dict[str, Any]] = field(default_factory=list)
+    latency: list[dict[str, Any]] = field(default_factory=list)
+    latency_by_partitions: list[dict[str, Any]] = field(default_factory=list)
+    latency_by_session_timeout: list[dict[str, Any]] = field(default_factory=list)
+    latency_histogram: list[dict[str, Any]] = field(default_factory=list)
+    trend_by_day: list[dict[str, Any]] = field(default_factory=list)
+    trend_by_run: list[dict[str, Any]] = field(default_factory=list)
+    failing_checks: list[dict[str, Any]] = field(default_factory=list)
+    failing_checks_total: int = 0
+    seconds: float = 0.0
+
+
+EMPTY_TOTALS: Mapping[str, Any] = {
+    "records": 0, "checks": 0, "measurements": 0, "runs": 0, "passed": 0, "failed": 0,
+    "unknown": 0, "first_started_at": None, "last_finished_at": None,
+    "pass_rate": None, "ci_low": None, "ci_high": None,
+}
+
+
+def aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | None = None,
+              failing_limit: int = 500) -> Aggregates:
+    """Run the whole ETL over ``files``; write Parquet tables to ``tables_dir`` if given."""
+    started = time.monotonic()
+    result = Aggregates(totals=dict(EMPTY_TOTALS))
+    if not files:
+        return result
+    classified = classify(parse_lines(read_lines(spark, files))).persist()
+    try:
+        result.inputs = [
+            {**row, "source": source_path(row["source"])}
+            for row in _load(input_counts(classified), "inputs", tables_dir)
+        ]
+        records = valid_records(classified)
+        result.totals = _load(totals(records), "totals", tables_dir)[0]
+        result.pass_rates = _load(pass_rates(records), "pass_rates", tables_dir)
+        samples = latency_samples(records).persist()
+        try:
+            result.latency = _load(latency_percentiles(samples), "latency", tables_dir)
+            result.latency_by_partitions = _load(
+                latency_percentiles(samples, ["partitions"]), "latency_by_partitions", tables_dir)
+            result.latency_by_session_timeout = _load(
+                latency_percentiles(samples, ["session_timeout_ms"]), "latency_by_session_timeout", tables_dir)
+            result.latency_histogram = _load(latency_histogram(samples), "latency_histogram", tables_dir)
+        finally:
+            samples.unpersist()
+        result.trend_by_day = _load(trend_by_day(records), "trend_by_day", tables_dir)
+        result.trend_by_run = _load(trend_by_run(records), "trend_by_run", tables_dir)
+        failures = failing_checks(records)
+        if tables_dir is not None:
+            _write(failures, tables_dir / "failing_checks")
+        result.failing_checks = [_jsonable_row(r) for r in failures.limit(failing_limit).collect()]
+        result.failing_checks_total = (
+            len(result.failing_checks) if len(result.failing_checks) < failing_limit else failures.count()
+        )
+    finally:
+        classified.unpersist()
+    result.seconds = time.monotonic() - started
+    log.debug("aggregated %s records from %d file(s) in %.1f s", result.totals.get("records"), len(files),
+              result.seconds)
+    return result
+
+
+def _load(frame: "DataFrame", name: str, tables_dir: Path | None) -> list[dict[str, Any]]:
+    """Collect a (small) aggregate and write it as Parquet without computing it twice."""
+    frame = frame.cache()
+    try:
+        rows = [_jsonable_row(row) for row in frame.collect()]
+        if tables_dir is not None:
+            _write(frame, tables_dir / name)
+        return rows
+    finally:
+        frame.unpersist()
+
+
+def _write(frame: "DataFrame", path: Path) -> None:
+    frame.coalesce(1).write.mode("overwrite").parquet(str(path))
+
+
+def _jsonable_row(row: Any) -> dict[str, Any]:
+    return {key: _jsonable(value) for key, value in row.asDict(recursive=True).items()}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,187 @@
+"""The report as one self-contained HTML file: inline CSS, PNG plots embedded as base64."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from results import formatting as fmt
+
+Row = Mapping[str, Any]
+Column = tuple[str, str, Callable[[Any], str]]  # (key, header, formatter)
+HTML_FAILURE_LIMIT = 200
+
+_CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; vertical-align: top; max-width: 32em; overflow-wrap: anywhere; white-space: pre-wrap; }
+th { background: #f3f3f3; text-align: left; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.bad td { background: #fdecec; } tr.unknown td { background: #fff8e1; }
+.ok { color: #1a7f37; font-weight: bold; } .fail { color: #c62828; font-weight: bold; }
+.problems li { color: #8a4b00; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+.note { color: #666; font-size: 12px; }
+"""
+
+
+def _escape(value: Any) -> str:
+    return html.escape(fmt.text(value))
+
+
+def _image(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _table(rows: Sequence[Row], columns: Sequence[Column], row_class: Callable[[Row], str] | None = None) -> str:
+    if not rows:
+        return '<p class="note">No data.</p>'
+    head = "".join(f"<th>{html.escape(header)}</th>" for _, header, _ in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for key, _, formatter in columns:
+            value = row.get(key)
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            cells.append(f'<td class="num">{_escape(formatter(value))}</td>' if numeric
+                         else f"<td>{_escape(formatter(value))}</td>")
+        css = row_class(row) if row_class else ""
+        body.append(f'<tr class="{css}">' + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _outcome_class(row: Row) -> str:
+    if row.get("failed"):
+        return "bad"
+    if row.get("unknown"):
+        return "unknown"
+    return ""
+
+
+_OUTCOME_COLUMNS: list[Column] = [
+    ("passed", "passed", fmt.count), ("failed", "failed", fmt.count), ("unknown", "unknown", fmt.count),
+    ("pass_rate", "pass rate", fmt.rate), ("ci_low", "95 % CI low", fmt.rate), ("ci_high", "95 % CI high", fmt.rate),
+]
+_LATENCY_COLUMNS: list[Column] = [
+    ("count", "n", fmt.count), ("p50", "p50 ms", fmt.ms), ("p90", "p90 ms", fmt.ms),
+    ("p99", "p99 ms", fmt.ms), ("max", "max ms", fmt.ms),
+]
+
+
+def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
+    """``summary``: the summary.json content; ``images``: ``latency`` {fault: png},
+    ``breakdown`` png | None, ``trend`` png | None."""
+    totals = summary["totals"]
+    gates = summary.get("gates", {})
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<title>kafka-chaos report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>kafka-chaos report</h1>",
+        f'<p class="note">Generated {_escape(summary["generated_at"])} from '
+        f'{len(summary["files"])} records file(s). Percentiles: {_escape(summary["percentile_method"])}. '
+        "Pass rates exclude unknown results; the interval is the 95 % Wilson score interval.</p>",
+        _overview(totals, gates),
+        _problems(summary.get("problems", [])),
+        "<h2>Pass rates</h2>",
+        "<p class=\"note\">Per scenario × check × backend × Kafka version; rows with failures are red, "
+        "with unknown results yellow.</p>",
+        _table(summary["pass_rates"], [
+            ("scenario", "scenario", fmt.text), ("check", "check", fmt.text),
+            ("backend", "backend", fmt.text), ("kafka_version", "Kafka", fmt.text), *_OUTCOME_COLUMNS,
+        ], _outcome_class),
+        "<h2>Latency of a leader switch</h2>",
+        "<p class=\"note\">Milliseconds from the fault to each phase: detection (the controller noticed), "
+        "election (new leader in ZooKeeper), propagation (in broker metadata), first_produce (first "
+        "acknowledged produce); client_gap is the largest gap between acknowledged produces.</p>",
+        _table(summary["latency"], [("fault", "fault", fmt.text), ("phase", "phase", fmt.text), *_LATENCY_COLUMNS]),
+    ]
+    if images.get("breakdown"):
+        parts.append(_image(images["breakdown"], "Breakdown of a leader switch"))
+    for fault, png in images.get("latency", {}).items():
+        parts.append(_image(png, f"Latency distribution for {fault}"))
+    parts += [
+        "<h3>By partition count</h3>",
+        _table(summary["latency_by_partitions"], [
+            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
+            ("partitions", "partitions", fmt.count), *_LATENCY_COLUMNS]),
+        "<h3>By ZooKeeper session timeout</h3>",
+        _table(summary["latency_by_session_timeout"], [
+            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
+            ("session_timeout_ms", "session timeout ms", fmt.count), *_LATENCY_COLUMNS]),
+        "<h2>Trend</h2>",
+    ]
+    if images.get("trend"):
+        parts.append(_image(images["trend"], "Pass rate over time"))
+    parts += [
+        "<h3>Per day (UTC)</h3>",
+        _table(summary["trend_by_day"], [("day", "day", fmt.text), ("runs", "runs", fmt.count), *_OUTCOME_COLUMNS],
+               _outcome_class),
+        "<h3>Per run</h3>",
+        _table(summary["trend_by_run"], [
+            ("run_id", "run", fmt.text), ("started_at", "started (UTC)", fmt.epoch),
+            ("backend", "backend", fmt.text), ("kafka_version", "Kafka", fmt.text), ("seed", "seed", fmt.text),
+            ("scenarios", "scenarios", fmt.count), ("records", "records", fmt.count), *_OUTCOME_COLUMNS,
+        ], _outcome_class),
+        _failures(summary["failing_checks"], summary["failing_checks_total"]),
+        _files(summary["files"]),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _overview(totals: Mapping[str, Any], gates: Mapping[str, Any]) -> str:
+    failures = gates.get("failures", [])
+    configured = gates.get("min_pass_rate") is not None or gates.get("max_latency")
+    if not configured:
+        verdict = '<span class="note">no CI gate configured</span>'
+    elif failures:
+        verdict = '<span class="fail">CI gate FAILED</span><ul>' + "".join(
+            f"<li>{_escape(f)}</li>" for f in failures) + "</ul>"
+    else:
+        verdict = '<span class="ok">CI gate passed</span>'
+    rows = [
+        ("records", fmt.count(totals.get("records"))), ("runs", fmt.count(totals.get("runs"))),
+        ("checks", f'{fmt.count(totals.get("checks"))} ({fmt.count(totals.get("passed"))} passed, '
+                   f'{fmt.count(totals.get("failed"))} failed, {fmt.count(totals.get("unknown"))} unknown)'),
+        ("overall pass rate", f'{fmt.rate(totals.get("pass_rate"))} '
+                              f'(95 % CI {fmt.interval(totals.get("ci_low"), totals.get("ci_high"))})'),
+        ("measurements", fmt.count(totals.get("measurements"))),
+        ("time span", f'{fmt.epoch(totals.get("first_started_at"))} … {fmt.epoch(totals.get("last_finished_at"))}'),
+    ]
+    table = "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f"<h2>Overview</h2>{table}</table><p>{verdict}</p>"
+
+
+def _problems(problems: Sequence[str]) -> str:
+    if not problems:
+        return ""
+    items = "".join(f"<li>{_escape(p)}</li>" for p in problems)
+    return f'<h2>Input problems</h2><ul class="problems">{items}</ul>'
+
+
+def _failures(failures: Sequence[Row], total: int) -> str:
+    shown = failures[:HTML_FAILURE_LIMIT]
+    note = (f"<p class=\"note\">Showing the newest {len(shown)} of {total:,}; all are in "
+            "tables/failing_checks (Parquet).</p>" if total > len(shown) else "")
+    return "<h2>Failing checks</h2>" + (
+        "<p class=\"note\">Replay one with its run's seed, scenario and iteration.</p>" if shown else "") + note + _table(
+        shown, [
+            ("started_at", "started (UTC)", fmt.epoch), ("run_id", "run", fmt.text), ("seed", "seed", fmt.text),
+            ("scenario", "scenario", fmt.text), ("iteration", "iteration", fmt.text),
+            ("check", "check", fmt.text), ("backend", "backend", fmt.text), ("kafka_version", "Kafka", fmt.text),
+            ("fault", "fault", fmt.text), ("target", "target", fmt.text), ("detail", "detail", fmt.text),
+            ("expected", "expected", fmt.text), ("observed", "observed", fmt.text),
+        ])
+
+
+def _files(files: Sequence[Row]) -> str:
+    return "<h2>Inputs</h2>" + _table(files, [
+        ("source", "file", fmt.text), ("valid", "records", fmt.count), ("malformed", "malformed", fmt.count),
+        ("rejected", "rejected", fmt.count), ("malformed_example", "first malformed", fmt.text),
+        ("rejected_example", "first rejected", fmt.text),
+    ], lambda r: "bad" if r.get("malformed") or r.get("rejected") else "")

@@ -1,0 +1,160 @@
+"""The report's PNG plots, drawn from the aggregates' Python rows.
+
+``matplotlib.figure.Figure`` is used directly (no pyplot): no global figure state and the Agg
+canvas, so plotting works headless and from any thread.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from results.schema import LATENCY_PHASES
+
+Row = Mapping[str, Any]
+
+# One colour per phase, the same in every plot.
+PHASE_COLOURS = {
+    "detection": "#4C72B0", "election": "#DD8452", "propagation": "#55A868",
+    "first_produce": "#C44E52", "client_gap": "#8172B3",
+}
+CUMULATIVE_PHASES = ("detection", "election", "propagation", "first_produce")  # ms from the fault, in order
+MAX_FAULT_PLOTS = 12
+
+
+def _figure(width: float, height: float) -> Any:
+    import logging
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # font-cache chatter at INFO
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def _png(figure: Any) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _phase_order(phase: str) -> tuple[int, str]:
+    return (LATENCY_PHASES.index(phase) if phase in LATENCY_PHASES else len(LATENCY_PHASES), phase)
+
+
+def latency_distributions(histogram: Sequence[Row], latency: Sequence[Row]) -> dict[str, bytes]:
+    """One PNG per fault: the share of samples per log-spaced latency bin, one line per phase,
+    with each phase's p50 and p99 marked."""
+    bins: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for row in histogram:
+        bins[row["fault"]][row["phase"]].append(row)
+    stats = {(row["fault"], row["phase"]): row for row in latency}
+    images = {}
+    for fault in sorted(bins)[:MAX_FAULT_PLOTS]:
+        figure = _figure(8, 3.2)
+        axes = figure.add_subplot()
+        for phase in sorted(bins[fault], key=_phase_order):
+            rows = sorted(bins[fault][phase], key=lambda r: r["low_ms"])
+            total = sum(r["count"] for r in rows)
+            edges, shares = _contiguous(rows, total)
+            colour = PHASE_COLOURS.get(phase)
+            summary = stats.get((fault, phase))
+            label = phase if summary is None else f"{phase} (n={summary['count']}, p50={summary['p50']:g} ms)"
+            axes.stairs(shares, edges, label=label, color=colour, linewidth=1.6)
+            if summary is not None:
+                for stat, style in (("p50", "-"), ("p99", ":")):
+                    axes.axvline(summary[stat], color=colour, linestyle=style, linewidth=0.8, alpha=0.7)
+        axes.set_xscale("log")
+        axes.set_xlabel("ms from the fault (log scale); solid line p50, dotted p99")
+        axes.set_ylabel("share of samples")
+        axes.set_title(f"Latency distribution — {fault}")
+        axes.grid(True, which="major", alpha=0.3)
+        axes.legend(fontsize=7, loc="upper left")
+        images[fault] = _png(figure)
+    return images
+
+
+def _contiguous(rows: Sequence[Row], total: int) -> tuple[list[float], list[float]]:
+    """Bin edges and shares with empty bins filled in, so ``stairs`` draws gaps as zero."""
+    edges = [rows[0]["low_ms"]]
+    shares: list[float] = []
+    for row in rows:
+        if not math.isclose(row["low_ms"], edges[-1], rel_tol=1e-9):
+            shares.append(0.0)
+            edges.append(row["low_ms"])
+        shares.append(row["count"] / total)
+        edges.append(row["high_ms"])
+    return edges, shares
+
+
+def leader_switch_breakdown(latency: Sequence[Row]) -> bytes | None:
+    """Stacked horizontal bars per fault: the median time from the fault to each phase, split
+    into the part each phase adds; the median client gap drawn as a marker."""
+    medians: dict[str, dict[str, float]] = defaultdict(dict)
+    for row in latency:
+        if row.get("p50") is not None:
+            medians[row["fault"]][row["phase"]] = row["p50"]
+    faults = sorted(f for f, m in medians.items() if any(p in m for p in CUMULATIVE_PHASES))[:MAX_FAULT_PLOTS]
+    if not faults:
+        return None
+    figure = _figure(8, 0.6 * len(faults) + 1.6)
+    axes = figure.add_subplot()
+    labelled: set[str] = set()
+    for y, fault in enumerate(faults):
+        reached = 0.0
+        for phase in CUMULATIVE_PHASES:
+            if phase not in medians[fault]:
+                continue
+            width = max(0.0, medians[fault][phase] - reached)
+            axes.barh(y, width, left=reached, color=PHASE_COLOURS[phase],
+                      label=None if phase in labelled else phase, height=0.6)
+            labelled.add(phase)
+            reached += width
+        axes.text(reached, y, f" {reached:,.0f} ms", va="center", fontsize=7)
+        gap = medians[fault].get("client_gap")
+        if gap is not None:
+            axes.plot([gap], [y], marker="D", color=PHASE_COLOURS["client_gap"], linestyle="none",
+                      label=None if "client_gap" in labelled else "client_gap (median)")
+            labelled.add("client_gap")
+    axes.set_yticks(range(len(faults)), faults)
+    axes.invert_yaxis()
+    axes.set_xlabel("median ms from the fault (each segment: what the phase adds)")
+    axes.set_title("Breakdown of a leader switch")
+    axes.grid(True, axis="x", alpha=0.3)
+    axes.legend(fontsize=7, loc="lower right")
+    return _png(figure)
+
+
+def pass_rate_over_time(by_day: Sequence[Row], by_run: Sequence[Row]) -> bytes | None:
+    """Daily pass rate with its 95 % Wilson band, and one dot per run."""
+    days = [r for r in by_day if r.get("pass_rate") is not None]
+    runs = [r for r in by_run if r.get("pass_rate") is not None and r.get("started_at") is not None]
+    if not days and not runs:
+        return None
+    figure = _figure(8, 3.2)
+    axes = figure.add_subplot()
+    if days:
+        x = [dt.datetime.fromisoformat(r["day"]) + dt.timedelta(hours=12) for r in days]
+        axes.fill_between(x, [100 * r["ci_low"] for r in days], [100 * r["ci_high"] for r in days],
+                          color="#4C72B0", alpha=0.2, label="day, 95 % CI", step=None)
+        axes.plot(x, [100 * r["pass_rate"] for r in days], color="#4C72B0", marker="o", markersize=3,
+                  label="pass rate per day")
+    if runs:
+        x = [dt.datetime.fromtimestamp(r["started_at"], tz=dt.timezone.utc).replace(tzinfo=None) for r in runs]
+        axes.plot(x, [100 * r["pass_rate"] for r in runs], color="#DD8452", marker=".", linestyle="none",
+                  alpha=0.7, label="per run")
+    axes.set_ylabel("pass rate %")
+    axes.set_ylim(max(0.0, min(_lowest(days, runs) - 5, 95.0)), 100.5)
+    axes.set_title("Pass rate over time (UTC)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=7, loc="lower left")
+    figure.autofmt_xdate()
+    return _png(figure)
+
+
+def _lowest(days: Sequence[Row], runs: Sequence[Row]) -> float:
+    values = [100 * r["ci_low"] for r in days] + [100 * r["pass_rate"] for r in runs]
+    return min(values) if values else 0.0

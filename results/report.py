@@ -1,0 +1,198 @@
+"""`run_report`: records.jsonl of one or many runs -> summary.json, Parquet tables, report.html.
+
+Importing this module is cheap (no Spark, no matplotlib): ``kafka-chaos run`` imports it to end
+with a report, and the CLI answers bad arguments before any JVM starts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from results.gates import LatencyLimit, gate_failures, parse_latency_limits, parse_min_pass_rate
+from results.inputs import empty_file_problems, locate_inputs, record_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from results.aggregate import Aggregates
+
+log = logging.getLogger(__name__)
+
+SUMMARY_FILE = "summary.json"
+HTML_FILE = "report.html"
+TABLES_DIR = "tables"
+SPARK_LOG_FILE = "spark.log"
+PERCENTILE_METHOD = "nearest-rank (pXX = smallest sample with at least XX % of samples at or below it)"
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    out: Path
+    html: Path
+    summary_json: Path
+    totals: Mapping[str, Any]
+    pass_rates: tuple[Mapping[str, Any], ...]
+    latency: tuple[Mapping[str, Any], ...]
+    problems: tuple[str, ...] = ()
+    gate_failures: tuple[str, ...] = ()
+    spark_start_seconds: float = 0.0
+    aggregate_seconds: float = 0.0
+    terminal: str = field(default="", repr=False)  # the compact table the CLI prints
+
+    @property
+    def ok(self) -> bool:
+        return not self.gate_failures
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+
+def default_out(results_dirs: Sequence[str | os.PathLike[str]]) -> Path:
+    """``RESULTS_DIR/report`` for one directory; ``./report`` for several."""
+    if len(results_dirs) == 1 and Path(results_dirs[0]).is_dir():
+        return Path(results_dirs[0]) / "report"
+    return Path("report")
+
+
+def run_report(
+    results_dirs: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    master: str | None = None,
+    min_pass_rate: float | str | None = None,
+    max_latency: Iterable[str | LatencyLimit] = (),
+    *,
+    spark: "SparkSession | None" = None,
+) -> ReportSummary:
+    """Aggregate the records below ``results_dirs`` and write the report into ``out``.
+
+    Raises ``UsageError`` for bad arguments or when no results dir exists; input problems
+    (missing dir among several, empty or malformed files, unreadable schema versions) are
+    reported, not raised.  ``spark``: an existing session to use (tests); else one is started
+    on ``master`` (default local[2]) and stopped at the end.
+    """
+    rate_limit = parse_min_pass_rate(min_pass_rate)
+    limits = parse_latency_limits(max_latency)
+    inputs = locate_inputs(results_dirs)
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        from harness.errors import UsageError
+
+        raise UsageError(f"--out {out_dir}: exists and is not a directory")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = record_files(inputs)
+    problems = [f"{item.path}: {item.problem}" for item in inputs if item.problem]
+    problems += empty_file_problems(files)
+
+    # Empty files hold no records: with nothing else to read, no JVM is started at all.
+    with_data = [path for path in files if path.stat().st_size > 0]
+    aggregates, spark_seconds = _aggregate(with_data, out_dir, master, spark)
+    problems += _line_problems(aggregates.inputs)
+    failures = gate_failures(aggregates.totals, aggregates.latency, rate_limit, limits)
+    summary = _summary_document(aggregates, files, problems, rate_limit, limits, failures)
+    summary["timings"] = {"spark_start_s": round(spark_seconds, 3), "aggregate_s": round(aggregates.seconds, 3)}
+
+    summary_path = out_dir / SUMMARY_FILE
+    summary_path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    html_path = out_dir / HTML_FILE
+    html_path.write_text(_render_html(summary), encoding="utf-8")
+    for problem in problems:  # also in the summary, the HTML and the terminal table
+        log.debug("input problem: %s", problem)
+
+    from results.terminal import render_terminal
+
+    return ReportSummary(
+        out=out_dir,
+        html=html_path,
+        summary_json=summary_path,
+        totals=aggregates.totals,
+        pass_rates=tuple(aggregates.pass_rates),
+        latency=tuple(aggregates.latency),
+        problems=tuple(problems),
+        gate_failures=tuple(failures),
+        spark_start_seconds=spark_seconds,
+        aggregate_seconds=aggregates.seconds,
+        terminal=render_terminal(summary, str(html_path)),
+    )
+
+
+def _aggregate(files: Sequence[Path], out_dir: Path, master: str | None,
+               spark: "SparkSession | None") -> tuple["Aggregates", float]:
+    """Run the Spark job; no files -> empty aggregates without starting a JVM."""
+    from results.aggregate import Aggregates, EMPTY_TOTALS, aggregate
+
+    if not files:
+        return Aggregates(totals=dict(EMPTY_TOTALS)), 0.0
+    tables = out_dir / TABLES_DIR
+    if spark is not None:
+        return aggregate(spark, files, tables), 0.0
+    from results.spark_session import spark_session
+
+    started = time.monotonic()
+    with spark_session(master, log_path=out_dir / SPARK_LOG_FILE) as session:
+        spark_seconds = time.monotonic() - started
+        return aggregate(session, files, tables), spark_seconds
+
+
+def _line_problems(file_counts: Sequence[Mapping[str, Any]]) -> list[str]:
+    problems = []
+    for row in file_counts:
+        if row["malformed"]:
+            problems.append(f"{row['source']}: {row['malformed']:,} malformed line(s) skipped, "
+                            f"first: {row['malformed_example']}")
+        if row["rejected"]:
+            problems.append(f"{row['source']}: {row['rejected']:,} record(s) rejected, "
+                            f"first: {row['rejected_example']}")
+    return problems
+
+
+def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems: Sequence[str],
+                      min_pass_rate: float | None, limits: Sequence[LatencyLimit],
+                      failures: Sequence[str]) -> dict[str, Any]:
+    counted = {row["source"]: row for row in aggregates.inputs}
+    file_rows = [
+        counted.get(str(path), {"source": str(path), "valid": 0, "malformed": 0, "rejected": 0, "blank": 0,
+                                "malformed_example": None, "rejected_example": None})
+        for path in files
+    ]
+    return {
+        "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "percentile_method": PERCENTILE_METHOD,
+        "files": file_rows,
+        "problems": list(problems),
+        "totals": aggregates.totals,
+        "pass_rates": aggregates.pass_rates,
+        "latency": aggregates.latency,
+        "latency_by_partitions": aggregates.latency_by_partitions,
+        "latency_by_session_timeout": aggregates.latency_by_session_timeout,
+        "latency_histogram": aggregates.latency_histogram,
+        "trend_by_day": aggregates.trend_by_day,
+        "trend_by_run": aggregates.trend_by_run,
+        "failing_checks": aggregates.failing_checks,
+        "failing_checks_total": aggregates.failing_checks_total,
+        "gates": {
+            "min_pass_rate": min_pass_rate,
+            "max_latency": [str(limit) for limit in limits],
+            "failures": list(failures),
+        },
+    }
+
+
+def _render_html(summary: Mapping[str, Any]) -> str:
+    from results import plots
+    from results.html import render_html
+
+    images = {
+        "latency": plots.latency_distributions(summary["latency_histogram"], summary["latency"]),
+        "breakdown": plots.leader_switch_breakdown(summary["latency"]),
+        "trend": plots.pass_rate_over_time(summary["trend_by_day"], summary["trend_by_run"]),
+    }
+    return render_html(summary, images)

@@ -1,0 +1,98 @@
+"""A quiet, small Spark session for the report.
+
+Spark's JVM prints banners and WARN lines (hostname, native-hadoop, incubator modules, progress
+bars) on the terminal it inherits.  The JVM is started with its stdout/stderr pointed at a log
+file instead, and with a log4j2 configuration at ERROR, so the user sees only the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[2]"
+DEFAULT_DRIVER_MEMORY = "2g"  # 3M records aggregate in well under this; the machine is shared
+SHUFFLE_PARTITIONS = 4  # aggregates are small: 200 default partitions would be 200 tiny tasks
+QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
+
+
+def spark_config(master: str | None = None, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> dict[str, str]:
+    return {
+        "spark.master": master or DEFAULT_MASTER,
+        "spark.app.name": "kafka-chaos-report",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+        "spark.driver.memory": driver_memory,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()}",
+        # The report is a batch job started from a terminal: no need for an IPv6/hostname lookup
+        # dance, bind the driver to loopback unless a remote master needs otherwise.
+        **({"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+           if (master or DEFAULT_MASTER).startswith("local") else {}),
+    }
+
+
+def start_spark(master: str | None = None, *, log_path: str | os.PathLike[str] | None = None,
+                driver_memory: str = DEFAULT_DRIVER_MEMORY) -> "SparkSession":
+    """Start (or reuse) the session; the JVM's own output goes to ``log_path`` (default: discarded)."""
+    from pyspark.sql import SparkSession
+
+    # py4j logs every gateway connection at INFO, which the CLI's logging setup would show.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    builder = SparkSession.builder
+    for key, value in spark_config(master, driver_memory).items():
+        builder = builder.config(key, value)
+    started = time.monotonic()
+    with _jvm_output_to(log_path):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    log.debug("Spark session on %s ready in %.1f s", spark.sparkContext.master, time.monotonic() - started)
+    return spark
+
+
+@contextlib.contextmanager
+def spark_session(master: str | None = None, *, log_path: str | os.PathLike[str] | None = None,
+                  driver_memory: str = DEFAULT_DRIVER_MEMORY) -> Iterator["SparkSession"]:
+    spark = start_spark(master, log_path=log_path, driver_memory=driver_memory)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+@contextlib.contextmanager
+def _jvm_output_to(log_path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Point fds 1 and 2 at ``log_path`` while the JVM is forked, so it inherits the file.
+
+    Python's own ``sys.stdout``/``sys.stderr`` objects are flushed first and keep working: only
+    the file descriptors are swapped, and restored before returning.
+    """
+    target = os.devnull if log_path is None else os.fspath(log_path)
+    if log_path is not None:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    sink = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for fd in (1, 2):
+            os.dup2(sink, fd)
+        yield
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(sink)

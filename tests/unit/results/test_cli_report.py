@@ -1,0 +1,56 @@
+"""`kafka-chaos report` argument errors: one line, exit 2, before any JVM starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cli.main import main
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--min-pass-rate", "2"], "between 0 and 1"),
+    (["--max-latency", "hard_kill:election:p99"], "FAULT:PHASE:STAT=MS"),
+    (["--max-latency", "hard_kill:nope:p99=1"], "unknown phase"),
+])
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, extra, message):
+    (tmp_path / "records.jsonl").write_text("")
+    assert main(["report", str(tmp_path), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("kafka-chaos: error:")
+
+
+def test_missing_results_dir_exits_2(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results dir not found" in err
+
+
+def test_out_that_is_a_file_exits_2(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "records.jsonl").write_text("")
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "file")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_empty_results_dir_gives_an_empty_report_without_spark(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "0 records" in out and "no records.jsonl in it or below it" in out
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_gate_on_an_empty_report_fails(tmp_path):
+    (tmp_path / "records.jsonl").write_text("")
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--min-pass-rate", "0.5"]) == 1
+
+
+def test_importing_the_report_api_does_not_load_spark_or_matplotlib():
+    code = ("import sys, results.report, cli.report; "
+            "heavy = [m for m in ('pyspark', 'matplotlib', 'py4j') if m in sys.modules]; "
+            "print(heavy); sys.exit(1 if heavy else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,100 @@
+"""Terminal table, HTML page and PNG plots from a summary document (no Spark)."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+from results import plots
+from results.html import render_html
+from results.terminal import render_terminal
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def summary_document(**overrides):
+    document = {
+        "generated_at": "2026-01-02T00:00:00+00:00",
+        "percentile_method": "nearest-rank",
+        "files": [{"source": "/r/records.jsonl", "valid": 9, "malformed": 1, "rejected": 0, "blank": 0,
+                   "malformed_example": "not JSON: garbage", "rejected_example": None}],
+        "problems": ["/r/records.jsonl: 1 malformed line(s) skipped, first: not JSON: garbage"],
+        "totals": {"records": 9, "checks": 6, "measurements": 3, "runs": 2, "passed": 4, "failed": 1,
+                   "unknown": 1, "first_started_at": 1_767_225_600.0, "last_finished_at": 1_767_312_000.0,
+                   "pass_rate": 0.8, "ci_low": 0.376, "ci_high": 0.964},
+        "pass_rates": [
+            {"scenario": "kill", "check": "oracle_leader", "backend": "local", "kafka_version": "3.9.2",
+             "passed": 4, "failed": 1, "unknown": 1, "pass_rate": 0.8, "ci_low": 0.376, "ci_high": 0.964},
+            {"scenario": "stop", "check": "oracle_leader", "backend": "local", "kafka_version": "3.9.2",
+             "passed": 0, "failed": 0, "unknown": 2, "pass_rate": None, "ci_low": None, "ci_high": None},
+        ],
+        "latency": [
+            {"fault": "hard_kill", "phase": p, "count": 3, "p50": v, "p90": v + 10, "p99": v + 20, "max": v + 30}
+            for p, v in (("detection", 5000.0), ("election", 5040.0), ("propagation", 5090.0),
+                         ("first_produce", 5200.0), ("client_gap", 5300.0))
+        ],
+        "latency_by_partitions": [], "latency_by_session_timeout": [],
+        "latency_histogram": [
+            {"fault": "hard_kill", "phase": "election", "low_ms": 10 ** (b / 10), "high_ms": 10 ** ((b + 1) / 10),
+             "count": c} for b, c in ((36, 2), (38, 1))
+        ],
+        "trend_by_day": [
+            {"day": "2026-01-01", "runs": 1, "passed": 2, "failed": 1, "unknown": 0, "pass_rate": 2 / 3,
+             "ci_low": 0.2, "ci_high": 0.94},
+            {"day": "2026-01-02", "runs": 1, "passed": 2, "failed": 0, "unknown": 1, "pass_rate": 1.0,
+             "ci_low": 0.34, "ci_high": 1.0},
+        ],
+        "trend_by_run": [
+            {"run_id": "r1", "started_at": 1_767_225_600.0, "finished_at": 1_767_225_700.0, "backend": "local",
+             "kafka_version": "3.9.2", "seed": 7, "scenarios": 2, "records": 5, "passed": 2, "failed": 1,
+             "unknown": 0, "pass_rate": 2 / 3, "ci_low": 0.2, "ci_high": 0.94},
+        ],
+        "failing_checks": [
+            {"run_id": "r1", "seed": 7, "scenario": "kill", "iteration": 3, "check": "oracle_leader",
+             "backend": "local", "kafka_version": "3.9.2", "fault": "hard_kill", "target": "broker 2",
+             "topic": "t", "partition": 0, "detail": "leader <1> != 2", "expected": '{"leader":2}',
+             "observed": '{"leader":1}', "started_at": 1_767_225_600.0},
+        ],
+        "failing_checks_total": 1,
+        "gates": {"min_pass_rate": 0.9, "max_latency": [], "failures": ["overall pass rate 80.00 % ..."]},
+    }
+    document.update(overrides)
+    return document
+
+
+def test_terminal_table_shows_totals_rates_latency_failures_and_gate():
+    text = render_terminal(summary_document(), "/out/report.html")
+    assert "4 passed, 1 failed, 1 unknown; pass rate 80.0 %" in text
+    assert re.search(r"kill\s+oracle_leader\s+local\s+3\.9\.2\s+4\s+1\s+1\s+80\.0 %", text)
+    assert re.search(r"hard_kill\s+election\s+3\s+5,040\s+5,050\s+5,060\s+5,070", text)
+    assert "run r1, seed 7" in text and "CI gate FAILED" in text and "report: /out/report.html" in text
+    assert "input problems:" in text
+
+
+def test_terminal_table_of_an_empty_report():
+    empty = summary_document(pass_rates=[], latency=[], failing_checks=[], failing_checks_total=0,
+                             totals={"records": 0, "runs": 0, "passed": 0, "failed": 0, "unknown": 0},
+                             gates={"min_pass_rate": None, "max_latency": [], "failures": []})
+    text = render_terminal(empty)
+    assert "0 records" in text and "pass rate –" in text and "CI gate" not in text
+
+
+def test_plots_are_pngs_or_none_without_data():
+    document = summary_document()
+    distributions = plots.latency_distributions(document["latency_histogram"], document["latency"])
+    assert list(distributions) == ["hard_kill"] and distributions["hard_kill"].startswith(PNG_MAGIC)
+    assert plots.leader_switch_breakdown(document["latency"]).startswith(PNG_MAGIC)
+    assert plots.pass_rate_over_time(document["trend_by_day"], document["trend_by_run"]).startswith(PNG_MAGIC)
+    assert plots.leader_switch_breakdown([]) is None
+    assert plots.pass_rate_over_time([], []) is None
+
+
+def test_html_is_self_contained_and_escaped():
+    png = plots.leader_switch_breakdown(summary_document()["latency"])
+    page = render_html(summary_document(), {"latency": {"hard_kill": png}, "breakdown": png, "trend": None})
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(embedded) == 2 and base64.b64decode(embedded[0]) == png
+    assert not re.search(r'(src|href)="(?!data:)', page)  # nothing fetched from elsewhere
+    assert "leader &lt;1&gt; != 2" in page and "<1>" not in page
+    assert "CI gate FAILED" in page and "Failing checks" in page and "r1" in page
