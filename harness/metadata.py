@@ -1,15 +1,21 @@
-"""The brokers' side of the story, through confluent-kafka's AdminClient.
+"""The brokers' side of the story.
 
-:func:`broker_view` asks exactly one broker, so each broker's metadata cache can be compared
-with ZooKeeper (the truth, :mod:`harness.observer`); the cache is updated by the controller's
-UpdateMetadata requests and lags behind ZK.  The other functions are the admin operations the
-scenarios need.  Every call uses a short-lived client with bounded timeouts; the client is
-released before returning so no librdkafka threads outlive the call.
+:func:`broker_view` asks exactly one broker for its metadata cache, so each broker can be
+compared with ZooKeeper (the truth, :mod:`harness.observer`); the cache is filled by the
+controller's UpdateMetadata requests and lags behind ZK.  It speaks the Metadata API directly
+(:mod:`harness.kafka_wire` says why librdkafka cannot be pinned to one broker).
+
+The admin operations the scenarios need go through confluent-kafka's AdminClient.  Every call
+uses a short-lived client with bounded timeouts, released before returning so no librdkafka
+threads outlive the call.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import socket
+import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,9 +27,11 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewTopic,
 )
 
+from harness import kafka_wire
 from harness.errors import HarnessError, UsageError
 
 log = logging.getLogger(__name__)
@@ -38,6 +46,9 @@ _ELECTION_TYPES: dict[str, ElectionType] = {
 }
 
 
+_correlation_ids = itertools.count(1)
+
+
 class MetadataError(HarnessError):
     """A broker did not answer, or answered with an error, within the bounded time."""
 
@@ -50,12 +61,14 @@ class PartitionMetadata:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     error: str | None = None  # e.g. "LEADER_NOT_AVAILABLE" as the broker reported it
+    leader_epoch: int = -1  # broker_view only: the epoch in that broker's cache
+    offline_replicas: tuple[int, ...] = ()  # broker_view only
 
 
 def _single_host_port(bootstrap: str) -> str:
     hosts = [h.strip() for h in bootstrap.split(",") if h.strip()]
-    if len(hosts) != 1:
-        raise UsageError(f"broker_view needs exactly one broker address, got {bootstrap!r}")
+    if len(hosts) != 1 or ":" not in hosts[0] or not hosts[0].rpartition(":")[2].isdigit():
+        raise UsageError(f"broker_view needs exactly one broker address host:port, got {bootstrap!r}")
     return hosts[0]
 
 
@@ -80,7 +93,7 @@ def admin_client(bootstrap: str, timeout: float) -> Iterator[AdminClient]:
         del client
 
 
-def _error_name(error: Any) -> str:
+def _kafka_error_name(error: Any) -> str:
     if isinstance(error, KafkaException):
         error = error.args[0] if error.args else error
     if isinstance(error, KafkaError):
@@ -92,45 +105,75 @@ def _result(future: Any, timeout: float, what: str) -> Any:
     try:
         return future.result(timeout=timeout)
     except KafkaException as exc:
-        raise MetadataError(f"{what} failed: {_error_name(exc)}: {exc.args[0] if exc.args else exc}") from exc
+        raise MetadataError(f"{what} failed: {_kafka_error_name(exc)}: {exc.args[0] if exc.args else exc}") from exc
     except TimeoutError:
         raise MetadataError(f"{what}: no answer within {timeout:.0f} s") from None
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ConnectionError("connection closed by the broker")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def fetch_metadata(bootstrap: str, topics: Sequence[str] | None,
+                   timeout: float = 5.0) -> kafka_wire.WireMetadata:
+    """One Metadata request to the one broker at ``host:port``, on its own connection."""
+    host, _, port = _single_host_port(bootstrap).rpartition(":")
+    correlation_id = next(_correlation_ids)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+            sock.settimeout(timeout)  # each send/recv; the whole exchange is a few of them
+            sock.sendall(kafka_wire.encode_metadata_request(correlation_id, topics))
+            (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+            payload = _recv_exactly(sock, size)
+    except (OSError, ValueError) as exc:
+        raise MetadataError(f"broker at {bootstrap} did not answer a metadata request within "
+                            f"{timeout:.0f} s: {type(exc).__name__}: {exc}") from exc
+    try:
+        metadata = kafka_wire.decode_metadata_response(payload)
+    except kafka_wire.WireFormatError as exc:
+        raise MetadataError(f"broker at {bootstrap}: {exc}") from exc
+    if metadata.correlation_id != correlation_id:
+        raise MetadataError(f"broker at {bootstrap} answered request {metadata.correlation_id}, "
+                            f"expected {correlation_id}")
+    return metadata
+
+
+def error_name(code: int) -> str:
+    """Kafka protocol error code -> name (librdkafka's broker error codes are the same)."""
+    return str(KafkaError(code).name())
 
 
 def broker_view(bootstrap: str, topics: Iterable[str],
                 timeout: float = 5.0) -> dict[tuple[str, int], PartitionMetadata]:
     """The partitions of ``topics`` as the one broker at ``bootstrap`` has them in its cache.
 
-    A topic the broker does not know is simply absent from the result.  Raises MetadataError
-    when the broker does not answer in time.
+    A topic the broker does not know (UNKNOWN_TOPIC_OR_PARTITION) is absent from the result;
+    it is never auto-created.  Raises MetadataError when the broker does not answer in time.
     """
     if isinstance(topics, str):
         raise UsageError(f"topics must be a list of names, not the string {topics!r}")
-    host_port = _single_host_port(bootstrap)
-    wanted = set(topics)
-    with admin_client(host_port, timeout) as client:
-        try:
-            # One Metadata request for all topics: one consistent read of that broker's cache.
-            # The client has only just connected to this broker, so librdkafka sends it there;
-            # orig_broker_name below checks that.
-            cluster = client.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            raise MetadataError(f"broker at {host_port} did not return metadata within "
-                                f"{timeout:.0f} s: {_error_name(exc)}") from exc
-    origin = str(cluster.orig_broker_name or "")
-    if not origin.startswith(host_port):
-        raise MetadataError(f"metadata meant to come from {host_port} came from {origin!r}")
+    names = sorted(set(topics))
+    if not names:
+        return {}
+    metadata = fetch_metadata(bootstrap, names, timeout)
     view: dict[tuple[str, int], PartitionMetadata] = {}
-    for name, topic in cluster.topics.items():
-        if name not in wanted or topic.error is not None:
+    for topic in metadata.topics:
+        if topic.error_code != 0:
             continue
-        for pid, part in topic.partitions.items():
-            view[(name, pid)] = PartitionMetadata(
-                topic=name, partition=pid,
-                leader=part.leader if part.leader is not None and part.leader >= 0 else NO_LEADER,
-                replicas=tuple(part.replicas), isr=tuple(part.isrs),
-                error=_error_name(part.error) if part.error is not None else None,
-            )
+        for part in topic.partitions:
+            view[(topic.name, part.partition)] = PartitionMetadata(
+                topic=topic.name, partition=part.partition,
+                leader=part.leader if part.leader >= 0 else NO_LEADER,
+                replicas=part.replicas, isr=part.isr,
+                error=error_name(part.error_code) if part.error_code else None,
+                leader_epoch=part.leader_epoch, offline_replicas=part.offline_replicas)
     return view
 
 
@@ -155,7 +198,8 @@ def create_topic(bootstrap: str, topic: str, assignment: Mapping[int, Sequence[i
                  config: Mapping[str, str] | None = None, *, timeout: float = 30.0) -> None:
     """Create ``topic`` with an explicit replica assignment ({partition: [broker, ...]}, AR
     order), so the test knows the preferred leaders instead of Kafka's random placement."""
-    new_topic = NewTopic(topic, replica_assignment=_assignment_list(topic, assignment),
+    replicas = _assignment_list(topic, assignment)
+    new_topic = NewTopic(topic, num_partitions=len(replicas), replica_assignment=replicas,
                          config={str(k): str(v) for k, v in (config or {}).items()})
     with admin_client(bootstrap, timeout) as client:
         futures = client.create_topics([new_topic], operation_timeout=timeout, request_timeout=timeout)
@@ -184,12 +228,14 @@ def elect_leaders(bootstrap: str, election: Election, partitions: Iterable[tuple
         raise UsageError("elect_leaders: no partitions given")
     tps = [TopicPartition(t, p) for t, p in wanted]
     with admin_client(bootstrap, timeout) as client:
-        future = client.elect_leaders(_ELECTION_TYPES[election], tps,
-                                      request_timeout=timeout, operation_timeout=timeout)
+        # No request_timeout/operation_timeout kwargs: confluent-kafka 2.16.1 rejects them
+        # ("more argument specifiers than keyword list entries"); both default to the
+        # client's socket.timeout.ms, which admin_client() sets from ``timeout``.
+        future = client.elect_leaders(_ELECTION_TYPES[election], tps)
         results = _result(future, timeout + 1, f"{election} leader election")
     outcome: dict[tuple[str, int], str | None] = {}
     for tp, error in results.items():
-        outcome[(tp.topic, tp.partition)] = None if error is None else _error_name(error)
+        outcome[(tp.topic, tp.partition)] = None if error is None else _kafka_error_name(error)
     return outcome
 
 
@@ -212,6 +258,22 @@ def describe_topics(bootstrap: str, topics: Iterable[str], *,
                 leader=info.leader.id if info.leader is not None else NO_LEADER,
                 replicas=tuple(n.id for n in info.replicas), isr=tuple(n.id for n in info.isr))
     return view
+
+
+def describe_topic_config(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[str, str]:
+    """The topic's dynamic overrides as the answering broker has loaded them (DescribeConfigs,
+    entries whose source is DYNAMIC_TOPIC_CONFIG) — shows a ZK config change took effect."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.describe_configs([resource], request_timeout=timeout)
+        entries = _result(futures[resource], timeout + 1, f"describing config of topic {topic!r}")
+    return {name: str(entry.value) for name, entry in entries.items()
+            if _source(entry.source) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and entry.value is not None}
+
+
+def _source(source: Any) -> int:
+    # ConfigEntry.source is a ConfigSource from Python but a plain int from the C layer.
+    return int(getattr(source, "value", source))
 
 
 def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | None], *,

@@ -28,7 +28,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent, ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from harness import zkpaths
@@ -225,8 +225,11 @@ class ZkObserver:
         self._watched_topics: set[str] = set()
         self._watched_states: set[tuple[str, int]] = set()
         self._brokers: set[int] | None = None
-        self._controller: int | None = None
-        self._controller_known = False
+        # What the watches have seen so far, to tell when events have caught up with a snapshot.
+        self._seen_state_versions: dict[tuple[str, int], int] = {}
+        self._seen_admin: dict[str, bool] = {}
+        self._rearm_after_session_loss: list[Callable[[], None]] = []
+        self._session_lost = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -303,8 +306,9 @@ class ZkObserver:
         self._children_watch(zkpaths.BROKER_IDS, self._on_broker_ids)
         self._data_watch(zkpaths.CONTROLLER, self._on_controller)
         self._data_watch(zkpaths.CONTROLLER_EPOCH, lambda at, data, stat, baseline: None)
-        self._data_watch(zkpaths.REASSIGN_PARTITIONS, self._admin_handler(REASSIGNMENT))
-        self._data_watch(zkpaths.PREFERRED_REPLICA_ELECTION, self._admin_handler(PREFERRED_ELECTION))
+        self._existence_watch(zkpaths.REASSIGN_PARTITIONS, REASSIGNMENT)
+        self._existence_watch(zkpaths.PREFERRED_REPLICA_ELECTION, PREFERRED_ELECTION)
+        client.add_listener(self._on_session_state)
         if self._topics is None:
             self._children_watch(zkpaths.BROKER_TOPICS, self._on_topic_list)
         else:
@@ -376,6 +380,55 @@ class ZkObserver:
 
         ChildrenWatch(client, path, on_children)
 
+    def _existence_watch(self, path: str, kind: str) -> None:
+        """Records ``kind`` events with data {"pending": bool} when ``path`` appears or goes.
+
+        Not a DataWatch: the controller deletes its admin znodes within milliseconds, and a
+        DataWatch that re-reads after the creation finds nothing changed and stays silent.  A raw
+        exists watch is told the event type, and re-arming it tells whether the node is still
+        there (its deletion may have happened before the watch was re-armed).
+        """
+        last: dict[str, bool] = {}
+
+        def record(at: float, exists: bool) -> None:
+            if "exists" in last and exists != last["exists"]:
+                self._wake(ObservedEvent(at=at, kind=kind, data={"pending": exists}))
+            last["exists"] = exists
+            self._seen_admin[kind] = exists
+
+        def arm() -> None:
+            if self._stopping or self._client is None:
+                return
+            client = self._client
+            stat = client.retry(client.exists, path, watch=on_event)
+            record(time.time(), stat is not None)
+            self._wake()
+
+        def on_event(event: WatchedEvent) -> None:
+            at = time.time()
+            if self._stopping:
+                return
+            if event.type == EventType.CREATED:
+                record(at, True)
+            elif event.type == EventType.DELETED:
+                record(at, False)
+            self._wake()
+            self._install(arm)  # one-shot: re-arm, off kazoo's callback thread
+
+        arm()
+        self._rearm_after_session_loss.append(arm)
+
+    def _on_session_state(self, state: str) -> None:
+        # Runs on kazoo's connection thread: only queue work.  ZooKeeper drops every watch of an
+        # expired session; kazoo's recipes re-arm their own, the raw exists watches are ours.
+        if state == KazooState.LOST:
+            self._session_lost = True
+        elif state == KazooState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            for arm in self._rearm_after_session_loss:
+                self._install(arm)
+        self._wake()
+
     def _wake(self, event: ObservedEvent | None = None) -> None:
         with self._changed:
             if event is not None:
@@ -397,18 +450,12 @@ class ZkObserver:
 
     def _on_controller(self, at: float, data: bytes | None, stat: ZnodeStat | None,
                        baseline: bool) -> None:
-        controller = zkpaths.parse_controller(data) if data is not None else None
-        changed = not self._controller_known or controller != self._controller
-        self._controller, self._controller_known = controller, True
-        if changed and not baseline:
+        # kazoo calls this only when the znode's mzxid changed: a new election, even if the same
+        # broker won again, or the znode's removal (controller = None).
+        if not baseline:
+            controller = zkpaths.parse_controller(data) if data is not None else None
             self._wake(ObservedEvent(at=at, kind=CONTROLLER_CHANGED, broker_id=controller,
                                      data={"controller": controller}))
-
-    def _admin_handler(self, kind: str) -> Callable[[float, bytes | None, ZnodeStat | None, bool], None]:
-        def handler(at: float, data: bytes | None, stat: ZnodeStat | None, baseline: bool) -> None:
-            if not baseline:
-                self._wake(ObservedEvent(at=at, kind=kind, data={"pending": stat is not None}))
-        return handler
 
     def _on_topic_list(self, at: float, children: list[str], baseline: bool) -> None:
         for topic in sorted(set(children) - self._watched_topics):
@@ -458,6 +505,7 @@ class ZkObserver:
         had_data = [False]
 
         def on_state(at: float, data: bytes | None, stat: ZnodeStat | None, baseline: bool) -> None:
+            self._seen_state_versions[(topic, partition)] = stat.version if stat is not None else -1
             if data is None:
                 # Not created yet is no event; deleted (topic deletion) is.
                 if had_data[0] and not baseline:
@@ -564,12 +612,39 @@ class ZkObserver:
                                    timeout=max(0.0, timeout))
             return self._generation
 
+    def _events_caught_up(self, snap: ZkSnapshot) -> bool:
+        """Have the watches recorded everything this snapshot shows?  A snapshot's reads can
+        overtake a watch that fired but whose callback (a re-read, on kazoo's one callback
+        thread) has not run yet."""
+        if self._brokers is not None and self._brokers != set(snap.live_brokers):
+            return False
+        if self._seen_admin.get(REASSIGNMENT, snap.pending_reassignment) != snap.pending_reassignment:
+            return False
+        if (self._seen_admin.get(PREFERRED_ELECTION, snap.pending_preferred_election)
+                != snap.pending_preferred_election):
+            return False
+        for key, state in snap.partitions.items():
+            if key in self._watched_states and state.version >= 0:
+                if self._seen_state_versions.get(key, -1) < state.version:
+                    return False
+        return True
+
+    def _wait_events_caught_up(self, snap: ZkSnapshot, timeout: float) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._stopping or self._events_caught_up(snap),
+                                          timeout=timeout):
+                # Not an error: ZooKeeper moved on again (the watches show a newer state).
+                log.debug("events did not catch up with the snapshot of %.3f", snap.taken_at)
+
     def wait_until(self, predicate: Callable[[ZkSnapshot], bool], *, timeout: float,
                    description: str) -> ZkSnapshot:
         """Return the first snapshot satisfying ``predicate``, re-checked whenever a watch fires
         (and every ``recheck_interval`` as a safety net: a znode may appear between a read and
         the installation of its watch).  A predicate raising LookupError (e.g. a partition not
-        created yet) counts as False.  Raises ConvergenceTimeout when ``timeout`` passes."""
+        created yet) counts as False.  Raises ConvergenceTimeout when ``timeout`` passes.
+
+        On return, the events that led to the returned snapshot are recorded too (waited for,
+        at most ``recheck_interval * 4``), so ``events_since`` can time them at once."""
         deadline = time.monotonic() + timeout
         last: ZkSnapshot | None = None
         note = ""
@@ -581,6 +656,7 @@ class ZkObserver:
                 note = ""
                 try:
                     if predicate(last):
+                        self._wait_events_caught_up(last, self._recheck_interval * 4)
                         return last
                 except LookupError:
                     pass

@@ -1,0 +1,81 @@
+"""Metadata v7 request/response bytes (MetadataRequest.json / MetadataResponse.json, Kafka 3.9)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from harness.kafka_wire import (
+    CLIENT_ID,
+    WireFormatError,
+    WirePartition,
+    decode_metadata_response,
+    encode_metadata_request,
+)
+
+
+def _s(value: str | None) -> bytes:
+    if value is None:
+        return struct.pack(">h", -1)
+    return struct.pack(">h", len(value)) + value.encode()
+
+
+def _ints(values: list[int]) -> bytes:
+    return struct.pack(">i", len(values)) + b"".join(struct.pack(">i", v) for v in values)
+
+
+def _response(correlation_id: int = 7) -> bytes:
+    """A v7 response as a 3.9 broker writes it: two brokers, one topic, one leaderless partition."""
+    brokers = struct.pack(">i", 2) + b"".join(
+        struct.pack(">i", node) + _s("127.0.0.1") + struct.pack(">i", port) + _s(None)
+        for node, port in ((1, 9092), (2, 9093)))
+    partitions = struct.pack(">i", 2) + (
+        struct.pack(">hiii", 0, 0, 2, 3) + _ints([1, 2]) + _ints([2]) + _ints([1])
+    ) + (
+        struct.pack(">hiii", 5, 1, -1, 4) + _ints([1]) + _ints([1]) + _ints([1])  # LEADER_NOT_AVAILABLE
+    )
+    topics = struct.pack(">i", 2) + (
+        struct.pack(">h", 0) + _s("orders") + struct.pack(">?", False) + partitions
+    ) + (
+        struct.pack(">h", 3) + _s("missing") + struct.pack(">?", False) + struct.pack(">i", 0)
+    )
+    return (struct.pack(">ii", correlation_id, 0) + brokers + _s("Xq1ClusterId") + struct.pack(">i", 2)
+            + topics)
+
+
+def test_request_for_named_topics_never_auto_creates() -> None:
+    frame = encode_metadata_request(42, ["orders", "t"])
+    (size,) = struct.unpack(">i", frame[:4])
+    assert size == len(frame) - 4
+    expected = (struct.pack(">hhi", 3, 7, 42) + _s(CLIENT_ID)
+                + struct.pack(">i", 2) + _s("orders") + _s("t") + b"\x00")
+    assert frame[4:] == expected
+
+
+def test_request_for_all_topics_uses_a_null_array() -> None:
+    frame = encode_metadata_request(1, None)
+    assert frame[4:] == struct.pack(">hhi", 3, 7, 1) + _s(CLIENT_ID) + struct.pack(">i", -1) + b"\x00"
+
+
+def test_response_decodes_brokers_controller_and_partitions() -> None:
+    metadata = decode_metadata_response(_response())
+    assert metadata.correlation_id == 7
+    assert metadata.brokers == {1: ("127.0.0.1", 9092), 2: ("127.0.0.1", 9093)}
+    assert (metadata.cluster_id, metadata.controller_id) == ("Xq1ClusterId", 2)
+    orders, missing = metadata.topics
+    assert (orders.name, orders.error_code, orders.is_internal) == ("orders", 0, False)
+    assert orders.partitions[0] == WirePartition(error_code=0, partition=0, leader=2, leader_epoch=3,
+                                                 replicas=(1, 2), isr=(2,), offline_replicas=(1,))
+    assert (orders.partitions[1].error_code, orders.partitions[1].leader) == (5, -1)
+    assert (missing.name, missing.error_code, missing.partitions) == ("missing", 3, ())
+
+
+def test_truncated_response_is_refused() -> None:
+    with pytest.raises(WireFormatError, match="truncated"):
+        decode_metadata_response(_response()[:-3])
+
+
+def test_trailing_bytes_mean_another_version() -> None:
+    with pytest.raises(WireFormatError, match="trailing"):
+        decode_metadata_response(_response() + b"\x00\x00\x00\x00")
