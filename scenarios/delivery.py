@@ -36,8 +36,12 @@ class DeliveryReport:
     """Outcome of comparing acknowledged messages with the consumed log.
 
     ``lost``: acknowledged keys that no consumer read (data loss: unclean election, truncation).
-    ``duplicated``: keys read more than once (each key listed once; the idempotent producer
-    must make this empty). ``misplaced``: acknowledged keys read back at another
+    ``duplicated``: acknowledged keys read more than once (each key listed once; the idempotent
+    producer must make this empty). ``duplicated_unacked``: keys the producer was told had
+    failed, read more than once — outside the producer's promise: librdkafka may write a
+    message that timed out in flight and then re-send its batch-mates under a bumped epoch the
+    broker cannot deduplicate (librdkafka INTRODUCTION.md "Idempotent Producer", issue #4953).
+    ``misplaced``: acknowledged keys read back at another
     partition/offset than the delivery report named — with an idempotent producer the offset in
     the report is the offset in the log, so anything else means the log was rewritten.
     ``unacked_consumed``: keys in the log the producer never saw acknowledged (failed or still
@@ -52,7 +56,8 @@ class DeliveryReport:
     duplicated_by_partition: Mapping[int, int]
     misplaced: tuple[str, ...] = ()
     unacked_consumed: int = 0
-    duplicate_copies: int = 0  # consumed records beyond the first copy of each key
+    duplicate_copies: int = 0  # consumed records beyond the first copy of each key (any key)
+    duplicated_unacked: tuple[str, ...] = ()
     acked_by_partition: Mapping[int, int] = field(default_factory=lambda: _frozen({}))
 
     @property
@@ -73,6 +78,8 @@ class DeliveryReport:
             parts.append(f"{len(self.misplaced)} misplaced e.g. {list(self.misplaced[:limit])}")
         if self.unacked_consumed:
             parts.append(f"{self.unacked_consumed} consumed but never acked")
+        if self.duplicated_unacked:
+            parts.append(f"{len(self.duplicated_unacked)} of them duplicated")
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
@@ -85,6 +92,7 @@ class DeliveryReport:
             "misplaced": len(self.misplaced),
             "unacked_consumed": self.unacked_consumed,
             "duplicate_copies": self.duplicate_copies,
+            "duplicated_unacked": len(self.duplicated_unacked),
             "lost_by_partition": {str(p): n for p, n in self.lost_by_partition.items()},
             "duplicated_by_partition": {str(p): n for p, n in self.duplicated_by_partition.items()},
             "acked_by_partition": {str(p): n for p, n in self.acked_by_partition.items()},
@@ -116,7 +124,8 @@ def validate_delivery(
         (ack for key, ack in acks_by_key.items() if key not in copies),
         key=lambda a: (a.partition, a.offset),
     )
-    duplicated = [key for key, n in copies.items() if n > 1]  # already in log order
+    copied = [key for key, n in copies.items() if n > 1]  # already in log order
+    duplicated = [key for key in copied if key in acks_by_key]
     misplaced = sorted(
         (
             ack
@@ -146,6 +155,7 @@ def validate_delivery(
         misplaced=tuple(a.key for a in misplaced),
         unacked_consumed=sum(1 for key in copies if key not in acks_by_key),
         duplicate_copies=sum(n - 1 for n in copies.values()),
+        duplicated_unacked=tuple(key for key in copied if key not in acks_by_key),
         acked_by_partition=_frozen(acked_by_partition),
     )
 

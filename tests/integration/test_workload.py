@@ -132,6 +132,7 @@ def test_leader_kill_loses_nothing_and_the_produce_gap_spans_the_failover(
     cluster.start_broker(victim)
     strict_report = strict.verify()
     assert strict_report.ok, strict_report.describe()
+    log.info("min ISR topic read back: %s", strict_report.describe())
 
 
 def test_unclean_election_loss_is_counted_and_the_workload_survives(cluster: LocalCluster) -> None:

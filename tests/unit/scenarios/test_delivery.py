@@ -66,6 +66,16 @@ def test_three_copies_count_once_as_duplicated_and_twice_as_extra_copies() -> No
     assert report.duplicate_copies == 2
 
 
+def test_duplicates_of_unacknowledged_messages_are_reported_apart() -> None:
+    # A message that timed out in flight, re-sent under a bumped epoch: two copies, never acked.
+    report = validate_delivery(acks(A0), [A0, (0, 1, "r-0-1"), (0, 2, "r-0-1")])
+    assert report.ok and report.duplicated == () and dict(report.duplicated_by_partition) == {}
+    assert report.duplicated_unacked == ("r-0-1",) and report.duplicate_copies == 1
+    assert report.unacked_consumed == 1
+    assert "1 of them duplicated" in report.describe()
+    assert report.as_dict()["duplicated_unacked"] == 1
+
+
 def test_repeated_ack_of_one_key_is_counted_once() -> None:
     report = validate_delivery([Ack(0, 0, "k", 1.0), Ack(0, 0, "k", 1.0)], [(0, 0, "k")])
     assert report.acked == 1 and report.ok
