@@ -2,7 +2,7 @@
 fault or admin operation, the leader, ISR, epoch and replicas every partition must show once the
 cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
 
-from oracle.controller import apply_event
+from oracle.controller import apply_event, settled
 from oracle.events import (
     EVENT_TYPES,
     AutoRebalance,
@@ -52,4 +52,5 @@ __all__ = [
     "apply_event",
     "initial_phase",
     "predict",
+    "settled",
 ]

@@ -460,6 +460,14 @@ def _check_known(state: ClusterState, partitions: Iterable[TopicPartition]) -> N
             raise ValueError(f"unknown partition {tp}")
 
 
+def settled(state: ClusterState) -> ClusterState:
+    """``state`` once every live follower of a partition with a live leader is back in the ISR (and
+    caught-up reassignments have completed), with no event applied."""
+    ctl = _Controller(state)
+    ctl.settle()
+    return ctl.freeze()
+
+
 def apply_event(
     state: ClusterState, event: Event, event_index: int = 0
 ) -> tuple[ClusterState, tuple[PartitionOutcome, ...]]:
