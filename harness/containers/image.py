@@ -177,7 +177,15 @@ def jre_image_tag(packages: tuple[DebPackage, ...]) -> str:
 def ensure_jre_image(client: "docker.DockerClient", cache_dir: Path | None = None) -> BuiltImage:
     """``kafka-chaos-jre:<hash>``, assembled from Debian packages unless the tag exists."""
     started = time.monotonic()
-    packages = resolve_jre_packages()
+    try:
+        packages = resolve_jre_packages()
+    except HarnessError:
+        # No apt here (not Debian) or no package lists: a JRE image built earlier still does.
+        existing = _newest_image(client, f"{IMAGE_LABEL}=jre")
+        if existing is None:
+            raise
+        log.warning("cannot ask apt for the JRE packages; reusing %s", existing)
+        return BuiltImage(existing, reused=True, seconds=time.monotonic() - started)
     tag = jre_image_tag(packages)
     if _image_exists(client, tag):
         return BuiltImage(tag, reused=True, seconds=time.monotonic() - started)
@@ -332,6 +340,13 @@ def _image_exists(client: "docker.DockerClient", tag: str) -> bool:
     except docker.errors.ImageNotFound:
         return False
     return True
+
+
+def _newest_image(client: "docker.DockerClient", label: str) -> str | None:
+    images = [i for i in client.images.list(filters={"label": label}) if i.tags]
+    if not images:
+        return None
+    return str(max(images, key=lambda i: i.attrs.get("Created", "")).tags[0])
 
 
 def _image_id(client: "docker.DockerClient", name: str) -> str:
