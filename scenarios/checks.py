@@ -148,13 +148,17 @@ def predicted_class(outcomes: Iterable[Any], topic: str, partition: int) -> str:
 
 
 def observed_class(before: Any, after: Any) -> str:
-    """What the before/after states show: leaderless; a new leader from outside the old ISR
-    but inside the old replica list (unclean, ``Election.leaderForOffline`` with unclean on);
-    a new leader; or the same leader."""
+    """What the before/after states show: leaderless; a new leader taken from outside the old
+    ISR while the old leader is gone from the ISR too (unclean, ``Election.leaderForOffline``
+    with unclean on: ISR becomes [leader]); a new leader; or the same leader.
+
+    A replica that was out of the ISR only because it was down, restarted, caught up and was
+    then elected (preferred election, auto-rebalance) keeps the old leader in the ISR: clean."""
     if after.leader == NO_LEADER:
         return LEADERLESS
     if after.leader != before.leader:
-        if after.leader in before.replicas and after.leader not in before.isr:
+        if (after.leader in before.replicas and after.leader not in before.isr
+                and before.leader not in after.isr):
             return UNCLEAN_ELECTED
         return ELECTED
     return LEADER_KEPT

@@ -98,6 +98,9 @@ def test_outcome_classes() -> None:
     assert observed_class(before, ps((1, 2, 3), 1, (1,), 8)) == "elected"
     assert observed_class(before, ps((1, 2, 3), -1, (1,), 7)) == "leaderless"
     assert observed_class(ps((1, 2), 1, (1, 2), 0), ps((3, 2), 3, (3, 2), 2)) == "elected"  # reassigned
+    # restarted while out of the ISR, caught up, then given the leadership back: clean
+    assert observed_class(ps((1, 2), 2, (2,), 5), ps((1, 2), 1, (2, 1), 6)) == "elected"
+    assert observed_class(ps((1, 2), 1, (1,), 5), ps((1, 2), 2, (2,), 6)) == "unclean_elected"
     assert predicted_class([outcome("t", 0, "no_replica_online"), outcome("t", 0, "unclean_elected", 1)],
                            "t", 0) == "unclean_elected"
     assert predicted_class([outcome("t", 0, "election_not_needed")], "t", 0) == "leader_kept"
