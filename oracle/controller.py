@@ -291,9 +291,10 @@ class _Controller:
                 leader=p.leader if p.leader in replicas else NO_LEADER,
             )
         p = self.partitions[tp]
-        if not p.has_leader_and_isr:
-            # updateLeaderEpoch / moveReassignedPartitionLeaderIfRequired need a state znode; Kafka
-            # fails the reassignment after recording the assignment.
+        if not p.has_leader_and_isr or not self.live:
+            # updateLeaderEpoch / moveReassignedPartitionLeaderIfRequired need a state znode (Kafka
+            # fails the reassignment after recording the assignment); without any live broker there
+            # is no controller yet, and the next one resumes the reassignment when it fails over.
             return
         if self.is_reassignment_complete(p):
             self.complete_reassignment(tp)

@@ -299,3 +299,13 @@ def test_topic_config_change_deletes_with_none_and_ignores_broker_default():
 def test_unknown_partition_is_rejected():
     with pytest.raises(ValueError):
         apply_event(one({1}, part([1], 1, [1])), PreferredElection((TopicPartition("nope", 0),)))
+
+
+def test_reassignment_without_a_controller_is_recorded_only():
+    state = one(set(), part([1, 2, 3], 1, [1, 2], 4))
+    pending, _, state = run(state, Reassign("t", 0, (2, 1)))
+    assert lit(pending) == ([2, 1, 3], 1, [1, 2], 4, 0)
+    assert (pending.adding_replicas, pending.removing_replicas) == ((), (3,))
+    after, _, _ = run(state, BrokerStartup((1, 2)))
+    # the new controller resumes it: 3 dropped; the leader stays (in the target and live)
+    assert lit(after) == ([2, 1], 1, [1, 2], 5, 0)
