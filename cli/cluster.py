@@ -80,7 +80,7 @@ def _state_dir(args: argparse.Namespace) -> Path:
     return (args.state_dir or default_state_dir()).absolute()
 
 
-def _quiet_clients(args: argparse.Namespace) -> None:
+def quiet_clients(args: argparse.Namespace) -> None:
     """ZooKeeper and librdkafka connection chatter is noise on a terminal unless -v."""
     if not getattr(args, "verbose", False):
         for name in ("kazoo", "harness.metadata.librdkafka"):
@@ -92,7 +92,7 @@ def cluster_up(args: argparse.Namespace) -> int:
     from harness.distribution import resolve_distribution
     from harness.local import STATE_FILE, LocalCluster
 
-    _quiet_clients(args)
+    quiet_clients(args)
     state_dir = _state_dir(args)
     cluster_overrides, broker_overrides = parse_set_options(args.settings)
     extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
@@ -131,7 +131,7 @@ def _attach_running(state_dir: Path) -> LocalCluster:
 def cluster_status(args: argparse.Namespace) -> int:
     from harness.observer import ZkObserver
 
-    _quiet_clients(args)
+    quiet_clients(args)
     state_dir = _state_dir(args)
     cluster = _attach_running(state_dir)
     zk_pid = cluster.zookeeper_pid
@@ -193,7 +193,7 @@ def _broker_id(target: str, cluster: LocalCluster) -> int:
 
 
 def cluster_control(args: argparse.Namespace) -> int:
-    _quiet_clients(args)
+    quiet_clients(args)
     state_dir = _state_dir(args)
     cluster = _attach_running(state_dir)
     action = args.action

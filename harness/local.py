@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -143,9 +143,9 @@ class _Node:
         return text
 
 
-def _jvm_command(java: str, heap: str, config: ClusterConfig, classpath: str, log4j: Path,
+def _jvm_command(java: str, heap: str, options: Sequence[str], classpath: str, log4j: Path,
                  logs_dir: Path, main_class: str, properties: Path) -> list[str]:
-    return [java, f"-Xmx{heap}", *config.jvm_options,
+    return [java, f"-Xmx{heap}", *options,
             f"-Dkafka.logs.dir={logs_dir}", f"-Dlog4j.configuration=file:{log4j}",
             "-cp", classpath, main_class, str(properties)]
 
@@ -180,7 +180,12 @@ class LocalCluster:
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, detached: bool = False,
-                 start_timeout: float = 120.0, stop_timeout: float = 60.0) -> None:
+                 start_timeout: float = 120.0, stop_timeout: float = 60.0,
+                 class_data_sharing: bool = True,
+                 node_jvm_options: Mapping[str, Sequence[str]] | None = None) -> None:
+        """``detached``: the nodes outlive this Python process (``cluster up``).
+        ``class_data_sharing``: use the archives of :mod:`harness.cds` when they exist.
+        ``node_jvm_options``: extra JVM flags by role ("broker", "zookeeper")."""
         self.config = config
         self.distribution = distribution
         self._requested_run_dir = Path(run_dir).absolute() if run_dir is not None else None
@@ -192,6 +197,8 @@ class LocalCluster:
         self._brokers: dict[int, _Node] = {}
         self._destroyed = False
         self._lock = threading.RLock()
+        self._class_data_sharing = class_data_sharing
+        self._node_jvm_options = {role: list(flags) for role, flags in (node_jvm_options or {}).items()}
 
     def __repr__(self) -> str:
         return f"LocalCluster({self.config.brokers} brokers, run_dir={self._run_dir})"
@@ -279,8 +286,9 @@ class LocalCluster:
         self._zookeeper = self._prepare_node(
             ZOOKEEPER, zk_dir, zk_port, "zookeeper.properties",
             zookeeper_properties(self.config, port=zk_port, data_dir=str(zk_dir / "data")),
-            _jvm_command(java, self.config.zookeeper_heap, self.config, classpath, log4j,
-                         zk_dir / "logs", ZOOKEEPER_MAIN, zk_dir / "zookeeper.properties"))
+            _jvm_command(java, self.config.zookeeper_heap, self._jvm_options("zookeeper", java), classpath,
+                         log4j, zk_dir / "logs", ZOOKEEPER_MAIN, zk_dir / "zookeeper.properties"))
+        broker_options = self._jvm_options("broker", java)
         for broker_id, port in zip(self.broker_ids, broker_ports):
             node_dir = self._run_dir / broker_node_name(broker_id)
             props = broker_properties(self.config, broker_id, zookeeper_connect=f"{HOST}:{zk_port}",
@@ -288,7 +296,7 @@ class LocalCluster:
                                       log_dir=str(node_dir / "data"))
             self._brokers[broker_id] = self._prepare_node(
                 broker_node_name(broker_id), node_dir, port, "server.properties", props,
-                _jvm_command(java, self.config.broker_heap, self.config, classpath, log4j,
+                _jvm_command(java, self.config.broker_heap, broker_options, classpath, log4j,
                              node_dir / "logs", KAFKA_MAIN, node_dir / "server.properties"))
         deadline = time.monotonic() + self.start_timeout
         log.info("starting ZooKeeper on %s:%d (run dir %s)", HOST, zk_port, self._run_dir)
@@ -302,6 +310,14 @@ class LocalCluster:
         self.write_state()
         log.info("cluster ready in %.1f s: bootstrap %s, ZooKeeper %s", time.monotonic() - began,
                  self.bootstrap_servers, self.zookeeper_connect)
+
+    def _jvm_options(self, role: str, java: str) -> list[str]:
+        options = list(self.config.jvm_options)
+        if self._class_data_sharing:
+            from harness.cds import archive_options
+
+            options += archive_options(self.distribution, role, java)
+        return options + self._node_jvm_options.get(role, [])
 
     def _make_run_dir(self) -> Path:
         if self._requested_run_dir is None:
@@ -497,6 +513,14 @@ class LocalCluster:
             raise HarnessError("cannot pause ZooKeeper: it is not running")
         log.info("SIGSTOP zookeeper (pid %d)", node.process.pid)  # type: ignore[union-attr]
         node.process.pause()  # type: ignore[union-attr]
+
+    def stop_zookeeper(self) -> None:
+        """SIGTERM ZooKeeper and wait for it to exit (bounded, then SIGKILL)."""
+        node = self._zk()
+        if not node.running():
+            raise HarnessError("cannot stop ZooKeeper: it is not running")
+        log.info("SIGTERM zookeeper (pid %d)", node.process.pid)  # type: ignore[union-attr]
+        node.process.terminate(self.stop_timeout)  # type: ignore[union-attr]
 
     def zookeeper_paused(self) -> bool:
         process = self._zk().process

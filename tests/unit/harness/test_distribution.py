@@ -176,3 +176,18 @@ def test_maven_without_the_kafka_jar_is_an_error(tools: Path) -> None:
     fake_mvn(tools, ["something-else.jar"])
     with pytest.raises(HarnessError, match="kafka_2.13-3.9.2.jar is not among"):
         resolve_distribution()
+
+
+def test_class_data_sharing_flag_only_when_an_archive_exists(tools: Path, tmp_path: Path) -> None:
+    from harness import cds
+
+    dist = resolve_distribution(kafka_home=tarball(tmp_path / "k", "kafka_2.13-3.9.1.jar"))
+    assert cds.archive_options(dist, "broker") == []
+    archive = cds.archive_path(dist, "broker")
+    assert archive.parent == tmp_path / "cache" / "cds"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"x")
+    assert cds.archive_options(dist, "broker") == [f"-XX:SharedArchiveFile={archive}"]
+    assert cds.archive_options(dist, "zookeeper") == []  # one archive per role
+    (tmp_path / "k" / "libs" / "extra.jar").write_bytes(b"")  # another classpath, another archive
+    assert cds.archive_options(dist, "broker") == []
