@@ -404,8 +404,11 @@ class Workload:
         """Serve outstanding delivery reports; purge what is left so it is reported as failed."""
         try:
             left = producer.flush(timeout)
-        except KafkaException as exc:
-            if not _is_fatal(exc):
+        except (KafkaException, SystemError) as exc:
+            # A fatal error raised inside flush()'s callbacks may surface as a SystemError whose
+            # __cause__ is the KafkaException (seen after an unclean election: OUT_OF_ORDER_SEQUENCE).
+            cause = exc if isinstance(exc, KafkaException) else exc.__cause__
+            if not (isinstance(cause, KafkaException) and _is_fatal(cause)):
                 raise
             left = len(producer)
         if left:
