@@ -159,10 +159,8 @@ def broker_view(bootstrap: str, topics: Iterable[str],
     """
     if isinstance(topics, str):
         raise UsageError(f"topics must be a list of names, not the string {topics!r}")
-    names = sorted(set(topics))
-    if not names:
-        return {}
-    metadata = fetch_metadata(bootstrap, names, timeout)
+    # An empty list still asks (and so proves the broker answers); it returns no topics.
+    metadata = fetch_metadata(bootstrap, sorted(set(topics)), timeout)
     view: dict[tuple[str, int], PartitionMetadata] = {}
     for topic in metadata.topics:
         if topic.error_code != 0:

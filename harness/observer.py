@@ -534,18 +534,22 @@ class ZkObserver:
         except NoNodeError:
             return missing
         except KazooTimeoutError:
-            raise ZkUnavailable(f"ZooKeeper at {self._zk_connect} did not answer for {path} "
-                                f"within {self._read_timeout:.0f} s") from None
+            raise ZkUnavailable(f"ZooKeeper at {self._zk_connect} did not answer a read of {path} "
+                                f"in time") from None
         except KazooException as exc:
             raise ZkUnavailable(f"reading {path} from ZooKeeper at {self._zk_connect} failed: "
                                 f"{type(exc).__name__}") from exc
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ZkSnapshot:
-        """Read the current state; ``topics`` None means the observed topics (or all)."""
+        """Read the current state; ``topics`` None means the observed topics (or all).
+        Raises ZkUnavailable when ZooKeeper does not answer within ``read_timeout``."""
+        return self._read_snapshot(topics, self._read_timeout)
+
+    def _read_snapshot(self, topics: Iterable[str] | None, timeout: float) -> ZkSnapshot:
         if isinstance(topics, str):
             raise UsageError(f"topics must be a list of names, not the string {topics!r}")
         client = self._require_client()
-        deadline = time.monotonic() + self._read_timeout
+        deadline = time.monotonic() + timeout
         wanted = self._topics if topics is None else frozenset(topics)
         # Round trip 1: the cluster-level znodes (requests are pipelined on one connection).
         ids_r = client.get_children_async(zkpaths.BROKER_IDS)
@@ -652,7 +656,9 @@ class ZkObserver:
             generation = self._generation
         while True:
             try:
-                last = self.snapshot()
+                # Never overrun the caller's deadline by a whole read timeout (ZooKeeper paused).
+                read_timeout = min(self._read_timeout, max(deadline - time.monotonic(), 0.2))
+                last = self._read_snapshot(None, read_timeout)
                 note = ""
                 try:
                     if predicate(last):

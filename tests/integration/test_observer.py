@@ -141,6 +141,20 @@ def test_wait_until_times_out_naming_what_it_waited_for(observer: ZkObserver) ->
     assert "live brokers=[1,2,3]" in str(info.value)
 
 
+def test_observer_rides_out_a_zookeeper_pause(cluster: LocalCluster, observer: ZkObserver) -> None:
+    cluster.pause_zookeeper()
+    try:
+        with pytest.raises(ConvergenceTimeout) as info:
+            observer.wait_until(lambda s: True, timeout=2.0, description="any snapshot")
+        assert info.value.last is None and "last read failed" in str(info.value)
+    finally:
+        cluster.resume_zookeeper()
+    resumed_at = time.time()
+    topic = fresh_topic("after-pause")
+    create_online(cluster, observer, topic, {0: (2, 3, 1)})  # reads work again
+    assert observer.first_event(TOPIC_ASSIGNMENT, after=resumed_at, topic=topic) is not None  # watches too
+
+
 def test_set_topic_config_writes_the_znode_and_notifies_the_brokers(cluster: LocalCluster, observer: ZkObserver) -> None:
     topic = fresh_topic("config")
     create_online(cluster, observer, topic, {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
