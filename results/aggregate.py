@@ -43,7 +43,7 @@ PASS_RATE_KEYS = ("scenario", "check", "backend", "kafka_version")
 CORRUPT = "_corrupt"
 NO_FAULT = "none"  # fault label of latency samples from records without a fault
 EXCERPT_CHARS = 200
-HISTOGRAM_BINS_PER_DECADE = 10
+HISTOGRAM_BINS_PER_DECADE = 20
 
 # Spark SQL types of Record's fields (DDL names), in Record's order.
 RECORD_TYPES: Mapping[str, str] = {

@@ -72,7 +72,7 @@ def latency_distributions(histogram: Sequence[Row], latency: Sequence[Row]) -> d
         axes.set_ylabel("share of samples")
         axes.set_title(f"Latency distribution — {fault}")
         axes.grid(True, which="major", alpha=0.3)
-        axes.legend(fontsize=7, loc="upper left")
+        axes.legend(fontsize=7, loc="best")
         images[fault] = _png(figure)
     return images
 
@@ -113,15 +113,17 @@ def leader_switch_breakdown(latency: Sequence[Row]) -> bytes | None:
                       label=None if phase in labelled else phase, height=0.6)
             labelled.add(phase)
             reached += width
-        axes.text(reached, y, f" {reached:,.0f} ms", va="center", fontsize=7)
         gap = medians[fault].get("client_gap")
         if gap is not None:
             axes.plot([gap], [y], marker="D", color=PHASE_COLOURS["client_gap"], linestyle="none",
                       label=None if "client_gap" in labelled else "client_gap (median)")
             labelled.add("client_gap")
+        axes.annotate(f"{reached:,.0f} ms", (max(reached, gap or 0.0), y), xytext=(8, 0),
+                      textcoords="offset points", va="center", fontsize=7)
     axes.set_yticks(range(len(faults)), faults)
     axes.invert_yaxis()
     axes.set_xlabel("median ms from the fault (each segment: what the phase adds)")
+    axes.margins(x=0.12)  # room for the totals written after the bars
     axes.set_title("Breakdown of a leader switch")
     axes.grid(True, axis="x", alpha=0.3)
     axes.legend(fontsize=7, loc="lower right")

@@ -48,31 +48,30 @@ _KAFKA_VERSIONS = ("3.9.0", "3.9.1", "3.9.2")
 _RUNS_PER_DAY = 3
 
 
-def synthetic_lines(count: int, seed: int = 0, records_per_run: int = 1000) -> Iterator[str]:
+def synthetic_lines(count: int, seed: int = 0, records_per_run: int = 1000, run_prefix: str = "run") -> Iterator[str]:
     """``count`` JSON lines (with newline): runs of ``records_per_run`` records, 3 runs a day."""
     rng = random.Random(seed)
     produced = 0
     run = 0
     while produced < count:
         in_this_run = min(records_per_run, count - produced)
-        yield from _run_lines(rng, run, in_this_run)
+        yield from _run_lines(rng, f"{run_prefix}-{run:06d}", run, in_this_run)
         produced += in_this_run
         run += 1
 
 
 def write_synthetic_results(results_dir: str | os.PathLike[str], count: int, seed: int = 0,
-                            records_per_run: int = 1000) -> Path:
+                            records_per_run: int = 1000, run_prefix: str = "run") -> Path:
     """Write ``count`` generated records to ``results_dir/records.jsonl`` (appending)."""
     directory = Path(results_dir)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / RECORDS_FILE
     with open(path, "a", encoding="utf-8", buffering=1 << 20) as out:
-        out.writelines(synthetic_lines(count, seed, records_per_run))
+        out.writelines(synthetic_lines(count, seed, records_per_run, run_prefix))
     return path
 
 
-def _run_lines(rng: random.Random, run: int, count: int) -> Iterator[str]:
-    run_id = f"run-{run:06d}"
+def _run_lines(rng: random.Random, run_id: str, run: int, count: int) -> Iterator[str]:
     backend = _BACKENDS[run % len(_BACKENDS)]
     kafka_version = _KAFKA_VERSIONS[(run // len(_BACKENDS)) % len(_KAFKA_VERSIONS)]
     run_seed = rng.randrange(1 << 31)

@@ -1,0 +1,106 @@
+"""run_report end to end on a shared Spark session, and the CLI in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from results.report import run_report
+from results.synthetic import write_synthetic_results
+from results.writer import RecordWriter
+from tests.spark.helpers import record
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def results_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    write_synthetic_results(root / "nightly" / "run-1", 900, seed=1, records_per_run=300)
+    with RecordWriter(root / "nightly" / "run-2") as writer:
+        writer.write(record(run_id="manual", passed=False, detail="leader 3, expected 2",
+                            expected={"leader": 2, "isr": [2, 3]}, observed={"leader": 3, "isr": [3]}))
+        writer.write(record(run_id="manual", kind="measurement", check="latency", passed=None,
+                            latency_ms={"detection": 1.0, "election": 2.0}))
+    with open(root / "nightly" / "run-2" / "records.jsonl", "a", encoding="utf-8") as out:
+        out.write('{"schema_version": 1, "run_id": "cut')  # a run killed mid-write
+        out.write("\n" + json.dumps({"schema_version": 99, "run_id": "future"}) + "\n")
+    (root / "nightly" / "run-3").mkdir()
+    (root / "nightly" / "run-3" / "records.jsonl").write_text("")
+    (root / "no-records").mkdir()
+    return root
+
+
+@pytest.fixture(scope="module")
+def report(results_root, spark):
+    out = results_root / "out"
+    summary = run_report([results_root / "nightly", results_root / "no-records", results_root / "missing"], out,
+                         min_pass_rate=0.5, max_latency=["hard_kill:election:p99=1e9"], spark=spark)
+    return summary, json.loads((out / "summary.json").read_text())
+
+
+def test_problems_are_counted_and_reported(report, results_root):
+    summary, document = report
+    run2 = results_root / "nightly" / "run-2" / "records.jsonl"
+    problems = "\n".join(summary.problems)
+    assert f"{results_root / 'missing'}: does not exist" in problems
+    assert f"{results_root / 'no-records'}: no records.jsonl in it or below it" in problems
+    assert f"{results_root / 'nightly' / 'run-3' / 'records.jsonl'}: empty (no records)" in problems
+    assert f"{run2}: 1 malformed line(s) skipped" in problems
+    assert f"{run2}: 1 record(s) rejected, first: schema_version 99 is not readable" in problems
+    files = {row["source"]: row for row in document["files"]}
+    assert (files[str(run2)]["valid"], files[str(run2)]["malformed"], files[str(run2)]["rejected"]) == (2, 1, 1)
+    assert document["problems"] == list(summary.problems)
+
+
+def test_summary_json_has_the_promised_tables(report):
+    summary, document = report
+    assert document["totals"]["records"] == 902
+    for key in ("pass_rates", "latency", "latency_by_partitions", "latency_by_session_timeout",
+                "trend_by_day", "trend_by_run", "failing_checks"):
+        assert document[key], key
+    assert set(document["pass_rates"][0]) >= {"scenario", "check", "backend", "kafka_version", "passed",
+                                              "failed", "unknown", "pass_rate"}
+    assert set(document["latency"][0]) >= {"fault", "phase", "count", "p50", "p90", "p99", "max"}
+    manual = [f for f in document["failing_checks"] if f["run_id"] == "manual"]
+    assert json.loads(manual[0]["observed"]) == {"leader": 3, "isr": [3]}
+    assert manual[0]["detail"] == "leader 3, expected 2"
+    assert summary.ok and summary.exit_code == 0 and document["gates"]["failures"] == []
+
+
+def test_parquet_tables_and_html(report, spark):
+    summary, document = report
+    tables = summary.out / "tables"
+    assert spark.read.parquet(str(tables / "pass_rates")).count() == len(document["pass_rates"])
+    assert spark.read.parquet(str(tables / "failing_checks")).count() == document["failing_checks_total"]
+    page = summary.html.read_text()
+    assert page.count('src="data:image/png;base64,') >= 3
+    assert "Failing checks" in page and "manual" in page
+
+
+def test_gates_fail_with_a_message(results_root, spark, tmp_path):
+    summary = run_report([results_root / "nightly"], tmp_path, min_pass_rate=0.999,
+                         max_latency=["*:election:p50=0.5", "hard_kill:first_produce:max=1e9"], spark=spark)
+    assert summary.exit_code == 1
+    assert any(f.startswith("overall pass rate") and "under --min-pass-rate 0.999" in f for f in summary.gate_failures)
+    assert any("hard_kill election p50" in f for f in summary.gate_failures)
+    assert not any("first_produce" in f for f in summary.gate_failures)
+
+
+def test_cli_keeps_spark_off_the_terminal_and_exits_1_on_a_failed_gate(results_root, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "report", str(results_root / "nightly" / "run-1"),
+         "--out", str(tmp_path / "out"), "--min-pass-rate", "1"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "pass rate" in done.stdout and f"report: {tmp_path / 'out' / 'report.html'}" in done.stdout
+    assert done.stderr.splitlines() == ["kafka-chaos: CI gate failed (1 condition(s), listed above)"]
+    assert (tmp_path / "out" / "spark.log").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no spark-warehouse / metastore_db litter
