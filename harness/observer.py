@@ -184,6 +184,14 @@ class ConvergenceTimeout(HarnessError):
         super().__init__(f"timed out{waited} waiting for {description}{note}; ZooKeeper showed: {seen}")
 
 
+def _close_quietly(client: KazooClient) -> None:
+    try:
+        client.stop()
+        client.close()
+    except KazooException as exc:  # best effort: nothing of ours lives in ZooKeeper
+        log.debug("closing kazoo client: %s", exc)
+
+
 def _first_call_flag() -> Callable[[], bool]:
     """Returns a function that answers True once, then False."""
     state = {"first": True}
@@ -203,7 +211,8 @@ class ZkObserver:
 
     def __init__(self, zk_connect: str, *, topics: Iterable[str] | None = None,
                  session_timeout: float = 6.0, connect_timeout: float = 10.0,
-                 read_timeout: float = 5.0, recheck_interval: float = 0.5) -> None:
+                 read_timeout: float = 5.0, recheck_interval: float = 0.5,
+                 stop_timeout: float = 3.0) -> None:
         if isinstance(topics, str):
             raise UsageError(f"topics must be a list of names, not the string {topics!r}")
         self._zk_connect = zk_connect
@@ -212,6 +221,7 @@ class ZkObserver:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._recheck_interval = recheck_interval
+        self._stop_timeout = stop_timeout
         self._client: KazooClient | None = None
         self._changed = threading.Condition()
         self._generation = 0
@@ -230,6 +240,7 @@ class ZkObserver:
         self._seen_admin: dict[str, bool] = {}
         self._rearm_after_session_loss: list[Callable[[], None]] = []
         self._session_lost = False
+        self._session_losses = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -242,8 +253,8 @@ class ZkObserver:
         self.stop()
 
     def start(self) -> None:
-        if self._client is not None:
-            raise HarnessError("ZkObserver already started")
+        if self._client is not None or self._stopping:
+            raise HarnessError("ZkObserver already started (a stopped one cannot be restarted)")
         client = KazooClient(
             hosts=self._zk_connect, timeout=self._session_timeout,
             # Reconnect for as long as we run (ZooKeeper may be paused by a scenario) ...
@@ -270,19 +281,26 @@ class ZkObserver:
             raise
 
     def stop(self) -> None:
-        """Idempotent: drops every watch and closes the session."""
+        """Idempotent: drops every watch and closes the session, within about ``stop_timeout``
+        even when ZooKeeper does not answer."""
         self._stopping = True
-        if self._installer is not None:
+        installer, self._installer = self._installer, None
+        if installer is not None:
             self._installs.put(None)
-            self._installer.join(timeout=5)
-            self._installer = None
         client, self._client = self._client, None
         if client is not None:
-            try:
-                client.stop()
-                client.close()
-            except KazooException as exc:  # closing is best effort; nothing is left behind
-                log.debug("closing kazoo client: %s", exc)
+            # Closing first also fails whatever the installer thread is waiting for.  A graceful
+            # close waits for ZooKeeper's answer (~10 s when it is paused): bound our wait; the
+            # session then expires on the server and the thread ends by itself.
+            closer = threading.Thread(target=_close_quietly, args=(client,), name="zk-observer-close",
+                                      daemon=True)
+            closer.start()
+            closer.join(timeout=self._stop_timeout)
+            if closer.is_alive():
+                log.info("ZooKeeper at %s did not confirm closing the observer's session within "
+                         "%.0f s; leaving it to expire", self._zk_connect, self._stop_timeout)
+        if installer is not None:
+            installer.join(timeout=1.0)
         self._started = False
         with self._changed:
             self._changed.notify_all()
@@ -290,6 +308,12 @@ class ZkObserver:
     @property
     def zk_connect(self) -> str:
         return self._zk_connect
+
+    @property
+    def session_losses(self) -> int:
+        """How often the observer's own ZK session expired (watches were re-armed each time;
+        changes during the gap show in snapshots but may have no event)."""
+        return self._session_losses
 
     def _require_client(self) -> KazooClient:
         if self._client is None or self._stopping:
@@ -423,6 +447,7 @@ class ZkObserver:
         # expired session; kazoo's recipes re-arm their own, the raw exists watches are ours.
         if state == KazooState.LOST:
             self._session_lost = True
+            self._session_losses += 1
         elif state == KazooState.CONNECTED and self._session_lost:
             self._session_lost = False
             for arm in self._rearm_after_session_loss:
@@ -627,9 +652,11 @@ class ZkObserver:
         if (self._seen_admin.get(PREFERRED_ELECTION, snap.pending_preferred_election)
                 != snap.pending_preferred_election):
             return False
-        for key, state in snap.partitions.items():
-            if key in self._watched_states and state.version >= 0:
-                if self._seen_state_versions.get(key, -1) < state.version:
+        for (topic, partition), state in snap.partitions.items():
+            observed = self._topics is None or topic in self._topics
+            if observed and state.version >= 0:
+                # Also covers a new partition whose state watch is not installed yet.
+                if self._seen_state_versions.get((topic, partition), -1) < state.version:
                     return False
         return True
 

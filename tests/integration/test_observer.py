@@ -278,3 +278,29 @@ def test_leader_kill_restart_and_preferred_election(cluster: LocalCluster, obser
                                    where=lambda e: e.data is not None and not e.data["pending"])
     assert submitted.at <= finished.at
     assert_views_agree(cluster, elected, topic, [1, 2, 3])
+
+
+def test_observer_survives_its_own_session_expiry(cluster: LocalCluster, observer: ZkObserver) -> None:
+    """Last: pausing ZooKeeper longer than every session expires them all on resume (ours and the
+    brokers'); the observer must reconnect and re-arm its watches."""
+    before = observer.wait_until(lambda s: len(s.live_brokers) == 3, timeout=60, description="3 brokers")
+    cluster.pause_zookeeper()
+    try:
+        time.sleep(9.0)  # the fault itself: longer than the 6 s sessions (ours and the brokers')
+    finally:
+        cluster.resume_zookeeper()
+    after = observer.wait_until(
+        lambda s: all(s.live_brokers.get(b, 0) > e for b, e in before.live_brokers.items())
+        and s.controller in s.live_brokers,
+        timeout=expiry_bound(cluster) + 30, description="every broker re-registered (new broker epochs)")
+    assert set(after.live_brokers) == {1, 2, 3}
+    assert observer.session_losses >= 1
+
+    # The raw exists watch on the admin znode is re-armed after the session loss.
+    asked_at = time.time()
+    observer.write_preferred_election([(fresh_topic("no-such-topic"), 0)])  # skipped, znode removed
+    observer.wait_event(PREFERRED_ELECTION, after=asked_at, timeout=20, description="election znode seen",
+                        where=lambda e: e.data is not None and not e.data["pending"])
+    topic = fresh_topic("after-expiry")
+    create_online(cluster, observer, topic, {0: (3, 1, 2)})
+    assert observer.first_event(PARTITION_STATE, after=asked_at, topic=topic, partition=0) is not None
