@@ -52,6 +52,8 @@ from harness.local import free_ports, metadata_brokers, zookeeper_four_letter
 if TYPE_CHECKING:
     import docker
     from docker.models.containers import Container
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.network import Network
 
     from harness.config import ClusterConfig
     from harness.distribution import KafkaDistribution
@@ -117,7 +119,8 @@ class ContainerCluster:
         self.image: str | None = None
         self.labels = run_labels(self.run_id)
         self._client: "docker.DockerClient | None" = None
-        self._network: "docker.models.networks.Network | None" = None
+        self._network: "Network | None" = None
+        self._wrappers: list["DockerContainer"] = []  # testcontainers handles: their clients need closing
         self._zookeeper: "Container | None" = None
         self._brokers: dict[int, "Container"] = {}
         self._zk_host_port = 0
@@ -176,6 +179,10 @@ class ContainerCluster:
         client = self._client
         if client is not None:
             self._remove_labelled(client)
+            client.close()
+        for wrapper in self._wrappers:
+            _ignore_errors(wrapper.get_docker_client().client.close)
+        self._wrappers.clear()
         if self._run_dir is not None:
             shutil.rmtree(self._run_dir, ignore_errors=True)
         self._brokers.clear()
@@ -209,12 +216,12 @@ class ContainerCluster:
     def _name(self, node: str) -> str:
         return f"kafka-chaos-{self.run_id}-{node}"
 
-    def _create_network(self) -> "docker.models.networks.Network":
+    def _create_network(self) -> "Network":
         from testcontainers.core.network import Network
 
         network = Network(docker_network_kw={"driver": "bridge", "labels": {**self.labels, ROLE_LABEL: "network"}})
-        network.name = self._name("net")
-        return network.create()._network  # the docker-py object; removal goes by label
+        network.name = self._name("net")  # a readable name instead of a bare uuid
+        return network.create()  # removed by label in destroy(), with the containers
 
     def _container(self, node: str, role: str, command: list[str], *, host_ports: Mapping[int, int],
                    files: Mapping[str, str], extra_labels: Mapping[str, str] = {}) -> "Container":
@@ -228,8 +235,9 @@ class ContainerCluster:
                      .with_kwargs(labels={**self.labels, ROLE_LABEL: role, **extra_labels},
                                   hostname=node,
                                   stop_signal="SIGTERM",
-                                  init=False))
-        container._network = _NetworkRef(self._network.name)  # type: ignore[assignment]
+                                  init=False)
+                     .with_network(self._network))
+        self._wrappers.append(container)
         for container_port, host_port in host_ports.items():
             # docker-py accepts (ip, port): publish on loopback only, never on all interfaces.
             container.ports[f"{container_port}/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
@@ -497,13 +505,6 @@ class ContainerCluster:
         return Peers(zookeeper=address(self._zookeeper), brokers=others, clients=gateway)
 
 
-class _NetworkRef:
-    """The bit of testcontainers' Network a DockerContainer reads (its name)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
 def _pid(container: "Container") -> int:
     container.reload()
     return int(container.attrs["State"]["Pid"])
@@ -525,7 +526,10 @@ def _disable_ryuk_unless_present() -> None:
 
     try:
         client = docker_client()
-        client.images.get(testcontainers_config.ryuk_image)
+        try:
+            client.images.get(testcontainers_config.ryuk_image)
+        finally:
+            client.close()
         return
     except Exception:
         os.environ["TESTCONTAINERS_RYUK_DISABLED"] = "true"
