@@ -238,8 +238,8 @@ class ZkObserver:
         # What the watches have seen so far, to tell when events have caught up with a snapshot.
         self._seen_state_versions: dict[tuple[str, int], int] = {}
         self._seen_admin: dict[str, bool] = {}
-        self._rearm_after_session_loss: list[Callable[[], None]] = []
-        self._session_lost = False
+        self._rearm_after_reconnect: list[Callable[[], None]] = []
+        self._disconnected = False
         self._session_losses = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -424,7 +424,11 @@ class ZkObserver:
             if self._stopping or self._client is None:
                 return
             client = self._client
-            stat = client.retry(client.exists, path, watch=on_event)
+            try:
+                stat = client.retry(client.exists, path, watch=on_event)
+            except KazooException as exc:  # re-armed once the connection is back
+                log.info("watch on %s not armed yet (%s)", path, type(exc).__name__)
+                return
             record(time.time(), stat is not None)
             self._wake()
 
@@ -440,17 +444,19 @@ class ZkObserver:
             self._install(arm)  # one-shot: re-arm, off kazoo's callback thread
 
         arm()
-        self._rearm_after_session_loss.append(arm)
+        self._rearm_after_reconnect.append(arm)
 
     def _on_session_state(self, state: str) -> None:
         # Runs on kazoo's connection thread: only queue work.  ZooKeeper drops every watch of an
-        # expired session; kazoo's recipes re-arm their own, the raw exists watches are ours.
+        # expired session; kazoo's recipes re-arm their own, the raw exists watches are ours
+        # (re-arming one that survived is harmless: kazoo keeps one entry per callback).
         if state == KazooState.LOST:
-            self._session_lost = True
             self._session_losses += 1
-        elif state == KazooState.CONNECTED and self._session_lost:
-            self._session_lost = False
-            for arm in self._rearm_after_session_loss:
+        if state in (KazooState.LOST, KazooState.SUSPENDED):
+            self._disconnected = True
+        elif state == KazooState.CONNECTED and self._disconnected:
+            self._disconnected = False
+            for arm in self._rearm_after_reconnect:
                 self._install(arm)
         self._wake()
 
