@@ -20,6 +20,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -212,7 +213,7 @@ class ZkObserver:
     def __init__(self, zk_connect: str, *, topics: Iterable[str] | None = None,
                  session_timeout: float = 6.0, connect_timeout: float = 10.0,
                  read_timeout: float = 5.0, recheck_interval: float = 0.5,
-                 stop_timeout: float = 3.0) -> None:
+                 stop_timeout: float = 3.0, max_events: int = 100_000) -> None:
         if isinstance(topics, str):
             raise UsageError(f"topics must be a list of names, not the string {topics!r}")
         self._zk_connect = zk_connect
@@ -225,7 +226,8 @@ class ZkObserver:
         self._client: KazooClient | None = None
         self._changed = threading.Condition()
         self._generation = 0
-        self._events: list[ObservedEvent] = []
+        # Bounded, for long chaos runs; the oldest events go first.
+        self._events: deque[ObservedEvent] = deque(maxlen=max_events)
         self._started = False
         self._stopping = False
         # Watch callbacks run on kazoo's single callback thread; installing a watch costs a
@@ -743,20 +745,24 @@ class ZkObserver:
     # ------------------------------------------------------------------ events
 
     def events_since(self, t: float) -> list[ObservedEvent]:
+        """Events stamped at or after ``t``, oldest first.  (Callbacks run on two threads, so
+        the order of recording may differ from the order of the stamps by a few microseconds.)"""
         with self._changed:
-            return [e for e in self._events if e.at >= t]
+            return sorted((e for e in self._events if e.at >= t), key=lambda e: e.at)
 
     def _first_event_locked(self, kind: str, after: float, broker_id: int | None, topic: str | None,
                             partition: int | None,
                             where: Callable[[ObservedEvent], bool] | None) -> ObservedEvent | None:
+        found: ObservedEvent | None = None
         for event in self._events:
             if (event.at >= after and event.kind == kind
+                    and (found is None or event.at < found.at)
                     and (broker_id is None or event.broker_id == broker_id)
                     and (topic is None or event.topic == topic)
                     and (partition is None or event.partition == partition)
                     and (where is None or where(event))):
-                return event
-        return None
+                found = event
+        return found
 
     def first_event(self, kind: str, *, after: float, broker_id: int | None = None,
                     topic: str | None = None, partition: int | None = None,
