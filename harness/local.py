@@ -411,14 +411,7 @@ class LocalCluster:
         def answers() -> None:
             nonlocal last_error
             self._check_alive([node])
-            # Kafka registers in ZooKeeper before its socket server accepts: a plain connect
-            # first keeps librdkafka from logging refused connections.
-            try:
-                socket.create_connection((HOST, node.port), timeout=1.0).close()
-            except OSError as exc:
-                last_error = f"port {node.port} does not accept connections yet ({exc})"
-                raise ConnectionError(last_error) from exc
-            try:
+            try:  # Kafka registers in ZooKeeper before its socket server accepts connections
                 listed = metadata_brokers(f"{HOST}:{node.port}", timeout=2.0)
             except HarnessError as exc:
                 last_error = str(exc)
@@ -696,14 +689,8 @@ def zookeeper_four_letter(host: str, port: int, command: str, timeout: float = 2
 
 
 def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
-    """The broker ids one broker's metadata lists (its cache, filled by UpdateMetadata)."""
-    from confluent_kafka import KafkaException
+    """The broker ids one broker's metadata cache lists (filled by the controller's
+    UpdateMetadata), asked of that broker alone."""
+    from harness.metadata import fetch_metadata
 
-    from harness.metadata import admin_client
-
-    with admin_client(bootstrap, timeout) as client:
-        try:
-            cluster = client.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            raise HarnessError(f"broker at {bootstrap} did not return metadata: {exc}") from exc
-    return set(cluster.brokers)
+    return set(fetch_metadata(bootstrap, [], timeout).brokers)
