@@ -4,7 +4,7 @@ Layers, later wins (as kafkatest's ``services/kafka/kafka.py`` ``prop_file``):
 
 1. what the launcher decides per node (``broker.id``, ``zookeeper.connect``, listeners,
    ``log.dirs``) — not overridable, the launcher depends on them;
-2. :func:`test_cluster_defaults` — small and fast, after Kafka's own
+2. :func:`chaos_cluster_defaults` — small and fast, after Kafka's own
    ``TestUtils.createBrokerConfig``, plus the settings the oracle reads stated explicitly;
 3. ``ClusterConfig.cluster_overrides`` (``--set key=value``);
 4. ``ClusterConfig.broker_overrides[id]`` (``--set ID:key=value``).
@@ -176,7 +176,7 @@ class ClusterConfig:
         return list(range(self.first_broker_id, self.first_broker_id + self.brokers))
 
 
-def test_cluster_defaults(brokers: int) -> dict[str, str]:
+def chaos_cluster_defaults(brokers: int) -> dict[str, str]:
     """Layer 2: fast, small, deterministic; every value here may be overridden."""
     replication = str(min(3, brokers))
     return {
@@ -233,7 +233,7 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
         INTER_BROKER_LISTENER_NAME: next(iter(listeners)),
         LOG_DIRS: log_dir,
     }
-    props.update(test_cluster_defaults(config.brokers))
+    props.update(chaos_cluster_defaults(config.brokers))
     props.update(_check_overrides(config.cluster_overrides, "cluster"))
     props.update(_check_overrides(config.broker_overrides.get(broker_id, {}), f"broker {broker_id}"))
     return dict(sorted(props.items()))
@@ -241,7 +241,7 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
 
 def shared_broker_settings(config: ClusterConfig) -> dict[str, str]:
     """Layers 2 and 3: what every broker has in common (``Cluster.broker_settings``)."""
-    props = test_cluster_defaults(config.brokers)
+    props = chaos_cluster_defaults(config.brokers)
     props.update(config.cluster_overrides)
     return dict(sorted(props.items()))
 

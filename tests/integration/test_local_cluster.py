@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,15 @@ import pytest
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from harness import metadata
-from harness.config import ClusterConfig, NUM_NETWORK_THREADS
+from harness.cluster import BrokerControl, Cluster
+from harness.config import (
+    KNOWN_BROKER_PROPERTIES,
+    KNOWN_PROPERTIES_VERSION,
+    NUM_NETWORK_THREADS,
+    ClusterConfig,
+    dump_broker_property_names,
+    chaos_cluster_defaults,
+)
 from harness.distribution import resolve_distribution
 from harness.local import STATE_FILE, LocalCluster, NodeStartFailed, zookeeper_four_letter
 from harness.observer import ZkObserver, ZkSnapshot
@@ -59,6 +68,7 @@ def create_and_settle(cluster: LocalCluster, topic: str, replicas: tuple[int, ..
 
 
 def test_three_brokers_come_up(cluster: LocalCluster) -> None:
+    assert isinstance(cluster, Cluster) and isinstance(cluster, BrokerControl)
     with observer_of(cluster) as observer:
         snapshot = observer.snapshot()
     assert sorted(snapshot.live_brokers) == [1, 2, 3]
@@ -232,6 +242,18 @@ def test_a_broker_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> 
     assert message.startswith("broker-1 exited during start-up")
     assert "num.network.threads" in message  # Kafka's own complaint, from the log tail
     assert not run_dir.exists() and processes_mentioning(f"{run_dir}{os.sep}") == []
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="listing Kafka's configs runs a Java source file (JDK)")
+def test_known_broker_properties_match_the_distribution() -> None:
+    """The checked-in name list (validation needs no JVM) is what this Kafka really accepts."""
+    distribution = resolve_distribution()
+    names = set(dump_broker_property_names(distribution))
+    assert "zookeeper.session.timeout.ms" in names
+    if distribution.version == KNOWN_PROPERTIES_VERSION:
+        assert names == KNOWN_BROKER_PROPERTIES
+    else:  # another 3.x: at least everything the project itself sets must still exist
+        assert set(chaos_cluster_defaults(3)) <= names
 
 
 def _proc_state(pid: int | None) -> str | None:
