@@ -206,6 +206,7 @@ def cluster_control(args: argparse.Namespace) -> int:
     broker_id = _broker_id(args.target, cluster)
     {"kill": cluster.kill_broker, "stop": cluster.stop_broker, "pause": cluster.pause_broker,
      "resume": cluster.resume_broker, "start": cluster.start_broker}[action](broker_id)
+    cluster.write_state()  # current pids (None for a broker that is down)
     if action == "start":
         print(f"broker {broker_id} started (pid {cluster.broker_pid(broker_id)})")
     else:

@@ -131,7 +131,10 @@ class _Node:
     def describe_failure(self, what: str) -> str:
         code = self.process.exit_code() if self.process is not None else None
         exited = f" (exited with code {code})" if code is not None else ""
-        text = f"{self.name} {what}{exited}; last lines of {self.server_log}:\n{log_tail(self.server_log)}"
+        tail = log_tail(self.server_log)
+        cause = next((line.strip() for line in tail.splitlines() if "Exception: " in line), None)
+        text = f"{self.name} {what}{exited}" + (f": {cause}" if cause else "")
+        text += f"; last lines of {self.server_log}:\n{tail}"
         # stdout.log holds what the JVM said before log4j was up (bad flags, missing classes).
         try:
             said = [line for line in self.stdout_log.read_text(errors="replace").splitlines()
