@@ -85,7 +85,8 @@ def _summary_table(outcomes: list[Any]) -> str:
     rows = [("scenario", "iter", "result", "pass", "fail", "unknown", "seconds")]
     for o in outcomes:
         ok, bad, unknown = o.counts
-        result = "PASS" if o.passed else ("ERROR" if o.error and not bad else "FAIL")
+        skipped = bool(o.results) and all(r.check == "backend_supports_scenario" for r in o.results)
+        result = "PASS" if o.passed else ("SKIP" if skipped else "ERROR" if o.error and not bad else "FAIL")
         rows.append((o.scenario, str(o.iteration), result, str(ok), str(bad), str(unknown), f"{o.seconds:.1f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
@@ -105,10 +106,22 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.list:
         for s in catalogue.all_scenarios():
-            print(f"{s.name:34s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}")
+            extra = "  [network partitions: --backend containers]" if s.network_partitions else ""
+            print(f"{s.name:34s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}{extra}")
         return 0
     _validate(args)
-    scenarios = [catalogue.with_brokers(s, args.brokers) for s in catalogue.select(args.suite, args.scenario)]
+    partitions_ok = True
+    if not args.scenario and any(s.network_partitions for s in catalogue.suite(args.suite or catalogue.CONFORMANCE)):
+        from harness.backends import network_partition_problem
+
+        problem = network_partition_problem(args.backend)
+        partitions_ok = problem is None
+        if problem is not None:
+            left_out = [s.name for s in catalogue.suite(args.suite or catalogue.CONFORMANCE) if s.network_partitions]
+            print(f"leaving out {len(left_out)} network-partition scenario(s) ({', '.join(left_out)}): {problem}",
+                  flush=True)
+    scenarios = [catalogue.with_brokers(s, args.brokers)
+                 for s in catalogue.select(args.suite, args.scenario, network_partitions=partitions_ok)]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,

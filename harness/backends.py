@@ -51,6 +51,27 @@ def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDist
     return ContainerCluster(config, distribution, base_image=base_image)
 
 
+# Launchers whose clusters implement harness.cluster.NetworkPartitioner (a network namespace
+# per broker); local JVMs share the host's.
+PARTITION_BACKENDS = frozenset({"containers"})
+
+
+def network_partition_problem(backend: str) -> str | None:
+    """None when clusters of ``backend`` can be cut off the network, else why not (one line)."""
+    chosen = resolve_backend(backend)
+    if chosen not in PARTITION_BACKENDS:
+        return (f"needs --backend containers: network partitions need a broker in its own network "
+                f"namespace, and the {chosen} launcher runs them on the host's")
+    from harness.containers.network import check_partition_tools
+    from harness.errors import HarnessError
+
+    try:
+        check_partition_tools()
+    except HarnessError as exc:
+        return str(exc)
+    return None
+
+
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """``--backend`` and ``--base-image`` for subcommands that start clusters."""
     parser.add_argument("--backend", choices=BACKENDS, default="local",

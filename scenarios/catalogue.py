@@ -15,6 +15,16 @@ Topics (logical names; the runner makes them unique per scenario iteration):
 * ``m`` — 4 partitions, replication factor 3 over 6 brokers (the seeds' {1,2,3} → {4,5,6}).
 
 Suites: ``smoke`` (a handful, a few minutes) and ``conformance`` (every scenario).
+
+Network partitions (``network_partition`` steps: a broker cut off from ZooKeeper, from its
+peers, or from everyone, then healed) need a launcher whose clusters implement
+``harness.cluster.NetworkPartitioner`` — ``--backend containers`` (each broker in its own network
+namespace); local JVMs share the host's network. Such scenarios are in ``conformance`` but
+:func:`select` leaves them out of a suite when the backend cannot cut networks (``kafka-chaos
+run`` says which it left out), so ``conformance`` on the local backend stays green and the same
+suite on containers runs them. Named explicitly (``--scenario``) on such a backend, the runner
+does not start a cluster for them: it records one unknown verdict (``passed=None``) saying
+"needs --backend containers", and the run does not exit 0.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from scenarios.targets import (
     EarlierTarget,
     FollowerOf,
     LeaderOf,
+    NonControllerLeaderOf,
     NonReplicaOf,
     NoTarget,
     Selector,
@@ -45,6 +56,8 @@ SUITES = (SMOKE, CONFORMANCE)
 AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"
 LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = "leader.imbalance.check.interval.seconds"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+NETWORK_PARTITION = "network_partition"
 
 
 def _frozen(mapping: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
@@ -99,6 +112,11 @@ class Scenario:
     suites: frozenset[str]
     needs: ClusterNeeds = ClusterNeeds()
 
+    @property
+    def network_partitions(self) -> bool:
+        """Whether the scenario cuts networks (needs a ``NetworkPartitioner`` launcher)."""
+        return any(step.fault == NETWORK_PARTITION for step in self.steps)
+
     def topic(self, logical: str) -> TopicSpec:
         for t in self.topics:
             if t.name == logical:
@@ -152,6 +170,17 @@ AUTO_REBALANCE = ClusterNeeds(3, tuple(sorted({
     LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: "3",
 }.items())))
 SIX_BROKERS = ClusterNeeds(6)
+# A follower silent for 3 s leaves the ISR (Partition.getOutOfSyncReplicas); the default 30 s
+# would make the peer-partition scenario wait half a minute for the shrink.
+SHORT_REPLICA_LAG = ClusterNeeds(3, ((REPLICA_LAG_TIME_MAX_MS, "3000"),))
+
+
+def _cut(variant: str) -> Mapping[str, Any]:
+    return _frozen({"variant": variant})
+
+
+def _heal(variant: str) -> Mapping[str, Any]:
+    return _frozen({"variant": "heal", "cut": variant})
 
 
 # --- the scenarios ----------------------------------------------------------------------------
@@ -356,6 +385,64 @@ def cascading_failures_recovery() -> list[Step]:
             Step("start", EarlierTarget(0)), Step("start", EarlierTarget(1))]
 
 
+@scenario(topics=[topic_t], needs=SHORT_REPLICA_LAG)
+def leader_cut_from_zookeeper() -> list[Step]:
+    """Cut a leader of t (not the controller) off from ZooKeeper only, then heal. Its session
+    expires while it keeps running and serving clients with stale metadata (failover-timing.md:
+    expiry in [2T/3, T + tick]); the controller sees ``onBrokerFailure`` exactly as after a
+    kill — Kafka 3.9 ``offlinePartitionLeaderElection`` for what it led, ``doRemoveReplicasFromIsr``
+    elsewhere — and its AlterPartition requests are refused (``processAlterPartition``:
+    STALE_BROKER_EPOCH; KIP-841 rejects a non-live replica in an ISR), so it cannot take the ISR
+    back while cut. Healed, it re-creates its session and re-registers with a new broker epoch →
+    ``onBrokerStartup``; leadership is not returned (seed 002)."""
+    return [Step(NETWORK_PARTITION, NonControllerLeaderOf("t"), _cut("zookeeper")),
+            Step(NETWORK_PARTITION, EarlierTarget(0), _heal("zookeeper"))]
+
+
+@scenario(topics=[topic_r], needs=SHORT_REPLICA_LAG)
+def follower_cut_from_leader() -> list[Step]:
+    """Cut a follower of r-0 (not the controller) off from its peers only, then heal. ZooKeeper
+    sees it live, so the controller does nothing; each leader drops it from the ISR itself after
+    ``replica.lag.time.max.ms`` (3 s here) — Kafka 3.9 ``Partition.maybeShrinkIsr`` /
+    ``getOutOfSyncReplicas`` → AlterPartition, leader and leader epoch unchanged (seed 002
+    "replica.lag.time.max.ms"); the workload keeps producing because a silent follower is
+    never out of sync. The partition the cut broker leads keeps its ISR (its AlterPartition
+    cannot reach the controller) and stalls for ``acks=all`` clients until healed. Healed, the
+    follower catches up and ``Partition.maybeExpandIsr`` adds it back. The oracle models the
+    controller, not the leader, so the ISR expectation is the documented rule of
+    ``scenarios.isr_rules`` (old ISR minus the follower while cut, full ISR after heal)."""
+    return [Step(NETWORK_PARTITION, FollowerOf("r", 0, spare_controller=True), _cut("peers")),
+            Step(NETWORK_PARTITION, EarlierTarget(0), _heal("peers"))]
+
+
+@scenario(topics=[topic_t], needs=SHORT_REPLICA_LAG)
+def controller_cut_from_zookeeper() -> list[Step]:
+    """Cut the controller off from ZooKeeper only, then heal. Its session expires, so
+    ``/controller`` and its ``/brokers/ids`` entry vanish; the other brokers' ``/controller``
+    watches race to Kafka 3.9 ``KafkaController.elect`` and the winner runs ``onControllerFailover``
+    (seeds 000/001) with the cut broker dead — partitions it led get epoch +2 (removal then
+    election), so epochs are checked as "strictly increased". Which broker wins is
+    nondeterministic: the check is exactly one controller, live, and not the cut one, plus the
+    predicted leaders and ISRs. Healed, the old controller learns its session expired
+    (``processExpire`` → ``onControllerResignation``), re-registers, and finds a controller in
+    place (``onBrokerStartup`` on the new one)."""
+    return [Step(NETWORK_PARTITION, Controller(), _cut("zookeeper")),
+            Step(NETWORK_PARTITION, EarlierTarget(0), _heal("zookeeper"))]
+
+
+@scenario(topics=[topic_t])
+def broker_isolated_from_everyone() -> list[Step]:
+    """Cut a leader of t (not the controller) off from everyone — ZooKeeper, its peers and the
+    clients — then heal: a live, silent broker. The controller acts only when the session
+    expires (Kafka 3.9 ``onBrokerFailure``, as for a kill); with the default
+    ``replica.lag.time.max.ms`` (30 s) no leader shrinks the ISR first, so the oracle's epochs
+    are exact. Clients' requests to it hang until their own timeouts (DROP, not RST) — the
+    produce gap shows how much longer than a kill that lasts. Healed: ``onBrokerStartup``, no
+    leadership returned (seed 002)."""
+    return [Step(NETWORK_PARTITION, NonControllerLeaderOf("t"), _cut("everyone")),
+            Step(NETWORK_PARTITION, EarlierTarget(0), _heal("everyone"))]
+
+
 # --- lookup -----------------------------------------------------------------------------------
 
 def all_scenarios() -> list[Scenario]:
@@ -379,10 +466,15 @@ def by_names(names: Sequence[str]) -> list[Scenario]:
     return [_REGISTRY[n] for n in names]
 
 
-def select(suite_name: str | None, names: Sequence[str] = ()) -> list[Scenario]:
-    """``--scenario`` names when given (in that order), else the suite (default conformance);
-    scenarios are then grouped by cluster needs (stable) so each cluster shape starts once."""
-    chosen = by_names(names) if names else suite(suite_name or CONFORMANCE)
+def select(suite_name: str | None, names: Sequence[str] = (), *, network_partitions: bool = True) -> list[Scenario]:
+    """``--scenario`` names when given (in that order), else the suite (default conformance),
+    without its network-partition scenarios unless ``network_partitions`` (the backend can cut
+    networks); scenarios are then grouped by cluster needs (stable) so each cluster shape
+    starts once."""
+    if names:
+        chosen = by_names(names)
+    else:
+        chosen = [s for s in suite(suite_name or CONFORMANCE) if network_partitions or not s.network_partitions]
     order = {needs: i for i, needs in enumerate(dict.fromkeys(s.needs for s in chosen))}
     return sorted(chosen, key=lambda s: order[s.needs])
 

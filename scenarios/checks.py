@@ -201,6 +201,25 @@ def compare_partitions(before: Mapping[tuple[str, int], Any], predicted: Mapping
     return results
 
 
+def check_isr_rule(rule: str, source: str, topic: str, partition: int, before: Any, expected: Any,
+                   observed: Any) -> CheckResult:
+    """A leader-side ISR change the oracle does not model (:mod:`scenarios.isr_rules`): the ISR
+    as a set is the rule's, while the leader and the leader epoch stay as they were (an
+    AlterPartition never changes them)."""
+    problems = []
+    if set(observed.isr) != set(expected.isr):
+        problems.append(f"ISR expected {sorted(expected.isr)}, observed {list(observed.isr)}")
+    if observed.leader != before.leader:
+        problems.append(f"leader moved {before.leader} -> {observed.leader}")
+    if observed.leader_epoch != before.leader_epoch:
+        problems.append(f"leader_epoch changed {before.leader_epoch} -> {observed.leader_epoch}")
+    detail = f"{_tp(topic, partition)}: {'; '.join(problems)} ({source})" if problems else source
+    return CheckResult(rule, not problems,
+                       {"isr": sorted(expected.isr), "leader": before.leader, "leader_epoch": before.leader_epoch},
+                       {"isr": list(observed.isr), "leader": observed.leader, "leader_epoch": observed.leader_epoch},
+                       detail, topic, partition)
+
+
 # --- cluster-wide ----------------------------------------------------------------------------
 
 def check_single_controller(controller: int | None, live_brokers: Iterable[int],

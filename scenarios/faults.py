@@ -7,7 +7,13 @@ already faulted. As in kafkatest's ``replication_test.py`` the fault kinds are a
 (:mod:`scenarios.targets`).
 
 Each fault also says which oracle events it corresponds to (``oracle_events``), so the runner
-can ask the oracle what the cluster must look like afterwards *before* injecting it.
+can ask the oracle what the cluster must look like afterwards *before* injecting it. Faults whose
+effect is decided by partition leaders rather than the controller (a follower cut off from its
+peers) name a documented leader-side rule instead (``isr_rule``, :mod:`scenarios.isr_rules`).
+
+Network partitions (``network_partition``: cut from ``everyone`` / ``zookeeper`` / ``peers``, and
+``heal``) need a cluster implementing ``harness.cluster.NetworkPartitioner`` (the containers
+launcher); elsewhere injecting one is a one-line error.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from oracle import (
     TopicPartition,
     UncleanElection,
 )
+from scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
 from scenarios.targets import Target
 
 log = logging.getLogger(__name__)
@@ -230,6 +237,131 @@ class Pause:
             self._paused.discard(b)
 
 
+# Network partitions (``harness.cluster.NetworkPartitioner``): what a variant cuts the broker
+# off from, as ``isolate`` keyword arguments. "everyone" includes the clients on the host.
+CUTS: Mapping[str, Mapping[str, bool]] = {
+    "everyone": {"from_zookeeper": True, "from_brokers": True, "from_clients": True},
+    "zookeeper": {"from_zookeeper": True, "from_brokers": False, "from_clients": False},
+    "peers": {"from_zookeeper": False, "from_brokers": True, "from_clients": False},
+}
+HEAL = "heal"
+PARTITION_VARIANTS = (*CUTS, HEAL)
+
+
+def _cut_loses_session(variant: str) -> bool:
+    """Cut from ZooKeeper (alone or with everyone else) the broker's session expires: the
+    controller sees ``onBrokerFailure`` (and ``onBrokerStartup`` once healed). Cut from its peers
+    only, the session lives and the controller sees nothing."""
+    return bool(CUTS[variant]["from_zookeeper"])
+
+
+def _partitioner(env: FaultEnv) -> Any:
+    from harness.cluster import NetworkPartitioner
+
+    if not isinstance(env.cluster, NetworkPartitioner):
+        raise HarnessError(f"network partitions need --backend containers: the "
+                           f"{getattr(env.cluster, 'backend', 'this')} launcher cannot cut a broker's network")
+    return env.cluster
+
+
+@dataclass
+class NetworkPartition:
+    """Cut the target broker(s) off from ZooKeeper, its peers, or everyone (DROP both ways)
+    until healed — by a later ``heal`` step or at teardown.
+
+    Oracle events: cut from ZooKeeper (or everyone) → ``BrokerFailure`` once the session
+    expires (the broker keeps running and, cut from ZooKeeper only, keeps serving clients with
+    stale metadata). Cut from peers only → none: the controller sees nothing; the leaders
+    shrink the ISR themselves (:data:`isr_rule`, checked as a documented rule, not by the
+    oracle)."""
+
+    target: Target
+    variant: str
+    kind: str = "network_partition"
+    _cut: bool = field(default=False, init=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{self.variant}"
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def isr_rule(self) -> str | None:
+        return None if _cut_loses_session(self.variant) else LEADER_ISR_SHRINK
+
+    def oracle_events(self) -> list[Any]:
+        return [BrokerFailure(tuple(self.target.brokers))] if _cut_loses_session(self.variant) else []
+
+    def inject(self, env: FaultEnv) -> None:
+        partitioner = _partitioner(env)
+        self._cut = True  # set first: a half-made cut is healed too
+        for b in self.target.brokers:
+            partitioner.isolate(b, **CUTS[self.variant])
+
+    def heal(self, env: FaultEnv) -> None:
+        if self._cut:
+            _partitioner(env).heal_network()
+            self._cut = False
+
+
+@dataclass
+class NetworkHeal:
+    """Remove the network partition of an earlier step (``heal_network`` removes every cut the
+    cluster made; idempotent). ``healed`` names the variant being healed, which decides the
+    oracle events: a broker whose session expired re-registers → ``BrokerStartup``; a follower
+    that was cut from its peers only catches up and the leaders add it back
+    (:data:`isr_rule`)."""
+
+    target: Target
+    healed: str
+    kind: str = "network_partition"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{HEAL}"
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    @property
+    def isr_rule(self) -> str | None:
+        return None if _cut_loses_session(self.healed) else LEADER_ISR_EXPAND
+
+    def oracle_events(self) -> list[Any]:
+        return [BrokerStartup(tuple(self.target.brokers))] if _cut_loses_session(self.healed) else []
+
+    def inject(self, env: FaultEnv) -> None:
+        _partitioner(env).heal_network()
+
+    def heal(self, env: FaultEnv) -> None:
+        return None
+
+
+def _network_fault(target: Target, options: Mapping[str, Any]) -> Any:
+    variant = options.get("variant")
+    if variant not in PARTITION_VARIANTS:
+        raise UsageError(f"network_partition: 'variant' must be one of {PARTITION_VARIANTS}, not {variant!r}")
+    if variant != HEAL:
+        return NetworkPartition(target, variant)
+    healed = options.get("cut")
+    if healed not in CUTS:
+        raise UsageError(f"network_partition heal: 'cut' (the variant being healed) must be one of "
+                         f"{tuple(CUTS)}, not {healed!r}")
+    return NetworkHeal(target, healed)
+
+
 def _partitions(options: Mapping[str, Any], topic: str, all_partitions: Sequence[int]) -> tuple[TopicPartition, ...]:
     parts = options.get("partitions") or all_partitions
     return tuple(TopicPartition(topic, int(p)) for p in parts)
@@ -333,7 +465,7 @@ class UncleanElectionFault:
 
 
 FAULT_KINDS = ("hard_kill", "controller_kill", "controlled_shutdown", "pause", "restart", "start",
-               "reassignment", "preferred_election", "unclean_election")
+               "reassignment", "preferred_election", "unclean_election", "network_partition")
 
 
 def make_fault(kind: str, target: Target, options: Mapping[str, Any], *,
@@ -358,6 +490,8 @@ def make_fault(kind: str, target: Target, options: Mapping[str, Any], *,
         return Restart(target, hard=bool(options.get("hard", False)))
     if kind == "start":
         return Start(target)
+    if kind == "network_partition":
+        return _network_fault(target, options)
     if kind == "reassignment":
         moves = tuple((int(p), tuple(int(r) for r in replicas)) for p, replicas in options["moves"])
         return ReassignmentFault(target, physical(), moves)
@@ -371,6 +505,12 @@ def make_fault(kind: str, target: Target, options: Mapping[str, Any], *,
         cls = PreferredElectionFault if kind == "preferred_election" else UncleanElectionFault
         return cls(target, topic, parts, via)
     raise UsageError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+
+
+def fault_label(fault: Any) -> str:
+    """The fault's name in records and reports: its kind, or kind/variant where one kind has
+    variants that behave differently (``network_partition/zookeeper``)."""
+    return str(getattr(fault, "label", fault.kind))
 
 
 class Nemesis:

@@ -121,6 +121,80 @@ def breakdown(fault_at: float, *, detection: float | None, election: float | Non
     )
 
 
+def isr_written_at(events: Iterable[Any], topic: str, partition: int, isr: Iterable[int],
+                   after: float) -> float | None:
+    """First write of the partition's state znode with ``isr`` (as a set) after ``after``: when
+    the cluster acted on a partition whose leader stays (a leader-side ISR shrink or expansion,
+    the controller removing a dead follower)."""
+    wanted = set(isr)
+    for e in sorted(events, key=lambda e: e.at):
+        if (e.kind == "partition_state" and e.topic == topic and e.partition == partition
+                and e.at >= after and e.data is not None and set(e.data.get("isr", ())) == wanted):
+            return e.at
+    return None
+
+
+# A trailing silence shorter than this is the workload's own pace, not a stall.
+STALL_MIN_S = 1.0
+
+
+@dataclass(frozen=True)
+class ClientWindow:
+    """What the clients of one partition saw around a fault that keeps its leader (raw epoch
+    seconds): a network partition can stall a partition without moving anything in ZooKeeper
+    (a leader cut off from its followers cannot commit ``acks=all``), or until the leader
+    shrinks the ISR.
+
+    ``fault_at``: this step's fault (a heal's window starts earlier, at the cut);
+    ``isr_change_at``: the cluster acted (new ISR written), if it did; ``first_ack_at``: the
+    first acknowledged produce after that (after ``fault_at`` when it did not);
+    ``gap_*``: the longest silence between acknowledgements overlapping [start, end];
+    ``silent_since``: the last ack, when the partition is still silent at the window's end for
+    longer than any finite gap (a stall that has not ended)."""
+
+    start: float
+    end: float
+    fault_at: float
+    isr_change_at: float | None = None
+    first_ack_at: float | None = None
+    gap_s: float | None = None
+    gap_start: float | None = None
+    gap_end: float | None = None
+    silent_since: float | None = None
+
+    def ms(self) -> dict[str, float | None]:
+        """``first_produce`` and ``client_gap`` as in :class:`LatencyBreakdown` (ms from the
+        fault / the gap's length); no election phase — the leader did not move."""
+        return {
+            "first_produce": None if self.first_ack_at is None else round((self.first_ack_at - self.fault_at) * 1000.0, 1),
+            "client_gap": None if self.gap_s is None else round(self.gap_s * 1000.0, 1),
+        }
+
+    def timestamps(self) -> dict[str, float]:
+        raw = {"fault": self.fault_at, "window_start": self.start, "window_end": self.end,
+               "isr_change": self.isr_change_at,
+               "first_produce": self.first_ack_at, "gap_start": self.gap_start, "gap_end": self.gap_end,
+               "silent_since": self.silent_since}
+        return {k: v for k, v in raw.items() if v is not None}
+
+
+def client_window(start: float, end: float, acks: Sequence[Ack], partition: int, *,
+                  fault_at: float | None = None, isr_change_at: float | None = None) -> ClientWindow:
+    """The client's view of ``partition`` over [start, end] (see :class:`ClientWindow`);
+    ``fault_at`` defaults to ``start``."""
+    fault = start if fault_at is None else fault_at
+    times = [a.acked_at for a in acks if a.partition == partition]
+    first = first_ack_after(acks, partition, isr_change_at if isr_change_at is not None else fault)
+    gap = largest_gap(times, (start, max(start, end)))
+    # Still silent at the end, for longer than any finite gap: a stall that has not ended.
+    last = max((t for t in times if t <= end), default=None)
+    silent = last if last is not None and end - last > max(gap[0] if gap else 0.0, STALL_MIN_S) else None
+    return ClientWindow(start=start, end=end, fault_at=fault, isr_change_at=isr_change_at,
+                        first_ack_at=first.acked_at if first is not None else None,
+                        gap_s=gap[0] if gap else None, gap_start=gap[1] if gap else None,
+                        gap_end=gap[2] if gap else None, silent_since=silent)
+
+
 def median(values: Iterable[float | None]) -> float | None:
     present = sorted(v for v in values if v is not None)
     if not present:

@@ -53,10 +53,13 @@ def cluster_state_of(snapshot: Any, topics: Iterable[str] | None, broker_config:
     )
 
 
-def unsettled(snapshot: Any, topics: Iterable[str] | None) -> list[str]:
-    """Why the snapshot is not settled (empty when it is)."""
+def unsettled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> list[str]:
+    """Why the snapshot is not settled (empty when it is). ``excused`` brokers are live but
+    cannot catch up while a fault holds them (a follower cut off from its peers): their absence
+    from an ISR does not count."""
     reasons: list[str] = []
     live = set(snapshot.live_brokers)
+    catching_up = live - set(excused)
     if live and snapshot.controller is None:
         reasons.append("no controller")
     if snapshot.pending_reassignment:
@@ -73,7 +76,7 @@ def unsettled(snapshot: Any, topics: Iterable[str] | None) -> list[str]:
         if ps.adding_replicas or ps.removing_replicas:
             reasons.append(f"{name} is being reassigned")
         if ps.leader != NO_LEADER and ps.leader in live:
-            missing = [r for r in ps.replicas if r in live and r not in ps.isr]
+            missing = [r for r in ps.replicas if r in catching_up and r not in ps.isr]
             if missing:
                 reasons.append(f"{name} ISR {list(ps.isr)} lacks live {missing}")
         elif ps.leader != NO_LEADER:
@@ -81,8 +84,8 @@ def unsettled(snapshot: Any, topics: Iterable[str] | None) -> list[str]:
     return reasons
 
 
-def is_settled(snapshot: Any, topics: Iterable[str] | None) -> bool:
-    return not unsettled(snapshot, topics)
+def is_settled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> bool:
+    return not unsettled(snapshot, topics, excused)
 
 
 def mismatches(snapshot: Any, predicted: ClusterState, topics: Iterable[str]) -> list[str]:

@@ -35,18 +35,20 @@ from typing import Any
 from harness.errors import HarnessError
 from oracle import AutoRebalance, CreateTopic, Prediction, predict
 from results.schema import Record
+from scenarios import isr_rules
 from scenarios import latency as lat
 from scenarios.catalogue import ClusterNeeds, Scenario, Step
 from scenarios.checks import (
     CheckResult,
     check_converged,
     check_delivery,
+    check_isr_rule,
     check_metadata_agrees,
     check_safe,
     check_single_controller,
     compare_partitions,
 )
-from scenarios.faults import FaultEnv, Nemesis, make_fault
+from scenarios.faults import FaultEnv, Nemesis, NetworkHeal, NetworkPartition, fault_label, make_fault
 from scenarios.observation import (
     cluster_state_of,
     is_settled,
@@ -68,7 +70,7 @@ SESSION_TIMEOUT_KEY = "zookeeper.session.timeout.ms"
 # failover: removal + election = +2; reassignment phases; auto-rebalance timing) the check is
 # "strictly increased where an election happened".
 EXACT_EPOCH_KINDS = frozenset({"hard_kill", "controlled_shutdown", "start", "restart", "pause",
-                               "preferred_election", "unclean_election"})
+                               "preferred_election", "unclean_election", "network_partition"})
 
 Progress = Callable[[str], None]
 Predictor = Callable[[Any, Sequence[Any]], Prediction]
@@ -88,6 +90,9 @@ class RunOptions:
     convergence_timeout: float = 90.0
     metadata_timeout: float = 20.0
     verify_timeout: float = 60.0
+    # Network partitions: how long a cut (or heal) step waits for the clients to get acks again
+    # (a cut leader's clients hang until their own timeouts: socket.timeout.ms is 10 s).
+    client_recovery_timeout: float = 45.0
 
 
 @dataclass
@@ -127,6 +132,22 @@ class ClusterPool:
         self.settle_timeout = settle_timeout
         self.cluster: Any = None
         self.needs: ClusterNeeds | None = None
+        self._partition_problem: tuple[str | None] | None = None
+
+    def partition_problem(self) -> str | None:
+        """None when this pool's clusters can be cut (``harness.cluster.NetworkPartitioner``),
+        else why not (one line); asked once (``auto`` pings the Docker engine)."""
+        from harness.cluster import NetworkPartitioner
+
+        if self.cluster is not None and not isinstance(self.cluster, NetworkPartitioner):
+            return f"needs --backend containers: the {self.cluster.backend} launcher cannot cut a broker's network"
+        if self._open is not None:  # a caller-supplied launcher: its faults will tell
+            return None
+        if self._partition_problem is None:
+            from harness.backends import network_partition_problem
+
+            self._partition_problem = (network_partition_problem(self.backend),)
+        return self._partition_problem[0]
 
     def acquire(self, needs: ClusterNeeds) -> Any:
         if self.cluster is not None and self.needs == needs:
@@ -289,6 +310,9 @@ class Runner:
     def run(self, scenario: Scenario, iteration: int) -> ScenarioOutcome:
         started = time.monotonic()
         outcome = ScenarioOutcome(scenario.name, iteration, 0.0)
+        problem = self.pool.partition_problem() if scenario.network_partitions else None
+        if problem is not None:
+            return self._skip(scenario, outcome, problem)
         interrupted = False
         ctx: _Context | None = None
         try:
@@ -308,6 +332,21 @@ class Runner:
             outcome.seconds = time.monotonic() - started
             if not interrupted and not outcome.passed and self.pool.cluster is not None:
                 self._collect_logs(scenario.name, iteration)
+        return outcome
+
+    def _skip(self, scenario: Scenario, outcome: ScenarioOutcome, why: str) -> ScenarioOutcome:
+        """A scenario this backend cannot run: one unknown verdict saying why, no cluster."""
+        self.progress(f"{scenario.name}#{outcome.iteration}: skipped: {why}")
+        result = CheckResult("backend_supports_scenario", None, "network partitions", self.options.backend, why)
+        outcome.results.append(result)
+        now = time.time()
+        self.writer.write(Record(
+            run_id=self.options.run_id, scenario=scenario.name, iteration=outcome.iteration,
+            seed=self.options.seed, backend=self.options.backend, kafka_version=self.options.kafka_version,
+            brokers=scenario.needs.brokers, partitions=sum(len(t.assignment) for t in scenario.topics),
+            kind="check", check=result.check, passed=None, started_at=now, finished_at=now,
+            git_revision=self.options.git_revision, expected=result.expected, observed=result.observed,
+            detail=why))
         return outcome
 
     def _run_in(self, ctx: _Context) -> None:
@@ -419,16 +458,19 @@ class Runner:
         from harness.observer import ConvergenceTimeout
 
         n = len(ctx.scenario.steps)
-        label = f"step {index + 1}/{n} {step.fault}"
+        variant = step.options.get("variant")
+        label = f"step {index + 1}/{n} {step.fault}" + (f"/{variant}" if variant else "")
         self._step_progress(ctx, f"{label}: waiting for a settled state")
         started = time.time()
         oracle_topics = ctx.physical_topics + [t for t in INTERNAL_TOPICS]
+        # A follower cut off from its peers is live but cannot catch up until healed.
+        excused = nemesis.faulted_brokers
         try:
-            before_snap = ctx.observer.wait_until(lambda s: is_settled(s, oracle_topics),
+            before_snap = ctx.observer.wait_until(lambda s: is_settled(s, oracle_topics, excused),
                                                   timeout=self.options.settle_timeout,
                                                   description=f"a settled state before {label}")
         except ConvergenceTimeout as exc:
-            why = "; ".join(unsettled(exc.last, oracle_topics)) if exc.last else str(exc)
+            why = "; ".join(unsettled(exc.last, oracle_topics, excused)) if exc.last else str(exc)
             raise ScenarioAborted(f"not settled before {label}: {why}") from exc
         before = cluster_state_of(before_snap, oracle_topics, ctx.broker_config)
         selector = step.target
@@ -443,6 +485,12 @@ class Runner:
             prediction = self.predictor(before, events)
         except Exception as exc:  # noqa: BLE001 - an oracle that cannot answer decides nothing
             raise ScenarioAborted(f"the oracle could not predict {label} ({type(exc).__name__}: {exc})") from exc
+        rule: str | None = getattr(fault, "isr_rule", None)
+        ruled: list[tuple[str, int]] = []
+        if rule is not None:  # leader-side ISR changes: a documented rule on top of the oracle
+            expected = isr_rules.apply_rule(rule, prediction.state, target.brokers)
+            ruled = isr_rules.changed_partitions(prediction.state, expected, ctx.physical_topics)
+            prediction = replace(prediction, state=expected)
         for (t, p), ps in predicted_partitions(prediction.state, ctx.physical_topics).items():
             if any(o.topic == t and o.partition == p and getattr(o.outcome, "value", o.outcome) == "unclean_elected"
                    for o in prediction.outcomes):
@@ -464,16 +512,25 @@ class Runner:
                                      f"in {time.time() - fault_at:.1f}s")
             exact = (fault.kind in EXACT_EPOCH_KINDS and not step.then
                      and before.controller is not None and before.controller not in target.brokers)
+            # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their
+            # metadata is stale by design, so it is not compared.
             results = self._compare(ctx, label, before_snap, prediction, after, converged, exact=exact,
-                                    since=fault_at, poller=poller, target=target)
-            self._record_checks(ctx, results, started, fault.kind, target.description)
-            self._measure(ctx, fault.kind, target, before_snap, prediction, after, fault_at, poller, started)
+                                    since=fault_at, poller=poller, target=target,
+                                    exempt=nemesis.faulted_brokers)
+            if rule is not None and after is not None:
+                results += self._rule_checks(rule, ruled, before_snap, prediction, after)
+            self._record_checks(ctx, results, started, fault_label(fault), target.description)
+            if isinstance(fault, (NetworkPartition, NetworkHeal)):
+                self._wait_for_clients(ctx, fault, target, before_snap, prediction, fault_at)
+            self._measure(ctx, fault_label(fault), target, before_snap, prediction, after, fault_at, poller, started)
+            if isinstance(fault, (NetworkPartition, NetworkHeal)):
+                self._measure_client_windows(ctx, fault, target, before_snap, prediction, after, fault_at, started)
         finally:
             poller.stop()
 
     def _compare(self, ctx: _Context, label: str, before_snap: Any, prediction: Prediction, after: Any,
                  converged: bool, *, exact: bool, since: float, poller: MetadataPoller | None = None,
-                 target: Target | None = None) -> list[CheckResult]:
+                 target: Target | None = None, exempt: Iterable[int] = ()) -> list[CheckResult]:
         topics = ctx.physical_topics
         if after is None:
             return [check_converged(label, False, self.options.convergence_timeout, "no snapshot could be read")]
@@ -488,9 +545,10 @@ class Runner:
         allowed = None if controller_hit or prediction.state.controller is None else [prediction.state.controller]
         results += check_safe("single_controller", check_single_controller, after.controller, live, allowed)
         if converged:
-            own_poller = poller or MetadataPoller(ctx.cluster, live, topics).start()
+            asked = [b for b in live if b not in set(exempt)]
+            own_poller = poller or MetadataPoller(ctx.cluster, asked, topics).start()
             try:
-                views = own_poller.wait_agreement(observed_partitions(after, topics), live,
+                views = own_poller.wait_agreement(observed_partitions(after, topics), asked,
                                                   timeout=self.options.metadata_timeout)
             finally:
                 if poller is None:
@@ -498,6 +556,19 @@ class Runner:
             results += check_safe("metadata_agrees_zk", check_metadata_agrees, observed_partitions(after, topics), views)
         else:
             results.append(CheckResult("metadata_agrees_zk", None, detail="not checked: ZooKeeper never converged"))
+        return results
+
+    @staticmethod
+    def _rule_checks(rule: str, ruled: Sequence[tuple[str, int]], before_snap: Any, prediction: Prediction,
+                     after: Any) -> list[CheckResult]:
+        """The documented leader-side ISR rule, per partition it changes (:mod:`scenarios.isr_rules`)."""
+        results: list[CheckResult] = []
+        for t, p in ruled:
+            if (t, p) not in after.partitions:
+                continue  # compare_partitions already reports the partition missing
+            results += check_safe(rule, check_isr_rule, rule, isr_rules.RULE_SOURCES[rule], t, p,
+                                  before_snap.partitions[(t, p)], prediction.state.topics[t].partitions[p],
+                                  after.partitions[(t, p)], topic=t, partition=p)
         return results
 
     def _measure(self, ctx: _Context, kind: str, target: Target, before_snap: Any, prediction: Prediction,
@@ -525,6 +596,78 @@ class Runner:
                          expected={"leader": want.leader}, observed={"leader": after.partitions[(t, p)].leader
                                                                        if after is not None and (t, p) in after.partitions else None},
                          detail=f"{t}-{p} leader {was.leader} -> {want.leader}")
+
+    def _wait_for_clients(self, ctx: _Context, fault: Any, target: Target, before_snap: Any,
+                          prediction: Prediction, fault_at: float) -> None:
+        """Hold the step (bounded, woken by delivery reports) until the clients of every partition
+        the fault touched get acks again after the cluster acted on it — so a cut lasts until
+        the clients have found the new leaders, and the client windows measure the clients, not
+        how soon the harness healed. Partitions a cut broker keeps leading stall until healed:
+        not waited for."""
+        deadline = time.monotonic() + self.options.client_recovery_timeout
+        events = ctx.observer.events_since(fault_at)
+        hit = set(target.brokers)
+        waiting: list[str] = []
+        for (t, p), want in sorted(predicted_partitions(prediction.state, ctx.physical_topics).items()):
+            was = before_snap.partitions.get((t, p))
+            workload = ctx.workloads.get(t)
+            if was is None or workload is None or not hit & set(was.replicas) or want.leader == -1:
+                continue
+            if isinstance(fault, NetworkPartition) and want.leader in hit:
+                continue
+            acted = (lat.election_at(events, t, p, want.leader, fault_at) if want.leader != was.leader
+                     else lat.isr_written_at(events, t, p, want.isr, fault_at) if set(want.isr) != set(was.isr)
+                     else None)
+            got = workload.wait_for_acks(timeout=max(0.0, deadline - time.monotonic()),
+                                         after=acted if acted is not None else fault_at, partitions=[p])
+            if got.get(p) is None:
+                waiting.append(f"{t}-{p}")
+        if waiting:
+            self._step_progress(ctx, f"clients of {', '.join(waiting)} got no ack within "
+                                     f"{self.options.client_recovery_timeout:.0f}s; measuring anyway")
+
+    def _measure_client_windows(self, ctx: _Context, fault: Any, target: Target, before_snap: Any,
+                                prediction: Prediction, after: Any, fault_at: float, started: float) -> None:
+        """Network partitions: one ``client_window`` measurement per partition with a replica on
+        the cut (or healed) broker whose leader stays — those whose leader moves have their
+        ``latency`` record. A cut partition may stall without anything moving in ZooKeeper
+        (a leader cut off from its followers cannot commit ``acks=all``), so the window runs to
+        the end of the step; a heal's window starts at the cut, covering the whole episode."""
+        if isinstance(fault, NetworkPartition):
+            for b in target.brokers:
+                ctx.cut_at[b] = fault_at
+            start = fault_at
+        else:
+            start = min((ctx.cut_at.pop(b) for b in target.brokers if b in ctx.cut_at), default=fault_at)
+        events = ctx.observer.events_since(fault_at)
+        now = time.time()
+        hit = set(target.brokers)
+        for (t, p), want in sorted(predicted_partitions(prediction.state, ctx.physical_topics).items()):
+            was = before_snap.partitions.get((t, p))
+            if was is None or not hit & set(was.replicas):
+                continue
+            if want.leader not in (was.leader, -1):
+                continue  # a leader switch: the latency record covers it
+            isr_change = (lat.isr_written_at(events, t, p, want.isr, fault_at)
+                          if set(want.isr) != set(was.isr) else None)
+            workload = ctx.workloads.get(t)
+            window = lat.client_window(start, now, workload.acks(p) if workload is not None else [], p,
+                                       fault_at=fault_at, isr_change_at=isr_change)
+            role = "leader" if was.leader in hit else "follower"
+            stalled = window.silent_since is not None
+            got = after.partitions.get((t, p)) if after is not None else None
+            ms = window.ms()
+            self._record(
+                ctx, "measurement", "client_window", None, started, fault=fault_label(fault),
+                target=target.description, topic=t, partition=p, latency_ms=ms, timestamps=window.timestamps(),
+                expected={"leader": want.leader, "isr": sorted(want.isr)},
+                observed={"leader": got.leader if got else None, "isr": list(got.isr) if got else None,
+                          "stalled_at_end": stalled},
+                detail=(f"{t}-{p} (the {role} is {'healed' if isinstance(fault, NetworkHeal) else 'cut'}): "
+                        f"largest produce gap {ms['client_gap']} ms"
+                        + (f", ISR changed after {round((isr_change - fault_at) * 1000)} ms" if isr_change else "")
+                        + (f"; no ack for {round((now - window.silent_since) * 1000)} ms at the step's end"
+                           if stalled and window.silent_since is not None else "")))
 
     # misc -------------------------------------------------------------------------------------
 
@@ -560,6 +703,7 @@ class _Context:
     unclean: dict[str, set[int]] = field(default_factory=dict)
     workloads: dict[str, Any] = field(default_factory=dict)
     workload_errors: dict[str, str] = field(default_factory=dict)
+    cut_at: dict[int, float] = field(default_factory=dict)  # broker -> when a network partition cut it
 
     @property
     def physical_topics(self) -> list[str]:

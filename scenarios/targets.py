@@ -129,21 +129,46 @@ class Controller:
 
 @dataclass(frozen=True)
 class FollowerOf:
-    """A live in-sync follower of the partition, chosen with the seeded RNG."""
+    """A live in-sync follower of the partition, chosen with the seeded RNG.
+
+    ``spare_controller`` leaves the controller out: a follower cut off from its peers must not
+    be the controller, or the leader's AlterPartition (the ISR shrink itself) could not reach it."""
 
     topic: str
     partition: int = 0
+    spare_controller: bool = False
 
     def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
         p = view.partition(self.topic, self.partition)
-        followers = [r for r in p.replicas if r != p.leader and r in p.isr and r in view.live_brokers]
+        followers = [r for r in p.replicas if r != p.leader and r in p.isr and r in view.live_brokers
+                     and not (self.spare_controller and r == view.controller)]
         if not followers:
-            raise _no_target(f"a follower of {_tp(self.topic, self.partition)}")
+            raise _no_target(f"{self}")
         chosen = rng.choice(followers)
         return Target((chosen,), f"broker {chosen} (follower of {_tp(self.topic, self.partition)})")
 
     def __str__(self) -> str:
-        return f"a follower of {_tp(self.topic, self.partition)}"
+        spared = " other than the controller" if self.spare_controller else ""
+        return f"a follower of {_tp(self.topic, self.partition)}{spared}"
+
+
+@dataclass(frozen=True)
+class NonControllerLeaderOf:
+    """The leader of the lowest-numbered partition of ``topic`` that a live broker other than
+    the controller leads — deterministic, and never the controller, so "a leader cut off" and
+    "the controller cut off" stay two different scenarios."""
+
+    topic: str
+
+    def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
+        for (topic, p), pv in sorted(view.partitions.items()):
+            if (topic == self.topic and pv.leader != NO_LEADER and pv.leader != view.controller
+                    and pv.leader in view.live_brokers):
+                return Target((pv.leader,), f"broker {pv.leader} (leader of {_tp(topic, p)}, not the controller)")
+        raise _no_target(f"{self} (controller {view.controller})")
+
+    def __str__(self) -> str:
+        return f"a leader of {self.topic} other than the controller"
 
 
 @dataclass(frozen=True)
@@ -245,5 +270,5 @@ def resolve(selector: Selector, state: Any, rng: random.Random, history: Sequenc
 
 __all__ = [
     "BrokerId", "Controller", "EarlierTarget", "FollowerOf", "IsrAllButOne", "LeaderOf", "NoTarget",
-    "NonReplicaOf", "PartitionView", "Selector", "Target", "TargetView", "resolve", "view_of",
+    "NonControllerLeaderOf", "NonReplicaOf", "PartitionView", "Selector", "Target", "TargetView", "resolve", "view_of",
 ]

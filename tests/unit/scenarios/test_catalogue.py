@@ -36,13 +36,49 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
 
 
 def test_fault_kinds_and_options_are_known() -> None:
+    from scenarios.faults import make_fault
+    from scenarios.targets import Target
+
     from_kinds = {"hard_kill", "controller_kill", "controlled_shutdown", "pause", "restart", "start",
-                  "reassignment", "preferred_election", "unclean_election"}
+                  "reassignment", "preferred_election", "unclean_election", "network_partition"}
     for s in all_scenarios():
         for step in s.steps:
             assert step.fault in from_kinds, (s.name, step.fault)
             if "topic" in step.options:
                 s.topic(step.options["topic"])  # a logical topic of the scenario
+            # every step's options build a fault (a misspelt variant fails here, not mid-run)
+            make_fault(step.fault, Target((1,), "broker 1"), step.options,
+                       topic_names={t.name: t.name for t in s.topics},
+                       topic_partitions={t.name: t.partitions for t in s.topics})
+
+
+PARTITION_SCENARIOS = {"leader_cut_from_zookeeper", "follower_cut_from_leader", "controller_cut_from_zookeeper",
+                       "broker_isolated_from_everyone"}
+
+
+def test_network_partition_scenarios_exist_are_documented_and_heal_what_they_cut() -> None:
+    chosen = {s.name: s for s in all_scenarios() if s.network_partitions}
+    assert set(chosen) == PARTITION_SCENARIOS
+    for s in chosen.values():
+        assert "heal" in s.doc.lower() and "kafka 3.9" in s.doc.lower()
+        cuts = [st.options["variant"] for st in s.steps if st.options.get("variant") != "heal"]
+        heals = [st.options["cut"] for st in s.steps if st.options.get("variant") == "heal"]
+        assert cuts == heals, f"{s.name}: every cut is healed by a later step naming it"
+    # the peer cut needs a short replica.lag.time.max.ms; the cut from everyone must not have one
+    # (a leader-side shrink racing the session expiry would make the epoch nondeterministic)
+    lag = catalogue.REPLICA_LAG_TIME_MAX_MS
+    assert int(chosen["follower_cut_from_leader"].needs.overrides_dict[lag]) <= 5000
+    assert lag not in chosen["broker_isolated_from_everyone"].needs.overrides_dict
+
+
+def test_partition_scenarios_leave_suites_on_backends_that_cannot_cut() -> None:
+    everything = {s.name for s in select(None)}
+    assert PARTITION_SCENARIOS <= everything
+    local = {s.name for s in select(None, network_partitions=False)}
+    assert local == everything - PARTITION_SCENARIOS
+    # named explicitly they stay: the runner then records why it could not run them
+    assert [s.name for s in select(None, ["follower_cut_from_leader"], network_partitions=False)] == [
+        "follower_cut_from_leader"]
 
 
 def test_suites() -> None:
