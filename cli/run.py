@@ -147,6 +147,10 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     # Metadata polls of brokers that are down on purpose fail by design; the checks report them.
     logging.getLogger("harness.metadata.librdkafka").setLevel(logging.CRITICAL)
+    # The workload's client sees brokers disconnect during every fault: that is the experiment,
+    # and the delivery checks and client_errors() account for it. Keep its chatter for -v.
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        logging.getLogger("scenarios.workload.librdkafka").setLevel(logging.CRITICAL)
 
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - t0:7.1f}s] {message}", flush=True)
