@@ -34,6 +34,12 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from harness.config import (
+    AUTO_LEADER_REBALANCE_ENABLE,
+    LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
+    REPLICA_LAG_TIME_MAX_MS,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
+)
 from harness.errors import UsageError
 from scenarios.targets import (
     BrokerId,
@@ -51,12 +57,6 @@ SMOKE = "smoke"
 CONFORMANCE = "conformance"
 SUITES = (SMOKE, CONFORMANCE)
 
-# Kafka property names (harness.config owns the constants; spelled out here only as data of
-# scenario needs, validated by harness.config before a cluster starts).
-AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"
-LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = "leader.imbalance.check.interval.seconds"
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
-REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
 NETWORK_PARTITION = "network_partition"
 
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from harness.errors import HarnessError, UsageError
 from oracle import (
     BrokerFailure,
@@ -39,8 +40,6 @@ from scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
 from scenarios.targets import Target
 
 log = logging.getLogger(__name__)
-
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 
 @dataclass
