@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scenarios.observation import partition_differences
+
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
@@ -261,12 +263,7 @@ def check_metadata_agrees(zk_partitions: Mapping[tuple[str, int], Any],
             if md is None:
                 diffs.append(f"broker {broker} has no metadata for {name}")
                 continue
-            if md.leader != zk.leader:
-                diffs.append(f"broker {broker} {name}: leader {md.leader} != ZK {zk.leader}")
-            if list(md.replicas) != list(zk.replicas):
-                diffs.append(f"broker {broker} {name}: replicas {list(md.replicas)} != ZK {list(zk.replicas)}")
-            if set(md.isr) != set(zk.isr):
-                diffs.append(f"broker {broker} {name}: ISR {sorted(md.isr)} != ZK {sorted(zk.isr)}")
+            diffs += partition_differences(f"broker {broker} {name}:", md, zk, versus="ZK ")
     passed: bool | None = False if diffs else (None if unanswered else True)
     expected = {_tp(*k): {"leader": v.leader, "replicas": list(v.replicas), "isr": sorted(v.isr)}
                 for k, v in sorted(zk_partitions.items())}

@@ -107,12 +107,21 @@ def mismatches(snapshot: Any, predicted: ClusterState, topics: Iterable[str]) ->
             if got is None:
                 diffs.append(f"{name} missing")
                 continue
-            if got.leader != want.leader:
-                diffs.append(f"{name} leader {got.leader} != {want.leader}")
-            if set(got.isr) != set(want.isr):
-                diffs.append(f"{name} ISR {sorted(got.isr)} != {sorted(want.isr)}")
-            if tuple(got.replicas) != tuple(want.replicas):
-                diffs.append(f"{name} replicas {list(got.replicas)} != {list(want.replicas)}")
+            diffs += partition_differences(name, got, want)
+    return diffs
+
+
+def partition_differences(name: str, got: Any, want: Any, *, versus: str = "") -> list[str]:
+    """The comparison every partition check makes: leader exact, ISR as a set (controller-made
+    ISRs keep their order, leader-made ones append in catch-up order), replicas in order (AR
+    order is the preference order).  ``got``/``want`` have ``leader``, ``isr``, ``replicas``."""
+    diffs = []
+    if got.leader != want.leader:
+        diffs.append(f"{name} leader {got.leader} != {versus}{want.leader}")
+    if set(got.isr) != set(want.isr):
+        diffs.append(f"{name} ISR {sorted(got.isr)} != {versus}{sorted(want.isr)}")
+    if tuple(got.replicas) != tuple(want.replicas):
+        diffs.append(f"{name} replicas {list(got.replicas)} != {versus}{list(want.replicas)}")
     return diffs
 
 
