@@ -111,31 +111,32 @@ def classify(parsed: "DataFrame") -> "DataFrame":
     from pyspark.sql import functions as F
 
     version = F.col("r.schema_version")
-    missing = F.filter(
-        F.array(*[F.when(F.col(f"r.{name}").isNull(), F.lit(name)) for name in REQUIRED_FIELDS]),
-        lambda name: name.isNotNull(),
-    )
     readable = sorted(READABLE_VERSIONS)
-    status = (
+    # concat_ws skips nulls: "" when nothing is missing (cheaper than an array + lambda filter).
+    missing = F.concat_ws(", ", *[F.when(F.col(f"r.{name}").isNull(), F.lit(name)) for name in REQUIRED_FIELDS])
+    checked = parsed.select(
+        "source", "line", "r",
         F.when(F.trim("line") == "", "blank")
         .when(version.isNotNull() & ~version.isin(readable), "rejected")
         .when(F.col(f"r.{CORRUPT}").isNotNull(), "malformed")
-        .when(F.size(missing) > 0, "malformed")
-        .otherwise("valid")
+        .when(missing != "", "malformed")
+        .otherwise("valid").alias("status"),
+        missing.alias("missing"),
     )
+    status = F.col("status")
     problem = (
-        F.when(F.trim("line") == "", F.lit(None))
-        .when(version.isNotNull() & ~version.isin(readable),
-              F.format_string(f"schema_version %d is not readable (readable: {', '.join(map(str, readable))})",
-                              version))
-        .when(F.col(f"r.{CORRUPT}").isNotNull(), "not a JSON object of the record schema (bad JSON or a wrongly typed field)")
-        .when(F.size(missing) > 0, F.concat(F.lit("missing "), F.array_join(missing, ", ")))
+        F.when(status == "rejected",
+               F.format_string(f"schema_version %d is not readable (readable: {', '.join(map(str, readable))})",
+                               version))
+        .when(F.col(f"r.{CORRUPT}").isNotNull(),
+              "not a JSON object of the record schema (bad JSON or a wrongly typed field)")
+        .when(status == "malformed", F.concat(F.lit("missing "), F.col("missing")))
     )
-    return parsed.select(
+    return checked.select(
         "source",
-        status.alias("status"),
+        "status",
         problem.alias("problem"),
-        F.when(status != "valid", F.substring("line", 1, EXCERPT_CHARS)).alias("excerpt"),
+        F.when(status.isin("malformed", "rejected"), F.substring("line", 1, EXCERPT_CHARS)).alias("excerpt"),
         *[F.col(f"r.{name}").alias(name) for name in FIELD_NAMES],
     )
 

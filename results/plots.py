@@ -126,7 +126,7 @@ def leader_switch_breakdown(latency: Sequence[Row]) -> bytes | None:
     axes.margins(x=0.12)  # room for the totals written after the bars
     axes.set_title("Breakdown of a leader switch")
     axes.grid(True, axis="x", alpha=0.3)
-    axes.legend(fontsize=7, loc="lower right")
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=5, frameon=False)
     return _png(figure)
 
 

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"  # 3M records aggregate in well under this; the machine is shared
-SHUFFLE_PARTITIONS = 4  # aggregates are small: 200 default partitions would be 200 tiny tasks
+SHUFFLE_PARTITIONS = 2  # aggregates are small: the default 200 partitions would be 200 tiny tasks per job
 QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 
 
