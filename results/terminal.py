@@ -46,7 +46,7 @@ def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) 
         title = "pass rates" if len(shown) == len(rates) else f"pass rates, worst {len(shown)} of {len(rates)}"
         lines += ["", title + ":"]
         lines += _columns(shown, [
-            ("scenario", "scenario", 24, fmt.text), ("check", "check", 18, fmt.text),
+            ("scenario", "scenario", 30, fmt.text), ("check", "check", 20, fmt.text),
             ("backend", "backend", 10, fmt.text), ("kafka_version", "kafka", 6, fmt.text),
             ("passed", "pass", -6, fmt.count), ("failed", "fail", -5, fmt.count),
             ("unknown", "unk", -4, fmt.count), ("pass_rate", "rate", -7, fmt.rate),
@@ -54,7 +54,7 @@ def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) 
     if summary["latency"]:
         lines += ["", "latency, ms from the fault (nearest-rank percentiles):"]
         lines += _columns(summary["latency"], [
-            ("fault", "fault", 20, fmt.text), ("phase", "phase", 13, fmt.text), ("count", "n", -7, fmt.count),
+            ("fault", "fault", 30, fmt.text), ("phase", "phase", 13, fmt.text), ("count", "n", -7, fmt.count),
             ("p50", "p50", -8, fmt.ms), ("p90", "p90", -8, fmt.ms), ("p99", "p99", -8, fmt.ms),
             ("max", "max", -8, fmt.ms),
         ])
