@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.errors import HarnessError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -55,8 +57,13 @@ def start_spark(master: str | None = None, *, log_path: str | os.PathLike[str] |
     for key, value in spark_config(master, driver_memory).items():
         builder = builder.config(key, value)
     started = time.monotonic()
-    with _jvm_output_to(log_path):
-        spark = builder.getOrCreate()
+    try:
+        with _jvm_output_to(log_path):
+            spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - py4j/pyspark raise many kinds; the user needs one line
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        where = f" (Spark's output: {log_path})" if log_path is not None else ""
+        raise HarnessError(f"Spark did not start on master {master or DEFAULT_MASTER!r}: {reason}{where}") from exc
     spark.sparkContext.setLogLevel("ERROR")
     log.debug("Spark session on %s ready in %.1f s", spark.sparkContext.master, time.monotonic() - started)
     return spark
