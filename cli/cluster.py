@@ -71,9 +71,17 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     down = with_state_dir(verbs.add_parser("down", help="kill every node and remove the state dir"))
     down.set_defaults(func=cluster_down)
 
-    from harness.containers.prune import add_prune_parser
-
-    add_prune_parser(verbs)
+    prune = verbs.add_parser(
+        "prune", help="remove containers/networks/volumes left by crashed container runs",
+        description="Remove every Docker container, network and volume labelled kafka-chaos.run "
+                    "whose owning process is gone (or of every run with --all).")
+    prune.add_argument("--all", dest="all_runs", action="store_true",
+                       help="also remove objects of runs whose owner is still alive")
+    prune.add_argument("--run", dest="runs", action="append", metavar="RUN_ID",
+                       help="only this run (repeatable); see the kafka-chaos.run label")
+    prune.add_argument("--images", action="store_true",
+                       help="also remove the built kafka-chaos-kafka and kafka-chaos-jre images")
+    prune.set_defaults(func=cluster_prune)
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
@@ -227,4 +235,12 @@ def cluster_down(args: argparse.Namespace) -> int:
     if not was_running:
         raise HarnessError(f"no cluster was running in {state_dir}; removed what was left of it")
     print(f"cluster in {state_dir} stopped and removed")
+    return 0
+
+
+def cluster_prune(args: argparse.Namespace) -> int:
+    # Imported here: the Docker SDK is only needed by this verb.
+    from harness.containers.prune import prune
+
+    print(prune(all_runs=args.all_runs, images=args.images, runs=args.runs).summary())
     return 0

@@ -8,7 +8,6 @@ the ``kafka-chaos.run`` label are touched, and by default only those whose ownin
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -112,26 +111,3 @@ def _remove_images(client: "docker.DockerClient") -> list[str]:
                 except docker.errors.APIError as exc:  # in use by a live run's container
                     log.warning("kept image %s: %s", tag, exc.explanation or exc)
     return removed
-
-
-# --- `kafka-chaos cluster prune` ------------------------------------------------------------
-
-def add_prune_parser(cluster_subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Register ``prune`` under ``kafka-chaos cluster``."""
-    parser = cluster_subparsers.add_parser(
-        "prune", help="remove containers/networks/volumes left by crashed container runs",
-        description="Remove every Docker container, network and volume labelled kafka-chaos.run "
-                    "whose owning process is gone (or of every run with --all).")
-    parser.add_argument("--all", dest="all_runs", action="store_true",
-                        help="also remove objects of runs whose owner is still alive")
-    parser.add_argument("--run", dest="runs", action="append", metavar="RUN_ID",
-                        help="only this run (repeatable); see the kafka-chaos.run label")
-    parser.add_argument("--images", action="store_true",
-                        help="also remove the built kafka-chaos-kafka and kafka-chaos-jre images")
-    parser.set_defaults(func=prune_command)
-
-
-def prune_command(args: argparse.Namespace) -> int:
-    report = prune(all_runs=args.all_runs, images=args.images, runs=args.runs)
-    print(report.summary())
-    return 0
