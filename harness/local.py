@@ -373,24 +373,16 @@ class LocalCluster:
                             newer_than: dict[int, int] | None = None) -> None:
         """Registered in /brokers/ids (with a new epoch when ``newer_than`` gives the old one), a
         live controller, and each broker's metadata answering with every live broker."""
-        from harness.observer import ConvergenceTimeout, ZkObserver
+        from harness.observer import ConvergenceTimeout
+        from harness.readiness import wait_registered
 
         nodes = [self._broker(b) for b in broker_ids]
-        wanted = set(broker_ids)
         old = newer_than or {}
-
-        def ready(snapshot: Any) -> bool:
-            self._check_alive(nodes)
-            registered = {b for b in wanted if snapshot.live_brokers.get(b, -1) > old.get(b, -1)}
-            return registered == wanted and snapshot.controller in snapshot.live_brokers
-
-        with ZkObserver(self.zookeeper_connect, topics=[]) as observer:
-            try:
-                snapshot = observer.wait_until(
-                    ready, timeout=max(0.0, deadline - time.monotonic()),
-                    description=f"brokers {sorted(wanted)} to register and a controller to be elected")
-            except ConvergenceTimeout as exc:
-                raise self._registration_failure(exc, broker_ids, old) from None
+        try:
+            snapshot = wait_registered(self.zookeeper_connect, broker_ids, deadline=deadline, newer_than=old,
+                                       check_alive=lambda: self._check_alive(nodes))
+        except ConvergenceTimeout as exc:
+            raise self._registration_failure(exc, broker_ids, old) from None
         expected = set(snapshot.live_brokers)
         for node, broker_id in zip(nodes, broker_ids):
             self._wait_metadata(node, broker_id, expected, deadline)

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
     from harness.config import ClusterConfig
     from harness.distribution import KafkaDistribution
-    from harness.observer import ZkSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -295,25 +294,19 @@ class ContainerCluster:
         ``newer_than`` gives), a live controller, then each broker's metadata, asked through its
         published port, lists every live broker.  Kafka registers before it enables request
         processing; until then docker-proxy resets client connections."""
-        from harness.observer import ConvergenceTimeout, ZkObserver
+        from harness.observer import ConvergenceTimeout
+        from harness.readiness import wait_registered
 
-        old = newer_than or {}
-        wanted = set(broker_ids)
-
-        def ready(snapshot: "ZkSnapshot") -> bool:
+        def check_alive() -> None:
             for broker_id in broker_ids:
                 self._require_running(self._brokers[broker_id], broker_alias(broker_id))
-            registered = {b for b in wanted if snapshot.live_brokers.get(b, -1) > old.get(b, -1)}
-            return registered == wanted and snapshot.controller in snapshot.live_brokers
 
-        with ZkObserver(self.zookeeper_connect, topics=[]) as observer:
-            try:
-                snapshot = observer.wait_until(
-                    ready, timeout=max(0.0, deadline - time.monotonic()),
-                    description=f"brokers {sorted(wanted)} to register and a controller to be elected")
-            except ConvergenceTimeout as exc:
-                tails = "; ".join(f"{broker_alias(b)}: {self._tail(broker_alias(b))}" for b in broker_ids)
-                raise HarnessError(f"{exc}; logs: {tails}") from None
+        try:
+            snapshot = wait_registered(self.zookeeper_connect, broker_ids, deadline=deadline,
+                                       newer_than=newer_than, check_alive=check_alive)
+        except ConvergenceTimeout as exc:
+            tails = "; ".join(f"{broker_alias(b)}: {self._tail(broker_alias(b))}" for b in broker_ids)
+            raise HarnessError(f"{exc}; logs: {tails}") from None
         expected = set(snapshot.live_brokers)
         for broker_id in broker_ids:
             bootstrap = self.endpoint(broker_id).bootstrap
