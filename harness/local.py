@@ -401,29 +401,13 @@ class LocalCluster:
         return NodeStartFailed(text)
 
     def _wait_metadata(self, node: _Node, broker_id: int, expected: set[int], deadline: float) -> None:
-        last_error = ""
+        from harness.readiness import wait_metadata_lists
 
-        def answers() -> None:
-            nonlocal last_error
-            self._check_alive([node])
-            try:  # Kafka registers in ZooKeeper before its socket server accepts connections
-                listed = metadata_brokers(f"{HOST}:{node.port}", timeout=2.0)
-            except HarnessError as exc:
-                last_error = str(exc)
-                raise ConnectionError(last_error) from exc
-            if not expected <= listed:
-                last_error = f"its metadata lists brokers {sorted(listed)}, expected {sorted(expected)}"
-                raise ConnectionError(last_error)
-
-        try:
-            for attempt in Retrying(stop=stop_after_delay(max(0.0, deadline - time.monotonic())),
-                                    wait=wait_fixed(0.2), retry=retry_if_exception_type(ConnectionError),
-                                    reraise=True):
-                with attempt:
-                    answers()
-        except ConnectionError:
+        failure = wait_metadata_lists(f"{HOST}:{node.port}", expected, deadline=deadline,
+                                      check_alive=lambda: self._check_alive([node]))
+        if failure is not None:
             raise NodeStartFailed(node.describe_failure(
-                f"registered but its metadata did not answer in time ({last_error})")) from None
+                f"registered but its metadata did not answer in time ({failure})"))
 
     # ---------------------------------------------------------------- BrokerControl
 
@@ -681,11 +665,3 @@ def zookeeper_four_letter(host: str, port: int, command: str, timeout: float = 2
         while chunk := s.recv(4096):
             chunks.append(chunk)
     return b"".join(chunks).decode("utf-8", "replace")
-
-
-def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
-    """The broker ids one broker's metadata cache lists (filled by the controller's
-    UpdateMetadata), asked of that broker alone."""
-    from harness.metadata import fetch_metadata
-
-    return set(fetch_metadata(bootstrap, [], timeout).brokers)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from harness.errors import HarnessError
 from harness.observer import ZkObserver, ZkSnapshot
 
 
@@ -29,3 +32,45 @@ def wait_registered(zookeeper_connect: str, broker_ids: Iterable[int], *, deadli
         return observer.wait_until(
             ready, timeout=max(0.0, deadline - time.monotonic()),
             description=f"brokers {sorted(wanted)} to register and a controller to be elected")
+
+
+def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
+    """The broker ids one broker's metadata cache lists (filled by the controller's
+    UpdateMetadata), asked of that broker alone."""
+    from harness.metadata import fetch_metadata
+
+    return set(fetch_metadata(bootstrap, [], timeout).brokers)
+
+
+def wait_metadata_lists(bootstrap: str, expected: set[int], *, deadline: float,
+                        check_alive: Callable[[], None] = lambda: None) -> str | None:
+    """Wait (until the ``time.monotonic()`` ``deadline``, at least one try) until the broker at
+    ``bootstrap`` answers metadata listing every broker in ``expected``.  Kafka registers in
+    ZooKeeper before its socket server accepts connections, and learns the other brokers only
+    from the controller's UpdateMetadata, so registration alone is not "ready".
+
+    Returns None when it answered, else the last reason it did not (the caller words the
+    failure with that node's log); ``check_alive`` raising ends the wait at once."""
+    last_error = ""
+
+    def answers() -> None:
+        nonlocal last_error
+        check_alive()
+        try:
+            listed = metadata_brokers(bootstrap, timeout=2.0)
+        except HarnessError as exc:
+            last_error = str(exc)
+            raise ConnectionError(last_error) from exc
+        if not expected <= listed:
+            last_error = f"its metadata lists brokers {sorted(listed)}, expected {sorted(expected)}"
+            raise ConnectionError(last_error)
+
+    try:
+        for attempt in Retrying(stop=stop_after_delay(max(0.0, deadline - time.monotonic())),
+                                wait=wait_fixed(0.2), retry=retry_if_exception_type(ConnectionError),
+                                reraise=True):
+            with attempt:
+                answers()
+    except ConnectionError:
+        return last_error
+    return None

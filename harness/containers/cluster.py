@@ -47,7 +47,7 @@ from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, docker_
 from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL, new_run_id, run_labels
 from harness.containers.network import NamespaceFirewall, Peers, addresses_to_cut, check_partition_tools
 from harness.errors import HarnessError, UsageError
-from harness.local import free_ports, metadata_brokers, zookeeper_four_letter
+from harness.local import free_ports, zookeeper_four_letter
 
 if TYPE_CHECKING:
     import docker
@@ -295,7 +295,7 @@ class ContainerCluster:
         published port, lists every live broker.  Kafka registers before it enables request
         processing; until then docker-proxy resets client connections."""
         from harness.observer import ConvergenceTimeout
-        from harness.readiness import wait_registered
+        from harness.readiness import wait_metadata_lists, wait_registered
 
         def check_alive() -> None:
             for broker_id in broker_ids:
@@ -310,16 +310,13 @@ class ContainerCluster:
         expected = set(snapshot.live_brokers)
         for broker_id in broker_ids:
             bootstrap = self.endpoint(broker_id).bootstrap
-
-            def answers() -> bool:
-                try:
-                    return expected <= metadata_brokers(bootstrap, timeout=2.0)
-                except HarnessError:
-                    return False
-
-            if not _poll(answers, max(1.0, deadline - time.monotonic())):
+            # At least a second per broker: docker-proxy may still reset the first connections.
+            failure = wait_metadata_lists(bootstrap, expected, deadline=max(deadline, time.monotonic() + 1.0),
+                                          check_alive=check_alive)
+            if failure is not None:
                 raise HarnessError(f"broker {broker_id} registered but its metadata on {bootstrap} did not "
-                                   f"list brokers {sorted(expected)} in time; log: {self._tail(broker_alias(broker_id))}")
+                                   f"list brokers {sorted(expected)} in time ({failure}); "
+                                   f"log: {self._tail(broker_alias(broker_id))}")
 
     def _require_running(self, container: "Container | None", node: str) -> None:
         if container is None:
