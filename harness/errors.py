@@ -1,13 +1,8 @@
-"""Errors a user can fix: the CLI prints them as one line and exits non-zero, never a traceback."""
+"""Re-export of :mod:`common.errors`, so ``from harness.errors import ...`` keeps working.
 
+The errors live in the neutral ``common`` package because ``results/`` must not import
+``harness``."""
 
-class HarnessError(Exception):
-    """A problem with the input, the machine or the cluster, explained in one line."""
+from common.errors import HarnessError, UsageError
 
-    exit_code = 1
-
-
-class UsageError(HarnessError):
-    """Bad input on the command line or in a file (unknown scenario, bad broker id, bad JSON)."""
-
-    exit_code = 2
+__all__ = ["HarnessError", "UsageError"]

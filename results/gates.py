@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import UsageError
+from common.errors import UsageError
 from results.schema import LATENCY_PHASES
 
 STATS = ("p50", "p90", "p99", "max")

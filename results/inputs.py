@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import UsageError
+from common.errors import UsageError
 from results.writer import RECORDS_FILE
 
 

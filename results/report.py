@@ -84,7 +84,7 @@ def run_report(
     inputs = locate_inputs(results_dirs)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
-        from harness.errors import UsageError
+        from common.errors import UsageError
 
         raise UsageError(f"--out {out_dir}: exists and is not a directory")
     out_dir.mkdir(parents=True, exist_ok=True)

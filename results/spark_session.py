@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import HarnessError
+from common.errors import HarnessError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
