@@ -154,8 +154,9 @@ class ClusterConfig:
     def __post_init__(self) -> None:
         if isinstance(self.brokers, bool) or not isinstance(self.brokers, int) or not 1 <= self.brokers <= MAX_BROKERS:
             raise UsageError(f"brokers must be between 1 and {MAX_BROKERS}, got {self.brokers!r}")
-        if self.first_broker_id < 0:
-            raise UsageError(f"first_broker_id must be >= 0, got {self.first_broker_id}")
+        if (isinstance(self.first_broker_id, bool) or not isinstance(self.first_broker_id, int)
+                or self.first_broker_id < 0):
+            raise UsageError(f"first_broker_id must be an integer >= 0, got {self.first_broker_id!r}")
         if self.zk_tick_time_ms <= 0:
             raise UsageError(f"zk_tick_time_ms must be positive, got {self.zk_tick_time_ms}")
         for name in ("broker_heap", "zookeeper_heap"):

@@ -233,6 +233,22 @@ def test_cli_round_trip(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def test_first_broker_id_numbers_real_brokers(tmp_path: Path) -> None:
+    """Broker ids first_broker_id.. are what registers, what the controls take, and what
+    cluster.json (hence ``attach``) keeps."""
+    config = ClusterConfig(brokers=2, first_broker_id=4)
+    with LocalCluster(config, resolve_distribution(), tmp_path / "run", start_timeout=TIMEOUT) as cluster:
+        assert cluster.broker_ids == [4, 5]
+        with observer_of(cluster) as observer:
+            snapshot = observer.snapshot()
+        assert sorted(snapshot.live_brokers) == [4, 5] and snapshot.controller in (4, 5)
+        assert metadata.broker_view(cluster.endpoint(5).bootstrap, []) == {}
+        attached = LocalCluster.attach(cluster.run_dir)
+        assert attached.broker_ids == [4, 5] and attached.config.first_broker_id == 4
+        cluster.stop_broker(4)
+        assert not cluster.broker_running(4) and cluster.broker_running(5)
+
+
 def test_a_broker_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     config = ClusterConfig(brokers=1, cluster_overrides={NUM_NETWORK_THREADS: "not-a-number"})

@@ -109,6 +109,22 @@ def test_unknown_broker_id_is_refused() -> None:
         props(ClusterConfig(), 4)
 
 
+def test_first_broker_id_numbers_the_brokers() -> None:
+    cfg = ClusterConfig(brokers=3, first_broker_id=4, broker_overrides={6: {c.NUM_IO_THREADS: "2"}})
+    assert cfg.broker_ids() == [4, 5, 6]
+    assert props(cfg, 4)[c.BROKER_ID] == "4" and props(cfg, 6)[c.NUM_IO_THREADS] == "2"
+    with pytest.raises(UsageError, match="unknown broker id 1: the brokers are 4, 5, 6"):
+        props(cfg, 1)
+    with pytest.raises(UsageError, match="override for broker 1"):
+        ClusterConfig(brokers=3, first_broker_id=4, broker_overrides={1: {c.NUM_IO_THREADS: "2"}})
+
+
+@pytest.mark.parametrize("bad", [-1, True, "4"])
+def test_first_broker_id_must_be_a_non_negative_int(bad: object) -> None:
+    with pytest.raises(UsageError, match="first_broker_id"):
+        ClusterConfig(first_broker_id=bad)  # type: ignore[arg-type]
+
+
 def test_set_options_split_cluster_and_broker_overrides() -> None:
     cluster, per_broker = parse_set_options(["min.insync.replicas=2", "2:replica.lag.time.max.ms=5000",
                                              "log.dirs.x=a=b"])
