@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from harness.errors import UsageError
+from common.errors import HarnessError, UsageError
+from harness.cluster import Capability, capabilities_of
 
 if TYPE_CHECKING:
     from harness.cluster import Cluster
@@ -56,20 +59,49 @@ def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDist
 PARTITION_BACKENDS = frozenset({"containers"})
 
 
-def network_partition_problem(backend: str) -> str | None:
-    """None when clusters of ``backend`` can be cut off the network, else why not (one line)."""
+def missing_capabilities(backend: str) -> Mapping[Capability, str]:
+    """The capabilities clusters of ``backend`` ("local", "containers", "auto") will lack, each
+    with a one-line reason (for "left out because ..." messages).  Asks no cluster: the launcher
+    classes declare their capabilities, and the containers launcher's partitions also need
+    ``nsenter``/``iptables`` on this machine."""
     chosen = resolve_backend(backend)
-    if chosen not in PARTITION_BACKENDS:
+    launcher = _launcher_class(chosen)
+    declared = capabilities_of(launcher)
+    missing: dict[Capability, str] = {}
+    for capability in Capability:
+        if capability not in declared:
+            missing[capability] = _why_missing(capability, chosen)
+    if Capability.NETWORK_PARTITION in declared:
+        from harness.containers.network import check_partition_tools
+
+        try:
+            check_partition_tools()
+        except HarnessError as exc:
+            missing[Capability.NETWORK_PARTITION] = str(exc)
+    return MappingProxyType(missing)
+
+
+def _launcher_class(chosen: str) -> type:
+    if chosen == "local":
+        from harness.local import LocalCluster
+
+        return LocalCluster
+    from harness.containers.cluster import ContainerCluster
+
+    return ContainerCluster
+
+
+def _why_missing(capability: Capability, chosen: str) -> str:
+    if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")
-    from harness.containers.network import check_partition_tools
-    from harness.errors import HarnessError
+    return f"the {chosen} launcher has no {capability.value} capability"
 
-    try:
-        check_partition_tools()
-    except HarnessError as exc:
-        return str(exc)
-    return None
+
+def network_partition_problem(backend: str) -> str | None:
+    """None when clusters of ``backend`` can be cut off the network, else why not (one line).
+    Deprecated: a thin wrapper over :func:`missing_capabilities` until its callers move."""
+    return missing_capabilities(backend).get(Capability.NETWORK_PARTITION)
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,14 +2,19 @@
 
 Scenarios depend only on these protocols.  Optional capabilities are separate small protocols
 (as Jepsen's ``db.clj`` does with ``Kill`` and ``Pause``) so a launcher that cannot, say, cut
-the network simply does not implement :class:`NetworkPartitioner`, and callers test for it with
-``isinstance(cluster, NetworkPartitioner)``.
+the network simply does not implement :class:`NetworkPartitioner`.  Each optional protocol is
+one :class:`Capability`; :func:`capabilities_of` says which a cluster has, and callers gate on
+that (one mechanism for any number of capabilities) rather than on launcher classes.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 
@@ -33,7 +38,9 @@ class Cluster(Protocol):
     """One ZooKeeper and N brokers that scenarios can start, break and read."""
 
     backend: str  # "local" or "containers"
-    kafka_version: str
+
+    @property
+    def kafka_version(self) -> str: ...
 
     def start(self) -> None:
         """Start ZooKeeper and every broker; return once all are ready (bounded wait)."""
@@ -58,6 +65,9 @@ class Cluster(Protocol):
     def log_files(self) -> dict[str, Path]:
         """Node name ("zookeeper", "broker-1", ...) -> a local file with that node's log."""
 
+    def session_timeout_s(self) -> float:
+        """The brokers' ``zookeeper.session.timeout.ms``, in seconds."""
+
 
 @runtime_checkable
 class BrokerControl(Protocol):
@@ -79,7 +89,28 @@ class BrokerControl(Protocol):
         """Start a stopped broker with its old data; waits until its old ZK registration is
         gone first (else NODEEXISTS) and until it has registered again."""
 
-    def broker_running(self, broker_id: int) -> bool: ...
+    def broker_running(self, broker_id: int) -> bool:
+        """True while the broker's JVM exists, paused or not."""
+
+    def broker_paused(self, broker_id: int) -> bool:
+        """True while the broker is SIGSTOPped / docker-paused."""
+
+
+@runtime_checkable
+class ZooKeeperControl(Protocol):
+    """Process-level faults on the ZooKeeper node."""
+
+    def pause_zookeeper(self) -> None:
+        """SIGSTOP / docker pause: every session stays open but nothing answers."""
+
+    def resume_zookeeper(self) -> None:
+        """SIGCONT / docker unpause."""
+
+    def zookeeper_paused(self) -> bool: ...
+
+    def stop_zookeeper(self) -> None:
+        """SIGTERM / docker stop; returns once it has exited (bounded). There is no restart:
+        used to end a cluster cleanly (a JVM writes its class-data archive only then)."""
 
 
 @runtime_checkable
@@ -92,3 +123,44 @@ class NetworkPartitioner(Protocol):
 
     def heal_network(self) -> None:
         """Remove every partition this cluster made. Idempotent."""
+
+
+class Capability(StrEnum):
+    """What an optional protocol lets a scenario do; one per optional protocol."""
+
+    BROKER_CONTROL = "broker_control"
+    NETWORK_PARTITION = "network_partition"
+    ZOOKEEPER_CONTROL = "zookeeper_control"
+
+
+CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
+    Capability.BROKER_CONTROL: BrokerControl,
+    Capability.NETWORK_PARTITION: NetworkPartitioner,
+    Capability.ZOOKEEPER_CONTROL: ZooKeeperControl,
+})
+
+
+def protocol_members(protocol: type) -> frozenset[str]:
+    """The attribute and method names ``protocol`` declares (not those of ``Protocol`` itself)."""
+    names: set[str] = set()
+    for klass in protocol.__mro__:
+        if klass in (object, Protocol) or klass.__name__ == "Generic":
+            continue
+        names.update(name for name in vars(klass) if not name.startswith("_"))
+        names.update(name for name in getattr(klass, "__annotations__", {}) if not name.startswith("_"))
+    return frozenset(names)
+
+
+def implements(obj: object, protocol: type) -> bool:
+    """Does ``obj`` have every member ``protocol`` declares?  Looked up statically
+    (``inspect.getattr_static``), so no property runs: ``isinstance`` with a runtime protocol
+    evaluates properties on Python 3.11, which raise on a cluster that is not started."""
+    missing = object()
+    return all(inspect.getattr_static(obj, name, missing) is not missing
+               for name in protocol_members(protocol))
+
+
+def capabilities_of(cluster: object) -> frozenset[Capability]:
+    """The capabilities whose protocol ``cluster`` implements (started or not)."""
+    return frozenset(capability for capability, protocol in CAPABILITY_PROTOCOLS.items()
+                     if implements(cluster, protocol))

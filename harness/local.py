@@ -472,11 +472,6 @@ class LocalCluster:
                 if self._run_dir is not None and self._run_dir.exists():
                     self.write_state()
 
-    def restart_broker(self, broker_id: int, *, hard: bool = False) -> None:
-        """``stop`` (or ``kill`` with ``hard``) then ``start``."""
-        (self.kill_broker if hard else self.stop_broker)(broker_id)
-        self.start_broker(broker_id)
-
     # ---------------------------------------------------------------- ZooKeeper
 
     def pause_zookeeper(self) -> None:

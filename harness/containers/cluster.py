@@ -435,11 +435,6 @@ class ContainerCluster:
         self._wait_brokers_ready([broker_id], time.monotonic() + self.start_timeout,
                                  newer_than={broker_id: old_epoch if old_epoch is not None else -1})
 
-    def restart_broker(self, broker_id: int, *, hard: bool = False) -> None:
-        """``stop`` (or ``kill`` with ``hard``) then ``start``."""
-        (self.kill_broker if hard else self.stop_broker)(broker_id)
-        self.start_broker(broker_id)
-
     def broker_paused(self, broker_id: int) -> bool:
         return self._state(self._broker(broker_id)) == "paused"
 
@@ -447,13 +442,28 @@ class ContainerCluster:
         """True while the JVM exists, paused or not (as a SIGSTOPped local process)."""
         return self._state(self._broker(broker_id)) in ("running", "paused")
 
+    # ------------------------------------------------------------------ ZooKeeperControl
+
+    def _zookeeper_container(self, verb: str) -> "Container":
+        if self._zookeeper is None:
+            raise HarnessError(f"cannot {verb} ZooKeeper: the cluster has not been started")
+        return self._zookeeper
+
     def pause_zookeeper(self) -> None:
-        if self._zookeeper is not None:
-            self._zookeeper.pause()
+        self._zookeeper_container("pause").pause()
 
     def resume_zookeeper(self) -> None:
-        if self._zookeeper is not None:
-            self._zookeeper.unpause()
+        self._zookeeper_container("resume").unpause()
+
+    def zookeeper_paused(self) -> bool:
+        return self._zookeeper is not None and self._state(self._zookeeper) == "paused"
+
+    def stop_zookeeper(self) -> None:
+        """``docker stop`` (SIGTERM; SIGKILL after STOP_TIMEOUT_SECONDS)."""
+        container = self._zookeeper_container("stop")
+        if self._state(container) == "paused":
+            container.unpause()  # SIGTERM cannot be handled by a frozen JVM
+        container.stop(timeout=STOP_TIMEOUT_SECONDS)
 
     def session_timeout_s(self) -> float:
         return session_timeout_ms(self.config) / 1000

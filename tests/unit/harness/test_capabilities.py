@@ -1,0 +1,54 @@
+"""Capabilities: which optional protocol gives which, and what each backend lacks (no processes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.backends import missing_capabilities, network_partition_problem
+from harness.cluster import (
+    CAPABILITY_PROTOCOLS,
+    BrokerControl,
+    Capability,
+    NetworkPartitioner,
+    ZooKeeperControl,
+    capabilities_of,
+)
+from harness.errors import UsageError
+
+
+class _Partitioner:
+    def isolate(self, broker_id: int, *, from_zookeeper: bool = True, from_brokers: bool = True,
+                from_clients: bool = False) -> None: ...
+
+    def heal_network(self) -> None: ...
+
+
+class _HalfBrokerControl:
+    def kill_broker(self, broker_id: int) -> None: ...
+
+
+def test_every_capability_has_one_protocol() -> None:
+    assert set(CAPABILITY_PROTOCOLS) == set(Capability)
+    assert CAPABILITY_PROTOCOLS[Capability.NETWORK_PARTITION] is NetworkPartitioner
+    assert CAPABILITY_PROTOCOLS[Capability.BROKER_CONTROL] is BrokerControl
+    assert CAPABILITY_PROTOCOLS[Capability.ZOOKEEPER_CONTROL] is ZooKeeperControl
+    assert Capability.NETWORK_PARTITION == "network_partition"  # a StrEnum: stored as plain text
+
+
+def test_capabilities_need_every_member_of_the_protocol() -> None:
+    assert capabilities_of(_Partitioner()) == {Capability.NETWORK_PARTITION}
+    assert capabilities_of(_HalfBrokerControl()) == frozenset()
+    assert capabilities_of(object()) == frozenset()
+
+
+def test_the_local_backend_lacks_only_network_partitions() -> None:
+    missing = missing_capabilities("local")
+    assert list(missing) == [Capability.NETWORK_PARTITION]
+    reason = missing[Capability.NETWORK_PARTITION]
+    assert reason.startswith("needs --backend containers") and "\n" not in reason
+    assert network_partition_problem("local") == reason
+
+
+def test_an_unknown_backend_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown backend"):
+        missing_capabilities("kubernetes")
