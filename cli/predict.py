@@ -40,9 +40,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         state, events = parse_request(parse_json_text(_read(args.file)))
+        rendered = render_prediction(predict(state, events), include_steps=args.steps)
     except OracleInputError as exc:
         raise UsageError(str(exc)) from None
-    rendered = render_prediction(predict(state, events), include_steps=args.steps)
+    except (ValueError, RecursionError) as exc:
+        # The oracle refuses a request the parser let through (an inconsistent state or event):
+        # still one line and exit 2, never a traceback.
+        raise UsageError(f"input: {exc or type(exc).__name__}") from None
     json.dump(rendered, sys.stdout, indent=None if args.compact else 2)
     sys.stdout.write("\n")
     return 0

@@ -2,7 +2,7 @@
 fault or admin operation, the leader, ISR, epoch and replicas every partition must show once the
 cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
 
-from oracle.controller import apply_event, settled
+from oracle.controller import apply_event, apply_event_alternatives, settled
 from oracle.events import (
     EVENT_TYPES,
     AutoRebalance,
@@ -17,7 +17,7 @@ from oracle.events import (
     UncleanElection,
 )
 from oracle.outcomes import Outcome, PartitionOutcome
-from oracle.prediction import Prediction, predict
+from oracle.prediction import Alternative, Prediction, predict
 from oracle.state import (
     NO_LEADER,
     ClusterState,
@@ -31,6 +31,7 @@ from oracle.state import (
 __all__ = [
     "NO_LEADER",
     "EVENT_TYPES",
+    "Alternative",
     "AutoRebalance",
     "BrokerFailure",
     "BrokerStartup",
@@ -50,6 +51,7 @@ __all__ = [
     "TopicState",
     "UncleanElection",
     "apply_event",
+    "apply_event_alternatives",
     "initial_phase",
     "predict",
     "settled",

@@ -22,7 +22,20 @@ INTEGER_SETTINGS = frozenset({LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, CONTROLLED
 
 
 def parse_bool(value: object) -> bool | None:
-    """Scala's ``String.toBoolean`` (case-insensitive "true"/"false"); None if it is neither."""
+    """``ConfigDef.parseType(..., BOOLEAN)`` (clients ``ConfigDef.java``): trims, then case-insensitive
+    "true"/"false"; None if it is neither.  How ``KafkaConfig`` and ``LogConfig`` read settings."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def scala_to_boolean(value: object) -> bool | None:
+    """Scala 2.13 ``StringOps.toBoolean``: case-insensitive "true"/"false" *without* trimming
+    (" true" throws).  Checked with scala-library-2.13.15.jar and kafka-clients-3.9.2.jar in jshell:
+    ``scala.collection.StringOps$.MODULE$.toBoolean$extension(" true")`` throws, while
+    ``ConfigDef.parseType("unclean.leader.election.enable", " true", BOOLEAN)`` is true."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
@@ -62,9 +75,12 @@ def unclean_leader_election_enabled(broker_config: Mapping[str, object], topic_c
 
 
 def topic_override_enables_unclean(topic_config: Mapping[str, object]) -> bool:
-    """``TopicConfigHandler.processConfigChanges``: only the topic's own override, parsed with
-    ``Try(...toBoolean).getOrElse(false)``, sends ``TopicUncleanLeaderElectionEnable`` to the controller."""
-    return parse_bool(topic_config.get(UNCLEAN_LEADER_ELECTION_ENABLE)) is True
+    """``TopicConfigHandler.processConfigChanges`` (ConfigHandler.scala 3.9 lines 145-147): only the
+    topic's own override, parsed with ``Try(...toBoolean).getOrElse(false)``, sends
+    ``TopicUncleanLeaderElectionEnable`` to the controller.  ``toBoolean`` does not trim: " true"
+    sends nothing, although the topic's LogConfig (which trims) then allows unclean elections at the
+    next election of that partition."""
+    return scala_to_boolean(topic_config.get(UNCLEAN_LEADER_ELECTION_ENABLE)) is True
 
 
 def auto_leader_rebalance_enabled(config: Mapping[str, object]) -> bool:

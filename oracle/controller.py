@@ -9,8 +9,10 @@ follow the Scala functions they model.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterable, Mapping
+from itertools import combinations
+from typing import Callable, Iterable, Mapping, Sequence
 
 from oracle import config as cfg
 from oracle import election
@@ -27,6 +29,7 @@ from oracle.events import (
     UncleanElection,
 )
 from oracle.outcomes import Outcome, PartitionOutcome
+from oracle.scala_order import hash_map_order
 from oracle.selectors import preferred_replica_partition_leader_election
 from oracle.state import (
     NO_LEADER,
@@ -158,13 +161,17 @@ class _Controller:
     # --- ReplicaStateMachine -------------------------------------------------------------------
 
     def offline_replica_transitions(self, replicas: Iterable[tuple[TopicPartition, int]]) -> None:
-        """``ZkReplicaStateMachine.handleStateChanges(replicas, OfflineReplica)``: grouped by broker
-        (``groupBy(_.replica)`` on an immutable HashMap iterates small int keys in ascending order),
-        one ``doRemoveReplicasFromIsr`` per broker, each reading the state the previous one wrote."""
+        """``ZkReplicaStateMachine.handleStateChanges(replicas, OfflineReplica)`` (ReplicaStateMachine.scala
+        3.9 lines 107-113): ``replicas.groupBy(_.replica).forKeyValue`` runs one ``doRemoveReplicasFromIsr``
+        per broker, each reading the state the previous one wrote, so the broker visited last is the ISR
+        member kept (lines 341-346).  ``groupBy`` builds an ``immutable.HashMap``: the visiting order is
+        the CHAMP order of the broker ids (:func:`oracle.scala_order.hash_map_order`; {4, 5} visits 5
+        then 4), not ascending.  Every caller (broker failure, controller failover, controlled shutdown,
+        reassignment) goes through here."""
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp, broker in replicas:
             by_broker.setdefault(broker, []).append(tp)
-        for broker in sorted(by_broker):
+        for broker in hash_map_order(by_broker):
             for tp in sorted(set(by_broker[broker])):
                 removed = election.remove_replica_from_isr(self.partitions[tp], broker)
                 if removed is not None:
@@ -232,15 +239,25 @@ class _Controller:
         for tp, p in self.partitions.items():
             self.partitions[tp] = p.with_changes(phase=_settled_phase(p, online))
         self.trigger_online_partition_state_change()
+        if any(p.is_being_reassigned and not p.has_leader_and_isr for p in self.partitions.values()):
+            # initializePartitionReassignments (KafkaController.scala 3.9 lines 1010-1017) resumes every
+            # reassignment; one whose partition still has no state znode reaches updateLeaderEpoch, which
+            # throws IllegalStateException (lines 1283-1285).  onControllerFailover aborts there, elect()
+            # calls triggerControllerMove (lines 1580-1583) and the next controller does the same: the
+            # resumes and the auto-rebalance never happen, and the writes above are repeated on every
+            # round until one of the partition's replicas starts (README: what it cannot predict).
+            return
         self.maybe_resume_reassignments(lambda p: True)
         if cfg.auto_leader_rebalance_enabled(self.config):
             self.settle()  # five seconds is time enough for caught-up followers to rejoin
             self.check_and_trigger_auto_leader_rebalance()
 
     def do_controlled_shutdown(self, broker: int) -> list[TopicPartition]:
-        """``doControlledShutdown``: acts only on partitions with RF > 1 and a state znode; leaders
-        move by the controlled-shutdown election, followers leave the ISR (OfflineReplica).
-        Returns ``partitionLeadersOnBroker`` (RF = 1 partitions included)."""
+        """``doControlledShutdown`` (KafkaController.scala 3.9 lines 1360-1410): acts only on partitions
+        with RF > 1 and a state znode; leaders move by the controlled-shutdown election, followers leave
+        the ISR (OfflineReplica).  Returns ``partitionLeadersOnBroker`` (ControllerContext.scala lines
+        486-492), which also filters on ``partitionReplicaAssignment(tp).size > 1``: RF = 1 partitions
+        never count as remaining, so they cause no retry."""
         self.shutting_down.add(broker)
         act_on = self.sorted_partitions(
             lambda tp, p: broker in p.replicas and len(p.replicas) > 1 and p.has_leader_and_isr
@@ -249,11 +266,16 @@ class _Controller:
         followed = [tp for tp in act_on if self.partitions[tp].leader != broker]
         self.handle_online_state_changes(led, Strategy.CONTROLLED_SHUTDOWN)
         self.offline_replica_transitions((tp, broker) for tp in followed)
-        return self.sorted_partitions(lambda tp, p: p.has_leader_and_isr and p.leader == broker)
+        return self.sorted_partitions(
+            lambda tp, p: p.has_leader_and_isr and p.leader == broker and len(p.replicas) > 1
+        )
 
     def controlled_shutdown(self, broker: int) -> None:
-        """``KafkaServer.controlledShutdown``: up to ``controlled.shutdown.max.retries`` requests while
-        partitions remain led by the broker, then the process exits and its session closes."""
+        """``KafkaServer.controlledShutdown`` (KafkaServer.scala 3.9 lines 850-936): up to
+        ``controlled.shutdown.max.retries`` requests while the answer lists remaining partitions (RF > 1
+        ones still led by the broker, see :meth:`do_controlled_shutdown`), then the process exits and
+        its session closes.  Each extra request rewrites the leaderless partitions whose ISR is still
+        the broker's (+1 each time through OfflineReplica of the followers, and the retried election)."""
         if broker not in self.live:
             return
         attempts = cfg.controlled_shutdown_max_retries(self.config) if cfg.controlled_shutdown_enabled(self.config) else 0
@@ -337,10 +359,21 @@ class _Controller:
     def process_replica_leader_election(
         self, partitions: Iterable[TopicPartition], preferred: bool
     ) -> dict[TopicPartition, Outcome]:
-        """``processReplicaLeaderElection`` for an admin request (``AdminClientTriggered``)."""
+        """``processReplicaLeaderElection`` for an admin request (``AdminClientTriggered``).
+
+        Splitting the request into electable and already-valid partitions reads
+        ``partitionLeadershipInfo(partition).get`` for every requested partition (KafkaController.scala
+        3.9 lines 2234-2246).  A partition without leadership information (created while all its
+        replicas were down: no state znode) makes that ``.get`` throw ``NoSuchElementException``
+        *before* ``onReplicaElection`` runs: ``process`` logs it (lines 2659-2664), nothing is
+        written for any partition of the request and the callback never answers (the admin client
+        times out).  Every requested partition's outcome is then ``request_failed``."""
+        requested = list(dict.fromkeys(partitions))
+        if any(not self.partitions[tp].has_leader_and_isr for tp in requested):
+            return {tp: Outcome.REQUEST_FAILED for tp in requested}
         outcomes: dict[TopicPartition, Outcome] = {}
         electable: list[TopicPartition] = []
-        for tp in dict.fromkeys(partitions):
+        for tp in requested:
             p = self.partitions[tp]
             if preferred:
                 needs = p.leader != p.preferred_replica
@@ -469,6 +502,160 @@ def settled(state: ClusterState) -> ClusterState:
     return ctl.freeze()
 
 
+# --- interleavings Kafka does not order ----------------------------------------------------------
+
+MAX_UNORDERED_BROKERS = 4
+"""Up to this many brokers in one BrokerFailure / BrokerStartup, every ordered set partition of them
+is a legal sequence of ``BrokerChange`` events (Fubini numbers: 1, 3, 13, 75).  Beyond it only three
+orders are enumerated: all in one event, one at a time ascending, one at a time descending."""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One way the controller may see an event: a label and what it does to a working copy."""
+
+    label: str
+    run: Callable[[_Controller], None]
+
+
+def ordered_set_partitions(items: Sequence[int]) -> list[tuple[tuple[int, ...], ...]]:
+    """Every way to split ``items`` into non-empty blocks processed one after the other: the
+    ``BrokerChange`` events several session expiries (or registrations) may arrive in.  Fewest blocks
+    first, then lexicographic; blocks hold ascending ids (``processBrokerChange`` sorts them)."""
+    ordered = tuple(sorted(set(items)))
+    if not ordered:
+        return [()]
+    result: list[tuple[tuple[int, ...], ...]] = []
+    for size in range(1, len(ordered) + 1):
+        for first in combinations(ordered, size):
+            rest = tuple(b for b in ordered if b not in first)
+            result.extend((first,) + tail for tail in ordered_set_partitions(rest))
+    return sorted(result, key=lambda blocks: (len(blocks), blocks))
+
+
+def _broker_orders(brokers: Sequence[int]) -> list[tuple[tuple[int, ...], ...]]:
+    ordered = tuple(sorted(set(brokers)))
+    if len(ordered) <= MAX_UNORDERED_BROKERS:
+        return ordered_set_partitions(ordered)
+    return [(ordered,), tuple((b,) for b in ordered), tuple((b,) for b in reversed(ordered))]
+
+
+def _ids(block: Sequence[int]) -> str:
+    return "{" + ",".join(str(b) for b in block) + "}"
+
+
+def _order_label(kind: str, blocks: tuple[tuple[int, ...], ...], settle_between: bool) -> str:
+    if len(blocks) == 1:
+        return f"one {kind} {_ids(blocks[0])}"
+    label = f"{kind} " + " then ".join(_ids(block) for block in blocks)
+    return label + (", followers rejoining in between" if settle_between else "")
+
+
+def _in_blocks(
+    blocks: tuple[tuple[int, ...], ...], step: Callable[[_Controller, set[int]], None], settle_between: bool
+) -> Callable[[_Controller], None]:
+    def run(ctl: _Controller) -> None:
+        for index, block in enumerate(blocks):
+            if index and settle_between:
+                ctl.settle()
+            step(ctl, set(block))
+
+    return run
+
+
+def _assuming_controller(controller: int, run: Callable[[_Controller], None]) -> Callable[[_Controller], None]:
+    def assumed(ctl: _Controller) -> None:
+        ctl.controller = controller
+        run(ctl)
+
+    return assumed
+
+
+def _ordered_plans(
+    kind: str, blocks_list: list[tuple[tuple[int, ...], ...]], step: Callable[[_Controller, set[int]], None]
+) -> list[_Plan]:
+    """Each order, then (for orders of several events) the same order with the cluster settled between
+    them: whether a new leader's followers rejoin its ISR before the next event is timing."""
+    plans = [_Plan(_order_label(kind, blocks, False), _in_blocks(blocks, step, False)) for blocks in blocks_list]
+    plans += [
+        _Plan(_order_label(kind, blocks, True), _in_blocks(blocks, step, True))
+        for blocks in blocks_list
+        if len(blocks) > 1
+    ]
+    return plans
+
+
+def _failure_orders(dead: tuple[int, ...], controller: int | None) -> list[tuple[tuple[int, ...], ...]]:
+    """Orders of session expiries the controller can see.  A dead controller processes nothing: the
+    expiries before its own are all seen by its successor's failover (``onControllerFailover`` reads
+    the live brokers once), so the controller's block is first; the rest expire later, in any order,
+    and are seen by the successor (a survivor: a killed broker cannot win ``elect()``)."""
+    if controller is None or controller not in dead:
+        return _broker_orders(dead)
+    others = tuple(b for b in dead if b != controller)
+    if len(dead) > MAX_UNORDERED_BROKERS:
+        return [(dead,), ((controller,),) + tuple((b,) for b in others), ((controller,),) + tuple((b,) for b in reversed(others))]
+    orders: list[tuple[tuple[int, ...], ...]] = []
+    for size in range(len(others), -1, -1):
+        for joined in combinations(others, size):
+            first = tuple(sorted((controller,) + joined))
+            rest = tuple(b for b in others if b not in joined)
+            orders.extend((first,) + tail for tail in _broker_orders(rest))
+    return orders
+
+
+def _broker_failure_plans(state: ClusterState, event: BrokerFailure) -> list[_Plan]:
+    dead = tuple(sorted(set(event.brokers) & state.live_brokers))
+
+    def fail(ctl: _Controller, block: set[int]) -> None:
+        ctl.brokers_gone(block)
+
+    plans = _ordered_plans("BrokerChange", _failure_orders(dead, state.controller), fail)
+    if state.controller is None and len(dead) <= MAX_UNORDERED_BROKERS:
+        # Unknown controller (e.g. after a failover): it may be any live broker, also a dying one.
+        # (Beyond MAX_UNORDERED_BROKERS it is taken to be a survivor, as in the main alternative.)
+        for candidate in dead:
+            for plan in _ordered_plans("BrokerChange", _failure_orders(dead, candidate), fail):
+                plans.append(
+                    _Plan(f"controller {candidate} among them: {plan.label}", _assuming_controller(candidate, plan.run))
+                )
+    return plans
+
+
+def _broker_startup_plans(state: ClusterState, event: BrokerStartup) -> list[_Plan]:
+    """Several brokers starting together register one by one; the controller may see them in one
+    ``BrokerChange`` (``onBrokerStartup(newBrokerIdsSorted)``) or several, in any order."""
+    new = tuple(sorted(set(event.brokers) - state.live_brokers))
+
+    def start(ctl: _Controller, block: set[int]) -> None:
+        ctl.brokers_started(block)
+
+    return _ordered_plans("BrokerChange", _broker_orders(new), start)
+
+
+def _controlled_shutdown_plans(state: ClusterState, event: ControlledShutdown) -> list[_Plan]:
+    def shut_down(ctl: _Controller) -> None:
+        ctl.controlled_shutdown(event.broker)
+
+    plans = [_Plan(f"controlled shutdown of {event.broker}", shut_down)]
+    if state.controller is None and event.broker in state.live_brokers:
+        # Unknown controller: if it is the broker itself, its exit is a controller failover.
+        plans.append(
+            _Plan(f"controlled shutdown of {event.broker}, the controller", _assuming_controller(event.broker, shut_down))
+        )
+    return plans
+
+
+def _event_plans(state: ClusterState, event: Event) -> list[_Plan]:
+    if isinstance(event, BrokerFailure):
+        return _broker_failure_plans(state, event)
+    if isinstance(event, BrokerStartup):
+        return _broker_startup_plans(state, event)
+    if isinstance(event, ControlledShutdown):
+        return _controlled_shutdown_plans(state, event)
+    return [_Plan(getattr(event, "KIND", type(event).__name__), lambda ctl: None)]
+
+
 def apply_event(
     state: ClusterState, event: Event, event_index: int = 0
 ) -> tuple[ClusterState, tuple[PartitionOutcome, ...]]:
@@ -479,7 +666,30 @@ def apply_event(
     * reassign: the partition; preferred / unclean election: each requested partition;
     * auto rebalance: the partitions whose state changed; create topic: each new partition;
     * topic config change: the topic's partitions that lacked a live leader, and changed ones.
+
+    Several brokers in one BrokerFailure / BrokerStartup are taken as one controller event here;
+    :func:`apply_event_alternatives` lists every order Kafka allows.
     """
+    return _apply(state, event, event_index, _event_plans(state, event)[0].run)
+
+
+def apply_event_alternatives(
+    state: ClusterState, event: Event, event_index: int = 0
+) -> tuple[tuple[str, ClusterState, tuple[PartitionOutcome, ...]], ...]:
+    """Every settled state ``event`` may leave, one per legal order of the controller events it is
+    made of (the first is :func:`apply_event`'s); orders leaving equal states are listed once, with
+    the first label."""
+    results: list[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]] = []
+    for plan in _event_plans(state, event):
+        after, outcomes = _apply(state, event, event_index, plan.run)
+        if all(after != seen for _, seen, _ in results):
+            results.append((plan.label, after, outcomes))
+    return tuple(results)
+
+
+def _apply(
+    state: ClusterState, event: Event, event_index: int, run_brokers: Callable[[_Controller], None]
+) -> tuple[ClusterState, tuple[PartitionOutcome, ...]]:
     ctl = _Controller(state)
     before = dict(ctl.partitions)
     live_before = set(ctl.live)
@@ -490,12 +700,7 @@ def apply_event(
         brokers = {event.broker} if isinstance(event, ControlledShutdown) else set(event.brokers)
         concerned = {tp for tp, p in before.items() if brokers & set(p.replicas)}
         concerned |= {tp for tp, p in before.items() if _needs_election(p, live_before)}
-        if isinstance(event, BrokerFailure):
-            ctl.brokers_gone(brokers)
-        elif isinstance(event, BrokerStartup):
-            ctl.brokers_started(brokers)
-        else:
-            ctl.controlled_shutdown(event.broker)
+        run_brokers(ctl)
     elif isinstance(event, Reassign):
         _check_known(state, [event.topic_partition])
         if not event.replicas or len(set(event.replicas)) != len(event.replicas):

@@ -23,6 +23,7 @@ from oracle.events import (
     TopicConfigChange,
     UncleanElection,
 )
+from oracle.outcomes import PartitionOutcome
 from oracle.prediction import Prediction
 from oracle.state import (
     NO_LEADER,
@@ -34,7 +35,8 @@ from oracle.state import (
     initial_phase,
 )
 
-_TOP_LEVEL_KEYS = {"brokers", "controller", "config", "topics", "events", "outcomes"}
+# "outcomes", "steps" and "alternatives" are accepted and ignored, so an answer can be fed back.
+_TOP_LEVEL_KEYS = {"brokers", "controller", "config", "topics", "events", "outcomes", "steps", "alternatives"}
 _TOPIC_KEYS = {"partitions", "config"}
 _PARTITION_KEYS = {
     "replicas",
@@ -141,8 +143,10 @@ def _config(value: Any, field: str, *, allow_null_values: bool = False) -> dict[
 
 
 def _partition_number(key: Any, field: str) -> int:
+    # str.isdigit() also accepts "²" or "٣" (which int() refuses or reads); only ASCII digits without
+    # leading zeros, so "1" and "01" cannot name the same partition twice.
     text = str(key)
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()) or (len(text) > 1 and text[0] == "0"):
         raise OracleInputError(field, f"partition ids are non-negative integers, got {key!r}")
     return int(text)
 
@@ -190,7 +194,7 @@ def _partition(raw: Any, field: str, live: frozenset[int]) -> PartitionState:
 def _phase(obj: Mapping[str, Any], field: str, leader: int, isr: tuple[int, ...], live: frozenset[int]) -> PartitionPhase:
     if "state" in obj:
         names = {phase.value: phase for phase in PartitionPhase}
-        if obj["state"] not in names:
+        if not isinstance(obj["state"], str) or obj["state"] not in names:
             raise OracleInputError(_path(field, "state"), f"expected one of {', '.join(names)}, got {obj['state']!r}")
         phase = names[obj["state"]]
         if phase is PartitionPhase.NEW and (leader != NO_LEADER or isr):
@@ -285,7 +289,7 @@ def _event(raw: Any, index: int, ctx: _EventContext) -> Event:
     field = _path("events", index)
     obj = _object(raw, field)
     kind = obj.get("type")
-    if kind not in EVENT_TYPES:
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:
         raise OracleInputError(
             _path(field, "type"), f"unknown event type {kind!r} (expected one of {', '.join(EVENT_TYPES)})"
         )
@@ -382,6 +386,10 @@ def parse_json_text(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise OracleInputError("input", f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise OracleInputError("input", "JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer longer than Python's int-string conversion limit
+        raise OracleInputError("input", f"not usable JSON ({exc})") from None
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -418,12 +426,27 @@ def render_state(state: ClusterState) -> dict[str, Any]:
     }
 
 
-def render_prediction(prediction: Prediction, *, include_steps: bool = False) -> dict[str, Any]:
-    rendered = render_state(prediction.state)
-    rendered["outcomes"] = [
+def _render_outcomes(outcomes: tuple[PartitionOutcome, ...]) -> list[dict[str, Any]]:
+    return [
         {"event": o.event_index, "topic": o.topic, "partition": o.partition, "outcome": o.outcome.value}
-        for o in prediction.outcomes
+        for o in outcomes
     ]
+
+
+def render_prediction(prediction: Prediction, *, include_steps: bool = False) -> dict[str, Any]:
+    """The main prediction (state, ``outcomes``, ``steps`` if asked) and ``alternatives``: every
+    settled state a legal order of the events leaves, the main one first, each with its ``label``,
+    state and ``outcomes`` (and ``steps``)."""
+    rendered = render_state(prediction.state)
+    rendered["outcomes"] = _render_outcomes(prediction.outcomes)
     if include_steps:
         rendered["steps"] = [render_state(step) for step in prediction.steps]
+    alternatives = []
+    for alternative in prediction.alternatives:
+        entry: dict[str, Any] = {"label": alternative.label, **render_state(alternative.state)}
+        entry["outcomes"] = _render_outcomes(alternative.outcomes)
+        if include_steps:
+            entry["steps"] = [render_state(step) for step in alternative.steps]
+        alternatives.append(entry)
+    rendered["alternatives"] = alternatives
     return rendered

@@ -13,6 +13,9 @@ class Outcome(Enum):
     ELECTION_NOT_NEEDED = "election_not_needed"  # admin election: leader already preferred / live
     PREFERRED_LEADER_NOT_AVAILABLE = "preferred_leader_not_available"  # AR.head dead or not in ISR
     UNCLEAN_ELECTED = "unclean_elected"  # leader from outside the ISR: data loss possible
+    # admin election whose request names a partition without a state znode: the controller event
+    # fails as a whole, nothing is elected, the admin client gets no answer (processReplicaLeaderElection)
+    REQUEST_FAILED = "request_failed"
 
 
 @dataclass(frozen=True)
