@@ -4,7 +4,7 @@
 
 1. Snapshot cost: median/max wall time of ``ZkObserver.snapshot()`` for one topic of N
    partitions (three pipelined ZooKeeper round trips, whatever N is).
-2. Watch lag: ``set_topic_config`` (our own ZK write, returned) -> its ``topic_config`` event.
+2. Watch lag: ``ZkAdmin.set_topic_config`` (our own ZK write, returned) -> its ``topic_config`` event.
 3. ``broker_view`` (one Metadata v7 request to one broker) and AdminClient call times.
 4. Hard kill of a non-controller leader: kill -> ``broker_gone`` (session expiry) -> the state
    znode event naming the new leader; the victim is restarted between kills.
@@ -31,6 +31,8 @@ from harness.config import ClusterConfig  # noqa: E402
 from harness.distribution import resolve_distribution  # noqa: E402
 from harness.local import LocalCluster  # noqa: E402
 from harness.observer import TOPIC_CONFIG, ZkObserver, ZkSnapshot  # noqa: E402
+from harness.zkadmin import ZkAdmin  # noqa: E402
+from harness.zkevents import TopicConfigChanged  # noqa: E402
 
 
 def os_threads() -> int:
@@ -83,14 +85,15 @@ def main() -> None:
             print(f"snapshot ({args.partitions} partitions, 3 brokers): {summary(durations)}")
 
             lags = []
-            for i in range(10):
-                written = time.time()
-                observer.set_topic_config(topic, {"retention.ms": str(3_600_000 + i)})
-                event = observer.wait_event(TOPIC_CONFIG, after=written, timeout=10, topic=topic,
-                                            description="the config event",
-                                            where=lambda e, i=i: e.data is not None
-                                            and e.data["config"].get("retention.ms") == str(3_600_000 + i))
-                lags.append(max(0.0, event.at - written))
+            with ZkAdmin(cluster.zookeeper_connect) as admin:
+                for i in range(10):
+                    written = time.time()
+                    admin.set_topic_config(topic, {"retention.ms": str(3_600_000 + i)})
+                    event = observer.wait_event(TOPIC_CONFIG, after=written, timeout=10, topic=topic,
+                                                description="the config event",
+                                                where=lambda e, i=i: isinstance(e, TopicConfigChanged)
+                                                and e.config.get("retention.ms") == str(3_600_000 + i))
+                    lags.append(max(0.0, event.at - written))
             print(f"set_topic_config called -> its topic_config event recorded: {summary(lags)}")
 
             views = []

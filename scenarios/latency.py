@@ -78,7 +78,7 @@ def election_at(events: Iterable[Any], topic: str, partition: int, leader: int, 
     """First write of the partition's state znode naming ``leader`` after ``after``."""
     for e in sorted(events, key=lambda e: e.at):
         if (e.kind == "partition_state" and e.topic == topic and e.partition == partition
-                and e.at >= after and e.data is not None and e.data.get("leader") == leader):
+                and e.at >= after and e.leader == leader):
             return e.at
     return None
 
@@ -129,7 +129,7 @@ def isr_written_at(events: Iterable[Any], topic: str, partition: int, isr: Itera
     wanted = set(isr)
     for e in sorted(events, key=lambda e: e.at):
         if (e.kind == "partition_state" and e.topic == topic and e.partition == partition
-                and e.at >= after and e.data is not None and set(e.data.get("isr", ())) == wanted):
+                and e.at >= after and set(e.isr) == wanted):
             return e.at
     return None
 

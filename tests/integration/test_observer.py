@@ -1,5 +1,5 @@
 """The observer against a real 3-broker ZooKeeper-mode cluster: ZK truth, watches with
-timestamps, the ZK writers, and every broker's metadata cache."""
+timestamps (typed events), the ZK admin writes, and every broker's metadata cache."""
 
 from __future__ import annotations
 
@@ -27,6 +27,16 @@ from harness.observer import (
     ZkObserver,
     ZkSnapshot,
 )
+from harness.zkadmin import ZkAdmin
+from harness.zkevents import (
+    AdminZnodeChanged,
+    BrokerGone,
+    PartitionStateWritten,
+    TopicAssignmentChanged,
+    ZkEvent,
+    event_from_dict,
+    event_to_dict,
+)
 
 ASSIGNMENT = {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)}
 
@@ -41,6 +51,16 @@ def cluster() -> Iterator[LocalCluster]:
 def observer(cluster: LocalCluster) -> Iterator[ZkObserver]:
     with ZkObserver(cluster.zookeeper_connect) as watching:
         yield watching
+
+
+@pytest.fixture
+def admin(cluster: LocalCluster) -> Iterator[ZkAdmin]:
+    with ZkAdmin(cluster.zookeeper_connect) as writing:
+        yield writing
+
+
+def pending(expected: bool) -> Callable[[ZkEvent], bool]:
+    return lambda e: isinstance(e, AdminZnodeChanged) and e.pending is expected
 
 
 def fresh_topic(prefix: str) -> str:
@@ -114,13 +134,16 @@ def test_snapshot_after_creating_a_topic_with_an_explicit_assignment(cluster: Lo
 
         events = observer.events_since(created_at)
         assigned = [e for e in events if e.kind == TOPIC_ASSIGNMENT and e.topic == topic]
-        assert assigned and assigned[0].data is not None
-        assert assigned[0].data["partitions"] == {p: list(r) for p, r in ASSIGNMENT.items()}
+        assert assigned and isinstance(assigned[0], TopicAssignmentChanged)
+        assert assigned[0].partitions == ASSIGNMENT
         for partition, replicas in ASSIGNMENT.items():
             first = observer.first_event(PARTITION_STATE, after=created_at, topic=topic, partition=partition)
-            assert first is not None and first.data is not None
+            assert isinstance(first, PartitionStateWritten)
             assert first.at >= assigned[0].at
-            assert (first.data["leader"], first.data["leader_epoch"]) == (replicas[0], 0)
+            assert (first.leader, first.leader_epoch, first.isr) == (replicas[0], 0, replicas)
+        # What a history file stores reads back equal: every real event, and the snapshot.
+        assert [event_from_dict(event_to_dict(e)) for e in events] == events
+        assert ZkSnapshot.from_dict(snap.to_dict()) == snap
 
 
 def test_every_broker_view_agrees_with_zookeeper_after_settling(cluster: LocalCluster, observer: ZkObserver) -> None:
@@ -155,14 +178,13 @@ def test_observer_rides_out_a_zookeeper_pause(cluster: LocalCluster, observer: Z
     assert observer.first_event(TOPIC_ASSIGNMENT, after=resumed_at, topic=topic) is not None  # watches too
 
 
-def test_set_topic_config_writes_the_znode_and_notifies_the_brokers(cluster: LocalCluster, observer: ZkObserver) -> None:
+def test_set_topic_config_writes_the_znode_and_notifies_the_brokers(cluster: LocalCluster, observer: ZkObserver,
+                                                                    admin: ZkAdmin) -> None:
     topic = fresh_topic("config")
     create_online(cluster, observer, topic, {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
 
-    written = observer.set_topic_config(topic, {"unclean.leader.election.enable": "true",
-                                                "retention.ms": "3600000"})
+    admin.set_topic_config(topic, {"unclean.leader.election.enable": "true", "retention.ms": "3600000"})
     expected = {"min.insync.replicas": "2", "unclean.leader.election.enable": "true", "retention.ms": "3600000"}
-    assert written == expected
     observer.wait_until(lambda s: s.topic_configs.get(topic) == expected, timeout=10,
                         description=f"{topic} config in ZooKeeper")
 
@@ -187,17 +209,18 @@ def test_set_topic_config_writes_the_znode_and_notifies_the_brokers(cluster: Loc
             for broker in (1, 2, 3):
                 assert metadata.describe_topic_config(cluster.endpoint(broker).bootstrap, topic) == expected
 
-    assert observer.set_topic_config(topic, {"retention.ms": None}) == {
+    admin.set_topic_config(topic, {"retention.ms": None})
+    assert observer.snapshot().topic_configs[topic] == {
         "min.insync.replicas": "2", "unclean.leader.election.enable": "true"}
     with pytest.raises(HarnessError, match="does not exist"):
-        observer.set_topic_config(fresh_topic("absent"), {"retention.ms": "1"})
+        admin.set_topic_config(fresh_topic("absent"), {"retention.ms": "1"})
 
 
-def test_write_reassignment_completes(cluster: LocalCluster, observer: ZkObserver) -> None:
+def test_write_reassignment_completes(cluster: LocalCluster, observer: ZkObserver, admin: ZkAdmin) -> None:
     topic = fresh_topic("reassign")
     create_online(cluster, observer, topic, {0: (1, 2, 3), 1: (2, 3, 1)})
     started = time.time()
-    observer.write_reassignment([(topic, 0, [3, 1]), (topic, 1, [1, 3, 2])])
+    admin.write_reassignment([(topic, 0, [3, 1]), (topic, 1, [1, 3, 2])])
     done = observer.wait_until(
         lambda s: not s.pending_reassignment and s.partition(topic, 0).replicas == (3, 1)
         and s.partition(topic, 1).replicas == (1, 3, 2),
@@ -208,14 +231,15 @@ def test_write_reassignment_completes(cluster: LocalCluster, observer: ZkObserve
     assert (p1.leader, set(p1.isr)) == (2, {1, 2, 3})
     submitted = observer.wait_event(REASSIGNMENT, after=started, timeout=10,
                                     description="the reassignment znode to be seen",
-                                    where=lambda e: e.data is not None and e.data["pending"])
+                                    where=pending(True))
     observer.wait_event(REASSIGNMENT, after=submitted.at, timeout=10,
                         description="the reassignment znode to be seen gone",
-                        where=lambda e: e.data is not None and not e.data["pending"])
+                        where=pending(False))
     assert_views_agree(cluster, done, topic, [1, 2, 3])
 
 
-def test_leader_kill_restart_and_preferred_election(cluster: LocalCluster, observer: ZkObserver) -> None:
+def test_leader_kill_restart_and_preferred_election(cluster: LocalCluster, observer: ZkObserver,
+                                                    admin: ZkAdmin) -> None:
     """Last in the module: it kills a broker (and brings it back)."""
     controller = observer.wait_until(lambda s: s.controller is not None, timeout=30,
                                      description="a controller").controller
@@ -243,7 +267,7 @@ def test_leader_kill_restart_and_preferred_election(cluster: LocalCluster, obser
     assert gone_at is not None and elected_at is not None
     assert killed_at <= gone_at <= elected_at
     gone = observer.first_event(BROKER_GONE, after=killed_at, broker_id=victim)
-    assert gone is not None and gone.at == gone_at
+    assert isinstance(gone, BrokerGone) and gone.at == gone_at
 
     assert_views_agree(cluster, after, topic, [a, b])
     with pytest.raises(metadata.MetadataError):
@@ -264,7 +288,7 @@ def test_leader_kill_restart_and_preferred_election(cluster: LocalCluster, obser
     assert observer.broker_registered_at(victim, restarted_at) is not None
     assert observer.first_event(BROKER_REGISTERED, after=restarted_at, broker_id=victim) is not None
 
-    observer.write_preferred_election([(topic, 0)])
+    admin.write_preferred_election([(topic, 0)])
     elected = observer.wait_until(
         lambda s: s.partition(topic, 0).leader == victim and not s.pending_preferred_election,
         timeout=30, description="preferred election through /admin/preferred_replica_election")
@@ -272,10 +296,10 @@ def test_leader_kill_restart_and_preferred_election(cluster: LocalCluster, obser
     # Events may trail the snapshot that satisfied the wait by a watch round trip: wait for them.
     submitted = observer.wait_event(PREFERRED_ELECTION, after=restarted_at, timeout=10,
                                     description="the election znode to be seen",
-                                    where=lambda e: e.data is not None and e.data["pending"])
+                                    where=pending(True))
     finished = observer.wait_event(PREFERRED_ELECTION, after=submitted.at, timeout=10,
                                    description="the election znode to be seen gone",
-                                   where=lambda e: e.data is not None and not e.data["pending"])
+                                   where=pending(False))
     assert submitted.at <= finished.at
     assert_views_agree(cluster, elected, topic, [1, 2, 3])
 
@@ -301,9 +325,10 @@ def test_observer_survives_its_own_session_expiry(cluster: LocalCluster, observe
 
     # The raw exists watch on the admin znode is re-armed after the session loss.
     asked_at = time.time()
-    observer.write_preferred_election([(fresh_topic("no-such-topic"), 0)])  # skipped, znode removed
+    with ZkAdmin(cluster.zookeeper_connect) as admin:
+        admin.write_preferred_election([(fresh_topic("no-such-topic"), 0)])  # skipped, znode removed
     observer.wait_event(PREFERRED_ELECTION, after=asked_at, timeout=20, description="election znode seen",
-                        where=lambda e: e.data is not None and not e.data["pending"])
+                        where=pending(False))
     topic = fresh_topic("after-expiry")
     create_online(cluster, observer, topic, {0: (3, 1, 2)})
     assert observer.first_event(PARTITION_STATE, after=asked_at, topic=topic, partition=0) is not None

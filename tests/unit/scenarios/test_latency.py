@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace as NS
-
+from harness.zkevents import BrokerGone, PartitionStateWritten
 from scenarios.delivery import Ack
 from scenarios.latency import LatencyBreakdown, breakdown, detection_at, election_at, median, propagation_at
 
 T0 = 1000.0
 
 
-def ev(at, kind, broker=None, topic=None, partition=None, data=None):
-    return NS(at=at, kind=kind, broker_id=broker, topic=topic, partition=partition, data=data)
+def state(at: float, topic: str, partition: int, leader: int, isr: tuple[int, ...] = ()) -> PartitionStateWritten:
+    return PartitionStateWritten(at=at, topic=topic, partition=partition, leader=leader, leader_epoch=1,
+                                 isr=isr or ((leader,) if leader >= 0 else ()), controller_epoch=1,
+                                 leader_recovery_state=0, version=1)
 
 
 EVENTS = [
-    ev(999.0, "broker_gone", broker=1),  # before the fault: ignored
-    ev(1006.2, "broker_gone", broker=1),
-    ev(1006.25, "partition_state", topic="t", partition=0, data={"leader": 2}),
-    ev(1006.26, "partition_state", topic="t", partition=1, data={"leader": -1}),
-    ev(1006.30, "partition_state", topic="t", partition=1, data={"leader": 3}),
-    ev(1007.0, "broker_gone", broker=3),
+    BrokerGone(at=999.0, broker_id=1),  # before the fault: ignored
+    BrokerGone(at=1006.2, broker_id=1),
+    state(1006.25, "t", 0, leader=2),
+    state(1006.26, "t", 1, leader=-1),
+    state(1006.30, "t", 1, leader=3),
+    BrokerGone(at=1007.0, broker_id=3),
 ]
 
 
