@@ -9,9 +9,9 @@ import importlib
 import logging
 import sys
 
-from harness.errors import HarnessError, UsageError
+from common.errors import HarnessError, UsageError
 
-SUBCOMMAND_MODULES = ("cli.cluster", "cli.fetch_kafka", "cli.predict", "cli.run", "cli.report")
+SUBCOMMAND_MODULES = ("cli.cluster", "cli.fetch_kafka", "cli.predict", "cli.run", "cli.check", "cli.report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
 """`kafka-chaos run`: run chaos scenarios against a real cluster and check them with the oracle.
 
 Prints one progress line per scenario step with the elapsed time, a summary table at the end,
-writes ``RESULTS_DIR/records.jsonl`` (one flushed record per check and measurement),
+writes ``RESULTS_DIR/history.jsonl`` (every step's observations, re-checkable with
+``kafka-chaos check``), ``RESULTS_DIR/records.jsonl`` (one flushed record per check and measurement),
 ``RESULTS_DIR/run.json`` (configuration, seed, versions, git revision), optionally JUnit XML,
 and the Spark report. Exit status 0 only when every check passed; Ctrl-C stops cleanly and
 leaves a valid partial results directory.
@@ -20,7 +21,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from common.errors import UsageError
+from harness.cluster import Capability
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,22 +108,20 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.list:
         for s in catalogue.all_scenarios():
-            extra = "  [network partitions: --backend containers]" if s.network_partitions else ""
+            needs = ", ".join(sorted(c.value for c in s.requirements - {Capability.BROKER_CONTROL}))
+            extra = f"  [needs {needs}]" if needs else ""
             print(f"{s.name:34s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}{extra}")
         return 0
     _validate(args)
-    partitions_ok = True
-    if not args.scenario and any(s.network_partitions for s in catalogue.suite(args.suite or catalogue.CONFORMANCE)):
-        from harness.backends import network_partition_problem
+    missing: dict[Capability, str] = {}
+    if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
+        from harness.backends import missing_capabilities
 
-        problem = network_partition_problem(args.backend)
-        partitions_ok = problem is None
-        if problem is not None:
-            left_out = [s.name for s in catalogue.suite(args.suite or catalogue.CONFORMANCE) if s.network_partitions]
-            print(f"leaving out {len(left_out)} network-partition scenario(s) ({', '.join(left_out)}): {problem}",
-                  flush=True)
-    scenarios = [catalogue.with_brokers(s, args.brokers)
-                 for s in catalogue.select(args.suite, args.scenario, network_partitions=partitions_ok)]
+        missing = dict(missing_capabilities(args.backend))
+    selection = catalogue.select(args.suite, args.scenario, missing=missing)
+    for line in selection.left_out_lines():
+        print(line, flush=True)
+    scenarios = [catalogue.with_brokers(s, args.brokers) for s in selection.scenarios]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
@@ -139,8 +139,10 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle)."""
     from harness.distribution import resolve_distribution
     from results.writer import RecordWriter
+    from scenarios.history import HistoryWriter
     from scenarios.junit import JUnitCase, write_junit
-    from scenarios.runner import ClusterPool, Runner, RunOptions
+    from scenarios.pool import ClusterPool
+    from scenarios.runner import Runner, RunOptions
 
     t0 = time.monotonic()
     # Our progress lines say what happens; kazoo's connection chatter would drown them.
@@ -161,6 +163,7 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
                          results_dir=Path(results_dir), kafka_version=distribution.version,
                          git_revision=_git_revision(), **(runner_options or {}))
     writer = RecordWriter(results_dir)
+    history = HistoryWriter(Path(results_dir))
     info: dict[str, Any] = {
         "run_id": run_id, "command": command, "suite": suite, "scenarios": [s.name for s in scenarios],
         "iterations": iterations, "seed": seed, "backend": backend, "kafka_version": distribution.version,
@@ -175,7 +178,7 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     pool = ClusterPool(backend, distribution, progress, open_cluster=open_cluster,
                        settle_timeout=options.settle_timeout)
     kwargs = {"predictor": predictor} if predictor is not None else {}
-    runner = Runner(options, pool, writer, progress, **kwargs)
+    runner = Runner(options, pool, writer, progress, history=history, **kwargs)
     outcomes: list[Any] = []
     status = "interrupted"
     try:
@@ -191,6 +194,7 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     finally:
         pool.release()
         writer.close()
+        history.close()
         info.update(status=status, finished_at=time.time(), wall_seconds=round(time.monotonic() - t0, 1),
                     passed=bool(outcomes) and all(o.passed for o in outcomes) and status == "finished",
                     outcomes=[{"scenario": o.scenario, "iteration": o.iteration, "passed": o.passed,
@@ -201,12 +205,13 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     print(_summary_table(outcomes), flush=True)
     print(f"wall time {time.monotonic() - t0:.1f}s; records in {Path(results_dir) / 'records.jsonl'}", flush=True)
     if report:
-        _report(Path(results_dir))
+        write_report(Path(results_dir))
     return 0 if info["passed"] else 1
 
 
-def _report(results_dir: Path) -> None:
-    """The Spark report of this run; a report problem is one line, the run's verdict stands."""
+def write_report(results_dir: Path) -> None:
+    """The Spark report of ``results_dir`` into its ``report/``; a report problem is one line,
+    the verdict stands."""
     try:
         from results.report import run_report
 

@@ -16,15 +16,15 @@ Topics (logical names; the runner makes them unique per scenario iteration):
 
 Suites: ``smoke`` (a handful, a few minutes) and ``conformance`` (every scenario).
 
-Network partitions (``network_partition`` steps: a broker cut off from ZooKeeper, from its
-peers, or from everyone, then healed) need a launcher whose clusters implement
-``harness.cluster.NetworkPartitioner`` — ``--backend containers`` (each broker in its own network
-namespace); local JVMs share the host's network. Such scenarios are in ``conformance`` but
-:func:`select` leaves them out of a suite when the backend cannot cut networks (``kafka-chaos
-run`` says which it left out), so ``conformance`` on the local backend stays green and the same
-suite on containers runs them. Named explicitly (``--scenario``) on such a backend, the runner
-does not start a cluster for them: it records one unknown verdict (``passed=None``) saying
-"needs --backend containers", and the run does not exit 0.
+Capabilities: a scenario requires the union of what its faults require
+(``scenarios.faults``: network partitions need ``network_partition``, which only
+``--backend containers`` has, each broker in its own network namespace). :func:`select` leaves a
+suite's scenarios out when the backend lacks a capability they need and says why (``kafka-chaos
+run`` prints it), so ``conformance`` on the local backend stays green and the same suite on
+containers runs them. Named explicitly (``--scenario``) on such a backend, the runner starts no
+cluster for them: it records one unknown verdict (``passed=None``) saying why, and the run does
+not exit 0. Every step is checked against the fault registry when the catalogue is built (a
+misspelt kind or option fails at import, not mid-run).
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ from harness.config import (
     REPLICA_LAG_TIME_MAX_MS,
     UNCLEAN_LEADER_ELECTION_ENABLE,
 )
-from harness.errors import UsageError
+from common.errors import UsageError
+from harness.cluster import Capability
+from scenarios.faults import make_fault, requirements_of
 from scenarios.targets import (
     BrokerId,
     Controller,
@@ -51,13 +53,14 @@ from scenarios.targets import (
     NonReplicaOf,
     NoTarget,
     Selector,
+    Target,
 )
 
 SMOKE = "smoke"
 CONFORMANCE = "conformance"
 SUITES = (SMOKE, CONFORMANCE)
 
-NETWORK_PARTITION = "network_partition"
+NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
 
 
 def _frozen(mapping: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
@@ -113,9 +116,9 @@ class Scenario:
     needs: ClusterNeeds = ClusterNeeds()
 
     @property
-    def network_partitions(self) -> bool:
-        """Whether the scenario cuts networks (needs a ``NetworkPartitioner`` launcher)."""
-        return any(step.fault == NETWORK_PARTITION for step in self.steps)
+    def requirements(self) -> frozenset[Capability]:
+        """The cluster capabilities its faults need (the union over its steps)."""
+        return requirements_of([step.fault for step in self.steps])
 
     def topic(self, logical: str) -> TopicSpec:
         for t in self.topics:
@@ -157,11 +160,23 @@ def scenario(*, topics: Sequence[Callable[[], TopicSpec]], smoke: bool = False,
         if not doc:
             raise TypeError(f"scenario {fn.__name__} needs a docstring naming the rule it exercises")
         suites = frozenset({CONFORMANCE, SMOKE} if smoke else {CONFORMANCE})
-        _REGISTRY[fn.__name__] = Scenario(fn.__name__, doc, tuple(t() for t in topics), tuple(fn()),
-                                          suites, needs)
+        built = Scenario(fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), suites, needs)
+        _validate_steps(built)
+        _REGISTRY[fn.__name__] = built
         return fn
 
     return register
+
+
+def _validate_steps(s: Scenario) -> None:
+    """Every step names a registered fault kind whose options build a fault."""
+    for step in s.steps:
+        try:
+            make_fault(step.fault, Target((1,), "validation"), step.options,
+                       topic_names={t.name: t.name for t in s.topics},
+                       topic_partitions={t.name: t.partitions for t in s.topics})
+        except UsageError as exc:
+            raise TypeError(f"scenario {s.name}: {exc}") from exc
 
 
 AUTO_REBALANCE = ClusterNeeds(3, tuple(sorted({
@@ -466,17 +481,41 @@ def by_names(names: Sequence[str]) -> list[Scenario]:
     return [_REGISTRY[n] for n in names]
 
 
-def select(suite_name: str | None, names: Sequence[str] = (), *, network_partitions: bool = True) -> list[Scenario]:
-    """``--scenario`` names when given (in that order), else the suite (default conformance),
-    without its network-partition scenarios unless ``network_partitions`` (the backend can cut
-    networks); scenarios are then grouped by cluster needs (stable) so each cluster shape
-    starts once."""
+@dataclass(frozen=True)
+class Selection:
+    """The scenarios to run, and those a suite left out with the reason."""
+
+    scenarios: list[Scenario]
+    left_out: list[tuple[Scenario, str]]
+
+    def left_out_lines(self) -> list[str]:
+        """One line per reason: "leaving out N scenario(s) (a, b): why"."""
+        by_reason: dict[str, list[str]] = {}
+        for s, why in self.left_out:
+            by_reason.setdefault(why, []).append(s.name)
+        return [f"leaving out {len(names)} scenario(s) ({', '.join(names)}): {why}"
+                for why, names in by_reason.items()]
+
+
+def select(suite_name: str | None, names: Sequence[str] = (), *,
+           missing: Mapping[Capability, str] | None = None) -> Selection:
+    """``--scenario`` names when given (in that order), else the suite (default conformance)
+    without the scenarios needing a capability in ``missing`` (capability -> why the backend
+    lacks it); scenarios are then grouped by cluster needs (stable) so each cluster shape starts
+    once."""
+    left_out: list[tuple[Scenario, str]] = []
     if names:
         chosen = by_names(names)
     else:
-        chosen = [s for s in suite(suite_name or CONFORMANCE) if network_partitions or not s.network_partitions]
+        chosen = []
+        for s in suite(suite_name or CONFORMANCE):
+            lacking = [why for c, why in (missing or {}).items() if c in s.requirements]
+            if lacking:
+                left_out.append((s, "; ".join(lacking)))
+            else:
+                chosen.append(s)
     order = {needs: i for i, needs in enumerate(dict.fromkeys(s.needs for s in chosen))}
-    return sorted(chosen, key=lambda s: order[s.needs])
+    return Selection(sorted(chosen, key=lambda s: order[s.needs]), left_out)
 
 
 def with_brokers(s: Scenario, brokers: int | None) -> Scenario:

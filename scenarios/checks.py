@@ -56,6 +56,15 @@ class CheckResult:
     detail: str = ""
     topic: str | None = None
     partition: int | None = None
+    # Measurements ("latency", "client_window") are results too, with passed None and the
+    # phases in ``latency_ms`` (results.schema); they are not verdicts and count as neither.
+    kind: str = "check"
+    latency_ms: dict[str, float | None] | None = None
+    timestamps: dict[str, float] | None = None
+
+    @property
+    def is_measurement(self) -> bool:
+        return self.kind == "measurement"
 
     @property
     def verdict(self) -> str:
@@ -247,14 +256,16 @@ def check_single_controller(controller: int | None, live_brokers: Iterable[int],
 
 
 def check_metadata_agrees(zk_partitions: Mapping[tuple[str, int], Any],
-                          broker_views: Mapping[int, Mapping[tuple[str, int], Any] | BaseException]) -> CheckResult:
+                          broker_views: Mapping[int, Mapping[tuple[str, int], Any] | BaseException | str]
+                          ) -> CheckResult:
     """After settling, every live broker's metadata cache shows ZooKeeper's leader, replicas
-    (in order) and ISR (as a set) for each partition. A broker that could not be asked makes the
-    verdict unknown unless another disagreement already fails it."""
+    (in order) and ISR (as a set) for each partition. A broker that could not be asked (an
+    exception, or its text as a history stores it) makes the verdict unknown unless another
+    disagreement already fails it."""
     diffs: list[str] = []
     unanswered: list[str] = []
     for broker, view in sorted(broker_views.items()):
-        if isinstance(view, BaseException):
+        if isinstance(view, (BaseException, str)):
             unanswered.append(f"broker {broker}: {view}")
             continue
         for key, zk in sorted(zk_partitions.items()):

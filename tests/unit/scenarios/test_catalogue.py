@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.cluster import Capability
 from harness.errors import UsageError
 from scenarios import catalogue
 from scenarios.catalogue import CONFORMANCE, SMOKE, all_scenarios, by_names, select, suite
@@ -36,11 +37,10 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
 
 
 def test_fault_kinds_and_options_are_known() -> None:
-    from scenarios.faults import make_fault
+    from scenarios.faults import fault_kinds, make_fault
     from scenarios.targets import Target
 
-    from_kinds = {"hard_kill", "controller_kill", "controlled_shutdown", "pause", "restart", "start",
-                  "reassignment", "preferred_election", "unclean_election", "network_partition"}
+    from_kinds = set(fault_kinds())
     for s in all_scenarios():
         for step in s.steps:
             assert step.fault in from_kinds, (s.name, step.fault)
@@ -57,7 +57,7 @@ PARTITION_SCENARIOS = {"leader_cut_from_zookeeper", "follower_cut_from_leader", 
 
 
 def test_network_partition_scenarios_exist_are_documented_and_heal_what_they_cut() -> None:
-    chosen = {s.name: s for s in all_scenarios() if s.network_partitions}
+    chosen = {s.name: s for s in all_scenarios() if Capability.NETWORK_PARTITION in s.requirements}
     assert set(chosen) == PARTITION_SCENARIOS
     for s in chosen.values():
         assert "heal" in s.doc.lower() and "kafka 3.9" in s.doc.lower()
@@ -72,13 +72,30 @@ def test_network_partition_scenarios_exist_are_documented_and_heal_what_they_cut
 
 
 def test_partition_scenarios_leave_suites_on_backends_that_cannot_cut() -> None:
-    everything = {s.name for s in select(None)}
-    assert PARTITION_SCENARIOS <= everything
-    local = {s.name for s in select(None, network_partitions=False)}
-    assert local == everything - PARTITION_SCENARIOS
+    everything = select(None)
+    assert PARTITION_SCENARIOS <= {s.name for s in everything.scenarios} and not everything.left_out
+    cannot_cut = {Capability.NETWORK_PARTITION: "needs --backend containers"}
+    local = select(None, missing=cannot_cut)
+    assert {s.name for s in local.scenarios} == {s.name for s in everything.scenarios} - PARTITION_SCENARIOS
+    assert {s.name for s, _ in local.left_out} == PARTITION_SCENARIOS
+    [line] = local.left_out_lines()
+    assert line.startswith("leaving out 4 scenario(s) (") and line.endswith("): needs --backend containers")
     # named explicitly they stay: the runner then records why it could not run them
-    assert [s.name for s in select(None, ["follower_cut_from_leader"], network_partitions=False)] == [
+    assert [s.name for s in select(None, ["follower_cut_from_leader"], missing=cannot_cut).scenarios] == [
         "follower_cut_from_leader"]
+
+
+def test_a_capability_nobody_lacks_leaves_nothing_out() -> None:
+    assert not select(None, missing={Capability.ZOOKEEPER_CONTROL: "no"}).left_out
+
+
+def test_requirements_are_the_union_of_the_steps_faults() -> None:
+    kill = by_names(["leader_hard_kill"])[0]
+    assert kill.requirements == {Capability.BROKER_CONTROL}
+    cut = by_names(["leader_cut_from_zookeeper"])[0]
+    assert cut.requirements == {Capability.NETWORK_PARTITION}
+    reassign = by_names(["reassign_leader_off"])[0]
+    assert reassign.requirements == frozenset()
 
 
 def test_suites() -> None:
@@ -97,14 +114,14 @@ def test_unknown_scenario_lists_the_valid_ones() -> None:
 
 
 def test_select_groups_by_cluster_needs_keeping_order() -> None:
-    chosen = select(None)
+    chosen = select(None).scenarios
     needs = [s.needs for s in chosen]
     seen = []
     for n in needs:
         if not seen or seen[-1] != n:
             assert n not in seen, "each cluster shape appears in one block"
             seen.append(n)
-    assert [s.name for s in select(None, ["rolling_restart", "leader_hard_kill"])] == ["rolling_restart",
+    assert [s.name for s in select(None, ["rolling_restart", "leader_hard_kill"]).scenarios] == ["rolling_restart",
                                                                                      "leader_hard_kill"]
 
 

@@ -40,6 +40,9 @@ class FakeCluster:
 
 
 class FakeObserver:
+    """Stands in for both the observer (waits) and the ZooKeeper admin writer, recording both
+    in one list so their order shows."""
+
     def __init__(self) -> None:
         self.writes: list[tuple[str, object]] = []
 
@@ -57,7 +60,8 @@ class FakeObserver:
 
 
 def env() -> FaultEnv:
-    return FaultEnv(FakeCluster(), FakeObserver())
+    zk = FakeObserver()
+    return FaultEnv(FakeCluster(), zk, zk)
 
 
 def fault(kind: str, brokers=(1,), **options):

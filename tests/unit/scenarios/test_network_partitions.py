@@ -14,7 +14,7 @@ from oracle import BrokerFailure, BrokerStartup, ClusterState, PartitionState, T
 from scenarios import isr_rules
 from scenarios.checks import check_isr_rule
 from scenarios.delivery import Ack
-from scenarios.faults import FaultEnv, Nemesis, NetworkHeal, NetworkPartition, fault_label, make_fault
+from scenarios.faults import FaultEnv, Nemesis, make_fault
 from scenarios.latency import client_window, isr_written_at
 from scenarios.observation import is_settled, unsettled
 from scenarios.targets import FollowerOf, NonControllerLeaderOf, PartitionView, Target, TargetView
@@ -79,7 +79,7 @@ def net(variant: str, brokers=(2,), **extra):
 
 def test_variants_isolate_what_they_say() -> None:
     cluster = FakePartitioner()
-    env = FaultEnv(cluster, None)
+    env = FaultEnv(cluster, None, None)
     for variant in ("everyone", "zookeeper", "peers"):
         net(variant).inject(env)
     assert cluster.calls == [("isolate", 2, True, True, True), ("isolate", 2, True, False, False),
@@ -96,9 +96,9 @@ def test_oracle_events_and_rules_per_variant() -> None:
     assert [net(v).isr_rule for v in ("zookeeper", "everyone", "peers")] == [None, None, isr_rules.LEADER_ISR_SHRINK]
     assert net("heal", cut="peers").isr_rule == isr_rules.LEADER_ISR_EXPAND
     assert net("heal", cut="zookeeper").isr_rule is None
-    assert fault_label(net("peers")) == "network_partition/peers"
-    assert fault_label(net("heal", cut="peers")) == "network_partition/heal"
-    assert fault_label(make_fault("hard_kill", Target((1,), "b"), {}, topic_names={}, topic_partitions={})) == "hard_kill"
+    assert net("peers").label == "network_partition/peers"
+    assert net("heal", cut="peers").label == "network_partition/heal"
+    assert make_fault("hard_kill", Target((1,), "b"), {}, topic_names={}, topic_partitions={}).label == "hard_kill"
 
 
 def test_bad_variants_are_usage_errors() -> None:
@@ -110,7 +110,7 @@ def test_bad_variants_are_usage_errors() -> None:
 
 def test_nemesis_holds_the_cut_broker_until_the_heal_step_and_heals_at_teardown() -> None:
     cluster = FakePartitioner()
-    nemesis = Nemesis(FaultEnv(cluster, None))
+    nemesis = Nemesis(FaultEnv(cluster, None, None))
     nemesis.inject(net("zookeeper"))
     assert nemesis.faulted_brokers == {2}
     with pytest.raises(HarnessError, match="already faulted by network_partition"):
@@ -126,7 +126,7 @@ def test_nemesis_holds_the_cut_broker_until_the_heal_step_and_heals_at_teardown(
 
 def test_heal_of_a_cut_is_idempotent() -> None:
     cluster = FakePartitioner()
-    env = FaultEnv(cluster, None)
+    env = FaultEnv(cluster, None, None)
     cut = net("everyone")
     cut.heal(env)  # never injected: nothing to undo
     cut.inject(env)
@@ -136,9 +136,9 @@ def test_heal_of_a_cut_is_idempotent() -> None:
 
 
 def test_a_launcher_without_partitions_is_one_clear_error() -> None:
-    with pytest.raises(HarnessError, match="need --backend containers: the local launcher"):
-        net("zookeeper").inject(FaultEnv(NoPartitions(), None))
-    assert isinstance(net("zookeeper"), NetworkPartition) and isinstance(net("heal", cut="peers"), NetworkHeal)
+    with pytest.raises(HarnessError, match="needs --backend containers: .* the local launcher") as info:
+        net("zookeeper").inject(FaultEnv(NoPartitions(), None, None))
+    assert "\n" not in str(info.value)
 
 
 # --- leader-side ISR rules ------------------------------------------------------------------------
@@ -218,10 +218,10 @@ def acks(partition: int, *times: float) -> list[Ack]:
 
 
 def test_isr_written_at_is_the_first_write_with_that_isr() -> None:
-    events = [NS(at=999.0, kind="partition_state", topic="r", partition=0, data={"isr": [1, 3]}),
-              NS(at=1004.0, kind="partition_state", topic="r", partition=0, data={"isr": [1, 2, 3]}),
-              NS(at=1004.5, kind="partition_state", topic="r", partition=0, data={"isr": [3, 1]}),
-              NS(at=1005.0, kind="partition_state", topic="r", partition=0, data={"isr": [1, 3]})]
+    events = [NS(at=999.0, kind="partition_state", topic="r", partition=0, isr=(1, 3)),
+              NS(at=1004.0, kind="partition_state", topic="r", partition=0, isr=(1, 2, 3)),
+              NS(at=1004.5, kind="partition_state", topic="r", partition=0, isr=(3, 1)),
+              NS(at=1005.0, kind="partition_state", topic="r", partition=0, isr=(1, 3))]
     assert isr_written_at(events, "r", 0, (1, 3), T0) == 1004.5
     assert isr_written_at(events, "r", 1, (1, 3), T0) is None
 
@@ -255,7 +255,8 @@ def test_client_window_of_a_stalled_leader_reports_the_open_silence() -> None:
 def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_record(tmp_path) -> None:
     from results.writer import RecordWriter, read_records
     from scenarios.catalogue import by_names
-    from scenarios.runner import ClusterPool, Runner, RunOptions
+    from scenarios.pool import ClusterPool
+    from scenarios.runner import Runner, RunOptions
 
     lines: list[str] = []
     pool = ClusterPool("local", None, lines.append)

@@ -1,0 +1,59 @@
+"""What a step must end in: the oracle's prediction (every allowed alternative), with the fault's
+documented leader-side ISR rule applied on top. Pure; used by the runner to wait and by the
+checks to judge, so both read one answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oracle import ClusterState, Event, PartitionOutcome, Prediction
+from scenarios import isr_rules
+from scenarios.observation import mismatches
+
+Predictor = Callable[[ClusterState, Sequence[Event]], Prediction]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One allowed settled state after the step."""
+
+    label: str  # which interleaving of the events ("" when there is only one)
+    oracle: ClusterState  # the oracle's state
+    state: ClusterState  # ``oracle`` with the leader-side ISR rule applied (== ``oracle`` without one)
+    outcomes: tuple[PartitionOutcome, ...]
+    ruled: tuple[tuple[str, int], ...] = ()  # partitions whose ISR the rule changes
+
+
+def _alternatives(prediction: Prediction) -> list[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]]:
+    """The prediction's allowed settled states, the main one first (``Prediction.alternatives``
+    lists every legal interleaving of events Kafka does not order)."""
+    alternatives = [(a.label, a.state, tuple(a.outcomes)) for a in prediction.alternatives]
+    return alternatives or [("", prediction.state, tuple(prediction.outcomes))]
+
+
+def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Event], *,
+                 rule: str | None, rule_brokers: Iterable[int], topics: Iterable[str]) -> tuple[Expectation, ...]:
+    """Every allowed outcome of ``events`` applied to ``state`` (main first), each with ``rule``
+    applied for ``rule_brokers``."""
+    topics = list(topics)
+    brokers = tuple(rule_brokers)
+    result = []
+    for label, oracle_state, outcomes in _alternatives(predictor(state, list(events))):
+        if rule is None:
+            result.append(Expectation(label, oracle_state, oracle_state, outcomes))
+            continue
+        expected = isr_rules.apply_rule(rule, oracle_state, brokers)
+        ruled = tuple(isr_rules.changed_partitions(oracle_state, expected, topics))
+        result.append(Expectation(label, oracle_state, expected, outcomes, ruled))
+    return tuple(result)
+
+
+def matching(snapshot: Any, options: Sequence[Expectation], topics: Iterable[str]) -> Expectation | None:
+    """The first expectation ``snapshot`` matches (leaders, ISRs as sets, replicas), or None."""
+    topics = list(topics)
+    for e in options:
+        if not mismatches(snapshot, e.state, topics):
+            return e
+    return None

@@ -1,0 +1,42 @@
+"""Faults: one class per kind, registered in :data:`FAULTS` by :func:`register_fault`.
+
+``base`` holds the contract, the registry and the :class:`Nemesis`; ``process``, ``network`` and
+``admin`` hold the kinds (importing them registers them). A new fault kind is one class with
+``@register_fault`` in one of those modules.
+"""
+
+# Importing registers the kinds; this order is the order `--list`, errors and docs show them.
+from scenarios.faults import process  # noqa: F401  isort: skip
+from scenarios.faults import admin  # noqa: F401  isort: skip
+from scenarios.faults import network  # noqa: F401  isort: skip
+from scenarios.faults.base import (
+    FAULTS,
+    Fault,
+    FaultEnv,
+    FaultKind,
+    Nemesis,
+    StepTopics,
+    fault_kind,
+    fault_kinds,
+    make_fault,
+    register_fault,
+    requirements_of,
+)
+from scenarios.faults.network import CUTS, HEAL, PARTITION_VARIANTS
+
+__all__ = [
+    "CUTS",
+    "FAULTS",
+    "HEAL",
+    "PARTITION_VARIANTS",
+    "Fault",
+    "FaultEnv",
+    "FaultKind",
+    "Nemesis",
+    "StepTopics",
+    "fault_kind",
+    "fault_kinds",
+    "make_fault",
+    "register_fault",
+    "requirements_of",
+]

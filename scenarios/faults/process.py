@@ -1,0 +1,186 @@
+"""Process faults on brokers: hard kill, controller kill, controlled shutdown, pause, restart,
+start. Each needs the ``broker_control`` capability (``harness.cluster.BrokerControl``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from common.errors import HarnessError
+from harness.cluster import Capability
+from oracle import BrokerFailure, BrokerStartup, ControlledShutdown, Event
+from scenarios.faults.base import FaultEnv, StepTopics, register_fault
+from scenarios.targets import Target
+
+log = logging.getLogger(__name__)
+
+_BROKERS = frozenset({Capability.BROKER_CONTROL})
+
+
+@dataclass
+class _ProcessFault:
+    """Common traits: holds its target until healed, which starts the stopped brokers again."""
+
+    target: Target
+    kind: ClassVar[str] = ""
+    requires: ClassVar[frozenset[Capability]] = _BROKERS
+    exact_epochs: ClassVar[bool] = True
+    client_windows: ClassVar[bool] = False
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> _ProcessFault:
+        return cls(target)
+
+    @property
+    def label(self) -> str:
+        return self.kind
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def isr_rule(self) -> str | None:
+        return None
+
+    def heal(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            if not env.cluster.broker_running(b):
+                log.info("heal %s: starting broker %d", self.kind, b)
+                env.cluster.start_broker(b)
+
+
+@register_fault
+@dataclass
+class HardKill(_ProcessFault):
+    """SIGKILL; the ZK session lives on until it expires (detection = session timeout)."""
+
+    kind: ClassVar[str] = "hard_kill"
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerFailure(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            env.cluster.kill_broker(b)
+
+
+@register_fault
+@dataclass
+class ControllerKill(HardKill):
+    """SIGKILL of the active controller: a controller failover on the survivors."""
+
+    kind: ClassVar[str] = "controller_kill"
+    # Failover writes the removal before the election (+2), resumes reassignments and schedules
+    # the auto-rebalance check: the oracle's epoch count is not exact on this path.
+    exact_epochs: ClassVar[bool] = False
+
+
+@register_fault
+@dataclass
+class ControlledShutdownFault(_ProcessFault):
+    """SIGTERM with ``controlled.shutdown.enable=true``; returns when the process has exited."""
+
+    kind: ClassVar[str] = "controlled_shutdown"
+
+    def oracle_events(self) -> list[Event]:
+        return [ControlledShutdown(b) for b in self.target.brokers]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            env.cluster.stop_broker(b)
+
+
+@register_fault
+@dataclass
+class Start(_ProcessFault):
+    """Start brokers an earlier fault took down (waits for the old registration to vanish)."""
+
+    kind: ClassVar[str] = "start"
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerStartup(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            if env.cluster.broker_running(b):
+                raise HarnessError(f"cannot start broker {b}: it is running")
+            env.cluster.start_broker(b)
+
+    def heal(self, env: FaultEnv) -> None:
+        return None
+
+
+@register_fault
+@dataclass
+class Restart(_ProcessFault):
+    """Stop (controlled, or SIGKILL with ``hard``) then start again; the broker ends up live."""
+
+    hard: bool = False
+    kind: ClassVar[str] = "restart"
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Restart:
+        return cls(target, hard=bool(options.get("hard", False)))
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return ()
+
+    def oracle_events(self) -> list[Event]:
+        down: list[Event] = ([BrokerFailure(tuple(self.target.brokers))] if self.hard
+                             else [ControlledShutdown(b) for b in self.target.brokers])
+        return down + [BrokerStartup(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            (env.cluster.kill_broker if self.hard else env.cluster.stop_broker)(b)
+            env.cluster.start_broker(b)
+
+
+@register_fault
+@dataclass
+class Pause(_ProcessFault):
+    """SIGSTOP long enough for ZooKeeper to expire the broker's session, then SIGCONT.
+
+    The wait is event-driven (the broker's ``/brokers/ids/N`` disappearing) and bounded by the
+    session timeout + tick + margin; the broker then re-registers by itself."""
+
+    kind: ClassVar[str] = "pause"
+    _paused: set[int] = field(default_factory=set, init=False)
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return tuple(self._paused)
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerFailure(tuple(self.target.brokers)), BrokerStartup(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            env.cluster.pause_broker(b)
+            self._paused.add(b)
+        try:
+            for b in self.target.brokers:
+                env.observer.wait_broker_gone(b, timeout=env.session_expiry_bound_s)
+        finally:
+            self.heal(env)
+
+    def heal(self, env: FaultEnv) -> None:
+        for b in sorted(self._paused):
+            env.cluster.resume_broker(b)
+            self._paused.discard(b)

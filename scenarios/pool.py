@@ -1,0 +1,100 @@
+"""One cluster at a time (2-core machine), reused across scenarios with equal needs.
+
+Between scenarios the cluster is restored (every stopped broker started, every broker
+registered, a controller, settled internal topics); a cluster that cannot be restored is
+recreated. The pool also answers which capabilities (``harness.cluster.Capability``) its
+clusters lack, so scenarios needing them are skipped with one line why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from common.errors import HarnessError
+from harness.cluster import Capability, capabilities_of
+from scenarios.catalogue import ClusterNeeds
+from scenarios.observation import is_settled
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = ("__consumer_offsets",)
+
+Progress = Callable[[str], None]
+
+
+class ClusterPool:
+    def __init__(self, backend: str, distribution: Any, progress: Progress,
+                 open_cluster: Callable[..., Any] | None = None, settle_timeout: float = 90.0) -> None:
+        self.backend = backend
+        self.distribution = distribution
+        self.progress = progress
+        self._open = open_cluster
+        self.settle_timeout = settle_timeout
+        self.cluster: Any = None
+        self.needs: ClusterNeeds | None = None
+        self._missing: Mapping[Capability, str] | None = None
+
+    def missing_capabilities(self) -> Mapping[Capability, str]:
+        """What this pool's clusters cannot do, each with a one-line reason. A caller-supplied
+        launcher's clusters say it themselves once one exists (its faults will tell before)."""
+        if self.cluster is not None:
+            have = capabilities_of(self.cluster)
+            backend = getattr(self.cluster, "backend", self.backend)
+            return {c: f"the {backend} launcher lacks {c.value}" for c in Capability if c not in have}
+        if self._open is not None:
+            return {}
+        if self._missing is None:
+            from harness.backends import missing_capabilities
+
+            self._missing = missing_capabilities(self.backend)  # asked once: "auto" pings Docker
+        return self._missing
+
+    def acquire(self, needs: ClusterNeeds) -> Any:
+        if self.cluster is not None and self.needs == needs:
+            try:
+                self.restore()
+                return self.cluster
+            except HarnessError as exc:
+                self.progress(f"cluster could not be restored ({exc}); recreating it")
+        self.release()
+        from harness.config import ClusterConfig
+
+        config = ClusterConfig(brokers=needs.brokers, cluster_overrides=needs.overrides_dict)
+        opener = self._open
+        if opener is None:
+            from harness.backends import open_cluster as opener
+        self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
+        cluster = opener(self.backend, config, self.distribution)
+        cluster.__enter__()  # starts; cleans up itself when starting fails
+        self.cluster, self.needs = cluster, needs
+        return cluster
+
+    def restore(self) -> None:
+        """Start every stopped broker and wait for all registered, a controller, and settled
+        internal topics."""
+        from harness.observer import ConvergenceTimeout, ZkObserver
+
+        cluster = self.cluster
+        for b in cluster.broker_ids:
+            if not cluster.broker_running(b):
+                self.progress(f"restoring: starting broker {b}")
+                cluster.start_broker(b)
+        wanted = set(cluster.broker_ids)
+        with ZkObserver(cluster.zookeeper_connect, topics=list(INTERNAL_TOPICS)) as observer:
+            try:
+                observer.wait_until(
+                    lambda s: set(s.live_brokers) == wanted and s.controller in wanted
+                    and is_settled(s, INTERNAL_TOPICS),
+                    timeout=self.settle_timeout, description="every broker registered and settled")
+            except ConvergenceTimeout as exc:
+                raise HarnessError(f"cluster not healthy: {exc}") from exc
+
+    def release(self) -> None:
+        cluster, self.cluster, self.needs = self.cluster, None, None
+        if cluster is not None:
+            try:
+                cluster.__exit__(None, None, None)
+            except Exception as exc:  # noqa: BLE001 - teardown goes on
+                log.warning("destroying the cluster failed: %s", exc)

@@ -1,0 +1,136 @@
+"""The fault registry: one class per kind declares everything the pipeline reads."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from common.errors import UsageError
+from harness.cluster import Capability
+from oracle import BrokerFailure, Event
+from scenarios import faults as faults_pkg
+from scenarios.catalogue import Scenario, Step, TopicSpec, _validate_steps
+from scenarios.faults import FAULTS, Fault, FaultEnv, StepTopics, fault_kinds, make_fault, register_fault, requirements_of
+from scenarios.targets import Target
+
+ROOT = Path(__file__).resolve().parents[3]
+ONE = Target((1,), "broker 1")
+TOPICS = {"topic_names": {"t": "phys-t"}, "topic_partitions": {"t": (0, 1)}}
+OPTIONS: Mapping[str, Mapping[str, Any]] = {
+    "network_partition": {"variant": "zookeeper"},
+    "reassignment": {"topic": "t", "moves": ((0, (2, 1)),)},
+    "preferred_election": {"topic": "t"},
+    "unclean_election": {"topic": "t"},
+}
+
+
+def test_the_kinds_and_their_declared_traits() -> None:
+    traits = {k: (f.requires, make_fault(k, ONE, OPTIONS.get(k, {}), **TOPICS).exact_epochs) for k, f in FAULTS.items()}
+    brokers, network = frozenset({Capability.BROKER_CONTROL}), frozenset({Capability.NETWORK_PARTITION})
+    assert traits == {
+        "hard_kill": (brokers, True), "controller_kill": (brokers, False), "controlled_shutdown": (brokers, True),
+        "start": (brokers, True), "restart": (brokers, True), "pause": (brokers, True),
+        "network_partition": (network, True), "reassignment": (frozenset(), False),
+        "preferred_election": (frozenset(), True), "unclean_election": (frozenset(), True),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(FAULTS))
+def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
+    fault = make_fault(kind, ONE, OPTIONS.get(kind, {}), **TOPICS)
+    assert isinstance(fault, Fault) and fault.kind == kind and fault.label.startswith(kind)
+    assert type(fault).requires == FAULTS[kind].requires
+    assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
+    assert fault.client_windows == (kind == "network_partition")
+    assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
+
+
+def test_requirements_and_unknown_kinds() -> None:
+    assert requirements_of(["hard_kill", "reassignment"]) == {Capability.BROKER_CONTROL}
+    assert requirements_of(["hard_kill", "network_partition"]) == {Capability.BROKER_CONTROL,
+                                                                   Capability.NETWORK_PARTITION}
+    assert requirements_of([]) == frozenset()
+    with pytest.raises(UsageError, match="unknown fault kind 'flood'; known: hard_kill"):
+        requirements_of(["flood"])
+
+
+def test_a_new_kind_is_one_registered_class(monkeypatch) -> None:
+    """What adding a fault kind takes: one class with @register_fault. The registry, scenario
+    validation, requirements and the pipeline's traits all follow from it."""
+    monkeypatch.setattr(faults_pkg.base, "FAULTS", dict(FAULTS))
+
+    @register_fault
+    @dataclass
+    class ZooKeeperPause:
+        """Pause ZooKeeper for a while (an example kind)."""
+
+        target: Target
+        kind: ClassVar[str] = "zookeeper_pause_example"
+        requires: ClassVar[frozenset[Capability]] = frozenset({Capability.ZOOKEEPER_CONTROL})
+        exact_epochs: ClassVar[bool] = True
+        client_windows: ClassVar[bool] = False
+        label = "zookeeper_pause_example"
+        holds: tuple[int, ...] = ()
+        releases: tuple[int, ...] = ()
+        isr_rule = None
+
+        @classmethod
+        def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> "ZooKeeperPause":
+            return cls(target)
+
+        def oracle_events(self) -> list[Event]:
+            return []
+
+        def inject(self, env: FaultEnv) -> None: ...
+
+        def heal(self, env: FaultEnv) -> None: ...
+
+    assert "zookeeper_pause_example" in fault_kinds()
+    assert requirements_of(["zookeeper_pause_example"]) == {Capability.ZOOKEEPER_CONTROL}
+    s = Scenario("example", "doc", (TopicSpec("t", {0: (1, 2)}),), (Step("zookeeper_pause_example"),),
+                 frozenset({"conformance"}))
+    _validate_steps(s)
+    assert s.requirements == {Capability.ZOOKEEPER_CONTROL}
+    with pytest.raises(ValueError, match="registered twice"):
+        register_fault(ZooKeeperPause)
+
+
+def test_a_misspelt_step_fails_validation_not_a_run() -> None:
+    bad = Scenario("bad", "doc", (TopicSpec("t", {0: (1, 2)}),),
+                   (Step("network_partition", options={"variant": "carrier-pigeon"}),), frozenset({"conformance"}))
+    with pytest.raises(TypeError, match="scenario bad: network_partition: 'variant'"):
+        _validate_steps(bad)
+
+
+def test_oracle_events_come_from_the_fault() -> None:
+    assert make_fault("hard_kill", Target((1, 2), "b"), {}, **TOPICS).oracle_events() == [BrokerFailure((1, 2))]
+
+
+def _fault_class_names() -> set[str]:
+    names = set()
+    for path in (ROOT / "scenarios" / "faults").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names.add(node.name)
+    return names
+
+
+def test_no_code_outside_the_fault_package_tests_a_fault_class() -> None:
+    """The pipeline reads declared traits, never ``isinstance(fault, SomeFault)``."""
+    classes = _fault_class_names() - {"FaultEnv", "StepTopics", "FaultKind", "Nemesis"}
+    offenders = []
+    for folder in ("scenarios", "cli", "results", "harness"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if "faults" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance"
+                        and len(node.args) == 2 and {n.id for n in ast.walk(node.args[1])
+                                                     if isinstance(n, ast.Name)} & classes):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders
