@@ -19,7 +19,7 @@ Predictor = Callable[[ClusterState, Sequence[Event]], Prediction]
 class Expectation:
     """One allowed settled state after the step."""
 
-    label: str  # which interleaving of the events ("" when there is only one)
+    label: str  # which interleaving of the events (``oracle.Alternative.label``)
     oracle: ClusterState  # the oracle's state
     state: ClusterState  # ``oracle`` with the leader-side ISR rule applied (== ``oracle`` without one)
     outcomes: tuple[PartitionOutcome, ...]
@@ -29,8 +29,7 @@ class Expectation:
 def _alternatives(prediction: Prediction) -> list[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]]:
     """The prediction's allowed settled states, the main one first (``Prediction.alternatives``
     lists every legal interleaving of events Kafka does not order)."""
-    alternatives = [(a.label, a.state, tuple(a.outcomes)) for a in prediction.alternatives]
-    return alternatives or [("", prediction.state, tuple(prediction.outcomes))]
+    return [(a.label, a.state, tuple(a.outcomes)) for a in prediction.alternatives]
 
 
 def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Event], *,

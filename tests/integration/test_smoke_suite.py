@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from cli.main import main
 from oracle import BrokerFailure, predict
+from results.verdicts import verdict_changes
 from results.writer import read_records
 from scenarios.catalogue import by_names, suite
+from scenarios.checkers import check_history, to_records
+from scenarios.history import HistoryProblem, read_history
 
 
 def test_smoke_suite_passes_and_records_everything(tmp_path: Path) -> None:
@@ -33,6 +37,20 @@ def test_smoke_suite_passes_and_records_everything(tmp_path: Path) -> None:
     info = json.loads((results / "run.json").read_text())
     assert info["seed"] == 7 and info["status"] == "finished" and info["passed"] is True
     assert junit.read_text().count("<testcase") == len(suite("smoke"))
+    _recheck_reproduces_then_a_changed_oracle_changes(results, read.records, tmp_path)
+
+
+def _recheck_reproduces_then_a_changed_oracle_changes(results: Path, stored: list, tmp_path: Path) -> None:
+    """`kafka-chaos check` over the stored history gives exactly the stored records; the same
+    history judged by a deliberately wrong oracle gives other verdicts."""
+    out = tmp_path / "rechecked"
+    assert main(["check", str(results), "--out", str(out), "--no-report"]) == 0
+    assert sorted(r.to_json() for r in read_records(out).records) == sorted(r.to_json() for r in stored)
+    observations = [o for o in read_history(results / "history.jsonl") if not isinstance(o, HistoryProblem)]
+    wrong = [r for obs, rs in check_history(observations, predictor=_wrong_leader) for r in to_records(obs, rs)]
+    changes = verdict_changes(stored, wrong)
+    assert changes and all(c.before == "pass" and c.after == "FAIL" for c in changes)
+    assert {c.key[4] for c in changes} >= {"oracle_leader", "converged"}
 
 
 def _wrong_leader(state, events):
@@ -50,9 +68,8 @@ def _wrong_leader(state, events):
                 others = [r for r in ps.replicas if r != ps.leader]
                 parts[p] = ps.with_changes(leader=others[0])
         topics[name] = type(ts)(partitions=parts, config=ts.config)
-    return type(prediction)(state=type(prediction.state)(
-        live_brokers=prediction.state.live_brokers, topics=topics, controller=prediction.state.controller,
-        config=prediction.state.config), outcomes=prediction.outcomes, steps=prediction.steps)
+    # No alternatives: the altered state is the only one allowed.
+    return replace(prediction, state=replace(prediction.state, topics=topics), alternatives=())
 
 
 def test_a_wrong_expectation_fails_the_run(tmp_path: Path) -> None:
