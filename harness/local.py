@@ -38,8 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
-
+from common.errors import HarnessError, UsageError
+from common.waits import WaitTimeout, wait_until
 from harness import processes
 from harness.cluster import BrokerEndpoint
 from harness.config import (
@@ -52,7 +52,6 @@ from harness.config import (
     zookeeper_properties,
 )
 from harness.distribution import KafkaDistribution, java_executable
-from harness.errors import HarnessError, UsageError
 from harness.processes import NodeProcess
 
 log = logging.getLogger(__name__)
@@ -144,6 +143,12 @@ class _Node:
         if said:
             text += f"\n  {self.stdout_log}:\n" + "\n".join(f"    {line}" for line in said[-8:])
         return text
+
+
+def _started_at(node: _Node) -> float | None:
+    """The node's process start time while it runs (cluster.json's pid-reuse guard)."""
+    process = node.process
+    return process.started_at if process is not None and process.alive() else None
 
 
 def _jvm_command(java: str, heap: str, options: Sequence[str], classpath: str, log4j: Path,
@@ -354,18 +359,16 @@ class LocalCluster:
     def _wait_zookeeper_ready(self, deadline: float) -> None:
         node = self._zk()
 
-        def probe() -> None:
-            self._check_alive([node])
+        def probe() -> bool:
+            self._check_alive([node])  # a node that died ends the wait
             if zookeeper_four_letter(HOST, node.port, "ruok", timeout=1.0) != "imok":
                 raise ConnectionError("ZooKeeper does not answer imok yet")
+            return True
 
         try:
-            for attempt in Retrying(stop=stop_after_delay(max(0.0, deadline - time.monotonic())),
-                                    wait=wait_fixed(0.1), retry=retry_if_exception_type(OSError),
-                                    reraise=True):
-                with attempt:
-                    probe()
-        except OSError:
+            wait_until(probe, timeout=deadline - time.monotonic(), interval=0.1, retry_on=(OSError,),
+                       description="ZooKeeper to answer 'ruok'")
+        except WaitTimeout:
             raise NodeStartFailed(node.describe_failure(
                 f"did not answer 'ruok' on {HOST}:{node.port} within {self.start_timeout:.0f} s")) from None
 
@@ -550,8 +553,10 @@ class LocalCluster:
                              "source": self.distribution.source},
             "zookeeper": self.zookeeper_connect,
             "zookeeper_pid": self.zookeeper_pid,
+            "zookeeper_started_at": _started_at(zk),
             "bootstrap_servers": self.bootstrap_servers,
-            "brokers": [{"id": b, "pid": self.broker_pid(b), "port": self._broker(b).port,
+            "brokers": [{"id": b, "pid": self.broker_pid(b), "started_at": _started_at(self._broker(b)),
+                         "port": self._broker(b).port,
                          "dir": str(self._broker(b).directory),
                          "config_file": str(self._broker(b).config_file),
                          "command": self._broker(b).command} for b in self.broker_ids],
@@ -614,19 +619,22 @@ class LocalCluster:
         cluster = cls(config, distribution, state_dir, detached=True)
         cluster._run_dir = state_dir
         zk = state["zookeeper_node"]
-        cluster._zookeeper = cls._attached_node(ZOOKEEPER, zk, state.get("zookeeper_pid"))
+        cluster._zookeeper = cls._attached_node(ZOOKEEPER, zk, state.get("zookeeper_pid"),
+                                                state.get("zookeeper_started_at"))
         for b in state["brokers"]:
-            cluster._brokers[int(b["id"])] = cls._attached_node(broker_node_name(int(b["id"])), b, b.get("pid"))
+            cluster._brokers[int(b["id"])] = cls._attached_node(broker_node_name(int(b["id"])), b, b.get("pid"),
+                                                                b.get("started_at"))
         if sorted(cluster._brokers) != config.broker_ids():
             raise ValueError(f"brokers {sorted(cluster._brokers)} do not match the config")
         return cluster
 
     @staticmethod
-    def _attached_node(name: str, entry: dict[str, Any], pid: int | None) -> _Node:
+    def _attached_node(name: str, entry: dict[str, Any], pid: int | None, started_at: float | None) -> _Node:
         node = _Node(name=name, directory=Path(entry["dir"]), port=int(entry["port"]),
                      config_file=Path(entry["config_file"]), command=list(entry["command"]))
         if pid is not None:
-            node.process = processes.attach(name, int(pid), node.identity)
+            node.process = processes.attach(name, int(pid), node.identity,
+                                            float(started_at) if started_at is not None else None)
         return node
 
     # ---------------------------------------------------------------- lookups

@@ -3,8 +3,9 @@
 Every node runs in a session of its own (``start_new_session``), so a Ctrl-C in the terminal
 reaches only our Python process, which then tears the cluster down in order.  Nodes of an
 *attached* cluster (one a previous ``kafka-chaos cluster up`` started) are not our children:
-they are found by pid and, because pids are recycled, are signalled only while their
-``/proc/<pid>/cmdline`` still names their own config file.
+they are found by pid and, because pids are recycled, are signalled only while that pid's
+process (read through psutil) still has the start time recorded when it was spawned
+(``Process.create_time()``) and a command line naming its own config file.
 
 Owned (non-detached) nodes also get ``PR_SET_PDEATHSIG = SIGKILL``: if our Python process dies
 without running any cleanup (SIGKILL, a crashed interpreter), the kernel kills the JVMs.  The
@@ -27,10 +28,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
-from tenacity import RetryError, retry_if_result, stop_after_delay, wait_fixed
-from tenacity import Retrying
+import psutil
 
-from harness.errors import HarnessError
+from common.errors import HarnessError
+from common.waits import WaitTimeout, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +39,15 @@ _PR_SET_PDEATHSIG = 1
 
 
 class NodeProcess:
-    """A started (or re-attached) JVM; ``identity`` is a string its command line must contain."""
+    """A started (or re-attached) JVM; ``identity`` is a string its command line must contain,
+    ``started_at`` its ``psutil.Process.create_time()`` when known (the pid-reuse guard)."""
 
     def __init__(self, name: str, pid: int, identity: str,
-                 popen: subprocess.Popen[bytes] | None = None) -> None:
+                 popen: subprocess.Popen[bytes] | None = None, started_at: float | None = None) -> None:
         self.name = name
         self.pid = pid
         self.identity = identity
+        self.started_at = started_at
         self._popen = popen
 
     def __repr__(self) -> str:
@@ -56,20 +59,25 @@ class NodeProcess:
         """Running or stopped (paused); False once it exited, even if not yet reaped."""
         if self._popen is not None:
             return self._popen.poll() is None
-        return _proc_state(self.pid) not in (None, "Z", "X") and self._is_ours()
+        return _status(self._process()) not in _GONE
 
     def paused(self) -> bool:
-        return self.alive() and _proc_state(self.pid) in ("T", "t")
+        return self.alive() and _status(self._process()) in _STOPPED
 
     def exit_code(self) -> int | None:
         return self._popen.poll() if self._popen is not None else None
 
-    def _is_ours(self) -> bool:
+    def _process(self) -> psutil.Process | None:
+        """This node's process, None when the pid is gone or now belongs to another process."""
         try:
-            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
-        except OSError:
-            return False
-        return self.identity.encode() in cmdline
+            process = psutil.Process(self.pid)
+            if self.started_at is not None and process.create_time() != self.started_at:
+                return None  # the pid was recycled
+            if self.identity not in "\0".join(process.cmdline()):
+                return None
+            return process
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return None
 
     # ---------------------------------------------------------------- signals
 
@@ -118,9 +126,9 @@ class NodeProcess:
 
     def _wait_state(self, *, stopped: bool, timeout: float) -> None:
         try:
-            Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.01),
-                     retry=retry_if_result(lambda now: now != stopped))(self.paused)
-        except RetryError:
+            wait_until(lambda: self.paused() == stopped, timeout=timeout, interval=0.01,
+                       description=f"{self.name} to be {'stopped' if stopped else 'running'}")
+        except WaitTimeout:
             raise HarnessError(f"{self.name} (pid {self.pid}) is {'not ' if stopped else 'still '}"
                                f"stopped {timeout:.0f} s after {'SIGSTOP' if stopped else 'SIGCONT'}") from None
 
@@ -133,21 +141,34 @@ class NodeProcess:
                 return False
         # Not our child: its parent (init, after `cluster up` returned) reaps it.
         try:
-            Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.05),
-                     retry=retry_if_result(lambda alive: alive))(self.alive)
-        except RetryError:
+            wait_until(lambda: not self.alive(), timeout=timeout, interval=0.05,
+                       description=f"{self.name} (pid {self.pid}) to exit")
+        except WaitTimeout:
             return False
         return True
 
 
-def _proc_state(pid: int) -> str | None:
-    """The state letter of /proc/<pid>/stat (R, S, T, Z, ...), None when there is no such pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+# psutil statuses of a process that no longer runs, and of one that is stopped (SIGSTOP).
+_GONE = frozenset({None, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD})
+_STOPPED = frozenset({psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP})
+
+
+def _status(process: psutil.Process | None) -> str | None:
+    """``process.status()``, None when there is no process (or it vanished meanwhile)."""
+    if process is None:
         return None
-    # The command name (2nd field) may contain spaces and parentheses: split after the last ')'.
-    return stat.rsplit(")", 1)[1].split()[0]
+    try:
+        return str(process.status())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def start_time(pid: int) -> float | None:
+    """The process's ``create_time()`` (seconds since the epoch), None when it is gone."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
 
 
 def _set_pdeathsig() -> None:
@@ -203,38 +224,33 @@ def spawn(name: str, argv: Sequence[str], *, output: Path, identity: str, cwd: P
                                     preexec_fn=None if detached else _set_pdeathsig)
         popen = make() if detached else _spawn_on_reaper_thread(make)
     log.debug("started %s as pid %d", name, popen.pid)
-    return NodeProcess(name, popen.pid, identity, popen)
+    return NodeProcess(name, popen.pid, identity, popen, started_at=start_time(popen.pid))
 
 
-def attach(name: str, pid: int, identity: str) -> NodeProcess:
-    """A node started by another Python process; may already be gone (check ``alive()``)."""
-    return NodeProcess(name, pid, identity)
+def attach(name: str, pid: int, identity: str, started_at: float | None = None) -> NodeProcess:
+    """A node started by another Python process; may already be gone (check ``alive()``).
+    ``started_at`` (its ``create_time()`` then) guards against a recycled pid."""
+    return NodeProcess(name, pid, identity, started_at=started_at)
 
 
 def processes_mentioning(text: str) -> list[int]:
     """Pids of live processes whose command line contains ``text`` (e.g. a run directory)."""
-    needle = text.encode()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for process in psutil.process_iter(["pid", "cmdline", "status"]):
+        info = process.info
+        if info["pid"] == os.getpid() or info["status"] in _GONE:
             continue
-        try:
-            if needle in (entry / "cmdline").read_bytes() and _proc_state(int(entry.name)) not in ("Z", "X", None):
-                found.append(int(entry.name))
-        except OSError:
-            continue
+        if text in "\0".join(info["cmdline"] or ()):
+            found.append(int(info["pid"]))
     return found
 
 
 def rss_bytes(pid: int) -> int:
     """Resident set size of one process (0 when gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+        return int(psutil.Process(pid).memory_info().rss)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return 0
 
 
 _previous_handlers: dict[int, object] = {}

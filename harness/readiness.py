@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
-
-from harness.errors import HarnessError
+from common.errors import HarnessError
+from common.waits import WaitTimeout, wait_until
 from harness.observer import ZkObserver, ZkSnapshot
 
 
@@ -53,7 +52,7 @@ def wait_metadata_lists(bootstrap: str, expected: set[int], *, deadline: float,
     failure with that node's log); ``check_alive`` raising ends the wait at once."""
     last_error = ""
 
-    def answers() -> None:
+    def answers() -> bool:
         nonlocal last_error
         check_alive()
         try:
@@ -64,13 +63,11 @@ def wait_metadata_lists(bootstrap: str, expected: set[int], *, deadline: float,
         if not expected <= listed:
             last_error = f"its metadata lists brokers {sorted(listed)}, expected {sorted(expected)}"
             raise ConnectionError(last_error)
+        return True
 
     try:
-        for attempt in Retrying(stop=stop_after_delay(max(0.0, deadline - time.monotonic())),
-                                wait=wait_fixed(0.2), retry=retry_if_exception_type(ConnectionError),
-                                reraise=True):
-            with attempt:
-                answers()
-    except ConnectionError:
+        wait_until(answers, timeout=deadline - time.monotonic(), interval=0.2, retry_on=(ConnectionError,),
+                   description=f"the broker at {bootstrap} to list brokers {sorted(expected)}")
+    except WaitTimeout:
         return last_error
     return None

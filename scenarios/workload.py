@@ -35,8 +35,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from tenacity import Retrying, retry_if_exception_type, stop_before_delay, wait_fixed
-
+from common.waits import WaitTimeout, wait_until
 from harness.errors import HarnessError, UsageError
 from scenarios.delivery import Ack, DeliveryReport, validate_delivery
 
@@ -367,11 +366,13 @@ class Workload:
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         now = time.time()
-        partition = msg.partition()
+        # A delivery report always names the partition it was produced to (and, when
+        # acknowledged, the offset and our key): the client's types just cannot say so.
+        partition = int(msg.partition() or 0)
         with self._lock:
             if err is None:
                 self._acks.setdefault(partition, []).append(
-                    Ack(partition, msg.offset(), msg.key().decode(), now)
+                    Ack(partition, int(msg.offset() or 0), (msg.key() or b"").decode(), now)
                 )
             else:
                 self._failures.append((partition, err.name(), now))
@@ -431,18 +432,15 @@ class Workload:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
             return int(offsets[1])
 
-        retrying = Retrying(
-            retry=retry_if_exception_type(KafkaException),
-            stop=stop_before_delay(max(deadline - time.monotonic(), 0.0)),
-            wait=wait_fixed(0.5),
-            reraise=True,
-        )
         try:
-            return retrying(query)
-        except KafkaException as exc:
+            return wait_until(query, timeout=deadline - time.monotonic(), interval=0.5,
+                              retry_on=(KafkaException,), accept=lambda _: True,  # 0 is an answer too
+                              description=f"the high watermark of {self.topic}-{partition}")
+        except WaitTimeout as exc:
+            cause = exc.last_error
             raise WorkloadError(
-                f"high watermark of {self.topic}-{partition} unavailable: {exc.args[0]}"
-            ) from exc
+                f"high watermark of {self.topic}-{partition} unavailable: {cause.args[0] if cause else exc}"
+            ) from cause
 
     @staticmethod
     def _record_of(msg: Message) -> tuple[int, int, str] | None:
@@ -453,7 +451,10 @@ class Workload:
             log.debug("while reading back: %s", err)
             return None
         key = msg.key()
-        return (msg.partition(), msg.offset(), key.decode(errors="replace") if key else "")
+        partition, offset = msg.partition(), msg.offset()
+        if partition is None or offset is None:  # not a record: nothing to account for
+            return None
+        return (partition, offset, key.decode(errors="replace") if key else "")
 
     def _raise_background_error(self, keep: bool = False) -> None:
         with self._lock:

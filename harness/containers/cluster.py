@@ -26,13 +26,13 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
-
+from common.errors import HarnessError, UsageError
+from common.waits import WaitTimeout, wait_until
 from harness.cluster import BrokerEndpoint
 from harness.config import (
     broker_properties,
@@ -46,7 +46,6 @@ from harness.containers import teardown
 from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, docker_client, ensure_kafka_image
 from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL, new_run_id, run_labels
 from harness.containers.network import NamespaceFirewall, Peers, addresses_to_cut, check_partition_tools
-from harness.errors import HarnessError, UsageError
 from harness.local import free_ports, zookeeper_four_letter
 
 if TYPE_CHECKING:
@@ -90,15 +89,6 @@ def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: 
     """No shell in the image: java expands the ``libs/*`` class path wildcard itself."""
     return ["java", f"-Xmx{heap}", *jvm_options,  # as harness.local._jvm_command
             f"-Dlog4j.configuration=file:{LOG4J_CONFIG}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
-
-
-def _poll(condition: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
-    """Re-check ``condition`` every ``interval`` until it holds (True) or ``timeout`` (False);
-    for signs with no event to wait on (a port starting to answer).  Exceptions propagate."""
-    retrying = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(interval),
-                        retry=retry_if_result(lambda ok: not ok), retry_error_callback=lambda _: False,
-                        reraise=True)
-    return bool(retrying(condition))
 
 
 class ContainerCluster:
@@ -278,15 +268,15 @@ class ContainerCluster:
     def _wait_zookeeper_ready(self) -> None:
         """ZooKeeper answers ``ruok`` on its published port (bounded; nothing to watch yet)."""
         def ready() -> bool:
-            self._require_running(self._zookeeper, ZOOKEEPER_NAME)
-            try:
-                return zookeeper_four_letter("127.0.0.1", self._zk_host_port, "ruok", timeout=1.0) == "imok"
-            except OSError:
-                return False
+            self._require_running(self._zookeeper, ZOOKEEPER_NAME)  # a dead container ends the wait
+            return zookeeper_four_letter("127.0.0.1", self._zk_host_port, "ruok", timeout=1.0) == "imok"
 
-        if not _poll(ready, self.start_timeout):
+        try:
+            wait_until(ready, timeout=self.start_timeout, interval=0.2, retry_on=(OSError,),
+                       description="ZooKeeper to answer 'ruok'")
+        except WaitTimeout:
             raise HarnessError(f"ZooKeeper container did not answer within {self.start_timeout:.0f} s; "
-                               f"log: {self._tail(ZOOKEEPER_NAME)}")
+                               f"log: {self._tail(ZOOKEEPER_NAME)}") from None
 
     def _wait_brokers_ready(self, broker_ids: list[int], deadline: float,
                             newer_than: Mapping[int, int] | None = None) -> None:

@@ -3,7 +3,7 @@
 ``kafka-chaos.run`` names the run; ``kafka-chaos.owner`` is ``host:pid:start-time`` of the
 Python process that created it, so ``prune`` can tell a crashed run's leftovers (owner gone)
 from a live run of another engineer or CI job on the same engine (owner alive).  The start
-time guards against a recycled pid.
+time (psutil's ``Process.create_time()``) guards against a recycled pid.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
+
+import psutil
 
 RUN_LABEL = "kafka-chaos.run"
 OWNER_LABEL = "kafka-chaos.owner"
@@ -53,10 +54,9 @@ def owner_alive(labels: Mapping[str, str]) -> bool:
 
 
 def _process_start_time(pid: int) -> str:
-    """Field 22 of /proc/<pid>/stat (clock ticks after boot), "" when the process is gone."""
+    """The process's start time (seconds since the epoch, to 1/100 s: what ``create_time()``
+    resolves on Linux), "" when the process is gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return f"{psutil.Process(pid).create_time():.2f}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return ""
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return stat.rsplit(")", 1)[1].split()[19]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from harness import metadata
+from harness import metadata, processes
 from harness.cluster import BrokerControl, Cluster
 from harness.config import (
     KNOWN_BROKER_PROPERTIES,
@@ -171,6 +171,13 @@ def test_attach_controls_the_same_processes(cluster: LocalCluster) -> None:
     assert attached.bootstrap_servers == cluster.bootstrap_servers
     assert [attached.broker_pid(b) for b in attached.broker_ids] == [cluster.broker_pid(b) for b in cluster.broker_ids]
     assert attached.any_running()
+    # The pid-reuse guard: the same pid with another start time, or another command line, is not ours.
+    state = json.loads((cluster.run_dir / STATE_FILE).read_text())
+    broker = state["brokers"][0]
+    assert broker["started_at"] is not None
+    assert processes.attach("broker", broker["pid"], broker["config_file"], broker["started_at"]).alive()
+    assert not processes.attach("broker", broker["pid"], broker["config_file"], broker["started_at"] - 1).alive()
+    assert not processes.attach("broker", broker["pid"], "/not/its/config", broker["started_at"]).alive()
 
 
 def test_teardown_leaves_nothing_behind(cluster: LocalCluster) -> None:
