@@ -110,7 +110,7 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[Record]:
 def _sort_line(number: int, line: str, result: ReadResult) -> None:
     try:
         data = json.loads(line)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         result.malformed.append(BadLine(number, f"not JSON ({exc.msg})", line[:200]))
         return
     if not isinstance(data, dict):

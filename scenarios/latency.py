@@ -79,7 +79,7 @@ def election_at(events: Iterable[Any], topic: str, partition: int, leader: int, 
     for e in sorted(events, key=lambda e: e.at):
         if (e.kind == "partition_state" and e.topic == topic and e.partition == partition
                 and e.at >= after and e.leader == leader):
-            return e.at
+            return float(e.at)
     return None
 
 
@@ -130,7 +130,7 @@ def isr_written_at(events: Iterable[Any], topic: str, partition: int, isr: Itera
     for e in sorted(events, key=lambda e: e.at):
         if (e.kind == "partition_state" and e.topic == topic and e.partition == partition
                 and e.at >= after and set(e.isr) == wanted):
-            return e.at
+            return float(e.at)
     return None
 
 

@@ -61,12 +61,12 @@ class ClusterPool:
         self.release()
         from harness.config import ClusterConfig
 
+        from harness.backends import open_cluster
+
         config = ClusterConfig(brokers=needs.brokers, cluster_overrides=needs.overrides_dict)
-        opener = self._open
-        if opener is None:
-            from harness.backends import open_cluster as opener
+        opener = self._open or open_cluster
         self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
-        cluster = opener(self.backend, config, self.distribution)
+        cluster: Any = opener(self.backend, config, self.distribution)  # a launcher: a context manager
         cluster.__enter__()  # starts; cleans up itself when starting fails
         self.cluster, self.needs = cluster, needs
         return cluster

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from common.errors import HarnessError
 from oracle import AutoRebalance, CreateTopic, Event, predict
@@ -338,8 +338,10 @@ class Runner:
 
     def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
         selector = step.target
-        if isinstance(getattr(selector, "topic", None), str):  # logical topic -> this iteration's topic
-            selector = replace(selector, topic=ctx.topic_names.get(selector.topic, selector.topic))  # type: ignore[type-var]
+        logical = getattr(selector, "topic", None)
+        if isinstance(logical, str):  # logical topic -> this iteration's topic
+            # Selectors naming a topic are frozen dataclasses with a ``topic`` field.
+            selector = replace(cast(Any, selector), topic=ctx.topic_names.get(logical, logical))
         target = selector.resolve(view_of(before_snap, ctx.cluster.broker_ids), ctx.rng, ctx.targets)
         ctx.targets.append(target)
         return target

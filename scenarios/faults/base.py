@@ -65,7 +65,7 @@ class StepTopics:
 
     def physical(self, kind: str, options: Mapping[str, Any]) -> str:
         logical = options.get("topic")
-        if logical not in self.names:
+        if not isinstance(logical, str) or logical not in self.names:
             raise UsageError(f"{kind}: option 'topic' must be one of {sorted(self.names)}, not {logical!r}")
         return self.names[logical]
 
@@ -117,6 +117,16 @@ class Fault(Protocol):
 FaultBuilder = Callable[[Target, Mapping[str, Any], StepTopics], Fault]
 
 
+class FaultClass(Protocol):
+    """What :func:`register_fault` reads from a fault class (not an instance)."""
+
+    kind: ClassVar[str]
+    requires: ClassVar[frozenset[Capability]]
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault: ...
+
+
 @dataclass(frozen=True)
 class FaultKind:
     """One registry entry: how to build the kind's fault from a step, and what it needs."""
@@ -129,7 +139,7 @@ class FaultKind:
 
 FAULTS: dict[str, FaultKind] = {}
 
-_F = TypeVar("_F", bound=type)
+_F = TypeVar("_F", bound=type[FaultClass])
 
 
 def register_fault(cls: _F) -> _F:

@@ -74,7 +74,7 @@ class NetworkPartition(_NetworkFault):
         if healed not in CUTS:
             raise UsageError(f"{KIND} heal: 'cut' (the variant being healed) must be one of "
                              f"{tuple(CUTS)}, not {healed!r}")
-        return NetworkHeal(target, healed)
+        return NetworkHeal(target, str(healed))
 
     @property
     def label(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from common.errors import HarnessError
 from harness.cluster import Capability
@@ -30,7 +30,7 @@ class _ProcessFault:
     client_windows: ClassVar[bool] = False
 
     @classmethod
-    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> _ProcessFault:
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
         return cls(target)
 
     @property
