@@ -36,7 +36,7 @@ def _read(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from oracle import predict
-    from oracle.jsonio import OracleInputError, parse_json_text, parse_request, render_prediction
+    from oracle.jsonio import OracleInputError, one_line, parse_json_text, parse_request, render_prediction
 
     try:
         state, events = parse_request(parse_json_text(_read(args.file)))
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, RecursionError) as exc:
         # The oracle refuses a request the parser let through (an inconsistent state or event):
         # still one line and exit 2, never a traceback.
-        raise UsageError(f"input: {exc or type(exc).__name__}") from None
+        raise UsageError(one_line(f"input: {exc or type(exc).__name__}")) from None
     json.dump(rendered, sys.stdout, indent=None if args.compact else 2)
     sys.stdout.write("\n")
     return 0

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import ClassVar, Mapping, Union
+from typing import ClassVar, Iterable, Mapping, SupportsInt, Union
 
 from oracle.state import TopicPartition
 
 
-def _ints(values) -> tuple[int, ...]:
+def _ints(values: Iterable[SupportsInt]) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 

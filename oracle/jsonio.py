@@ -62,11 +62,17 @@ _EVENT_KEYS: Mapping[str, set[str]] = {
 _OPTIONAL_EVENT_KEYS = {(CreateTopic.KIND, "config")}
 
 
+def one_line(text: str) -> str:
+    """``text`` with control characters (a newline in a topic name, ...) escaped, so an error stays
+    one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class OracleInputError(ValueError):
     """A request the oracle cannot take; ``field`` is the path of the offending value."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+        super().__init__(one_line(f"{field}: {message}"))
         self.field = field
         self.message = message
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, TypeVar
 
 # kafka.api.LeaderAndIsr
 NO_LEADER = -1
@@ -105,7 +105,11 @@ class PartitionState:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-def _frozen_mapping(mapping: Mapping) -> Mapping:
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _frozen_mapping(mapping: Mapping[_K, _V]) -> Mapping[_K, _V]:
     return MappingProxyType(dict(mapping))
 
 

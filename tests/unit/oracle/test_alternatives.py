@@ -182,3 +182,33 @@ def test_many_brokers_stay_bounded():
                     controller=9)
     prediction = predict(state, [BrokerFailure(tuple(range(1, 7)))])
     assert 1 <= len(prediction.alternatives) <= 3
+
+
+# --- properties over random settled states -------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.unit.oracle.test_properties import SETTINGS, check_invariants, cluster_states, events_for  # noqa: E402
+
+
+@st.composite
+def state_and_event(draw):
+    state = draw(cluster_states())
+    return state, draw(events_for(state))
+
+
+@SETTINGS
+@given(state_and_event())
+def test_every_alternative_is_a_legal_distinct_state_and_the_first_is_apply_event(case):
+    state, event = case
+    alternatives = apply_event_alternatives(state, event)
+    assert alternatives[0][1:] == apply_event(state, event)
+    states = [after for _, after, _ in alternatives]
+    assert all(a != b for i, a in enumerate(states) for b in states[i + 1:])
+    for _, after, outcomes in alternatives:
+        check_invariants(state, event, after, outcomes)
+    # bounded: 2 x Fubini(3) orders, times (3 + 1) when the controller is unknown
+    assert len(alternatives) <= 2 * 13 * 4
+    prediction = predict(state, [event])
+    assert [alt.state for alt in prediction.alternatives] == states
