@@ -8,50 +8,33 @@ parsed and verified; measured here, a broker's CPU to readiness fell from ~2.5 s
 The archives are made once per (java binary, classpath) by :func:`build_archives` — a
 one-broker cluster started with ``-XX:ArchiveClassesAtExit`` and stopped cleanly, which is when
 the JVM writes them — from ``kafka-chaos fetch-kafka`` (so ``scripts/setup.sh`` makes them).
-:func:`archive_options` adds ``-XX:SharedArchiveFile`` only when a matching archive exists; a
-JVM that cannot use an archive warns on stdout and runs without it, so a stale one is harmless.
+:func:`harness.cds_paths.archive_options` adds ``-XX:SharedArchiveFile`` only when a matching
+archive exists; a JVM that cannot use an archive warns on stdout and runs without it, so a
+stale one is harmless.
+
+Where the archives live is :mod:`harness.cds_paths`, which the local launcher reads; this module
+starts a :class:`harness.local.LocalCluster` to make them, so the two do not import each other.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
 import os
 from pathlib import Path
 
-from harness.distribution import KafkaDistribution, cache_root, java_executable
+from harness.cds_paths import ROLES, archive_options, archive_path
+from harness.config import ClusterConfig
+from harness.distribution import KafkaDistribution, java_executable
+from harness.local import LocalCluster
+
+__all__ = ["ROLES", "archive_options", "archive_path", "build_archives"]
 
 log = logging.getLogger(__name__)
-
-ROLES = ("broker", "zookeeper")
-
-
-def _key(distribution: KafkaDistribution, java: str) -> str:
-    real = os.path.realpath(java)
-    st = os.stat(real)
-    text = "\0".join([real, str(st.st_size), str(st.st_mtime_ns), distribution.classpath])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def archive_path(distribution: KafkaDistribution, role: str, java: str | None = None) -> Path:
-    if role not in ROLES:
-        raise ValueError(f"role must be one of {ROLES}, not {role!r}")
-    java = java or java_executable()
-    return cache_root() / "cds" / f"kafka-{distribution.version}-{_key(distribution, java)}-{role}.jsa"
-
-
-def archive_options(distribution: KafkaDistribution, role: str, java: str | None = None) -> list[str]:
-    """``-XX:SharedArchiveFile=...`` when this JVM and classpath have an archive, else nothing."""
-    path = archive_path(distribution, role, java)
-    return [f"-XX:SharedArchiveFile={path}"] if path.is_file() else []
 
 
 def build_archives(distribution: KafkaDistribution) -> list[Path]:
     """Make the broker and ZooKeeper archives unless they exist; returns their paths."""
-    from harness.config import ClusterConfig
-    from harness.local import LocalCluster
-
     java = java_executable()
     finals = {role: archive_path(distribution, role, java) for role in ROLES}
     if all(p.is_file() for p in finals.values()):

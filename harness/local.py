@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -41,6 +40,7 @@ from typing import Any
 from common.errors import HarnessError, UsageError
 from common.waits import WaitTimeout, wait_until
 from harness import processes
+from harness.cds_paths import archive_options
 from harness.cluster import BrokerEndpoint
 from harness.config import (
     ClusterConfig,
@@ -52,6 +52,7 @@ from harness.config import (
     zookeeper_properties,
 )
 from harness.distribution import KafkaDistribution, java_executable
+from harness.nodes import free_ports, zookeeper_four_letter
 from harness.processes import NodeProcess
 
 log = logging.getLogger(__name__)
@@ -72,20 +73,6 @@ class NodeStartFailed(HarnessError):
 
 def broker_node_name(broker_id: int) -> str:
     return f"broker-{broker_id}"
-
-
-def free_ports(count: int, host: str = HOST) -> list[int]:
-    """Ports the kernel calls free right now (all sockets held open together, so distinct)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -322,8 +309,6 @@ class LocalCluster:
     def _jvm_options(self, role: str, java: str) -> list[str]:
         options = list(self.config.jvm_options)
         if self._class_data_sharing:
-            from harness.cds import archive_options
-
             options += archive_options(self.distribution, role, java)
         return options + self._node_jvm_options.get(role, [])
 
@@ -658,13 +643,3 @@ class LocalCluster:
         if not node.running():
             raise HarnessError(f"cannot {verb} broker {broker_id}: it is not running")
         return node
-
-
-def zookeeper_four_letter(host: str, port: int, command: str, timeout: float = 2.0) -> str:
-    """Send a four-letter word (whitelisted in zookeeper.properties) and return the answer."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        s.sendall(command.encode())
-        chunks = []
-        while chunk := s.recv(4096):
-            chunks.append(chunk)
-    return b"".join(chunks).decode("utf-8", "replace")

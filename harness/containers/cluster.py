@@ -46,7 +46,7 @@ from harness.containers import teardown
 from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, docker_client, ensure_kafka_image
 from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL, new_run_id, run_labels
 from harness.containers.network import NamespaceFirewall, Peers, addresses_to_cut, check_partition_tools
-from harness.local import free_ports, zookeeper_four_letter
+from harness.nodes import free_ports, zookeeper_four_letter
 
 if TYPE_CHECKING:
     import docker

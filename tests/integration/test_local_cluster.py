@@ -31,7 +31,8 @@ from harness.config import (
     chaos_cluster_defaults,
 )
 from harness.distribution import resolve_distribution
-from harness.local import STATE_FILE, LocalCluster, NodeStartFailed, zookeeper_four_letter
+from harness.local import STATE_FILE, LocalCluster, NodeStartFailed
+from harness.nodes import zookeeper_four_letter
 from harness.observer import ZkObserver, ZkSnapshot
 from harness.processes import processes_mentioning
 
