@@ -15,8 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from types import TracebackType
 
 from kazoo.client import KazooClient
@@ -296,25 +295,3 @@ class ZkObserver:
             PARTITION_STATE, after=after, topic=topic, partition=partition,
             where=lambda e: isinstance(e, PartitionStateWritten) and e.leader not in (old_leader, NO_LEADER))
         return event.at if event else None
-
-    # ------------------------------------------------------------------ deprecated writers
-
-    def _admin_write(self, method: str, *args: object) -> None:
-        from harness.zkadmin import ZkAdmin
-
-        warnings.warn(f"ZkObserver.{method} is deprecated: use harness.zkadmin.ZkAdmin",
-                      DeprecationWarning, stacklevel=3)
-        with ZkAdmin(self._zk_connect, timeout=self._read_timeout * 2) as admin:
-            getattr(admin, method)(*args)
-
-    def write_reassignment(self, moves: Iterable[tuple[str, int, Sequence[int]]]) -> None:
-        """Deprecated: :meth:`harness.zkadmin.ZkAdmin.write_reassignment`."""
-        self._admin_write("write_reassignment", moves)
-
-    def write_preferred_election(self, partitions: Iterable[tuple[str, int]]) -> None:
-        """Deprecated: :meth:`harness.zkadmin.ZkAdmin.write_preferred_election`."""
-        self._admin_write("write_preferred_election", partitions)
-
-    def set_topic_config(self, topic: str, config: Mapping[str, str | None]) -> None:
-        """Deprecated: :meth:`harness.zkadmin.ZkAdmin.set_topic_config`."""
-        self._admin_write("set_topic_config", topic, config)
