@@ -38,7 +38,6 @@ from harness.config import (
     AUTO_LEADER_REBALANCE_ENABLE,
     LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
     REPLICA_LAG_TIME_MAX_MS,
-    UNCLEAN_LEADER_ELECTION_ENABLE,
 )
 from common.errors import UsageError
 from harness.cluster import Capability

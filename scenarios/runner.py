@@ -37,11 +37,10 @@ from oracle import AutoRebalance, CreateTopic, Event, predict
 from scenarios.catalogue import Scenario, Step
 from scenarios.checkers import CheckContext, evaluate, to_records
 from scenarios.checks import CheckResult
-from scenarios.delivery import Ack
-from scenarios.expectations import Expectation, Predictor, expectations, matching
+from scenarios.clients import client_activity, wait_for_clients
+from scenarios.expectations import Predictor, expectations, matching
 from scenarios.faults import Fault, FaultEnv, Nemesis, make_fault, requirements_of
 from scenarios.history import (
-    ClientActivity,
     FaultTraits,
     HistoryWriter,
     MetadataAnswer,
@@ -56,7 +55,6 @@ from scenarios.history import (
 from scenarios.observation import cluster_state_of, is_settled, observed_partitions, unsettled
 from scenarios.poller import MetadataPoller
 from scenarios.pool import INTERNAL_TOPICS, ClusterPool
-from scenarios import latency as lat
 from scenarios.targets import Target, view_of
 
 log = logging.getLogger(__name__)
@@ -325,7 +323,11 @@ class Runner:
                                                  timeout=self.options.metadata_timeout)
             expected = matching(after, options, ctx.physical_topics) if after is not None else None
             if fault.client_windows:
-                self._wait_for_clients(ctx, fault, before_snap, expected or options[0], fault_at)
+                waiting = wait_for_clients(ctx.workloads, ctx.observer.events_since(fault_at), fault, before_snap,
+                                           expected or options[0], fault_at, self.options.client_recovery_timeout)
+                if waiting:
+                    self._step_progress(ctx, f"clients of {', '.join(waiting)} got no ack within "
+                                             f"{self.options.client_recovery_timeout:.0f}s; measuring anyway")
             measured_at = time.time()
             sightings = poller.sightings_by_partition(since=fault_at)
         window_start = min(episode if episode is not None else fault_at, fault_at)
@@ -333,7 +335,7 @@ class Runner:
             ctx.run, index, label, _traits(fault), target, tuple(step.then), started, before_snap, before,
             tuple(events), fault_at, episode if episode is not None else fault_at, after, waited,
             self.options.convergence_timeout, tuple(sorted(nemesis.faulted_brokers)), metadata, sightings,
-            tuple(ctx.observer.events_since(fault_at)), self._client_activity(ctx, window_start, measured_at),
+            tuple(ctx.observer.events_since(fault_at)), client_activity(ctx.workloads, window_start, measured_at),
             measured_at, time.time()))
 
     def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
@@ -345,51 +347,6 @@ class Runner:
         target = selector.resolve(view_of(before_snap, ctx.cluster.broker_ids), ctx.rng, ctx.targets)
         ctx.targets.append(target)
         return target
-
-    @staticmethod
-    def _client_activity(ctx: _Context, since: float, until: float) -> dict[str, ClientActivity]:
-        """Per partition: the acks from the last one before ``since`` (it bounds the first gap)
-        up to ``until``, and the failed sends in between."""
-        activity = {}
-        for topic, w in ctx.workloads.items():
-            failures = w.failures()
-            for p in w.partitions:
-                acks = [a for a in w.acks(p) if a.acked_at <= until]
-                earlier = [i for i, a in enumerate(acks) if a.acked_at < since]
-                kept: list[Ack] = acks[earlier[-1]:] if earlier else acks
-                failed = tuple((name, at) for part, name, at in failures if part == p and since <= at <= until)
-                activity[f"{topic}-{p}"] = ClientActivity(tuple(kept), failed)
-        return activity
-
-    def _wait_for_clients(self, ctx: _Context, fault: Fault, before_snap: Any, expected: Expectation,
-                          fault_at: float) -> None:
-        """Hold the step (bounded, woken by delivery reports) until the clients of every partition
-        the fault touched get acks again after the cluster acted on it — so a cut lasts until
-        the clients have found the new leaders, and the client windows measure the clients, not
-        how soon the harness healed. Partitions a held broker keeps leading stall until healed:
-        not waited for."""
-        deadline = time.monotonic() + self.options.client_recovery_timeout
-        events = ctx.observer.events_since(fault_at)
-        hit = set(fault.target.brokers)
-        waiting: list[str] = []
-        for t in ctx.physical_topics:
-            workload = ctx.workloads.get(t)
-            if t not in expected.state.topics or workload is None:
-                continue
-            for p, want in sorted(expected.state.topics[t].partitions.items()):
-                was = before_snap.partitions.get((t, p))
-                if was is None or not hit & set(was.replicas) or want.leader == -1 or want.leader in fault.holds:
-                    continue
-                acted = (lat.election_at(events, t, p, want.leader, fault_at) if want.leader != was.leader
-                         else lat.isr_written_at(events, t, p, want.isr, fault_at) if set(want.isr) != set(was.isr)
-                         else None)
-                got = workload.wait_for_acks(timeout=max(0.0, deadline - time.monotonic()),
-                                             after=acted if acted is not None else fault_at, partitions=[p])
-                if got.get(p) is None:
-                    waiting.append(f"{t}-{p}")
-        if waiting:
-            self._step_progress(ctx, f"clients of {', '.join(waiting)} got no ack within "
-                                     f"{self.options.client_recovery_timeout:.0f}s; measuring anyway")
 
     # misc -------------------------------------------------------------------------------------
 

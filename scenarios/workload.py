@@ -10,8 +10,8 @@ Delivery errors are data, not crashes: after librdkafka has retried a message un
 ``message.timeout.ms`` its final error (``_MSG_TIMED_OUT``, ``NOT_ENOUGH_REPLICAS`` under
 ``min.insync.replicas``, ``_PURGE_QUEUE`` at stop, ...) is recorded in :meth:`failures`.
 Verification (:meth:`consume_all`, :meth:`verify`) reads the partitions back with an assigned
-consumer — no group coordinator, so it works while ``__consumer_offsets`` is unavailable — and
-compares with :func:`scenarios.delivery.validate_delivery`.
+consumer (:mod:`scenarios.readback`) — no group coordinator, so it works while
+``__consumer_offsets`` is unavailable — and compares with :func:`scenarios.delivery.validate_delivery`.
 """
 
 from __future__ import annotations
@@ -26,18 +26,11 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from confluent_kafka import (
-    OFFSET_BEGINNING,
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    Producer,
-    TopicPartition,
-)
-from common.waits import WaitTimeout, wait_until
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
 from harness.errors import HarnessError, UsageError
 from scenarios.delivery import Ack, DeliveryReport, validate_delivery
+from scenarios.readback import consume_all
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +70,11 @@ class ClientError:
 
 
 class Workload:
-    """Produce to ``topic``'s ``partitions`` until stopped; then read them back and account."""
+    """Produce to ``topic``'s ``partitions`` until stopped; then read them back and account.
+
+    About 330 lines, on purpose: the producer thread's lifecycle, the records it keeps (under one
+    lock) and their thread-safe accessors are one unit; the read-back lives in
+    :mod:`scenarios.readback`."""
 
     def __init__(
         self,
@@ -246,45 +243,9 @@ class Workload:
     def consume_all(
         self, timeout: float = 60.0, partitions: Sequence[int] | None = None
     ) -> list[tuple[int, int, str]]:
-        """Every record of the partitions, from the log start to the high watermark taken when
-        this call starts, as ``(partition, offset, key)``. Raises :class:`WorkloadError` when a
-        partition cannot be read to its watermark within ``timeout`` (e.g. it has no leader)."""
+        """Every record of the partitions up to their high watermarks (:func:`scenarios.readback.consume_all`)."""
         wanted = tuple(partitions) if partitions is not None else self.partitions
-        deadline = time.monotonic() + timeout
-        consumer = Consumer({
-            "bootstrap.servers": self.bootstrap,
-            "client.id": f"{self.client_id}-verify",
-            "group.id": f"{self.client_id}-verify-{uuid.uuid4().hex}",  # never joined: assign()
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_uncommitted",  # non-transactional producer: LSO == HW
-            "enable.partition.eof": False,
-            "logger": logging.getLogger(f"{__name__}.librdkafka"),
-        })
-        try:
-            ends = {p: self._high_watermark(consumer, p, deadline) for p in wanted}
-            pending = {p for p, end in ends.items() if end > 0}
-            consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in pending])
-            records: list[tuple[int, int, str]] = []
-            while pending:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise WorkloadError(
-                        f"reading {self.topic} back: partitions {sorted(pending)} not read up to "
-                        f"their high watermarks {[ends[p] for p in sorted(pending)]} "
-                        f"within {timeout:.0f} s"
-                    )
-                for msg in consumer.consume(500, min(remaining, 1.0)):
-                    record = self._record_of(msg)
-                    if record is not None and record[1] < ends[record[0]]:
-                        records.append(record)
-                positions = consumer.position(
-                    [TopicPartition(self.topic, p) for p in sorted(pending)]
-                )
-                pending -= {tp.partition for tp in positions if tp.offset >= ends[tp.partition]}
-            return records
-        finally:
-            consumer.close()
+        return consume_all(self.bootstrap, self.topic, wanted, client_id=f"{self.client_id}-verify", timeout=timeout)
 
     def verify(self, timeout: float = 60.0) -> DeliveryReport:
         """Read the topic back and compare with what was acknowledged. Needs a stopped
@@ -422,39 +383,6 @@ class Workload:
                     raise
 
     # -- helpers -----------------------------------------------------------------------
-
-    def _high_watermark(self, consumer: Consumer, partition: int, deadline: float) -> int:
-        tp = TopicPartition(self.topic, partition)
-
-        def query() -> int:
-            offsets = consumer.get_watermark_offsets(tp, timeout=2.0, cached=False)
-            if offsets is None:
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
-            return int(offsets[1])
-
-        try:
-            return wait_until(query, timeout=deadline - time.monotonic(), interval=0.5,
-                              retry_on=(KafkaException,), accept=lambda _: True,  # 0 is an answer too
-                              description=f"the high watermark of {self.topic}-{partition}")
-        except WaitTimeout as exc:
-            cause = exc.last_error
-            raise WorkloadError(
-                f"high watermark of {self.topic}-{partition} unavailable: {cause.args[0] if cause else exc}"
-            ) from cause
-
-    @staticmethod
-    def _record_of(msg: Message) -> tuple[int, int, str] | None:
-        err = msg.error()
-        if err is not None:
-            if err.fatal():
-                raise KafkaException(err)
-            log.debug("while reading back: %s", err)
-            return None
-        key = msg.key()
-        partition, offset = msg.partition(), msg.offset()
-        if partition is None or offset is None:  # not a record: nothing to account for
-            return None
-        return (partition, offset, key.decode(errors="replace") if key else "")
 
     def _raise_background_error(self, keep: bool = False) -> None:
         with self._lock:

@@ -27,7 +27,6 @@ from oracle import Event
 from scenarios.targets import Target
 
 if TYPE_CHECKING:
-    from harness.cluster import BrokerControl, Cluster
     from harness.observer import ZkObserver
     from harness.zkadmin import ZkAdmin
 
