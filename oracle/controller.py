@@ -545,6 +545,8 @@ def _ids(block: Sequence[int]) -> str:
 
 
 def _order_label(kind: str, blocks: tuple[tuple[int, ...], ...], settle_between: bool) -> str:
+    if not blocks:
+        return f"no {kind}"  # none of the brokers changes state
     if len(blocks) == 1:
         return f"one {kind} {_ids(blocks[0])}"
     label = f"{kind} " + " then ".join(_ids(block) for block in blocks)

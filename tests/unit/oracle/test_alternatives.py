@@ -212,3 +212,20 @@ def test_every_alternative_is_a_legal_distinct_state_and_the_first_is_apply_even
     assert len(alternatives) <= 2 * 13 * 4
     prediction = predict(state, [event])
     assert [alt.state for alt in prediction.alternatives] == states
+
+
+def test_matching_finds_the_alternative_an_observation_equals():
+    state = one({4, 5, 6}, part([4, 5], 4, [4, 5], 3), controller=6)
+    prediction = predict(state, [BrokerFailure((4, 5))])
+    second = prediction.alternatives[1]
+    assert prediction.matching(second.state) is second
+    assert prediction.matching(prediction.state) is prediction.alternatives[0]
+    assert prediction.matching(state) is None
+
+
+def test_nothing_changes_when_no_named_broker_is_live():
+    state = one({4, 5, 6}, part([4, 5], 4, [4, 5], 3), controller=6)
+    prediction = predict(state, [BrokerFailure((7,))])
+    assert [alt.label for alt in prediction.alternatives] == ["as given"]
+    assert apply_event_alternatives(state, BrokerFailure((7,)))[0][0] == "no BrokerChange"
+    assert prediction.state == state

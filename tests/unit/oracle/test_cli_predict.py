@@ -83,3 +83,25 @@ def test_subprocess_success_and_exit_codes():
         bad = _run(payload)
         assert bad.returncode == 2
         assert "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_predict_lists_the_alternatives_beside_the_main_prediction(capsys, monkeypatch):
+    import io
+
+    request = {"brokers": [4, 5, 6], "controller": 6,
+               "topics": {"t": {"partitions": {"0": {"replicas": [4, 5], "leader": 4, "isr": [4, 5], "leader_epoch": 3}}}},
+               "events": [{"type": "broker_failure", "brokers": [4, 5]}]}
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(request)))
+    assert main(["predict", "--steps", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    alternatives = out["alternatives"]
+    assert [a["label"] for a in alternatives] == ["one BrokerChange {4,5}", "BrokerChange {4} then {5}"]
+    assert [a["topics"]["t"]["partitions"]["0"]["isr"] for a in alternatives] == [[4], [5]]
+    main_alt = alternatives[0]
+    assert {k: main_alt[k] for k in ("brokers", "controller", "config", "topics", "outcomes", "steps")} == {
+        k: out[k] for k in ("brokers", "controller", "config", "topics", "outcomes", "steps")}
+    assert all(len(a["steps"]) == 1 for a in alternatives)
+    # an answer (alternatives included) can be fed back as a request
+    out.pop("events", None)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(out)))
+    assert main(["predict", "-"]) == 0
