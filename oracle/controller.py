@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from itertools import combinations
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
 from oracle import config as cfg
 from oracle import election
@@ -675,18 +675,38 @@ def apply_event(
     return _apply(state, event, event_index, _event_plans(state, event)[0].run)
 
 
+def state_key(state: ClusterState) -> Hashable:
+    """A hashable value equal for equal states (``ClusterState`` holds mappings, so it is not
+    hashable itself): for deduplicating alternatives without comparing every pair."""
+    return (
+        state.live_brokers,
+        state.controller,
+        tuple(sorted(state.config.items())),
+        tuple((name, tuple(sorted(ts.config.items()))) for name, ts in sorted(state.topics.items())),
+        tuple(state.partitions()),
+    )
+
+
+def iter_event_alternatives(
+    state: ClusterState, event: Event, event_index: int = 0
+) -> Iterator[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]]:
+    """:func:`apply_event_alternatives`, lazily (a caller that has enough stops early)."""
+    seen: set[Hashable] = set()
+    for plan in _event_plans(state, event):
+        after, outcomes = _apply(state, event, event_index, plan.run)
+        key = state_key(after)
+        if key not in seen:
+            seen.add(key)
+            yield plan.label, after, outcomes
+
+
 def apply_event_alternatives(
     state: ClusterState, event: Event, event_index: int = 0
 ) -> tuple[tuple[str, ClusterState, tuple[PartitionOutcome, ...]], ...]:
     """Every settled state ``event`` may leave, one per legal order of the controller events it is
     made of (the first is :func:`apply_event`'s); orders leaving equal states are listed once, with
     the first label."""
-    results: list[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]] = []
-    for plan in _event_plans(state, event):
-        after, outcomes = _apply(state, event, event_index, plan.run)
-        if all(after != seen for _, seen, _ in results):
-            results.append((plan.label, after, outcomes))
-    return tuple(results)
+    return tuple(iter_event_alternatives(state, event, event_index))
 
 
 def _apply(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from itertools import chain
+from typing import Hashable, Sequence
 
-from oracle.controller import apply_event_alternatives
+from oracle.controller import iter_event_alternatives, state_key
 from oracle.events import Event
 from oracle.outcomes import PartitionOutcome
 from oracle.state import ClusterState
@@ -67,15 +68,23 @@ def predict(state: ClusterState, events: Sequence[Event]) -> Prediction:
     paths = [_Path((), state, (), ())]
     for index, event in enumerate(events):
         next_paths: list[_Path] = []
+        seen: set[Hashable] = set()
         for path in paths:
-            choices = apply_event_alternatives(path.state, event, index)
-            for label, after, outcomes in choices:
+            if len(next_paths) >= MAX_ALTERNATIVES:
+                break
+            choices = iter_event_alternatives(path.state, event, index)
+            first = next(choices)
+            second = next(choices, None)
+            branched = second is not None
+            for label, after, outcomes in chain((first,), () if second is None else (second,), choices):
+                key = state_key(after)
+                if key in seen:
+                    continue
                 if len(next_paths) >= MAX_ALTERNATIVES:
                     break
-                if any(after == kept.state for kept in next_paths):
-                    continue
+                seen.add(key)
                 labels = path.labels
-                if len(choices) > 1:
+                if branched:
                     labels += (f"event {index}: {label}" if len(events) > 1 else label,)
                 next_paths.append(_Path(labels, after, path.outcomes + outcomes, path.steps + (after,)))
         paths = next_paths
