@@ -389,6 +389,16 @@ def session_expiry_pause() -> list[Step]:
     return [Step("pause", LeaderOf("t", 0))]
 
 
+@scenario(topics=[topic_t])
+def short_pause_leader() -> list[Step]:
+    """SIGSTOP the leader of t-0 for 2 s, well inside ``zookeeper.session.timeout.ms``, then
+    SIGCONT. The controller acts only on ``/brokers/ids`` changes (seed 000: the
+    ``BrokerChangeHandler`` listener; Kafka 3.9 ``KafkaController.processBrokerChange``): the
+    session survives, nothing is written — same leaders, ISRs and epochs. A GC pause, not a
+    failure; its cost shows only in the clients' produce gap."""
+    return [Step("short_pause", LeaderOf("t", 0), _frozen({"seconds": 2.0}))]
+
+
 @scenario(topics=[topic_r])
 def cascading_failures_recovery() -> list[Step]:
     """Kill r-0's leader, then the next leader, then restart them in the order they died.

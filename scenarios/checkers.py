@@ -246,7 +246,8 @@ def client_window(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
         role = "leader" if was.leader in hit else "follower"
         got = obs.after.partitions.get((t, p)) if obs.after is not None else None
         ms = window.ms()
-        detail = (f"{t}-{p} (the {role} is {'healed' if healing else 'cut'}): largest produce gap {ms['client_gap']} ms"
+        detail = (f"{t}-{p} (the {role} {'healed' if healing else 'hit'} by {obs.traits.label}): "
+                  f"largest produce gap {ms['client_gap']} ms"
                   + (f", ISR changed after {round((isr_change - obs.fault_at) * 1000)} ms" if isr_change else "")
                   + (f"; no ack for {round((obs.measured_at - window.silent_since) * 1000)} ms at the step's end"
                      if window.silent_since is not None else ""))

@@ -4,11 +4,12 @@ start. Each needs the ``broker_control`` capability (``harness.cluster.BrokerCon
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from common.errors import HarnessError
+from common.errors import HarnessError, UsageError
 from harness.cluster import Capability
 from oracle import BrokerFailure, BrokerStartup, ControlledShutdown, Event
 from scenarios.faults.base import FaultEnv, StepTopics, register_fault
@@ -184,3 +185,50 @@ class Pause(_ProcessFault):
         for b in sorted(self._paused):
             env.cluster.resume_broker(b)
             self._paused.discard(b)
+
+
+# A paused broker sends no ZooKeeper pings; the session survives a pause shorter than the
+# client's read timeout (2/3 of the session timeout, ClientCnxn), whatever the server's ticks.
+_SAFE_SHARE_OF_SESSION = 2 / 3
+
+
+@register_fault
+@dataclass
+class ShortPause(Pause):
+    """SIGSTOP shorter than the ZooKeeper session (option ``seconds``, default 2), then SIGCONT:
+    the session survives, so the controller sees no ``BrokerChange`` and nothing moves.
+
+    The pause must stay under 2/3 of ``zookeeper.session.timeout.ms`` (when the client would
+    give up on the server) and under ``replica.lag.time.max.ms`` (default 30 s; longer, a paused
+    follower leaves ISRs by the leaders' rule, which this fault does not predict)."""
+
+    seconds: float = 2.0
+    kind: ClassVar[str] = "short_pause"
+    # Nothing moves in ZooKeeper: the clients' produce gap is the whole cost, so measure it.
+    client_windows: ClassVar[bool] = True
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ShortPause:
+        try:
+            seconds = float(options.get("seconds", 2.0))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{cls.kind}: 'seconds' must be a number, not {options.get('seconds')!r}") from exc
+        if not 0 < seconds <= 60:
+            raise UsageError(f"{cls.kind}: 'seconds' must be in (0, 60], not {seconds}")
+        return cls(target, seconds)
+
+    def oracle_events(self) -> list[Event]:
+        return []
+
+    def inject(self, env: FaultEnv) -> None:
+        limit = env.session_timeout_ms / 1000.0 * _SAFE_SHARE_OF_SESSION
+        if self.seconds >= limit:
+            raise HarnessError(f"{self.kind}: {self.seconds:g} s would let the ZooKeeper session "
+                               f"({env.session_timeout_ms} ms) expire; keep it under {limit:.1f} s or use pause")
+        for b in self.target.brokers:
+            env.cluster.pause_broker(b)
+            self._paused.add(b)
+        try:
+            time.sleep(self.seconds)  # the fault itself: a bounded, deliberate stop
+        finally:
+            self.heal(env)

@@ -35,6 +35,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
     assert traits == {
         "hard_kill": (brokers, True), "controller_kill": (brokers, False), "controlled_shutdown": (brokers, True),
         "start": (brokers, True), "restart": (brokers, True), "pause": (brokers, True),
+        "short_pause": (brokers, True),
         "network_partition": (network, True), "reassignment": (frozenset(), False),
         "preferred_election": (frozenset(), True), "unclean_election": (frozenset(), True),
     }
@@ -46,7 +47,7 @@ def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
     assert isinstance(fault, Fault) and fault.kind == kind and fault.label.startswith(kind)
     assert type(fault).requires == FAULTS[kind].requires
     assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
-    assert fault.client_windows == (kind == "network_partition")
+    assert fault.client_windows == (kind in ("network_partition", "short_pause"))
     assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
 
 

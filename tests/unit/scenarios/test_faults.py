@@ -142,3 +142,26 @@ def test_unclean_config_heal_removes_the_override() -> None:
     nemesis.heal_all()
     assert e.observer.writes == [("config", ("phys-t", {"unclean.leader.election.enable": "true"})),
                                  ("config", ("phys-t", {"unclean.leader.election.enable": None}))]
+
+
+def test_short_pause_keeps_the_session_and_predicts_nothing(monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("scenarios.faults.process.time.sleep", slept.append)
+    e = env()
+    nemesis = Nemesis(e)
+    f = fault("short_pause", (2,), seconds=1.5)
+    assert f.oracle_events() == [] and f.label == "short_pause"
+    nemesis.inject(f)
+    assert e.cluster.calls == [("pause", 2), ("resume", 2)] and slept == [1.5]
+    assert e.observer.writes == []  # no wait for a session expiry: there is none
+    assert nemesis.faulted_brokers == frozenset()
+
+
+def test_a_short_pause_that_would_expire_the_session_is_refused_before_any_signal() -> None:
+    e = env()
+    with pytest.raises(HarnessError, match=r"short_pause: 4 s would let the ZooKeeper session \(6000 ms\) expire"):
+        fault("short_pause", (2,), seconds=4).inject(e)
+    assert e.cluster.calls == []
+    for bad in ("soon", 0, -1, 61):
+        with pytest.raises(UsageError, match="'seconds'"):
+            fault("short_pause", (2,), seconds=bad)
