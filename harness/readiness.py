@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 
 from common.errors import HarnessError
 from common.waits import WaitTimeout, wait_until
-from harness.observer import ZkObserver, ZkSnapshot
+from harness.config import ClusterConfig, session_timeout_ms, tick_time_ms
+from harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
+
+log = logging.getLogger(__name__)
+
+# Grace on top of the session timeout + 2 ticks before an old registration must have expired.
+SESSION_EXPIRY_GRACE_SECONDS = 5.0
 
 
 def wait_registered(zookeeper_connect: str, broker_ids: Iterable[int], *, deadline: float,
@@ -71,3 +78,29 @@ def wait_metadata_lists(bootstrap: str, expected: set[int], *, deadline: float,
     except WaitTimeout:
         return last_error
     return None
+
+
+def registration_expiry_bound_s(config: ClusterConfig) -> float:
+    """Seconds within which ZooKeeper surely expired a dead broker's session: the session
+    timeout, two ticks (the expirer runs per tick) and a grace for a busy machine."""
+    return session_timeout_ms(config) / 1000 + 2 * tick_time_ms(config) / 1000 + SESSION_EXPIRY_GRACE_SECONDS
+
+
+def wait_old_registration_gone(zookeeper_connect: str, broker_id: int, bound: float) -> int | None:
+    """Before restarting a stopped or killed broker: its old session may still hold
+    ``/brokers/ids/<id>`` until ZooKeeper expires it, and a start before that fails with
+    NODEEXISTS, so wait (bounded by ``bound`` seconds) as kafkatest's ``hard_bounce`` does.
+
+    Returns the old registration's broker epoch (None when there was none), so the caller can
+    wait for a *newer* one."""
+    with ZkObserver(zookeeper_connect, topics=[]) as observer:
+        old_epoch = observer.snapshot().live_brokers.get(broker_id)
+        if old_epoch is not None:
+            log.info("waiting up to %.0f s for broker %d's old ZooKeeper session to expire", bound, broker_id)
+            try:
+                observer.wait_broker_gone(broker_id, bound)
+            except ConvergenceTimeout as exc:
+                raise HarnessError(f"broker {broker_id} is still registered in /brokers/ids {bound:.0f} s "
+                                   f"after it stopped; not restarting it (it would fail with NODEEXISTS): "
+                                   f"{exc}") from None
+    return old_epoch

@@ -18,6 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -64,6 +65,10 @@ class ZkWatches:
     ``topics`` None watches every topic (new ones are picked up by a watch on
     ``/brokers/topics``).  ``record(event)`` is called for every change (``record(None)`` for a
     change that is no event, e.g. a reconnect), from kazoo's callback thread or ours.
+
+    About 300 lines as one class on purpose: every watch shares the install queue and thread,
+    the stop flag, and the seen-so-far state that :meth:`caught_up_with` compares, and split
+    apart they would only pass all of that around.
     """
 
     def __init__(self, client: KazooClient, zk_connect: str, topics: frozenset[str] | None,
@@ -154,7 +159,7 @@ class ZkWatches:
             self._children_watch(zkpaths.BROKER_TOPICS, self._on_topic_list)
         else:
             for topic in sorted(self._topics):
-                self._install(lambda t=topic: self._watch_topic(t))
+                self._install(partial(self._watch_topic, topic))
 
     def _install(self, job: Callable[[], None]) -> None:
         if not self._stopping:
@@ -297,7 +302,7 @@ class ZkWatches:
 
     def _on_topic_list(self, at: float, children: list[str], baseline: bool) -> None:
         for topic in sorted(set(children) - self._watched_topics):
-            self._install(lambda t=topic: self._watch_topic(t))
+            self._install(partial(self._watch_topic, topic))
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._watched_topics or self._stopping:
@@ -322,7 +327,7 @@ class ZkWatches:
                     version=stat.version if stat is not None else -1))
             for partition in sorted(assignment.partitions):
                 if (topic, partition) not in self._watched_states:
-                    self._install(lambda p=partition: self._watch_state(topic, p))
+                    self._install(partial(self._watch_state, topic, partition))
 
         def on_config(at: float, data: bytes | None, stat: ZnodeStat | None, baseline: bool) -> None:
             if not baseline:

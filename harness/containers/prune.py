@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.containers.image import IMAGE_LABEL, docker_client
 from harness.containers.labels import RUN_LABEL, owner_alive
@@ -39,7 +39,7 @@ class PruneReport:
         return removed
 
 
-def labelled_objects(client: "docker.DockerClient", run_id: str | None = None) -> dict[str, list]:
+def labelled_objects(client: "docker.DockerClient", run_id: str | None = None) -> dict[str, list[Any]]:
     """Every container, network and volume with the run label (of ``run_id``, or of any run)."""
     selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
     filters = {"label": selector}
@@ -48,6 +48,28 @@ def labelled_objects(client: "docker.DockerClient", run_id: str | None = None) -
         "networks": client.networks.list(filters=filters),
         "volumes": client.volumes.list(filters=filters),
     }
+
+
+def remove_run(client: "docker.DockerClient", run_id: str) -> None:
+    """Remove every container, network and volume of one run, by label rather than by handle:
+    that also catches an object created just before an exception (or Ctrl-C) prevented its
+    creator from keeping the handle.  Best effort: a failure is logged, the rest still goes."""
+    objects = labelled_objects(client, run_id)
+    for container in objects["containers"]:  # first: a network or volume in use cannot go
+        try:
+            container.remove(force=True, v=True)
+        except Exception as exc:
+            log.warning("removing container %s: %s", container.name, exc)
+    for network in objects["networks"]:
+        try:
+            network.remove()
+        except Exception as exc:
+            log.warning("removing network %s: %s", network.name, exc)
+    for volume in objects["volumes"]:
+        try:
+            volume.remove(force=True)
+        except Exception as exc:
+            log.warning("removing volume %s: %s", volume.name, exc)
 
 
 def _labels(obj: object) -> dict[str, str]:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.backends import open_cluster
-from harness.cluster import BrokerControl, Cluster, NetworkPartitioner
+from harness.cluster import BrokerControl, Capability, Cluster, NetworkPartitioner, ZooKeeperControl, capabilities_of
 from harness.config import (
     REPLICA_LAG_TIME_MAX_MS,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
@@ -22,7 +22,7 @@ from harness.config import (
 )
 from harness.errors import UsageError
 from harness.metadata import fetch_metadata
-from harness.observer import ZkObserver
+from harness.observer import ConvergenceTimeout, ZkObserver
 from tests.containers.conftest import assert_nothing_left
 
 CONFIG = ClusterConfig(brokers=3, cluster_overrides={REPLICA_LAG_TIME_MAX_MS: "10000"})
@@ -49,6 +49,11 @@ def expiry_bound(cluster: Cluster) -> float:
     return int(cluster.broker_settings()[ZOOKEEPER_SESSION_TIMEOUT_MS]) / 1000 + 2 * tick_time_ms(CONFIG) / 1000 + 10
 
 
+def controls(cluster: Cluster) -> BrokerControl:
+    assert isinstance(cluster, BrokerControl)
+    return cluster
+
+
 def a_non_controller(observer: ZkObserver, cluster: Cluster) -> int:
     controller = observer.snapshot().controller
     return next(b for b in reversed(cluster.broker_ids) if b != controller)
@@ -60,6 +65,23 @@ def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:
     assert cluster.broker_ids == [1, 2, 3]
     # Only launchers that give brokers their own network namespace can cut the network.
     assert isinstance(cluster, NetworkPartitioner) == (cluster.backend == "containers")
+    both = {Capability.BROKER_CONTROL, Capability.ZOOKEEPER_CONTROL}
+    assert capabilities_of(cluster) == (both | {Capability.NETWORK_PARTITION} if cluster.backend == "containers"
+                                        else both)
+
+
+def test_a_paused_zookeeper_answers_nothing_until_resumed(cluster: Cluster, observer: ZkObserver) -> None:
+    assert isinstance(cluster, ZooKeeperControl)
+    cluster.pause_zookeeper()
+    try:
+        assert cluster.zookeeper_paused()
+        with pytest.raises(ConvergenceTimeout, match="last read failed"):
+            observer.wait_until(lambda s: True, timeout=1.5, description="any snapshot")
+    finally:
+        cluster.resume_zookeeper()
+    assert not cluster.zookeeper_paused()
+    assert set(observer.wait_until(lambda s: len(s.live_brokers) == 3, timeout=expiry_bound(cluster),
+                                   description="3 brokers after the pause").live_brokers) == {1, 2, 3}
 
 
 def test_every_broker_is_reachable_at_its_advertised_endpoint(cluster: Cluster, observer: ZkObserver) -> None:
@@ -100,44 +122,44 @@ def test_kill_leaves_the_registration_until_expiry_then_start_registers_anew(
         cluster: Cluster, observer: ZkObserver) -> None:
     victim = a_non_controller(observer, cluster)
     old_epoch = observer.snapshot().live_brokers[victim]
-    cluster.kill_broker(victim)  # type: ignore[attr-defined]
-    assert not cluster.broker_running(victim)  # type: ignore[attr-defined]
+    controls(cluster).kill_broker(victim)
+    assert not controls(cluster).broker_running(victim)
     observer.wait_broker_gone(victim, expiry_bound(cluster))
-    cluster.start_broker(victim)  # type: ignore[attr-defined]
-    assert cluster.broker_running(victim)  # type: ignore[attr-defined]
+    controls(cluster).start_broker(victim)
+    assert controls(cluster).broker_running(victim)
     assert observer.snapshot().live_brokers[victim] > old_epoch
 
 
 def test_start_right_after_kill_waits_for_the_old_session(cluster: Cluster, observer: ZkObserver) -> None:
     victim = a_non_controller(observer, cluster)
     old_epoch = observer.snapshot().live_brokers[victim]
-    cluster.kill_broker(victim)  # type: ignore[attr-defined]
-    cluster.start_broker(victim)  # must not fail with NODEEXISTS
+    controls(cluster).kill_broker(victim)
+    controls(cluster).start_broker(victim)  # must not fail with NODEEXISTS
     assert observer.snapshot().live_brokers[victim] > old_epoch
 
 
 def test_stop_is_a_controlled_shutdown(cluster: Cluster, observer: ZkObserver) -> None:
     victim = a_non_controller(observer, cluster)
     since = observer.snapshot().taken_at
-    cluster.stop_broker(victim)  # type: ignore[attr-defined]
-    assert not cluster.broker_running(victim)  # type: ignore[attr-defined]
+    controls(cluster).stop_broker(victim)
+    assert not controls(cluster).broker_running(victim)
     # A clean exit closes the ZooKeeper session: the registration is gone without any expiry.
     assert victim not in observer.snapshot().live_brokers or observer.wait_broker_gone(victim, 5)
     log = cluster.log_files()[f"broker-{victim}"].read_text(errors="replace")
     assert "Controlled shutdown request returned successfully" in log
-    cluster.start_broker(victim)  # type: ignore[attr-defined]
+    controls(cluster).start_broker(victim)
     assert observer.broker_registered_at(victim, since) is not None
 
 
 def test_pause_keeps_the_process_and_resume_continues_it(cluster: Cluster, observer: ZkObserver) -> None:
     victim = a_non_controller(observer, cluster)
-    cluster.pause_broker(victim)  # type: ignore[attr-defined]
+    controls(cluster).pause_broker(victim)
     try:
-        assert cluster.broker_running(victim)  # type: ignore[attr-defined]
-        assert cluster.broker_paused(victim)  # type: ignore[attr-defined]
+        assert controls(cluster).broker_running(victim)
+        assert controls(cluster).broker_paused(victim)
     finally:
-        cluster.resume_broker(victim)  # type: ignore[attr-defined]
-    assert not cluster.broker_paused(victim)  # type: ignore[attr-defined]
+        controls(cluster).resume_broker(victim)
+    assert not controls(cluster).broker_paused(victim)
     observer.wait_broker_registered(victim, expiry_bound(cluster))
     assert fetch_metadata(cluster.endpoint(victim).bootstrap, topics=[], timeout=10).brokers
 
@@ -146,4 +168,4 @@ def test_unknown_broker_ids_are_refused(cluster: Cluster) -> None:
     with pytest.raises(UsageError, match="unknown broker id 99"):
         cluster.endpoint(99)
     with pytest.raises(UsageError, match="unknown broker id 99"):
-        cluster.kill_broker(99)  # type: ignore[attr-defined]
+        controls(cluster).kill_broker(99)
