@@ -17,9 +17,19 @@ from common.errors import HarnessError, UsageError
 from harness.cluster import Capability, capabilities_of
 
 if TYPE_CHECKING:
-    from harness.cluster import Cluster
+    from harness.cluster import BrokerControl, Cluster, NetworkPartitioner, ZooKeeperControl
     from harness.config import ClusterConfig
+    from harness.containers.cluster import ContainerCluster
     from harness.distribution import KafkaDistribution
+    from harness.local import LocalCluster
+
+    def _conformance(local: LocalCluster, containers: ContainerCluster) -> None:
+        """Never runs: mypy checks here that each launcher satisfies the protocols it claims
+        (tests/unit/harness/test_protocol_conformance.py checks the same at run time)."""
+        claims: tuple[Cluster, BrokerControl, ZooKeeperControl] = (local, local, local)
+        more: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (
+            containers, containers, containers, containers)
+        del claims, more
 
 log = logging.getLogger(__name__)
 

@@ -76,14 +76,16 @@ def _single_host_port(bootstrap: str) -> str:
 def admin_client(bootstrap: str, timeout: float) -> Iterator[AdminClient]:
     """A short-lived AdminClient; its log lines go to :mod:`logging`, not stderr."""
     timeout_ms = max(1000, int(timeout * 1000))
-    client = AdminClient({
+    # Any values: "logger" takes a logging.Logger, which the client's own typing leaves out.
+    config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "socket.timeout.ms": timeout_ms,
         "socket.connection.setup.timeout.ms": timeout_ms,
         # Don't keep reconnecting to a killed broker in the background for long.
         "reconnect.backoff.max.ms": 1000,
         "logger": _librdkafka_log,
-    })
+    }
+    client = AdminClient(config)
     try:
         yield client
     finally:
