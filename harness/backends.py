@@ -64,11 +64,6 @@ def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDist
     return ContainerCluster(config, distribution, base_image=base_image)
 
 
-# Launchers whose clusters implement harness.cluster.NetworkPartitioner (a network namespace
-# per broker); local JVMs share the host's.
-PARTITION_BACKENDS = frozenset({"containers"})
-
-
 def missing_capabilities(backend: str) -> Mapping[Capability, str]:
     """The capabilities clusters of ``backend`` ("local", "containers", "auto") will lack, each
     with a one-line reason (for "left out because ..." messages).  Asks no cluster: the launcher
@@ -106,12 +101,6 @@ def _why_missing(capability: Capability, chosen: str) -> str:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")
     return f"the {chosen} launcher has no {capability.value} capability"
-
-
-def network_partition_problem(backend: str) -> str | None:
-    """None when clusters of ``backend`` can be cut off the network, else why not (one line).
-    Deprecated: a thin wrapper over :func:`missing_capabilities` until its callers move."""
-    return missing_capabilities(backend).get(Capability.NETWORK_PARTITION)
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:

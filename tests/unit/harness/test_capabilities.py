@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.backends import missing_capabilities, network_partition_problem
+from harness.backends import missing_capabilities
 from harness.cluster import (
     CAPABILITY_PROTOCOLS,
     BrokerControl,
@@ -46,7 +46,6 @@ def test_the_local_backend_lacks_only_network_partitions() -> None:
     assert list(missing) == [Capability.NETWORK_PARTITION]
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason.startswith("needs --backend containers") and "\n" not in reason
-    assert network_partition_problem("local") == reason
 
 
 def test_an_unknown_backend_is_a_usage_error() -> None:
