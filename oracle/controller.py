@@ -243,7 +243,7 @@ class _Controller:
             # initializePartitionReassignments (KafkaController.scala 3.9 lines 1010-1017) resumes every
             # reassignment; one whose partition still has no state znode reaches updateLeaderEpoch, which
             # throws IllegalStateException (lines 1283-1285).  onControllerFailover aborts there, elect()
-            # calls triggerControllerMove (lines 1580-1583) and the next controller does the same: the
+            # calls triggerControllerMove (lines 1577-1580) and the next controller does the same: the
             # resumes and the auto-rebalance never happen, and the writes above are repeated on every
             # round until one of the partition's replicas starts (README: what it cannot predict).
             return

@@ -21,12 +21,14 @@ from harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
 from harness.distribution import resolve_distribution
 from harness.local import LocalCluster
 from harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
+from harness.zkadmin import ZkAdmin
 from oracle import (
     Alternative,
     BrokerFailure,
     ClusterState,
     PartitionPhase,
     PartitionState,
+    TopicConfigChange,
     TopicState,
     initial_phase,
     predict,
@@ -167,3 +169,80 @@ def test_two_brokers_killed_together_match_an_oracle_alternative(cluster: LocalC
         if seen[-1] == ONE_EVENT:
             break
     print(f"alternatives observed per round: {seen}")
+
+
+def ensure_running(cluster: LocalCluster, brokers: Sequence[int]) -> None:
+    for broker in brokers:
+        if not cluster.broker_running(broker):
+            cluster.start_broker(broker)
+
+
+def wait_matching(observer: ZkObserver, prediction_alternatives: tuple[Alternative, ...], names: list[str],
+                  live: set[int], timeout: float, what: str) -> Alternative:
+    """Bounded wait until ZooKeeper shows ``live`` and one of the alternatives, then 3 s of
+    stability; returns the alternative."""
+    def shows_one(s: ZkSnapshot) -> bool:
+        return set(s.live_brokers) == live and matching(prediction_alternatives, oracle_state(s, names, {})) is not None
+
+    try:
+        observer.wait_until(shows_one, timeout=timeout, description=what)
+    except ConvergenceTimeout as timeout_error:
+        last = timeout_error.last
+        shown = zk_view(oracle_state(last, names, {})) if last is not None else None
+        pytest.fail(f"{what}: ZooKeeper shows {shown}; the oracle allows {describe(prediction_alternatives)}")
+    time.sleep(3.0)
+    observed = oracle_state(observer.snapshot(names), names, {})
+    found = matching(prediction_alternatives, observed)
+    assert found is not None, f"{what}: ZooKeeper moved on to {zk_view(observed)}"
+    return found
+
+
+def test_unclean_override_with_spaces_elects_at_the_next_controller_event_not_at_the_change(
+        cluster: LocalCluster) -> None:
+    """Item 6 on a real cluster: ``unclean.leader.election.enable=" true"`` is true for the topic's
+    LogConfig (ConfigDef trims) but sends no TopicUncleanLeaderElectionEnable (Scala's toBoolean
+    does not trim).  A leaderless partition with a live out-of-ISR replica therefore stays
+    leaderless at the change, and is elected uncleanly at the next controller event -- here the
+    failover when broker 4 (the only broker that never stopped, hence the controller) dies."""
+    ensure_running(cluster, [4, 5, 6])
+    topic = f"spaces-{uuid.uuid4().hex[:8]}"
+    names = [topic]
+    settings = cluster.broker_settings()
+    bound = expiry_bound(cluster)
+    with ZkObserver(cluster.zookeeper_connect, topics=names) as observer:
+        metadata.create_topic(cluster.bootstrap_servers, topic, {0: (5, 6)})
+        observer.wait_until(lambda s: s.has_topic(topic) and s.partition(topic, 0).leader == 5
+                            and set(s.partition(topic, 0).isr) == {5, 6}, timeout=30, description=f"{topic} online")
+        # Leave it leaderless with ISR [5] and 6 live outside the ISR: 6 dies, 5 dies, 6 returns.
+        for broker in (6, 5):
+            cluster.kill_broker(broker)
+            observer.wait_broker_gone(broker, bound)
+        cluster.start_broker(6)
+        observer.wait_until(lambda s: s.controller == 4 and set(s.live_brokers) == {4, 6}
+                            and s.partition(topic, 0).leader == -1, timeout=bound,
+                            description="6 back, 4 the controller, the partition leaderless")
+        time.sleep(3.0)
+        before = observer.snapshot(names)
+        state = oracle_state(before, names, settings)
+        assert lit_zk(state, topic) == (-1, (5,)), zk_view(state)
+
+        change = {"unclean.leader.election.enable": " true"}
+        at_change = predict(state, [TopicConfigChange(topic, change)])
+        with ZkAdmin(cluster.zookeeper_connect) as admin:
+            admin.set_topic_config(topic, change)
+        found = wait_matching(observer, at_change.alternatives, names, {4, 6}, 15, "after the config change")
+        assert found.state.partition(topic, 0).leader == -1  # nothing elected at the change
+
+        after_change = oracle_state(observer.snapshot(names), names, settings)
+        assert after_change.topics[topic].config == change
+        at_failover = predict(after_change, [BrokerFailure((4,))])
+        cluster.kill_broker(4)
+        found = wait_matching(observer, at_failover.alternatives, names, {6}, bound, "after 4's failover")
+        elected = found.state.partition(topic, 0)
+        assert (elected.leader, elected.isr, elected.leader_recovery_state) == (6, (6,), 1), found.label
+        print(f"failover: {found.label}; ZooKeeper {zk_view(found.state)[1]}")
+
+
+def lit_zk(state: ClusterState, topic: str) -> tuple[int, tuple[int, ...]]:
+    p = state.partition(topic, 0)
+    return p.leader, p.isr
