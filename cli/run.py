@@ -36,6 +36,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="scenario suite [default: conformance, unless --scenario is given]")
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="run this scenario (repeatable); see --list")
+    parser.add_argument("--schedule", action="append", default=[], type=Path, metavar="FILE",
+                        help="run this schedule file (repeatable; docs/schedules.md)")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local",
                         help="where brokers run [default: local]")
@@ -79,8 +81,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--iterations must be at least 1, not {args.iterations}")
     if args.brokers is not None and not 1 <= args.brokers <= 9:
         raise UsageError(f"--brokers must be between 1 and 9, not {args.brokers}")
-    if args.suite and args.scenario:
-        raise UsageError("give --suite or --scenario, not both")
+    if sum(map(bool, (args.suite, args.scenario, args.schedule))) > 1:
+        raise UsageError("give one of --suite, --scenario or --schedule")
 
 
 def _summary_table(outcomes: list[Any]) -> str:
@@ -113,21 +115,27 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"{s.name:34s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}{extra}")
         return 0
     _validate(args)
-    missing: dict[Capability, str] = {}
-    if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
-        from harness.backends import missing_capabilities
+    if args.schedule:  # named, so never left out: the runner says why it skips one
+        from scenarios.schedule import load_all
 
-        missing = dict(missing_capabilities(args.backend))
-    selection = catalogue.select(args.suite, args.scenario, missing=missing)
-    for line in selection.left_out_lines():
-        print(line, flush=True)
-    scenarios = [catalogue.with_brokers(s, args.brokers) for s in selection.scenarios]
+        chosen = [s.scenario() for s in load_all(args.schedule)]
+    else:
+        missing: dict[Capability, str] = {}
+        if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
+            from harness.backends import missing_capabilities
+
+            missing = dict(missing_capabilities(args.backend))
+        selection = catalogue.select(args.suite, args.scenario, missing=missing)
+        for line in selection.left_out_lines():
+            print(line, flush=True)
+        chosen = selection.scenarios
+    scenarios = [catalogue.with_brokers(s, args.brokers) for s in chosen]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
                          iterations=args.iterations, junit=args.junit, kafka_version=args.kafka_version,
                          kafka_home=args.kafka_home, report=not args.no_report,
-                         suite=args.suite or ("conformance" if not args.scenario else None),
+                         suite=args.suite or ("conformance" if not (args.scenario or args.schedule) else None),
                          command=["kafka-chaos", *sys.argv[1:]])
 
 

@@ -149,6 +149,9 @@ class ClusterConfig:
     broker_heap: str = "384m"
     zookeeper_heap: str = "128m"
     first_broker_id: int = 1
+    # Explicit broker ids (distinct, >= 0, gaps allowed: generated schedules use them); empty:
+    # first_broker_id .. first_broker_id + brokers - 1.
+    ids: tuple[int, ...] = ()
     jvm_options: tuple[str, ...] = DEFAULT_JVM_OPTIONS
 
     def __post_init__(self) -> None:
@@ -157,6 +160,9 @@ class ClusterConfig:
         if (isinstance(self.first_broker_id, bool) or not isinstance(self.first_broker_id, int)
                 or self.first_broker_id < 0):
             raise UsageError(f"first_broker_id must be an integer >= 0, got {self.first_broker_id!r}")
+        if self.ids and (len(self.ids) != self.brokers or len(set(self.ids)) != len(self.ids)
+                         or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in self.ids)):
+            raise UsageError(f"ids must be {self.brokers} distinct broker ids >= 0, got {list(self.ids)!r}")
         if self.zk_tick_time_ms <= 0:
             raise UsageError(f"zk_tick_time_ms must be positive, got {self.zk_tick_time_ms}")
         for name in ("broker_heap", "zookeeper_heap"):
@@ -174,6 +180,8 @@ class ClusterConfig:
                              f"2 x tickTime ({2 * self.zk_tick_time_ms} ms): lower zk_tick_time_ms")
 
     def broker_ids(self) -> list[int]:
+        if self.ids:
+            return list(self.ids)
         return list(range(self.first_broker_id, self.first_broker_id + self.brokers))
 
 

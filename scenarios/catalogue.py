@@ -83,14 +83,20 @@ class ClusterNeeds:
 
     brokers: int = 3
     overrides: tuple[tuple[str, str], ...] = ()  # sorted (property, value) pairs: hashable
+    broker_ids: tuple[int, ...] = ()  # explicit ids (schedules); empty: 1..brokers
 
     @property
     def overrides_dict(self) -> dict[str, str]:
         return dict(self.overrides)
 
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return self.broker_ids or tuple(range(1, self.brokers + 1))
+
     def describe(self) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in self.overrides)
-        return f"{self.brokers} brokers" + (f" ({extra})" if extra else "")
+        named = f" {list(self.broker_ids)}" if self.broker_ids else ""
+        return f"{self.brokers} brokers{named}" + (f" ({extra})" if extra else "")
 
 
 @dataclass(frozen=True)
@@ -160,14 +166,14 @@ def scenario(*, topics: Sequence[Callable[[], TopicSpec]], smoke: bool = False,
             raise TypeError(f"scenario {fn.__name__} needs a docstring naming the rule it exercises")
         suites = frozenset({CONFORMANCE, SMOKE} if smoke else {CONFORMANCE})
         built = Scenario(fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), suites, needs)
-        _validate_steps(built)
+        validate_steps(built)
         _REGISTRY[fn.__name__] = built
         return fn
 
     return register
 
 
-def _validate_steps(s: Scenario) -> None:
+def validate_steps(s: Scenario) -> None:
     """Every step names a registered fault kind whose options build a fault."""
     for step in s.steps:
         try:
@@ -529,6 +535,6 @@ def select(suite_name: str | None, names: Sequence[str] = (), *,
 
 def with_brokers(s: Scenario, brokers: int | None) -> Scenario:
     """``--brokers N``: grow the cluster of scenarios needing fewer (never shrink one)."""
-    if brokers is None or brokers <= s.needs.brokers:
+    if brokers is None or brokers <= s.needs.brokers or s.needs.broker_ids:  # named ids stay as named
         return s
     return replace(s, needs=replace(s.needs, brokers=brokers))

@@ -214,6 +214,23 @@ class BrokerId:
 
 
 @dataclass(frozen=True)
+class Brokers:
+    """Explicit brokers, in the given order (generated schedules name their targets)."""
+
+    broker_ids: tuple[int, ...]
+
+    def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
+        unknown = [b for b in self.broker_ids if b not in view.all_brokers]
+        if unknown:
+            raise UsageError(f"brokers {unknown} are not in the cluster (brokers: {sorted(view.all_brokers)})")
+        return Target(tuple(self.broker_ids), f"brokers {', '.join(map(str, self.broker_ids))}"
+                      if len(self.broker_ids) != 1 else f"broker {self.broker_ids[0]}")
+
+    def __str__(self) -> str:
+        return f"brokers {list(self.broker_ids)}"
+
+
+@dataclass(frozen=True)
 class NonReplicaOf:
     """A live broker holding no replica of the partition, chosen with the seeded RNG."""
 
@@ -269,6 +286,6 @@ def resolve(selector: Selector, state: Any, rng: random.Random, history: Sequenc
 
 
 __all__ = [
-    "BrokerId", "Controller", "EarlierTarget", "FollowerOf", "IsrAllButOne", "LeaderOf", "NoTarget",
+    "BrokerId", "Brokers", "Controller", "EarlierTarget", "FollowerOf", "IsrAllButOne", "LeaderOf", "NoTarget",
     "NonControllerLeaderOf", "NonReplicaOf", "PartitionView", "Selector", "Target", "TargetView", "resolve", "view_of",
 ]

@@ -14,7 +14,7 @@ from common.errors import UsageError
 from harness.cluster import Capability
 from oracle import BrokerFailure, Event
 from scenarios import faults as faults_pkg
-from scenarios.catalogue import Scenario, Step, TopicSpec, _validate_steps
+from scenarios.catalogue import Scenario, Step, TopicSpec, validate_steps
 from scenarios.faults import FAULTS, Fault, FaultEnv, StepTopics, fault_kinds, make_fault, register_fault, requirements_of
 from scenarios.targets import Target
 
@@ -95,7 +95,7 @@ def test_a_new_kind_is_one_registered_class(monkeypatch) -> None:
     assert requirements_of(["zookeeper_pause_example"]) == {Capability.ZOOKEEPER_CONTROL}
     s = Scenario("example", "doc", (TopicSpec("t", {0: (1, 2)}),), (Step("zookeeper_pause_example"),),
                  frozenset({"conformance"}))
-    _validate_steps(s)
+    validate_steps(s)
     assert s.requirements == {Capability.ZOOKEEPER_CONTROL}
     with pytest.raises(ValueError, match="registered twice"):
         register_fault(ZooKeeperPause)
@@ -105,7 +105,7 @@ def test_a_misspelt_step_fails_validation_not_a_run() -> None:
     bad = Scenario("bad", "doc", (TopicSpec("t", {0: (1, 2)}),),
                    (Step("network_partition", options={"variant": "carrier-pigeon"}),), frozenset({"conformance"}))
     with pytest.raises(TypeError, match="scenario bad: network_partition: 'variant'"):
-        _validate_steps(bad)
+        validate_steps(bad)
 
 
 def test_oracle_events_come_from_the_fault() -> None:
