@@ -20,15 +20,19 @@ from harness import metadata
 from harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
 from harness.distribution import resolve_distribution
 from harness.local import LocalCluster
+from harness.metadata import MetadataError
 from harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
 from harness.zkadmin import ZkAdmin
 from oracle import (
     Alternative,
     BrokerFailure,
     ClusterState,
+    Outcome,
     PartitionPhase,
     PartitionState,
+    PreferredElection,
     TopicConfigChange,
+    TopicPartition,
     TopicState,
     initial_phase,
     predict,
@@ -246,3 +250,48 @@ def test_unclean_override_with_spaces_elects_at_the_next_controller_event_not_at
 def lit_zk(state: ClusterState, topic: str) -> tuple[int, tuple[int, ...]]:
     p = state.partition(topic, 0)
     return p.leader, p.isr
+
+
+def test_admin_election_naming_a_partition_without_state_elects_nothing(cluster: LocalCluster) -> None:
+    """Item 3 on a real cluster: an ElectLeaders(PREFERRED) request naming a partition that has no
+    state znode (its only replica, broker 9, never existed) besides an electable one: the
+    controller's ``partitionLeadershipInfo(tp).get`` throws before any election, so neither is
+    elected; the same request without it elects."""
+    ensure_running(cluster, [4, 5, 6])
+    run = uuid.uuid4().hex[:8]
+    electable, orphan = f"electable-{run}", f"orphan-{run}"
+    names = [electable, orphan]
+    settings = cluster.broker_settings()
+    with ZkObserver(cluster.zookeeper_connect, topics=names) as observer:
+        metadata.create_topic(cluster.bootstrap_servers, electable, {0: (5, 6)})
+        try:  # CreateTopics waits for a leader that never comes; the topic is written anyway
+            metadata.create_topic(cluster.bootstrap_servers, orphan, {0: (9,)}, timeout=5)
+        except MetadataError:
+            pass
+        with ZkAdmin(cluster.zookeeper_connect) as admin:  # reorder: 6 preferred, 5 still leads
+            admin.write_reassignment([(electable, 0, [6, 5])])
+        observer.wait_until(
+            lambda s: s.has_topic(orphan) and s.has_topic(electable) and not s.pending_reassignment
+            and s.partition(electable, 0).replicas == (6, 5) and s.partition(electable, 0).leader == 5
+            and set(s.partition(electable, 0).isr) == {5, 6}, timeout=30, description="the reorder done")
+        state = oracle_state(observer.snapshot(names), names, settings)
+        assert state.partition(orphan, 0).phase is PartitionPhase.NEW
+
+        both = [TopicPartition(electable, 0), TopicPartition(orphan, 0)]
+        refused = predict(state, [PreferredElection(tuple(both))])
+        assert {o.outcome for o in refused.outcomes} == {Outcome.REQUEST_FAILED}
+        try:
+            answer: object = metadata.elect_leaders(cluster.bootstrap_servers, "preferred",
+                                                    [(electable, 0), (orphan, 0)], timeout=10)
+        except MetadataError as error:  # the controller never answers: the request times out
+            answer = str(error)
+        print(f"ElectLeaders naming the stateless partition answered: {answer}")
+        found = wait_matching(observer, refused.alternatives, names, {4, 5, 6}, 15, "after the refused election")
+        assert found.state.partition(electable, 0).leader == 5
+
+        state = oracle_state(observer.snapshot(names), names, settings)
+        elected = predict(state, [PreferredElection((TopicPartition(electable, 0),))])
+        assert metadata.elect_leaders(cluster.bootstrap_servers, "preferred", [(electable, 0)], timeout=30) == {
+            (electable, 0): None}
+        found = wait_matching(observer, elected.alternatives, names, {4, 5, 6}, 15, "after the election alone")
+        assert found.state.partition(electable, 0).leader == 6
