@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from common.errors import UsageError
@@ -55,7 +56,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.set_defaults(func=run_command)
 
 
-def _git_revision() -> str | None:
+def git_revision() -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5, check=False)
@@ -139,6 +140,25 @@ def run_command(args: argparse.Namespace) -> int:
                          command=["kafka-chaos", *sys.argv[1:]])
 
 
+def quiet_client_logs() -> None:
+    """Our progress lines say what happens; client chatter about brokers we broke would drown them."""
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    # Metadata polls of brokers that are down on purpose fail by design; the checks report them.
+    logging.getLogger("harness.metadata.librdkafka").setLevel(logging.CRITICAL)
+    # The workload's client sees brokers disconnect during every fault: that is the experiment,
+    # and the delivery checks and client_errors() account for it. Keep its chatter for -v.
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        logging.getLogger("scenarios.workload.librdkafka").setLevel(logging.CRITICAL)
+        logging.getLogger("scenarios.readback.librdkafka").setLevel(logging.CRITICAL)
+
+
+def progress_printer(t0: float) -> Callable[[str], None]:
+    """Progress lines stamped with the seconds since ``t0`` (plain lines: CI logs keep them)."""
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - t0:7.1f}s] {message}", flush=True)
+    return progress
+
+
 def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend: str = "local",
                   iterations: int = 1, junit: Path | None = None, kafka_version: str | None = None,
                   kafka_home: str | None = None, report: bool = True, suite: str | None = None,
@@ -153,23 +173,13 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     from scenarios.runner import Runner, RunOptions
 
     t0 = time.monotonic()
-    # Our progress lines say what happens; kazoo's connection chatter would drown them.
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
-    # Metadata polls of brokers that are down on purpose fail by design; the checks report them.
-    logging.getLogger("harness.metadata.librdkafka").setLevel(logging.CRITICAL)
-    # The workload's client sees brokers disconnect during every fault: that is the experiment,
-    # and the delivery checks and client_errors() account for it. Keep its chatter for -v.
-    if not logging.getLogger().isEnabledFor(logging.DEBUG):
-        logging.getLogger("scenarios.workload.librdkafka").setLevel(logging.CRITICAL)
-
-    def progress(message: str) -> None:
-        print(f"[{time.monotonic() - t0:7.1f}s] {message}", flush=True)
-
+    quiet_client_logs()
+    progress = progress_printer(t0)
     distribution = resolve_distribution(kafka_version, kafka_home)
     run_id = uuid.uuid4().hex[:12]
     options = RunOptions(run_id=run_id, seed=seed, backend=backend, iterations=iterations,
                          results_dir=Path(results_dir), kafka_version=distribution.version,
-                         git_revision=_git_revision(), **(runner_options or {}))
+                         git_revision=git_revision(), **(runner_options or {}))
     writer = RecordWriter(results_dir)
     history = HistoryWriter(Path(results_dir))
     info: dict[str, Any] = {

@@ -96,7 +96,6 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 12) | st.text(ma
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_any_json_anywhere_is_a_usage_error_or_a_schedule(data) -> None:
-    doc = _valid()
     field_path = data.draw(st.sampled_from(["name", "cluster", "cluster.brokers", "topics", "topics.0",
                                             "topics.0.assignment", "topics.0.config", "steps", "steps.0",
                                             "steps.1", "steps.2", "doc"]))

@@ -1,0 +1,262 @@
+"""`kafka-chaos explore`: generated fault schedules run on a real cluster, every step checked by
+the oracle; a failing schedule is shrunk to a minimal one, triaged and written as a replayable
+schedule file.
+
+    kafka-chaos explore --seed S [--schedules N | --time-limit 30m] [--steps K] [--brokers B]
+                        [--faults KIND,...] [--weights KIND=W,...] [--backend local|containers]
+                        [--shard I/N] [--shrink-budget 10m] [--confirm 3] [--results DIR]
+
+Writes ``DIR/schedules/<name>.json`` (every schedule it ran), ``DIR/records.jsonl`` and
+``DIR/history.jsonl`` as `run` does, ``DIR/failures/<name>.json`` (the minimal failing schedule,
+its triage in ``doc``) with ``DIR/failures/index.json``, shrink trials under ``DIR/shrink/``,
+``DIR/run.json`` and the report. Exit 0 only when no schedule failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from common.errors import UsageError
+
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h)?$")
+
+
+def duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``2h`` -> seconds."""
+    m = DURATION.match(text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 90s, 30m or 2h")
+    return float(m.group(1)) * {"s": 1, None: 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def shard(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if m is None or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shard I/N with 0 <= I < N")
+    return int(m.group(1)), int(m.group(2))
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = sub.add_parser(
+        "explore", help="run generated fault schedules, shrink and triage what fails",
+        description="Generate seeded fault schedules (docs/schedules.md), run each on a real cluster with every "
+                    "step checked by the oracle, shrink failures to a minimal replayable schedule.")
+    parser.add_argument("--seed", type=int, default=None, help="[default: random, printed]")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--schedules", type=int, default=None, metavar="N", help="how many schedules [default: 5]")
+    budget.add_argument("--time-limit", type=duration, default=None, metavar="DURATION",
+                        help="start new schedules until this much time has passed (e.g. 30m)")
+    parser.add_argument("--steps", type=int, default=6, metavar="K", help="steps per schedule [default: 6]")
+    parser.add_argument("--brokers", type=int, default=3, metavar="B", help="brokers per cluster, 3-9 [default: 3]")
+    parser.add_argument("--max-partitions", type=int, default=12, metavar="P", help="per topic [default: 12]")
+    parser.add_argument("--faults", default=None, metavar="KIND,...",
+                        help="fault kinds to draw from [default: all the backend can do]")
+    parser.add_argument("--weights", default="", metavar="KIND=W,...", help="relative weights (0 leaves a kind out)")
+    parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local")
+    parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
+                        help="run schedules I, I+N, I+2N, ... of the seed (split a night across machines)")
+    parser.add_argument("--shrink-budget", type=duration, default=600.0, metavar="DURATION",
+                        help="time to shrink each failure; 0 skips shrinking [default: 10m]")
+    parser.add_argument("--confirm", type=int, default=3, metavar="N",
+                        help="replays of the minimal schedule; all failing = confirmed [default: 3]")
+    parser.add_argument("--results", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--kafka-version", default=None, metavar="V")
+    parser.add_argument("--kafka-home", default=None, metavar="DIR")
+    parser.add_argument("--no-report", action="store_true")
+    parser.set_defaults(func=explore_command)
+
+
+def _config(args: argparse.Namespace, can_cut: bool) -> Any:
+    from scenarios.generator import DEFAULT_WEIGHTS, REPERTOIRE, GeneratorConfig
+
+    if args.steps < 1 or not 3 <= args.brokers <= 9 or not 1 <= args.max_partitions <= 1000:
+        raise UsageError("--steps must be >= 1, --brokers 3..9, --max-partitions 1..1000")
+    if args.schedules is not None and args.schedules < 1 or args.confirm < 0:
+        raise UsageError("--schedules must be >= 1 and --confirm >= 0")
+    faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else tuple(
+        k for k in REPERTOIRE if can_cut or k != "network_partition")
+    unknown = [f for f in faults if f not in REPERTOIRE]
+    if unknown:
+        raise UsageError(f"--faults: {', '.join(unknown)} not in the generator's repertoire: {', '.join(REPERTOIRE)}")
+    if "network_partition" in faults and not can_cut:
+        raise UsageError(f"--faults network_partition needs a backend that can cut networks, not {args.backend}")
+    weights = dict(DEFAULT_WEIGHTS)
+    for item in filter(None, (w.strip() for w in args.weights.split(","))):
+        kind, _, value = item.partition("=")
+        try:
+            weights[kind] = float(value)
+        except ValueError:
+            raise UsageError(f"--weights: {item!r} is not KIND=NUMBER") from None
+        if kind not in REPERTOIRE or weights[kind] < 0:
+            raise UsageError(f"--weights: {item!r}: unknown kind or negative weight")
+    return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
+                           max_partitions=args.max_partitions)
+
+
+@dataclass
+class TeeWriter:
+    """Writes records durably and keeps them for the explorer's own verdicts."""
+
+    writer: Any
+    records: list[Any] = field(default_factory=list)
+
+    def write(self, record: Any) -> None:
+        self.writer.write(record)
+        self.records.append(record)
+
+
+@dataclass
+class Explorer:
+    """One pool (one cluster at a time), one results dir; runs schedules and shrink trials."""
+
+    results: Path
+    pool: Any
+    options: Any
+    progress: Callable[[str], None]
+    predictor: Any = None
+    trials: int = 0
+
+    def run(self, schedule: Any, directory: Path, iteration: int) -> tuple[Any, list[Any]]:
+        from results.writer import RecordWriter
+        from scenarios.history import HistoryWriter
+        from scenarios.runner import Runner
+
+        with RecordWriter(directory) as records:
+            tee = TeeWriter(records)
+            history = HistoryWriter(directory)
+            kwargs = {"predictor": self.predictor} if self.predictor is not None else {}
+            try:
+                runner = Runner(replace(self.options, results_dir=directory), self.pool, tee, self.progress,
+                                history=history, **kwargs)
+                outcome = runner.run(schedule.scenario(), iteration)
+            finally:
+                history.close()
+        return outcome, tee.records
+
+    def trial(self, schedule: Any) -> frozenset[tuple[str, str | None]]:
+        from scenarios.shrink import failure_keys
+
+        self.trials += 1
+        _, records = self.run(schedule, self.results / "shrink" / schedule.name / f"trial-{self.trials}", self.trials)
+        return failure_keys(records)
+
+
+def _primary(records: list[Any]) -> tuple[str, str | None]:
+    first = next(r for r in records if r.kind == "check" and r.passed is False)
+    return (first.check, first.fault)
+
+
+def explore_command(args: argparse.Namespace) -> int:
+    from cli.run import git_revision, progress_printer, quiet_client_logs, write_report
+    from harness.backends import missing_capabilities
+    from harness.cluster import Capability
+    from harness.distribution import resolve_distribution
+    from results.writer import RecordWriter
+    from scenarios.pool import ClusterPool
+    from scenarios.runner import RunOptions
+
+    can_cut = Capability.NETWORK_PARTITION not in missing_capabilities(args.backend)
+    config = _config(args, can_cut)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    results = args.results or Path(f"explore-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    t0 = time.monotonic()
+    quiet_client_logs()
+    progress = progress_printer(t0)
+    distribution = resolve_distribution(args.kafka_version, args.kafka_home)
+    options = RunOptions(run_id=uuid.uuid4().hex[:12], seed=seed, backend=args.backend, results_dir=results,
+                         kafka_version=distribution.version, git_revision=git_revision())
+    pool = ClusterPool(args.backend, distribution, progress)
+    explorer = Explorer(results, pool, options, progress)
+    limit = args.schedules if args.schedules is not None else (None if args.time_limit else 5)
+    index, ran, steps, failures = args.shard[0], 0, 0, []
+    RecordWriter(results).close()  # the results dir exists (and holds records.jsonl) from the start
+    print(f"kafka-chaos explore {options.run_id}: seed {seed}, shard {args.shard[0]}/{args.shard[1]}, "
+          f"results in {results}", flush=True)
+    try:
+        while (limit is None or ran < limit) and (args.time_limit is None or time.monotonic() - t0 < args.time_limit):
+            failure = _explore_one(explorer, seed, index, config, args, ran)
+            ran += 1
+            steps += failure.pop("steps_checked")
+            if failure.get("failed"):
+                failures.append(failure)
+            index += args.shard[1]
+    finally:
+        pool.release()
+        _write_summary(results, options, seed, args, ran, steps, failures, time.monotonic() - t0)
+    by_class: dict[str, int] = {}
+    for f in failures:
+        by_class[f["class"]] = by_class.get(f["class"], 0) + 1
+    print(f"explored {ran} schedule(s), {steps} checked step(s), {len(failures)} failure(s) "
+          f"{by_class or ''} in {time.monotonic() - t0:.0f}s".rstrip(), flush=True)
+    for f in failures:
+        print(f"  {f['name']}: {f['class']} ({f['check']} after {f['fault']}), "
+              f"{'confirmed' if f['confirmed'] else 'not confirmed'} {f['reproduced']}; replay: {f['replay']}")
+    if not args.no_report:
+        write_report(results)
+    return 1 if failures else 0
+
+
+def _explore_one(explorer: Explorer, seed: int, index: int, config: Any, args: argparse.Namespace,
+                 ran: int) -> dict[str, Any]:
+    from scenarios.generator import generate
+    from scenarios.schedule import dumps
+    from scenarios.shrink import shrink
+    from scenarios.triage import classify
+
+    schedule = generate(seed, index, config)
+    (explorer.results / "schedules").mkdir(parents=True, exist_ok=True)
+    (explorer.results / "schedules" / f"{schedule.name}.json").write_text(dumps(schedule), encoding="utf-8")
+    explorer.progress(f"{schedule.name}: {len(schedule.steps)} steps on brokers {list(schedule.brokers)}: "
+                      + ", ".join(s.fault for s in schedule.steps))
+    outcome, records = explorer.run(schedule, explorer.results, 0)
+    checked = sum(1 for r in records if r.check == "converged" and r.fault != "create_topic")
+    if outcome.passed:
+        return {"steps_checked": checked}
+    failed = [r for r in records if r.kind == "check" and r.passed is False]
+    if not failed:  # unknown verdicts only: the harness could not judge
+        first = next((r for r in records if r.kind == "check" and r.passed is None), None)
+        explorer.progress(f"{schedule.name}: no verdict ({first.detail if first else outcome.error}); not shrunk")
+        return {"steps_checked": checked}
+    key = _primary(records)
+    triaged = classify(failed[0], records)
+    minimal = schedule
+    if args.shrink_budget > 0:
+        explorer.progress(f"{schedule.name}: {key[0]} failed after {key[1]}; shrinking (budget {args.shrink_budget:.0f}s)")
+        result = shrink(schedule, key, explorer.trial, budget_s=args.shrink_budget,
+                        progress=lambda m: explorer.progress(f"{schedule.name}: {m}"))
+        minimal = result.schedule
+    reproduced = sum(key in explorer.trial(minimal) for _ in range(args.confirm))
+    confirmed = args.confirm > 0 and reproduced == args.confirm
+    path = explorer.results / "failures" / f"{schedule.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = (f"{triaged.klass}: {key[0]} failed after {key[1]} ({triaged.evidence}); shrunk from "
+           f"{len(schedule.steps)} to {len(minimal.steps)} step(s); reproduced {reproduced}/{args.confirm}")
+    path.write_text(dumps(replace(minimal, name=f"{schedule.name}-min", doc=doc)), encoding="utf-8")
+    return {"failed": True, "steps_checked": checked, "name": schedule.name, "class": triaged.klass,
+            "check": key[0], "fault": key[1], "evidence": triaged.evidence, "steps": len(schedule.steps),
+            "minimal_steps": len(minimal.steps), "reproduced": f"{reproduced}/{args.confirm}",
+            "confirmed": confirmed, "file": str(path), "replay": f"kafka-chaos run --schedule {path}"}
+
+
+def _write_summary(results: Path, options: Any, seed: int, args: argparse.Namespace, ran: int, steps: int,
+                   failures: list[dict[str, Any]], seconds: float) -> None:
+    from results.writer import RecordWriter
+
+    (results / "failures").mkdir(parents=True, exist_ok=True)
+    (results / "failures" / "index.json").write_text(json.dumps(failures, indent=2) + "\n", encoding="utf-8")
+    with RecordWriter(results) as writer:
+        writer.write_run_info({
+            "run_id": options.run_id, "command": ["kafka-chaos", *sys.argv[1:]], "mode": "explore", "seed": seed,
+            "shard": list(args.shard), "schedules": ran, "steps_checked": steps, "failures": len(failures),
+            "backend": args.backend, "kafka_version": options.kafka_version, "git_revision": options.git_revision,
+            "wall_seconds": round(seconds, 1), "passed": not failures, "status": "finished"})

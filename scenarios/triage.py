@@ -1,0 +1,65 @@
+"""Triage: which side a failed check most likely blames, with the evidence (pure).
+
+* ``model`` — the oracle (or a documented leader-side rule) disagrees with what Kafka settled
+  on: the cluster converged somewhere else, with a controller and agreeing brokers;
+* ``kafka`` — Kafka broke a documented guarantee: acknowledged data lost or duplicated with
+  clean elections only, brokers' metadata disagreeing with ZooKeeper after the bounded wait,
+  not exactly one live controller;
+* ``harness`` — the run could not judge: the scenario aborted, the cluster never healed, a
+  checker crashed (an unknown verdict);
+* ``unknown`` — anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MODEL, KAFKA, HARNESS, UNKNOWN = "model", "kafka", "harness", "unknown"
+CLASSES = (MODEL, KAFKA, HARNESS, UNKNOWN)
+
+_BY_CHECK = {
+    "oracle_leader": MODEL, "oracle_isr": MODEL, "oracle_replicas": MODEL, "oracle_epoch": MODEL,
+    "oracle_outcome": MODEL, "oracle_partition": MODEL, "rule_leader_isr_shrink": MODEL,
+    "rule_leader_isr_expand": MODEL, "delivery": KAFKA, "metadata_agrees_zk": KAFKA,
+    "single_controller": KAFKA, "scenario_completed": HARNESS, "healed": HARNESS,
+    "backend_supports_scenario": HARNESS,
+}
+
+
+@dataclass(frozen=True)
+class Triaged:
+    klass: str
+    check: str
+    fault: str | None
+    evidence: str
+
+
+def classify(record: Any, run: Sequence[Any] = ()) -> Triaged:
+    """The class of one failed (or unknown) check record; ``run``: the records of the same
+    scenario iteration, for context (a ``converged`` failure is the model's when the same step
+    shows oracle mismatches and no Kafka-side failure)."""
+    evidence = record.detail or f"expected {record.expected!r}, observed {record.observed!r}"
+    if record.passed is None:
+        return Triaged(HARNESS, record.check, record.fault, f"no verdict: {evidence}")
+    klass = _BY_CHECK.get(record.check)
+    if record.check == "converged":
+        same_step = [r for r in run if r.started_at == record.started_at and r.passed is False]
+        kafka_side = [r for r in same_step if _BY_CHECK.get(r.check) == KAFKA]
+        model_side = [r for r in same_step if _BY_CHECK.get(r.check) == MODEL]
+        klass = KAFKA if kafka_side else MODEL if model_side else UNKNOWN
+    return Triaged(klass or UNKNOWN, record.check, record.fault, evidence)
+
+
+def triage(records: Sequence[Any]) -> list[Triaged]:
+    """Every failed or unknown check of a run, classified (measurements are not verdicts)."""
+    checks = [r for r in records if r.kind == "check"]
+    return [classify(r, checks) for r in checks if r.passed is not True]
+
+
+def summary(triaged: Sequence[Triaged]) -> dict[str, int]:
+    counts = dict.fromkeys(CLASSES, 0)
+    for t in triaged:
+        counts[t.klass] += 1
+    return counts

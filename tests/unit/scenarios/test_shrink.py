@@ -1,0 +1,114 @@
+"""The shrinker against a fake runner: it keeps the failure, drops everything else, never runs
+an illegal candidate, and stops at its budget."""
+
+from __future__ import annotations
+
+from scenarios.catalogue import Step, TopicSpec
+from scenarios.generator import GeneratorConfig, REPERTOIRE, generate, problems
+from scenarios.schedule import Schedule
+from scenarios.shrink import failure_keys, legal, shrink
+from scenarios.targets import Brokers, Controller, EarlierTarget, NoTarget
+from scenarios.triage import HARNESS, KAFKA, MODEL, UNKNOWN, classify, summary, triage
+
+KEY = ("oracle_epoch", "controlled_shutdown")
+
+
+def _fails_on_controlled_shutdown(calls: list[Schedule]):
+    """A fake cluster run: the oracle_epoch check fails on every controlled shutdown."""
+    def trial(s: Schedule) -> frozenset:
+        assert legal(s), "the shrinker must never spend a cluster on an illegal schedule"
+        calls.append(s)
+        return frozenset({KEY} if any(st.fault == "controlled_shutdown" for st in s.steps) else set())
+    return trial
+
+
+def _schedule() -> Schedule:
+    steps = (Step("hard_kill", Brokers((4,))), Step("controller_kill", Controller()), Step("start", EarlierTarget(1)),
+             Step("preferred_election", NoTarget(), {"topic": "b", "via": "admin"}),
+             Step("controlled_shutdown", Brokers((5,))), Step("start", Brokers((4, 5))),
+             Step("reassignment", NoTarget(), {"topic": "a", "moves": [[1, [4, 6]]]}))
+    topics = (TopicSpec("a", {p: (4, 5) for p in range(8)}), TopicSpec("b", {0: (6,)}))
+    return Schedule("s", (4, 5, 6, 7), topics, steps)
+
+
+def test_shrinks_to_the_one_step_that_fails_and_drops_topics_partitions_brokers() -> None:
+    calls: list[Schedule] = []
+    s = _schedule()
+    assert problems(s) == []
+    result = shrink(s, KEY, _fails_on_controlled_shutdown(calls), budget_s=60)
+    assert [st.fault for st in result.schedule.steps] == ["controlled_shutdown"]
+    [topic] = result.schedule.topics
+    assert len(topic.assignment) == 1
+    used = {b for r in topic.assignment.values() for b in r} | {5}
+    assert set(result.schedule.brokers) == used  # the rest named by nothing any more
+    assert not result.exhausted and result.runs == len(calls) and result.skipped > 0
+
+
+def test_a_failure_that_needs_two_steps_keeps_both_and_their_order() -> None:
+    def needs_kill_then_shutdown(s: Schedule) -> frozenset:
+        faults = [st.fault for st in s.steps]
+        ok = "hard_kill" in faults and "controlled_shutdown" in faults[faults.index("hard_kill"):]
+        return frozenset({KEY} if ok else set())
+
+    result = shrink(_schedule(), KEY, needs_kill_then_shutdown, budget_s=60)
+    assert [st.fault for st in result.schedule.steps] == ["hard_kill", "controlled_shutdown"]
+
+
+def test_another_failure_does_not_count_and_the_budget_is_kept() -> None:
+    result = shrink(_schedule(), KEY, lambda s: frozenset({("delivery", None)}), budget_s=60)
+    assert result.schedule == _schedule()
+    ticks = iter(range(0, 1000, 10))
+    result = shrink(_schedule(), KEY, _fails_on_controlled_shutdown([]), budget_s=25, clock=lambda: next(ticks))
+    assert result.exhausted and result.runs <= 2
+
+
+def test_dropping_a_step_another_names_renumbers_or_refuses() -> None:
+    s = _schedule()
+    # dropping the controller kill would orphan "start the target of step 2": never a candidate
+    calls: list[Schedule] = []
+    shrink(s, KEY, _fails_on_controlled_shutdown(calls), budget_s=60)
+    for c in calls:
+        for st in c.steps:
+            if isinstance(st.target, EarlierTarget):
+                assert c.steps[st.target.step].fault == "controller_kill"
+
+
+def test_generated_failing_schedules_shrink_to_at_most_two_steps() -> None:
+    config = GeneratorConfig(faults=REPERTOIRE, steps=10)
+    shrunk = 0
+    for i in range(40):
+        s = generate(5, i, config)
+        if not any(st.fault == "controlled_shutdown" for st in s.steps):
+            continue
+        result = shrink(s, KEY, _fails_on_controlled_shutdown([]), budget_s=60)
+        assert len(result.schedule.steps) <= 2 and problems(result.schedule) == []
+        shrunk += 1
+    assert shrunk >= 5
+
+
+class R:
+    def __init__(self, check, passed, fault="hard_kill", started_at=1.0, detail="", kind="check"):
+        self.check, self.passed, self.fault, self.started_at, self.detail, self.kind = check, passed, fault, started_at, detail, kind
+        self.expected = self.observed = None
+
+
+def test_triage_classes() -> None:
+    assert classify(R("oracle_leader", False)).klass == MODEL
+    assert classify(R("delivery", False, detail="lost acknowledged messages")).klass == KAFKA
+    assert classify(R("metadata_agrees_zk", False)).klass == KAFKA
+    assert classify(R("scenario_completed", False)).klass == HARNESS
+    assert classify(R("oracle_leader", None, detail="checker crashed")).klass == HARNESS
+    run = [R("converged", False), R("oracle_isr", False)]
+    assert classify(run[0], run).klass == MODEL
+    assert classify(R("converged", False), [R("converged", False), R("single_controller", False)]).klass == KAFKA
+    assert classify(R("converged", False), [R("converged", False)]).klass == UNKNOWN
+    assert classify(R("mystery", False)).klass == UNKNOWN
+    records = [R("oracle_leader", True), R("oracle_epoch", False), R("latency", None, kind="measurement"),
+               R("healed", False)]
+    assert summary(triage(records)) == {MODEL: 1, KAFKA: 0, HARNESS: 1, UNKNOWN: 0}
+
+
+def test_failure_keys_are_failed_checks_only() -> None:
+    records = [R("oracle_leader", True), R("oracle_epoch", False, "controlled_shutdown"), R("x", None),
+               R("latency", False, kind="measurement")]
+    assert failure_keys(records) == {KEY}
