@@ -26,11 +26,13 @@ from harness.zkadmin import ZkAdmin
 from oracle import (
     Alternative,
     BrokerFailure,
+    BrokerStartup,
     ClusterState,
     Outcome,
     PartitionPhase,
     PartitionState,
     PreferredElection,
+    Reassign,
     TopicConfigChange,
     TopicPartition,
     TopicState,
@@ -295,3 +297,39 @@ def test_admin_election_naming_a_partition_without_state_elects_nothing(cluster:
             (electable, 0): None}
         found = wait_matching(observer, elected.alternatives, names, {4, 5, 6}, 15, "after the election alone")
         assert found.state.partition(electable, 0).leader == 6
+
+
+def test_reassigning_a_stateless_partition_then_starting_a_target(cluster: LocalCluster) -> None:
+    """Item 4 on a real cluster: a reassignment (ZooKeeper path) of a partition without state
+    writes RS = TRS ++ (ORS - TRS) with adding replicas and fails (no state to bump); when a target
+    broker starts, the controller first initialises the partition over RS, then resumes the
+    reassignment (phase A: +1, the other target never catches up)."""
+    ensure_running(cluster, [4, 5, 6])
+    orphan = f"orphan-{uuid.uuid4().hex[:8]}"
+    names = [orphan]
+    settings = cluster.broker_settings()
+    bound = expiry_bound(cluster)
+    with ZkObserver(cluster.zookeeper_connect, topics=names) as observer:
+        try:  # CreateTopics waits for a leader that never comes; the topic is written anyway
+            metadata.create_topic(cluster.bootstrap_servers, orphan, {0: (9,)}, timeout=5)
+        except MetadataError:
+            pass
+        cluster.kill_broker(5)
+        observer.wait_until(lambda s: s.has_topic(orphan) and 5 not in s.live_brokers and s.controller is not None,
+                            timeout=bound, description="5 gone, the orphan topic written")
+        state = oracle_state(observer.snapshot(names), names, settings)
+        recorded = predict(state, [Reassign(orphan, 0, (5, 9))])
+        with ZkAdmin(cluster.zookeeper_connect) as admin:
+            admin.write_reassignment([(orphan, 0, [5, 9])])
+        observer.wait_until(lambda s: not s.pending_reassignment and s.partition(orphan, 0).replicas == (5, 9),
+                            timeout=30, description="the reassignment recorded and given up")
+        found = wait_matching(observer, recorded.alternatives, names, {4, 6}, 15, "after the reassignment")
+        assert found.state.partition(orphan, 0).adding_replicas == (5,)
+        assert found.state.partition(orphan, 0).phase is PartitionPhase.NEW
+
+        state = oracle_state(observer.snapshot(names), names, settings)
+        resumed = predict(state, [BrokerStartup((5,))])
+        cluster.start_broker(5)
+        found = wait_matching(observer, resumed.alternatives, names, {4, 5, 6}, 30, "after 5 started")
+        p = found.state.partition(orphan, 0)
+        assert (p.replicas, p.leader, p.isr, p.leader_epoch, p.adding_replicas) == ((5, 9), 5, (5,), 1, (5,))
