@@ -28,6 +28,7 @@ from oracle import (
     BrokerFailure,
     BrokerStartup,
     ClusterState,
+    ControlledShutdown,
     Outcome,
     PartitionPhase,
     PartitionState,
@@ -333,3 +334,57 @@ def test_reassigning_a_stateless_partition_then_starting_a_target(cluster: Local
         found = wait_matching(observer, resumed.alternatives, names, {4, 5, 6}, 30, "after 5 started")
         p = found.state.partition(orphan, 0)
         assert (p.replicas, p.leader, p.isr, p.leader_epoch, p.adding_replicas) == ((5, 9), 5, (5,), 1, (5,))
+
+
+def shutdown_lines(cluster: LocalCluster, broker: int, offset: int) -> list[str]:
+    """The broker's controlled-shutdown log lines written after ``offset`` (KafkaServer.scala 3.9
+    lines 906-936: one "returned ..." line per request, "Retrying" between requests)."""
+    with open(cluster.log_files()[f"broker-{broker}"], encoding="utf-8", errors="replace") as log_file:
+        log_file.seek(offset)
+        return [line for line in log_file if "ontrolled shutdown" in line]
+
+
+def log_size(cluster: LocalCluster, broker: int) -> int:
+    return cluster.log_files()[f"broker-{broker}"].stat().st_size
+
+
+def test_controlled_shutdown_requests_count_only_rf_above_1_leaderships(cluster: LocalCluster) -> None:
+    """Item 2 on a real cluster: ``partitionLeadersOnBroker`` filters on RF > 1, so a broker that
+    still leads only an RF = 1 partition needs one ControlledShutdownRequest; one still leading an
+    RF = 2 partition (its follower dead, no candidate) uses all ``controlled.shutdown.max.retries``
+    (3).  The settled ZooKeeper state equals the oracle's either way."""
+    ensure_running(cluster, [4, 5, 6])
+    run = uuid.uuid4().hex[:8]
+    single, stuck = f"single-{run}", f"stuck-{run}"
+    settings = cluster.broker_settings()
+    bound = expiry_bound(cluster)
+    with ZkObserver(cluster.zookeeper_connect, topics=[single, stuck]) as observer:
+        metadata.create_topic(cluster.bootstrap_servers, single, {0: (6,)})
+        observer.wait_until(lambda s: s.has_topic(single) and s.partition(single, 0).leader == 6, timeout=30,
+                            description=f"{single} led by 6")
+        state = oracle_state(observer.snapshot([single]), [single], settings)
+        prediction = predict(state, [ControlledShutdown(6)])
+        offset = log_size(cluster, 6)
+        cluster.stop_broker(6)
+        wait_matching(observer, prediction.alternatives, [single], {4, 5}, bound, "after 6's controlled shutdown")
+        lines = shutdown_lines(cluster, 6, offset)
+        assert sum("returned successfully" in line for line in lines) == 1, lines
+        assert not any("Retrying controlled shutdown" in line for line in lines), lines
+
+        cluster.start_broker(6)
+        metadata.create_topic(cluster.bootstrap_servers, stuck, {0: (6, 5)})
+        observer.wait_until(lambda s: s.has_topic(stuck) and s.partition(stuck, 0).leader == 6
+                            and set(s.partition(stuck, 0).isr) == {5, 6}, timeout=30, description=f"{stuck} online")
+        cluster.kill_broker(5)
+        observer.wait_until(lambda s: 5 not in s.live_brokers and s.partition(stuck, 0).isr == (6,), timeout=bound,
+                            description="5 gone and out of the ISR")
+        names = [single, stuck]
+        state = oracle_state(observer.snapshot(names), names, settings)
+        prediction = predict(state, [ControlledShutdown(6)])
+        offset = log_size(cluster, 6)
+        cluster.stop_broker(6)
+        wait_matching(observer, prediction.alternatives, names, {4}, bound, "after 6's second controlled shutdown")
+        lines = shutdown_lines(cluster, 6, offset)
+        requests = sum("Controlled shutdown request returned" in line for line in lines)
+        assert requests == 3, lines
+        assert sum("Retrying controlled shutdown" in line for line in lines) == 2, lines
