@@ -163,3 +163,27 @@ def test_records_are_a_pure_function_of_the_observation_and_survive_the_history_
     record = json.loads(first[0])
     assert (record["fault"], record["target"], record["started_at"], record["finished_at"]) == (
         "hard_kill", "broker 1 (leader of t-0)", T0, T0 + 7.5)
+
+
+def test_of_interleavings_ending_alike_the_one_with_the_observed_epochs_is_chosen() -> None:
+    """Seen by `kafka-chaos explore`: brokers 1 and 3 SIGKILLed together expire in one
+    BrokerChange or in two. t-0 [1, 3, 2], leader 1, full ISR, epoch 4, controller 2: in one
+    event 2 is elected with ISR [2] (+1); in two, whichever goes first costs a write of its own
+    (+2). Every alternative ends with leader 2, ISR [2]: only the epoch tells them apart."""
+    from oracle import BrokerFailure
+    from scenarios.history import FaultTraits
+    from scenarios.observation import cluster_state_of
+    from scenarios.targets import Target
+    from tests.unit.scenarios.histories import zk_partition as zp
+
+    before = snapshot((1, 2, 3), [zp(0, (1, 3, 2), 1, (1, 3, 2), 4)])
+    two_events = snapshot((2,), [zp(0, (1, 3, 2), 2, (2,), 6, 3)], controller=2)
+    obs = hard_kill_step(before=before, oracle_state=cluster_state_of(before, ["t"], {}),
+                         oracle_events=(BrokerFailure((1, 3)),), target=Target((1, 3), "brokers 1, 3"),
+                         after=two_events, metadata={2: {}}, traits=FaultTraits("hard_kill", "hard_kill", True),
+                         sightings={}, clients={}, events=())
+    obs = replace(obs, oracle_state=replace(obs.oracle_state, controller=2))
+    checks = by_check(evaluate(obs, CheckContext()))
+    assert checks["oracle_epoch"][0].passed is True, checks["oracle_epoch"][0].detail
+    assert checks["converged"][0].observed["alternatives"] > 1
+    assert "then" in checks["converged"][0].observed["alternative"]
