@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: set up (idempotent), then unit tests, Spark tests, the real-cluster
-# integration tests (including the `smoke` chaos suite) and, where a Docker engine answers or
-# is installable, the containers tests.
+# The test command: set up (idempotent), then `mypy --strict` over every package, unit tests,
+# Spark tests, the real-cluster integration tests (including the `smoke` chaos suite) and,
+# where a Docker engine answers or is installable, the containers tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +12,6 @@ else
 fi
 
 export TESTCONTAINERS_RYUK_DISABLED="${TESTCONTAINERS_RYUK_DISABLED:-true}"
+echo "==> mypy --strict"
+.venv/bin/mypy --strict oracle/ harness/ scenarios/ results/ cli/ common/
 exec .venv/bin/pytest tests "$@"
