@@ -8,7 +8,8 @@ schedule file.
 
 Writes ``DIR/schedules/<name>.json`` (every schedule it ran), ``DIR/records.jsonl`` and
 ``DIR/history.jsonl`` as `run` does, ``DIR/failures/<name>.json`` (the minimal failing schedule,
-its triage in ``doc``) with ``DIR/failures/index.json``, shrink trials under ``DIR/shrink/``,
+its triage in ``doc``) with ``DIR/failures/index.json``, shrink trials under ``DIR/shrink/``
+(records in ``trial.jsonl``, so reports over DIR leave them out),
 ``DIR/run.json`` and the report. Exit 0 only when no schedule failed.
 """
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 import time
 import uuid
@@ -26,25 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cli.args import duration, shard
 from common.errors import UsageError
-
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h)?$")
-
-
-def duration(text: str) -> float:
-    """``90``, ``90s``, ``30m``, ``2h`` -> seconds."""
-    m = DURATION.match(text.strip())
-    if m is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 90s, 30m or 2h")
-    return float(m.group(1)) * {"s": 1, None: 1, "m": 60, "h": 3600}[m.group(2)]
-
-
-def shard(text: str) -> tuple[int, int]:
-    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
-    if m is None or not 0 <= int(m.group(1)) < int(m.group(2)):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shard I/N with 0 <= I < N")
-    return int(m.group(1)), int(m.group(2))
-
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     parser = sub.add_parser(
@@ -103,6 +86,9 @@ def _config(args: argparse.Namespace, can_cut: bool) -> Any:
                            max_partitions=args.max_partitions)
 
 
+TRIAL_RECORDS = "trial.jsonl"
+
+
 @dataclass
 class TeeWriter:
     """Writes records durably and keeps them for the explorer's own verdicts."""
@@ -126,12 +112,13 @@ class Explorer:
     predictor: Any = None
     trials: int = 0
 
-    def run(self, schedule: Any, directory: Path, iteration: int) -> tuple[Any, list[Any]]:
+    def run(self, schedule: Any, directory: Path, iteration: int, records_file: str = "records.jsonl"
+            ) -> tuple[Any, list[Any]]:
         from results.writer import RecordWriter
         from scenarios.history import HistoryWriter
         from scenarios.runner import Runner
 
-        with RecordWriter(directory) as records:
+        with RecordWriter(directory, records_file) as records:
             tee = TeeWriter(records)
             history = HistoryWriter(directory)
             kwargs = {"predictor": self.predictor} if self.predictor is not None else {}
@@ -147,7 +134,9 @@ class Explorer:
         from scenarios.shrink import failure_keys
 
         self.trials += 1
-        _, records = self.run(schedule, self.results / "shrink" / schedule.name / f"trial-{self.trials}", self.trials)
+        # trial.jsonl, not records.jsonl: reports over the results dir leave trials out.
+        _, records = self.run(schedule, self.results / "shrink" / schedule.name / f"trial-{self.trials}",
+                              self.trials, TRIAL_RECORDS)
         return failure_keys(records)
 
 

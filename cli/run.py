@@ -22,6 +22,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+from cli.args import shard
 from common.errors import UsageError
 from harness.cluster import Capability
 
@@ -39,6 +40,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="run this scenario (repeatable); see --list")
     parser.add_argument("--schedule", action="append", default=[], type=Path, metavar="FILE",
                         help="run this schedule file (repeatable; docs/schedules.md)")
+    parser.add_argument("--shard", type=shard, default=None, metavar="I/N",
+                        help="run only scenarios I, I+N, I+2N, ... of the selection (split a suite across machines)")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local",
                         help="where brokers run [default: local]")
@@ -130,6 +133,8 @@ def run_command(args: argparse.Namespace) -> int:
         for line in selection.left_out_lines():
             print(line, flush=True)
         chosen = selection.scenarios
+    if args.shard is not None:  # the selection's order is stable, so every machine agrees
+        chosen = chosen[args.shard[0]::args.shard[1]]
     scenarios = [catalogue.with_brokers(s, args.brokers) for s in chosen]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")

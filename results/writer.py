@@ -25,10 +25,12 @@ RUN_INFO_FILE = "run.json"
 class RecordWriter:
     """Thread-safe appender: producer threads and the scenario loop may write concurrently."""
 
-    def __init__(self, results_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, results_dir: str | os.PathLike[str], filename: str = RECORDS_FILE) -> None:
+        """``filename``: another name keeps records out of reports that gather every
+        ``records.jsonl`` below a directory (the explorer's shrink trials)."""
         self.results_dir = Path(results_dir)
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.results_dir / RECORDS_FILE
+        self.path = self.results_dir / filename
         self._lock = threading.Lock()
         self._file: TextIO | None = open(self.path, "a", encoding="utf-8")
         self.written = 0

@@ -42,6 +42,9 @@ OUTCOME_CLASS = {
     "unchanged": LEADER_KEPT,
     "election_not_needed": LEADER_KEPT,
     "preferred_leader_not_available": LEADER_KEPT,
+    # An admin election naming a partition without leadership information fails whole: nothing
+    # in the request is elected (oracle/README.md, processReplicaLeaderElection).
+    "request_failed": LEADER_KEPT,
 }
 
 

@@ -215,3 +215,10 @@ def test_new_partitions_are_checked_against_the_creation_prediction() -> None:
     assert all_passed(good)
     bad = compare_partitions({}, predicted, {("n", 0): ps((2, 1), 1, (1, 2), 1)}, outcomes, exact_epochs=True)
     assert {r.check for r in bad if r.passed is False} == {"oracle_leader", "oracle_epoch"}
+
+
+def test_every_oracle_outcome_has_an_observable_class() -> None:
+    from oracle import Outcome
+    from scenarios.checks import OUTCOME_CLASS
+
+    assert {o.value for o in Outcome} == set(OUTCOME_CLASS)
