@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from common.errors import UsageError
-from harness.cluster import Capability
 from harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from oracle import Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
-from scenarios.faults.base import FaultEnv, StepTopics, register_fault
+from scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
 from scenarios.targets import Target
 
 log = logging.getLogger(__name__)
@@ -35,39 +34,9 @@ def _via(kind: str, options: Mapping[str, Any], allowed: tuple[str, ...]) -> str
     return str(via)
 
 
-@dataclass
-class _AdminFault:
-    """Common traits: holds no broker, no leader-side rule, no client windows."""
-
-    target: Target
-    kind: ClassVar[str] = ""
-    requires: ClassVar[frozenset[Capability]] = frozenset()
-    exact_epochs: ClassVar[bool] = True
-    client_windows: ClassVar[bool] = False
-
-    @property
-    def label(self) -> str:
-        return self.kind
-
-    @property
-    def holds(self) -> tuple[int, ...]:
-        return ()
-
-    @property
-    def releases(self) -> tuple[int, ...]:
-        return ()
-
-    @property
-    def isr_rule(self) -> str | None:
-        return None
-
-    def heal(self, env: FaultEnv) -> None:
-        return None
-
-
 @register_fault
 @dataclass
-class ReassignmentFault(_AdminFault):
+class ReassignmentFault(FaultBase):
     """Write ``/admin/reassign_partitions`` (the pre-2.4 ZooKeeper path the seeds describe).
     Options: ``topic`` and ``moves``, a list of (partition, target replicas in order)."""
 
@@ -95,7 +64,7 @@ class ReassignmentFault(_AdminFault):
 
 @register_fault
 @dataclass
-class PreferredElectionFault(_AdminFault):
+class PreferredElectionFault(FaultBase):
     """Preferred leader election by AdminClient ``elect_leaders`` (``via="admin"``) or by
     creating ``/admin/preferred_replica_election`` (``via="znode"``). Options: ``topic``,
     ``partitions`` (default: all), ``via``."""
@@ -128,7 +97,7 @@ class PreferredElectionFault(_AdminFault):
 
 @register_fault
 @dataclass
-class UncleanElectionFault(_AdminFault):
+class UncleanElectionFault(FaultBase):
     """Unclean election by AdminClient ``elect_leaders(UNCLEAN)`` (``via="admin"``) or by
     enabling ``unclean.leader.election.enable`` on the topic (``via="config"``, undone by
     ``heal``). Options: ``topic``, ``partitions`` (default: all), ``via``."""

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 from harness.cluster import Capability
 from common.errors import HarnessError, UsageError
@@ -116,6 +116,41 @@ class Fault(Protocol):
 FaultBuilder = Callable[[Target, Mapping[str, Any], StepTopics], Fault]
 
 
+@dataclass
+class FaultBase:
+    """What a fault class inherits unless it says otherwise: needs no capability, epochs exact,
+    no client windows, holds and releases no broker, no ISR rule, nothing to heal."""
+
+    target: Target
+    kind: ClassVar[str] = ""
+    requires: ClassVar[frozenset[Capability]] = frozenset()
+    exact_epochs: ClassVar[bool] = True
+    client_windows: ClassVar[bool] = False
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
+        return cls(target)
+
+    @property
+    def label(self) -> str:
+        return self.kind
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def isr_rule(self) -> str | None:
+        return None
+
+    def heal(self, env: FaultEnv) -> None:
+        return None
+
+
 class FaultClass(Protocol):
     """What :func:`register_fault` reads from a fault class (not an instance)."""
 
@@ -141,13 +176,14 @@ FAULTS: dict[str, FaultKind] = {}
 _F = TypeVar("_F", bound=type[FaultClass])
 
 
-def register_fault(cls: _F) -> _F:
-    """Class decorator: register ``cls`` under ``cls.kind``, built by ``cls.from_step``."""
+def register_fault(cls: _F, *, build: FaultBuilder | None = None) -> _F:
+    """Class decorator: register ``cls`` under ``cls.kind``, built by ``cls.from_step`` — or by
+    ``build`` where one kind has several classes (a network cut and its heal)."""
     kind = cls.kind
     if kind in FAULTS:
         raise ValueError(f"fault kind {kind!r} registered twice")
     doc = (cls.__doc__ or kind).strip().splitlines()[0]
-    FAULTS[kind] = FaultKind(kind, cls.from_step, frozenset(cls.requires), doc)
+    FAULTS[kind] = FaultKind(kind, build or cls.from_step, frozenset(cls.requires), doc)
     return cls
 
 

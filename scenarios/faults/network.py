@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from common.errors import UsageError
 from harness.cluster import Capability
 from oracle import BrokerFailure, BrokerStartup, Event
-from scenarios.faults.base import Fault, FaultEnv, StepTopics, register_fault, require_capability
+from scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
 from scenarios.targets import Target
 
@@ -39,15 +39,12 @@ def _cut_loses_session(variant: str) -> bool:
 
 
 @dataclass
-class _NetworkFault:
-    target: Target
+class _NetworkFault(FaultBase):
     kind: ClassVar[str] = KIND
     requires: ClassVar[frozenset[Capability]] = _NETWORK
-    exact_epochs: ClassVar[bool] = True
     client_windows: ClassVar[bool] = True
 
 
-@register_fault
 @dataclass
 class NetworkPartition(_NetworkFault):
     """Cut the target broker(s) off from ZooKeeper, its peers, or everyone (DROP both ways)
@@ -58,23 +55,10 @@ class NetworkPartition(_NetworkFault):
     stale metadata). Cut from peers only → none: the controller sees nothing; the leaders
     shrink the ISR themselves (:attr:`isr_rule`, checked as a documented rule, not by the
     oracle). Options: ``variant`` (``everyone``/``zookeeper``/``peers``/``heal``) and, for
-    ``heal``, ``cut``: the variant being healed."""
+    ``heal``, ``cut``: the variant being healed (built by :func:`network_fault`)."""
 
     variant: str = "everyone"
     _cut: bool = field(default=False, init=False)
-
-    @classmethod
-    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
-        variant = options.get("variant")
-        if variant not in PARTITION_VARIANTS:
-            raise UsageError(f"{KIND}: 'variant' must be one of {PARTITION_VARIANTS}, not {variant!r}")
-        if variant != HEAL:
-            return cls(target, variant)
-        healed = options.get("cut")
-        if healed not in CUTS:
-            raise UsageError(f"{KIND} heal: 'cut' (the variant being healed) must be one of "
-                             f"{tuple(CUTS)}, not {healed!r}")
-        return NetworkHeal(target, str(healed))
 
     @property
     def label(self) -> str:
@@ -83,10 +67,6 @@ class NetworkPartition(_NetworkFault):
     @property
     def holds(self) -> tuple[int, ...]:
         return self.target.brokers
-
-    @property
-    def releases(self) -> tuple[int, ...]:
-        return ()
 
     @property
     def isr_rule(self) -> str | None:
@@ -113,17 +93,13 @@ class NetworkHeal(_NetworkFault):
     cluster made; idempotent). ``healed`` names the variant being healed, which decides the
     oracle events: a broker whose session expired re-registers → ``BrokerStartup``; a follower
     that was cut from its peers only catches up and the leaders add it back (:attr:`isr_rule`).
-    Built by :meth:`NetworkPartition.from_step` for ``variant: heal``."""
+    Built by :func:`network_fault` for ``variant: heal``."""
 
     healed: str = "everyone"
 
     @property
     def label(self) -> str:
         return f"{KIND}/{HEAL}"
-
-    @property
-    def holds(self) -> tuple[int, ...]:
-        return ()
 
     @property
     def releases(self) -> tuple[int, ...]:
@@ -139,5 +115,20 @@ class NetworkHeal(_NetworkFault):
     def inject(self, env: FaultEnv) -> None:
         require_capability(env, Capability.NETWORK_PARTITION, self.label).heal_network()
 
-    def heal(self, env: FaultEnv) -> None:
-        return None
+
+def network_fault(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
+    """One kind, two classes: ``variant`` ``heal`` (with ``cut``, the variant healed) builds a
+    :class:`NetworkHeal`, any other variant a :class:`NetworkPartition`."""
+    variant = options.get("variant")
+    if not isinstance(variant, str) or variant not in PARTITION_VARIANTS:
+        raise UsageError(f"{KIND}: 'variant' must be one of {PARTITION_VARIANTS}, not {variant!r}")
+    if variant != HEAL:
+        return NetworkPartition(target, variant)
+    healed = options.get("cut")
+    if not isinstance(healed, str) or healed not in CUTS:
+        raise UsageError(f"{KIND} heal: 'cut' (the variant being healed) must be one of "
+                         f"{tuple(CUTS)}, not {healed!r}")
+    return NetworkHeal(target, healed)
+
+
+register_fault(NetworkPartition, build=network_fault)

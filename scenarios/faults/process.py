@@ -7,12 +7,12 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 from common.errors import HarnessError, UsageError
 from harness.cluster import Capability
 from oracle import BrokerFailure, BrokerStartup, ControlledShutdown, Event
-from scenarios.faults.base import FaultEnv, StepTopics, register_fault
+from scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
 from scenarios.targets import Target
 
 log = logging.getLogger(__name__)
@@ -21,34 +21,14 @@ _BROKERS = frozenset({Capability.BROKER_CONTROL})
 
 
 @dataclass
-class _ProcessFault:
-    """Common traits: holds its target until healed, which starts the stopped brokers again."""
+class _ProcessFault(FaultBase):
+    """Holds its target until healed, which starts the stopped brokers again."""
 
-    target: Target
-    kind: ClassVar[str] = ""
     requires: ClassVar[frozenset[Capability]] = _BROKERS
-    exact_epochs: ClassVar[bool] = True
-    client_windows: ClassVar[bool] = False
-
-    @classmethod
-    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
-        return cls(target)
-
-    @property
-    def label(self) -> str:
-        return self.kind
 
     @property
     def holds(self) -> tuple[int, ...]:
         return self.target.brokers
-
-    @property
-    def releases(self) -> tuple[int, ...]:
-        return ()
-
-    @property
-    def isr_rule(self) -> str | None:
-        return None
 
     def heal(self, env: FaultEnv) -> None:
         for b in self.target.brokers:
