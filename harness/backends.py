@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from common.errors import HarnessError, UsageError
-from harness.cluster import Capability, capabilities_of
+from harness.cluster import Capability, capabilities_of, capability_problems
 
 if TYPE_CHECKING:
     from harness.cluster import BrokerControl, Cluster, NetworkPartitioner, ZooKeeperControl
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     def _conformance(local: LocalCluster, containers: ContainerCluster) -> None:
         """Never runs: mypy checks here that each launcher satisfies the protocols it claims
         (tests/unit/harness/test_protocol_conformance.py checks the same at run time)."""
-        claims: tuple[Cluster, BrokerControl, ZooKeeperControl] = (local, local, local)
+        claims: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (local, local, local, local)
         more: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (
             containers, containers, containers, containers)
         del claims, more
@@ -67,16 +67,18 @@ def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDist
 def missing_capabilities(backend: str) -> Mapping[Capability, str]:
     """The capabilities clusters of ``backend`` ("local", "containers", "auto") will lack, each
     with a one-line reason (for "left out because ..." messages).  Asks no cluster: the launcher
-    classes declare their capabilities, and the containers launcher's partitions also need
-    ``nsenter``/``iptables`` on this machine."""
+    classes declare their capabilities; partitions also need root and ``iptables`` on this machine
+    (the local launcher says so through ``capability_problems``, the containers one also needs
+    ``nsenter``)."""
     chosen = resolve_backend(backend)
     launcher = _launcher_class(chosen)
     declared = capabilities_of(launcher)
+    problems = capability_problems(launcher)
     missing: dict[Capability, str] = {}
     for capability in Capability:
         if capability not in declared:
-            missing[capability] = _why_missing(capability, chosen)
-    if Capability.NETWORK_PARTITION in declared:
+            missing[capability] = problems.get(capability) or _why_missing(capability, chosen)
+    if Capability.NETWORK_PARTITION in declared and chosen == "containers":
         from harness.containers.network import check_partition_tools
 
         try:

@@ -161,6 +161,21 @@ def implements(obj: object, protocol: type) -> bool:
 
 
 def capabilities_of(cluster: object) -> frozenset[Capability]:
-    """The capabilities whose protocol ``cluster`` implements (started or not)."""
-    return frozenset(capability for capability, protocol in CAPABILITY_PROTOCOLS.items()
-                     if implements(cluster, protocol))
+    """The capabilities whose protocol ``cluster`` implements (started or not), less those its
+    :func:`capability_problems` says this machine cannot provide."""
+    declared = frozenset(capability for capability, protocol in CAPABILITY_PROTOCOLS.items()
+                         if implements(cluster, protocol))
+    return declared - frozenset(capability_problems(cluster))
+
+
+def capability_problems(cluster: object) -> Mapping[Capability, str]:
+    """Declared capabilities this machine lacks the means for, each with a one-line reason.
+
+    A launcher whose capability depends on the host (the local launcher cuts loopback links
+    only as root with iptables) says so in a static or class method ``capability_problems()``;
+    the others implement everything they declare."""
+    probe = inspect.getattr_static(cluster, "capability_problems", None)
+    if not isinstance(probe, (staticmethod, classmethod)):
+        return MappingProxyType({})
+    problems: Mapping[Capability, str] = getattr(cluster, "capability_problems")()
+    return problems

@@ -41,9 +41,10 @@ from typing import Any
 from common.errors import HarnessError, UsageError
 from harness import processes
 from harness.cds_paths import archive_options
-from harness.cluster import BrokerEndpoint
+from harness.cluster import BrokerEndpoint, Capability
 from harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from harness.distribution import KafkaDistribution, java_executable
+from harness.local_network import Cut, LoopbackFirewall, node_mark, partition_problem, remove_stale_chains
 from harness.local_nodes import (
     HOST,
     ZOOKEEPER,
@@ -89,10 +90,21 @@ def _register_owned(cluster: LocalCluster) -> None:
 
 
 class LocalCluster:
-    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
-    :class:`harness.cluster.ZooKeeperControl` on local JVMs."""
+    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
+    :class:`harness.cluster.ZooKeeperControl` and, as root with iptables,
+    :class:`harness.cluster.NetworkPartitioner` (:mod:`harness.local_network`) on local JVMs.
+
+    Over ~300 lines because it is the one coordinator of the node layout, processes, state file
+    and loopback firewall; each of those lives in its own module and this class only sequences
+    them (every method is a few lines)."""
 
     backend = "local"
+
+    @staticmethod
+    def capability_problems() -> Mapping[Capability, str]:
+        """Partitions need root and iptables with owner/connmark matching on this machine."""
+        problem = partition_problem()
+        return {Capability.NETWORK_PARTITION: problem} if problem is not None else {}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, detached: bool = False,
@@ -197,6 +209,7 @@ class LocalCluster:
         self._zookeeper = prepare_zookeeper(layout, self.config, zk_port)
         for broker_id, port in zip(self.broker_ids, broker_ports):
             self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, zk_port)
+        self._install_firewall()
         deadline = time.monotonic() + self.start_timeout
         log.info("starting ZooKeeper on %s:%d (run dir %s)", HOST, zk_port, self._run_dir)
         self._spawn(self._zookeeper)
@@ -235,7 +248,22 @@ class LocalCluster:
     def _spawn(self, node: LocalNode) -> None:
         node.process = processes.spawn(node.name, node.command, output=node.stdout_log,
                                        identity=node.identity, cwd=node.directory,
-                                       detached=self._detached)
+                                       detached=self._detached, group=node.group)
+
+    def _nodes(self) -> list[LocalNode]:
+        return [n for n in [self._zookeeper, *self._brokers.values()] if n is not None]
+
+    def _install_firewall(self) -> None:
+        """As root with iptables: mark every node's connections (it runs with a group id of its
+        own) so links can be cut later; before any node starts, since a connection is marked
+        when it opens.  First removes the chains a killed run left behind."""
+        if partition_problem() is not None:
+            return
+        remove_stale_chains()
+        nodes = self._nodes()
+        for node in nodes:
+            node.group = node_mark(node.port)
+        LoopbackFirewall(self._zk().port).install([n.port for n in nodes])
 
     # ---------------------------------------------------------------- BrokerControl
 
@@ -308,6 +336,27 @@ class LocalCluster:
         log.info("SIGCONT zookeeper (pid %d)", process.pid)
         process.resume()
 
+    # ---------------------------------------------------------------- NetworkPartitioner
+
+    def isolate(self, broker_id: int, *, from_zookeeper: bool = True, from_brokers: bool = True,
+                from_clients: bool = False) -> None:
+        """Drop every packet between the broker and the named peers, both ways, until
+        :meth:`heal_network` (:mod:`harness.local_network`)."""
+        node = self._broker(broker_id)
+        if node.group is None:
+            raise HarnessError(partition_problem() or f"{self} was started without its loopback firewall")
+        peers = [self._zk().port] if from_zookeeper else []
+        if from_brokers:
+            peers += [self._broker(b).port for b in self.broker_ids if b != broker_id]
+        self._firewall().cut(Cut(node.port, tuple(peers), from_clients))
+
+    def heal_network(self) -> None:
+        if self._zookeeper is not None and self._zookeeper.group is not None:
+            self._firewall().heal()
+
+    def _firewall(self) -> LoopbackFirewall:
+        return LoopbackFirewall(self._zk().port)
+
     # ---------------------------------------------------------------- teardown
 
     def any_running(self) -> bool:
@@ -332,6 +381,8 @@ class LocalCluster:
                         node.process.kill()
                     except HarnessError as exc:
                         errors.append(str(exc))
+            if self._zookeeper is not None and self._zookeeper.group is not None:
+                self._firewall().remove()
             if self._run_dir is not None:
                 errors.extend(self._remove_run_dir(self._run_dir))
             if errors:

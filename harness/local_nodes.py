@@ -60,6 +60,7 @@ class LocalNode:
     config_file: Path
     command: list[str]
     process: NodeProcess | None = None
+    group: int | None = None  # the group id it runs with under the loopback firewall
 
     @property
     def server_log(self) -> Path:

@@ -47,10 +47,12 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
         "zookeeper_started_at": zookeeper.running_since(),
         "bootstrap_servers": ",".join(brokers[b].bootstrap for b in sorted(brokers)),
         "brokers": [{"id": b, "pid": node.running_pid(), "started_at": node.running_since(), "port": node.port,
-                     "dir": str(node.directory), "config_file": str(node.config_file), "command": node.command}
+                     "dir": str(node.directory), "config_file": str(node.config_file), "command": node.command,
+                     "group": node.group}
                     for b, node in sorted(brokers.items())],
         "zookeeper_node": {"port": zookeeper.port, "dir": str(zookeeper.directory),
-                           "config_file": str(zookeeper.config_file), "command": zookeeper.command},
+                           "config_file": str(zookeeper.config_file), "command": zookeeper.command,
+                           "group": zookeeper.group},
         "session_timeout_ms": session_timeout_ms(config),
         "tick_time_ms": tick_time_ms(config),
         "broker_settings": shared_broker_settings(config),
@@ -116,7 +118,8 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
 
 def _attached_node(name: str, entry: Mapping[str, Any], pid: int | None, started_at: float | None) -> LocalNode:
     node = LocalNode(name=name, directory=Path(entry["dir"]), port=int(entry["port"]),
-                     config_file=Path(entry["config_file"]), command=list(entry["command"]))
+                     config_file=Path(entry["config_file"]), command=list(entry["command"]),
+                     group=int(entry["group"]) if entry.get("group") is not None else None)
     if pid is not None:
         node.process = processes.attach(name, int(pid), node.identity,
                                         float(started_at) if started_at is not None else None)

@@ -205,11 +205,12 @@ def _spawn_on_reaper_thread(make: Callable[[], subprocess.Popen[bytes]]) -> subp
 
 
 def spawn(name: str, argv: Sequence[str], *, output: Path, identity: str, cwd: Path,
-          detached: bool) -> NodeProcess:
+          detached: bool, group: int | None = None) -> NodeProcess:
     """Start ``argv`` with stdout and stderr appended to ``output``.
 
     ``detached`` nodes outlive this Python process (``kafka-chaos cluster up``); the others are
-    killed by the kernel if it dies.
+    killed by the kernel if it dies.  ``group``: the group id to run it with (root only: the
+    loopback firewall of :mod:`harness.local_network` tells nodes apart by it).
     """
     if identity not in " ".join(argv):
         raise HarnessError(f"{name}: identity {identity!r} must appear in its command line")
@@ -221,7 +222,7 @@ def spawn(name: str, argv: Sequence[str], *, output: Path, identity: str, cwd: P
         def make() -> subprocess.Popen[bytes]:
             return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True,
-                                    preexec_fn=None if detached else _set_pdeathsig)
+                                    preexec_fn=None if detached else _set_pdeathsig, group=group)
         popen = make() if detached else _spawn_on_reaper_thread(make)
     log.debug("started %s as pid %d", name, popen.pid)
     return NodeProcess(name, popen.pid, identity, popen, started_at=start_time(popen.pid))

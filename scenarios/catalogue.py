@@ -17,11 +17,11 @@ Topics (logical names; the runner makes them unique per scenario iteration):
 Suites: ``smoke`` (a handful, a few minutes) and ``conformance`` (every scenario).
 
 Capabilities: a scenario requires the union of what its faults require
-(``scenarios.faults``: network partitions need ``network_partition``, which only
-``--backend containers`` has, each broker in its own network namespace). :func:`select` leaves a
-suite's scenarios out when the backend lacks a capability they need and says why (``kafka-chaos
-run`` prints it), so ``conformance`` on the local backend stays green and the same suite on
-containers runs them. Named explicitly (``--scenario``) on such a backend, the runner starts no
+(``scenarios.faults``: network partitions need ``network_partition``, which ``--backend
+containers`` has, each broker in its own network namespace, and the local backend has as root
+with iptables, docs/local-network.md). :func:`select` leaves a suite's scenarios out when the
+backend lacks a capability they need and says why (``kafka-chaos run`` prints it), so
+``conformance`` stays green where partitions cannot be made and runs them where they can. Named explicitly (``--scenario``) on such a backend, the runner starts no
 cluster for them: it records one unknown verdict (``passed=None``) saying why, and the run does
 not exit 0. Every step is checked against the fault registry when the catalogue is built (a
 misspelt kind or option fails at import, not mid-run).

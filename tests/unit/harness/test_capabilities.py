@@ -41,11 +41,26 @@ def test_capabilities_need_every_member_of_the_protocol() -> None:
     assert capabilities_of(object()) == frozenset()
 
 
-def test_the_local_backend_lacks_only_network_partitions() -> None:
+def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.local
+
+    monkeypatch.setattr(harness.local, "partition_problem", lambda: "needs root (iptables on loopback)")
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION]
     reason = missing[Capability.NETWORK_PARTITION]
-    assert reason.startswith("needs --backend containers") and "\n" not in reason
+    assert reason == "needs root (iptables on loopback)" and "\n" not in reason
+    monkeypatch.setattr(harness.local, "partition_problem", lambda: None)
+    assert dict(missing_capabilities("local")) == {}
+
+
+def test_a_declared_capability_the_host_cannot_provide_is_not_had() -> None:
+    class _HostBound(_Partitioner):
+        @staticmethod
+        def capability_problems() -> dict[Capability, str]:
+            return {Capability.NETWORK_PARTITION: "no iptables"}
+
+    assert capabilities_of(_HostBound()) == frozenset()
+    assert capabilities_of(_HostBound) == frozenset()
 
 
 def test_an_unknown_backend_is_a_usage_error() -> None:

@@ -30,7 +30,7 @@ from harness.local import LocalCluster
 
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
-    LocalCluster: {Cluster, BrokerControl, ZooKeeperControl},
+    LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner]
@@ -96,7 +96,10 @@ def test_every_protocol_member_is_implemented_compatibly(case: tuple[type, type]
 
 
 @pytest.mark.parametrize("launcher", list(CLAIMS), ids=lambda c: c.__name__)
-def test_capabilities_are_those_of_the_claimed_protocols(launcher: type) -> None:
+def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.local
+
+    monkeypatch.setattr(harness.local, "partition_problem", lambda: None)  # as on a root host
     claimed = {c for c, protocol in CAPABILITY_PROTOCOLS.items() if protocol in CLAIMS[launcher]}
     assert capabilities_of(launcher) == claimed
     unclaimed = [p for p in PROTOCOLS if p not in CLAIMS[launcher]]
@@ -105,8 +108,13 @@ def test_capabilities_are_those_of_the_claimed_protocols(launcher: type) -> None
         assert present == [], f"{launcher.__name__} has {present} of {protocol.__name__} but does not claim it"
 
 
-def test_the_local_launcher_cannot_cut_networks_and_the_containers_one_can() -> None:
+def test_the_local_launcher_cuts_networks_only_where_the_host_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.local
+
+    monkeypatch.setattr(harness.local, "partition_problem", lambda: "needs root")
     assert Capability.NETWORK_PARTITION not in capabilities_of(LocalCluster)
+    monkeypatch.setattr(harness.local, "partition_problem", lambda: None)
+    assert Capability.NETWORK_PARTITION in capabilities_of(LocalCluster)
     assert Capability.NETWORK_PARTITION in capabilities_of(ContainerCluster)
 
 

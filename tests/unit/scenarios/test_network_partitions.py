@@ -135,8 +135,18 @@ def test_heal_of_a_cut_is_idempotent() -> None:
     assert cluster.calls == [("isolate", 2, True, True, True), ("heal",)]
 
 
-def test_a_launcher_without_partitions_is_one_clear_error() -> None:
-    with pytest.raises(HarnessError, match="needs --backend containers: .* the local launcher") as info:
+@pytest.fixture
+def host_cannot_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local launcher on a machine without root/iptables (this one may have both)."""
+    import harness.local
+
+    monkeypatch.setattr(harness.local, "partition_problem",
+                        lambda: "network partitions on the local launcher need root (iptables on loopback)")
+
+
+def test_a_launcher_without_partitions_is_one_clear_error(host_cannot_cut: None) -> None:
+    with pytest.raises(HarnessError, match="network_partition/zookeeper: network partitions on the local "
+                                           "launcher need root") as info:
         net("zookeeper").inject(FaultEnv(NoPartitions(), None, None))
     assert "\n" not in str(info.value)
 
@@ -252,7 +262,8 @@ def test_client_window_of_a_stalled_leader_reports_the_open_silence() -> None:
 # --- the runner on a backend that cannot cut ---------------------------------------------------------
 
 
-def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_record(tmp_path) -> None:
+def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_record(tmp_path,
+                                                                                      host_cannot_cut) -> None:
     from results.writer import RecordWriter, read_records
     from scenarios.catalogue import by_names
     from scenarios.pool import ClusterPool
@@ -268,5 +279,5 @@ def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_
     assert not outcome.passed and outcome.counts == (0, 0, 1) and outcome.error is None
     [record] = read_records(tmp_path).records
     assert record.passed is None and record.check == "backend_supports_scenario"
-    assert "needs --backend containers" in record.detail
+    assert "need root (iptables on loopback)" in record.detail
     assert any("skipped" in line for line in lines)

@@ -1,0 +1,196 @@
+"""Network partitions between local JVMs on loopback, made with iptables (root only).
+
+Why not one loopback address per node: Linux picks the *source* address of a loopback
+connection from the route (``local 127.0.0.0/8 dev lo src 127.0.0.1``), and neither Kafka's
+``NetworkClient`` nor ZooKeeper's ``ClientCnxnSocketNIO`` binds a local address, so every
+connection would still come from 127.0.0.1 whatever address its peer listens on; the two ends
+of a link cannot be told apart by address.  Each node already has a port of its own, so the
+*listening* end of a link is its port; the *initiating* end is told by the process:
+
+* every node runs with a group id of its own (``node_mark(port)``; the launcher spawns it
+  with ``group=`` when this module is usable);
+* a mangle-table rule marks each new connection with the group id of the process that opened
+  it (``-m owner --gid-owner G -j CONNMARK --set-mark G``: the SYN leaves from the initiator's
+  socket), and the mark stays on both directions of that connection;
+* a cut of broker X from node P drops, in the filter table's OUTPUT chain on ``lo``, every
+  packet of a connection marked X to or from P's port, and of one marked P to or from X's
+  port — both directions, DROP not REJECT, as the containers launcher does;
+* "clients" are connections no node opened (mark 0): the harness and the workload.
+
+Rules live in two chains named ``KCHAOS-<ZooKeeper port>`` (mangle and filter), hooked into
+OUTPUT.  They are removed when the cluster is destroyed (also on Ctrl-C and at exit: the
+launcher's own teardown); a new cluster first removes chains of ours whose ZooKeeper port has
+no listener any more (a run killed with SIGKILL).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import psutil
+
+from common.errors import HarnessError
+
+log = logging.getLogger(__name__)
+
+CHAIN_PREFIX = "KCHAOS-"
+MARK_BASE = 0x4B430000  # "KC": a node's group id and connection mark is this plus its port
+_CHAIN_RE = re.compile(r"^:?(KCHAOS-(\d+))\b")
+TABLES = ("mangle", "filter")
+
+
+def node_mark(port: int) -> int:
+    """The group id a node listening on ``port`` runs with, and the mark of its connections."""
+    if not 0 < port < 65536:
+        raise HarnessError(f"not a port: {port}")
+    return MARK_BASE + port
+
+
+def chain_name(zookeeper_port: int) -> str:
+    return f"{CHAIN_PREFIX}{zookeeper_port}"
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One broker cut off from some peers (their ports) and possibly from clients."""
+
+    broker_port: int
+    peer_ports: tuple[int, ...]
+    clients: bool = False
+
+
+def mark_rules(chain: str, node_ports: Iterable[int]) -> list[list[str]]:
+    """Pure: the mangle rules that mark each new connection with its initiator's group id."""
+    return [["-A", chain, "-o", "lo", "-p", "tcp", "-m", "conntrack", "--ctstate", "NEW",
+             "-m", "owner", "--gid-owner", str(node_mark(port)),
+             "-j", "CONNMARK", "--set-mark", hex(node_mark(port))] for port in node_ports]
+
+
+def _drop(chain: str, mark: int, port: int) -> list[list[str]]:
+    return [["-A", chain, "-o", "lo", "-p", "tcp", "-m", "connmark", "--mark", hex(mark),
+             direction, str(port), "-j", "DROP"] for direction in ("--dport", "--sport")]
+
+
+def cut_rules(chain: str, cut: Cut) -> list[list[str]]:
+    """Pure: the filter rules that drop both directions of every link the cut names."""
+    if not cut.peer_ports and not cut.clients:
+        raise HarnessError("isolate needs at least one of from_zookeeper, from_brokers, from_clients")
+    me = node_mark(cut.broker_port)
+    rules: list[list[str]] = []
+    for peer in dict.fromkeys(cut.peer_ports):
+        rules += _drop(chain, me, peer)  # connections the broker opened to the peer
+        rules += _drop(chain, node_mark(peer), cut.broker_port)  # and the peer to the broker
+    if cut.clients:
+        rules += _drop(chain, 0, cut.broker_port)  # opened by no node: the host's clients
+    return rules
+
+
+def _iptables(table: str, args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["iptables", "-w", "-t", table, *args], capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise HarnessError(f"iptables -t {table} {' '.join(args)} failed: "
+                           f"{done.stderr.strip() or done.returncode}")
+    return done
+
+
+@functools.cache
+def partition_problem() -> str | None:
+    """Why this machine cannot cut loopback links (one line), or None when it can.  Probes
+    once per process that the owner, conntrack and connmark matches load."""
+    if os.geteuid() != 0:
+        return "network partitions on the local launcher need root (iptables on loopback)"
+    if shutil.which("iptables") is None:
+        return "network partitions on the local launcher need iptables (apt-get install iptables)"
+    chain = f"{CHAIN_PREFIX}probe{os.getpid() % 100000}"
+    try:
+        _iptables("mangle", ["-N", chain])
+        try:
+            _iptables("mangle", mark_rules(chain, [1])[0])
+            _iptables("filter", ["-N", chain])
+            _iptables("filter", cut_rules(chain, Cut(1, (2,)))[0])
+        finally:
+            for table in TABLES:
+                _iptables(table, ["-F", chain], check=False)
+                _iptables(table, ["-X", chain], check=False)
+    except HarnessError as exc:
+        return f"network partitions on the local launcher: iptables lacks owner/connmark matching ({exc})"
+    return None
+
+
+class LoopbackFirewall:
+    """The two chains of one local cluster (named after its ZooKeeper port)."""
+
+    def __init__(self, zookeeper_port: int) -> None:
+        self.chain = chain_name(zookeeper_port)
+
+    def install(self, node_ports: Iterable[int]) -> None:
+        """Create the chains (empty filter chain) and mark each node's new connections.
+        Must run before the nodes start: connections opened earlier stay unmarked."""
+        self.remove()
+        for table in TABLES:
+            _iptables(table, ["-N", self.chain])
+            _iptables(table, ["-I", "OUTPUT", "1", "-j", self.chain])
+        for rule in mark_rules(self.chain, node_ports):
+            _iptables("mangle", rule)
+        log.info("loopback firewall %s installed", self.chain)
+
+    def cut(self, cut: Cut) -> None:
+        for rule in cut_rules(self.chain, cut):
+            _iptables("filter", rule)
+        log.info("%s: port %d cut from ports %s%s", self.chain, cut.broker_port,
+                 ", ".join(map(str, cut.peer_ports)) or "-", " and clients" if cut.clients else "")
+
+    def heal(self) -> None:
+        if _iptables("filter", ["-F", self.chain], check=False).returncode == 0:
+            log.info("%s: network healed", self.chain)
+
+    def remove(self) -> None:
+        """Unhook and delete both chains; idempotent."""
+        remove_chain(self.chain)
+
+
+def remove_chain(chain: str) -> None:
+    for table in TABLES:
+        while _iptables(table, ["-D", "OUTPUT", "-j", chain], check=False).returncode == 0:
+            pass
+        _iptables(table, ["-F", chain], check=False)
+        _iptables(table, ["-X", chain], check=False)
+
+
+def our_chains() -> dict[str, int]:
+    """Chains of ours in either table -> the ZooKeeper port they are named after."""
+    found: dict[str, int] = {}
+    for table in TABLES:
+        listing = _iptables(table, ["-S"], check=False).stdout
+        for line in listing.splitlines():
+            match = _CHAIN_RE.match(line.removeprefix("-N "))
+            if match:
+                found[match.group(1)] = int(match.group(2))
+    return found
+
+
+def listening_ports() -> set[int]:
+    ports: set[int] = set()
+    for connection in psutil.net_connections(kind="tcp"):
+        if connection.status == psutil.CONN_LISTEN and connection.laddr:
+            ports.add(int(connection.laddr[1]))
+    return ports
+
+
+def remove_stale_chains() -> list[str]:
+    """Remove chains of ours whose ZooKeeper port nobody listens on (a killed run's)."""
+    if partition_problem() is not None:
+        return []
+    alive = listening_ports()
+    stale = [chain for chain, port in our_chains().items() if port not in alive]
+    for chain in stale:
+        log.warning("removing stale iptables chain %s (no ZooKeeper listens on its port)", chain)
+        remove_chain(chain)
+    return stale
