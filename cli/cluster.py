@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 DEFAULT_STATE_DIR = Path(".kafka-chaos") / "cluster"
 STATE_DIR_ENV = "KAFKA_CHAOS_STATE_DIR"
 ZOOKEEPER_TARGET = "zookeeper"
+CUT_PEERS = ("zookeeper", "peers", "clients", "everyone")
 
 
 def default_state_dir() -> Path:
@@ -67,6 +68,17 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         p.add_argument("target", metavar="BROKER_ID",
                        help="a broker id" + (", or 'zookeeper'" if verb in ("pause", "resume") else ""))
         p.set_defaults(func=cluster_control, action=verb)
+
+    cut = with_state_dir(verbs.add_parser(
+        "cut", help="drop a broker's traffic with ZooKeeper, its peers and/or clients (root + iptables)",
+        description="Drop every packet between the broker and the named peers, both ways, until "
+                    "`cluster heal` (docs/local-network.md)."))
+    cut.add_argument("target", metavar="BROKER_ID", help="a broker id")
+    cut.add_argument("--from", dest="cut_from", action="append", choices=CUT_PEERS, default=None,
+                     help="what to cut it from (repeatable) [default: everyone]")
+    cut.set_defaults(func=cluster_cut)
+    heal = with_state_dir(verbs.add_parser("heal", help="remove every cut `cluster cut` made"))
+    heal.set_defaults(func=cluster_heal)
 
     down = with_state_dir(verbs.add_parser("down", help="kill every node and remove the state dir"))
     down.set_defaults(func=cluster_down)
@@ -220,6 +232,36 @@ def cluster_control(args: argparse.Namespace) -> int:
     else:
         past = {"kill": "killed", "stop": "stopped", "pause": "paused", "resume": "resumed"}[action]
         print(f"broker {broker_id} {past}")
+    return 0
+
+
+def cut_arguments(peers: list[str] | None) -> dict[str, bool]:
+    """``--from`` choices -> ``isolate`` keyword arguments (pure)."""
+    chosen = set(peers or ["everyone"])
+    every = "everyone" in chosen
+    return {"from_zookeeper": every or "zookeeper" in chosen, "from_brokers": every or "peers" in chosen,
+            "from_clients": every or "clients" in chosen}
+
+
+def cluster_cut(args: argparse.Namespace) -> int:
+    from harness.cluster import Capability, capabilities_of, capability_problems
+
+    quiet_clients(args)
+    cluster = _attach_running(_state_dir(args))
+    broker_id = _broker_id(args.target, cluster)
+    if Capability.NETWORK_PARTITION not in capabilities_of(cluster):
+        raise HarnessError(capability_problems(cluster).get(Capability.NETWORK_PARTITION)
+                           or "this cluster cannot cut network links")
+    cluster.isolate(broker_id, **cut_arguments(args.cut_from))
+    print(f"broker {broker_id} cut from {', '.join(args.cut_from or ['everyone'])}; "
+          f"`kafka-chaos cluster heal` undoes it")
+    return 0
+
+
+def cluster_heal(args: argparse.Namespace) -> int:
+    cluster = _attach_running(_state_dir(args))
+    cluster.heal_network()
+    print("network healed")
     return 0
 
 

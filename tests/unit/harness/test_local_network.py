@@ -45,3 +45,12 @@ def test_clients_are_the_connections_no_node_opened() -> None:
 def test_an_empty_cut_is_refused() -> None:
     with pytest.raises(HarnessError, match="at least one"):
         cut_rules("C", Cut(9001, ()))
+
+
+def test_cluster_cut_from_choices_map_to_isolate_arguments() -> None:
+    from cli.cluster import cut_arguments
+
+    assert cut_arguments(None) == {"from_zookeeper": True, "from_brokers": True, "from_clients": True}
+    assert cut_arguments(["zookeeper"]) == {"from_zookeeper": True, "from_brokers": False, "from_clients": False}
+    assert cut_arguments(["peers", "clients"]) == {"from_zookeeper": False, "from_brokers": True,
+                                                   "from_clients": True}
