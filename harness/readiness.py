@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from common.errors import HarnessError
 from common.waits import WaitTimeout, wait_until
@@ -104,3 +105,50 @@ def wait_old_registration_gone(zookeeper_connect: str, broker_id: int, bound: fl
                                    f"after it stopped; not restarting it (it would fail with NODEEXISTS): "
                                    f"{exc}") from None
     return old_epoch
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def ensure_offsets_topic(bootstrap: str, zookeeper_connect: str, *, partitions: int, timeout: float = 60.0) -> None:
+    """Create ``__consumer_offsets`` now, while every broker is up, and wait (bounded) until
+    each of its ``partitions`` has a leader and a full ISR.
+
+    Kafka creates it lazily, on the first FindCoordinator, with
+    ``offsets.topic.replication.factor`` replicas — refused while fewer brokers are alive, so a
+    consumer group first used after a kill would wait for a coordinator until the broker is
+    back. Asking for a group's coordinator (``describe_consumer_groups``) is that first
+    FindCoordinator; it is repeated until answered (COORDINATOR_NOT_AVAILABLE while the topic
+    is being created)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "kafka-chaos-offsets-topic",
+                              "logger": logging.getLogger(f"{__name__}.librdkafka")}
+    admin = AdminClient(config)
+
+    def coordinator_found() -> bool:
+        futures = admin.describe_consumer_groups(["kafka-chaos-offsets-topic"], request_timeout=5.0)
+        for future in futures.values():
+            future.result(timeout=10.0)
+        return True
+
+    try:
+        wait_until(coordinator_found, timeout=max(0.0, deadline - time.monotonic()), interval=0.3,
+                   retry_on=(KafkaException,), description="a group coordinator (creates __consumer_offsets)")
+    except WaitTimeout as exc:
+        raise HarnessError(f"{OFFSETS_TOPIC} could not be created within {timeout:.0f} s: "
+                           f"{exc.last_error or exc}") from None
+
+    def settled(snapshot: ZkSnapshot) -> bool:
+        states = [s for (t, _), s in snapshot.partitions.items() if t == OFFSETS_TOPIC]
+        return len(states) >= partitions and all(
+            s.leader in snapshot.live_brokers and set(s.isr) == set(s.replicas) for s in states)
+
+    with ZkObserver(zookeeper_connect, topics=[OFFSETS_TOPIC]) as observer:
+        try:
+            observer.wait_until(settled, timeout=max(0.0, deadline - time.monotonic()),
+                                description=f"{OFFSETS_TOPIC} led and fully in sync")
+        except ConvergenceTimeout as exc:
+            raise HarnessError(f"{OFFSETS_TOPIC} not settled within {timeout:.0f} s: {exc}") from None

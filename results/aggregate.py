@@ -238,6 +238,27 @@ def latency_samples(records: "DataFrame") -> "DataFrame":
     return exploded.where(F.col("ms").isNotNull() & ~F.isnan("ms"))
 
 
+AVAILABILITY_CHECK = "client_availability"
+
+
+def availability(records: "DataFrame") -> "DataFrame":
+    """Per fault: the produce and consume availability of the ``client_availability``
+    measurements (one per partition per fault step; shares of fixed windows with success):
+    samples, mean and minimum of each."""
+    from pyspark.sql import functions as F
+
+    measured = records.where((F.col("kind") == "measurement") & (F.col("check") == AVAILABILITY_CHECK)).select(
+        F.coalesce("fault", F.lit(NO_FAULT)).alias("fault"),
+        F.get_json_object("observed", "$.produce_availability").cast("double").alias("produce"),
+        F.get_json_object("observed", "$.consume_availability").cast("double").alias("consume"),
+    )
+    return measured.groupBy("fault").agg(
+        F.count(F.lit(1)).alias("count"),
+        F.avg("produce").alias("produce_mean"), F.min("produce").alias("produce_min"),
+        F.avg("consume").alias("consume_mean"), F.min("consume").alias("consume_min"),
+    ).orderBy("fault")
+
+
 def _phase_rank() -> "Column":
     """Sort key putting phases in a leader switch's order; unknown phase names go last."""
     from pyspark.sql import functions as F
@@ -337,6 +358,7 @@ class Aggregates:
     latency_by_partitions: list[dict[str, Any]] = field(default_factory=list)
     latency_by_session_timeout: list[dict[str, Any]] = field(default_factory=list)
     latency_histogram: list[dict[str, Any]] = field(default_factory=list)
+    availability: list[dict[str, Any]] = field(default_factory=list)
     trend_by_day: list[dict[str, Any]] = field(default_factory=list)
     trend_by_run: list[dict[str, Any]] = field(default_factory=list)
     failing_checks: list[dict[str, Any]] = field(default_factory=list)
@@ -377,6 +399,7 @@ def aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | N
             result.latency_histogram = _load(latency_histogram(samples), "latency_histogram", tables_dir)
         finally:
             samples.unpersist()
+        result.availability = _load(availability(records), "availability", tables_dir)
         result.trend_by_day = _load(trend_by_day(records), "trend_by_day", tables_dir)
         result.trend_by_run = _load(trend_by_run(records), "trend_by_run", tables_dir)
         failures = failing_checks(records)

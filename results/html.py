@@ -105,6 +105,15 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
     for fault, png in images.get("latency", {}).items():
         parts.append(_image(png, f"Latency distribution for {fault}"))
     parts += [
+        "<h3>Client availability per fault</h3>",
+        "<p class=\"note\">Share of fixed 1 s windows from the fault to the end of the step with at least one "
+        "acknowledged produce / one record consumed (assign-mode consumer), per partition and fault step; "
+        "the client phases above (produce_unavailable, consume_unavailable, unavailable, e2e_p50/p99/p999) "
+        "come from the same measurements.</p>",
+        _table(summary.get("availability", []), [
+            ("fault", "fault", fmt.text), ("count", "n", fmt.count),
+            ("produce_mean", "produce mean", fmt.rate), ("produce_min", "produce min", fmt.rate),
+            ("consume_mean", "consume mean", fmt.rate), ("consume_min", "consume min", fmt.rate)]),
         "<h3>By partition count</h3>",
         _table(summary["latency_by_partitions"], [
             ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),

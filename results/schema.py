@@ -34,7 +34,12 @@ latency_ms        dict[str, float | None] | None — phases of a leader switch, 
                   "first_produce" (first acknowledged produce), "client_gap" (largest gap
                   between acknowledged produces around the fault).  Set it on ONE record per
                   fault injection (the "latency" measurement): the report counts every record
-                  carrying latency_ms as one leader switch
+                  carrying latency_ms as one leader switch.  The "client_availability"
+                  measurement (one per partition per fault step) carries instead
+                  "produce_unavailable" / "consume_unavailable" (ms of fixed 1 s windows with
+                  no ack / no poll), "unavailable" (longest stretch without an ack),
+                  "e2e_p50" / "e2e_p99" / "e2e_p999" (produce -> first consume); its
+                  ``observed`` holds "produce_availability" and "consume_availability" (shares)
 timestamps        dict[str, float] | None, raw wall-clock epoch seconds behind latency_ms
 session_timeout_ms int | None, zookeeper.session.timeout.ms of the brokers
 tick_time_ms      int | None, ZooKeeper tickTime
@@ -59,7 +64,11 @@ from typing import Any, Literal
 SCHEMA_VERSION = 1
 READABLE_VERSIONS = frozenset({1})
 
-LATENCY_PHASES = ("detection", "election", "propagation", "first_produce", "client_gap")
+LEADER_SWITCH_PHASES = ("detection", "election", "propagation", "first_produce", "client_gap")
+# The clients' view of a fault per partition (the "client_availability" measurement,
+# scenarios.availability): gated and aggregated like the leader-switch phases.
+CLIENT_PHASES = ("produce_unavailable", "consume_unavailable", "unavailable", "e2e_p50", "e2e_p99", "e2e_p999")
+LATENCY_PHASES = LEADER_SWITCH_PHASES + CLIENT_PHASES
 
 RecordKind = Literal["check", "measurement"]
 

@@ -116,6 +116,18 @@ def _iteration_lines(rng: random.Random, shape: _Shape, common: str, iteration: 
            '"check": "latency", "kind": "measurement", "passed": null, "detail": "", '
            '"expected": null, "observed": null, "topic": "t", "partition": 0, '
            f'"latency_ms": {_latency_json(rng, shape)}}}\n')
+    produce = round(rng.uniform(0.5, 1.0), 4)
+    consume = round(rng.uniform(0.5, 1.0), 4)
+    windows = rng.randint(5, 30)
+    e2e = sorted(round(rng.lognormvariate(3.0 + i, 0.4), 1) for i in range(3))
+    yield ('{' + common + per_scenario +
+           '"check": "client_availability", "kind": "measurement", "passed": null, "detail": "", '
+           f'"expected": null, "observed": {{"produce_availability": {produce!r}, "consume_availability": {consume!r}, '
+           f'"windows": {windows}}}, "topic": "t", "partition": 0, '
+           f'"latency_ms": {{"produce_unavailable": {round((1 - produce) * windows * 1000, 1)!r}, '
+           f'"consume_unavailable": {round((1 - consume) * windows * 1000, 1)!r}, '
+           f'"unavailable": {round(rng.lognormvariate(7.5, 0.5), 1)!r}, "e2e_p50": {e2e[0]!r}, '
+           f'"e2e_p99": {e2e[1]!r}, "e2e_p999": {e2e[2]!r}}}}}\n')
 
 
 def _latency_json(rng: random.Random, shape: _Shape) -> str:

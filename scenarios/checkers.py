@@ -20,8 +20,10 @@ from typing import Any, Generic, TypeVar
 
 from oracle import predict
 from results.schema import Record
-from scenarios import isr_rules
+from scenarios import availability, isr_rules
+from scenarios import history_checker as hc
 from scenarios import latency as lat
+from scenarios.clientops import ClientOps
 from scenarios.checks import (
     CheckResult,
     check_converged,
@@ -357,3 +359,95 @@ def check_history(observations: Sequence[Observation], predictor: Predictor = pr
         out.append((obs, evaluate(obs, ctx)))
         ctx.earlier.append(obs)
     return out
+
+
+# --- the clients' history (issue 12): consumers through every step ----------------------------
+
+def _ops_by_partition(ctx: CheckContext, obs: Observation) -> dict[str, list[ClientOps]]:
+    """Every recorded stretch per "t-p", in order: the earlier steps', then ``obs``'s."""
+    out: dict[str, list[ClientOps]] = {}
+    for o in [*ctx.earlier, obs]:
+        if isinstance(o, (StepObserved, ScenarioFinished)):
+            for name, ops in o.ops.items():
+                out.setdefault(name, []).append(ops)
+    return out
+
+
+def _split(name: str) -> tuple[str, int]:
+    topic, _, partition = name.rpartition("-")
+    return topic, int(partition)
+
+
+@register_check("client_availability", StepObserved)
+def client_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """Per partition of a fault step: produce / consume availability in fixed windows, the
+    unavailability window and end-to-end latency (:mod:`scenarios.availability`), from the fault
+    to the end of the step's measurement. Histories without client ops (version 1) give none."""
+    if obs.index is None or not obs.ops:
+        return []
+    results = []
+    for name, ops in sorted(obs.ops.items()):
+        topic, partition = _split(name)
+        a = availability.measure([ops], obs.fault_at, obs.measured_at)
+        e2e = a.latency_ms()
+        results.append(CheckResult(
+            "client_availability", None, None,
+            {"produce_availability": round(a.produce, 4),
+             "consume_availability": None if a.consume is None else round(a.consume, 4),
+             "windows": a.windows, "window_s": availability.WINDOW_S, "e2e_samples": len(a.e2e_ms)},
+            f"{name} during {obs.traits.label}: produce {a.produce:.0%} / consume "
+            f"{'-' if a.consume is None else f'{a.consume:.0%}'} of {a.windows} windows of "
+            f"{availability.WINDOW_S:g} s; longest without ack {e2e['unavailable']} ms; e2e p99 {e2e['e2e_p99']} ms",
+            topic, partition, kind="measurement", latency_ms=e2e,
+            timestamps={"start": obs.fault_at, "end": obs.measured_at}))
+    return results
+
+
+def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    stretches = _ops_by_partition(ctx, obs)
+    if not stretches:
+        return []  # a version-1 history: nothing recorded to check
+    read_back = {d.topic for d in obs.deliveries if d.report is not None}
+    results: list[CheckResult] = []
+    for topic in obs.run.topics:
+        names = sorted((n for n in stretches if _split(n)[0] == topic), key=lambda n: _split(n)[1])
+        if not names:
+            continue
+        allowed = set(unclean_partitions(ctx, topic))
+        found: list[hc.Anomaly] = []
+        summaries = {}
+        for name in names:
+            anomalies, summary = hc.check_partition(name, stretches[name],
+                                                    truncation_allowed=_split(name)[1] in allowed,
+                                                    final_read=topic in read_back)
+            found += anomalies
+            summaries[name] = summary
+        for kind in hc.ANOMALIES:
+            of_kind = [a for a in found if a.kind == kind]
+            bad = [a for a in of_kind if not a.allowed]
+            ok = [a for a in of_kind if a.allowed]
+            observed = {"anomalies": len(bad), "allowed": len(ok),
+                        "by_partition": {n: sum(1 for a in of_kind if a.partition == n) for n in names
+                                         if any(a.partition == n for a in of_kind)},
+                        "sample": [f"{a.partition}: {a.detail}" for a in (bad or ok)[:5]]}
+            if kind == hc.UNSEEN and topic not in read_back:
+                results.append(CheckResult(f"history_{kind}", None, 0, observed,
+                                           "not judged: no final read-back", topic))
+                continue
+            polls = sum(s.polls for s in summaries.values())
+            detail = (f"{len(bad)} {kind.replace('_', ' ')} anomal{'y' if len(bad) == 1 else 'ies'}"
+                      + (f" ({len(ok)} more allowed: unclean election predicted on "
+                         f"{sorted({a.partition for a in ok})})" if ok else "")
+                      + f" over {sum(s.acks for s in summaries.values())} acks and {polls} polls"
+                      + (f"; e.g. {bad[0].partition}: {bad[0].detail}" if bad else ""))
+            results.append(CheckResult(f"history_{kind}", not bad, 0, observed, detail, topic))
+    return results
+
+
+@register_check("history", ScenarioFinished)
+def history(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    """The Jepsen-style history checker (:mod:`scenarios.history_checker`) over every send and
+    poll of the scenario: one result per anomaly class and topic, ``history_<class>``; the
+    anomalies an unclean election the oracle predicted must cause are allowed there and
+    counted apart (``observed.allowed``)."""
+    return _history_results(obs, ctx)

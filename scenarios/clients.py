@@ -1,14 +1,16 @@
 """What the step records of the clients, and how it waits for them: the workload's acks and
-failed sends per partition, and (faults that leave brokers running but unreachable) a bounded
+failed sends per partition, every send, poll and consumer reset since the last cut (:func:`client_ops`), and (faults that leave brokers running but unreachable) a bounded
 wait until the clients of the touched partitions get acks again."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from scenarios import latency as lat
+from scenarios.clientops import READBACK, ClientOps, FailedSend, Poll
 from scenarios.delivery import Ack
 from scenarios.expectations import Expectation
 from scenarios.faults import Fault
@@ -56,3 +58,41 @@ def wait_for_clients(workloads: Mapping[str, Any], events: Iterable[Any], fault:
             if got.get(p) is None:
                 waiting.append(f"{t}-{p}")
     return waiting
+
+
+def client_ops(workloads: Mapping[str, Any], consumers: Mapping[str, Any], since: float,
+               until: float | None) -> dict[str, ClientOps]:
+    """Per ``"topic-p"``: every ack, failed send, poll and consumer reset in ``(since, until]``
+    (``until`` None: everything after ``since``) — consecutive cuts cover a run without gaps or
+    overlaps, which the history checker relies on."""
+    def inside(t: float) -> bool:
+        return since < t and (until is None or t <= until)
+
+    ops = {}
+    for topic, w in workloads.items():
+        c = consumers.get(topic)
+        failed = w.failed_sends()
+        for p in w.partitions:
+            ops[f"{topic}-{p}"] = ClientOps(
+                since, until,
+                acks=tuple(a for a in w.acks(p) if inside(a.acked_at)),
+                failed=tuple(FailedSend(key, name, at) for part, key, name, at in failed if part == p and inside(at)),
+                polls=tuple(x for x in c.polls(p) if inside(x.polled_at)) if c is not None else (),
+                resets=tuple(r for r in c.resets(p) if inside(r.at)) if c is not None else ())
+    return ops
+
+
+def with_read_back(ops: Mapping[str, ClientOps], topic: str, records: Iterable[tuple[int, int, str]] | None,
+                   at: float) -> dict[str, ClientOps]:
+    """``ops`` with the final read-back of ``topic`` added as polls of the ``readback`` consumer."""
+    if records is None:
+        return dict(ops)
+    by_partition: dict[int, list[Poll]] = {}
+    for partition, offset, key in records:
+        by_partition.setdefault(partition, []).append(Poll(READBACK, offset, key, at))
+    out = dict(ops)
+    for partition, polls in by_partition.items():
+        name = f"{topic}-{partition}"
+        base = out.get(name, ClientOps(at, None))
+        out[name] = replace(base, polls=base.polls + tuple(sorted(polls, key=lambda x: x.offset)))
+    return out

@@ -15,6 +15,11 @@ Observation kinds (the ``type`` field):
 * ``finished`` — after healing: whether the cluster healed, the delivery read-back per topic;
 * ``aborted`` — the scenario could not go on (one line why);
 * ``skipped`` — the backend lacks a capability the scenario needs.
+
+Version 2 adds ``ops`` to ``step`` and ``finished`` (:mod:`scenarios.clientops`: per ``"t-p"``
+every send, poll and consumer reset since the previous cut; at ``finished`` the rest and the
+final read-back). Version 1 files are still read: their observations have no ``ops``, and the
+checks that need them produce no results, so old runs re-check to the same records.
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ from harness.observer import ZkSnapshot
 from harness.zkevents import ZkEvent, event_from_dict, event_to_dict
 from oracle import ClusterState, Event
 from scenarios import codec
+from scenarios.clientops import ClientOps, ops_from_dict, ops_to_dict
 from scenarios.delivery import Ack, DeliveryReport
 from scenarios.targets import Target
 
 HISTORY_FILE = "history.jsonl"
-HISTORY_VERSION = 1
+HISTORY_VERSION = 2
+READABLE_HISTORY_VERSIONS = frozenset({1, 2})
 
 
 
@@ -152,6 +159,8 @@ class StepObserved:
     clients: Mapping[str, ClientActivity]  # "t-p" -> producer activity during the step
     measured_at: float  # when the step's measurement window closed
     finished_at: float
+    # Every send, poll and consumer reset per "t-p" since the previous step's cut (history v2).
+    ops: Mapping[str, ClientOps] = field(default_factory=dict)
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -173,7 +182,7 @@ class StepObserved:
             "sightings": {k: [list(s) for s in v] for k, v in sorted(self.sightings.items())},
             "events": [event_to_dict(e) for e in self.events],
             "clients": {k: c.to_dict() for k, c in sorted(self.clients.items())},
-            "measured_at": self.measured_at, "finished_at": self.finished_at,
+            "measured_at": self.measured_at, "finished_at": self.finished_at, "ops": ops_to_dict(self.ops),
         }
 
     @classmethod
@@ -193,7 +202,7 @@ class StepObserved:
             sightings={k: tuple((float(s[0]), int(s[1]), int(s[2])) for s in v) for k, v in d["sightings"].items()},
             events=tuple(event_from_dict(e) for e in d["events"]),
             clients={k: ClientActivity.from_dict(c) for k, c in d["clients"].items()},
-            measured_at=d["measured_at"], finished_at=d["finished_at"])
+            measured_at=d["measured_at"], finished_at=d["finished_at"], ops=ops_from_dict(d.get("ops")))
 
 
 @dataclass(frozen=True)
@@ -224,16 +233,18 @@ class ScenarioFinished:
     finished_at: float
     healed: str | None
     deliveries: tuple[TopicDelivery, ...] = ()
+    # The clients' last stretch per "t-p" and the read-back as polls (history v2).
+    ops: Mapping[str, ClientOps] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "finished", "run": self.run.to_dict(), "started_at": self.started_at,
                 "finished_at": self.finished_at, "healed": self.healed,
-                "deliveries": [t.to_dict() for t in self.deliveries]}
+                "deliveries": [t.to_dict() for t in self.deliveries], "ops": ops_to_dict(self.ops)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScenarioFinished:
         return cls(ScenarioRun.from_dict(d["run"]), d["started_at"], d["finished_at"], d["healed"],
-                   tuple(TopicDelivery.from_dict(t) for t in d["deliveries"]))
+                   tuple(TopicDelivery.from_dict(t) for t in d["deliveries"]), ops_from_dict(d.get("ops")))
 
 
 @dataclass(frozen=True)
@@ -282,9 +293,9 @@ def observation_from_json(line: str) -> Observation:
     data = json.loads(line)
     if not isinstance(data, dict):
         raise ValueError(f"an observation is a JSON object, got {type(data).__name__}")
-    if data.get("history_version") != HISTORY_VERSION:
+    if data.get("history_version") not in READABLE_HISTORY_VERSIONS:
         raise ValueError(f"history_version {data.get('history_version')!r} is not readable "
-                         f"(known: {HISTORY_VERSION})")
+                         f"(known: {sorted(READABLE_HISTORY_VERSIONS)})")
     reader = _READERS.get(data.get("type", ""))
     if reader is None:
         raise ValueError(f"unknown observation type {data.get('type')!r}")

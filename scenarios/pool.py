@@ -69,7 +69,23 @@ class ClusterPool:
         cluster: Any = opener(self.backend, config, self.distribution)  # a launcher: a context manager
         cluster.__enter__()  # starts; cleans up itself when starting fails
         self.cluster, self.needs = cluster, needs
+        self._create_offsets_topic(cluster)
         return cluster
+
+    def _create_offsets_topic(self, cluster: Any) -> None:
+        """The scenarios' consumer groups must work from the first fault on: create
+        ``__consumer_offsets`` while every broker is up (Kafka would create it lazily, refused
+        while a broker is down). A failure here is a cluster that cannot be used."""
+        from harness.config import OFFSETS_TOPIC_NUM_PARTITIONS
+        from harness.readiness import ensure_offsets_topic
+
+        partitions = int(dict(cluster.broker_settings()).get(OFFSETS_TOPIC_NUM_PARTITIONS, "50"))
+        try:
+            ensure_offsets_topic(cluster.bootstrap_servers, cluster.zookeeper_connect, partitions=partitions,
+                                 timeout=self.settle_timeout)
+        except HarnessError:
+            self.release()
+            raise
 
     def restore(self) -> None:
         """Start every stopped broker and wait for all registered, a controller, and settled

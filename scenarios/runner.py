@@ -37,7 +37,7 @@ from oracle import AutoRebalance, CreateTopic, Event, predict
 from scenarios.catalogue import Scenario, Step
 from scenarios.checkers import CheckContext, evaluate, to_records
 from scenarios.checks import CheckResult
-from scenarios.clients import client_activity, wait_for_clients
+from scenarios.clients import client_activity, client_ops, wait_for_clients, with_read_back
 from scenarios.expectations import Predictor, expectations, matching
 from scenarios.faults import Fault, FaultEnv, Nemesis, make_fault, requirements_of
 from scenarios.history import (
@@ -81,6 +81,8 @@ class RunOptions:
     # Faults with client windows (network partitions): how long a step waits for the clients to
     # get acks again (a cut leader's clients hang until their own timeouts: socket.timeout.ms is 10 s).
     client_recovery_timeout: float = 45.0
+    # Consumers (assign + group) through every step, their polls in the history (issue 12).
+    consumers: bool = True
 
 
 @dataclass
@@ -185,6 +187,11 @@ class Runner:
                         w.stop(drain_timeout=2.0 if interrupted else 5.0)
                     except Exception as exc:  # noqa: BLE001 - recorded below as unknown delivery
                         ctx.workload_errors[w.topic] = str(exc)
+                for topic, c in ctx.consumers.items():
+                    try:
+                        c.stop()
+                    except Exception as exc:  # noqa: BLE001 - the history check says unknown
+                        ctx.workload_errors.setdefault(topic, str(exc))
                 if not interrupted:
                     self._step_progress(ctx, "healing")
                     for err in nemesis.heal_all():
@@ -199,7 +206,8 @@ class Runner:
             ctx.observer.wait_until(lambda s: is_settled(s, ctx.physical_topics), timeout=self.options.settle_timeout,
                                     description="settled after healing")
         except HarnessError as exc:
-            self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, time.time(), str(exc)))
+            self._emit(ctx.checks, ctx.outcome, ScenarioFinished(
+                ctx.run, started, time.time(), str(exc), (), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)))
             return
         deliveries = []
         for physical, w in ctx.workloads.items():
@@ -211,7 +219,11 @@ class Runner:
                 deliveries.append(TopicDelivery(physical, w.verify(timeout=self.options.verify_timeout)))
             except HarnessError as exc:
                 deliveries.append(TopicDelivery(physical, None, f"could not read back: {exc}"))
-        self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, time.time(), None, tuple(deliveries)))
+        ops = client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)
+        for physical, w in ctx.workloads.items():  # the read-back is the last poll of every partition
+            ops = with_read_back(ops, physical, w.read_back, time.time())
+        self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, time.time(), None, tuple(deliveries),
+                                                             ops))
         try:
             from harness.metadata import delete_topics
 
@@ -259,8 +271,17 @@ class Runner:
             raise ScenarioAbortedError("the topics never reached their predicted initial state")
 
     def _start_workloads(self, ctx: _Context) -> None:
+        from scenarios.consumers import Consumers
         from scenarios.workload import Workload
 
+        ctx.ops_cut = time.time()
+        for t in ctx.scenario.topics:
+            physical = ctx.topic_names[t.name]
+            if self.options.consumers:
+                c = Consumers(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
+                              client_id=f"kafka-chaos-{ctx.scenario.name}")
+                ctx.consumers[physical] = c
+                c.start()
         for t in ctx.scenario.topics:
             physical = ctx.topic_names[t.name]
             w = Workload(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
@@ -336,7 +357,8 @@ class Runner:
             tuple(events), fault_at, episode if episode is not None else fault_at, after, waited,
             self.options.convergence_timeout, tuple(sorted(nemesis.faulted_brokers)), metadata, sightings,
             tuple(ctx.observer.events_since(fault_at)), client_activity(ctx.workloads, window_start, measured_at),
-            measured_at, time.time()))
+            measured_at, time.time(), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, measured_at)))
+        ctx.ops_cut = measured_at
 
     def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
         selector = step.target
@@ -386,6 +408,8 @@ class _Context:
     targets: list[Target] = field(default_factory=list)
     workloads: dict[str, Any] = field(default_factory=dict)
     workload_errors: dict[str, str] = field(default_factory=dict)
+    consumers: dict[str, Any] = field(default_factory=dict)  # topic -> scenarios.consumers.Consumers
+    ops_cut: float = 0.0  # the clients' operations up to here are in an emitted observation
 
     @property
     def physical_topics(self) -> list[str]:

@@ -114,6 +114,8 @@ class Workload:
         self._lock = threading.Condition()
         self._acks: dict[int, list[Ack]] = {p: [] for p in self.partitions}
         self._failures: list[tuple[int, str, float]] = []
+        self._failed_keys: list[str] = []  # parallel to _failures: the failed message's key
+        self.read_back: list[tuple[int, int, str]] | None = None  # the last verify()'s records
         self._client_errors: list[ClientError] = []
         self._produced = 0
         self._stopping = threading.Event()
@@ -202,6 +204,12 @@ class Workload:
         with self._lock:
             return list(self._failures)
 
+    def failed_sends(self) -> list[tuple[int, str, str, float]]:
+        """``(partition, key, error name, time.time())`` of every failed message (the history
+        checker needs the key: a definitely failed message must never be read)."""
+        with self._lock:
+            return [(p, key, name, at) for (p, name, at), key in zip(self._failures, self._failed_keys)]
+
     def client_errors(self) -> list[ClientError]:
         """Client-level errors (all brokers down, fatal idempotence errors, ...) in order."""
         with self._lock:
@@ -252,7 +260,8 @@ class Workload:
         workload: acks arriving during the read would look lost."""
         if self.running:
             raise WorkloadError(f"workload on {self.topic}: stop() it before verify()")
-        return validate_delivery(self.acks(), self.consume_all(timeout))
+        self.read_back = self.consume_all(timeout)
+        return validate_delivery(self.acks(), self.read_back)
 
     # -- the producer thread -----------------------------------------------------------
 
@@ -337,6 +346,7 @@ class Workload:
                 )
             else:
                 self._failures.append((partition, err.name(), now))
+                self._failed_keys.append((msg.key() or b"").decode(errors="replace"))
             self._lock.notify_all()
         if err is not None:
             log.debug("delivery to %s-%d failed: %s", self.topic, partition, err)

@@ -1,0 +1,92 @@
+"""History v2: the clients' ops (sends, polls, resets) round-trip losslessly, version-1 lines
+are still read (and give no client results), and the registered history checks and the
+availability measurement read them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from scenarios.availability import measure, nearest_rank
+from scenarios.checkers import check_history, to_records
+from scenarios.clientops import ClientOps, ConsumerReset, FailedSend, Poll
+from scenarios.delivery import Ack, validate_delivery
+from scenarios.history import (
+    HISTORY_VERSION,
+    ScenarioFinished,
+    TopicDelivery,
+    observation_from_json,
+    observation_to_json,
+)
+from tests.unit.scenarios.histories import RUN, T0, hard_kill_step
+
+
+def _ops(since: float, until: float | None, start: int, n: int, t: float) -> ClientOps:
+    acks = tuple(Ack(0, i, f"r-0-{i}", t + 0.1 * (i - start)) for i in range(start, start + n))
+    polls = tuple(Poll(c, i, f"r-0-{i}", t + 0.1 * (i - start) + 0.02, t + 0.1 * (i - start) - 0.005)
+                  for c in ("assign", "group") for i in range(start, start + n))
+    return ClientOps(since, until, acks, (FailedSend("r-0-x", "_MSG_TIMED_OUT", t),), polls,
+                     (ConsumerReset("group", since + 0.001, "assigned"),) if start == 0 else ())
+
+
+def _scenario(unseen: bool = False) -> list:
+    step = hard_kill_step(ops={"t-0": _ops(T0 - 1, T0 + 7, 0, 50, T0 + 0.6)})
+    last = _ops(T0 + 7, None, 50, 10, T0 + 8)
+    if unseen:  # nobody reads the last acked message
+        last = replace(last, polls=tuple(p for p in last.polls if p.offset != 59))
+    read = [(0, i, f"r-0-{i}") for i in range(60 - unseen)]
+    readback = tuple(Poll("readback", o, k, T0 + 30) for _, o, k in read)
+    report = validate_delivery([a for o in (step.ops["t-0"], last) for a in o.acks], read)
+    finished = ScenarioFinished(RUN, T0 + 20, T0 + 31, None, (TopicDelivery("t", report),),
+                                {"t-0": replace(last, polls=last.polls + readback)})
+    return [step, finished]
+
+
+def test_ops_round_trip_and_the_version_is_2() -> None:
+    for obs in _scenario():
+        line = observation_to_json(obs)
+        assert json.loads(line)["history_version"] == HISTORY_VERSION == 2
+        assert observation_from_json(line) == obs
+
+
+def test_version_1_lines_are_read_without_ops_and_give_no_client_results() -> None:
+    step, finished = _scenario()
+    old = []
+    for obs in (replace(step, ops={}), replace(finished, ops={})):
+        data = json.loads(observation_to_json(obs))
+        data["history_version"] = 1
+        del data["ops"]
+        old.append(observation_from_json(json.dumps(data)))
+    assert old[0].ops == {} and old[1].ops == {}
+    checks = {r.check for _, results in check_history(old) for r in results}
+    assert not any(c.startswith("history_") or c == "client_availability" for c in checks)
+
+
+def test_the_history_checks_pass_a_clean_scenario_and_fail_an_unseen_message() -> None:
+    results = [r for _, rs in check_history(_scenario()) for r in rs if r.check.startswith("history_")]
+    assert len(results) == 8 and all(r.passed is True for r in results), [r.detail for r in results]
+    bad = [r for _, rs in check_history(_scenario(unseen=True)) for r in rs
+           if r.passed is False and r.check.startswith("history_")]
+    assert [r.check for r in bad] == ["history_unseen"] and "r-0-59" in bad[0].detail
+
+
+def test_availability_measurement_records() -> None:
+    (step, results), _ = check_history(_scenario())
+    measured = [r for r in results if r.check == "client_availability"]
+    assert len(measured) == 1 and measured[0].partition == 0
+    record = to_records(step, measured)[0]
+    assert record.kind == "measurement" and record.latency_ms is not None
+    assert record.latency_ms["e2e_p50"] == 25.0  # created 5 ms before the ack, polled 20 ms after it
+    # acks every 100 ms from T0+0.6 to T0+5.5 after the fault at T0+0.5; the window ends at T0+7
+    assert record.latency_ms["unavailable"] == 1500.0
+    assert record.observed["produce_availability"] == 1.0 and record.observed["windows"] == 6
+
+
+def test_availability_counts_windows_and_gaps() -> None:
+    ops = ClientOps(0.0, 10.0, tuple(Ack(0, i, f"k{i}", t) for i, t in enumerate((0.5, 1.5, 4.2))),
+                    polls=(Poll("assign", 0, "k0", 0.6, 0.45), Poll("group", 1, "k1", 3.0, 1.4)))
+    a = measure([ops], 0.0, 5.0)
+    assert a.windows == 5 and a.produce == 3 / 5 and a.consume == 1 / 5
+    assert round(a.unavailable_ms, 6) == 2700.0 and [round(x, 6) for x in a.e2e_ms] == [150.0, 1600.0]
+    assert a.latency_ms()["produce_unavailable"] == 2000.0
+    assert nearest_rank([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0 and nearest_rank([], 0.5) is None

@@ -1,0 +1,132 @@
+"""Table tests of the history checker: every anomaly class fires exactly on its hand-made case
+and the checker is silent on a clean history; truncation anomalies are allowed only where an
+unclean election was predicted."""
+
+from __future__ import annotations
+
+import pytest
+
+from scenarios import history_checker as hc
+from scenarios.clientops import ClientOps, ConsumerReset, FailedSend, Poll
+from scenarios.delivery import Ack
+
+
+def key(seq: int) -> str:
+    return f"run-0-{seq}"
+
+
+def clean(n: int = 6) -> dict[str, tuple]:
+    """n messages acked at offsets 0..n-1, read in order by two consumers and the read-back."""
+    acks = tuple(Ack(0, i, key(i), 10.0 + i) for i in range(n))
+    polls = tuple(Poll(c, i, key(i), 10.5 + i, 10.0 + i) for c in ("assign", "group") for i in range(n))
+    readback = tuple(Poll("readback", i, key(i), 100.0) for i in range(n))
+    return {"acks": acks, "polls": polls + readback, "resets": (ConsumerReset("assign", 1.0, "assigned"),
+                                                                 ConsumerReset("group", 1.0, "assigned")),
+            "failed": ()}
+
+
+def ops(**parts: tuple) -> list[ClientOps]:
+    return [ClientOps(0.0, None, parts["acks"], parts["failed"], parts["polls"], parts["resets"])]
+
+
+def kinds(parts: dict[str, tuple], **kw: bool) -> list[str]:
+    anomalies, _ = hc.check_partition("t-0", ops(**parts), **kw)
+    return [a.kind for a in anomalies]
+
+
+def case_lost_write(h: dict) -> None:
+    # Offset 2 is acked; only the group member reads, and it was rebalanced right past it
+    # (resumed at 3): not a skip, yet offset 5 was read and 2 never was.
+    h["polls"] = tuple(p for p in h["polls"] if p.consumer == "group" and p.offset != 2)
+    h["resets"] += (ConsumerReset("group", 12.0, "assigned"),)
+
+
+def case_unseen(h: dict) -> None:
+    h["acks"] += (Ack(0, 6, key(6), 16.0),)  # acked last, never read, not even by the read-back
+
+
+def case_duplicate(h: dict) -> None:
+    h["polls"] += (Poll("readback", 6, key(3), 100.0),)  # key 3 again at offset 6
+
+
+def case_inconsistent(h: dict) -> None:
+    h["polls"] += (Poll("other", 3, "run-0-99", 20.0),)  # offset 3 read with another message
+
+
+def case_nonmonotonic_poll(h: dict) -> None:
+    h["polls"] += (Poll("assign", 2, key(2), 30.0, 12.0),)  # assign goes back, no reset
+
+
+def case_poll_skip(h: dict) -> None:
+    # the group member jumps from 2 to 4; 3 is known from its ack and the other consumers
+    h["polls"] = tuple(p for p in h["polls"] if not (p.consumer == "group" and p.offset == 3))
+
+
+def case_nonmonotonic_send(h: dict) -> None:
+    h["acks"] += (Ack(0, 6, key(8), 16.0), Ack(0, 7, key(7), 17.0))  # seq 8 before seq 7
+    h["polls"] += tuple(Poll("readback", o, key(s), 100.0) for o, s in ((6, 8), (7, 7)))
+
+
+def case_failed_send_read(h: dict) -> None:
+    h["failed"] = (FailedSend(key(4), "_PURGE_QUEUE", 15.0),)
+
+
+CASES = [
+    (hc.LOST_WRITE, case_lost_write),
+    (hc.UNSEEN, case_unseen),
+    (hc.DUPLICATE, case_duplicate),
+    (hc.INCONSISTENT_OFFSETS, case_inconsistent),
+    (hc.NONMONOTONIC_POLL, case_nonmonotonic_poll),
+    (hc.POLL_SKIP, case_poll_skip),
+    (hc.NONMONOTONIC_SEND, case_nonmonotonic_send),
+    (hc.FAILED_SEND_READ, case_failed_send_read),
+]
+
+
+def test_every_anomaly_class_has_a_case() -> None:
+    assert sorted(kind for kind, _ in CASES) == sorted(hc.ANOMALIES)
+
+
+def test_a_clean_history_has_no_anomaly() -> None:
+    anomalies, summary = hc.check_partition("t-0", ops(**clean()))
+    assert anomalies == []
+    assert summary.acks == 6 and summary.polls == 18 and summary.consumers == ("assign", "group", "readback")
+
+
+@pytest.mark.parametrize(("kind", "make"), CASES, ids=[k for k, _ in CASES])
+def test_each_class_fires_exactly_on_its_case(kind: str, make) -> None:
+    h = clean()
+    make(h)
+    assert set(kinds(h)) == {kind}
+
+
+@pytest.mark.parametrize(("kind", "make"), CASES, ids=[k for k, _ in CASES])
+def test_truncation_anomalies_are_allowed_only_with_an_unclean_prediction(kind: str, make) -> None:
+    h = clean()
+    make(h)
+    anomalies, _ = hc.check_partition("t-0", ops(**h), truncation_allowed=True)
+    assert anomalies and all(a.allowed == (kind in hc.TRUNCATION_ANOMALIES) for a in anomalies)
+    anomalies, _ = hc.check_partition("t-0", ops(**h), truncation_allowed=False)
+    assert anomalies and not any(a.allowed for a in anomalies)
+
+
+def test_a_reset_restarts_monotonicity() -> None:
+    h = clean()
+    h["resets"] += (ConsumerReset("group", 29.0, "assigned"),)
+    h["polls"] += (Poll("group", 2, key(2), 30.0, 12.0), Poll("group", 3, key(3), 30.0, 13.0))
+    assert kinds(h) == []
+
+
+def test_indefinite_failures_may_be_read_and_unseen_needs_the_final_read() -> None:
+    h = clean()
+    h["failed"] = (FailedSend(key(4), "_MSG_TIMED_OUT", 15.0),)
+    assert kinds(h) == []
+    case_unseen(h)
+    assert kinds(h, final_read=False) == []
+
+
+def test_an_offset_gap_nobody_saw_filled_is_no_skip() -> None:
+    h = clean()
+    h["acks"] = tuple(a for a in h["acks"] if a.offset != 3)
+    h["polls"] = tuple(p for p in h["polls"] if p.offset != 3)
+    assert kinds(h) == []
