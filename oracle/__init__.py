@@ -5,12 +5,15 @@ cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
 from oracle.controller import apply_event, apply_event_alternatives, settled
 from oracle.events import (
     EVENT_TYPES,
+    AddPartitions,
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
     ControlledShutdown,
     CreateTopic,
+    DeleteTopic,
     Event,
+    LogDirFailure,
     PreferredElection,
     Reassign,
     TopicConfigChange,
@@ -31,6 +34,7 @@ from oracle.state import (
 __all__ = [
     "NO_LEADER",
     "EVENT_TYPES",
+    "AddPartitions",
     "Alternative",
     "AutoRebalance",
     "BrokerFailure",
@@ -38,7 +42,9 @@ __all__ = [
     "ClusterState",
     "ControlledShutdown",
     "CreateTopic",
+    "DeleteTopic",
     "Event",
+    "LogDirFailure",
     "Outcome",
     "PartitionOutcome",
     "PartitionPhase",

@@ -14,9 +14,10 @@ LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = "leader.imbalance.per.broker.percentage
 CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"  # default true
 CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"  # default 3
 INTER_BROKER_PROTOCOL_VERSION = "inter.broker.protocol.version"  # default 3.9-IV0
+DELETE_TOPIC_ENABLE = "delete.topic.enable"  # default true (KafkaConfig.deleteTopicEnable)
 
 BOOLEAN_SETTINGS = frozenset(
-    {UNCLEAN_LEADER_ELECTION_ENABLE, AUTO_LEADER_REBALANCE_ENABLE, CONTROLLED_SHUTDOWN_ENABLE}
+    {UNCLEAN_LEADER_ELECTION_ENABLE, AUTO_LEADER_REBALANCE_ENABLE, CONTROLLED_SHUTDOWN_ENABLE, DELETE_TOPIC_ENABLE}
 )
 INTEGER_SETTINGS = frozenset({LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, CONTROLLED_SHUTDOWN_MAX_RETRIES})
 
@@ -93,6 +94,12 @@ def leader_imbalance_per_broker_percentage(config: Mapping[str, object]) -> int:
 
 def controlled_shutdown_enabled(config: Mapping[str, object]) -> bool:
     return _bool_setting(config, CONTROLLED_SHUTDOWN_ENABLE, True)
+
+
+def delete_topic_enabled(config: Mapping[str, object]) -> bool:
+    """``delete.topic.enable``: when false, ``processTopicDeletion`` only removes the
+    ``/admin/delete_topics`` entries (KafkaController.scala 3.9 lines 1806-1810)."""
+    return _bool_setting(config, DELETE_TOPIC_ENABLE, True)
 
 
 def controlled_shutdown_max_retries(config: Mapping[str, object]) -> int:

@@ -17,12 +17,15 @@ from typing import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from oracle import config as cfg
 from oracle import election
 from oracle.events import (
+    AddPartitions,
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
     ControlledShutdown,
     CreateTopic,
+    DeleteTopic,
     Event,
+    LogDirFailure,
     PreferredElection,
     Reassign,
     TopicConfigChange,
@@ -54,7 +57,7 @@ class Strategy(Enum):
 
 def _settled_phase(p: PartitionState, live: Iterable[int]) -> PartitionPhase:
     # Between events the controller's memory matches PartitionStateMachine.initializePartitionState:
-    # a partition with a state znode is Online iff its leader is a live broker.
+    # a partition with a state znode is Online iff its leader is online (isReplicaOnline).
     if not p.has_leader_and_isr:
         return PartitionPhase.NEW
     return PartitionPhase.ONLINE if p.leader in live else PartitionPhase.OFFLINE
@@ -69,18 +72,41 @@ class _Controller:
         self.controller = state.controller
         self.config: dict[str, str] = dict(state.config)
         self.topic_configs: dict[str, dict[str, str]] = {t: dict(ts.config) for t, ts in state.topics.items()}
-        self.partitions: dict[TopicPartition, PartitionState] = {
-            tp: p.with_changes(phase=_settled_phase(p, self.live)) for tp, p in state.partitions()
-        }
+        # replicasOnOfflineDirs (ControllerContext): broker -> partitions on its failed log dirs
+        self.offline_dirs: dict[int, set[TopicPartition]] = {b: set(tps) for b, tps in state.offline_replicas.items()}
+        self.partitions: dict[TopicPartition, PartitionState] = {}
+        for tp, p in state.partitions():
+            self.partitions[tp] = p.with_changes(phase=_settled_phase(p, self.online_for(tp)))
         self.unclean_elected: set[TopicPartition] = set()
+        # topicsToBeDeleted, and the replicas of those topics in ReplicaDeletionSuccessful.  A settled
+        # state keeps no controller memory: once the StopReplica answers are in, every replica of a
+        # queued topic on an online broker has been deleted by the controller that queued it
+        # (onPartitionDeletion, TopicDeletionManager.scala 3.9 lines 284-315).  Not so after a
+        # failover that found the topic ineligible (README: what it cannot predict).
+        self.deleting: set[str] = set(state.topics_being_deleted)
+        self.deleted_replicas: set[tuple[TopicPartition, int]] = {
+            (tp, r)
+            for tp, p in self.partitions.items()
+            if tp.topic in self.deleting
+            for r in p.replicas
+            if r in self.online_for(tp)
+        }
 
     # --- ControllerContext ---------------------------------------------------------------------
 
     @property
     def online(self) -> set[int]:
-        """``liveBrokerIds`` = registered brokers minus those in controlled shutdown
-        (``isReplicaOnline`` with log dirs assumed healthy)."""
+        """``liveBrokerIds`` = registered brokers minus those in controlled shutdown."""
         return self.live - self.shutting_down
+
+    def online_for(self, tp: TopicPartition) -> set[int]:
+        """The brokers ``isReplicaOnline(_, tp)`` accepts (ControllerContext.scala 3.9 lines 242-248):
+        live, not shutting down, and ``tp`` not on one of their failed log directories."""
+        return {b for b in self.online if tp not in self.offline_dirs.get(b, ())}
+
+    def is_queued_for_deletion(self, tp: TopicPartition) -> bool:
+        """``isTopicQueuedUpForDeletion`` (``delete.topic.enable`` is checked when queueing)."""
+        return tp.topic in self.deleting
 
     def sorted_partitions(self, predicate: Callable[[TopicPartition, PartitionState], bool]) -> list[TopicPartition]:
         return [tp for tp in sorted(self.partitions) if predicate(tp, self.partitions[tp])]
@@ -88,12 +114,16 @@ class _Controller:
     def freeze(self) -> ClusterState:
         topics: dict[str, dict[int, PartitionState]] = {t: {} for t in self.topic_configs}
         for tp, p in self.partitions.items():
-            topics.setdefault(tp.topic, {})[tp.partition] = p.with_changes(phase=_settled_phase(p, self.live))
+            # a shutting-down broker still counts as live here (its exit comes as its own step)
+            online = {b for b in self.live if tp not in self.offline_dirs.get(b, ())}
+            topics.setdefault(tp.topic, {})[tp.partition] = p.with_changes(phase=_settled_phase(p, online))
         return ClusterState(
             live_brokers=frozenset(self.live),
             topics={t: TopicState(partitions=parts, config=self.topic_configs.get(t, {})) for t, parts in topics.items()},
             controller=self.controller,
             config=self.config,
+            topics_being_deleted=frozenset(self.deleting),
+            offline_replicas={b: frozenset(tps) for b, tps in self.offline_dirs.items() if b in self.live},
         )
 
     # --- PartitionStateMachine -----------------------------------------------------------------
@@ -105,8 +135,8 @@ class _Controller:
         partitions are initialised, the others elected with ``strategy``.  Returns success per
         partition; a failure writes nothing and leaves the phase alone."""
         results: dict[TopicPartition, bool] = {}
-        online = self.online
         for tp in partitions:
+            online = self.online_for(tp)  # doElectLeaderForPartitions: isReplicaOnline per partition
             p = self.partitions[tp]
             if p.phase is PartitionPhase.NEW:
                 initialised = election.initialize_leader_and_isr(p, online)
@@ -135,27 +165,34 @@ class _Controller:
             return election.leader_for_reassign(p, online)
         if strategy is Strategy.PREFERRED:
             return election.leader_for_preferred_replica(p, online)
-        return election.leader_for_controlled_shutdown(p, self.live, self.shutting_down)
+        offline_dir = {b for b in self.live if tp in self.offline_dirs.get(b, ())}
+        return election.leader_for_controlled_shutdown(p, self.live - offline_dir, self.shutting_down)
 
     def unclean_allowed(self, tp: TopicPartition, p: PartitionState, *, allow_unclean: bool) -> bool:
         """``collectUncleanLeaderElectionState``: unclean is considered only when no ISR member is
         online, then allowed by the admin request or by the topic's merged config."""
-        if any(r in self.online for r in p.isr):
+        if any(r in self.online_for(tp) for r in p.isr):
             return False
         return allow_unclean or cfg.unclean_leader_election_enabled(self.config, self.topic_configs.get(tp.topic, {}))
 
     def trigger_online_partition_state_change(self, topic: str | None = None) -> None:
         """``PartitionStateMachine.triggerOnlinePartitionStateChange``: every New/Offline partition
-        (of ``topic`` if given) gets the offline election."""
+        (of ``topic`` if given) gets the offline election, except partitions of topics queued for
+        deletion (``triggerOnlineStateChangeForPartitions``, PartitionStateMachine.scala 3.9 lines 69-76)."""
         candidates = self.sorted_partitions(
-            lambda tp, p: p.phase in (PartitionPhase.NEW, PartitionPhase.OFFLINE) and topic in (None, tp.topic)
+            lambda tp, p: p.phase in (PartitionPhase.NEW, PartitionPhase.OFFLINE)
+            and topic in (None, tp.topic)
+            and not self.is_queued_for_deletion(tp)
         )
         self.handle_online_state_changes(candidates, Strategy.OFFLINE)
 
     def mark_partitions_with_offline_leader(self) -> None:
         """``partitionsWithOfflineLeader`` -> OfflinePartition (any partition with a state znode
-        whose leader is not online, leader -1 included)."""
-        for tp in self.sorted_partitions(lambda tp, p: p.has_leader_and_isr and p.leader not in self.online):
+        whose leader is not online, leader -1 included, except topics queued for deletion:
+        ControllerContext.scala 3.9 lines 479-484)."""
+        for tp in self.sorted_partitions(
+            lambda tp, p: p.has_leader_and_isr and p.leader not in self.online_for(tp) and not self.is_queued_for_deletion(tp)
+        ):
             self.partitions[tp] = self.partitions[tp].with_changes(phase=PartitionPhase.OFFLINE)
 
     # --- ReplicaStateMachine -------------------------------------------------------------------
@@ -183,13 +220,25 @@ class _Controller:
     # --- KafkaController: brokers --------------------------------------------------------------
 
     def on_broker_failure(self, dead: set[int]) -> None:
-        """``processBrokerChange`` (removeLiveBrokers) then ``onBrokerFailure`` ->
-        ``onReplicasBecomeOffline``: mark, elect everything New/Offline, then OfflineReplica."""
+        """``processBrokerChange`` (removeLiveBrokers) then ``onBrokerFailure`` (KafkaController.scala
+        3.9 lines 635-646: the brokers' ``replicasOnOfflineDirs`` entries dropped) ->
+        ``onReplicasBecomeOffline``."""
         self.live -= dead
         self.shutting_down -= dead
+        for broker in dead:
+            self.offline_dirs.pop(broker, None)
+        self.on_replicas_become_offline(self.replicas_on_brokers(dead))
+
+    def on_replicas_become_offline(self, replicas: list[tuple[TopicPartition, int]]) -> None:
+        """``onReplicasBecomeOffline`` (KafkaController.scala 3.9 lines 664-692): mark partitions with
+        an offline leader, elect everything New/Offline, then OfflineReplica for the replicas *not*
+        of topics queued for deletion.  Those of queued topics go to ReplicaDeletionIneligible
+        (``failReplicaDeletion``) — valid only from OfflineReplica/ReplicaDeletionStarted, and in a
+        settled state an online replica of a queued topic is already ReplicaDeletionSuccessful, so
+        nothing is written for them."""
         self.mark_partitions_with_offline_leader()
         self.trigger_online_partition_state_change()
-        self.offline_replica_transitions(self.replicas_on_brokers(dead))
+        self.offline_replica_transitions([(tp, b) for tp, b in replicas if not self.is_queued_for_deletion(tp)])
 
     def brokers_gone(self, brokers: Iterable[int]) -> None:
         """The brokers' ZooKeeper sessions end; the controller among them means a failover."""
@@ -208,11 +257,19 @@ class _Controller:
             self.on_broker_failure(dead)
 
     def on_broker_startup(self, new: set[int]) -> None:
-        """``onBrokerStartup``: OnlineReplica (no ZK write), offline elections for every New/Offline
-        partition, resume reassignments that target a new broker.  Leadership is *not* given back."""
+        """``onBrokerStartup`` (KafkaController.scala 3.9 lines 572-604): the brokers'
+        ``replicasOnOfflineDirs`` entries dropped, OnlineReplica (no ZK write), offline elections for
+        every New/Offline partition, resume reassignments that target a new broker, then resume the
+        deletion of queued topics with a replica on a new broker (``resumeDeletionForTopics``).
+        Leadership is *not* given back."""
         self.live |= new
+        for broker in new:
+            self.offline_dirs.pop(broker, None)
         self.trigger_online_partition_state_change()
         self.maybe_resume_reassignments(lambda p: any(r in new for r in p.target_replicas))
+        resumed = sorted({tp.topic for tp, p in self.partitions.items() if self.is_queued_for_deletion(tp) and new & set(p.replicas)})
+        for topic in resumed:
+            self.resume_deletions(topic)
 
     def brokers_started(self, brokers: Iterable[int]) -> None:
         new = set(brokers) - self.live
@@ -232,12 +289,13 @@ class _Controller:
         the removal write comes *before* the election), ``partitionStateMachine.startup()``,
         ``initializePartitionReassignments``, and the auto-rebalance task scheduled 5 s later."""
         self.shutting_down.clear()
-        online = self.online
+        # A new controller has no ReplicaDeletionSuccessful replicas (initializeReplicaState).
+        self.deleted_replicas.clear()
         self.offline_replica_transitions(
-            [(tp, r) for tp, p in sorted(self.partitions.items()) for r in p.replicas if r not in online]
+            [(tp, r) for tp, p in sorted(self.partitions.items()) for r in p.replicas if r not in self.online_for(tp)]
         )
         for tp, p in self.partitions.items():
-            self.partitions[tp] = p.with_changes(phase=_settled_phase(p, online))
+            self.partitions[tp] = p.with_changes(phase=_settled_phase(p, self.online_for(tp)))
         self.trigger_online_partition_state_change()
         if any(p.is_being_reassigned and not p.has_leader_and_isr for p in self.partitions.values()):
             # initializePartitionReassignments (KafkaController.scala 3.9 lines 1010-1017) resumes every
@@ -248,6 +306,12 @@ class _Controller:
             # round until one of the partition's replicas starts (README: what it cannot predict).
             return
         self.maybe_resume_reassignments(lambda p: True)
+        # topicDeletionManager.tryTopicDeletion (KafkaController.scala 3.9 line 322): a queued topic with
+        # every replica online is deleted; one with an offline replica is ineligible
+        # (fetchTopicDeletionsInProgress, lines 1019-1030) and waits, its online replicas *not* deleted.
+        for topic in sorted(self.deleting):
+            if self.all_replicas_online(topic) and not self.topic_being_reassigned(topic):
+                self.resume_deletions(topic)
         if cfg.auto_leader_rebalance_enabled(self.config):
             self.settle()  # five seconds is time enough for caught-up followers to rejoin
             self.check_and_trigger_auto_leader_rebalance()
@@ -260,14 +324,20 @@ class _Controller:
         never count as remaining, so they cause no retry."""
         self.shutting_down.add(broker)
         act_on = self.sorted_partitions(
-            lambda tp, p: broker in p.replicas and len(p.replicas) > 1 and p.has_leader_and_isr
+            lambda tp, p: broker in p.replicas
+            and len(p.replicas) > 1
+            and p.has_leader_and_isr
+            and not self.is_queued_for_deletion(tp)  # lines 1385-1390
         )
         led = [tp for tp in act_on if self.partitions[tp].leader == broker]
         followed = [tp for tp in act_on if self.partitions[tp].leader != broker]
         self.handle_online_state_changes(led, Strategy.CONTROLLED_SHUTDOWN)
         self.offline_replica_transitions((tp, broker) for tp in followed)
         return self.sorted_partitions(
-            lambda tp, p: p.has_leader_and_isr and p.leader == broker and len(p.replicas) > 1
+            lambda tp, p: p.has_leader_and_isr
+            and p.leader == broker
+            and len(p.replicas) > 1
+            and not self.is_queued_for_deletion(tp)
         )
 
     def controlled_shutdown(self, broker: int) -> None:
@@ -344,6 +414,9 @@ class _Controller:
             isr=tuple(r for r in p.isr if r not in removing),
             leader=NO_LEADER if p.leader in removing else p.leader,
         )
+        if self.is_queued_for_deletion(tp) and not self.topic_being_reassigned(tp.topic):
+            # B: topicDeletionManager.resumeDeletionForTopics (KafkaController.scala 3.9 line 812)
+            self.resume_deletions(tp.topic)
 
     def move_reassigned_partition_leader_if_required(self, tp: TopicPartition) -> None:
         """Leader not in the target or dead -> reassign election (first live target replica in the
@@ -369,9 +442,16 @@ class _Controller:
         written for any partition of the request and the callback never answers (the admin client
         times out).  Every requested partition's outcome is then ``request_failed``."""
         requested = list(dict.fromkeys(partitions))
-        if any(not self.partitions[tp].has_leader_and_isr for tp in requested):
-            return {tp: Outcome.REQUEST_FAILED for tp in requested}
         outcomes: dict[TopicPartition, Outcome] = {}
+        # Partitions of topics queued for deletion are answered INVALID_TOPIC_EXCEPTION before the
+        # split (lines 2226-2231, 2263-2265): nothing is written for them.
+        being_deleted = [tp for tp in requested if self.is_queued_for_deletion(tp)]
+        requested = [tp for tp in requested if not self.is_queued_for_deletion(tp)]
+        for tp in being_deleted:
+            leaderless = self.partitions[tp].leader not in self.online_for(tp)
+            outcomes[tp] = Outcome.NO_REPLICA_ONLINE if leaderless else Outcome.UNCHANGED
+        if any(not self.partitions[tp].has_leader_and_isr for tp in requested):
+            return {tp: Outcome.REQUEST_FAILED for tp in requested + being_deleted}
         electable: list[TopicPartition] = []
         for tp in requested:
             p = self.partitions[tp]
@@ -400,7 +480,8 @@ class _Controller:
         threshold = cfg.leader_imbalance_per_broker_percentage(self.config) / 100
         by_preferred: dict[int, list[TopicPartition]] = {}
         for tp, p in sorted(self.partitions.items()):
-            by_preferred.setdefault(p.preferred_replica, []).append(tp)
+            if not self.is_queued_for_deletion(tp):  # lines 1293-1296
+                by_preferred.setdefault(p.preferred_replica, []).append(tp)
         for broker in sorted(by_preferred):
             group = by_preferred[broker]
             not_preferred = [
@@ -411,7 +492,7 @@ class _Controller:
                     tp
                     for tp in not_preferred
                     if preferred_replica_partition_leader_election(
-                        self.partitions[tp].replicas, self.partitions[tp].isr, self.online
+                        self.partitions[tp].replicas, self.partitions[tp].isr, self.online_for(tp)
                     )
                     is not None
                 ]
@@ -431,6 +512,96 @@ class _Controller:
             created.append(tp)
         self.handle_online_state_changes(created, Strategy.OFFLINE)
         return created
+
+    def add_partitions(self, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> list[TopicPartition]:
+        """``processPartitionModifications`` (KafkaController.scala 3.9 lines 1742-1785): partitions
+        new to the controller go through ``onNewPartitionCreation`` (lines 699-708: NewPartition,
+        then OnlinePartition = initialisation with the online replicas; none online -> it stays
+        NewPartition, no state znode, until ``onBrokerStartup`` elects it).  For a topic queued for
+        deletion the assignment is restored and nothing is added."""
+        if topic in self.deleting:
+            return []
+        return self.on_new_partition_creation(topic, assignment, self.topic_configs.get(topic, {}))
+
+    # --- TopicDeletionManager ------------------------------------------------------------------
+
+    def topic_partitions(self, topic: str) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.partitions) if tp.topic == topic]
+
+    def all_replicas_online(self, topic: str) -> bool:
+        return all(r in self.online_for(tp) for tp in self.topic_partitions(topic) for r in self.partitions[tp].replicas)
+
+    def topic_being_reassigned(self, topic: str) -> bool:
+        return any(self.partitions[tp].is_being_reassigned for tp in self.topic_partitions(topic))
+
+    def process_topic_deletion(self, topic: str) -> None:
+        """``processTopicDeletion`` (KafkaController.scala 3.9 lines 1787-1811): with
+        ``delete.topic.enable=false`` the request is dropped; a topic with a reassignment in progress
+        is queued but ineligible (it resumes when the reassignment completes, line 812); otherwise
+        ``enqueueTopicsForDeletion`` -> ``resumeDeletions``."""
+        if not cfg.delete_topic_enabled(self.config):
+            return
+        self.deleting.add(topic)
+        if not self.topic_being_reassigned(topic):
+            self.resume_deletions(topic)
+
+    def resume_deletions(self, topic: str) -> None:
+        """``resumeDeletions`` -> ``onTopicDeletion`` -> ``onPartitionDeletion`` (TopicDeletionManager.scala
+        3.9 lines 256-356), then what the StopReplica answers trigger:
+
+        * online replicas not yet deleted: OfflineReplica — the ISR removal *writes*
+          (``doRemoveReplicasFromIsr`` per broker in ``groupBy`` order: the leader becomes -1, the
+          last ISR member is kept, +1 each) — then ReplicaDeletionStarted; their brokers answer and
+          they become ReplicaDeletionSuccessful (``completeReplicaDeletion``, lines 205-210);
+        * offline replicas: ReplicaDeletionIneligible (lines 306-313), the topic is marked
+          ineligible;
+        * every replica deleted -> ``completeDeleteTopic`` (lines 238-247): the topic znode, its
+          config and ``/admin/delete_topics/<t>`` are removed;
+        * otherwise, once the answers are in (nothing left in ReplicaDeletionStarted), the ineligible
+          replicas are retried: ReplicaDeletionIneligible -> OfflineReplica
+          (``retryDeletionForIneligibleReplicas``, lines 231-236, 325-350), another ISR removal for
+          each offline replica still in the ISR; the topic stays ineligible and waits for
+          ``onBrokerStartup``."""
+        partitions = self.topic_partitions(topic)
+        alive = [
+            (tp, r)
+            for tp in partitions
+            for r in self.partitions[tp].replicas
+            if r in self.online_for(tp) and (tp, r) not in self.deleted_replicas
+        ]
+        dead = [(tp, r) for tp in partitions for r in self.partitions[tp].replicas if r not in self.online_for(tp)]
+        self.offline_replica_transitions(alive)
+        self.deleted_replicas |= set(alive)
+        if not dead:
+            for tp in partitions:
+                del self.partitions[tp]
+            self.deleted_replicas = {(tp, r) for tp, r in self.deleted_replicas if tp.topic != topic}
+            self.topic_configs.pop(topic, None)
+            self.deleting.discard(topic)
+            for tps in self.offline_dirs.values():
+                tps.difference_update(partitions)
+            return
+        if alive:
+            self.offline_replica_transitions(dead)
+
+    # --- log directories -----------------------------------------------------------------------
+
+    def on_log_dir_failure(self, broker: int, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """``processLogDirEventNotification`` -> ``onBrokerLogDirFailure`` (KafkaController.scala 3.9
+        lines 551-556, 1730-1740): OnlineReplica for every replica on the broker (LeaderAndIsr, no
+        write); the broker answers KAFKA_STORAGE_ERROR for the partitions on its failed directory and
+        ``processLeaderAndIsrResponseReceived`` (lines 1421-1449) records them in
+        ``replicasOnOfflineDirs`` and calls ``onReplicasBecomeOffline`` for the new ones: partitions
+        led there are elected elsewhere (their ISR minus the broker, order kept; +1), then the
+        broker leaves the ISR of the others (+1)."""
+        if broker not in self.live:
+            return []
+        hosted = {tp for tp in partitions if tp in self.partitions and broker in self.partitions[tp].replicas}
+        previous = self.offline_dirs.setdefault(broker, set())
+        new = sorted(hosted - previous)
+        previous |= hosted
+        self.on_replicas_become_offline([(tp, broker) for tp in new])
+        return new
 
     def process_topic_config_change(self, topic: str, changes: Mapping[str, str | None]) -> None:
         """The new overrides; ``TopicConfigHandler`` sends ``TopicUncleanLeaderElectionEnable`` when
@@ -459,9 +630,10 @@ class _Controller:
             changed = False
             for tp in sorted(self.partitions):
                 p = self.partitions[tp]
-                if not p.has_leader_and_isr or p.leader not in self.online:
+                online = self.online_for(tp)  # a replica on a failed log directory cannot fetch
+                if not p.has_leader_and_isr or p.leader not in online:
                     continue
-                joining = tuple(r for r in p.replicas if r in self.online and r not in p.isr)
+                joining = tuple(r for r in p.replicas if r in online and r not in p.isr)
                 if not joining:
                     continue
                 self.partitions[tp] = p.with_changes(isr=p.isr + joining, leader_recovery_state=RECOVERED)
@@ -684,6 +856,8 @@ def state_key(state: ClusterState) -> Hashable:
         tuple(sorted(state.config.items())),
         tuple((name, tuple(sorted(ts.config.items()))) for name, ts in sorted(state.topics.items())),
         tuple(state.partitions()),
+        tuple(sorted(state.topics_being_deleted)),
+        tuple(sorted((b, tuple(sorted(tps))) for b, tps in state.offline_replicas.items())),
     )
 
 
@@ -728,7 +902,10 @@ def _apply(
         if not event.replicas or len(set(event.replicas)) != len(event.replicas):
             raise ValueError(f"reassignment of {event.topic_partition} needs distinct replicas, got {list(event.replicas)}")
         concerned = {event.topic_partition}
-        ctl.on_partition_reassignment(event.topic_partition, tuple(event.replicas))
+        if event.topic not in ctl.deleting:
+            # maybeTriggerPartitionReassignment (KafkaController.scala 3.9 lines 875-877): a topic
+            # queued for deletion answers UNKNOWN_TOPIC_OR_PARTITION, nothing is written
+            ctl.on_partition_reassignment(event.topic_partition, tuple(event.replicas))
     elif isinstance(event, (PreferredElection, UncleanElection)):
         _check_known(state, event.partitions)
         explicit = ctl.process_replica_leader_election(event.partitions, preferred=isinstance(event, PreferredElection))
@@ -738,6 +915,24 @@ def _apply(
         if event.topic in state.topics:
             raise ValueError(f"topic {event.topic} already exists")
         concerned = set(ctl.on_new_partition_creation(event.topic, event.replicas, event.config))
+    elif isinstance(event, DeleteTopic):
+        if event.topic not in state.topics:
+            raise ValueError(f"unknown topic {event.topic}")
+        concerned = {tp for tp in before if tp.topic == event.topic}
+        ctl.process_topic_deletion(event.topic)
+    elif isinstance(event, AddPartitions):
+        if event.topic not in state.topics:
+            raise ValueError(f"unknown topic {event.topic}")
+        existing = sorted(set(event.replicas) & set(state.topics[event.topic].partitions))
+        if existing:
+            raise ValueError(f"partition {event.topic}-{existing[0]} already exists")
+        for number, replicas in event.replicas.items():
+            if not replicas or len(set(replicas)) != len(replicas):
+                raise ValueError(f"new partition {event.topic}-{number} needs distinct replicas, got {list(replicas)}")
+        concerned = set(ctl.add_partitions(event.topic, event.replicas))
+    elif isinstance(event, LogDirFailure):
+        _check_known(state, event.partitions)
+        concerned = set(ctl.on_log_dir_failure(event.broker, event.partitions))
     elif isinstance(event, TopicConfigChange):
         if event.topic not in state.topics:
             raise ValueError(f"unknown topic {event.topic}")
@@ -751,6 +946,7 @@ def _apply(
     after = dict(after_state.partitions())
     if explicit is None:
         concerned |= {tp for tp, p in after.items() if before.get(tp) != p}
+        concerned &= set(after)  # a deleted topic's partitions have no outcome
         explicit = {
             tp: _classify(tp, before.get(tp), after[tp], ctl.live, ctl.unclean_elected) for tp in concerned
         }

@@ -124,6 +124,46 @@ class TopicConfigChange:
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
 
 
+@dataclass(frozen=True)
+class DeleteTopic:
+    """``/admin/delete_topics/<topic>`` created (``AdminClient.deleteTopics``):
+    ``processTopicDeletion`` queues it; ``TopicDeletionManager`` deletes it once every replica is
+    online, otherwise it waits (ReplicaDeletionIneligible) until a replica's broker returns."""
+
+    topic: str
+    KIND: ClassVar[str] = "delete_topic"
+
+
+@dataclass(frozen=True)
+class AddPartitions:
+    """``AdminClient.createPartitions`` with an explicit assignment of the *new* partitions
+    ``{partition: replicas in AR order}`` (``processPartitionModifications``)."""
+
+    topic: str
+    replicas: Mapping[int, tuple[int, ...]]
+    KIND: ClassVar[str] = "add_partitions"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "replicas", MappingProxyType({int(k): _ints(v) for k, v in self.replicas.items()})
+        )
+
+
+@dataclass(frozen=True)
+class LogDirFailure:
+    """A live broker's log directory fails; ``partitions`` are the replicas it held (the broker
+    writes ``/log_dir_event_notification``, the controller asks it with LeaderAndIsr and it answers
+    KAFKA_STORAGE_ERROR for them).  A broker whose every directory fails halts instead: that is a
+    ``BrokerFailure``."""
+
+    broker: int
+    partitions: tuple[TopicPartition, ...]
+    KIND: ClassVar[str] = "log_dir_failure"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+
+
 Event = Union[
     BrokerFailure,
     ControlledShutdown,
@@ -134,6 +174,9 @@ Event = Union[
     AutoRebalance,
     CreateTopic,
     TopicConfigChange,
+    DeleteTopic,
+    AddPartitions,
+    LogDirFailure,
 ]
 
 EVENT_TYPES: Mapping[str, type] = MappingProxyType(
@@ -149,6 +192,9 @@ EVENT_TYPES: Mapping[str, type] = MappingProxyType(
             AutoRebalance,
             CreateTopic,
             TopicConfigChange,
+            DeleteTopic,
+            AddPartitions,
+            LogDirFailure,
         )
     }
 )

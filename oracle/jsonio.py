@@ -12,12 +12,15 @@ from typing import Any, Mapping
 from oracle import config as cfg
 from oracle.events import (
     EVENT_TYPES,
+    AddPartitions,
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
     ControlledShutdown,
     CreateTopic,
+    DeleteTopic,
     Event,
+    LogDirFailure,
     PreferredElection,
     Reassign,
     TopicConfigChange,
@@ -36,7 +39,18 @@ from oracle.state import (
 )
 
 # "outcomes", "steps" and "alternatives" are accepted and ignored, so an answer can be fed back.
-_TOP_LEVEL_KEYS = {"brokers", "controller", "config", "topics", "events", "outcomes", "steps", "alternatives"}
+_TOP_LEVEL_KEYS = {
+    "brokers",
+    "controller",
+    "config",
+    "topics",
+    "topics_being_deleted",
+    "offline_replicas",
+    "events",
+    "outcomes",
+    "steps",
+    "alternatives",
+}
 _TOPIC_KEYS = {"partitions", "config"}
 _PARTITION_KEYS = {
     "replicas",
@@ -58,6 +72,9 @@ _EVENT_KEYS: Mapping[str, set[str]] = {
     AutoRebalance.KIND: set(),
     CreateTopic.KIND: {"topic", "replicas", "config"},
     TopicConfigChange.KIND: {"topic", "config"},
+    DeleteTopic.KIND: {"topic"},
+    AddPartitions.KIND: {"topic", "replicas"},
+    LogDirFailure.KIND: {"broker", "partitions"},
 }
 _OPTIONAL_EVENT_KEYS = {(CreateTopic.KIND, "config")}
 
@@ -328,19 +345,37 @@ def _event(raw: Any, index: int, ctx: _EventContext) -> Event:
             raise OracleInputError(at("topic"), f"expected a topic name, got {_kind(topic)}")
         if topic in ctx.partitions:
             raise OracleInputError(at("topic"), f"topic {topic!r} already exists")
-        assignment = {}
-        replicas_obj = _object(obj["replicas"], at("replicas"))
-        if not replicas_obj:
-            raise OracleInputError(at("replicas"), "a topic needs at least one partition")
-        for key, raw_replicas in replicas_obj.items():
-            where = _path(field, "replicas", key)
-            assignment[_partition_number(key, where)] = _replica_list(raw_replicas, where)
+        assignment = _assignment(obj["replicas"], at("replicas"), "a topic needs at least one partition")
         config = _config(obj.get("config", {}), at("config"))
         ctx.partitions[topic] = set(assignment)
         return CreateTopic(topic, assignment, config)  # type: ignore[arg-type]
+    if kind == DeleteTopic.KIND:
+        return DeleteTopic(ctx.topic(obj["topic"], at("topic")))
+    if kind == AddPartitions.KIND:
+        topic = ctx.topic(obj["topic"], at("topic"))
+        additions = _assignment(obj["replicas"], at("replicas"), "a partition addition needs at least one partition")
+        for number in sorted(additions):
+            if number in ctx.partitions[topic]:
+                raise OracleInputError(_path(field, "replicas", number), f"partition {topic}-{number} already exists")
+        ctx.partitions[topic] |= set(additions)
+        return AddPartitions(topic, additions)
+    if kind == LogDirFailure.KIND:
+        return LogDirFailure(ctx.broker(obj["broker"], at("broker")), ctx.partition_list(obj["partitions"], at("partitions")))
     # TopicConfigChange
     topic = ctx.topic(obj["topic"], at("topic"))
     return TopicConfigChange(topic, _config(obj["config"], at("config"), allow_null_values=True))
+
+
+def _assignment(value: Any, field: str, empty: str) -> dict[int, tuple[int, ...]]:
+    """``{"<partition>": [replicas]}`` of a create_topic or add_partitions event."""
+    replicas_obj = _object(value, field)
+    if not replicas_obj:
+        raise OracleInputError(field, empty)
+    assignment = {}
+    for key, raw_replicas in replicas_obj.items():
+        where = _path(field, key)
+        assignment[_partition_number(key, where)] = _replica_list(raw_replicas, where)
+    return assignment
 
 
 def _known_brokers(brokers: tuple[int, ...], topics: Mapping[str, TopicState], raw_events: list[Any]) -> set[int]:
@@ -356,7 +391,7 @@ def _known_brokers(brokers: tuple[int, ...], topics: Mapping[str, TopicState], r
         replicas = raw.get("replicas")
         if raw.get("type") == Reassign.KIND and isinstance(replicas, list):
             known.update(r for r in replicas if isinstance(r, int) and not isinstance(r, bool))
-        if raw.get("type") == CreateTopic.KIND and isinstance(replicas, dict):
+        if raw.get("type") in (CreateTopic.KIND, AddPartitions.KIND) and isinstance(replicas, dict):
             for values in replicas.values():
                 if isinstance(values, list):
                     known.update(r for r in values if isinstance(r, int) and not isinstance(r, bool))
@@ -381,10 +416,55 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
     raw_events = request.get("events", [])
     if not isinstance(raw_events, list):
         raise OracleInputError("events", f"expected a list of events, got {_kind(raw_events)}")
+    deleting = _topics_being_deleted(request.get("topics_being_deleted", []), topics)
+    offline = _offline_replicas(request.get("offline_replicas", {}), topics, live)
     ctx = _EventContext(topics, _known_brokers(brokers, topics, raw_events))
     events = [_event(raw, i, ctx) for i, raw in enumerate(raw_events)]
-    state = ClusterState(live_brokers=live, topics=topics, controller=controller, config=config)  # type: ignore[arg-type]
+    state = ClusterState(
+        live_brokers=live,
+        topics=topics,
+        controller=controller,
+        config=config,  # type: ignore[arg-type]
+        topics_being_deleted=deleting,
+        offline_replicas=offline,
+    )
     return state, events
+
+
+def _topics_being_deleted(value: Any, topics: Mapping[str, TopicState]) -> frozenset[str]:
+    """``/admin/delete_topics`` entries of topics that still exist."""
+    if not isinstance(value, list):
+        raise OracleInputError("topics_being_deleted", f"expected a list of topic names, got {_kind(value)}")
+    names: set[str] = set()
+    for i, name in enumerate(value):
+        where = _path("topics_being_deleted", i)
+        if not isinstance(name, str) or name not in topics:
+            raise OracleInputError(where, f"expected one of the topics, got {name!r}")
+        if name in names:
+            raise OracleInputError(where, f"duplicate topic {name!r}")
+        names.add(name)
+    return frozenset(names)
+
+
+def _offline_replicas(
+    value: Any, topics: Mapping[str, TopicState], live: frozenset[int]
+) -> dict[int, frozenset[TopicPartition]]:
+    """``{"<broker>": [{topic, partition}]}``: partitions on a live broker's failed log directories."""
+    ctx = _EventContext(topics, set(live))
+    result: dict[int, frozenset[TopicPartition]] = {}
+    for key, raw in _object(value, "offline_replicas").items():
+        where = _path("offline_replicas", key)
+        if not (key.isascii() and key.isdigit()) or (len(key) > 1 and key[0] == "0"):
+            raise OracleInputError(where, f"broker ids are non-negative integers, got {key!r}")
+        broker = int(key)
+        if broker not in live:
+            raise OracleInputError(where, f"broker {broker} is not one of the live brokers")
+        tps = ctx.partition_list(raw, where)
+        for i, tp in enumerate(tps):
+            if broker not in topics[tp.topic].partitions[tp.partition].replicas:
+                raise OracleInputError(_path(where, i), f"{tp} has no replica on broker {broker}")
+        result[broker] = frozenset(tps)
+    return result
 
 
 def parse_json_text(text: str) -> Any:
@@ -419,6 +499,11 @@ def render_state(state: ClusterState) -> dict[str, Any]:
         "brokers": sorted(state.live_brokers),
         "controller": state.controller,
         "config": dict(state.config),
+        "topics_being_deleted": sorted(state.topics_being_deleted),
+        "offline_replicas": {
+            str(broker): [{"topic": tp.topic, "partition": tp.partition} for tp in sorted(tps)]
+            for broker, tps in sorted(state.offline_replicas.items())
+        },
         "topics": {
             name: {
                 "config": dict(state.topics[name].config),

@@ -126,19 +126,46 @@ class TopicState:
 @dataclass(frozen=True)
 class ClusterState:
     """Live brokers (registered in ``/brokers/ids``), every topic, the controller id if known
-    (``None`` = unknown, e.g. after a controller failover) and the controller's broker config."""
+    (``None`` = unknown, e.g. after a controller failover) and the controller's broker config.
+
+    ``topics_being_deleted``: topics named under ``/admin/delete_topics`` that still exist (a
+    deletion waiting for a replica's broker, ``TopicDeletionManager``).  ``offline_replicas``:
+    ``ControllerContext.replicasOnOfflineDirs``, the partitions each live broker reported on a
+    failed log directory (a broker's entry is dropped when it fails or restarts)."""
 
     live_brokers: frozenset[int]
     topics: Mapping[str, TopicState]
     controller: int | None = None
     config: Mapping[str, str] = field(default_factory=dict)
+    topics_being_deleted: frozenset[str] = frozenset()
+    offline_replicas: Mapping[int, frozenset[TopicPartition]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "live_brokers", frozenset(int(b) for b in self.live_brokers))
         object.__setattr__(self, "topics", _frozen_mapping(self.topics))
         object.__setattr__(self, "config", _frozen_mapping(self.config))
+        object.__setattr__(self, "topics_being_deleted", frozenset(self.topics_being_deleted))
+        object.__setattr__(
+            self,
+            "offline_replicas",
+            _frozen_mapping({int(b): frozenset(tps) for b, tps in self.offline_replicas.items() if tps}),
+        )
         if self.controller is not None and self.controller not in self.live_brokers:
             raise ValueError(f"controller {self.controller} is not a live broker")
+        unknown = sorted(self.topics_being_deleted - set(self.topics))
+        if unknown:
+            raise ValueError(f"topic {unknown[0]} is being deleted but does not exist")
+        for broker, tps in self.offline_replicas.items():
+            if broker not in self.live_brokers:
+                raise ValueError(f"broker {broker} has offline log directories but is not live")
+            for tp in tps:
+                if not self.has_partition(tp) or broker not in self.partition(tp).replicas:
+                    raise ValueError(f"{tp} has no replica on broker {broker}")
+
+    def is_replica_online(self, broker: int, tp: TopicPartition) -> bool:
+        """``ControllerContext.isReplicaOnline`` (ControllerContext.scala 3.9 lines 242-248): a
+        live broker whose log directory holding ``tp`` has not failed."""
+        return broker in self.live_brokers and tp not in self.offline_replicas.get(broker, frozenset())
 
     def partition(self, tp: TopicPartition | str, partition: int | None = None) -> PartitionState:
         if isinstance(tp, str):

@@ -31,7 +31,8 @@ ANY_JSON = st.recursive(
 BROKER = st.one_of(st.integers(min_value=0, max_value=6), ANY_JSON)
 BROKERS = st.one_of(st.lists(BROKER, max_size=4), ANY_JSON)
 EVENT_TYPES = ["broker_failure", "controlled_shutdown", "broker_startup", "reassign", "preferred_election",
-               "unclean_election", "auto_rebalance", "create_topic", "topic_config_change"]
+               "unclean_election", "auto_rebalance", "create_topic", "topic_config_change", "delete_topic",
+               "add_partitions", "log_dir_failure"]
 PARTITION_KEY = st.one_of(st.sampled_from(["0", "1", "²", "01", "-1", "x", "１"]), st.text(max_size=3))
 
 
@@ -67,6 +68,9 @@ REQUEST = st.fixed_dictionaries({}, optional={
     "brokers": BROKERS, "controller": maybe(st.integers(min_value=0, max_value=6)), "config": CONFIG,
     "topics": maybe(st.dictionaries(st.sampled_from(["t", "u", ""]), maybe(TOPIC), max_size=2)),
     "events": maybe(st.lists(maybe(EVENT), max_size=4)), "outcomes": ANY_JSON, "extra": ANY_JSON,
+    "topics_being_deleted": maybe(st.lists(maybe(st.sampled_from(["t", "u", "new"])), max_size=3)),
+    "offline_replicas": maybe(st.dictionaries(st.one_of(st.sampled_from(["1", "2", "01", "x"]), st.text(max_size=3)),
+                                              maybe(st.lists(TOPIC_PARTITION, max_size=2)), max_size=2)),
 })
 
 
@@ -109,7 +113,12 @@ def valid_request(draw: st.DrawFn) -> dict[str, Any]:
         *([st.builds(lambda tp, r: {"type": "reassign", **tp, "replicas": r}, st.sampled_from(tps), some_brokers),
            st.builds(lambda t, v: {"type": "topic_config_change", "topic": t,
                                    "config": {"unclean.leader.election.enable": v}},
-                     st.sampled_from(sorted(topics)), st.sampled_from(["true", " true", None]))]
+                     st.sampled_from(sorted(topics)), st.sampled_from(["true", " true", None])),
+           st.builds(lambda t: {"type": "delete_topic", "topic": t}, st.sampled_from(sorted(topics))),
+           st.builds(lambda t, r: {"type": "add_partitions", "topic": t, "replicas": {"5": r}},
+                     st.sampled_from(sorted(topics)), some_brokers),
+           st.builds(lambda b, ps: {"type": "log_dir_failure", "broker": b, "partitions": ps},
+                     st.integers(1, 6), st.lists(st.sampled_from(tps), max_size=2))]
           if tps else []),
     )
     request: dict[str, Any] = {
@@ -118,6 +127,13 @@ def valid_request(draw: st.DrawFn) -> dict[str, Any]:
     }
     if live and draw(st.booleans()):
         request["controller"] = draw(st.sampled_from(live))
+    if topics and draw(st.booleans()):
+        request["topics_being_deleted"] = draw(st.lists(st.sampled_from(sorted(topics)), max_size=2, unique=True))
+    on_live = [(b, tp) for tp in tps for b in topics[tp["topic"]]["partitions"][str(tp["partition"])]["replicas"]
+               if b in live]
+    if on_live and draw(st.booleans()):
+        b, tp = draw(st.sampled_from(on_live))
+        request["offline_replicas"] = {str(b): [tp]}
     if draw(st.integers(0, 3)) == 0:  # now and then, one arbitrary value somewhere
         key = draw(st.sampled_from(sorted(request)))
         request[key] = draw(ANY_JSON)

@@ -9,12 +9,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oracle import (
+    AddPartitions,
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
     ClusterState,
     ControlledShutdown,
     CreateTopic,
+    DeleteTopic,
+    LogDirFailure,
     Outcome,
     PartitionState,
     PreferredElection,
@@ -82,10 +85,14 @@ def _partitions(state: ClusterState) -> list[TopicPartition]:
 @st.composite
 def events_for(draw, state: ClusterState):
     brokers = st.lists(st.sampled_from(BROKERS), unique=True, min_size=1, max_size=3).map(tuple)
-    tps = st.lists(st.sampled_from(_partitions(state)), min_size=1, max_size=3, unique=True).map(tuple)
-    kind = draw(st.sampled_from(
-        ["failure", "failure", "shutdown", "startup", "startup", "reassign", "preferred", "unclean", "rebalance",
-         "create", "config"]))
+    if not state.topics:  # every topic deleted
+        kind = draw(st.sampled_from(["failure", "shutdown", "startup", "rebalance", "create"]))
+    else:
+        kind = draw(st.sampled_from(
+            ["failure", "failure", "shutdown", "startup", "startup", "reassign", "preferred", "unclean", "rebalance",
+             "create", "config", "delete", "add", "logdir"]))
+    tps = st.lists(st.sampled_from(_partitions(state) or [TopicPartition("none", 0)]), min_size=1, max_size=3,
+                   unique=True).map(tuple)
     if kind == "failure":
         return BrokerFailure(draw(brokers))
     if kind == "shutdown":
@@ -103,10 +110,19 @@ def events_for(draw, state: ClusterState):
     if kind == "rebalance":
         return AutoRebalance()
     if kind == "create":
-        name = f"c{len(state.topics)}"
+        name = next(f"c{i}" for i in range(len(state.topics) + 1) if f"c{i}" not in state.topics)
         replicas = {i: tuple(draw(st.permutations(BROKERS))[: draw(st.integers(1, 3))]) for i in range(2)}
         return CreateTopic(name, replicas, {cfg.UNCLEAN_LEADER_ELECTION_ENABLE: draw(BOOL)})
+    if kind == "logdir" and state.live_brokers:
+        broker = draw(st.sampled_from(sorted(state.live_brokers)))
+        hosted = [tp for tp, p in state.partitions() if broker in p.replicas]
+        return LogDirFailure(broker, tuple(draw(st.lists(st.sampled_from(hosted), unique=True))) if hosted else ())
     topic = draw(st.sampled_from(sorted(state.topics)))
+    if kind == "delete":
+        return DeleteTopic(topic)
+    if kind == "add":
+        first = max(state.topics[topic].partitions) + 1
+        return AddPartitions(topic, {first: tuple(draw(st.permutations(BROKERS))[: draw(st.integers(1, 3))])})
     return TopicConfigChange(topic, {cfg.UNCLEAN_LEADER_ELECTION_ENABLE: draw(BOOL)})
 
 
@@ -130,6 +146,27 @@ def check_invariants(before: ClusterState, event, after: ClusterState, outcomes)
         if isinstance(event, PreferredElection) and old.has_leader_and_isr:
             # (a NewPartition named in an election is initialised instead: doHandleStateChanges)
             assert p.isr == old.isr, (tp, old, p)
+    for topic in after.topics_being_deleted:
+        partitions = after.topics[topic].partitions
+        # a queued topic waits only for an offline replica (or a reassignment in progress) ...
+        assert any(
+            not after.is_replica_online(r, TopicPartition(topic, n)) for n, p in partitions.items() for r in p.replicas
+        ) or any(p.is_being_reassigned for p in partitions.values()), (topic, after)
+        for n, p in partitions.items():
+            tp = TopicPartition(topic, n)
+            # ... and none of its partitions gets a new leader
+            if before.has_partition(tp):
+                assert p.leader in (NO_LEADER, before.partition(tp).leader), (tp, before.partition(tp), p)
+    for topic in set(before.topics) - set(after.topics):
+        # only a deletion removes a topic, and only once every replica was online
+        assert isinstance(event, DeleteTopic) or topic in before.topics_being_deleted, (topic, event)
+        old = before.topics[topic].partitions
+        assert all(r in after.live_brokers for p in old.values() for r in p.replicas), (topic, event, after)
+    for broker, tps in after.offline_replicas.items():
+        for tp in tps:
+            p = after.partition(tp)
+            assert p.leader != broker, (broker, tp, p)  # a replica on a failed directory never leads
+            assert broker not in p.isr or p.isr == (broker,), (broker, tp, p)  # unless the last ISR member
     by_tp = {(o.topic, o.partition): o.outcome for o in outcomes}
     assert len(by_tp) == len(outcomes)  # one outcome per partition per event
     for (topic, number), outcome in by_tp.items():

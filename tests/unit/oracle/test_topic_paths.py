@@ -1,0 +1,238 @@
+"""Table tests: topic deletion (TopicDeletionManager), partition growth (processPartitionModifications)
+and failed log directories (processLogDirEventNotification / replicasOnOfflineDirs), Kafka 3.9.
+
+Epochs are worked by hand from the Scala (see the docstrings of ``_Controller.resume_deletions``,
+``add_partitions`` and ``on_log_dir_failure``); ``groupBy`` over brokers {1, 2} visits 1 then 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oracle import (
+    AddPartitions,
+    BrokerFailure,
+    BrokerStartup,
+    ClusterState,
+    ControlledShutdown,
+    DeleteTopic,
+    LogDirFailure,
+    Outcome,
+    PreferredElection,
+    Reassign,
+    TopicPartition,
+    apply_event,
+    predict,
+)
+from oracle.jsonio import OracleInputError, parse_request, render_state
+from tests.unit.oracle.builders import NEW, ONLINE, cluster, new_part, part
+
+T0 = TopicPartition("t", 0)
+
+
+def _z(p):
+    """What the state znode and the topic znode show (the phase is controller memory)."""
+    return (p.replicas, p.leader, p.isr, p.leader_epoch, p.leader_recovery_state)
+
+
+def _queued(state: ClusterState, topic: str = "t") -> ClusterState:
+    """``state`` with ``topic`` under /admin/delete_topics, as the runner would read it from ZooKeeper."""
+    return ClusterState(state.live_brokers, state.topics, state.controller, state.config, frozenset({topic}))
+
+
+# --- topic deletion ---------------------------------------------------------------------------
+
+
+def test_delete_with_every_replica_online_removes_the_topic_and_its_config():
+    state = cluster([1, 2, 3], {"t": {0: part([1, 2, 3], 1, [1, 2, 3], 4)}, "u": {0: part([2], 2, [2])}},
+                    controller=1, topic_config={"t": {"retention.ms": "1"}})
+    after, outcomes = apply_event(state, DeleteTopic("t"))
+    assert set(after.topics) == {"u"} and not after.topics_being_deleted
+    assert after.partition("u", 0) == state.partition("u", 0)
+    assert outcomes == ()  # a deleted partition has no outcome
+
+
+def test_delete_with_a_replica_down_waits_and_the_online_replicas_leave_the_isr_in_groupby_order():
+    # OfflineReplica for 1 (leader -> -1, ISR [2], +1) then 2 (last member kept, +1); 3 is
+    # ReplicaDeletionIneligible and, retried after the StopReplica answers, not in the ISR: no write.
+    state = cluster([1, 2], {"t": {0: part([1, 2, 3], 1, [1, 2], 3)}}, controller=1)
+    after, outcomes = apply_event(state, DeleteTopic("t"))
+    assert after.topics_being_deleted == {"t"}
+    p = after.partition(T0)
+    assert (p.leader, p.isr, p.leader_epoch, p.replicas) == (-1, (2,), 5, (1, 2, 3))
+    assert [o.outcome for o in outcomes] == [Outcome.NO_REPLICA_ONLINE]
+
+
+def test_deletion_completes_when_the_down_replica_returns():
+    state = cluster([1, 2], {"t": {0: part([1, 2, 3], 1, [1, 2], 3), 1: part([3, 1], 1, [1], 7)}}, controller=1)
+    prediction = predict(state, [DeleteTopic("t"), BrokerStartup((3,))])
+    pending, done = prediction.steps
+    assert pending.topics_being_deleted == {"t"} and set(pending.topics["t"].partitions) == {0, 1}
+    assert pending.partition("t", 1).leader == -1 and pending.partition("t", 1).leader_epoch == 8
+    assert "t" not in done.topics and not done.topics_being_deleted
+    assert len(prediction.alternatives) == 1
+
+
+def test_the_last_isr_member_down_is_rewritten_by_the_retry():
+    # ISR [3] with 3 down: the online replicas 1, 2 are not in the ISR (no write); the retry of
+    # ReplicaDeletionIneligible -> OfflineReplica removes 3: last member kept, +1.
+    state = cluster([1, 2], {"t": {0: part([1, 2, 3], -1, [3], 6)}}, controller=1)
+    p = apply_event(state, DeleteTopic("t"))[0].partition(T0)
+    assert (p.leader, p.isr, p.leader_epoch) == (-1, (3,), 7)
+
+
+def test_every_replica_down_nothing_is_written_until_one_returns():
+    state = cluster([1], {"t": {0: part([2, 3], -1, [2], 2)}}, controller=1)
+    after = apply_event(state, DeleteTopic("t"))[0]
+    assert _z(after.partition(T0)) == _z(state.partition(T0)) and after.topics_being_deleted == {"t"}
+    still = apply_event(after, BrokerStartup((2,)))[0]  # 3 still down: 2 deleted, retry removes nothing new
+    assert still.topics_being_deleted == {"t"} and still.partition(T0).leader == -1
+    assert "t" not in apply_event(still, BrokerStartup((3,)))[0].topics
+
+
+def test_delete_topic_disabled_drops_the_request():
+    state = cluster([1, 2], {"t": {0: part([1, 2], 1, [1, 2])}}, controller=1, config={"delete.topic.enable": "false"})
+    after = apply_event(state, DeleteTopic("t"))[0]
+    assert after.topics == state.topics and not after.topics_being_deleted
+
+
+def test_queued_topics_are_left_out_of_elections_failures_and_controlled_shutdown():
+    state = _queued(cluster([1, 2], {"t": {0: part([1, 2, 3], -1, [2], 5)}, "u": {0: part([1, 2], 1, [1, 2])}},
+                            controller=1))
+    # onReplicasBecomeOffline: no OfflineReplica for queued topics, no election for them
+    failed = apply_event(state, BrokerFailure((2,)))[0]
+    assert _z(failed.partition(T0)) == _z(state.partition(T0))
+    assert failed.partition("u", 0).isr == (1,)
+    # doControlledShutdown skips them (KafkaController.scala lines 1385-1390)
+    shut = apply_event(state, ControlledShutdown(2))[0]
+    assert _z(shut.partition(T0)) == _z(state.partition(T0))
+    # an admin election answers INVALID_TOPIC_EXCEPTION for them: nothing written
+    after, outcomes = apply_event(state, PreferredElection((T0,)))
+    assert _z(after.partition(T0)) == _z(state.partition(T0)) and outcomes[0].outcome is Outcome.NO_REPLICA_ONLINE
+    # a reassignment answers UNKNOWN_TOPIC_OR_PARTITION (maybeTriggerPartitionReassignment)
+    assert _z(apply_event(state, Reassign("t", 0, (1, 2)))[0].partition(T0)) == _z(state.partition(T0))
+
+
+def test_a_failover_deletes_a_queued_topic_whose_replicas_are_all_online():
+    state = _queued(cluster([1, 2, 3], {"t": {0: part([2, 3], -1, [2], 5)}, "u": {0: part([1, 2], 1, [1, 2])}},
+                            controller=1))
+    after = apply_event(state, BrokerFailure((1,)))[0]
+    assert "t" not in after.topics and after.controller is None
+
+
+def test_a_topic_being_reassigned_waits_for_the_reassignment():
+    state = cluster([1, 2], {"t": {0: part([3, 1], 1, [1], 2, adding=[3], removing=[1])}}, controller=1)
+    queued = apply_event(state, DeleteTopic("t"))[0]
+    assert queued.topics_being_deleted == {"t"} and _z(queued.partition(T0)) == _z(state.partition(T0))
+
+
+# --- partition growth ---------------------------------------------------------------------------
+
+
+def test_added_partitions_with_replicas_online_are_initialised_at_epoch_0():
+    state = cluster([1, 2, 3], {"t": {0: part([1, 2], 1, [1, 2], 3)}}, controller=1)
+    after, outcomes = apply_event(state, AddPartitions("t", {1: (3, 1), 2: (2,)}))
+    assert after.partition("t", 1) == part([3, 1], 3, [3, 1], 0)
+    assert after.partition("t", 2) == part([2], 2, [2], 0)
+    assert [(o.partition, o.outcome) for o in outcomes] == [(1, Outcome.ELECTED), (2, Outcome.ELECTED)]
+
+
+def test_an_added_partition_whose_replicas_are_all_down_stays_new_until_one_starts():
+    state = cluster([1], {"t": {0: part([1], 1, [1])}}, controller=1)
+    after, outcomes = apply_event(state, AddPartitions("t", {1: (2, 3)}))
+    assert after.partition("t", 1) == new_part([2, 3]) and after.partition("t", 1).phase is NEW
+    assert outcomes[0].outcome is Outcome.NO_REPLICA_ONLINE
+    started = apply_event(after, BrokerStartup((3,)))[0]
+    assert started.partition("t", 1) == part([2, 3], 3, [3], 0, phase=ONLINE)
+
+
+def test_partitions_added_to_a_queued_topic_are_restored_away():
+    state = _queued(cluster([1], {"t": {0: part([1, 2], -1, [1], 4)}}, controller=1))
+    assert set(apply_event(state, AddPartitions("t", {1: (1,)}))[0].topics["t"].partitions) == {0}
+
+
+def test_adding_an_existing_partition_is_refused():
+    state = cluster([1], {"t": {0: part([1], 1, [1])}}, controller=1)
+    with pytest.raises(ValueError, match="already exists"):
+        apply_event(state, AddPartitions("t", {0: (1,)}))
+
+
+# --- failed log directories ----------------------------------------------------------------------
+
+
+def test_a_leaders_directory_fails_the_isr_elects_without_it():
+    state = cluster([1, 2, 3], {"t": {0: part([1, 2, 3], 1, [1, 2, 3], 4), 1: part([2, 1], 2, [2, 1], 9)}},
+                    controller=1)
+    after, outcomes = apply_event(state, LogDirFailure(1, (T0,)))
+    # offline election: first online replica of AR in the ISR, ISR = online members (+1); 1 not in it
+    # any more, so its OfflineReplica writes nothing
+    assert after.partition(T0) == part([1, 2, 3], 2, [2, 3], 5)
+    assert after.partition("t", 1) == state.partition("t", 1)  # on another directory
+    assert after.offline_replicas == {1: frozenset({T0})}
+    assert [(o.partition, o.outcome) for o in outcomes] == [(0, Outcome.ELECTED)]
+
+
+def test_a_followers_directory_fails_it_leaves_the_isr_and_cannot_rejoin():
+    state = cluster([1, 2, 3], {"t": {0: part([1, 2, 3], 1, [1, 2, 3], 4)}}, controller=1)
+    after = apply_event(state, LogDirFailure(3, (T0,)))[0]
+    assert after.partition(T0) == part([1, 2, 3], 1, [1, 2], 5)
+    # a preferred election cannot bring leadership to it, the leader's failure skips it
+    moved = apply_event(after, BrokerFailure((1,)))[0]
+    assert moved.partition(T0).leader == 2 and moved.partition(T0).isr == (2,)
+
+
+def test_the_only_replica_on_a_failed_directory_leaves_the_partition_offline():
+    state = cluster([1, 2], {"t": {0: part([1], 1, [1], 2)}}, controller=1)
+    after = apply_event(state, LogDirFailure(1, (T0,)))[0]
+    assert (after.partition(T0).leader, after.partition(T0).isr, after.partition(T0).leader_epoch) == (-1, (1,), 3)
+
+
+def test_a_restart_clears_the_brokers_offline_directories():
+    # onBrokerFailure/onBrokerStartup remove replicasOnOfflineDirs(broker) (lines 574, 637)
+    state = cluster([1, 2], {"t": {0: part([1, 2], 2, [2], 5)}}, controller=1)
+    broken = apply_event(state, LogDirFailure(1, (T0,)))[0]
+    assert broken.offline_replicas == {1: frozenset({T0})} and broken.partition(T0).isr == (2,)
+    gone = apply_event(broken, BrokerFailure((1,)))[0]
+    assert gone.offline_replicas == {}
+    back = apply_event(gone, BrokerStartup((1,)))[0]
+    assert set(back.partition(T0).isr) == {1, 2}
+
+
+# --- the predict contract ----------------------------------------------------------------------
+
+
+def test_predict_json_round_trips_the_new_state_fields():
+    request = {
+        "brokers": [1, 2], "controller": 1,
+        "topics": {"t": {"partitions": {"0": {"replicas": [1, 2, 3], "leader": -1, "isr": [2], "leader_epoch": 5}}},
+                   "u": {"partitions": {"0": {"replicas": [1, 2], "leader": 2, "isr": [2], "leader_epoch": 1}}}},
+        "topics_being_deleted": ["t"],
+        "offline_replicas": {"1": [{"topic": "u", "partition": 0}]},
+        "events": [{"type": "add_partitions", "topic": "u", "replicas": {"1": [2]}},
+                   {"type": "log_dir_failure", "broker": 2, "partitions": [{"topic": "u", "partition": 1}]},
+                   {"type": "delete_topic", "topic": "u"}],
+    }
+    state, events = parse_request(json.loads(json.dumps(request)))
+    assert state.topics_being_deleted == {"t"} and state.offline_replicas == {1: frozenset({TopicPartition("u", 0)})}
+    assert [e.KIND for e in events] == ["add_partitions", "log_dir_failure", "delete_topic"]
+    rendered = render_state(state)
+    assert parse_request({**rendered, "events": []})[0] == state
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"topics_being_deleted": ["nope"]}, "topics_being_deleted.0"),
+    ({"topics_being_deleted": "t"}, "topics_being_deleted"),
+    ({"offline_replicas": {"3": [{"topic": "t", "partition": 0}]}}, "offline_replicas.3"),
+    ({"offline_replicas": {"01": []}}, "offline_replicas.01"),
+    ({"offline_replicas": {"2": [{"topic": "t", "partition": 0}]}}, "offline_replicas.2.0"),
+    ({"events": [{"type": "add_partitions", "topic": "t", "replicas": {"0": [1]}}]}, "events.0.replicas.0"),
+    ({"events": [{"type": "delete_topic", "topic": "x"}]}, "events.0.topic"),
+    ({"events": [{"type": "log_dir_failure", "broker": 1}]}, "events.0.partitions"),
+])
+def test_predict_json_refuses_bad_new_fields(patch, field):
+    request = {"brokers": [1, 2], "topics": {"t": {"partitions": {"0": {"replicas": [1], "leader": 1, "isr": [1]}}}},
+               **patch}
+    with pytest.raises(OracleInputError) as err:
+        parse_request(request)
+    assert err.value.field == field
