@@ -117,21 +117,22 @@ def ensure_offsets_topic(bootstrap: str, zookeeper_connect: str, *, partitions: 
     Kafka creates it lazily, on the first FindCoordinator, with
     ``offsets.topic.replication.factor`` replicas — refused while fewer brokers are alive, so a
     consumer group first used after a kill would wait for a coordinator until the broker is
-    back. Asking for a group's coordinator (``describe_consumer_groups``) is that first
+    back. Asking for a group's committed offsets (answered by its coordinator) is that first
     FindCoordinator; it is repeated until answered (COORDINATOR_NOT_AVAILABLE while the topic
     is being created)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     deadline = time.monotonic() + timeout
+    # Not AdminClient.describe_consumer_groups: librdkafka 2.x aborted the process
+    # (rd_kafka_enq_once_del_source_return assertion) while the coordinator was unavailable.
     config: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "kafka-chaos-offsets-topic",
+                              "group.id": "kafka-chaos-offsets-topic", "enable.auto.commit": False,
                               "logger": logging.getLogger(f"{__name__}.librdkafka")}
-    admin = AdminClient(config)
+    consumer = Consumer(config)
 
     def coordinator_found() -> bool:
-        futures = admin.describe_consumer_groups(["kafka-chaos-offsets-topic"], request_timeout=5.0)
-        for future in futures.values():
-            future.result(timeout=10.0)
+        # Committed offsets come from the group coordinator: asking finds one (FindCoordinator).
+        consumer.committed([TopicPartition(OFFSETS_TOPIC, 0)], timeout=5.0)
         return True
 
     try:
@@ -140,6 +141,8 @@ def ensure_offsets_topic(bootstrap: str, zookeeper_connect: str, *, partitions: 
     except WaitTimeout as exc:
         raise HarnessError(f"{OFFSETS_TOPIC} could not be created within {timeout:.0f} s: "
                            f"{exc.last_error or exc}") from None
+    finally:
+        consumer.close()
 
     def settled(snapshot: ZkSnapshot) -> bool:
         states = [s for (t, _), s in snapshot.partitions.items() if t == OFFSETS_TOPIC]
