@@ -1,0 +1,37 @@
+"""The pytest plugin as a user meets it: the example in docs/examples runs in a fresh pytest
+process (fixtures from the installed entry point), and a wrong expectation fails there."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "test_orders_survive_a_leader_kill.py"
+
+
+def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
+    shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
+    result = pytester.runpytest_subprocess(EXAMPLE.name, "-p", "no:cacheprovider", "--kafka-chaos-backend", "local",
+                                           timeout=300)
+    result.assert_outcomes(passed=1)
+
+
+def test_a_wrong_expectation_fails_in_the_users_suite(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_wrong="""
+        import pytest
+        from scenarios.targets import LeaderOf
+
+        def test_wrong(kafka_cluster, chaos):
+            from confluent_kafka.admin import AdminClient, NewTopic
+            admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+            admin.create_topics([NewTopic("t", num_partitions=1, replica_assignment=[[1, 2]])])["t"].result(timeout=30)
+            verdict = chaos.step("controlled_shutdown", LeaderOf("t", 0), topics=["t"])
+            assert verdict.passed
+            assert verdict.observation.after.partitions[("t", 0)].leader == 1, "the leader should have moved"
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the leader should have moved*"])
