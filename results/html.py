@@ -137,6 +137,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
             ("scenarios", "scenarios", fmt.count), ("records", "records", fmt.count), *_OUTCOME_COLUMNS,
         ], _outcome_class),
         _failures(summary["failing_checks"], summary["failing_checks_total"]),
+        _timelines(images.get("timelines", [])),
         _files(summary["files"]),
         "</body></html>",
     ]
@@ -186,6 +187,18 @@ def _failures(failures: Sequence[Row], total: int) -> str:
             ("fault", "fault", fmt.text), ("target", "target", fmt.text), ("detail", "detail", fmt.text),
             ("expected", "expected", fmt.text), ("observed", "observed", fmt.text),
         ])
+
+
+def _timelines(timelines: Sequence[tuple[str, bytes]]) -> str:
+    if not timelines:
+        return ""
+    parts = ["<h2>Timelines</h2>",
+             "<p class=\"note\">Every failing scenario iteration (up to 10) and a sample of passing ones, from "
+             "history.jsonl: fault steps shaded (fault to end of measurement), the leader of each partition "
+             "(ZooKeeper), acknowledged produces and failed sends per second, end-to-end latency of each "
+             "message's first poll by the assign-mode consumer.</p>"]
+    parts += [_image(png, f"Timeline of {title}") for title, png in timelines]
+    return "\n".join(parts)
 
 
 def _files(files: Sequence[Row]) -> str:

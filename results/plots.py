@@ -160,3 +160,43 @@ def pass_rate_over_time(by_day: Sequence[Row], by_run: Sequence[Row]) -> bytes |
 def _lowest(days: Sequence[Row], runs: Sequence[Row]) -> float:
     values = [100 * r["ci_low"] for r in days] + [100 * r["pass_rate"] for r in runs]
     return min(values) if values else 0.0
+
+
+def timeline(t: Any) -> bytes:
+    """A Jepsen-style timeline of one scenario iteration (:class:`results.timeline.Timeline`):
+    three panels on one time axis (s from the scenario's start), fault steps shaded on all —
+    the leader of each partition, acks and failed sends per second, end-to-end latency."""
+    figure = _figure(9, 5.4)
+    leaders_ax, rate_ax, e2e_ax = figure.subplots(3, 1, sharex=True, height_ratios=(1.2, 1, 1))
+    colours = ("#DD8452", "#8172B3")
+    for i, (label, start, end) in enumerate(t.steps):
+        for ax in (leaders_ax, rate_ax, e2e_ax):
+            ax.axvspan(start, max(end, start + 0.05), color=colours[i % 2], alpha=0.18, linewidth=0)
+        leaders_ax.annotate(label.split(" ", 2)[-1], (start, 1.0), xycoords=("data", "axes fraction"),
+                            xytext=(2, -2), textcoords="offset points", va="top", fontsize=6, rotation=0)
+    end_s = max([e for _, _, e in t.steps] + [x for x, _ in t.acks_per_s] + [x for x, _ in t.e2e_ms] + [1.0])
+    for i, (name, series) in enumerate(t.leaders.items()):
+        lift = 0.06 * (i - (len(t.leaders) - 1) / 2)  # partitions with the same leader stay apart
+        xs = [x for x, _ in series] + [end_s]
+        ys = [y + lift for _, y in series] + [series[-1][1] + lift]
+        leaders_ax.step(xs, ys, where="post", label=name, linewidth=1.4)
+    leaders_ax.set_ylabel("leader (-1: none)")
+    if t.leaders:
+        leaders_ax.legend(fontsize=6, loc="lower right", ncol=4)
+    if t.acks_per_s:
+        rate_ax.step([x for x, _ in t.acks_per_s], [n for _, n in t.acks_per_s], where="post", color="#55A868",
+                     label="acks/s")
+    if t.errors_per_s:
+        rate_ax.bar([x for x, _ in t.errors_per_s], [n for _, n in t.errors_per_s], width=1.0, align="edge",
+                    color="#C44E52", label="failed sends/s")
+    rate_ax.set_ylabel("per second")
+    if t.acks_per_s or t.errors_per_s:
+        rate_ax.legend(fontsize=6, loc="upper right")
+    if t.e2e_ms:
+        e2e_ax.plot([x for x, _ in t.e2e_ms], [max(ms, 0.1) for _, ms in t.e2e_ms], ".", markersize=1.5,
+                    color="#4C72B0")
+        e2e_ax.set_yscale("log")
+    e2e_ax.set_ylabel("e2e ms")
+    e2e_ax.set_xlabel("s from the scenario's start (shaded: fault steps, fault to end of measurement)")
+    leaders_ax.set_title(f"Timeline — {t.title}")
+    return _png(figure)

@@ -103,7 +103,7 @@ def run_report(
     summary_path = out_dir / SUMMARY_FILE
     summary_path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     html_path = out_dir / HTML_FILE
-    html_path.write_text(_render_html(summary), encoding="utf-8")
+    html_path.write_text(_render_html(summary, _timelines(files, aggregates.failing_checks)), encoding="utf-8")
     for problem in problems:  # also in the summary, the HTML and the terminal table
         log.debug("input problem: %s", problem)
 
@@ -187,11 +187,27 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
     }
 
 
-def _render_html(summary: Mapping[str, Any]) -> str:
+def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]]) -> list[tuple[str, bytes]]:
+    """(title, PNG) of the timelines the report shows (:mod:`results.timeline`), from the
+    ``history.jsonl`` beside each records file; none when there is no history."""
+    from results import plots
+    from results.timeline import timelines
+
+    keys = {(str(r["run_id"]), str(r["scenario"]), int(r["iteration"])) for r in failing}
+    try:
+        chosen = timelines(sorted({f.parent for f in files}), keys)
+    except (OSError, ValueError) as exc:  # the report goes on without timelines
+        log.warning("no timelines: %s", exc)
+        return []
+    return [(t.title, plots.timeline(t)) for t in chosen]
+
+
+def _render_html(summary: Mapping[str, Any], timelines: Sequence[tuple[str, bytes]] = ()) -> str:
     from results import plots
     from results.html import render_html
 
-    images = {
+    images: dict[str, Any] = {
+        "timelines": list(timelines),
         "latency": plots.latency_distributions(summary["latency_histogram"], summary["latency"]),
         "breakdown": plots.leader_switch_breakdown(summary["latency"]),
         "trend": plots.pass_rate_over_time(summary["trend_by_day"], summary["trend_by_run"]),

@@ -117,6 +117,11 @@ class Consumers:
             "enable.partition.eof": False,
             "socket.timeout.ms": _SOCKET_TIMEOUT_MS,
             "reconnect.backoff.max.ms": 1_000,
+            # Brokers going away is what the faults do: librdkafka's connection errors go to
+            # error_cb (debug log) instead of its ERROR-level log lines, which would drown the
+            # run's progress output; only its critical log lines are kept.
+            "log_level": 2,
+            "error_cb": lambda err: log.debug("consumer %s of %s: %s", name, self.topic, err),
             "logger": logging.getLogger(f"{__name__}.librdkafka"),
         }
         if name == GROUP:

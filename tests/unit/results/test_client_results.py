@@ -1,0 +1,63 @@
+"""The clients' results in the report: --max-latency gates on the client phases, and the
+timeline of a scenario iteration derived from its history and drawn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from common.errors import UsageError
+from results import plots
+from results.gates import latency_failures, parse_latency_limit
+from results.html import render_html
+from results.timeline import timeline_of, timelines
+from scenarios.clientops import ClientOps, FailedSend, Poll
+from scenarios.delivery import Ack
+from scenarios.history import HistoryWriter, ScenarioFinished
+from tests.unit.scenarios.histories import RUN, T0, hard_kill_step
+
+
+def test_client_phases_are_gated() -> None:
+    limit = parse_latency_limit("hard_kill:e2e_p99:p99=5000")
+    assert (limit.phase, limit.stat) == ("e2e_p99", "p99")
+    rows = [{"fault": "hard_kill", "phase": "e2e_p99", "count": 4, "p50": 900.0, "p90": 4000.0, "p99": 6100.0,
+             "max": 6100.0}]
+    failures = latency_failures(rows, [limit])
+    assert len(failures) == 1 and "e2e_p99 p99 is 6100 ms" in failures[0]
+    assert latency_failures(rows, [parse_latency_limit("*:e2e_p99:max=7000")]) == []
+    with pytest.raises(UsageError, match="unknown phase 'e2e_p98'"):
+        parse_latency_limit("*:e2e_p98:p99=1")
+
+
+def _scenario() -> list:
+    ops = ClientOps(T0 - 1, T0 + 7, tuple(Ack(0, i, f"r-0-{i}", T0 + 0.2 * i) for i in range(20)),
+                    (FailedSend("r-0-x", "_MSG_TIMED_OUT", T0 + 3.2),),
+                    tuple(Poll("assign", i, f"r-0-{i}", T0 + 0.2 * i + 0.05, T0 + 0.2 * i - 0.01) for i in range(20)))
+    return [hard_kill_step(ops={"t-0": ops}), ScenarioFinished(RUN, T0 + 8, T0 + 9, None)]
+
+
+def test_a_timeline_holds_steps_leaders_rates_and_latency() -> None:
+    t = timeline_of(_scenario(), failed=True)
+    assert t.origin == T0 and t.steps == (("step 1/1 hard_kill", 0.5, 7.0),)
+    assert t.leaders["t-0"][0][1] == 1 and t.leaders["t-0"][-1][1] == 2  # broker 1 -> 2
+    assert sum(n for _, n in t.acks_per_s) == 20 and t.acks_per_s[0] == (0.0, 5)
+    assert t.errors_per_s == ((3.0, 1),)
+    assert len(t.e2e_ms) == 20 and all(round(ms) == 60 for _, ms in t.e2e_ms)
+    png = plots.timeline(t)
+    assert png.startswith(b"\x89PNG")
+
+
+def test_timelines_pick_the_failing_iterations_and_the_html_shows_them(tmp_path: Path) -> None:
+    writer = HistoryWriter(tmp_path)
+    for obs in _scenario():
+        writer.append(obs)
+    writer.close()
+    assert timelines([tmp_path], set(), passing_sample=0) == []
+    (chosen,) = timelines([tmp_path], {(RUN.run_id, RUN.scenario, RUN.iteration)})
+    assert chosen.failed
+    summary = {"totals": {}, "generated_at": "now", "files": [], "percentile_method": "nearest",
+               "pass_rates": [], "latency": [], "latency_by_partitions": [], "latency_by_session_timeout": [],
+               "trend_by_day": [], "trend_by_run": [], "failing_checks": [], "failing_checks_total": 0}
+    page = render_html(summary, {"timelines": [(chosen.title, plots.timeline(chosen))]})
+    assert "<h2>Timelines</h2>" in page and f"Timeline of {chosen.title}" in page
