@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 DEFAULT_STATE_DIR = Path(".kafka-chaos") / "cluster"
 STATE_DIR_ENV = "KAFKA_CHAOS_STATE_DIR"
 ZOOKEEPER_TARGET = "zookeeper"
-CUT_PEERS = ("zookeeper", "peers", "clients", "everyone")
+CUT_PEERS = ("zookeeper", "peers", "clients", "everyone", "zookeeper-leader")
+ZOOKEEPER_SERVER_PREFIX = "zookeeper-"
+DEGRADE_LINKS = ("zookeeper", "peers", "clients", "everyone")
 
 
 def default_state_dir() -> Path:
@@ -43,6 +45,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
     up = with_state_dir(verbs.add_parser("up", help="start ZooKeeper and N brokers, print their addresses"))
     up.add_argument("--brokers", type=int, default=3, metavar="N", help="number of brokers, 1-9 [default: 3]")
+    up.add_argument("--zookeepers", type=int, default=1, choices=(1, 3, 5), metavar="N",
+                    help="ZooKeeper ensemble size, 1, 3 or 5 [default: 1]")
     up.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     up.add_argument("--kafka-home", default=None, metavar="DIR",
                     help="an extracted Apache Kafka tarball to run instead of the Maven download "
@@ -61,12 +65,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
     for verb, text in (("kill", "SIGKILL a broker"),
                        ("stop", "SIGTERM a broker (controlled shutdown) and wait for it to exit"),
-                       ("pause", "SIGSTOP a broker (or 'zookeeper')"),
-                       ("resume", "SIGCONT a broker (or 'zookeeper')"),
+                       ("pause", "SIGSTOP a broker (or 'zookeeper', or one server 'zookeeper-N')"),
+                       ("resume", "SIGCONT a broker (or 'zookeeper', or one server 'zookeeper-N')"),
                        ("start", "start a stopped or killed broker on its old data")):
         p = with_state_dir(verbs.add_parser(verb, help=text))
         p.add_argument("target", metavar="BROKER_ID",
-                       help="a broker id" + (", or 'zookeeper'" if verb in ("pause", "resume") else ""))
+                       help="a broker id, or one ZooKeeper server 'zookeeper-N' (N = its id, "
+                            "'zookeeper-leader' for the one leading)"
+                            + (", or 'zookeeper' (every server)" if verb in ("pause", "resume") else ""))
         p.set_defaults(func=cluster_control, action=verb)
 
     cut = with_state_dir(verbs.add_parser(
@@ -75,10 +81,25 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "`cluster heal` (docs/local-network.md)."))
     cut.add_argument("target", metavar="BROKER_ID", help="a broker id")
     cut.add_argument("--from", dest="cut_from", action="append", choices=CUT_PEERS, default=None,
-                     help="what to cut it from (repeatable) [default: everyone]")
+                     help="what to cut it from (repeatable) [default: everyone]; zookeeper-leader: "
+                          "only the ZooKeeper server leading now (an ensemble)")
     cut.set_defaults(func=cluster_cut)
-    heal = with_state_dir(verbs.add_parser("heal", help="remove every cut `cluster cut` made"))
+    degrade = with_state_dir(verbs.add_parser(
+        "degrade", help="lose a share of a broker's packets and/or limit its bandwidth (root + iptables/tc)",
+        description="Drop PCT %% of the packets between the broker and the named peers (both ways) "
+                    "and/or limit them to KBIT kbit/s, until `cluster heal` (docs/local-network.md)."))
+    degrade.add_argument("target", metavar="BROKER_ID", help="a broker id")
+    degrade.add_argument("--to", dest="links", action="append", choices=DEGRADE_LINKS, default=None,
+                         help="which links (repeatable) [default: everyone]")
+    degrade.add_argument("--loss", type=float, default=0.0, metavar="PCT", help="packet loss in %%, (0, 100]")
+    degrade.add_argument("--rate", type=int, default=None, metavar="KBIT", help="bandwidth limit in kbit/s")
+    degrade.set_defaults(func=cluster_degrade)
+    heal = with_state_dir(verbs.add_parser("heal", help="remove every cut and degradation"))
     heal.set_defaults(func=cluster_heal)
+
+    from cli.cluster_topics import register_topic_verbs
+
+    register_topic_verbs(verbs, with_state_dir)
 
     down = with_state_dir(verbs.add_parser("down", help="kill every node and remove the state dir"))
     down.set_defaults(func=cluster_down)
@@ -117,7 +138,7 @@ def cluster_up(args: argparse.Namespace) -> int:
     cluster_overrides, broker_overrides = parse_set_options(args.settings)
     extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
     config = ClusterConfig(brokers=args.brokers, cluster_overrides=cluster_overrides,
-                           broker_overrides=broker_overrides, **extra)
+                           broker_overrides=broker_overrides, zookeepers=args.zookeepers, **extra)
     if (state_dir / STATE_FILE).exists():
         previous = LocalCluster.attach(state_dir)
         if previous.any_running():
@@ -160,6 +181,12 @@ def cluster_status(args: argparse.Namespace) -> int:
         zk_note = "PAUSED"
     print(f"state dir {state_dir}; Kafka {cluster.kafka_version}")
     print(f"zookeeper {cluster.zookeeper_connect} pid {zk_pid or '-'} {zk_note}")
+    if len(cluster.zookeeper_servers()) > 1:
+        from harness.zk_ensemble import modes
+
+        for server, mode in modes(cluster.zookeeper_client_ports()).items():
+            running = cluster.zookeeper_server_running(server)
+            print(f"  zookeeper-{server}  {mode or ('not serving' if running else 'DOWN')}")
     if not zk_pid or zk_note == "PAUSED":
         _print_processes(cluster, live=None)
         return 0
@@ -217,6 +244,8 @@ def cluster_control(args: argparse.Namespace) -> int:
     state_dir = _state_dir(args)
     cluster = _attach_running(state_dir)
     action = args.action
+    if args.target.startswith(ZOOKEEPER_SERVER_PREFIX):
+        return _zookeeper_server_control(cluster, args.target, action)
     if args.target == ZOOKEEPER_TARGET:
         if action not in ("pause", "resume"):
             raise UsageError(f"`cluster {action}` takes a broker id; ZooKeeper can only be paused or resumed")
@@ -252,9 +281,39 @@ def cluster_cut(args: argparse.Namespace) -> int:
     if Capability.NETWORK_PARTITION not in capabilities_of(cluster):
         raise HarnessError(capability_problems(cluster).get(Capability.NETWORK_PARTITION)
                            or "this cluster cannot cut network links")
+    peers = args.cut_from or []
+    if "zookeeper-leader" in peers:
+        if len(peers) > 1:
+            raise UsageError("--from zookeeper-leader cuts that link only; give it alone")
+        leader = zookeeper_server_id("zookeeper-leader", cluster.zookeeper_servers(), cluster.zookeeper_leader())
+        cluster.cut_from_zookeeper_server(broker_id, leader)
+        print(f"broker {broker_id} cut from the ZooKeeper leader (zookeeper-{leader}); "
+              f"`kafka-chaos cluster heal` undoes it")
+        return 0
     cluster.isolate(broker_id, **cut_arguments(args.cut_from))
     print(f"broker {broker_id} cut from {', '.join(args.cut_from or ['everyone'])}; "
           f"`kafka-chaos cluster heal` undoes it")
+    return 0
+
+
+def cluster_degrade(args: argparse.Namespace) -> int:
+    from harness.cluster import Capability, capabilities_of, capability_problems
+
+    quiet_clients(args)
+    if args.loss <= 0 and args.rate is None:
+        raise UsageError("give --loss PCT and/or --rate KBIT")
+    if not 0 <= args.loss <= 100:
+        raise UsageError(f"--loss must be a percentage in (0, 100], not {args.loss:g}")
+    cluster = _attach_running(_state_dir(args))
+    broker_id = _broker_id(args.target, cluster)
+    if Capability.NETWORK_DEGRADE not in capabilities_of(cluster):
+        raise HarnessError(capability_problems(cluster).get(Capability.NETWORK_DEGRADE)
+                           or "this cluster cannot degrade links")
+    chosen = cut_arguments(args.links)  # the same link names as `cluster cut --from`
+    cluster.degrade(broker_id, to_zookeeper=chosen["from_zookeeper"], to_brokers=chosen["from_brokers"],
+                    to_clients=chosen["from_clients"], loss_pct=args.loss, rate_kbit=args.rate)
+    print(f"broker {broker_id} degraded towards {', '.join(args.links or ['everyone'])}: "
+          f"loss {args.loss:g}%, rate {args.rate or 'unlimited'} kbit/s; `kafka-chaos cluster heal` undoes it")
     return 0
 
 
@@ -262,6 +321,33 @@ def cluster_heal(args: argparse.Namespace) -> int:
     cluster = _attach_running(_state_dir(args))
     cluster.heal_network()
     print("network healed")
+    return 0
+
+
+def zookeeper_server_id(target: str, servers: list[int], leader: int | None) -> int:
+    """``zookeeper-N`` or ``zookeeper-leader`` -> a server id (one-line UsageError otherwise)."""
+    name = target.removeprefix(ZOOKEEPER_SERVER_PREFIX)
+    if name == "leader":
+        if leader is None:
+            raise HarnessError("no ZooKeeper server leads now (the ensemble has no quorum)")
+        return leader
+    if not name.isdigit() or int(name) not in servers:
+        raise UsageError(f"unknown ZooKeeper server {target!r}: the servers are "
+                         f"{', '.join(f'zookeeper-{z}' for z in servers)} (or zookeeper-leader)")
+    return int(name)
+
+
+def _zookeeper_server_control(cluster: LocalCluster, target: str, action: str) -> int:
+    server = zookeeper_server_id(target, cluster.zookeeper_servers(), cluster.zookeeper_leader())
+    verbs = {"kill": cluster.kill_zookeeper_server, "pause": cluster.pause_zookeeper_server,
+             "resume": cluster.resume_zookeeper_server, "start": cluster.start_zookeeper_server}
+    if action not in verbs:
+        raise UsageError(f"`cluster {action}` takes a broker id; a ZooKeeper server can be killed, "
+                         "started, paused or resumed")
+    verbs[action](server)
+    cluster.write_state()
+    past = {"kill": "killed", "pause": "paused", "resume": "resumed", "start": "started"}[action]
+    print(f"zookeeper-{server} {past}")
     return 0
 
 

@@ -34,7 +34,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "run", help="run chaos scenarios and check them against the oracle",
         description="Run chaos scenarios (a suite or named ones) against a real ZooKeeper-mode "
                     "Kafka cluster; exit 0 only when every check passed.")
-    parser.add_argument("--suite", choices=("smoke", "conformance"), default=None,
+    parser.add_argument("--suite", choices=("smoke", "conformance", "zookeeper", "network"), default=None,
                         help="scenario suite [default: conformance, unless --scenario is given]")
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="run this scenario (repeatable); see --list")
@@ -47,6 +47,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="where brokers run [default: local]")
     parser.add_argument("--brokers", type=int, default=None, metavar="N",
                         help="at least N brokers per cluster (scenarios needing more keep theirs)")
+    parser.add_argument("--zookeepers", type=int, choices=(1, 3, 5), default=None, metavar="N",
+                        help="ZooKeeper ensemble size, 1, 3 or 5 (scenarios needing more keep theirs) [default: 1]")
     parser.add_argument("--iterations", type=int, default=1, metavar="K", help="repetitions of each scenario")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="seed for every random choice (same seed, same choices) [default: random, printed]")
@@ -135,7 +137,8 @@ def run_command(args: argparse.Namespace) -> int:
         chosen = selection.scenarios
     if args.shard is not None:  # the selection's order is stable, so every machine agrees
         chosen = chosen[args.shard[0]::args.shard[1]]
-    scenarios = [catalogue.with_brokers(s, args.brokers) for s in chosen]
+    scenarios = [catalogue.with_zookeepers(catalogue.with_brokers(s, args.brokers), args.zookeepers)
+                 for s in chosen]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,

@@ -17,7 +17,15 @@ from common.errors import HarnessError, UsageError
 from harness.cluster import Capability, capabilities_of, capability_problems
 
 if TYPE_CHECKING:
-    from harness.cluster import BrokerControl, Cluster, NetworkPartitioner, ZooKeeperControl
+    from harness.cluster import (
+        BrokerControl,
+        Cluster,
+        NetworkDegrader,
+        NetworkPartitioner,
+        ZooKeeperControl,
+        ZooKeeperEnsembleControl,
+        ZooKeeperLinkPartitioner,
+    )
     from harness.config import ClusterConfig
     from harness.containers.cluster import ContainerCluster
     from harness.distribution import KafkaDistribution
@@ -29,7 +37,8 @@ if TYPE_CHECKING:
         claims: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (local, local, local, local)
         more: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (
             containers, containers, containers, containers)
-        del claims, more
+        ensemble: tuple[ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner, NetworkDegrader] = (local, local, local)
+        del claims, more, ensemble
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +108,12 @@ def _launcher_class(chosen: str) -> type:
 
 
 def _why_missing(capability: Capability, chosen: str) -> str:
+    if capability is Capability.NETWORK_DEGRADE:
+        return (f"needs --backend local (as root): lossy and rate-limited links are made with iptables "
+                f"and tc on loopback; the {chosen} launcher has no such fault yet")
+    if capability in (Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION):
+        return (f"needs --backend local: the {chosen} launcher runs one ZooKeeper server "
+                f"(ensembles are local-launcher only so far)")
     if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")

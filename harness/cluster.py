@@ -125,18 +125,69 @@ class NetworkPartitioner(Protocol):
         """Remove every partition this cluster made. Idempotent."""
 
 
+@runtime_checkable
+class ZooKeeperEnsembleControl(Protocol):
+    """Faults on single ZooKeeper servers of an ensemble (1, 3 or 5 servers, ids 1..N)."""
+
+    def zookeeper_servers(self) -> list[int]:
+        """The ensemble's server ids (``myid``)."""
+
+    def zookeeper_leader(self) -> int | None:
+        """The server leading now; None while no quorum serves."""
+
+    def zookeeper_server_running(self, server_id: int) -> bool: ...
+
+    def kill_zookeeper_server(self, server_id: int) -> None:
+        """SIGKILL one server; returns once its process is gone."""
+
+    def start_zookeeper_server(self, server_id: int, *, wait_serving: bool = True) -> None:
+        """Start a killed server on its data; with ``wait_serving`` return once it serves."""
+
+    def pause_zookeeper_server(self, server_id: int) -> None:
+        """SIGSTOP one server."""
+
+    def resume_zookeeper_server(self, server_id: int) -> None:
+        """SIGCONT one server."""
+
+
+@runtime_checkable
+class ZooKeeperLinkPartitioner(Protocol):
+    """Cut one broker from one ZooKeeper server only (the rest of the network stays)."""
+
+    def cut_from_zookeeper_server(self, broker_id: int, server_id: int) -> None:
+        """Drop traffic between the broker and that server until ``heal_network`` (of
+        :class:`NetworkPartitioner`, which a launcher with this capability also has)."""
+
+
+@runtime_checkable
+class NetworkDegrader(Protocol):
+    """Lossy or slow links of one broker (heal: :meth:`NetworkPartitioner.heal_network`, which a
+    launcher with this capability also has)."""
+
+    def degrade(self, broker_id: int, *, to_zookeeper: bool = False, to_brokers: bool = False,
+                to_clients: bool = False, loss_pct: float = 0.0, rate_kbit: int | None = None) -> None:
+        """Drop ``loss_pct`` % of the named links' packets (both ways) and/or limit them to
+        ``rate_kbit``, until ``heal_network``."""
+
+
 class Capability(StrEnum):
     """What an optional protocol lets a scenario do; one per optional protocol."""
 
     BROKER_CONTROL = "broker_control"
     NETWORK_PARTITION = "network_partition"
     ZOOKEEPER_CONTROL = "zookeeper_control"
+    ZOOKEEPER_ENSEMBLE = "zookeeper_ensemble"
+    ZOOKEEPER_LINK_PARTITION = "zookeeper_link_partition"
+    NETWORK_DEGRADE = "network_degrade"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.BROKER_CONTROL: BrokerControl,
     Capability.NETWORK_PARTITION: NetworkPartitioner,
     Capability.ZOOKEEPER_CONTROL: ZooKeeperControl,
+    Capability.ZOOKEEPER_ENSEMBLE: ZooKeeperEnsembleControl,
+    Capability.ZOOKEEPER_LINK_PARTITION: ZooKeeperLinkPartitioner,
+    Capability.NETWORK_DEGRADE: NetworkDegrader,
 })
 
 

@@ -138,6 +138,9 @@ def _check_overrides(overrides: Mapping[str, str], where: str) -> dict[str, str]
     return checked
 
 
+ZOOKEEPER_ENSEMBLE_SIZES = (1, 3, 5)  # odd: a majority survives the loss of a minority
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """What to start; validated on construction, so a bad config never starts a JVM."""
@@ -153,8 +156,12 @@ class ClusterConfig:
     # first_broker_id .. first_broker_id + brokers - 1.
     ids: tuple[int, ...] = ()
     jvm_options: tuple[str, ...] = DEFAULT_JVM_OPTIONS
+    zookeepers: int = 1  # ZooKeeper ensemble size (harness.zk_ensemble): 1, 3 or 5
 
     def __post_init__(self) -> None:
+        if self.zookeepers not in ZOOKEEPER_ENSEMBLE_SIZES or isinstance(self.zookeepers, bool):
+            raise UsageError(f"zookeepers must be one of {', '.join(map(str, ZOOKEEPER_ENSEMBLE_SIZES))}, "
+                             f"got {self.zookeepers!r}")
         if isinstance(self.brokers, bool) or not isinstance(self.brokers, int) or not 1 <= self.brokers <= MAX_BROKERS:
             raise UsageError(f"brokers must be between 1 and {MAX_BROKERS}, got {self.brokers!r}")
         if (isinstance(self.first_broker_id, bool) or not isinstance(self.first_broker_id, int)

@@ -44,6 +44,7 @@ from harness.cds_paths import archive_options
 from harness.cluster import BrokerEndpoint, Capability
 from harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from harness.distribution import KafkaDistribution, java_executable
+from harness.local_ensemble import LocalEnsembleControls
 from harness.local_network import Cut, LoopbackFirewall, node_mark, partition_problem, remove_stale_chains
 from harness.local_nodes import (
     HOST,
@@ -61,6 +62,7 @@ from harness.local_state import STATE_FILE, read_state, render_state, write_stat
 from harness.nodes import free_ports, zookeeper_four_letter
 from harness.processes import NodeProcess
 from harness.readiness import registration_expiry_bound_s, wait_old_registration_gone
+from harness.zk_ensemble import ZkServer, wait_serving
 
 __all__ = ["STATE_FILE", "LocalCluster", "NodeStartFailed", "free_ports", "zookeeper_four_letter"]
 
@@ -89,7 +91,7 @@ def _register_owned(cluster: LocalCluster) -> None:
     processes.exit_on_termination_signals()
 
 
-class LocalCluster:
+class LocalCluster(LocalEnsembleControls):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ZooKeeperControl` and, as root with iptables,
     :class:`harness.cluster.NetworkPartitioner` (:mod:`harness.local_network`) on local JVMs.
@@ -104,7 +106,10 @@ class LocalCluster:
     def capability_problems() -> Mapping[Capability, str]:
         """Partitions need root and iptables with owner/connmark matching on this machine."""
         problem = partition_problem()
-        return {Capability.NETWORK_PARTITION: problem} if problem is not None else {}
+        if problem is None:
+            return {}
+        return {Capability.NETWORK_PARTITION: problem, Capability.ZOOKEEPER_LINK_PARTITION: problem,
+                Capability.NETWORK_DEGRADE: problem}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, detached: bool = False,
@@ -121,7 +126,8 @@ class LocalCluster:
         self._detached = detached
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
-        self._zookeeper: LocalNode | None = None
+        self._zookeeper: LocalNode | None = None  # server 1 of the ensemble: names the firewall
+        self._zk_ensemble: dict[int, LocalNode] = {}
         self._brokers: dict[int, LocalNode] = {}
         self._destroyed = False
         self._lock = threading.RLock()
@@ -159,7 +165,8 @@ class LocalCluster:
 
     @property
     def zookeeper_connect(self) -> str:
-        return f"{HOST}:{self._zk().port}"
+        self._zk()
+        return ",".join(f"{HOST}:{node.port}" for _, node in sorted(self._zk_ensemble.items()))
 
     @property
     def bootstrap_servers(self) -> str:
@@ -180,7 +187,8 @@ class LocalCluster:
         return shared_broker_settings(self.config)
 
     def log_files(self) -> dict[str, Path]:
-        files = {ZOOKEEPER: self._zk().server_log}
+        self._zk()
+        files = {node.name: node.server_log for _, node in sorted(self._zk_ensemble.items())}
         files.update({broker_node_name(b): self._broker(b).server_log for b in self.broker_ids})
         return files
 
@@ -205,15 +213,25 @@ class LocalCluster:
         if not self._detached:
             _register_owned(self)
         layout = self._layout(self._run_dir)
-        zk_port, *broker_ports = free_ports(1 + self.config.brokers)
-        self._zookeeper = prepare_zookeeper(layout, self.config, zk_port)
+        servers = self._plan_ensemble()
+        zk_port = servers[0].client_port
+        broker_ports = free_ports(self.config.brokers)
+        for server in servers:
+            self._zk_ensemble[server.server_id] = prepare_zookeeper(layout, self.config, server.client_port,
+                                                                    server, servers)
+        self._zookeeper = self._zk_ensemble[servers[0].server_id]
+        connect = ",".join(f"{HOST}:{server.client_port}" for server in servers)
         for broker_id, port in zip(self.broker_ids, broker_ports):
-            self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, zk_port)
+            self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, connect)
         self._install_firewall()
         deadline = time.monotonic() + self.start_timeout
-        log.info("starting ZooKeeper on %s:%d (run dir %s)", HOST, zk_port, self._run_dir)
-        self._spawn(self._zookeeper)
-        wait_zookeeper_answers(self._zookeeper, deadline, self.start_timeout)
+        log.info("starting ZooKeeper on %s (run dir %s)", connect, self._run_dir)
+        for node in self._zk_ensemble.values():
+            self._spawn(node)
+        for node in self._zk_ensemble.values():
+            wait_zookeeper_answers(node, deadline, self.start_timeout)
+        if len(servers) > 1:
+            wait_serving(self.zookeeper_client_ports(), list(self._zk_ensemble), deadline - time.monotonic())
         log.info("starting %d Kafka %s brokers on ports %s", self.config.brokers, self.kafka_version,
                  ", ".join(map(str, broker_ports)))
         for broker_id in self.broker_ids:  # all at once: JVM start-up dominates
@@ -222,6 +240,14 @@ class LocalCluster:
         self.write_state()
         log.info("cluster ready in %.1f s: bootstrap %s, ZooKeeper %s", time.monotonic() - began,
                  self.bootstrap_servers, self.zookeeper_connect)
+
+    def _plan_ensemble(self) -> list[ZkServer]:
+        """Server ids 1..N with a client port each, and quorum and election ports in an ensemble."""
+        count = self.config.zookeepers
+        ports = free_ports(count if count == 1 else 3 * count)
+        if count == 1:
+            return [ZkServer(1, ports[0], 0, 0)]
+        return [ZkServer(i + 1, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(count)]
 
     def _layout(self, run_dir: Path) -> NodeLayout:
         log4j = run_dir / "log4j.properties"
@@ -251,7 +277,7 @@ class LocalCluster:
                                        detached=self._detached, group=node.group)
 
     def _nodes(self) -> list[LocalNode]:
-        return [n for n in [self._zookeeper, *self._brokers.values()] if n is not None]
+        return [*self._zk_ensemble.values(), *self._brokers.values()]
 
     def _install_firewall(self) -> None:
         """As root with iptables: mark every node's connections (it runs with a group id of its
@@ -317,24 +343,32 @@ class LocalCluster:
     # ---------------------------------------------------------------- ZooKeeperControl
 
     def pause_zookeeper(self) -> None:
-        _, process = self._running(self._zk(), "pause")
-        log.info("SIGSTOP zookeeper (pid %d)", process.pid)
-        process.pause()
+        """SIGSTOP every ZooKeeper server: the whole service stops answering."""
+        for node in self._zk_nodes():
+            _, process = self._running(node, "pause")
+            log.info("SIGSTOP %s (pid %d)", node.name, process.pid)
+            process.pause()
 
     def stop_zookeeper(self) -> None:
-        """SIGTERM ZooKeeper and wait for it to exit (bounded, then SIGKILL)."""
-        _, process = self._running(self._zk(), "stop")
-        log.info("SIGTERM zookeeper (pid %d)", process.pid)
-        process.terminate(self.stop_timeout)
+        """SIGTERM every ZooKeeper server and wait for them to exit (bounded, then SIGKILL)."""
+        for node in self._zk_nodes():
+            _, process = self._running(node, "stop")
+            log.info("SIGTERM %s (pid %d)", node.name, process.pid)
+            process.terminate(self.stop_timeout)
 
     def zookeeper_paused(self) -> bool:
-        process = self._zk().process
-        return process is not None and process.paused()
+        processes_ = [node.process for node in self._zk_nodes()]
+        return all(p is not None and p.paused() for p in processes_)
 
     def resume_zookeeper(self) -> None:
-        _, process = self._running(self._zk(), "resume")
-        log.info("SIGCONT zookeeper (pid %d)", process.pid)
-        process.resume()
+        for node in self._zk_nodes():
+            _, process = self._running(node, "resume")
+            log.info("SIGCONT %s (pid %d)", node.name, process.pid)
+            process.resume()
+
+    def _zk_nodes(self) -> list[LocalNode]:
+        self._zk()
+        return [node for _, node in sorted(self._zk_ensemble.items())]
 
     # ---------------------------------------------------------------- NetworkPartitioner
 
@@ -345,10 +379,22 @@ class LocalCluster:
         node = self._broker(broker_id)
         if node.group is None:
             raise HarnessError(partition_problem() or f"{self} was started without its loopback firewall")
-        peers = [self._zk().port] if from_zookeeper else []
+        peers = [n.port for n in self._zk_nodes()] if from_zookeeper else []
         if from_brokers:
             peers += [self._broker(b).port for b in self.broker_ids if b != broker_id]
         self._firewall().cut(Cut(node.port, tuple(peers), from_clients))
+
+    def degrade(self, broker_id: int, *, to_zookeeper: bool = False, to_brokers: bool = False,
+                to_clients: bool = False, loss_pct: float = 0.0, rate_kbit: int | None = None) -> None:
+        """Lossy / rate-limited links of the broker until :meth:`heal_network`
+        (:meth:`harness.local_network.LoopbackFirewall.degrade`)."""
+        node = self._broker(broker_id)
+        if node.group is None:
+            raise HarnessError(partition_problem() or f"{self} was started without its loopback firewall")
+        peers = [n.port for n in self._zk_nodes()] if to_zookeeper else []
+        if to_brokers:
+            peers += [self._broker(b).port for b in self.broker_ids if b != broker_id]
+        self._firewall().degrade(Cut(node.port, tuple(peers), to_clients), loss_pct=loss_pct, rate_kbit=rate_kbit)
 
     def heal_network(self) -> None:
         if self._zookeeper is not None and self._zookeeper.group is not None:
@@ -360,8 +406,7 @@ class LocalCluster:
     # ---------------------------------------------------------------- teardown
 
     def any_running(self) -> bool:
-        nodes = [self._zookeeper, *self._brokers.values()]
-        return any(n is not None and n.running() for n in nodes)
+        return any(n.running() for n in self._nodes())
 
     def destroy(self) -> None:
         """Kill every node (paused ones too), then remove the run directory.  Idempotent.
@@ -375,8 +420,8 @@ class LocalCluster:
             self._destroyed = True
             _owned_clusters.discard(self)
             errors: list[str] = []
-            for node in [*self._brokers.values(), self._zookeeper]:
-                if node is not None and node.process is not None:
+            for node in [*self._brokers.values(), *self._zk_ensemble.values()]:
+                if node.process is not None:
                     try:
                         node.process.kill()
                     except HarnessError as exc:
@@ -403,7 +448,7 @@ class LocalCluster:
     def state(self) -> dict[str, Any]:
         """What ``cluster.json`` holds: enough for another process to control the cluster."""
         return render_state(self.run_dir, self.config, self.distribution, self._zk(),
-                            {b: self._broker(b) for b in self.broker_ids})
+                            {b: self._broker(b) for b in self.broker_ids}, self._zk_ensemble)
 
     def write_state(self) -> Path:
         return write_state(self.run_dir, self.state())
@@ -419,6 +464,7 @@ class LocalCluster:
         cluster = cls(parts.config, parts.distribution, state_dir, detached=True)
         cluster._run_dir = state_dir
         cluster._zookeeper = parts.zookeeper
+        cluster._zk_ensemble = dict(parts.zookeepers)
         cluster._brokers = dict(parts.brokers)
         return cluster
 
@@ -442,6 +488,7 @@ class LocalCluster:
     def _running(node: LocalNode, verb: str) -> tuple[LocalNode, NodeProcess]:
         """The node and its process; HarnessError when it is not running."""
         if node.process is None or not node.process.alive():
-            what = "ZooKeeper" if node.name == ZOOKEEPER else f"broker {node.name.removeprefix('broker-')}"
+            what = ("ZooKeeper" if node.name == ZOOKEEPER else node.name if node.name.startswith(ZOOKEEPER)
+                    else f"broker {node.name.removeprefix('broker-')}")
             raise HarnessError(f"cannot {verb} {what}: it is not running")
         return node, node.process

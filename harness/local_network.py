@@ -42,8 +42,14 @@ log = logging.getLogger(__name__)
 
 CHAIN_PREFIX = "KCHAOS-"
 MARK_BASE = 0x4B430000  # "KC": a node's group id and connection mark is this plus its port
-_CHAIN_RE = re.compile(r"^:?(KCHAOS-(\d+))\b")
+_CHAIN_RE = re.compile(r"^(KCHAOS-(\d+)(?:-Q)?)$")
 TABLES = ("mangle", "filter")
+# Bandwidth limits: an HTB qdisc on lo (this kernel has HTB and TBF, not netem or prio), a
+# default class as fast as loopback and one limited class; packets of degraded links are put in
+# it by CLASSIFY rules in the mangle chain ``KCHAOS-<port>-Q`` (hooked at POSTROUTING).
+HTB_HANDLE = "4b43:"
+HTB_DEFAULT_CLASS = "4b43:1"
+HTB_LIMITED_CLASS = "4b43:2"
 
 
 def node_mark(port: int) -> int:
@@ -78,18 +84,69 @@ def _drop(chain: str, mark: int, port: int) -> list[list[str]]:
              direction, str(port), "-j", "DROP"] for direction in ("--dport", "--sport")]
 
 
-def cut_rules(chain: str, cut: Cut) -> list[list[str]]:
-    """Pure: the filter rules that drop both directions of every link the cut names."""
+def link_matches(cut: Cut) -> list[list[str]]:
+    """Pure: the iptables matches that select both directions of every link ``cut`` names."""
     if not cut.peer_ports and not cut.clients:
         raise HarnessError("isolate needs at least one of from_zookeeper, from_brokers, from_clients")
     me = node_mark(cut.broker_port)
-    rules: list[list[str]] = []
+    links: list[tuple[int, int]] = []
     for peer in dict.fromkeys(cut.peer_ports):
-        rules += _drop(chain, me, peer)  # connections the broker opened to the peer
-        rules += _drop(chain, node_mark(peer), cut.broker_port)  # and the peer to the broker
+        links.append((me, peer))  # connections the broker opened to the peer
+        links.append((node_mark(peer), cut.broker_port))  # and the peer to the broker
     if cut.clients:
-        rules += _drop(chain, 0, cut.broker_port)  # opened by no node: the host's clients
-    return rules
+        links.append((0, cut.broker_port))  # opened by no node: the host's clients
+    return [["-o", "lo", "-p", "tcp", "-m", "connmark", "--mark", hex(mark), direction, str(port)]
+            for mark, port in links for direction in ("--dport", "--sport")]
+
+
+def cut_rules(chain: str, cut: Cut) -> list[list[str]]:
+    """Pure: the filter rules that drop both directions of every link the cut names."""
+    return [["-A", chain, *match, "-j", "DROP"] for match in link_matches(cut)]
+
+
+def loss_rules(chain: str, cut: Cut, loss_pct: float) -> list[list[str]]:
+    """Pure: drop each packet of the named links with probability ``loss_pct`` % (both ways,
+    so a request-response round trip is lost with 1 - (1 - p)^2)."""
+    if not 0 < loss_pct <= 100:
+        raise HarnessError(f"loss must be a percentage in (0, 100], not {loss_pct}")
+    probability = f"{loss_pct / 100:.4f}"
+    return [["-A", chain, *match, "-m", "statistic", "--mode", "random", "--probability", probability,
+             "-j", "DROP"] for match in link_matches(cut)]
+
+
+def classify_rules(chain: str, cut: Cut) -> list[list[str]]:
+    """Pure: put the named links' packets in the limited HTB class."""
+    return [["-A", chain, *match, "-j", "CLASSIFY", "--set-class", HTB_LIMITED_CLASS]
+            for match in link_matches(cut)]
+
+
+def htb_commands(rate_kbit: int) -> list[list[str]]:
+    """Pure: the ``tc`` arguments that install the HTB on lo with one class of ``rate_kbit``."""
+    if rate_kbit < 8:
+        raise HarnessError(f"rate must be at least 8 kbit/s, not {rate_kbit}")
+    return [["qdisc", "replace", "dev", "lo", "root", "handle", HTB_HANDLE, "htb", "default", "1"],
+            ["class", "add", "dev", "lo", "parent", HTB_HANDLE, "classid", HTB_DEFAULT_CLASS, "htb",
+             "rate", "100gbit"],
+            ["class", "add", "dev", "lo", "parent", HTB_HANDLE, "classid", HTB_LIMITED_CLASS, "htb",
+             "rate", f"{rate_kbit}kbit", "ceil", f"{rate_kbit}kbit"]]
+
+
+def _tc(args: Sequence[str], *, check: bool = True) -> int:
+    done = subprocess.run(["tc", *args], capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise HarnessError(f"tc {' '.join(args)} failed: {done.stderr.strip() or done.returncode}")
+    return done.returncode
+
+
+def ours_on_lo() -> bool:
+    """Is the HTB of this module lo's root qdisc?"""
+    listing = subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True, text=True).stdout
+    return any(line.startswith(f"qdisc htb {HTB_HANDLE} root") for line in listing.splitlines())
+
+
+def remove_htb() -> None:
+    if shutil.which("tc") is not None and ours_on_lo():
+        _tc(["qdisc", "del", "dev", "lo", "root", "handle", HTB_HANDLE], check=False)
 
 
 def _iptables(table: str, args: Sequence[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -147,19 +204,48 @@ class LoopbackFirewall:
         log.info("%s: port %d cut from ports %s%s", self.chain, cut.broker_port,
                  ", ".join(map(str, cut.peer_ports)) or "-", " and clients" if cut.clients else "")
 
+    def degrade(self, cut: Cut, *, loss_pct: float = 0.0, rate_kbit: int | None = None) -> None:
+        """Lose ``loss_pct`` % of the links' packets and/or limit them to ``rate_kbit`` (all the
+        links degraded at once share that one limit); until :meth:`heal`."""
+        if loss_pct <= 0 and rate_kbit is None:
+            raise HarnessError("degrade needs a loss percentage or a rate")
+        if loss_pct > 0:
+            for rule in loss_rules(self.chain, cut, loss_pct):
+                _iptables("filter", rule)
+        if rate_kbit is not None:
+            if shutil.which("tc") is None:
+                raise HarnessError("bandwidth limits need tc (apt-get install iproute2)")
+            for command in htb_commands(rate_kbit):
+                _tc(command)
+            shaper = f"{self.chain}-Q"
+            _iptables("mangle", ["-N", shaper], check=False)
+            if _iptables("mangle", ["-C", "POSTROUTING", "-j", shaper], check=False).returncode != 0:
+                _iptables("mangle", ["-I", "POSTROUTING", "1", "-j", shaper])
+            for rule in classify_rules(shaper, cut):
+                _iptables("mangle", rule)
+        log.info("%s: port %d degraded towards %s%s: loss %s%%, rate %s kbit/s", self.chain, cut.broker_port,
+                 ", ".join(map(str, cut.peer_ports)) or "-", " and clients" if cut.clients else "",
+                 loss_pct, rate_kbit if rate_kbit is not None else "unlimited")
+
     def heal(self) -> None:
+        """Remove every cut, loss and rate limit (the connection marks stay)."""
         if _iptables("filter", ["-F", self.chain], check=False).returncode == 0:
             log.info("%s: network healed", self.chain)
+        remove_chain(f"{self.chain}-Q")
+        remove_htb()
 
     def remove(self) -> None:
-        """Unhook and delete both chains; idempotent."""
+        """Unhook and delete our chains and lo's shaper; idempotent."""
         remove_chain(self.chain)
+        remove_chain(f"{self.chain}-Q")
+        remove_htb()
 
 
 def remove_chain(chain: str) -> None:
     for table in TABLES:
-        while _iptables(table, ["-D", "OUTPUT", "-j", chain], check=False).returncode == 0:
-            pass
+        for hook in ("OUTPUT", "POSTROUTING") if table == "mangle" else ("OUTPUT",):
+            while _iptables(table, ["-D", hook, "-j", chain], check=False).returncode == 0:
+                pass
         _iptables(table, ["-F", chain], check=False)
         _iptables(table, ["-X", chain], check=False)
 
@@ -170,7 +256,7 @@ def our_chains() -> dict[str, int]:
     for table in TABLES:
         listing = _iptables(table, ["-S"], check=False).stdout
         for line in listing.splitlines():
-            match = _CHAIN_RE.match(line.removeprefix("-N "))
+            match = _CHAIN_RE.match(line.removeprefix("-N ")) if line.startswith("-N ") else None
             if match:
                 found[match.group(1)] = int(match.group(2))
     return found
@@ -193,4 +279,6 @@ def remove_stale_chains() -> list[str]:
     for chain in stale:
         log.warning("removing stale iptables chain %s (no ZooKeeper listens on its port)", chain)
         remove_chain(chain)
+    if not (set(our_chains().values()) & alive):
+        remove_htb()  # a shaper no live cluster of ours owns
     return stale

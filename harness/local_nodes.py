@@ -21,6 +21,7 @@ from harness.nodes import zookeeper_four_letter
 from harness.observer import ConvergenceTimeout
 from harness.processes import NodeProcess
 from harness.readiness import wait_metadata_lists, wait_registered
+from harness.zk_ensemble import ZkServer, ensemble_properties
 
 HOST = "127.0.0.1"
 LISTENER = "PLAINTEXT"
@@ -137,21 +138,33 @@ def _prepare_node(name: str, directory: Path, port: int, config_name: str, props
     return LocalNode(name=name, directory=directory, port=port, config_file=config_file, command=command)
 
 
-def prepare_zookeeper(layout: NodeLayout, config: ClusterConfig, port: int) -> LocalNode:
-    """ZooKeeper's directory, ``zookeeper.properties`` and command line (not started)."""
-    zk_dir = layout.run_dir / ZOOKEEPER
-    return _prepare_node(
-        ZOOKEEPER, zk_dir, port, "zookeeper.properties",
-        zookeeper_properties(config, port=port, data_dir=str(zk_dir / "data")),
+def zookeeper_node_name(server_id: int, ensemble_size: int) -> str:
+    """``zookeeper`` for a lone server (as before ensembles), ``zookeeper-N`` in an ensemble."""
+    return ZOOKEEPER if ensemble_size <= 1 else f"{ZOOKEEPER}-{server_id}"
+
+
+def prepare_zookeeper(layout: NodeLayout, config: ClusterConfig, port: int,
+                      server: ZkServer | None = None, ensemble: Sequence[ZkServer] = ()) -> LocalNode:
+    """A ZooKeeper server's directory, ``zookeeper.properties`` (with the ensemble's
+    ``server.N`` lines and ``myid`` when there are several) and command line (not started)."""
+    name = zookeeper_node_name(server.server_id if server else 1, len(ensemble))
+    zk_dir = layout.run_dir / name
+    props = zookeeper_properties(config, port=port, data_dir=str(zk_dir / "data"))
+    props.update(ensemble_properties(ensemble))
+    node = _prepare_node(
+        name, zk_dir, port, "zookeeper.properties", dict(sorted(props.items())),
         jvm_command(layout.java, config.zookeeper_heap, layout.jvm_options["zookeeper"], layout.classpath,
                     layout.log4j, zk_dir / "logs", ZOOKEEPER_MAIN, zk_dir / "zookeeper.properties"))
+    if server is not None and len(ensemble) > 1:
+        (zk_dir / "data" / "myid").write_text(f"{server.server_id}\n")
+    return node
 
 
 def prepare_broker(layout: NodeLayout, config: ClusterConfig, broker_id: int, port: int,
-                   zookeeper_port: int) -> LocalNode:
+                   zookeeper_connect: str) -> LocalNode:
     """A broker's directory, ``server.properties`` and command line (not started)."""
     node_dir = layout.run_dir / broker_node_name(broker_id)
-    props = broker_properties(config, broker_id, zookeeper_connect=f"{HOST}:{zookeeper_port}",
+    props = broker_properties(config, broker_id, zookeeper_connect=zookeeper_connect,
                               listeners={LISTENER: f"{HOST}:{port}"}, log_dir=str(node_dir / "data"))
     return _prepare_node(
         broker_node_name(broker_id), node_dir, port, "server.properties", props,

@@ -31,18 +31,24 @@ class AttachedParts:
     distribution: KafkaDistribution
     zookeeper: LocalNode
     brokers: Mapping[int, LocalNode]
+    zookeepers: Mapping[int, LocalNode]  # ZooKeeper server id -> node; {1: zookeeper} when alone
 
 
 def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistribution,
-                 zookeeper: LocalNode, brokers: Mapping[int, LocalNode]) -> dict[str, Any]:
+                 zookeeper: LocalNode, brokers: Mapping[int, LocalNode],
+                 zookeepers: Mapping[int, LocalNode] | None = None) -> dict[str, Any]:
     """What ``cluster.json`` holds."""
+    ensemble = dict(zookeepers) if zookeepers else {1: zookeeper}
     return {
         "format": STATE_FORMAT,
         "run_dir": str(run_dir),
         "kafka_version": distribution.version,
         "distribution": {"version": distribution.version, "libs_dir": str(distribution.libs_dir),
                          "source": distribution.source},
-        "zookeeper": f"{HOST}:{zookeeper.port}",
+        "zookeeper": ",".join(f"{HOST}:{n.port}" for _, n in sorted(ensemble.items())),
+        "zookeeper_nodes": [{"id": z, "name": n.name, "pid": n.running_pid(), "started_at": n.running_since(),
+                             "port": n.port, "dir": str(n.directory), "config_file": str(n.config_file),
+                             "command": n.command, "group": n.group} for z, n in sorted(ensemble.items())],
         "zookeeper_pid": zookeeper.running_pid(),
         "zookeeper_started_at": zookeeper.running_since(),
         "bootstrap_servers": ",".join(brokers[b].bootstrap for b in sorted(brokers)),
@@ -65,6 +71,7 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
             "zookeeper_heap": config.zookeeper_heap,
             "first_broker_id": config.first_broker_id,
             "jvm_options": list(config.jvm_options),
+            "zookeepers": config.zookeepers,
         },
     }
 
@@ -104,7 +111,7 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
         broker_overrides={int(b): dict(o) for b, o in c["broker_overrides"].items()},
         zk_tick_time_ms=int(c["zk_tick_time_ms"]), broker_heap=c["broker_heap"],
         zookeeper_heap=c["zookeeper_heap"], first_broker_id=int(c["first_broker_id"]),
-        jvm_options=tuple(c["jvm_options"]))
+        jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)))
     d = state["distribution"]
     distribution = KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]), source=d["source"])
     zookeeper = _attached_node(ZOOKEEPER, state["zookeeper_node"], state.get("zookeeper_pid"),
@@ -113,7 +120,11 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
                for b in state["brokers"]}
     if sorted(brokers) != config.broker_ids():
         raise ValueError(f"brokers {sorted(brokers)} do not match the config")
-    return AttachedParts(config=config, distribution=distribution, zookeeper=zookeeper, brokers=brokers)
+    zookeepers = {int(z["id"]): _attached_node(str(z["name"]), z, z.get("pid"), z.get("started_at"))
+                  for z in state.get("zookeeper_nodes", [])} or {1: zookeeper}
+    zookeeper = zookeepers[min(zookeepers)]
+    return AttachedParts(config=config, distribution=distribution, zookeeper=zookeeper, brokers=brokers,
+                         zookeepers=zookeepers)
 
 
 def _attached_node(name: str, entry: Mapping[str, Any], pid: int | None, started_at: float | None) -> LocalNode:

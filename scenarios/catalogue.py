@@ -43,6 +43,7 @@ from common.errors import UsageError
 from harness.cluster import Capability
 from scenarios.faults import make_fault, requirements_of
 from scenarios.targets import (
+    TargetView,
     BrokerId,
     Controller,
     EarlierTarget,
@@ -57,7 +58,11 @@ from scenarios.targets import (
 
 SMOKE = "smoke"
 CONFORMANCE = "conformance"
-SUITES = (SMOKE, CONFORMANCE)
+# ZooKeeper-ensemble scenarios (docs/zookeeper-faults.md): a suite of their own, so the main
+# job's conformance run does not start 3- and 5-server ensembles.
+ZOOKEEPER_SUITE = "zookeeper"
+NETWORK_SUITE = "network"  # degraded links (docs/local-network.md)
+SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE)
 
 NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
 
@@ -71,6 +76,8 @@ class TopicSpec:
     name: str
     assignment: Mapping[int, tuple[int, ...]]  # partition -> replicas in AR order
     config: Mapping[str, str] = field(default_factory=_frozen)
+    # False: no producer or consumers on it (a topic a step deletes: its clients would only fail)
+    workload: bool = True
 
     @property
     def partitions(self) -> tuple[int, ...]:
@@ -84,6 +91,7 @@ class ClusterNeeds:
     brokers: int = 3
     overrides: tuple[tuple[str, str], ...] = ()  # sorted (property, value) pairs: hashable
     broker_ids: tuple[int, ...] = ()  # explicit ids (schedules); empty: 1..brokers
+    zookeepers: int = 1  # ZooKeeper ensemble size (1, 3 or 5); `run --zookeepers N` raises it
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -96,7 +104,8 @@ class ClusterNeeds:
     def describe(self) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in self.overrides)
         named = f" {list(self.broker_ids)}" if self.broker_ids else ""
-        return f"{self.brokers} brokers{named}" + (f" ({extra})" if extra else "")
+        ensemble = f", {self.zookeepers} ZooKeeper servers" if self.zookeepers > 1 else ""
+        return f"{self.brokers} brokers{named}{ensemble}" + (f" ({extra})" if extra else "")
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,11 @@ def topic_s() -> TopicSpec:
     return TopicSpec("s", _frozen({0: (1,), 1: (2,), 2: (3,)}))
 
 
+def topic_d() -> TopicSpec:
+    # Unproduced, for deletion: RF 2, leaders 1, 2, 3 (broker 3 leads d-2 and follows d-1).
+    return TopicSpec("d", _frozen({0: (1, 2), 1: (2, 3), 2: (3, 1)}), workload=False)
+
+
 def topic_m() -> TopicSpec:
     return TopicSpec("m", _frozen({0: (1, 2, 3), 1: (2, 3, 1), 2: (4, 5, 6), 3: (5, 6, 4)}))
 
@@ -157,15 +171,16 @@ _REGISTRY: dict[str, Scenario] = {}
 
 
 def scenario(*, topics: Sequence[Callable[[], TopicSpec]], smoke: bool = False,
-             needs: ClusterNeeds = ClusterNeeds()) -> Callable[[Callable[[], Sequence[Step]]], Callable[[], Sequence[Step]]]:
+             needs: ClusterNeeds = ClusterNeeds(), suites: frozenset[str] | None = None,
+             ) -> Callable[[Callable[[], Sequence[Step]]], Callable[[], Sequence[Step]]]:
     """Register the decorated function's steps as a scenario named after the function."""
 
     def register(fn: Callable[[], Sequence[Step]]) -> Callable[[], Sequence[Step]]:
         doc = (fn.__doc__ or "").strip()
         if not doc:
             raise TypeError(f"scenario {fn.__name__} needs a docstring naming the rule it exercises")
-        suites = frozenset({CONFORMANCE, SMOKE} if smoke else {CONFORMANCE})
-        built = Scenario(fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), suites, needs)
+        chosen = suites if suites is not None else frozenset({CONFORMANCE, SMOKE} if smoke else {CONFORMANCE})
+        built = Scenario(fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), chosen, needs)
         validate_steps(built)
         _REGISTRY[fn.__name__] = built
         return fn
@@ -473,6 +488,161 @@ def broker_isolated_from_everyone() -> list[Step]:
             Step(NETWORK_PARTITION, EarlierTarget(0), _heal("everyone"))]
 
 
+# --- ZooKeeper ensembles (docs/zookeeper-faults.md; suite "zookeeper") ---------------------------
+
+ZOOKEEPER_SERVER = "zookeeper_server"  # fault kinds (scenarios.faults.zookeeper)
+ZOOKEEPER_QUORUM_LOSS = "zookeeper_quorum_loss"
+ZOOKEEPER_LEADER_CUT = "zookeeper_leader_cut"
+ENSEMBLE_3 = ClusterNeeds(3, zookeepers=3)
+ENSEMBLE_5 = ClusterNeeds(3, zookeepers=5)
+_ZK_ONLY = frozenset({ZOOKEEPER_SUITE})
+
+
+def _zk(action: str, role: str = "leader") -> Mapping[str, Any]:
+    return _frozen({"action": action, "role": role})
+
+
+@scenario(topics=[topic_t], needs=ENSEMBLE_3, suites=_ZK_ONLY)
+def zookeeper_leader_killed() -> list[Step]:
+    """SIGKILL the ZooKeeper leader of a 3-server ensemble, then restart it. The two followers
+    elect a new leader (ZooKeeper 3.8 ``FastLeaderElection``) and keep a quorum; every broker whose
+    client was on the dead server times out (``ClientCnxn``: readTimeout = 2/3 of the session) and
+    reconnects to a survivor with its session intact, so no ``/brokers/ids`` znode vanishes and
+    the controller (Kafka 3.9 ``KafkaController``: no ``BrokerChange``) changes nothing: leaders,
+    ISRs and epochs exactly as before, checked one session window after the kill."""
+    return [Step(ZOOKEEPER_SERVER, options=_zk("kill", "leader")), Step(ZOOKEEPER_SERVER, options=_zk("restore"))]
+
+
+@scenario(topics=[topic_t], needs=ENSEMBLE_3, suites=_ZK_ONLY)
+def zookeeper_follower_paused() -> list[Step]:
+    """SIGSTOP a ZooKeeper follower of a 3-server ensemble, then resume it. The leader keeps a
+    quorum with the other follower (ZooKeeper 3.8 ``Leader``: a follower silent for syncLimit
+    ticks is dropped); clients of the frozen server hang until readTimeout (2/3 of the session)
+    and move on with their sessions (``ClientCnxn.startConnect`` to the next host). Nothing
+    reaches the Kafka 3.9 controller: state unchanged (oracle: no event)."""
+    return [Step(ZOOKEEPER_SERVER, options=_zk("pause", "follower")), Step(ZOOKEEPER_SERVER, options=_zk("restore"))]
+
+
+@scenario(topics=[topic_t], needs=ENSEMBLE_5, suites=_ZK_ONLY)
+def zookeeper_minority_killed() -> list[Step]:
+    """SIGKILL a minority of a 5-server ensemble — the leader and one follower — then restart
+    them. Three servers are a quorum (ZooKeeper 3.8 ``QuorumMaj.containsQuorum``: more than half)
+    and elect a new leader; sessions move to survivors before expiring, so the Kafka 3.9
+    controller sees no ``BrokerChange``. State unchanged (oracle: no event), checked one session
+    window after the kill."""
+    return [Step(ZOOKEEPER_SERVER, options=_zk("kill", "minority")), Step(ZOOKEEPER_SERVER, options=_zk("restore"))]
+
+
+@scenario(topics=[topic_t], needs=ENSEMBLE_3, suites=_ZK_ONLY)
+def zookeeper_quorum_lost() -> list[Step]:
+    """Kill two of three ZooKeeper servers (the leader first) for twice the session timeout,
+    then restart them. The survivor stops serving (ZooKeeper 3.8 ``Learner.shutdown`` →
+    ``closeAllConnections``); no write can happen, so Kafka 3.9's ``ZooKeeperClient`` blocks in
+    ``waitUntilConnected`` and nothing changes. When the quorum returns the new leader re-arms
+    every session with its full timeout (``LeaderZooKeeperServer.createSessionTracker`` →
+    ``SessionTrackerImpl`` → ``trackSession``/``updateSessionExpiry``): live brokers reconnect
+    in time and keep their sessions although the outage outlasted them. Oracle: no event; leaders,
+    ISRs and epochs exactly as before, one session window after the restore."""
+    return [Step(ZOOKEEPER_QUORUM_LOSS)]
+
+
+@scenario(topics=[topic_t], needs=ENSEMBLE_3, suites=_ZK_ONLY)
+def zookeeper_quorum_lost_leader_dies() -> list[Step]:
+    """Lose the ZooKeeper quorum, SIGKILL a leader of t (not the controller) during the outage,
+    restore the quorum. With no ZooKeeper leader the dead broker's session cannot expire; the
+    restored leader re-arms it with a full timeout (``SessionTrackerImpl`` → ``trackSession``),
+    so it expires one session timeout after the restore → Kafka 3.9 ``onBrokerFailure`` →
+    ``offlinePartitionLeaderElection`` and ``doRemoveReplicasFromIsr`` as for any kill (oracle:
+    ``BrokerFailure``, exact epochs)."""
+    return [Step(ZOOKEEPER_QUORUM_LOSS, NonControllerLeaderOf("t"), _frozen({"kill_broker": True}))]
+
+
+@scenario(topics=[topic_t], needs=ENSEMBLE_3, suites=_ZK_ONLY)
+def controller_cut_from_zookeeper_leader() -> list[Step]:
+    """Cut the Kafka controller from the ZooKeeper leader only, then heal. If its client was on
+    the leader it times out (2/3 of the session) and reconnects to a follower, which forwards
+    the session to the leader (ZooKeeper 3.8 ``FollowerRequestProcessor``/``Learner.
+    validateSession``) over the quorum link that still works; on a follower nothing happens.
+    Either way no session expires and the controller stays (Kafka 3.9 ``KafkaController``
+    resigns only when ``/controller`` is deleted): oracle no event."""
+    return [Step(ZOOKEEPER_LEADER_CUT, Controller(), _frozen({"variant": "cut"})),
+            Step(ZOOKEEPER_LEADER_CUT, EarlierTarget(0), _frozen({"variant": "heal"}))]
+
+
+# --- degraded links (docs/local-network.md; suite "network") -----------------------------------
+
+NETWORK_DEGRADE = "network_degrade"  # a fault kind (scenarios.faults.degrade)
+_NETWORK_ONLY = frozenset({NETWORK_SUITE})
+
+
+def topic_f() -> TopicSpec:
+    # Both partitions led by broker 1: brokers 2 and 3 follow and lead nothing, so a degraded
+    # follower's own AlterPartition never decides an ISR of this topic.
+    return TopicSpec("f", _frozen({0: (1, 2, 3), 1: (1, 3, 2), 2: (1, 2, 3)}))
+
+
+@dataclass(frozen=True)
+class FollowerLeadingNothing:
+    """A live broker in the ISR of every partition of ``topic`` that leads none of them and is
+    not the controller (the lowest such id) — a follower whose degraded links can only make
+    *other* leaders shrink their ISRs."""
+
+    topic: str
+
+    def resolve(self, view: TargetView, rng: Any, history: Sequence[Target] = ()) -> Target:
+        parts = [pv for (topic, _), pv in sorted(view.partitions.items()) if topic == self.topic]
+        for broker in sorted(view.live_brokers):
+            if broker != view.controller and all(broker in pv.isr and pv.leader != broker for pv in parts):
+                return Target((broker,), f"broker {broker} (follows every partition of {self.topic}, "
+                                         "leads none, not the controller)")
+        raise UsageError(f"no target: {self} (controller {view.controller})")
+
+    def __str__(self) -> str:
+        return f"a follower of every partition of {self.topic} leading none, other than the controller"
+
+
+def _degrade(links: str, loss_pct: float, expect: str) -> Mapping[str, Any]:
+    return _frozen({"links": links, "loss_pct": loss_pct, "expect": expect})
+
+
+def _degrade_heal(expect: str) -> Mapping[str, Any]:
+    return _frozen({"variant": "heal", "expect": expect})
+
+
+@scenario(topics=[topic_f], needs=SHORT_REPLICA_LAG, suites=_NETWORK_ONLY)
+def follower_peer_links_lossy() -> list[Step]:
+    """Lose 80 % of a follower's packets to and from its peers (both ways; it leads nothing of f
+    and is not the controller), then heal. Its fetches stall in TCP retransmission back-off for
+    longer than ``replica.lag.time.max.ms`` (3 s), so leader 1 drops it from both ISRs itself —
+    Kafka 3.9 ``Partition.maybeShrinkIsr``/``getOutOfSyncReplicas`` → AlterPartition, leader and
+    leader epoch unchanged (rule ``rule_leader_isr_shrink``); ZooKeeper still sees it live, so no
+    controller event. Healed, it catches up and ``Partition.maybeExpandIsr`` adds it back
+    (``rule_leader_isr_expand``)."""
+    return [Step(NETWORK_DEGRADE, FollowerLeadingNothing("f"), _degrade("peers", 80, "isr_shrink")),
+            Step(NETWORK_DEGRADE, EarlierTarget(0), _degrade_heal("isr_shrink"))]
+
+
+@scenario(topics=[topic_f], needs=SHORT_REPLICA_LAG, suites=_NETWORK_ONLY)
+def follower_peer_links_lightly_lossy() -> list[Step]:
+    """Lose 2 % of a follower's peer packets: below the ISR-shrink threshold. A lost segment is
+    retransmitted within a few hundred ms, far inside ``replica.lag.time.max.ms`` (3 s), so
+    Kafka 3.9 ``getOutOfSyncReplicas`` never names it: no ISR change, no controller event
+    (oracle: no event), observed one session window after the fault; then healed."""
+    return [Step(NETWORK_DEGRADE, FollowerLeadingNothing("f"), _degrade("peers", 2, "nothing")),
+            Step(NETWORK_DEGRADE, EarlierTarget(0), _degrade_heal("nothing"))]
+
+
+@scenario(topics=[topic_t], suites=_NETWORK_ONLY)
+def leader_zookeeper_link_lossy() -> list[Step]:
+    """Lose 10 % of a leader's packets to and from ZooKeeper (not the controller): below the
+    session-expiry threshold. Its client pings every readTimeout/2 (2 s of the 6 s session,
+    ZooKeeper 3.8 ``ClientCnxn``) and a lost ping is retransmitted by TCP long before the
+    4 s readTimeout, so the session lives: no ``/brokers/ids`` change, no Kafka 3.9 controller event
+    (oracle: no event), observed one session window after the fault; then healed."""
+    return [Step(NETWORK_DEGRADE, NonControllerLeaderOf("t"), _degrade("zookeeper", 10, "nothing")),
+            Step(NETWORK_DEGRADE, EarlierTarget(0), _degrade_heal("nothing"))]
+
+
 # --- lookup -----------------------------------------------------------------------------------
 
 def all_scenarios() -> list[Scenario]:
@@ -533,8 +703,59 @@ def select(suite_name: str | None, names: Sequence[str] = (), *,
     return Selection(sorted(chosen, key=lambda s: order[s.needs]), left_out)
 
 
+def with_zookeepers(s: Scenario, zookeepers: int | None) -> Scenario:
+    """``--zookeepers N``: run the scenario on an ensemble of N servers (never a smaller one
+    than it needs)."""
+    if zookeepers is None or zookeepers <= s.needs.zookeepers:
+        return s
+    return replace(s, needs=replace(s.needs, zookeepers=zookeepers))
+
+
 def with_brokers(s: Scenario, brokers: int | None) -> Scenario:
     """``--brokers N``: grow the cluster of scenarios needing fewer (never shrink one)."""
     if brokers is None or brokers <= s.needs.brokers or s.needs.broker_ids:  # named ids stay as named
         return s
     return replace(s, needs=replace(s.needs, brokers=brokers))
+
+
+# --- topic deletion and partition growth during faults (issue 14) -------------------------------
+
+
+@scenario(topics=[topic_t, topic_d])
+def delete_topic_replica_down() -> list[Step]:
+    """Kill broker 3 (d-2's leader, d-1's follower), delete the unproduced topic d, start broker 3.
+    Seeds 000/001 (topic deletion: ``TopicDeletionManager``, replica states ReplicaDeletionStarted /
+    Successful / Ineligible); Kafka 3.9 ``processTopicDeletion`` → ``resumeDeletions`` →
+    ``onPartitionDeletion``: the online replicas leave the ISR (OfflineReplica writes, leader -1)
+    and are deleted, broker 3's replica is ReplicaDeletionIneligible, so d stays in
+    ``/brokers/topics`` with ``/admin/delete_topics/d`` pending; ``onBrokerStartup`` →
+    ``resumeDeletionForTopics`` deletes the last replica and ``completeDeleteTopic`` removes the
+    topic. d carries no workload (``workload=False``)."""
+    return [Step("hard_kill", BrokerId(3)), Step("delete_topic", NoTarget("d"), _frozen({"topic": "d"})),
+            Step("start", EarlierTarget(0))]
+
+
+@scenario(topics=[topic_t])
+def add_partitions_replicas_down() -> list[Step]:
+    """Kill broker 3, add t-6 on [3] and t-7 on [3, 1] by rewriting ``/brokers/topics/t`` (the
+    AdminClient accepts only registered brokers), start broker 3 again. Seeds 000/001 (the
+    partition-modification listener); Kafka 3.9 ``processPartitionModifications`` →
+    ``onNewPartitionCreation``: t-7 is initialised with its live replica (leader 1, ISR [1],
+    epoch 0), t-6 has none and stays NewPartition with no state znode; ``onBrokerStartup`` →
+    ``triggerOnlinePartitionStateChange`` initialises it (leader 3, epoch 0) and 3 rejoins t-7's
+    ISR through the leader."""
+    return [Step("hard_kill", BrokerId(3)),
+            Step("add_partitions", NoTarget("t-6 [3], t-7 [3, 1]"),
+                 _frozen({"topic": "t", "add": ((6, (3,)), (7, (3, 1))), "via": "znode"})),
+            Step("start", EarlierTarget(0))]
+
+
+@scenario(topics=[topic_t])
+def add_partitions_admin_follower_down() -> list[Step]:
+    """Kill broker 3, add t-6 on [1, 2] by AdminClient ``createPartitions`` (registered brokers
+    only), start broker 3. Kafka 3.9 ``processPartitionModifications`` → ``onNewPartitionCreation``:
+    leader 1, ISR [1, 2], epoch 0, while the existing partitions keep the leaders the kill gave
+    them."""
+    return [Step("hard_kill", BrokerId(3)),
+            Step("add_partitions", NoTarget("t-6 [1, 2]"), _frozen({"topic": "t", "add": ((6, (1, 2)),)})),
+            Step("start", EarlierTarget(0))]

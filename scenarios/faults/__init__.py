@@ -9,6 +9,9 @@
 from scenarios.faults import process  # noqa: F401  isort: skip
 from scenarios.faults import admin  # noqa: F401  isort: skip
 from scenarios.faults import network  # noqa: F401  isort: skip
+from scenarios.faults import topics  # noqa: F401  isort: skip
+from scenarios.faults import zookeeper  # noqa: F401  isort: skip
+from scenarios.faults import degrade  # noqa: F401  isort: skip
 from scenarios.faults.base import (
     FAULTS,
     Fault,

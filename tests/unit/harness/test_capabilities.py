@@ -46,7 +46,8 @@ def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: 
 
     monkeypatch.setattr(harness.local, "partition_problem", lambda: "needs root (iptables on loopback)")
     missing = missing_capabilities("local")
-    assert list(missing) == [Capability.NETWORK_PARTITION]
+    assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
+                             Capability.NETWORK_DEGRADE]
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
     monkeypatch.setattr(harness.local, "partition_problem", lambda: None)
@@ -66,3 +67,13 @@ def test_a_declared_capability_the_host_cannot_provide_is_not_had() -> None:
 def test_an_unknown_backend_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown backend"):
         missing_capabilities("kubernetes")
+
+
+def test_containers_lack_only_the_ensemble_capabilities_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.containers.network
+
+    monkeypatch.setattr(harness.containers.network, "check_partition_tools", lambda: None)
+    missing = missing_capabilities("containers")
+    assert set(missing) == {Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION,
+                            Capability.NETWORK_DEGRADE}
+    assert all(why.startswith("needs --backend local") for why in missing.values())

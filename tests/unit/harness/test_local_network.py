@@ -54,3 +54,15 @@ def test_cluster_cut_from_choices_map_to_isolate_arguments() -> None:
     assert cut_arguments(["zookeeper"]) == {"from_zookeeper": True, "from_brokers": False, "from_clients": False}
     assert cut_arguments(["peers", "clients"]) == {"from_zookeeper": False, "from_brokers": True,
                                                    "from_clients": True}
+
+
+def test_zookeeper_server_targets_of_cluster_verbs() -> None:
+    from cli.cluster import zookeeper_server_id
+    from common.errors import UsageError
+
+    assert zookeeper_server_id("zookeeper-2", [1, 2, 3], leader=3) == 2
+    assert zookeeper_server_id("zookeeper-leader", [1, 2, 3], leader=3) == 3
+    with pytest.raises(UsageError, match="unknown ZooKeeper server 'zookeeper-7'"):
+        zookeeper_server_id("zookeeper-7", [1, 2, 3], leader=3)
+    with pytest.raises(HarnessError, match="no quorum"):
+        zookeeper_server_id("zookeeper-leader", [1, 2, 3], leader=None)

@@ -41,3 +41,17 @@ def test_no_state_is_a_usage_error_and_a_damaged_one_says_so(tmp_path: Path) -> 
     (tmp_path / STATE_FILE).write_text(json.dumps({"format": 99}))
     with pytest.raises(HarnessError, match="not written by this version"):
         read_state(tmp_path)
+
+
+def test_an_ensemble_and_the_firewall_groups_round_trip(tmp_path: Path) -> None:
+    config = ClusterConfig(brokers=1, zookeepers=3)
+    distribution = KafkaDistribution(version="3.9.2", libs_dir=tmp_path / "libs", source="test")
+    ensemble = {z: node(tmp_path, f"zookeeper-{z}", 2180 + z) for z in (1, 2, 3)}
+    ensemble[2].group = 123
+    state = render_state(tmp_path, config, distribution, ensemble[1], {1: node(tmp_path, "broker-1", 9001)}, ensemble)
+    assert state["zookeeper"] == "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183"
+    write_state(tmp_path, state)
+    parts = read_state(tmp_path)
+    assert parts.config.zookeepers == 3 and sorted(parts.zookeepers) == [1, 2, 3]
+    assert parts.zookeepers[2].name == "zookeeper-2" and parts.zookeepers[2].group == 123
+    assert parts.zookeeper is parts.zookeepers[1]

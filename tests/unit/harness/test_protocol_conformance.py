@@ -20,7 +20,10 @@ from harness.cluster import (
     BrokerControl,
     Capability,
     Cluster,
+    NetworkDegrader,
     NetworkPartitioner,
+    ZooKeeperEnsembleControl,
+    ZooKeeperLinkPartitioner,
     ZooKeeperControl,
     capabilities_of,
     protocol_members,
@@ -30,10 +33,12 @@ from harness.local import LocalCluster
 
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
-    LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner},
+    LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
+                   ZooKeeperLinkPartitioner, NetworkDegrader},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner},
 }
-PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner]
+PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
+             ZooKeeperLinkPartitioner, NetworkDegrader]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 

@@ -26,18 +26,26 @@ OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "reassignment": {"topic": "t", "moves": ((0, (2, 1)),)},
     "preferred_election": {"topic": "t"},
     "unclean_election": {"topic": "t"},
+    "network_degrade": {"loss_pct": 5},
+    "delete_topic": {"topic": "t"},
+    "add_partitions": {"topic": "t", "add": ((2, (1,)),)},
 }
 
 
 def test_the_kinds_and_their_declared_traits() -> None:
     traits = {k: (f.requires, make_fault(k, ONE, OPTIONS.get(k, {}), **TOPICS).exact_epochs) for k, f in FAULTS.items()}
     brokers, network = frozenset({Capability.BROKER_CONTROL}), frozenset({Capability.NETWORK_PARTITION})
+    ensemble = frozenset({Capability.ZOOKEEPER_ENSEMBLE})
     assert traits == {
         "hard_kill": (brokers, True), "controller_kill": (brokers, False), "controlled_shutdown": (brokers, True),
         "start": (brokers, True), "restart": (brokers, True), "pause": (brokers, True),
         "short_pause": (brokers, True),
         "network_partition": (network, True), "reassignment": (frozenset(), False),
         "preferred_election": (frozenset(), True), "unclean_election": (frozenset(), True),
+        "delete_topic": (frozenset(), True), "add_partitions": (frozenset(), True),
+        "zookeeper_server": (ensemble, True), "zookeeper_quorum_loss": (ensemble | brokers, True),
+        "zookeeper_leader_cut": (ensemble | network | {Capability.ZOOKEEPER_LINK_PARTITION}, True),
+        "network_degrade": (network | {Capability.NETWORK_DEGRADE}, True),
     }
 
 
@@ -47,7 +55,7 @@ def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
     assert isinstance(fault, Fault) and fault.kind == kind and fault.label.startswith(kind)
     assert type(fault).requires == FAULTS[kind].requires
     assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
-    assert fault.client_windows == (kind in ("network_partition", "short_pause"))
+    assert fault.client_windows == (kind in ("network_partition", "short_pause", "network_degrade"))
     assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
 
 

@@ -1,0 +1,45 @@
+"""ZooKeeper ensembles on the local launcher, through `kafka-chaos run` on one 3-server
+cluster: the leader killed (no event), the quorum lost while a broker dies (its session expires
+only after the restore: a broker failure), the controller cut from the ZooKeeper leader (no
+event); then proof that the checks can fail: the same history judged by an oracle that expects
+a broker failure after the leader kill gives FAIL verdicts.  ~70 s of cluster time; the whole
+`zookeeper` suite (with a 5-server ensemble) is `kafka-chaos run --suite zookeeper`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from harness.local_network import partition_problem
+from oracle import BrokerFailure, predict
+from results.verdicts import verdict_changes
+from results.writer import read_records
+from scenarios.checkers import check_history, to_records
+from scenarios.history import HistoryProblem, read_history
+
+SCENARIOS = ["zookeeper_leader_killed", "zookeeper_quorum_lost_leader_dies", "controller_cut_from_zookeeper_leader"]
+
+
+def test_ensemble_faults_keep_sessions_or_fail_brokers_as_predicted(tmp_path: Path) -> None:
+    chosen = SCENARIOS if partition_problem() is None else SCENARIOS[:2]  # the cut needs root
+    results = tmp_path / "results"
+    argv = ["run", "--backend", "local", "--seed", "13", "--results", str(results), "--no-report"]
+    for name in chosen:
+        argv += ["--scenario", name]
+    rc = main(argv)
+    read = read_records(results)
+    failed = [(r.scenario, r.check, r.topic, r.partition, r.detail) for r in read.records
+              if r.kind == "check" and r.passed is not True]
+    assert rc == 0, failed
+    assert {r.scenario for r in read.records} == set(chosen)
+    observations = [o for o in read_history(results / "history.jsonl") if not isinstance(o, HistoryProblem)]
+    wrong = [r for obs, rs in check_history(observations, predictor=_expects_a_failure) for r in to_records(obs, rs)]
+    changes = verdict_changes(read.records, wrong)
+    assert any(c.key[1] == "zookeeper_leader_killed" and c.after == "FAIL" for c in changes), changes
+
+
+def _expects_a_failure(state, events):
+    """The real oracle, except that a ZooKeeper fault with no event is said to fail broker 1."""
+    return predict(state, list(events) or [BrokerFailure((min(state.live_brokers),))])
