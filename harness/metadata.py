@@ -28,6 +28,7 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
+    NewPartitions,
     NewTopic,
 )
 
@@ -293,3 +294,50 @@ def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | N
         futures = client.incremental_alter_configs([resource], request_timeout=timeout)
         for future in futures.values():
             _result(future, timeout + 1, f"altering config of topic {topic!r}")
+
+
+# --- topic deletion and partition growth during faults (issue 14) ------------------------------
+
+DeletionAnswer = Literal["deleted", "queued"]
+
+
+def request_topic_deletion(bootstrap: str, topic: str, *, wait: float = 3.0,
+                           timeout: float = 15.0) -> DeletionAnswer:
+    """AdminClient ``deleteTopics`` for one topic. In ZooKeeper mode the broker creates
+    ``/admin/delete_topics/<topic>`` and then waits up to ``wait`` s for the topic to be gone
+    (``ZkAdminManager.deleteTopics`` + ``DelayedDeleteTopics``): "deleted" when it went, "queued"
+    when the answer is REQUEST_TIMED_OUT — the deletion waits in the controller (a replica's
+    broker is down, ``TopicDeletionManager``). Any other error is a :class:`MetadataError`."""
+    wait_ms = max(1, int(wait * 1000))
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.delete_topics([topic], operation_timeout=wait_ms / 1000, request_timeout=timeout)
+        try:
+            futures[topic].result(timeout=timeout + 1)
+        except KafkaException as exc:
+            name = _kafka_error_name(exc)
+            if name == "REQUEST_TIMED_OUT":
+                return "queued"
+            raise MetadataError(f"deleting topic {topic!r} failed: {name}") from exc
+        except TimeoutError:
+            raise MetadataError(f"deleting topic {topic!r}: no answer within {timeout:.0f} s") from None
+    return "deleted"
+
+
+def create_partitions(bootstrap: str, topic: str, additions: Mapping[int, Sequence[int]], *,
+                      timeout: float = 30.0) -> None:
+    """AdminClient ``createPartitions`` with an explicit assignment of the new partitions
+    ({partition: [broker, ...]} numbered from the current count, AR order). The brokers validate
+    the ids against *registered* brokers only when no assignment is given, so replicas on
+    stopped brokers are accepted (``AdminZkClient.addPartitions``)."""
+    numbers = sorted(additions)
+    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        raise UsageError(f"topic {topic!r}: new partitions must be consecutive, got {numbers}")
+    replicas = [[int(r) for r in additions[n]] for n in numbers]
+    for n, rs in zip(numbers, replicas):
+        if not rs or len(set(rs)) != len(rs):
+            raise UsageError(f"topic {topic!r} partition {n}: replicas {rs} must be non-empty and distinct")
+    request = NewPartitions(topic, numbers[-1] + 1, replica_assignment=replicas)
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.create_partitions([request], operation_timeout=timeout, request_timeout=timeout)
+        _result(futures[topic], timeout + 1, f"adding partitions {numbers} to {topic!r}")
+    log.info("added partitions %s to %s", dict(additions), topic)

@@ -18,6 +18,9 @@ from harness import zkpaths
 from harness.zkclient import ZkUnavailable
 
 NO_LEADER = -1
+# /admin/delete_topics/<t>: AdminClient deleteTopics writes it, the controller removes it once the
+# topic is gone (TopicDeletionManager.completeDeleteTopic) -- a child names a deletion in flight.
+DELETE_TOPICS = "/admin/delete_topics"
 
 
 class UnknownPartition(HarnessError, LookupError):
@@ -116,6 +119,8 @@ class ZkSnapshot:
     pending_reassignment: bool  # /admin/reassign_partitions exists
     pending_preferred_election: bool = False  # /admin/preferred_replica_election exists
     topic_ids: Mapping[str, str | None] = field(default_factory=dict)
+    # children of /admin/delete_topics (a topic may already be gone while its entry is removed)
+    topics_being_deleted: frozenset[str] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (partitions as a sorted list, broker ids as string keys);
@@ -130,6 +135,7 @@ class ZkSnapshot:
             "pending_reassignment": self.pending_reassignment,
             "pending_preferred_election": self.pending_preferred_election,
             "topic_ids": dict(sorted(self.topic_ids.items())),
+            "topics_being_deleted": sorted(self.topics_being_deleted),
         }
 
     @classmethod
@@ -145,6 +151,8 @@ class ZkSnapshot:
             pending_reassignment=_bool(d["pending_reassignment"]),
             pending_preferred_election=_bool(d["pending_preferred_election"]),
             topic_ids={str(t): None if i is None else str(i) for t, i in d["topic_ids"].items()},
+            # absent from histories written before issue 14
+            topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
         )
 
     def partition(self, topic: str, partition: int) -> PartitionZkState:
@@ -168,6 +176,8 @@ class ZkSnapshot:
             parts.append("reassignment pending")
         if self.pending_preferred_election:
             parts.append("preferred election pending")
+        if self.topics_being_deleted:
+            parts.append("deleting " + ",".join(sorted(self.topics_being_deleted)))
         keys = sorted(self.partitions)
         parts.extend(self.partitions[k].describe() for k in keys[:max_partitions])
         if len(keys) > max_partitions:
@@ -222,11 +232,13 @@ class SnapshotReader:
         reassign_r = client.exists_async(zkpaths.REASSIGN_PARTITIONS)
         preferred_r = client.exists_async(zkpaths.PREFERRED_REPLICA_ELECTION)
         topics_r = client.get_children_async(zkpaths.BROKER_TOPICS) if wanted is None else None
+        deleting_r = client.get_children_async(DELETE_TOPICS)
         ids = self._await(ids_r, deadline, zkpaths.BROKER_IDS, missing=[])
         ctrl = self._await(ctrl_r, deadline, zkpaths.CONTROLLER)
         epoch = self._await(epoch_r, deadline, zkpaths.CONTROLLER_EPOCH)
         reassign_stat = self._await(reassign_r, deadline, zkpaths.REASSIGN_PARTITIONS)
         preferred_stat = self._await(preferred_r, deadline, zkpaths.PREFERRED_REPLICA_ELECTION)
+        deleting = frozenset(self._await(deleting_r, deadline, DELETE_TOPICS, missing=[]))
         topic_names = sorted(wanted) if wanted is not None else sorted(
             self._await(topics_r, deadline, zkpaths.BROKER_TOPICS, missing=[]))
         # Round trip 2: broker registrations (for their epochs), topic znodes and configs.
@@ -269,4 +281,5 @@ class SnapshotReader:
             pending_reassignment=reassign_stat is not None,
             pending_preferred_election=preferred_stat is not None,
             topic_ids={t: a.topic_id for t, a in assignments.items()},
+            topics_being_deleted=deleting if wanted is None else deleting & frozenset(wanted),
         )

@@ -133,6 +133,13 @@ def check_epoch(topic: str, partition: int, before: Any, predicted: Any, observe
     this path); otherwise strictly greater than before when the oracle predicts a new epoch,
     and never smaller than before."""
     b, p, o = before.leader_epoch, predicted.leader_epoch, observed.leader_epoch
+    if not getattr(predicted, "has_leader_and_isr", True):
+        # the oracle's NewPartition (no state znode: a new partition with no live replica) is
+        # what a snapshot shows as version -1 (epoch -1)
+        ok = getattr(observed, "version", 0) < 0
+        detail = "" if ok else f"{_tp(topic, partition)}: no state znode expected, observed epoch {o}"
+        return CheckResult("oracle_epoch", ok, {"rule": "no state znode", "before": b, "predicted": p}, o,
+                           detail, topic, partition)
     if exact:
         ok = o == p
         rule = f"exactly {p}"
@@ -172,7 +179,7 @@ def observed_class(before: Any, after: Any) -> str:
         return LEADERLESS
     if after.leader != before.leader:
         if (after.leader in before.replicas and after.leader not in before.isr
-                and before.leader not in after.isr):
+                and before.leader not in after.isr and before.isr):  # no ISR yet: initialisation
             return UNCLEAN_ELECTED
         return ELECTED
     return LEADER_KEPT

@@ -36,7 +36,7 @@ def partition_from_dict(d: Mapping[str, Any]) -> PartitionState:
 
 
 def state_to_dict(state: ClusterState) -> JsonDict:
-    return {
+    d: JsonDict = {
         "live_brokers": sorted(state.live_brokers),
         "controller": state.controller,
         "config": dict(state.config),
@@ -44,6 +44,13 @@ def state_to_dict(state: ClusterState) -> JsonDict:
                           "partitions": {str(p): partition_to_dict(ps) for p, ps in sorted(ts.partitions.items())}}
                    for name, ts in sorted(state.topics.items())},
     }
+    # Only when set, so histories without a deletion or a failed log directory stay byte for byte.
+    if state.topics_being_deleted:
+        d["topics_being_deleted"] = sorted(state.topics_being_deleted)
+    if state.offline_replicas:
+        d["offline_replicas"] = {str(b): [_encode(tp) for tp in sorted(tps)]
+                                 for b, tps in sorted(state.offline_replicas.items())}
+    return d
 
 
 def state_from_dict(d: Mapping[str, Any]) -> ClusterState:
@@ -54,6 +61,9 @@ def state_from_dict(d: Mapping[str, Any]) -> ClusterState:
         topics={name: TopicState({int(p): partition_from_dict(ps) for p, ps in t["partitions"].items()},
                                  dict(t["config"]))
                 for name, t in d["topics"].items()},
+        topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
+        offline_replicas={int(b): frozenset(TopicPartition(str(tp["topic"]), int(tp["partition"])) for tp in tps)
+                          for b, tps in d.get("offline_replicas", {}).items()},
     )
 
 

@@ -35,8 +35,11 @@ from scenarios.targets import Brokers, Controller, EarlierTarget, NoTarget
 DEFAULT_WEIGHTS: Mapping[str, float] = {
     "hard_kill": 4, "controller_kill": 2, "controlled_shutdown": 3, "pause": 1, "short_pause": 1,
     "restart": 2, "start": 4, "reassignment": 2, "preferred_election": 2, "unclean_election": 1,
-    "network_partition": 2,
+    "network_partition": 2, "delete_topic": 1, "add_partitions": 1,
 }
+# Kinds drawn only when named (``GeneratorConfig.faults``), so the default schedules of a seed stay
+# what they were before they joined the repertoire.
+OPT_IN = ("network_partition", "delete_topic", "add_partitions")
 BROKER_ID_POOL = range(1, 13)
 NETWORK_CUTS = ("zookeeper", "everyone")
 
@@ -158,6 +161,34 @@ def _admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> N
             raise IllegalStep(f"{step.fault} of {topic}-{p}: no such partition")
 
 
+def _topic_admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    """Deleting an unproduced topic (its replicas may be down: the deletion waits for them) and
+    adding partitions (through the AdminClient only onto registered brokers; by rewriting the topic
+    znode onto any broker of the cluster, down ones included)."""
+    topic = step.options.get("topic")
+    if not isinstance(topic, str) or topic not in model.topics:
+        raise IllegalStep(f"{step.fault} on unknown topic {topic!r}")
+    spec = model.topics[topic]
+    if step.fault == "delete_topic":
+        if spec.workload:
+            raise IllegalStep(f"delete_topic of {topic}: it carries a workload")
+        model.topics = {name: t for name, t in model.topics.items() if name != topic}
+        return
+    additions = [(int(p), tuple(int(r) for r in rs)) for p, rs in step.options.get("add", ())]
+    rf = len(next(iter(spec.assignment.values())))
+    assignment = dict(spec.assignment)
+    for p, replicas in additions:
+        if p != len(assignment) or len(replicas) != rf or len(set(replicas)) != rf:
+            raise IllegalStep(f"add_partitions {topic}-{p}: not the next partition, or not {rf} distinct replicas")
+        registered = model.free if not model.unknown_down else []
+        if step.options.get("via", "admin") == "admin" and any(r not in registered for r in replicas):
+            raise IllegalStep(f"add_partitions {topic}-{p} by AdminClient onto brokers that may not be registered")
+        if any(r not in model.brokers for r in replicas):
+            raise IllegalStep(f"add_partitions {topic}-{p} onto brokers outside the cluster")
+        assignment[p] = replicas
+    model.topics = {**model.topics, topic: TopicSpec(spec.name, assignment, spec.config, spec.workload)}
+
+
 def _network(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
     variant = step.options.get("variant")
     if variant == "heal":
@@ -175,6 +206,7 @@ _RULES: Mapping[str, Callable[[ClusterModel, Step, tuple[int, ...] | None], None
     "hard_kill": _stop, "controller_kill": _stop, "controlled_shutdown": _stop, "pause": _bounce,
     "short_pause": _bounce, "restart": _bounce, "start": _start, "reassignment": _admin,
     "preferred_election": _admin, "unclean_election": _admin, "network_partition": _network,
+    "delete_topic": _topic_admin, "add_partitions": _topic_admin,
 }
 REPERTOIRE = tuple(_RULES)
 
@@ -196,7 +228,7 @@ def problems(schedule: Schedule) -> list[str]:
 class GeneratorConfig:
     steps: int = 6
     brokers: int = 3
-    faults: tuple[str, ...] = tuple(k for k in REPERTOIRE if k != "network_partition")
+    faults: tuple[str, ...] = tuple(k for k in REPERTOIRE if k not in OPT_IN)
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     max_partitions: int = 12
     topics: int = 2  # at most
@@ -224,6 +256,12 @@ def _topics(rng: random.Random, brokers: Sequence[int], config: GeneratorConfig)
         partitions = rng.randint(1, config.max_partitions)
         topic_config = {"unclean.leader.election.enable": "true"} if rng.random() < 0.2 else {}
         specs.append(TopicSpec(f"t{t}", _assignment(rng, brokers, partitions, rf), topic_config))
+    if "delete_topic" in config.faults:
+        # An unproduced topic to delete, drawn from its own stream so the others stay as they were.
+        own = random.Random(f"{rng.random()}:d")
+        rf = own.randint(1, min(3, len(brokers)))
+        partitions = own.randint(1, min(3, config.max_partitions))
+        specs.append(TopicSpec("d", _assignment(own, brokers, partitions, rf), {}, workload=False))
     return tuple(specs)
 
 
@@ -262,6 +300,18 @@ def _candidates(model: ClusterModel, kind: str, rng: random.Random) -> list[Step
             options["partitions"] = sorted(rng.sample(sorted(model.topics[topic].assignment),
                                                       rng.randint(1, len(model.topics[topic].assignment))))
         return [Step(kind, NoTarget(f"{topic} (unclean, {via})"), options)]
+    if kind == "delete_topic":
+        unproduced = [t for t in topics if not model.topics[t].workload]
+        return [Step(kind, NoTarget(t), {"topic": t}) for t in unproduced[:1]]
+    if kind == "add_partitions":
+        topic = rng.choice(topics)
+        spec = model.topics[topic]
+        rf, n = len(next(iter(spec.assignment.values()))), len(spec.assignment)
+        admin_ok = not model.unknown_down and len(model.free) >= rf
+        via = rng.choice(("admin", "znode")) if admin_ok else "znode"
+        pool = model.free if via == "admin" else list(model.brokers)
+        chosen = rng.sample(pool, rf)
+        return [Step(kind, NoTarget(f"{topic}-{n} -> {chosen}"), {"topic": topic, "add": [[n, chosen]], "via": via})]
     if kind == "network_partition":
         if model.cut:
             b, variant = rng.choice(sorted(model.cut.items()))

@@ -50,6 +50,8 @@ def cluster_state_of(snapshot: Any, topics: Iterable[str] | None, broker_config:
         # A dead controller's /controller lingers until its session expires: unknown then.
         controller=snapshot.controller if snapshot.controller in snapshot.live_brokers else None,
         config=dict(broker_config),
+        # a deletion in flight (/admin/delete_topics/<t> while the topic still exists)
+        topics_being_deleted=frozenset(getattr(snapshot, "topics_being_deleted", ())) & frozenset(by_topic),
     )
 
 
@@ -97,10 +99,16 @@ def mismatches(snapshot: Any, predicted: ClusterState, topics: Iterable[str]) ->
         diffs.append("reassignment pending")
     if getattr(snapshot, "pending_preferred_election", False):
         diffs.append("preferred election pending")
+    deleting = set(getattr(snapshot, "topics_being_deleted", ()))
     for topic in topics:
         ts = predicted.topics.get(topic)
         if ts is None:
+            # predicted gone (a completed deletion): the topic znode must be gone too
+            if snapshot.has_topic(topic):
+                diffs.append(f"topic {topic} still exists")
             continue
+        if (topic in predicted.topics_being_deleted) != (topic in deleting):
+            diffs.append(f"topic {topic} {'not ' if topic in predicted.topics_being_deleted else ''}queued for deletion")
         for p, want in ts.partitions.items():
             got = snapshot.partitions.get((topic, p))
             name = f"{topic}-{p}"

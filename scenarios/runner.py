@@ -277,12 +277,14 @@ class Runner:
         ctx.ops_cut = time.time()
         for t in ctx.scenario.topics:
             physical = ctx.topic_names[t.name]
-            if self.options.consumers:
+            if self.options.consumers and t.workload:
                 c = Consumers(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
                               client_id=f"kafka-chaos-{ctx.scenario.name}")
                 ctx.consumers[physical] = c
                 c.start()
         for t in ctx.scenario.topics:
+            if not t.workload:  # a topic a step deletes (scenarios.faults.topics)
+                continue
             physical = ctx.topic_names[t.name]
             w = Workload(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
                          rate_per_partition=self.options.rate_per_partition,
@@ -340,7 +342,11 @@ class Runner:
                 # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their
                 # metadata is stale by design, so they are not asked.
                 asked = [b for b in sorted(after.live_brokers) if b not in nemesis.faulted_brokers]
-                metadata = poller.wait_agreement(observed_partitions(after, ctx.physical_topics), asked,
+                # (a topic queued for deletion, or a partition without a state znode, is in no
+                # broker's metadata cache: not awaited; scenarios.checkers.metadata_agrees)
+                zk_parts = {k: v for k, v in observed_partitions(after, ctx.physical_topics).items()
+                            if k[0] not in after.topics_being_deleted and v.version >= 0}
+                metadata = poller.wait_agreement(zk_parts, asked,
                                                  timeout=self.options.metadata_timeout)
             expected = matching(after, options, ctx.physical_topics) if after is not None else None
             if fault.client_windows:

@@ -87,7 +87,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
         "schedule_version": SCHEDULE_VERSION, "name": s.name, "doc": s.doc,
         "cluster": {"brokers": list(s.brokers), "overrides": dict(s.overrides)},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
-                    "config": dict(t.config)} for t in s.topics],
+                    "config": dict(t.config), **({} if t.workload else {"workload": False})}
+                   for t in s.topics],
         "steps": [_step_to_json(st) for st in s.steps],
     }
 
@@ -160,7 +161,7 @@ def _brokers(value: Any, where: str) -> tuple[int, ...]:
 
 def _topic(value: Any, where: str, brokers: tuple[int, ...]) -> TopicSpec:
     obj = _object(value, where)
-    _only(obj, {"name", "assignment", "config"}, where)
+    _only(obj, {"name", "assignment", "config", "workload"}, where)
     name = _str(obj.get("name"), f"{where}.name")
     raw = _object(obj.get("assignment"), f"{where}.assignment")
     assignment: dict[int, tuple[int, ...]] = {}
@@ -175,7 +176,10 @@ def _topic(value: Any, where: str, brokers: tuple[int, ...]) -> TopicSpec:
         raise _fail(f"{where}.assignment", f"partitions must be 0..n-1 with 1 <= n <= {MAX_PARTITIONS}")
     if len({len(r) for r in assignment.values()}) != 1:
         raise _fail(f"{where}.assignment", "every partition needs the same replication factor")
-    return TopicSpec(name, assignment, _string_map(obj.get("config", {}), f"{where}.config"))
+    workload = obj.get("workload", True)  # false: an unproduced topic (one a step deletes)
+    if not isinstance(workload, bool):
+        raise _fail(f"{where}.workload", f"expected true or false, not {workload!r}")
+    return TopicSpec(name, assignment, _string_map(obj.get("config", {}), f"{where}.config"), workload)
 
 
 def selector_from_json(value: Any, where: str) -> Any:

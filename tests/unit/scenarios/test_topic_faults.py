@@ -1,0 +1,108 @@
+"""Topic deletion and partition growth in the step pipeline (issue 14): the fault kinds, the
+generator's rules, the history codec, the convergence predicate and the checks that a partition
+without a state znode or a topic queued for deletion needs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from common.errors import UsageError
+from harness.zksnapshot import PartitionZkState, ZkSnapshot
+from oracle import AddPartitions, ClusterState, DeleteTopic, PartitionPhase, PartitionState, TopicPartition, TopicState
+from scenarios.catalogue import Step, TopicSpec
+from scenarios.checks import ELECTED, UNCLEAN_ELECTED, check_epoch, observed_class
+from scenarios.codec import state_from_dict, state_to_dict
+from scenarios.faults import make_fault
+from scenarios.generator import ClusterModel, IllegalStep
+from scenarios.observation import cluster_state_of, mismatches
+from scenarios.schedule import Schedule, dumps, schedule_from_json
+from scenarios.targets import Brokers, NoTarget, Target
+
+TOPICS = {"topic_names": {"t": "phys-t", "d": "phys-d"}, "topic_partitions": {"t": (0, 1), "d": (0,)}}
+ONE = Target((1,), "broker 1")
+
+
+def _zk(topic: str, partition: int, replicas: tuple[int, ...], leader: int, isr: tuple[int, ...],
+        epoch: int, version: int = 0) -> PartitionZkState:
+    return PartitionZkState(topic, partition, replicas, leader, epoch, isr, 1, 0, version)
+
+
+def _snapshot(partitions: list[PartitionZkState], deleting: frozenset[str] = frozenset()) -> ZkSnapshot:
+    return ZkSnapshot(taken_at=0.0, live_brokers={1: 10, 2: 11}, controller=1, controller_epoch=1,
+                      partitions={(p.topic, p.partition): p for p in partitions},
+                      topic_configs={p.topic: {} for p in partitions}, pending_reassignment=False,
+                      topic_ids={p.topic: "id" for p in partitions}, topics_being_deleted=deleting)
+
+
+def test_the_fault_kinds_build_their_oracle_events_and_refuse_bad_options() -> None:
+    delete = make_fault("delete_topic", ONE, {"topic": "d"}, **TOPICS)
+    assert delete.oracle_events() == [DeleteTopic("phys-d")] and delete.holds == () and delete.requires == frozenset()
+    add = make_fault("add_partitions", ONE, {"topic": "t", "add": [[2, [3, 1]]], "via": "znode"}, **TOPICS)
+    assert add.oracle_events() == [AddPartitions("phys-t", {2: (3, 1)})]
+    for options in ({"topic": "t", "add": []}, {"topic": "t", "add": [[2, [1, 1]]]}, {"topic": "t"},
+                    {"topic": "t", "add": [[2, [1]]], "via": "zk"}, {"topic": "d", "extra": 1}):
+        kind = "delete_topic" if "extra" in options else "add_partitions"
+        with pytest.raises(UsageError):
+            make_fault(kind, ONE, options, **TOPICS)
+
+
+def test_generator_rules_delete_only_unproduced_topics_and_grow_by_the_next_partition() -> None:
+    t = TopicSpec("t", {0: (1, 2)})
+    d = TopicSpec("d", {0: (2, 3)}, workload=False)
+    model = ClusterModel.of(Schedule("s", (1, 2, 3), (t, d), ()))
+    model.apply(Step("hard_kill", Brokers((3,))))
+    with pytest.raises(IllegalStep, match="workload"):
+        model.apply(Step("delete_topic", NoTarget(), {"topic": "t"}))
+    with pytest.raises(IllegalStep, match="registered"):  # the AdminClient refuses a stopped broker
+        model.apply(Step("add_partitions", NoTarget(), {"topic": "t", "add": [[1, [3, 1]]]}))
+    with pytest.raises(IllegalStep, match="next partition"):
+        model.apply(Step("add_partitions", NoTarget(), {"topic": "t", "add": [[2, [3, 1]]], "via": "znode"}))
+    model.apply(Step("add_partitions", NoTarget(), {"topic": "t", "add": [[1, [3, 1]]], "via": "znode"}))
+    assert model.topics["t"].assignment[1] == (3, 1)
+    model.apply(Step("delete_topic", NoTarget(), {"topic": "d"}))  # its replica 3 is down: allowed
+    assert "d" not in model.topics
+    with pytest.raises(IllegalStep, match="unknown topic"):
+        model.apply(Step("delete_topic", NoTarget(), {"topic": "d"}))
+
+
+def test_an_unproduced_topic_round_trips_through_a_schedule_file() -> None:
+    s = Schedule("s", (1, 2), (TopicSpec("t", {0: (1, 2)}), TopicSpec("d", {0: (2,)}, workload=False)),
+                 (Step("delete_topic", NoTarget("d"), {"topic": "d"}),))
+    text = dumps(s)
+    assert '"workload": false' in text and text.count('"workload"') == 1
+    assert schedule_from_json(json.loads(text)) == s
+
+
+def test_the_history_codec_keeps_deletions_and_failed_directories() -> None:
+    tp = TopicPartition("t", 0)
+    state = ClusterState(frozenset({1, 2}), {"t": TopicState({0: PartitionState((1, 2), -1, (2,), 5)})}, 1,
+                         topics_being_deleted=frozenset({"t"}), offline_replicas={2: frozenset({tp})})
+    assert state_from_dict(json.loads(json.dumps(state_to_dict(state)))) == state
+    plain = ClusterState(frozenset({1}), {}, 1)
+    assert set(state_to_dict(plain)) == {"live_brokers", "controller", "config", "topics"}  # old shape
+
+
+def test_the_convergence_predicate_knows_deleted_and_queued_topics() -> None:
+    pending = _snapshot([_zk("d", 0, (1, 3), -1, (1,), 4)], frozenset({"d"}))
+    before = cluster_state_of(pending, ["d"], {})
+    assert before.topics_being_deleted == {"d"}
+    assert mismatches(pending, before, ["d"]) == []
+    gone = ClusterState(frozenset({1, 2}), {}, 1)
+    assert mismatches(pending, gone, ["d"]) == ["topic d still exists"]
+    assert mismatches(_snapshot([]), gone, ["d"]) == []
+    not_queued = ClusterState(before.live_brokers, before.topics, 1)
+    assert mismatches(pending, not_queued, ["d"]) == ["topic d queued for deletion"]
+
+
+def test_a_new_partition_without_state_is_checked_as_such() -> None:
+    new = PartitionState((3,), -1, (), 0, phase=PartitionPhase.NEW)
+    no_znode = _zk("t", 6, (3,), -1, (), -1, version=-1)
+    assert check_epoch("t", 6, no_znode, new, no_znode, exact=True).passed is True
+    written = _zk("t", 6, (3,), 3, (3,), 0)
+    assert check_epoch("t", 6, no_znode, new, written, exact=True).passed is False
+    # its first leader is an initialisation, not an unclean election
+    assert observed_class(no_znode, written) == ELECTED
+    lost = _zk("t", 0, (1, 3), 1, (1,), 4)
+    assert observed_class(lost, _zk("t", 0, (1, 3), 3, (3,), 5)) == UNCLEAN_ELECTED
