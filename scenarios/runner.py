@@ -172,7 +172,7 @@ class Runner:
             ctx.observer = observer
             nemesis = Nemesis(FaultEnv(cluster, observer, admin, ctx.run.session_timeout_ms or 6000,
                                        ctx.run.tick_time_ms or 500))
-            interrupted = False
+            interrupted = aborted = False
             try:
                 self._create_topics(ctx)
                 self._start_workloads(ctx)
@@ -181,21 +181,23 @@ class Runner:
             except KeyboardInterrupt:
                 interrupted = True  # leave at once: the pool destroys the cluster
                 raise
+            except BaseException:
+                aborted = True  # no _finish: the consumers are stopped here
+                raise
             finally:
                 for w in ctx.workloads.values():
                     try:
                         w.stop(drain_timeout=2.0 if interrupted else 5.0)
                     except Exception as exc:  # noqa: BLE001 - recorded below as unknown delivery
                         ctx.workload_errors[w.topic] = str(exc)
-                for topic, c in ctx.consumers.items():
-                    try:
-                        c.stop()
-                    except Exception as exc:  # noqa: BLE001 - the history check says unknown
-                        ctx.workload_errors.setdefault(topic, str(exc))
+                if interrupted:
+                    self._stop_consumers(ctx)
                 if not interrupted:
                     self._step_progress(ctx, "healing")
                     for err in nemesis.heal_all():
                         ctx.outcome.error = ctx.outcome.error or f"heal failed: {err}"
+                    if aborted:
+                        self._stop_consumers(ctx)
             self._finish(ctx)
 
     def _finish(self, ctx: _Context) -> None:
@@ -206,9 +208,11 @@ class Runner:
             ctx.observer.wait_until(lambda s: is_settled(s, ctx.physical_topics), timeout=self.options.settle_timeout,
                                     description="settled after healing")
         except HarnessError as exc:
+            self._stop_consumers(ctx)
             self._emit(ctx.checks, ctx.outcome, ScenarioFinished(
                 ctx.run, started, time.time(), str(exc), (), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)))
             return
+        self._stop_consumers(ctx)  # healed: a group member leaves its group at once
         deliveries = []
         for physical, w in ctx.workloads.items():
             if physical in ctx.workload_errors:
@@ -230,6 +234,17 @@ class Runner:
             delete_topics(ctx.cluster.bootstrap_servers, ctx.physical_topics, timeout=15.0)
         except HarnessError as exc:
             log.info("deleting topics %s: %s", ctx.physical_topics, exc)
+
+    def _stop_consumers(self, ctx: _Context) -> None:
+        """Stop the consumers (after healing, so they catch up and close quickly). A consumer
+        that failed leaves its polls incomplete, which the history checks tolerate (every
+        anomaly they report is still one), so it is said, not turned into a verdict."""
+        for topic, c in ctx.consumers.items():
+            try:
+                c.stop()
+            except Exception as exc:  # noqa: BLE001 - reported; the polls so far are kept
+                log.warning("consumers of %s: %s", topic, exc)
+                self._step_progress(ctx, f"consumers of {topic} failed: {exc}")
 
     # topics and workload -------------------------------------------------------------------
 
