@@ -2,7 +2,7 @@
 recorded) cost: the same scenarios run with and without them, on one local cluster each time.
 
     flock /tmp/kafka-chaos-cluster.lock .venv/bin/python benchmarks/consumers_overhead.py \
-        [--scenario leader_hard_kill --scenario controlled_shutdown_leader] [--rounds 1]
+        [--scenario leader_hard_kill --scenario controlled_shutdown_leader | --suite conformance] [--rounds 1]
 
 Prints, per mode, the wall time of each scenario iteration (the runner's ``seconds``), the mean
 time of a fault step (``finished_at - started_at`` of its observation: settle, inject, converge,
@@ -18,18 +18,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cli.run import run_scenarios  # noqa: E402
-from scenarios.catalogue import by_names  # noqa: E402
+from scenarios.catalogue import by_names, select  # noqa: E402
 
 
-def one(names: list[str], consumers: bool, out: Path) -> dict[str, float]:
+def one(scenarios: list[Any], consumers: bool, out: Path) -> dict[str, float]:
     started = time.monotonic()
-    run_scenarios(by_names(names), seed=7, results_dir=out, report=False,
-                  runner_options={"consumers": consumers})
+    run_scenarios(scenarios, seed=7, results_dir=out, report=False, runner_options={"consumers": consumers})
     wall = time.monotonic() - started
     steps = []
     for line in (out / "history.jsonl").read_text().splitlines():
@@ -47,8 +47,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", action="append", default=None)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--suite", default=None, help="a whole suite instead (local backend: what it can run)")
     args = parser.parse_args()
-    names = args.scenario or ["leader_hard_kill", "controlled_shutdown_leader"]
+    if args.suite:
+        from harness.backends import missing_capabilities
+
+        names = select(args.suite, missing=dict(missing_capabilities("local"))).scenarios
+    else:
+        names = by_names(args.scenario or ["leader_hard_kill", "controlled_shutdown_leader"])
     rows: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="consumers-overhead-") as tmp:
         for r in range(args.rounds):
