@@ -63,11 +63,16 @@ def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:
     assert isinstance(cluster, Cluster) and isinstance(cluster, BrokerControl)
     assert cluster.kafka_version == kafka_distribution.version
     assert cluster.broker_ids == [1, 2, 3]
-    # Only launchers that give brokers their own network namespace can cut the network.
-    assert isinstance(cluster, NetworkPartitioner) == (cluster.backend == "containers")
+    # Both launchers cut the network (containers: a namespace per broker; local: iptables on
+    # loopback, as root); only the local one runs ZooKeeper ensembles and degrades links so far.
+    assert isinstance(cluster, NetworkPartitioner)
     both = {Capability.BROKER_CONTROL, Capability.ZOOKEEPER_CONTROL}
-    assert capabilities_of(cluster) == (both | {Capability.NETWORK_PARTITION} if cluster.backend == "containers"
-                                        else both)
+    local_only = {Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION, Capability.NETWORK_DEGRADE}
+    from harness.cluster import capability_problems
+
+    lacking = set(capability_problems(cluster))  # the local launcher without root or iptables
+    expected = both | {Capability.NETWORK_PARTITION} | (local_only if cluster.backend == "local" else set())
+    assert capabilities_of(cluster) == expected - lacking
 
 
 def test_a_paused_zookeeper_answers_nothing_until_resumed(cluster: Cluster, observer: ZkObserver) -> None:
