@@ -41,8 +41,8 @@ Anomaly classes (:data:`ANOMALIES`):
     producer's messages to one partition are appended in order.
 ``failed_send_read``
     A message whose send *definitely* failed was read (Jepsen's aborted read, ``G1a``).
-    Timeouts and purges of in-flight messages are indefinite (the broker may have written
-    the message) and never count: only :data:`DEFINITE_FAILURES` do.
+    Timeouts, purges and most broker errors are indefinite (an earlier attempt may have been
+    written) and never count: only :data:`DEFINITE_FAILURES` do.
 
 An unclean election truncates the log of a partition: it must cause lost writes, unseen
 messages, inconsistent offsets, non-monotonic polls (a position beyond the new log end is
@@ -72,13 +72,16 @@ ANOMALIES = (LOST_WRITE, UNSEEN, DUPLICATE, INCONSISTENT_OFFSETS, NONMONOTONIC_P
              NONMONOTONIC_SEND, FAILED_SEND_READ)
 TRUNCATION_ANOMALIES = frozenset({LOST_WRITE, UNSEEN, INCONSISTENT_OFFSETS, NONMONOTONIC_POLL, NONMONOTONIC_SEND})
 
-# Delivery errors after which the broker surely did not append the message: refused before
-# the append, or never sent (purged from the local queue). Anything else may have been
-# written (librdkafka's "possibly persisted").
+# Delivery errors that mean no attempt of the message can have been appended: the broker
+# refuses the message itself (every attempt alike), or the client never had the topic. Nothing
+# else is definite: librdkafka re-queues a batch after a retriable error, so a message it later
+# purges from its queue (_PURGE_QUEUE, seen on a real cluster after an unclean election
+# replaced the producer) or fails with NOT_ENOUGH_REPLICAS may have been written by an earlier
+# attempt ("possibly persisted", a status confluent-kafka does not expose).
 DEFINITE_FAILURES = frozenset({
-    "_PURGE_QUEUE", "NOT_ENOUGH_REPLICAS", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD",
-    "CORRUPT_MESSAGE", "RECORD_LIST_TOO_LARGE", "TOPIC_AUTHORIZATION_FAILED", "_UNKNOWN_PARTITION",
-    "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART", "INVALID_REQUIRED_ACKS",
+    "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD", "CORRUPT_MESSAGE", "RECORD_LIST_TOO_LARGE",
+    "TOPIC_AUTHORIZATION_FAILED", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART",
+    "INVALID_REQUIRED_ACKS",
 })
 
 

@@ -72,7 +72,7 @@ def case_nonmonotonic_send(h: dict) -> None:
 
 
 def case_failed_send_read(h: dict) -> None:
-    h["failed"] = (FailedSend(key(4), "_PURGE_QUEUE", 15.0),)
+    h["failed"] = (FailedSend(key(4), "MSG_SIZE_TOO_LARGE", 15.0),)
 
 
 CASES = [
@@ -125,8 +125,9 @@ def test_a_reset_restarts_monotonicity() -> None:
 
 def test_indefinite_failures_may_be_read_and_unseen_needs_the_final_read() -> None:
     h = clean()
-    h["failed"] = (FailedSend(key(4), "_MSG_TIMED_OUT", 15.0),)
-    assert kinds(h) == []
+    for error in ("_MSG_TIMED_OUT", "_PURGE_QUEUE", "_PURGE_INFLIGHT", "NOT_ENOUGH_REPLICAS"):
+        h["failed"] = (FailedSend(key(4), error, 15.0),)
+        assert kinds(h) == []
     case_unseen(h)
     assert kinds(h, final_read=False) == []
 
