@@ -45,7 +45,8 @@ from harness.cluster import BrokerEndpoint, Capability
 from harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from harness.distribution import KafkaDistribution, java_executable
 from harness.local_ensemble import LocalEnsembleControls
-from harness.local_network import Cut, LoopbackFirewall, node_mark, partition_problem, remove_stale_chains
+from harness.local_links import LocalLinkControls
+from harness.local_network import LoopbackFirewall, node_mark, partition_problem, remove_stale_chains
 from harness.local_nodes import (
     HOST,
     ZOOKEEPER,
@@ -91,10 +92,11 @@ def _register_owned(cluster: LocalCluster) -> None:
     processes.exit_on_termination_signals()
 
 
-class LocalCluster(LocalEnsembleControls):
+class LocalCluster(LocalEnsembleControls, LocalLinkControls):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
-    :class:`harness.cluster.ZooKeeperControl` and, as root with iptables,
-    :class:`harness.cluster.NetworkPartitioner` (:mod:`harness.local_network`) on local JVMs.
+    :class:`harness.cluster.ZooKeeperControl`, the ZooKeeper-ensemble controls
+    (:mod:`harness.local_ensemble`) and, as root with iptables, the network controls
+    (:mod:`harness.local_links`) on local JVMs.
 
     Over ~300 lines because it is the one coordinator of the node layout, processes, state file
     and loopback firewall; each of those lives in its own module and this class only sequences
@@ -369,39 +371,6 @@ class LocalCluster(LocalEnsembleControls):
     def _zk_nodes(self) -> list[LocalNode]:
         self._zk()
         return [node for _, node in sorted(self._zk_ensemble.items())]
-
-    # ---------------------------------------------------------------- NetworkPartitioner
-
-    def isolate(self, broker_id: int, *, from_zookeeper: bool = True, from_brokers: bool = True,
-                from_clients: bool = False) -> None:
-        """Drop every packet between the broker and the named peers, both ways, until
-        :meth:`heal_network` (:mod:`harness.local_network`)."""
-        node = self._broker(broker_id)
-        if node.group is None:
-            raise HarnessError(partition_problem() or f"{self} was started without its loopback firewall")
-        peers = [n.port for n in self._zk_nodes()] if from_zookeeper else []
-        if from_brokers:
-            peers += [self._broker(b).port for b in self.broker_ids if b != broker_id]
-        self._firewall().cut(Cut(node.port, tuple(peers), from_clients))
-
-    def degrade(self, broker_id: int, *, to_zookeeper: bool = False, to_brokers: bool = False,
-                to_clients: bool = False, loss_pct: float = 0.0, rate_kbit: int | None = None) -> None:
-        """Lossy / rate-limited links of the broker until :meth:`heal_network`
-        (:meth:`harness.local_network.LoopbackFirewall.degrade`)."""
-        node = self._broker(broker_id)
-        if node.group is None:
-            raise HarnessError(partition_problem() or f"{self} was started without its loopback firewall")
-        peers = [n.port for n in self._zk_nodes()] if to_zookeeper else []
-        if to_brokers:
-            peers += [self._broker(b).port for b in self.broker_ids if b != broker_id]
-        self._firewall().degrade(Cut(node.port, tuple(peers), to_clients), loss_pct=loss_pct, rate_kbit=rate_kbit)
-
-    def heal_network(self) -> None:
-        if self._zookeeper is not None and self._zookeeper.group is not None:
-            self._firewall().heal()
-
-    def _firewall(self) -> LoopbackFirewall:
-        return LoopbackFirewall(self._zk().port)
 
     # ---------------------------------------------------------------- teardown
 

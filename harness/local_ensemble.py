@@ -1,5 +1,5 @@
 """The ZooKeeper ensemble controls of the local launcher (:class:`harness.cluster.
-ZooKeeperEnsembleControl` and :class:`harness.cluster.ZooKeeperLinkPartitioner`), kept apart
+ZooKeeperEnsembleControl`), kept apart
 from :class:`harness.local.LocalCluster`, which mixes them in.
 
 Each ZooKeeper server is a JVM of its own (``zookeeper-N``, ``myid`` N); killing or pausing one
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from common.errors import HarnessError, UsageError
 from harness import zk_ensemble
-from harness.local_network import Cut, LoopbackFirewall, partition_problem
 from harness.local_nodes import LocalNode
 from harness.processes import NodeProcess
 
@@ -32,8 +31,6 @@ class LocalEnsembleControls:
     start_timeout: float
     _zk_ensemble: dict[int, LocalNode]
     _spawn: Callable[[LocalNode], None]
-    _broker: Callable[[int], LocalNode]
-    _firewall: Callable[[], LoopbackFirewall]
     _running: Callable[[LocalNode, str], tuple[LocalNode, NodeProcess]]
 
     def zookeeper_servers(self) -> list[int]:
@@ -74,14 +71,6 @@ class LocalEnsembleControls:
         self._spawn(node)
         if wait_serving:
             zk_ensemble.wait_serving(self.zookeeper_client_ports(), [server_id], self.start_timeout)
-
-    def cut_from_zookeeper_server(self, broker_id: int, server_id: int) -> None:
-        """Drop every packet between the broker and one ZooKeeper server (its client port) until
-        ``heal_network``; the broker's client then reconnects to another server."""
-        node = self._broker(broker_id)
-        if node.group is None:
-            raise HarnessError(partition_problem() or "this cluster was started without its loopback firewall")
-        self._firewall().cut(Cut(node.port, (self._zk_server(server_id).port,)))
 
     def _zk_server(self, server_id: int) -> LocalNode:
         try:
