@@ -41,13 +41,23 @@ def cluster_delete_topic(args: argparse.Namespace) -> int:
     from cli.cluster import _attach_running, _state_dir
     from harness.metadata import request_topic_deletion
 
+    import time
+
+    from harness.zksnapshot import DELETE_TOPICS
+    from scenarios.faults.topics import topic_exists
+
     cluster = _attach_running(_state_dir(args))
-    answer = request_topic_deletion(cluster.bootstrap_servers, args.topic)
-    if answer == "deleted":
+    if not topic_exists(cluster.zookeeper_connect, args.topic):
+        raise UsageError(f"no topic {args.topic!r} in ZooKeeper")
+    request_topic_deletion(cluster.bootstrap_servers, args.topic)
+    deadline = time.monotonic() + 10.0  # the answer comes before the topic znode goes
+    while topic_exists(cluster.zookeeper_connect, args.topic) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if not topic_exists(cluster.zookeeper_connect, args.topic):
         print(f"topic {args.topic} deleted")
     else:
-        print(f"topic {args.topic} queued for deletion (/admin/delete_topics/{args.topic}): a replica's "
-              f"broker is down; the controller completes it when that broker starts")
+        print(f"topic {args.topic} queued for deletion ({DELETE_TOPICS}/{args.topic}): a replica's broker "
+              f"is down; the controller completes it when that broker starts")
     return 0
 
 

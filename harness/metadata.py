@@ -298,29 +298,31 @@ def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | N
 
 # --- topic deletion and partition growth during faults (issue 14) ------------------------------
 
-DeletionAnswer = Literal["deleted", "queued"]
+DeletionAnswer = Literal["answered", "timed_out"]
 
 
 def request_topic_deletion(bootstrap: str, topic: str, *, wait: float = 3.0,
                            timeout: float = 15.0) -> DeletionAnswer:
     """AdminClient ``deleteTopics`` for one topic. In ZooKeeper mode the broker creates
-    ``/admin/delete_topics/<topic>`` and then waits up to ``wait`` s for the topic to be gone
-    (``ZkAdminManager.deleteTopics`` + ``DelayedDeleteTopics``): "deleted" when it went, "queued"
-    when the answer is REQUEST_TIMED_OUT — the deletion waits in the controller (a replica's
-    broker is down, ``TopicDeletionManager``). Any other error is a :class:`MetadataError`."""
-    wait_ms = max(1, int(wait * 1000))
+    ``/admin/delete_topics/<topic>`` and waits up to ``wait`` s until its *metadata cache* no
+    longer has the topic (``ZkAdminManager.deleteTopics`` + ``DelayedDeleteTopics``). The
+    controller drops the topic from every cache as soon as the deletion starts (UpdateMetadata
+    with LeaderDuringDelete), so "answered" does not mean the topic is gone: a replica's broker
+    down, it stays in ``/brokers/topics`` until that broker returns (``TopicDeletionManager``).
+    "timed_out" (REQUEST_TIMED_OUT): queued but not started within ``wait``. ZooKeeper is the
+    truth. Any other error is a :class:`MetadataError`."""
     with admin_client(bootstrap, timeout) as client:
-        futures = client.delete_topics([topic], operation_timeout=wait_ms / 1000, request_timeout=timeout)
+        futures = client.delete_topics([topic], operation_timeout=wait, request_timeout=timeout)
         try:
             futures[topic].result(timeout=timeout + 1)
         except KafkaException as exc:
             name = _kafka_error_name(exc)
             if name == "REQUEST_TIMED_OUT":
-                return "queued"
+                return "timed_out"
             raise MetadataError(f"deleting topic {topic!r} failed: {name}") from exc
         except TimeoutError:
             raise MetadataError(f"deleting topic {topic!r}: no answer within {timeout:.0f} s") from None
-    return "deleted"
+    return "answered"
 
 
 def create_partitions(bootstrap: str, topic: str, additions: Mapping[int, Sequence[int]], *,

@@ -49,6 +49,8 @@ class DeleteTopicFault(FaultBase):
     def inject(self, env: FaultEnv) -> None:
         from harness.metadata import request_topic_deletion
 
+        # The answer says little (see request_topic_deletion); the step's convergence wait on
+        # ZooKeeper decides whether the deletion completed or waits, as the oracle predicts.
         answer = request_topic_deletion(env.bootstrap, self.topic)
         log.info("deleting topic %s: %s", self.topic, answer)
 
@@ -113,6 +115,15 @@ def _topic_znode(client: Any, topic: str) -> tuple[dict[str, Any], Any]:
     if not isinstance(znode, dict) or not isinstance(znode.get("partitions"), dict):
         raise HarnessError(f"/brokers/topics/{topic} is not a topic znode")
     return znode, stat
+
+
+def topic_exists(zk_connect: str, topic: str) -> bool:
+    """Whether ``/brokers/topics/<topic>`` exists (a deleted topic's znode goes last but one)."""
+    try:
+        partition_count(zk_connect, topic)
+    except UsageError:
+        return False
+    return True
 
 
 def partition_count(zk_connect: str, topic: str, timeout: float = 10.0) -> int:

@@ -79,7 +79,8 @@ def test_deletion_waits_for_the_down_replica_and_new_partitions_for_theirs(clust
         _wait_for(observer, down, topics, expiry, f"broker {DOWN} gone")
 
         _, before = _state(observer, topics, cluster)
-        assert metadata.request_topic_deletion(cluster.bootstrap_servers, doomed) == "queued"
+        # "answered" once the brokers' caches drop the topic, although it waits for broker 3
+        assert metadata.request_topic_deletion(cluster.bootstrap_servers, doomed) in ("answered", "timed_out")
         pending = predict(before, [DeleteTopic(doomed)]).state
         assert pending.topics_being_deleted == {doomed}
         snap = _wait_for(observer, pending, topics, 30, "the deletion waiting for the down replica")
