@@ -106,3 +106,13 @@ def test_a_new_partition_without_state_is_checked_as_such() -> None:
     assert observed_class(no_znode, written) == ELECTED
     lost = _zk("t", 0, (1, 3), 1, (1,), 4)
     assert observed_class(lost, _zk("t", 0, (1, 3), 3, (3,), 5)) == UNCLEAN_ELECTED
+
+
+def test_the_cluster_verbs_refuse_bad_input_in_one_line(tmp_path, capsys) -> None:
+    from cli.main import main
+
+    assert main(["cluster", "add-partitions", "t", "--replicas", "1,a", "--state-dir", str(tmp_path)]) == 2
+    assert main(["cluster", "add-partitions", "t", "--replicas", "1,1", "--state-dir", str(tmp_path)]) == 2
+    assert main(["cluster", "delete-topic", "t", "--state-dir", str(tmp_path)]) == 2  # no cluster there
+    err = capsys.readouterr().err
+    assert err.count("\n") == 3 and "Traceback" not in err and "expected comma-separated broker ids" in err
