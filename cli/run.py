@@ -11,6 +11,7 @@ leaves a valid partial results directory.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import platform
 import random
@@ -18,11 +19,13 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cli.args import shard
+from cli.progress import Progress
 from common.errors import UsageError
 from harness.cluster import Capability
 
@@ -58,6 +61,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     parser.add_argument("--kafka-home", default=None, metavar="DIR", help="an extracted Apache Kafka tarball")
     parser.add_argument("--no-report", action="store_true", help="skip the Spark report at the end")
+    parser.add_argument("--deflake", type=int, default=0, metavar="N",
+                        help="rerun a failing scenario iteration up to N times: passing once makes it flaky")
+    parser.add_argument("--rerun", type=Path, default=None, metavar="FILE",
+                        help="run the failing and flaky scenario iterations listed in a run's rerun.json")
     parser.set_defaults(func=run_command)
 
 
@@ -87,27 +94,35 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--iterations must be at least 1, not {args.iterations}")
     if args.brokers is not None and not 1 <= args.brokers <= 9:
         raise UsageError(f"--brokers must be between 1 and 9, not {args.brokers}")
-    if sum(map(bool, (args.suite, args.scenario, args.schedule))) > 1:
-        raise UsageError("give one of --suite, --scenario or --schedule")
+    if sum(map(bool, (args.suite, args.scenario, args.schedule, args.rerun))) > 1:
+        raise UsageError("give one of --suite, --scenario, --schedule or --rerun")
+    if args.deflake < 0:
+        raise UsageError(f"--deflake must be at least 0, not {args.deflake}")
 
 
-def _summary_table(outcomes: list[Any]) -> str:
+def _summary_table(cases: list[Case]) -> str:
     rows = [("scenario", "iter", "result", "pass", "fail", "unknown", "seconds")]
-    for o in outcomes:
+    for c in cases:
+        o = c.outcome
         ok, bad, unknown = o.counts
         skipped = bool(o.results) and all(r.check == "backend_supports_scenario" for r in o.results)
-        result = "PASS" if o.passed else ("SKIP" if skipped else "ERROR" if o.error and not bad else "FAIL")
+        result = ("PASS" if o.passed else "SKIP" if skipped else "FLAKY" if c.verdict == "flaky"
+                  else "ERROR" if o.error and not bad else "FAIL")
         rows.append((o.scenario, str(o.iteration), result, str(ok), str(bad), str(unknown), f"{o.seconds:.1f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    for o in outcomes:
+    for c in cases:
+        o = c.outcome
         for r in o.results:
             if r.passed is not True:
                 where = f" {r.topic}-{r.partition}" if r.partition is not None else (f" {r.topic}" if r.topic else "")
                 lines.append(f"  {o.scenario}#{o.iteration} {r.check}{where}: {r.verdict}: {r.detail}")
         if o.error:
             lines.append(f"  {o.scenario}#{o.iteration}: error: {o.error}")
+        if c.reruns:
+            lines.append(f"  {o.scenario}#{o.iteration}: reruns {', '.join('pass' if r.passed else 'FAIL' for r in c.reruns)}"
+                         f" -> {c.verdict}")
     return "\n".join(lines)
 
 
@@ -121,10 +136,15 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"{s.name:34s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}{extra}")
         return 0
     _validate(args)
+    if args.rerun is not None:
+        return _rerun(args)
+    sources: dict[str, str] = {}
     if args.schedule:  # named, so never left out: the runner says why it skips one
         from scenarios.schedule import load_all
 
-        chosen = [s.scenario() for s in load_all(args.schedule)]
+        schedules = load_all(args.schedule)
+        chosen = [s.scenario() for s in schedules]
+        sources = {s.name: str(path.resolve()) for s, path in zip(schedules, args.schedule)}
     else:
         missing: dict[Capability, str] = {}
         if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
@@ -145,7 +165,7 @@ def run_command(args: argparse.Namespace) -> int:
                          iterations=args.iterations, junit=args.junit, kafka_version=args.kafka_version,
                          kafka_home=args.kafka_home, report=not args.no_report,
                          suite=args.suite or ("conformance" if not (args.scenario or args.schedule) else None),
-                         command=["kafka-chaos", *sys.argv[1:]])
+                         command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake, sources=sources)
 
 
 def quiet_client_logs() -> None:
@@ -162,17 +182,31 @@ def quiet_client_logs() -> None:
 
 def progress_printer(t0: float) -> Callable[[str], None]:
     """Progress lines stamped with the seconds since ``t0`` (plain lines: CI logs keep them)."""
-    def progress(message: str) -> None:
-        print(f"[{time.monotonic() - t0:7.1f}s] {message}", flush=True)
-    return progress
+    return Progress(t0=t0)
+
+
+@dataclass
+class Case:
+    """One scenario iteration and its reruns (``--deflake``): pass, flaky (a rerun passed) or fail."""
+
+    outcome: Any  # scenarios.runner.ScenarioOutcome of the first attempt (the run's records)
+    reruns: list[Any] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.outcome.passed:
+            return "pass"
+        return "flaky" if any(r.passed for r in self.reruns) else "fail"
 
 
 def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend: str = "local",
                   iterations: int = 1, junit: Path | None = None, kafka_version: str | None = None,
                   kafka_home: str | None = None, report: bool = True, suite: str | None = None,
                   command: list[str] | None = None, predictor: Any = None,
-                  runner_options: dict[str, Any] | None = None, open_cluster: Any = None) -> int:
-    """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle)."""
+                  runner_options: dict[str, Any] | None = None, open_cluster: Any = None, deflake: int = 0,
+                  plan: list[tuple[Any, int]] | None = None, sources: dict[str, str] | None = None) -> int:
+    """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle). ``plan``:
+    explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times."""
     from harness.distribution import resolve_distribution
     from results.writer import RecordWriter
     from scenarios.history import HistoryWriter
@@ -180,9 +214,10 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     from scenarios.pool import ClusterPool
     from scenarios.runner import Runner, RunOptions
 
-    t0 = time.monotonic()
+    cases_planned = plan if plan is not None else [(s, i) for s in scenarios for i in range(iterations)]
+    progress = Progress(total=len(cases_planned))
+    t0 = progress.t0
     quiet_client_logs()
-    progress = progress_printer(t0)
     distribution = resolve_distribution(kafka_version, kafka_home)
     run_id = uuid.uuid4().hex[:12]
     options = RunOptions(run_id=run_id, seed=seed, backend=backend, iterations=iterations,
@@ -196,43 +231,113 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
         "kafka_source": distribution.source, "git_revision": options.git_revision,
         "versions": _versions(distribution.version), "started_at": time.time(), "status": "running",
         "cluster_needs": {s.name: {"brokers": s.needs.brokers, "overrides": s.needs.overrides_dict} for s in scenarios},
-        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(options).items()},
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(options).items()}, "deflake": deflake,
     }
     writer.write_run_info(info)
-    print(f"kafka-chaos run {run_id}: {len(scenarios)} scenario(s) x {iterations}, seed {seed}, "
+    print(f"kafka-chaos run {run_id}: {len(cases_planned)} scenario iteration(s), seed {seed}, "
           f"results in {results_dir}", flush=True)
     pool = ClusterPool(backend, distribution, progress, open_cluster=open_cluster,
                        settle_timeout=options.settle_timeout)
     kwargs = {"predictor": predictor} if predictor is not None else {}
     runner = Runner(options, pool, writer, progress, history=history, **kwargs)
-    outcomes: list[Any] = []
+    cases: list[Case] = []
     status = "interrupted"
     try:
-        for s in scenarios:
-            for i in range(iterations):
-                progress(f"{s.name}#{i}: start ({s.needs.describe()})")
-                outcome = runner.run(s, i)
-                outcomes.append(outcome)
-                ok, bad, unknown = outcome.counts
-                progress(f"{s.name}#{i}: {'PASS' if outcome.passed else 'FAIL'} "
-                         f"({ok} passed, {bad} failed, {unknown} unknown) in {outcome.seconds:.1f}s")
+        for s, i in cases_planned:
+            progress.case_started(f"{s.name}#{i}")
+            progress(f"{s.name}#{i}: start ({s.needs.describe()})")
+            case = Case(runner.run(s, i))
+            for attempt in range(1, deflake + 1):
+                if case.outcome.passed or any(r.passed for r in case.reruns):
+                    break
+                case.reruns.append(_rerun_once(options, pool, progress, kwargs, s, i, attempt))
+            cases.append(case)
+            progress.case_done()
+            ok, bad, unknown = case.outcome.counts
+            progress(f"{s.name}#{i}: {case.verdict.upper()} ({ok} passed, {bad} failed, {unknown} unknown) "
+                     f"in {case.outcome.seconds:.1f}s" + (f"; {len(case.reruns)} rerun(s)" if case.reruns else ""))
         status = "finished"
     finally:
+        progress.close()
         pool.release()
         writer.close()
         history.close()
         info.update(status=status, finished_at=time.time(), wall_seconds=round(time.monotonic() - t0, 1),
-                    passed=bool(outcomes) and all(o.passed for o in outcomes) and status == "finished",
-                    outcomes=[{"scenario": o.scenario, "iteration": o.iteration, "passed": o.passed,
-                               "seconds": round(o.seconds, 1), "error": o.error} for o in outcomes])
+                    passed=bool(cases) and all(c.verdict != "fail" for c in cases) and status == "finished",
+                    outcomes=[{"scenario": c.outcome.scenario, "iteration": c.outcome.iteration,
+                               "passed": c.outcome.passed, "verdict": c.verdict, "reruns": len(c.reruns),
+                               "seconds": round(c.outcome.seconds, 1), "error": c.outcome.error} for c in cases])
         writer.write_run_info(info)
+        _write_rerun_file(Path(results_dir), seed, backend, cases, sources or {})
         if junit is not None:
-            write_junit(junit, [JUnitCase(o.scenario, o.iteration, o.seconds, o.results, o.error) for o in outcomes])
-    print(_summary_table(outcomes), flush=True)
+            write_junit(junit, [JUnitCase(c.outcome.scenario, c.outcome.iteration, c.outcome.seconds, c.outcome.results,
+                                          c.outcome.error, tuple((r.results, r.error) for r in c.reruns))
+                                for c in cases])
+    print(_summary_table(cases), flush=True)
     print(f"wall time {time.monotonic() - t0:.1f}s; records in {Path(results_dir) / 'records.jsonl'}", flush=True)
     if report:
         write_report(Path(results_dir))
     return 0 if info["passed"] else 1
+
+
+RERUN_FILE = "rerun.json"
+
+
+def _rerun_once(options: Any, pool: Any, progress: Any, kwargs: dict[str, Any], scenario: Any, iteration: int,
+                attempt: int) -> Any:
+    """One rerun in ``reruns/<scenario>-<iteration>-<attempt>/``: its own history and records
+    (``rerun.jsonl``, which reports over the results dir leave out), the same seeded choices."""
+    from dataclasses import replace
+
+    from results.writer import RecordWriter
+    from scenarios.history import HistoryWriter
+    from scenarios.runner import Runner
+
+    directory = Path(options.results_dir) / "reruns" / f"{scenario.name}-{iteration}-{attempt}"
+    progress(f"{scenario.name}#{iteration}: rerun {attempt} (--deflake) into {directory}")
+    history = HistoryWriter(directory)
+    with RecordWriter(directory, "rerun.jsonl") as records:
+        try:
+            return Runner(replace(options, results_dir=directory), pool, records, progress, history=history,
+                          **kwargs).run(scenario, iteration, attempt)
+        finally:
+            history.close()
+
+
+def _write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Case], sources: dict[str, str]) -> None:
+    """``rerun.json``: the failing and flaky scenario iterations, replayed by ``run --rerun``."""
+    listed = [{"scenario": c.outcome.scenario, "iteration": c.outcome.iteration, "verdict": c.verdict,
+               "schedule": sources.get(c.outcome.scenario)} for c in cases if c.verdict != "pass"]
+    (results_dir / RERUN_FILE).write_text(json.dumps({"seed": seed, "backend": backend, "cases": listed}, indent=2)
+                                          + "\n", encoding="utf-8")
+
+
+def _rerun(args: argparse.Namespace) -> int:
+    """``run --rerun FILE``: the listed scenario iterations with the file's seed (and backend
+    unless --backend says otherwise)."""
+    from scenarios import catalogue
+    from scenarios.schedule import load
+
+    try:
+        data = json.loads(args.rerun.read_text(encoding="utf-8"))
+        seed, listed = int(data["seed"]), list(data["cases"])
+        plan = []
+        for entry in listed:
+            name, iteration = str(entry["scenario"]), int(entry["iteration"])
+            scenario = (load(Path(entry["schedule"])).scenario() if entry.get("schedule")
+                        else catalogue.by_names([name])[0])
+            plan.append((scenario, iteration))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--rerun {args.rerun}: not a rerun file of kafka-chaos run ({type(exc).__name__}: {exc})") from exc
+    if not plan:
+        print(f"{args.rerun}: nothing to rerun (every scenario passed)")
+        return 0
+    results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    scenarios = list({s.name: s for s, _ in plan}.values())
+    return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
+                         junit=args.junit, kafka_version=args.kafka_version, kafka_home=args.kafka_home,
+                         report=not args.no_report, command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake,
+                         plan=plan, sources={s.name: e["schedule"] for (s, _), e in zip(plan, listed) if e.get("schedule")})
 
 
 def write_report(results_dir: Path) -> None:

@@ -59,6 +59,12 @@ class CheckContext:
     earlier: list[Observation] = field(default_factory=list)
     _expectations: dict[int, tuple[Expectation, ...]] = field(default_factory=dict)
 
+    def remember(self, obs: StepObserved, computed: tuple[Expectation, ...]) -> None:
+        """The expectations the runner already computed for ``obs`` from its own oracle input,
+        with this context's predictor: not computed twice (enumerating interleavings of large
+        clusters takes seconds)."""
+        self._expectations[id(obs)] = computed
+
     def expectations(self, obs: StepObserved) -> tuple[Expectation, ...]:
         key = id(obs)
         if key not in self._expectations:

@@ -128,6 +128,7 @@ class Probe:
             before, tuple(events), fault_at, episode if episode is not None else fault_at, after, waited,
             self.timeouts.convergence, tuple(sorted(self.nemesis.faulted_brokers)), metadata, sightings,
             tuple(self.observer.events_since(fault_at)), {}, measured_at, time.time())
+        self.checks.remember(obs, options)
         results = evaluate(obs, self.checks)
         self.checks.earlier.append(obs)
         return StepVerdict(obs, tuple(results))

@@ -38,7 +38,7 @@ from scenarios.catalogue import Scenario, Step
 from scenarios.checkers import CheckContext, evaluate, to_records
 from scenarios.checks import CheckResult
 from scenarios.clients import client_activity, client_ops, wait_for_clients, with_read_back
-from scenarios.expectations import Predictor, expectations, matching
+from scenarios.expectations import Expectation, Predictor, expectations, matching
 from scenarios.faults import Fault, FaultEnv, Nemesis, make_fault, requirements_of
 from scenarios.history import (
     FaultTraits,
@@ -119,7 +119,9 @@ class Runner:
 
     # one scenario ----------------------------------------------------------------------------
 
-    def run(self, scenario: Scenario, iteration: int) -> ScenarioOutcome:
+    def run(self, scenario: Scenario, iteration: int, attempt: int = 0) -> ScenarioOutcome:
+        """Run one scenario iteration; ``attempt`` > 0 is a rerun (``--deflake``): the same
+        seeded choices on topics of its own."""
         started = time.monotonic()
         outcome = ScenarioOutcome(scenario.name, iteration, 0.0)
         checks = CheckContext(self.predictor)
@@ -135,7 +137,7 @@ class Runner:
         ctx: _Context | None = None
         try:
             cluster = self.pool.acquire(scenario.needs)
-            ctx = _Context.build(scenario, iteration, cluster, outcome, checks, self.options)
+            ctx = _Context.build(scenario, iteration, cluster, outcome, checks, self.options, attempt)
             self._run_in(ctx)
         except KeyboardInterrupt:
             interrupted = True
@@ -152,9 +154,13 @@ class Runner:
                 self._collect_logs(scenario.name, iteration)
         return outcome
 
-    def _emit(self, checks: CheckContext, outcome: ScenarioOutcome, obs: Observation) -> None:
-        """Store the observation, check it, write its records."""
+    def _emit(self, checks: CheckContext, outcome: ScenarioOutcome, obs: Observation,
+              computed: tuple[Expectation, ...] | None = None) -> None:
+        """Store the observation, check it (with the expectations the step already ``computed``
+        from the same oracle input), write its records."""
         self.history.append(obs)
+        if computed is not None and isinstance(obs, StepObserved):
+            checks.remember(obs, computed)
         results = evaluate(obs, checks)
         checks.earlier.append(obs)
         for record in to_records(obs, results):
@@ -281,7 +287,7 @@ class Runner:
         self._emit(ctx.checks, ctx.outcome, StepObserved(
             ctx.run, None, "create_topic", traits, Target((), "cluster"), (), started, snapshot, before,
             tuple(events), created_at, created_at, after, waited, self.options.settle_timeout, (), metadata,
-            {}, (), {}, now, now))
+            {}, (), {}, now, now), options)
         if not converged:
             raise ScenarioAbortedError("the topics never reached their predicted initial state")
 
@@ -378,7 +384,7 @@ class Runner:
             tuple(events), fault_at, episode if episode is not None else fault_at, after, waited,
             self.options.convergence_timeout, tuple(sorted(nemesis.faulted_brokers)), metadata, sightings,
             tuple(ctx.observer.events_since(fault_at)), client_activity(ctx.workloads, window_start, measured_at),
-            measured_at, time.time(), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, measured_at)))
+            measured_at, time.time(), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, measured_at)), options)
         ctx.ops_cut = measured_at
 
     def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
@@ -438,10 +444,12 @@ class _Context:
 
     @classmethod
     def build(cls, scenario: Scenario, iteration: int, cluster: Any, outcome: ScenarioOutcome,
-              checks: CheckContext, options: RunOptions) -> _Context:
+              checks: CheckContext, options: RunOptions, attempt: int = 0) -> _Context:
         # Same seed, scenario and iteration → same choices (str seeds hash with SHA-512).
         rng = random.Random(f"{options.seed}:{scenario.name}:{iteration}")
-        names = {t.name: f"{scenario.name}-{iteration}-{t.name}".replace("_", "-") for t in scenario.topics}
+        # A rerun's topics are its own: the earlier attempt's may still be being deleted.
+        prefix = f"{scenario.name}-{iteration}" + (f"-r{attempt}" if attempt else "")
+        names = {t.name: f"{prefix}-{t.name}".replace("_", "-") for t in scenario.topics}
         run = scenario_run(options, scenario, iteration, cluster, tuple(names.values()))
         return cls(scenario, iteration, cluster, outcome, checks, run, rng, names, dict(cluster.broker_settings()),
                    time.time())

@@ -27,3 +27,25 @@ def test_junit_cases(tmp_path) -> None:
     assert cases["c[1]"].find("error") is not None
     assert cases["d[0]"].find("error").get("message") == "cluster did not start"
     assert cases["b[0]"].get("classname") == "kafka-chaos.b"
+
+
+def test_reruns_are_reported_the_surefire_way() -> None:
+    import xml.etree.ElementTree as ET
+
+    from scenarios.checks import CheckResult
+    from scenarios.junit import JUnitCase, junit_xml
+
+    bad = (CheckResult("oracle_leader", False, 2, 1, "t-0: leader expected 2, observed 1", "t", 0),)
+    good = (CheckResult("oracle_leader", True),)
+    flaky = JUnitCase("s", 0, 1.0, bad, None, ((good, None),))
+    failing = JUnitCase("f", 0, 1.0, bad, None, ((bad, None), ((), "aborted: not settled")))
+    root = junit_xml([flaky, failing]).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("failures") == "1" and suite.get("errors") == "0"
+    s, f = suite.findall("testcase")
+    assert [e.tag for e in s] == ["flakyFailure"] and s.find("failure") is None
+    assert "leader expected 2" in (s.find("flakyFailure").text or "")  # type: ignore[union-attr]
+    assert [e.tag for e in f] == ["failure", "rerunFailure", "rerunFailure"]
+    assert f.findall("rerunFailure")[1].get("message") == "aborted: not settled"
+    assert flaky.flaky and not failing.flaky
+    ET.tostring(root)  # serialises
