@@ -268,8 +268,8 @@ class _Controller:
         self.trigger_online_partition_state_change()
         self.maybe_resume_reassignments(lambda p: any(r in new for r in p.target_replicas))
         resumed = sorted({tp.topic for tp, p in self.partitions.items() if self.is_queued_for_deletion(tp) and new & set(p.replicas)})
-        for topic in resumed:
-            self.resume_deletions(topic)
+        if resumed:
+            self.resume_deletions(*resumed)
 
     def brokers_started(self, brokers: Iterable[int]) -> None:
         new = set(brokers) - self.live
@@ -309,9 +309,9 @@ class _Controller:
         # topicDeletionManager.tryTopicDeletion (KafkaController.scala 3.9 line 322): a queued topic with
         # every replica online is deleted; one with an offline replica is ineligible
         # (fetchTopicDeletionsInProgress, lines 1019-1030) and waits, its online replicas *not* deleted.
-        for topic in sorted(self.deleting):
-            if self.all_replicas_online(topic) and not self.topic_being_reassigned(topic):
-                self.resume_deletions(topic)
+        eligible = [t for t in sorted(self.deleting) if self.all_replicas_online(t) and not self.topic_being_reassigned(t)]
+        if eligible:
+            self.resume_deletions(*eligible)
         if cfg.auto_leader_rebalance_enabled(self.config):
             self.settle()  # five seconds is time enough for caught-up followers to rejoin
             self.check_and_trigger_auto_leader_rebalance()
@@ -545,7 +545,7 @@ class _Controller:
         if not self.topic_being_reassigned(topic):
             self.resume_deletions(topic)
 
-    def resume_deletions(self, topic: str) -> None:
+    def resume_deletions(self, *topics: str) -> None:
         """``resumeDeletions`` -> ``onTopicDeletion`` -> ``onPartitionDeletion`` (TopicDeletionManager.scala
         3.9 lines 256-356), then what the StopReplica answers trigger:
 
@@ -561,28 +561,36 @@ class _Controller:
           replicas are retried: ReplicaDeletionIneligible -> OfflineReplica
           (``retryDeletionForIneligibleReplicas``, lines 231-236, 325-350), another ISR removal for
           each offline replica still in the ISR; the topic stays ineligible and waits for
-          ``onBrokerStartup``."""
-        partitions = self.topic_partitions(topic)
+          ``onBrokerStartup``.
+
+        Several topics resumed together go through one ``handleStateChanges`` per transition, so
+        their replicas share one ``groupBy`` over brokers (its HashMap order depends on the whole
+        set of broker ids)."""
+        partitions = [tp for topic in topics for tp in self.topic_partitions(topic)]
         alive = [
             (tp, r)
             for tp in partitions
             for r in self.partitions[tp].replicas
             if r in self.online_for(tp) and (tp, r) not in self.deleted_replicas
         ]
-        dead = [(tp, r) for tp in partitions for r in self.partitions[tp].replicas if r not in self.online_for(tp)]
         self.offline_replica_transitions(alive)
         self.deleted_replicas |= set(alive)
-        if not dead:
-            for tp in partitions:
+        retry: list[tuple[TopicPartition, int]] = []
+        for topic in topics:
+            own = self.topic_partitions(topic)
+            dead = [(tp, r) for tp in own for r in self.partitions[tp].replicas if r not in self.online_for(tp)]
+            if dead:
+                if any(tp.topic == topic for tp, _ in alive):  # answers came: resumeDeletions retries
+                    retry += dead
+                continue
+            for tp in own:
                 del self.partitions[tp]
             self.deleted_replicas = {(tp, r) for tp, r in self.deleted_replicas if tp.topic != topic}
             self.topic_configs.pop(topic, None)
             self.deleting.discard(topic)
             for tps in self.offline_dirs.values():
-                tps.difference_update(partitions)
-            return
-        if alive:
-            self.offline_replica_transitions(dead)
+                tps.difference_update(own)
+        self.offline_replica_transitions(retry)
 
     # --- log directories -----------------------------------------------------------------------
 

@@ -236,3 +236,12 @@ def test_predict_json_refuses_bad_new_fields(patch, field):
     with pytest.raises(OracleInputError) as err:
         parse_request(request)
     assert err.value.field == field
+
+
+def test_one_startup_resumes_every_queued_topic_with_a_replica_on_it():
+    state = cluster([1, 2], {"a": {0: part([1, 3], 1, [1], 2)}, "b": {0: part([3, 2], 2, [2], 4)},
+                             "c": {0: part([1, 4], 1, [1], 0)}}, controller=1)
+    queued = predict(state, [DeleteTopic("a"), DeleteTopic("b"), DeleteTopic("c")]).state
+    assert queued.topics_being_deleted == {"a", "b", "c"}
+    after = apply_event(queued, BrokerStartup((3,)))[0]
+    assert set(after.topics) == {"c"} and after.topics_being_deleted == {"c"}  # c waits for broker 4
