@@ -43,10 +43,10 @@ from common.errors import UsageError
 from harness.cluster import Capability
 from scenarios.faults import make_fault, requirements_of
 from scenarios.targets import (
-    TargetView,
     BrokerId,
     Controller,
     EarlierTarget,
+    FollowerLeadingNothing,
     FollowerOf,
     LeaderOf,
     NonControllerLeaderOf,
@@ -579,26 +579,6 @@ def topic_f() -> TopicSpec:
     # Both partitions led by broker 1: brokers 2 and 3 follow and lead nothing, so a degraded
     # follower's own AlterPartition never decides an ISR of this topic.
     return TopicSpec("f", _frozen({0: (1, 2, 3), 1: (1, 3, 2), 2: (1, 2, 3)}))
-
-
-@dataclass(frozen=True)
-class FollowerLeadingNothing:
-    """A live broker in the ISR of every partition of ``topic`` that leads none of them and is
-    not the controller (the lowest such id) — a follower whose degraded links can only make
-    *other* leaders shrink their ISRs."""
-
-    topic: str
-
-    def resolve(self, view: TargetView, rng: Any, history: Sequence[Target] = ()) -> Target:
-        parts = [pv for (topic, _), pv in sorted(view.partitions.items()) if topic == self.topic]
-        for broker in sorted(view.live_brokers):
-            if broker != view.controller and all(broker in pv.isr and pv.leader != broker for pv in parts):
-                return Target((broker,), f"broker {broker} (follows every partition of {self.topic}, "
-                                         "leads none, not the controller)")
-        raise UsageError(f"no target: {self} (controller {view.controller})")
-
-    def __str__(self) -> str:
-        return f"a follower of every partition of {self.topic} leading none, other than the controller"
 
 
 def _degrade(links: str, loss_pct: float, expect: str) -> Mapping[str, Any]:

@@ -31,7 +31,7 @@ SELECTORS: Mapping[str, type] = {
     "brokers": tg.Brokers, "broker": tg.BrokerId, "leader_of": tg.LeaderOf, "follower_of": tg.FollowerOf,
     "controller": tg.Controller, "non_controller_leader_of": tg.NonControllerLeaderOf,
     "isr_all_but_one": tg.IsrAllButOne, "non_replica_of": tg.NonReplicaOf, "earlier": tg.EarlierTarget,
-    "none": tg.NoTarget,
+    "follower_leading_nothing": tg.FollowerLeadingNothing, "none": tg.NoTarget,
 }
 _NAME_OF = {cls: name for name, cls in SELECTORS.items()}
 # Selectors written as a bare value instead of an object: {"brokers": [4, 5]}, {"earlier": 0}.
@@ -48,11 +48,12 @@ class Schedule:
     steps: tuple[Step, ...]
     overrides: Mapping[str, str] = field(default_factory=dict)
     doc: str = ""
+    zookeepers: int = 1  # ZooKeeper ensemble size: 1, 3 or 5
 
     @property
     def needs(self) -> ClusterNeeds:
         ids = tuple(self.brokers) if tuple(self.brokers) != tuple(range(1, len(self.brokers) + 1)) else ()
-        return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids)
+        return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers)
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs)
@@ -85,7 +86,8 @@ def _step_to_json(step: Step) -> dict[str, Any]:
 def schedule_to_json(s: Schedule) -> dict[str, Any]:
     return {
         "schedule_version": SCHEDULE_VERSION, "name": s.name, "doc": s.doc,
-        "cluster": {"brokers": list(s.brokers), "overrides": dict(s.overrides)},
+        "cluster": {"brokers": list(s.brokers), "overrides": dict(s.overrides),
+                    **({"zookeepers": s.zookeepers} if s.zookeepers != 1 else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config), **({} if t.workload else {"workload": False})}
                    for t in s.topics],
@@ -105,7 +107,8 @@ def dumps(s: Schedule) -> str:
 def from_scenario(s: Scenario) -> Schedule:
     """A catalogue scenario as a schedule (brokers 1..N unless its needs name them)."""
     brokers = s.needs.broker_ids or tuple(range(1, s.needs.brokers + 1))
-    return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()))
+    return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
+                    s.needs.zookeepers)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -229,8 +232,11 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.schedule_version", f"must be {SCHEDULE_VERSION}, not {obj.get('schedule_version')!r}")
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
-    _only(cluster, {"brokers", "overrides"}, f"{where}.cluster")
+    _only(cluster, {"brokers", "overrides", "zookeepers"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
+    zookeepers = cluster.get("zookeepers", 1)
+    if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
+        raise _fail(f"{where}.cluster.zookeepers", f"must be 1, 3 or 5, not {zookeepers!r}")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
     if not topics or len({t.name for t in topics}) != len(topics):
@@ -239,7 +245,8 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     doc = obj.get("doc", "")
     if not isinstance(doc, str):
         raise _fail(f"{where}.doc", "must be a string")
-    s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"), doc)
+    s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
+                 doc, zookeepers)
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

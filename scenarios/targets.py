@@ -231,6 +231,26 @@ class Brokers:
 
 
 @dataclass(frozen=True)
+class FollowerLeadingNothing:
+    """A live broker in the ISR of every partition of ``topic`` that leads none of them and is
+    not the controller (the lowest such id) — a follower whose degraded links can only make
+    *other* leaders shrink their ISRs."""
+
+    topic: str
+
+    def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
+        parts = [pv for (topic, _), pv in sorted(view.partitions.items()) if topic == self.topic]
+        for broker in sorted(view.live_brokers):
+            if broker != view.controller and all(broker in pv.isr and pv.leader != broker for pv in parts):
+                return Target((broker,), f"broker {broker} (follows every partition of {self.topic}, "
+                                         "leads none, not the controller)")
+        raise _no_target(f"{self} (controller {view.controller})")
+
+    def __str__(self) -> str:
+        return f"a follower of every partition of {self.topic} leading none, other than the controller"
+
+
+@dataclass(frozen=True)
 class NonReplicaOf:
     """A live broker holding no replica of the partition, chosen with the seeded RNG."""
 
@@ -286,6 +306,6 @@ def resolve(selector: Selector, state: Any, rng: random.Random, history: Sequenc
 
 
 __all__ = [
-    "BrokerId", "Brokers", "Controller", "EarlierTarget", "FollowerOf", "IsrAllButOne", "LeaderOf", "NoTarget",
-    "NonControllerLeaderOf", "NonReplicaOf", "PartitionView", "Selector", "Target", "TargetView", "resolve", "view_of",
+    "BrokerId", "Brokers", "Controller", "EarlierTarget", "FollowerLeadingNothing", "FollowerOf", "IsrAllButOne",
+    "LeaderOf", "NoTarget", "NonControllerLeaderOf", "NonReplicaOf", "PartitionView", "Selector", "Target", "TargetView", "resolve", "view_of",
 ]

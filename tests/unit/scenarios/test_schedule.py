@@ -18,14 +18,7 @@ from scenarios.schedule import dumps, from_scenario, load, load_all, schedule_fr
 from scenarios.targets import Brokers, EarlierTarget, LeaderOf
 
 
-# Schedule files do not yet say the ZooKeeper ensemble size or name the degraded-link selector
-# (FollowerLeadingNothing): those scenarios of the "zookeeper" and "network" suites are left out.
-_NOT_EXPRESSIBLE = {s.name for s in catalogue.all_scenarios()
-                    if s.needs.zookeepers > 1 or any(type(st.target).__name__ == "FollowerLeadingNothing"
-                                                     for st in s.steps)}
-
-
-@pytest.mark.parametrize("name", [n for n in catalogue.scenario_names() if n not in _NOT_EXPRESSIBLE])
+@pytest.mark.parametrize("name", catalogue.scenario_names())
 def test_every_catalogue_scenario_round_trips(name: str, tmp_path: Path) -> None:
     s = catalogue.by_names([name])[0]
     path = tmp_path / f"{name}.json"
@@ -75,6 +68,7 @@ def _with(path: str, value):
     ("cluster.brokers", [1, 1], "schedule.cluster.brokers: must be 1 to 9 distinct broker ids"),
     ("cluster.brokers", list(range(10)), "1 to 9 distinct"),
     ("cluster.brokers", [True], "schedule.cluster.brokers[0]: must be an integer >= 0"),
+    ("cluster.zookeepers", 2, "schedule.cluster.zookeepers: must be 1, 3 or 5"),
     ("topics.0.assignment", {"0": [4, 6]}, "schedule.topics[0].assignment.0: must be distinct brokers of the cluster"),
     ("topics.0.assignment", {"1": [4]}, "partitions must be 0..n-1"),
     ("topics.0.assignment", {"0": [4], "1": [4, 5]}, "same replication factor"),
