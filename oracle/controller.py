@@ -123,7 +123,12 @@ class _Controller:
             controller=self.controller,
             config=self.config,
             topics_being_deleted=frozenset(self.deleting),
-            offline_replicas={b: frozenset(tps) for b, tps in self.offline_dirs.items() if b in self.live},
+            # Kafka keeps stale entries (a replica reassigned away); the state holds hosted ones only.
+            offline_replicas={
+                b: frozenset(tp for tp in tps if tp in self.partitions and b in self.partitions[tp].replicas)
+                for b, tps in self.offline_dirs.items()
+                if b in self.live
+            },
         )
 
     # --- PartitionStateMachine -----------------------------------------------------------------
@@ -448,7 +453,7 @@ class _Controller:
         being_deleted = [tp for tp in requested if self.is_queued_for_deletion(tp)]
         requested = [tp for tp in requested if not self.is_queued_for_deletion(tp)]
         for tp in being_deleted:
-            leaderless = self.partitions[tp].leader not in self.online_for(tp)
+            leaderless = self.partitions[tp].leader not in self.live  # -1, or a dead broker left there
             outcomes[tp] = Outcome.NO_REPLICA_ONLINE if leaderless else Outcome.UNCHANGED
         if any(not self.partitions[tp].has_leader_and_isr for tp in requested):
             return {tp: Outcome.REQUEST_FAILED for tp in requested + being_deleted}
