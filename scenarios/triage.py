@@ -3,8 +3,8 @@
 * ``model`` — the oracle (or a documented leader-side rule) disagrees with what Kafka settled
   on: the cluster converged somewhere else, with a controller and agreeing brokers;
 * ``kafka`` — Kafka broke a documented guarantee: acknowledged data lost or duplicated with
-  clean elections only, brokers' metadata disagreeing with ZooKeeper after the bounded wait,
-  not exactly one live controller;
+  clean elections only (the read-back or the consumers' history), brokers' metadata disagreeing
+  with ZooKeeper after the bounded wait, not exactly one live controller;
 * ``harness`` — the run could not judge: the scenario aborted, the cluster never healed, a
   checker crashed (an unknown verdict);
 * ``unknown`` — anything else.
@@ -25,6 +25,10 @@ _BY_CHECK = {
     "rule_leader_isr_expand": MODEL, "delivery": KAFKA, "metadata_agrees_zk": KAFKA,
     "single_controller": KAFKA, "scenario_completed": HARNESS, "healed": HARNESS,
     "backend_supports_scenario": HARNESS,
+    # The clients' history (scenarios.history_checker): what the log showed consumers breaks
+    # Kafka's guarantees; how the producer's own sends came back may be the client library's.
+    **{f"history_{a}": KAFKA for a in ("lost_write", "unseen", "duplicate", "inconsistent_offsets",
+                                       "nonmonotonic_poll", "poll_skip")},
 }
 
 
