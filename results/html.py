@@ -25,6 +25,8 @@ tr.bad td { background: #fdecec; } tr.unknown td { background: #fff8e1; }
 .problems li { color: #8a4b00; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .note { color: #666; font-size: 12px; }
+.verdict { font-size: 1.4em; padding: 0.4em 0.6em; border-radius: 4px; background: #f6f6f6; }
+details > summary { cursor: pointer; margin: 0.5em 0; }
 """
 
 
@@ -87,13 +89,18 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         "Pass rates exclude unknown results; the interval is the 95 % Wilson score interval.</p>",
         _overview(totals, gates),
         _problems(summary.get("problems", [])),
-        "<h2>Pass rates</h2>",
-        "<p class=\"note\">Per scenario × check × backend × Kafka version; rows with failures are red, "
-        "with unknown results yellow.</p>",
+        _failures(summary["failing_checks"], summary["failing_checks_total"]),
+        "<h2 id=\"heatmap\">Scenario × check</h2>",
+        "<p class=\"note\">Pass rate of every check of every scenario over all runs read (red: failures, "
+        "amber: unknown, grey: no such check). The full table is folded below.</p>",
+        _image(images["heatmap"], "Pass rate per scenario and check") if images.get("heatmap") else "",
+        "<details><summary>Pass rates per scenario × check × backend × Kafka version "
+        f"({len(summary['pass_rates']):,} rows)</summary>",
         _table(summary["pass_rates"], [
             ("scenario", "scenario", fmt.text), ("check", "check", fmt.text),
             ("backend", "backend", fmt.text), ("kafka_version", "Kafka", fmt.text), *_OUTCOME_COLUMNS,
         ], _outcome_class),
+        "</details>",
         "<h2>Latency of a leader switch</h2>",
         "<p class=\"note\">Milliseconds from the fault to each phase: detection (the controller noticed), "
         "election (new leader in ZooKeeper), propagation (in broker metadata), first_produce (first "
@@ -122,6 +129,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         _table(summary["latency_by_session_timeout"], [
             ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
             ("session_timeout_ms", "session timeout ms", fmt.count), *_LATENCY_COLUMNS]),
+        _timelines(images.get("timelines", [])),
         "<h2>Trend</h2>",
     ]
     if images.get("trend"):
@@ -136,8 +144,6 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
             ("backend", "backend", fmt.text), ("kafka_version", "Kafka", fmt.text), ("seed", "seed", fmt.text),
             ("scenarios", "scenarios", fmt.count), ("records", "records", fmt.count), *_OUTCOME_COLUMNS,
         ], _outcome_class),
-        _failures(summary["failing_checks"], summary["failing_checks_total"]),
-        _timelines(images.get("timelines", [])),
         _files(summary["files"]),
         "</body></html>",
     ]
@@ -164,7 +170,12 @@ def _overview(totals: Mapping[str, Any], gates: Mapping[str, Any]) -> str:
         ("time span", f'{fmt.epoch(totals.get("first_started_at"))} … {fmt.epoch(totals.get("last_finished_at"))}'),
     ]
     table = "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f"<h2>Overview</h2>{table}</table><p>{verdict}</p>"
+    failed, unknown = totals.get("failed") or 0, totals.get("unknown") or 0
+    headline = ('<p id="verdict" class="verdict fail">FAILED: '
+                f'{fmt.count(failed)} failed and {fmt.count(unknown)} unknown of {fmt.count(totals.get("checks"))} checks'
+                ' — <a href="#failing">the failing checks</a></p>' if failed or unknown else
+                f'<p id="verdict" class="verdict ok">PASSED: all {fmt.count(totals.get("checks"))} checks passed</p>')
+    return f"{headline}<h2>Overview</h2>{table}</table><p>{verdict}</p>"
 
 
 def _problems(problems: Sequence[str]) -> str:
@@ -174,19 +185,32 @@ def _problems(problems: Sequence[str]) -> str:
     return f'<h2>Input problems</h2><ul class="problems">{items}</ul>'
 
 
+def replay_command(row: Row) -> str:
+    """How to run a failing check's scenario iteration again with the same choices: generated
+    schedules are replayed from the run's ``schedules/`` (``kafka-chaos explore`` keeps them)."""
+    scenario, seed, backend = row.get("scenario"), row.get("seed"), row.get("backend") or "local"
+    if str(scenario).startswith("explore-"):
+        return f"kafka-chaos run --schedule schedules/{scenario}.json --seed {seed} --backend {backend}"
+    iterations = int(row.get("iteration") or 0) + 1
+    more = f" --iterations {iterations}" if iterations > 1 else ""
+    return f"kafka-chaos run --scenario {scenario} --seed {seed} --backend {backend}{more}"
+
+
 def _failures(failures: Sequence[Row], total: int) -> str:
-    shown = failures[:HTML_FAILURE_LIMIT]
+    if not failures:
+        return '<h2 id="failing">Failing checks</h2><p class="ok">none</p>'
+    shown = [{**row, "replay": replay_command(row)} for row in failures[:HTML_FAILURE_LIMIT]]
     note = (f"<p class=\"note\">Showing the newest {len(shown)} of {total:,}; all are in "
             "tables/failing_checks (Parquet).</p>" if total > len(shown) else "")
-    return "<h2>Failing checks</h2>" + (
-        "<p class=\"note\">Replay one with its run's seed, scenario and iteration.</p>" if shown else "") + note + _table(
-        shown, [
-            ("started_at", "started (UTC)", fmt.epoch), ("run_id", "run", fmt.text), ("seed", "seed", fmt.text),
-            ("scenario", "scenario", fmt.text), ("iteration", "iteration", fmt.text),
-            ("check", "check", fmt.text), ("backend", "backend", fmt.text), ("kafka_version", "Kafka", fmt.text),
-            ("fault", "fault", fmt.text), ("target", "target", fmt.text), ("detail", "detail", fmt.text),
-            ("expected", "expected", fmt.text), ("observed", "observed", fmt.text),
-        ])
+    return ('<h2 id="failing">Failing checks</h2><p class="note">Newest first, each with what was expected, what '
+            "was observed and the command that replays its scenario iteration with the same choices.</p>" + note
+            + _table(shown, [
+                ("scenario", "scenario", fmt.text), ("iteration", "iteration", fmt.text),
+                ("check", "check", fmt.text), ("fault", "fault", fmt.text), ("detail", "detail", fmt.text),
+                ("expected", "expected", fmt.text), ("observed", "observed", fmt.text),
+                ("replay", "replay", fmt.text), ("started_at", "started (UTC)", fmt.epoch),
+                ("run_id", "run", fmt.text), ("backend", "backend", fmt.text), ("target", "target", fmt.text),
+            ]))
 
 
 def _timelines(timelines: Sequence[tuple[str, bytes]]) -> str:

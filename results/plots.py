@@ -200,3 +200,46 @@ def timeline(t: Any) -> bytes:
     e2e_ax.set_xlabel("s from the scenario's start (shaded: fault steps, fault to end of measurement)")
     leaders_ax.set_title(f"Timeline — {t.title}")
     return _png(figure)
+
+
+MAX_HEATMAP_SCENARIOS, MAX_HEATMAP_CHECKS = 80, 60
+
+
+def pass_rate_heatmap(pass_rates: Sequence[Row]) -> bytes | None:
+    """Scenario × check: green for all passed, red scaled by the share failed, amber where only
+    unknown results spoil it, grey for a check the scenario does not have; readable from one run
+    to a thousand (cells aggregate every run, backend and Kafka version)."""
+    cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in pass_rates:
+        cell = cells[(str(row["scenario"]), str(row["check"]))]
+        cell[0] += int(row.get("passed") or 0)
+        cell[1] += int(row.get("failed") or 0)
+        cell[2] += int(row.get("unknown") or 0)
+    if not cells:
+        return None
+    scenarios = sorted({s for s, _ in cells})[:MAX_HEATMAP_SCENARIOS]
+    checks = sorted({c for _, c in cells})[:MAX_HEATMAP_CHECKS]
+    grey, green, amber = (0.92, 0.92, 0.92), (0.30, 0.69, 0.31), (1.0, 0.76, 0.03)
+    image = []
+    for s in scenarios:
+        line = []
+        for c in checks:
+            passed, failed, unknown = cells.get((s, c), (0, 0, 0))
+            total = passed + failed + unknown
+            if not total:
+                line.append(grey)
+            elif failed:
+                share = failed / total
+                line.append((0.85, 0.35 * (1 - share) + 0.1, 0.35 * (1 - share) + 0.1))
+            elif unknown:
+                line.append(amber)
+            else:
+                line.append(green)
+        image.append(line)
+    figure = _figure(max(6.0, 0.28 * len(checks) + 3.5), max(2.5, 0.22 * len(scenarios) + 1.8))
+    axes = figure.add_subplot()
+    axes.imshow(image, aspect="auto", interpolation="nearest")
+    axes.set_xticks(range(len(checks)), checks, rotation=60, ha="right", fontsize=7)
+    axes.set_yticks(range(len(scenarios)), scenarios, fontsize=7)
+    axes.set_title("pass rate per scenario and check (red: failures, amber: unknown, grey: not checked)", fontsize=9)
+    return _png(figure)

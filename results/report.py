@@ -211,5 +211,6 @@ def _render_html(summary: Mapping[str, Any], timelines: Sequence[tuple[str, byte
         "latency": plots.latency_distributions(summary["latency_histogram"], summary["latency"]),
         "breakdown": plots.leader_switch_breakdown(summary["latency"]),
         "trend": plots.pass_rate_over_time(summary["trend_by_day"], summary["trend_by_run"]),
+        "heatmap": plots.pass_rate_heatmap(summary["pass_rates"]),
     }
     return render_html(summary, images)

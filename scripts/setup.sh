@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh machine: system packages (Java, Maven) when missing, the Python
 # venv with the project, and the Kafka 3.9 jars from Maven Central. With --docker also Debian's
-# docker.io and a running dockerd (needs root), for the containers launcher.
+# docker.io and a running dockerd (needs root), for the containers launcher; with --browser also
+# Debian's chromium, for the test of the report in a headless browser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_docker=0
+want_browser=0
 for arg in "$@"; do
   case "$arg" in
     --docker) want_docker=1 ;;
+    --browser) want_browser=1 ;;  # Debian's chromium, for the report's headless-browser test
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -56,4 +59,8 @@ step "resolving the Kafka distribution"
 if [ "$want_docker" -eq 1 ]; then
   step "Docker engine"
   bash scripts/install-docker.sh
+fi
+
+if [ "$want_browser" -eq 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  apt_install --no-install-recommends chromium
 fi

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "$(id -u)" -eq 0 ]; then
-  bash scripts/setup.sh --docker
+  bash scripts/setup.sh --docker --browser
 else
   bash scripts/setup.sh
 fi

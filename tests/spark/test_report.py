@@ -104,3 +104,34 @@ def test_cli_keeps_spark_off_the_terminal_and_exits_1_on_a_failed_gate(results_r
     assert done.stderr.splitlines() == ["kafka-chaos: CI gate failed (1 condition(s), listed above)"]
     assert (tmp_path / "out" / "spark.log").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no spark-warehouse / metastore_db litter
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None and os.environ.get("KAFKA_CHAOS_REQUIRE_BROWSER"):
+        pytest.fail("KAFKA_CHAOS_REQUIRE_BROWSER is set but no chromium is installed (scripts/setup.sh --browser)")
+    return found
+
+
+def test_the_report_renders_in_a_real_headless_browser(report, results_root, tmp_path):
+    """Chromium (Debian's) loads report.html with no network: the verdict is the first thing on
+    the page, then the failing checks with their replay commands, the heatmap, the folded table."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no chromium installed (scripts/setup.sh --browser installs it)")
+    page = results_root / "out" / "report.html"
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    body = dom[dom.index("<body"):]
+    order = [body.index(marker) for marker in ('id="verdict"', 'id="failing"', 'id="heatmap"', "<details>",
+                                               "Latency of a leader switch")]
+    assert order == sorted(order), "verdict, failing checks, heatmap, the folded table, then latency"
+    assert "FAILED:" in body and "kafka-chaos run --scenario" in body
+    shot = tmp_path / "first-screen.png"
+    subprocess.run([*common, "--window-size=1280,900", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 10_000

@@ -95,6 +95,25 @@ def test_html_is_self_contained_and_escaped():
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(embedded) == 2 and base64.b64decode(embedded[0]) == png
-    assert not re.search(r'(src|href)="(?!data:)', page)  # nothing fetched from elsewhere
+    assert not re.search(r'(src|href)="(?!data:|#)', page)  # nothing fetched from elsewhere (in-page links only)
     assert "leader &lt;1&gt; != 2" in page and "<1>" not in page
     assert "CI gate FAILED" in page and "Failing checks" in page and "r1" in page
+
+
+def test_the_verdict_and_the_failing_checks_come_first_with_replay_commands() -> None:
+    from results.html import replay_command
+
+    assert replay_command({"scenario": "leader_hard_kill", "seed": 7, "backend": "local", "iteration": 2}) == (
+        "kafka-chaos run --scenario leader_hard_kill --seed 7 --backend local --iterations 3")
+    assert replay_command({"scenario": "explore-5-12", "seed": 5, "backend": "containers", "iteration": 0}) == (
+        "kafka-chaos run --schedule schedules/explore-5-12.json --seed 5 --backend containers")
+
+
+def test_the_heatmap_draws_any_number_of_cells() -> None:
+    from results.plots import pass_rate_heatmap
+
+    assert pass_rate_heatmap([]) is None
+    rows = [{"scenario": f"s{i}", "check": f"c{j}", "passed": (i + j) % 3, "failed": int(i == j), "unknown": 0}
+            for i in range(30) for j in range(20)]
+    png = pass_rate_heatmap(rows)
+    assert png is not None and png.startswith(b"\x89PNG")
