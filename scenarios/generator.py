@@ -113,6 +113,10 @@ class ClusterModel:
     def _need_free(self, kind: str, target: tuple[int, ...] | None, downs: bool) -> tuple[int, ...]:
         if target is None or not target:
             raise IllegalStep(f"{kind} needs named brokers")
+        if self.unknown_down:
+            # Any named broker may be the controller an earlier step killed (found by
+            # `explore --seed 2026`: a controlled shutdown of the killed controller, refused).
+            raise IllegalStep(f"{kind} on named brokers while a killed controller's id is unknown")
         busy = [b for b in target if b not in self.free]
         if busy:
             raise IllegalStep(f"{kind} on {busy}: not live, or held by another fault")
@@ -267,7 +271,8 @@ def _topics(rng: random.Random, brokers: Sequence[int], config: GeneratorConfig)
 
 def _candidates(model: ClusterModel, kind: str, rng: random.Random) -> list[Step]:
     """Legal steps of ``kind`` now (a few, drawn with ``rng``); empty when there is none."""
-    free, spare = model.free, model.spare
+    # While a killed controller is down, any named broker may be it: only steps naming none.
+    free, spare = ([], 0) if model.unknown_down else (model.free, model.spare)
     topics = sorted(model.topics)
     if kind in ("hard_kill", "controlled_shutdown") and free and spare >= 1:
         most = min(spare, 3 if kind == "hard_kill" else 1, len(free))

@@ -46,8 +46,12 @@ def failure_keys(records: Sequence[Any]) -> frozenset[FailureKey]:
 # --- candidates ---------------------------------------------------------------------------------
 
 def _without_steps(s: Schedule, drop: set[int]) -> Schedule | None:
-    """The schedule without steps ``drop``; earlier-step references renumbered, and None when a
-    kept step names a dropped one."""
+    """The schedule without steps ``drop`` and the steps that name a dropped one (a controller
+    kill goes with the start of what it killed); earlier-step references renumbered."""
+    drop = set(drop)
+    for i, step in enumerate(s.steps):  # references point backwards: one pass closes the set
+        if isinstance(step.target, EarlierTarget) and step.target.step in drop:
+            drop.add(i)
     index: dict[int, int] = {}
     kept: list[Step] = []
     for i, step in enumerate(s.steps):
@@ -55,8 +59,6 @@ def _without_steps(s: Schedule, drop: set[int]) -> Schedule | None:
             continue
         target = step.target
         if isinstance(target, EarlierTarget):
-            if target.step in drop:
-                return None
             target = EarlierTarget(index[target.step])
         index[i] = len(kept)
         kept.append(replace(step, target=target))

@@ -110,3 +110,15 @@ def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
 
     golden = Path(__file__).parent / "data" / "explore-12345-0.json"
     assert dumps(generate(12345, 0, GeneratorConfig(faults=REPERTOIRE, steps=8))) == golden.read_text()
+
+
+def test_no_named_broker_while_a_killed_controllers_id_is_unknown() -> None:
+    """Found by `kafka-chaos explore --seed 2026`: after a controller kill the generator named
+    broker 6 for a controlled shutdown — the killed controller — and the nemesis refused."""
+    model = _model(1, 2, 3)
+    model.apply(Step("controller_kill", Controller()))
+    with pytest.raises(IllegalStep, match="killed controller's id is unknown"):
+        model.apply(Step("controlled_shutdown", Brokers((2,))))
+    model.apply(Step("preferred_election", options={"topic": "t"}))
+    model.apply(Step("start", EarlierTarget(0)))
+    model.apply(Step("controlled_shutdown", Brokers((2,))))

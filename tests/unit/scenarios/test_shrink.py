@@ -62,9 +62,9 @@ def test_another_failure_does_not_count_and_the_budget_is_kept() -> None:
     assert result.exhausted and result.runs <= 2
 
 
-def test_dropping_a_step_another_names_renumbers_or_refuses() -> None:
+def test_dropping_a_step_drops_the_steps_naming_it_and_renumbers_the_rest() -> None:
     s = _schedule()
-    # dropping the controller kill would orphan "start the target of step 2": never a candidate
+    # dropping the controller kill drops "start the target of step 2" with it; never an orphan
     calls: list[Schedule] = []
     shrink(s, KEY, _fails_on_controlled_shutdown(calls), budget_s=60)
     for c in calls:
