@@ -72,7 +72,7 @@ class ClientError:
 class Workload:
     """Produce to ``topic``'s ``partitions`` until stopped; then read them back and account.
 
-    About 330 lines, on purpose: the producer thread's lifecycle, the records it keeps (under one
+    About 350 lines, on purpose: the producer thread's lifecycle, the records it keeps (under one
     lock) and their thread-safe accessors are one unit; the read-back lives in
     :mod:`scenarios.readback`."""
 
