@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cli.explore import Explorer, _explore_one  # noqa: E402
+from cli.explore import Explorer, explore_one  # noqa: E402
 from cli.run import quiet_client_logs  # noqa: E402
 from harness.distribution import resolve_distribution  # noqa: E402
 from oracle import ClusterState, ControlledShutdown, Outcome, Prediction, predict  # noqa: E402
@@ -59,7 +59,7 @@ def steps_per_ten_minutes(brokers: int, minutes: float, seed: int, root: Path) -
     started, steps, schedules, classes = time.monotonic(), 0, 0, {}
     try:
         while time.monotonic() - started < minutes * 60:
-            result = _explore_one(explorer, seed, schedules, config, ns, schedules)
+            result = explore_one(explorer, seed, schedules, config, ns)
             steps += result["steps_checked"]
             schedules += 1
             if result.get("failed"):
@@ -79,7 +79,7 @@ def shrink_ten_steps(seed: int, root: Path) -> None:
     explorer, pool = _explorer(root / "shrink", seed, unclean_after_controlled_shutdown)
     started = time.monotonic()
     try:
-        result = _explore_one(explorer, seed, index, config, argparse.Namespace(shrink_budget=900.0, confirm=0), 0)
+        result = explore_one(explorer, seed, index, config, argparse.Namespace(shrink_budget=900.0, confirm=0))
     finally:
         pool.release()
     print(f"shrink: schedule {index} of seed {seed}, 10 steps -> {result.get('minimal_steps')} step(s) in "

@@ -173,7 +173,7 @@ def explore_command(args: argparse.Namespace) -> int:
           f"results in {results}", flush=True)
     try:
         while (limit is None or ran < limit) and (args.time_limit is None or time.monotonic() - t0 < args.time_limit):
-            failure = _explore_one(explorer, seed, index, config, args, ran)
+            failure = explore_one(explorer, seed, index, config, args)
             ran += 1
             steps += failure.pop("steps_checked")
             if failure.get("failed"):
@@ -195,8 +195,9 @@ def explore_command(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def _explore_one(explorer: Explorer, seed: int, index: int, config: Any, args: argparse.Namespace,
-                 ran: int) -> dict[str, Any]:
+def explore_one(explorer: Explorer, seed: int, index: int, config: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Generate schedule ``index`` of ``seed``, run it, and when it fails shrink, triage, confirm
+    and write it (``args``: ``shrink_budget``, ``confirm``); a summary of what happened."""
     from scenarios.generator import generate
     from scenarios.schedule import dumps
     from scenarios.shrink import shrink

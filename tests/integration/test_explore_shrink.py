@@ -9,7 +9,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from cli.explore import Explorer, _explore_one
+from cli.explore import Explorer, explore_one
 from harness.distribution import resolve_distribution
 from oracle import ClusterState, ControlledShutdown, Outcome, Prediction, predict
 from scenarios.generator import GeneratorConfig, generate
@@ -48,7 +48,7 @@ def test_a_wrong_rule_fails_a_generated_schedule_and_it_shrinks_to_two_steps_or_
     pool = ClusterPool("local", distribution, lines.append)
     explorer = Explorer(tmp_path, pool, options, lines.append, predictor=calls_controlled_shutdowns_unclean)
     try:
-        failure = _explore_one(explorer, SEED, INDEX, CONFIG, argparse.Namespace(shrink_budget=300.0, confirm=1), 0)
+        failure = explore_one(explorer, SEED, INDEX, CONFIG, argparse.Namespace(shrink_budget=300.0, confirm=1))
     finally:
         pool.release()
     assert failure["failed"] and (failure["check"], failure["fault"]) == ("oracle_outcome", "controlled_shutdown")
