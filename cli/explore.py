@@ -22,7 +22,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,18 +90,6 @@ TRIAL_RECORDS = "trial.jsonl"
 
 
 @dataclass
-class TeeWriter:
-    """Writes records durably and keeps them for the explorer's own verdicts."""
-
-    writer: Any
-    records: list[Any] = field(default_factory=list)
-
-    def write(self, record: Any) -> None:
-        self.writer.write(record)
-        self.records.append(record)
-
-
-@dataclass
 class Explorer:
     """One pool (one cluster at a time), one results dir; runs schedules and shrink trials."""
 
@@ -114,21 +102,11 @@ class Explorer:
 
     def run(self, schedule: Any, directory: Path, iteration: int, records_file: str = "records.jsonl"
             ) -> tuple[Any, list[Any]]:
-        from results.writer import RecordWriter
-        from scenarios.history import HistoryWriter
-        from scenarios.runner import Runner
+        from cli.run import run_in_directory
 
-        with RecordWriter(directory, records_file) as records:
-            tee = TeeWriter(records)
-            history = HistoryWriter(directory)
-            kwargs = {"predictor": self.predictor} if self.predictor is not None else {}
-            try:
-                runner = Runner(replace(self.options, results_dir=directory), self.pool, tee, self.progress,
-                                history=history, **kwargs)
-                outcome = runner.run(schedule.scenario(), iteration)
-            finally:
-                history.close()
-        return outcome, tee.records
+        kwargs = {"predictor": self.predictor} if self.predictor is not None else {}
+        return run_in_directory(self.options, self.pool, self.progress, kwargs, schedule.scenario(), iteration,
+                                directory, records_file)
 
     def trial(self, schedule: Any) -> frozenset[tuple[str, str | None]]:
         from scenarios.shrink import failure_keys

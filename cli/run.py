@@ -287,21 +287,45 @@ def _rerun_once(options: Any, pool: Any, progress: Any, kwargs: dict[str, Any], 
                 attempt: int) -> Any:
     """One rerun in ``reruns/<scenario>-<iteration>-<attempt>/``: its own history and records
     (``rerun.jsonl``, which reports over the results dir leave out), the same seeded choices."""
+    directory = Path(options.results_dir) / "reruns" / f"{scenario.name}-{iteration}-{attempt}"
+    progress(f"{scenario.name}#{iteration}: rerun {attempt} (--deflake) into {directory}")
+    outcome, _ = run_in_directory(options, pool, progress, kwargs, scenario, iteration, directory, "rerun.jsonl",
+                                  attempt)
+    return outcome
+
+
+def run_in_directory(options: Any, pool: Any, progress: Any, kwargs: dict[str, Any], scenario: Any, iteration: int,
+                     directory: Path, records_file: str, attempt: int = 0) -> tuple[Any, list[Any]]:
+    """One scenario iteration with its history and records in ``directory`` (``records_file``:
+    another name than records.jsonl keeps it out of reports over the parent), on the caller's
+    pool; the outcome and the records written."""
     from dataclasses import replace
 
     from results.writer import RecordWriter
     from scenarios.history import HistoryWriter
     from scenarios.runner import Runner
 
-    directory = Path(options.results_dir) / "reruns" / f"{scenario.name}-{iteration}-{attempt}"
-    progress(f"{scenario.name}#{iteration}: rerun {attempt} (--deflake) into {directory}")
     history = HistoryWriter(directory)
-    with RecordWriter(directory, "rerun.jsonl") as records:
+    with RecordWriter(directory, records_file) as records:
+        tee = TeeWriter(records)
         try:
-            return Runner(replace(options, results_dir=directory), pool, records, progress, history=history,
-                          **kwargs).run(scenario, iteration, attempt)
+            outcome = Runner(replace(options, results_dir=directory), pool, tee, progress, history=history,
+                             **kwargs).run(scenario, iteration, attempt)
         finally:
             history.close()
+    return outcome, tee.records
+
+
+@dataclass
+class TeeWriter:
+    """Writes records durably and keeps them for the caller's own verdicts (explore's shrinker)."""
+
+    writer: Any
+    records: list[Any] = field(default_factory=list)
+
+    def write(self, record: Any) -> None:
+        self.writer.write(record)
+        self.records.append(record)
 
 
 def _write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Case], sources: dict[str, str]) -> None:
