@@ -7,8 +7,9 @@ Kept apart from the cluster class, which only coordinates: start order, readines
 
 from __future__ import annotations
 
+import ipaddress
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from common.errors import HarnessError
@@ -33,8 +34,35 @@ BROKER_DATA_DIR = "/var/lib/kafka/data"
 ZOOKEEPER_DATA_DIR = "/var/lib/zookeeper"
 
 
+# Fixed addresses: a restarted container must come back on the address it had.  Docker frees a
+# stopped container's address and hands it to the next container started, and a broker's JVM
+# caches name lookups (30 s), so with dynamic addresses the controller can resolve "broker-2"
+# to the address broker 1 just took and send broker 2's UpdateMetadata and LeaderAndIsr to
+# broker 1, which applies the metadata and ignores the rest: broker 2 then never learns the
+# cluster (seen in conformance on containers: "its metadata lists brokers []").
+# Docker only accepts a chosen address on a network whose subnet was chosen too.
+SUBNET_CANDIDATES = tuple(ipaddress.IPv4Network(f"10.231.{third}.0/24") for third in range(0, 256, 7))
+SUBNET_ATTEMPTS = 12
+FIRST_BROKER_HOST = 10  # .2-.9: ZooKeeper servers; brokers from .10 on (.1 is the gateway)
+
+
 def broker_alias(broker_id: int) -> str:
     return f"broker-{broker_id}"
+
+
+def free_subnets(taken: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> list[ipaddress.IPv4Network]:
+    """The candidate subnets that overlap none of the networks Docker already has."""
+    taken = list(taken)
+    return [candidate for candidate in SUBNET_CANDIDATES
+            if not any(candidate.version == used.version and candidate.overlaps(used) for used in taken)]
+
+
+def node_address(subnet: ipaddress.IPv4Network, node_index: int) -> str:
+    """ZooKeeper is node 0 (``.2``); the broker at position i of the sorted ids is ``.10 + i``."""
+    host = 2 + node_index if node_index == 0 else FIRST_BROKER_HOST + node_index - 1
+    if host >= subnet.num_addresses - 1:
+        raise HarnessError(f"too many nodes for the run's network {subnet}")
+    return str(subnet.network_address + host)
 
 
 def broker_listeners(broker_id: int, external_host_port: int) -> dict[str, str]:
@@ -97,6 +125,7 @@ class NodeStarter:
         self._image = image
         self._labels = dict(labels)
         self._network: Network | None = None
+        self._subnet: ipaddress.IPv4Network | None = None
         self._wrappers: list[DockerContainer] = []
 
     def name(self, node: str) -> str:
@@ -109,12 +138,49 @@ class NodeStarter:
         return self._network
 
     def create_network(self) -> Network:
+        """A bridge network on a subnet no other Docker network uses (tried in turn: another
+        run or program may take a candidate between the listing and the creation)."""
+        import docker.errors
+        from docker.types import IPAMConfig, IPAMPool
         from testcontainers.core.network import Network
 
-        network = Network(docker_network_kw={"driver": "bridge", "labels": {**self._labels, ROLE_LABEL: "network"}})
-        network.name = self.name("net")  # a readable name instead of a bare uuid
-        self._network = network.create()  # removed by label with the containers
-        return self._network
+        last_error: Exception | None = None
+        for subnet in free_subnets(self._docker_subnets())[:SUBNET_ATTEMPTS]:
+            ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=str(subnet.network_address + 1))])
+            network = Network(docker_network_kw={"driver": "bridge", "ipam": ipam,
+                                                 "labels": {**self._labels, ROLE_LABEL: "network"}})
+            network.name = self.name("net")  # a readable name instead of a bare uuid
+            try:
+                self._network = network.create()  # removed by label with the containers
+            except docker.errors.APIError as exc:  # "Pool overlaps with other one on this address space"
+                last_error = exc
+                log.debug("subnet %s refused: %s", subnet, exc)
+                continue
+            self._subnet = subnet
+            log.debug("run network %s on %s", network.name, subnet)
+            return self._network
+        raise HarnessError(f"no free subnet for the run's Docker network among {SUBNET_CANDIDATES[0]}…: "
+                           f"{last_error or 'all candidates overlap existing networks'}")
+
+    @staticmethod
+    def _docker_subnets() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        import docker
+
+        client = docker.from_env()
+        try:
+            return [ipaddress.ip_network(pool["Subnet"], strict=False)
+                    for network in client.networks.list()
+                    for pool in (network.attrs.get("IPAM") or {}).get("Config") or []
+                    if pool.get("Subnet")]
+        finally:
+            client.close()
+
+    def _endpoint(self, node: str, node_index: int) -> dict[str, object]:
+        """The container's endpoint on the run network: its alias and its fixed address."""
+        if self._subnet is None:
+            raise HarnessError("the run's network was not created")
+        return {self.network.name: {"Aliases": [node],
+                                    "IPAMConfig": {"IPv4Address": node_address(self._subnet, node_index)}}}
 
     def start_zookeeper(self, config: ClusterConfig, host_port: int) -> Container:
         properties = zookeeper_properties(config, port=ZOOKEEPER_PORT, data_dir=ZOOKEEPER_DATA_DIR,
@@ -123,7 +189,7 @@ class NodeStarter:
             ZOOKEEPER_NAME, "zookeeper",
             java_command(config.zookeeper_heap, config.jvm_options,
                          "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG),
-            host_ports={ZOOKEEPER_PORT: host_port},
+            node_index=0, host_ports={ZOOKEEPER_PORT: host_port},
             files={ZOOKEEPER_CONFIG: render_properties(properties)})
 
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int) -> Container:
@@ -138,19 +204,20 @@ class NodeStarter:
         return self._start(
             broker_alias(broker_id), "broker",
             java_command(config.broker_heap, config.jvm_options, "kafka.Kafka", BROKER_CONFIG),
-            host_ports={EXTERNAL_PORT: host_port},
+            node_index=1 + config.broker_ids().index(broker_id), host_ports={EXTERNAL_PORT: host_port},
             files={BROKER_CONFIG: render_properties(properties)},
             extra_labels={BROKER_ID_LABEL: str(broker_id)})
 
-    def _start(self, node: str, role: str, command: list[str], *, host_ports: Mapping[int, int],
+    def _start(self, node: str, role: str, command: list[str], *, node_index: int, host_ports: Mapping[int, int],
                files: Mapping[str, str], extra_labels: Mapping[str, str] | None = None) -> Container:
         from testcontainers.core.container import DockerContainer
 
         container = (DockerContainer(self._image)
                      .with_name(self.name(node))
                      .with_command(command)
-                     .with_network_aliases(node)
                      .with_kwargs(labels={**self._labels, ROLE_LABEL: role, **(extra_labels or {})},
+                                  # overrides Testcontainers' endpoint (alias only) with ours
+                                  networking_config=self._endpoint(node, node_index),
                                   hostname=node,
                                   stop_signal="SIGTERM",
                                   init=False)
@@ -173,3 +240,4 @@ class NodeStarter:
             ignore_errors(wrapper.get_docker_client().client.close)
         self._wrappers.clear()
         self._network = None
+        self._subnet = None

@@ -3,10 +3,13 @@ targeting, run ownership, listener layout, backend choice."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.backends import resolve_backend
 from harness.config import ClusterConfig, broker_properties
@@ -14,6 +17,7 @@ from harness.containers.cluster import broker_listeners
 from harness.containers.image import DebPackage, _first_alternatives, jre_image_tag
 from harness.containers.labels import OWNER_LABEL, RUN_LABEL, current_owner, owner_alive, run_labels
 from harness.containers.network import CHAIN, Peers, addresses_to_cut, drop_rules
+from harness.containers.nodes import SUBNET_CANDIDATES, free_subnets, node_address
 from harness.errors import HarnessError, UsageError
 
 APT_CACHE_DEPENDS = """\
@@ -91,3 +95,35 @@ def test_unknown_backend_is_a_usage_error() -> None:
     assert resolve_backend("local") == "local"
     with pytest.raises(UsageError, match="unknown backend"):
         resolve_backend("kubernetes")
+
+
+# --------------------------------------------------------------------------- fixed addresses
+
+def test_free_subnets_leave_out_every_overlapping_candidate() -> None:
+    taken = [ipaddress.ip_network("10.231.0.0/16")]
+    assert free_subnets(taken) == []
+    taken = [ipaddress.ip_network("172.17.0.0/16"), ipaddress.ip_network("10.231.7.0/24"),
+             ipaddress.ip_network("fd00::/64")]
+    free = free_subnets(taken)
+    assert ipaddress.ip_network("10.231.7.0/24") not in free
+    assert free[0] == ipaddress.ip_network("10.231.0.0/24")
+    assert len(free) == len(SUBNET_CANDIDATES) - 1
+
+
+@given(st.integers(min_value=0, max_value=200))
+def test_node_addresses_are_distinct_inside_the_subnet_and_never_the_gateway(count: int) -> None:
+    subnet = ipaddress.ip_network("10.231.14.0/24")
+    addresses = [node_address(subnet, index) for index in range(count + 1)]
+    assert len(set(addresses)) == len(addresses)
+    for address in addresses:
+        ip = ipaddress.ip_address(address)
+        assert ip in subnet and ip not in (subnet.network_address, subnet.network_address + 1,
+                                           subnet.broadcast_address)
+
+
+def test_zookeeper_and_first_broker_addresses() -> None:
+    subnet = ipaddress.ip_network("10.231.21.0/24")
+    assert node_address(subnet, 0) == "10.231.21.2"
+    assert node_address(subnet, 1) == "10.231.21.10"
+    with pytest.raises(HarnessError):
+        node_address(subnet, 250)
