@@ -27,6 +27,7 @@ class BrokerEndpoint:
     port: int
     pid: int | None = None  # local launcher only
     container: str | None = None  # containers launcher only
+    metrics_port: int | None = None  # the JMX exporter's /metrics on ``host`` (harness.metrics)
 
     @property
     def bootstrap(self) -> str:

@@ -4,6 +4,7 @@ Everything of one cluster lives in its run directory (a temporary one unless giv
 
     <run_dir>/cluster.json            what `LocalCluster.attach` and the CLI read back
     <run_dir>/log4j.properties        harness/log4j.properties, shared by every node
+    <run_dir>/jmx_exporter.yaml       the brokers' JMX exporter agent configuration (harness.jmx_exporter)
     <run_dir>/zookeeper/              zookeeper.properties, data/, logs/server.log, stdout.log
     <run_dir>/broker-<id>/            server.properties, data/, logs/{server,controller,
                                       state-change}.log, stdout.log
@@ -39,7 +40,7 @@ from types import TracebackType
 from typing import Any
 
 from common.errors import HarnessError, UsageError
-from harness import processes
+from harness import jmx_exporter, processes
 from harness.cds_paths import archive_options
 from harness.cluster import BrokerEndpoint, Capability
 from harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
@@ -117,10 +118,11 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls):
                  run_dir: str | os.PathLike[str] | None = None, *, detached: bool = False,
                  start_timeout: float = 120.0, stop_timeout: float = 60.0,
                  class_data_sharing: bool = True,
-                 node_jvm_options: Mapping[str, Sequence[str]] | None = None) -> None:
+                 node_jvm_options: Mapping[str, Sequence[str]] | None = None, metrics: bool = True) -> None:
         """``detached``: the nodes outlive this Python process (``cluster up``).
         ``class_data_sharing``: use the archives of :mod:`harness.cds` when they exist.
-        ``node_jvm_options``: extra JVM flags by role ("broker", "zookeeper")."""
+        ``node_jvm_options``: extra JVM flags by role ("broker", "zookeeper").
+        ``metrics``: every broker runs the JMX exporter agent (:mod:`harness.jmx_exporter`)."""
         self.config = config
         self.distribution = distribution
         self._requested_run_dir = Path(run_dir).absolute() if run_dir is not None else None
@@ -135,6 +137,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls):
         self._lock = threading.RLock()
         self._class_data_sharing = class_data_sharing
         self._node_jvm_options = {role: list(flags) for role, flags in (node_jvm_options or {}).items()}
+        self._metrics = metrics
 
     def __repr__(self) -> str:
         return f"LocalCluster({self.config.brokers} brokers, run_dir={self._run_dir})"
@@ -182,8 +185,9 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls):
         return self._broker(broker_id).running_pid()
 
     def endpoint(self, broker_id: int) -> BrokerEndpoint:
-        return BrokerEndpoint(broker_id=broker_id, host=HOST, port=self._broker(broker_id).port,
-                              pid=self.broker_pid(broker_id))
+        node = self._broker(broker_id)
+        return BrokerEndpoint(broker_id=broker_id, host=HOST, port=node.port, pid=self.broker_pid(broker_id),
+                              metrics_port=node.metrics_port)
 
     def broker_settings(self) -> dict[str, str]:
         return shared_broker_settings(self.config)
@@ -217,14 +221,15 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls):
         layout = self._layout(self._run_dir)
         servers = self._plan_ensemble()
         zk_port = servers[0].client_port
-        broker_ports = free_ports(self.config.brokers)
+        ports = free_ports(2 * self.config.brokers)  # one set: all distinct
+        broker_ports, metrics_ports = ports[:self.config.brokers], ports[self.config.brokers:]
         for server in servers:
             self._zk_ensemble[server.server_id] = prepare_zookeeper(layout, self.config, server.client_port,
                                                                     server, servers)
         self._zookeeper = self._zk_ensemble[servers[0].server_id]
         connect = ",".join(f"{HOST}:{server.client_port}" for server in servers)
-        for broker_id, port in zip(self.broker_ids, broker_ports):
-            self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, connect)
+        for broker_id, port, metrics_port in zip(self.broker_ids, broker_ports, metrics_ports):
+            self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, connect, metrics_port)
         self._install_firewall()
         deadline = time.monotonic() + self.start_timeout
         log.info("starting ZooKeeper on %s (run dir %s)", connect, self._run_dir)
@@ -255,8 +260,10 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls):
         log4j = run_dir / "log4j.properties"
         log4j.write_bytes(resources.files("harness").joinpath("log4j.properties").read_bytes())
         java = java_executable()
+        agent = (jmx_exporter.resolve_agent_jar(), jmx_exporter.write_config(run_dir)) if self._metrics else None
         return NodeLayout(run_dir=run_dir, java=java, classpath=self.distribution.classpath, log4j=log4j,
-                          jvm_options={role: self._jvm_options(role, java) for role in ("broker", "zookeeper")})
+                          jvm_options={role: self._jvm_options(role, java) for role in ("broker", "zookeeper")},
+                          metrics_agent=agent)
 
     def _jvm_options(self, role: str, java: str) -> list[str]:
         options = list(self.config.jvm_options)

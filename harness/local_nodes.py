@@ -17,6 +17,7 @@ from pathlib import Path
 from common.errors import HarnessError
 from common.waits import WaitTimeout, wait_until
 from harness.config import ClusterConfig, broker_properties, render_properties, zookeeper_properties
+from harness.jmx_exporter import agent_option, metrics_port_of
 from harness.nodes import zookeeper_four_letter
 from harness.observer import ConvergenceTimeout
 from harness.processes import NodeProcess
@@ -80,6 +81,12 @@ class LocalNode:
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
 
+    @property
+    def metrics_port(self) -> int | None:
+        """The JMX exporter's port (brokers only; read from the command line, which
+        ``cluster.json`` keeps)."""
+        return metrics_port_of(self.command)
+
     def running(self) -> bool:
         return self.process is not None and self.process.alive()
 
@@ -127,6 +134,8 @@ class NodeLayout:
     classpath: str
     log4j: Path
     jvm_options: Mapping[str, Sequence[str]]
+    # (agent jar, its configuration) of the brokers' JMX exporter (harness.jmx_exporter); None: none
+    metrics_agent: tuple[Path, Path] | None = None
 
 
 def _prepare_node(name: str, directory: Path, port: int, config_name: str, props: dict[str, str],
@@ -161,14 +170,18 @@ def prepare_zookeeper(layout: NodeLayout, config: ClusterConfig, port: int,
 
 
 def prepare_broker(layout: NodeLayout, config: ClusterConfig, broker_id: int, port: int,
-                   zookeeper_connect: str) -> LocalNode:
-    """A broker's directory, ``server.properties`` and command line (not started)."""
+                   zookeeper_connect: str, metrics_port: int | None = None) -> LocalNode:
+    """A broker's directory, ``server.properties`` and command line (not started); with the
+    layout's JMX exporter agent serving on ``metrics_port`` when both are given."""
     node_dir = layout.run_dir / broker_node_name(broker_id)
     props = broker_properties(config, broker_id, zookeeper_connect=zookeeper_connect,
                               listeners={LISTENER: f"{HOST}:{port}"}, log_dir=str(node_dir / "data"))
+    options = list(layout.jvm_options["broker"])
+    if layout.metrics_agent is not None and metrics_port is not None:
+        options.append(agent_option(layout.metrics_agent[0], metrics_port, layout.metrics_agent[1], HOST))
     return _prepare_node(
         broker_node_name(broker_id), node_dir, port, "server.properties", props,
-        jvm_command(layout.java, config.broker_heap, layout.jvm_options["broker"], layout.classpath,
+        jvm_command(layout.java, config.broker_heap, options, layout.classpath,
                     layout.log4j, node_dir / "logs", KAFKA_MAIN, node_dir / "server.properties"))
 
 
