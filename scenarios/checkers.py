@@ -20,7 +20,8 @@ from typing import Any, Generic, TypeVar
 
 from oracle import predict
 from results.schema import Record
-from scenarios import availability, isr_rules
+from harness.zkevents import PartitionStateWritten
+from scenarios import availability, isr_rules, misplaced
 from scenarios import history_checker as hc
 from scenarios import latency as lat
 from scenarios.clientops import ClientOps
@@ -318,8 +319,28 @@ def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
         if d.report is None:
             results.append(CheckResult("delivery", None, detail=d.problem or "no read-back", topic=d.topic))
             continue
-        results += check_delivery(d.topic, d.report, unclean_partitions(ctx, d.topic))
+        unclean = unclean_partitions(ctx, d.topic)
+        evidence = _misplaced_evidence(obs, ctx, d.topic, d.report.misplaced) if d.report.misplaced and not unclean \
+            else []
+        results += check_delivery(d.topic, d.report, unclean, evidence)
     return results
+
+
+def _misplaced_evidence(obs: ScenarioFinished, ctx: CheckContext, topic: str,
+                        keys: Sequence[str]) -> list[misplaced.MisplacedEvidence]:
+    """What the history holds about each misplaced message (:mod:`scenarios.misplaced`): every
+    read of it and of its acknowledged offset, and the partition's leader epochs around it."""
+    stretches = {n: ops for n, ops in _ops_by_partition(ctx, obs).items() if _split(n)[0] == topic}
+    acks = {a.key: (n, a) for n, ops in stretches.items() for o in ops for a in o.acks}
+    changes: dict[int, list[misplaced.LeaderChange]] = {}
+    for o in ctx.earlier:
+        if isinstance(o, StepObserved):
+            for e in o.events:
+                if isinstance(e, PartitionStateWritten) and e.topic == topic:
+                    changes.setdefault(e.partition, []).append(
+                        misplaced.LeaderChange(e.at, e.leader, e.leader_epoch))
+    return [misplaced.explain(ack, name, stretches, changes.get(ack.partition, ()))
+            for name, ack in (acks[k] for k in keys if k in acks)]
 
 
 @register_check("scenario_completed", ScenarioAborted)

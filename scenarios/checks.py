@@ -18,7 +18,7 @@ The partition states are duck-typed: anything with ``replicas``, ``leader``, ``i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -307,7 +307,21 @@ def check_converged(description: str, converged: bool, waited_s: float, last: st
 
 # --- delivery ---------------------------------------------------------------------------------
 
-def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = ()) -> list[CheckResult]:
+MISPLACED_EVIDENCE_KEPT = 20  # per topic, in the record (the history keeps everything)
+
+
+def _misplaced_summary(evidence: Sequence[Any]) -> str:
+    """" (client 1: <why>)": each class with its count and the first explanation of it."""
+    if not evidence:
+        return ""
+    classes: dict[str, list[Any]] = {}
+    for e in evidence:
+        classes.setdefault(e.classification, []).append(e)
+    return " (" + "; ".join(f"{c} {len(es)}: {es[0].key} {es[0].why}" for c, es in sorted(classes.items())) + ")"
+
+
+def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = (),
+                   misplaced_evidence: Sequence[Any] = ()) -> list[CheckResult]:
     """No acknowledged message lost and none duplicated (idempotent producer, ``acks=all``).
 
     Where the oracle predicted an unclean election (``unclean_partitions``) a loss is expected:
@@ -326,12 +340,15 @@ def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = 
         problems.append(f"lost acknowledged messages on partitions {unexpected_loss}")
     if duplicated:
         problems.append(f"duplicated messages on partitions {duplicated}")
+    observed = report.as_dict()
     if misplaced and not unclean:
-        problems.append(f"{misplaced} acknowledged messages read back at another offset")
+        problems.append(f"{misplaced} acknowledged messages read back at another offset"
+                        + _misplaced_summary(misplaced_evidence))
+        observed["misplaced_evidence"] = [e.to_dict() for e in misplaced_evidence[:MISPLACED_EVIDENCE_KEPT]]
     results.append(CheckResult(
         "delivery", not problems,
         {"lost": 0, "duplicated": 0, "unclean_partitions": sorted(unclean)},
-        report.as_dict(), "; ".join(problems) or report.describe(), topic, None))
+        observed, "; ".join(problems) or report.describe(), topic, None))
     if unclean:
         results.append(CheckResult(
             "delivery_unclean_loss", True, {"unclean_partitions": sorted(unclean)},
