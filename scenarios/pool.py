@@ -9,11 +9,13 @@ clusters lack, so scenarios needing them are skipped with one line why.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from common.errors import HarnessError
 from harness.cluster import Capability, capabilities_of
+from harness.zksnapshot import ZkSnapshot
 from scenarios.catalogue import ClusterNeeds
 from scenarios.observation import is_settled
 
@@ -23,15 +25,50 @@ INTERNAL_TOPICS = ("__consumer_offsets",)
 
 Progress = Callable[[str], None]
 
+# A restore that makes no progress this long will not make any: give up and recreate the cluster
+# (about 14 s on containers, 10 s locally) instead of waiting out the whole settle timeout.  A
+# restarted follower rejoins the small internal topics' ISRs within a few seconds, and every
+# ISR expansion, registration or controller change is a visible change that restarts the clock.
+STALL_TIMEOUT_S = 20.0
+
+
+class StallWatch:
+    """A wait predicate that raises :class:`HarnessError` once the ZooKeeper state it watches
+    (brokers, controller, internal topics' partition states) stayed the same, unhealthy, for
+    ``stall_s`` — monotonic clock, so it belongs here and not in the pure checks."""
+
+    def __init__(self, healthy: Callable[[ZkSnapshot], bool], stall_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._healthy = healthy
+        self._stall_s = stall_s
+        self._clock = clock
+        self._last: tuple[object, ...] | None = None
+        self._since = clock()
+
+    def __call__(self, snapshot: ZkSnapshot) -> bool:
+        if self._healthy(snapshot):
+            return True
+        state = (tuple(sorted(snapshot.live_brokers.items())), snapshot.controller,
+                 tuple(sorted((k, str(v)) for k, v in snapshot.partitions.items())))
+        now = self._clock()
+        if state != self._last:
+            self._last, self._since = state, now
+        elif now - self._since >= self._stall_s:
+            raise HarnessError(f"cluster not healthy: nothing changed for {now - self._since:.0f} s "
+                               f"(ZooKeeper shows {snapshot.summary()})")
+        return False
+
 
 class ClusterPool:
     def __init__(self, backend: str, distribution: Any, progress: Progress,
-                 open_cluster: Callable[..., Any] | None = None, settle_timeout: float = 90.0) -> None:
+                 open_cluster: Callable[..., Any] | None = None, settle_timeout: float = 90.0,
+                 stall_timeout: float = STALL_TIMEOUT_S) -> None:
         self.backend = backend
         self.distribution = distribution
         self.progress = progress
         self._open = open_cluster
         self.settle_timeout = settle_timeout
+        self.stall_timeout = stall_timeout
         self.cluster: Any = None
         self.needs: ClusterNeeds | None = None
         self._missing: Mapping[Capability, str] | None = None
@@ -99,12 +136,12 @@ class ClusterPool:
                 self.progress(f"restoring: starting broker {b}")
                 cluster.start_broker(b)
         wanted = set(cluster.broker_ids)
+        healthy = StallWatch(lambda s: set(s.live_brokers) == wanted and s.controller in wanted
+                             and is_settled(s, INTERNAL_TOPICS), self.stall_timeout)
         with ZkObserver(cluster.zookeeper_connect, topics=list(INTERNAL_TOPICS)) as observer:
             try:
-                observer.wait_until(
-                    lambda s: set(s.live_brokers) == wanted and s.controller in wanted
-                    and is_settled(s, INTERNAL_TOPICS),
-                    timeout=self.settle_timeout, description="every broker registered and settled")
+                observer.wait_until(healthy, timeout=self.settle_timeout,
+                                    description="every broker registered and settled")
             except ConvergenceTimeout as exc:
                 raise HarnessError(f"cluster not healthy: {exc}") from exc
 
