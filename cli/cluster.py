@@ -47,6 +47,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     up.add_argument("--brokers", type=int, default=3, metavar="N", help="number of brokers, 1-9 [default: 3]")
     up.add_argument("--zookeepers", type=int, default=1, choices=(1, 3, 5), metavar="N",
                     help="ZooKeeper ensemble size, 1, 3 or 5 [default: 1]")
+    up.add_argument("--log-dirs", type=int, default=1, choices=(1, 2, 3, 4), metavar="N",
+                    help="log directories per broker (log.dirs); 2 or more: `fail-log-dir` leaves the "
+                         "broker running [default: 1]")
     up.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     up.add_argument("--kafka-home", default=None, metavar="DIR",
                     help="an extracted Apache Kafka tarball to run instead of the Maven download "
@@ -100,6 +103,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     from cli.cluster_topics import register_topic_verbs
 
     register_topic_verbs(verbs, with_state_dir)
+    from cli.cluster_log_dirs import register_log_dir_verbs
+
+    register_log_dir_verbs(verbs, with_state_dir)
 
     down = with_state_dir(verbs.add_parser("down", help="kill every node and remove the state dir"))
     down.set_defaults(func=cluster_down)
@@ -138,7 +144,8 @@ def cluster_up(args: argparse.Namespace) -> int:
     cluster_overrides, broker_overrides = parse_set_options(args.settings)
     extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
     config = ClusterConfig(brokers=args.brokers, cluster_overrides=cluster_overrides,
-                           broker_overrides=broker_overrides, zookeepers=args.zookeepers, **extra)
+                           broker_overrides=broker_overrides, zookeepers=args.zookeepers,
+                           log_dirs=args.log_dirs, **extra)
     if (state_dir / STATE_FILE).exists():
         previous = LocalCluster.attach(state_dir)
         if previous.any_running():

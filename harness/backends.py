@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from harness.cluster import (
         BrokerControl,
         Cluster,
+        LogDirFailer,
         NetworkDegrader,
         NetworkPartitioner,
         ZooKeeperControl,
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
         more: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (
             containers, containers, containers, containers)
         ensemble: tuple[ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner, NetworkDegrader] = (local, local, local)
-        del claims, more, ensemble
+        log_dirs: tuple[LogDirFailer, LogDirFailer] = (local, containers)
+        del claims, more, ensemble, log_dirs
 
 log = logging.getLogger(__name__)
 

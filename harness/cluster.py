@@ -171,6 +171,28 @@ class NetworkDegrader(Protocol):
         ``rate_kbit``, until ``heal_network``."""
 
 
+@runtime_checkable
+class LogDirFailer(Protocol):
+    """Fail one log directory of a running broker the way its JVM sees it (:mod:`harness.log_dirs`),
+    and repair it (the broker keeps it offline until restarted). Directories are numbered from 0
+    in ``log.dirs`` order."""
+
+    def log_dirs(self, broker_id: int) -> list[str]:
+        """The broker's ``log.dirs`` as the broker names them."""
+
+    def log_dir_partitions(self, broker_id: int, index: int) -> list[tuple[str, int]]:
+        """The partitions whose replica on the broker lives in directory ``index``."""
+
+    def fail_log_dir(self, broker_id: int, index: int) -> None:
+        """Fail directory ``index``; returns at once (Kafka notices at its next write there)."""
+
+    def failed_log_dirs(self, broker_id: int) -> list[int]:
+        """The broker's directories failed and not yet repaired."""
+
+    def repair_log_dirs(self, broker_id: int) -> list[int]:
+        """Put the broker's failed directories back; the indexes repaired (idempotent)."""
+
+
 class Capability(StrEnum):
     """What an optional protocol lets a scenario do; one per optional protocol."""
 
@@ -180,6 +202,7 @@ class Capability(StrEnum):
     ZOOKEEPER_ENSEMBLE = "zookeeper_ensemble"
     ZOOKEEPER_LINK_PARTITION = "zookeeper_link_partition"
     NETWORK_DEGRADE = "network_degrade"
+    LOG_DIR_FAILURE = "log_dir_failure"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -189,6 +212,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.ZOOKEEPER_ENSEMBLE: ZooKeeperEnsembleControl,
     Capability.ZOOKEEPER_LINK_PARTITION: ZooKeeperLinkPartitioner,
     Capability.NETWORK_DEGRADE: NetworkDegrader,
+    Capability.LOG_DIR_FAILURE: LogDirFailer,
 })
 
 

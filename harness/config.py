@@ -55,6 +55,7 @@ CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"
 CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"
 CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS = "controlled.shutdown.retry.backoff.ms"
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = "replica.high.watermark.checkpoint.interval.ms"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 DEFAULT_REPLICATION_FACTOR = "default.replication.factor"
 OFFSETS_TOPIC_REPLICATION_FACTOR = "offsets.topic.replication.factor"
@@ -93,6 +94,7 @@ ZK_4LW_WHITELIST = "4lw.commands.whitelist"
 KAFKA_DEFAULT_SESSION_TIMEOUT_MS = 18000
 TEST_SESSION_TIMEOUT_MS = 6000
 MAX_BROKERS = 9
+MAX_LOG_DIRS = 4
 # JVM flags for every node: serial GC and C1 only start faster and use less CPU and memory on
 # a small shared machine than G1 + C2 (benchmarks/cluster_startup.py measures it).
 DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
@@ -157,8 +159,13 @@ class ClusterConfig:
     ids: tuple[int, ...] = ()
     jvm_options: tuple[str, ...] = DEFAULT_JVM_OPTIONS
     zookeepers: int = 1  # ZooKeeper ensemble size (harness.zk_ensemble): 1, 3 or 5
+    # Log directories per broker (``log.dirs``): 1 keeps ``<data>``; more give ``<data>/a,<data>/b``
+    # so one can fail while the broker keeps running (``ReplicaManager.handleLogDirFailure``).
+    log_dirs: int = 1
 
     def __post_init__(self) -> None:
+        if isinstance(self.log_dirs, bool) or not isinstance(self.log_dirs, int) or not 1 <= self.log_dirs <= MAX_LOG_DIRS:
+            raise UsageError(f"log_dirs must be between 1 and {MAX_LOG_DIRS}, got {self.log_dirs!r}")
         if self.zookeepers not in ZOOKEEPER_ENSEMBLE_SIZES or isinstance(self.zookeepers, bool):
             raise UsageError(f"zookeepers must be one of {', '.join(map(str, ZOOKEEPER_ENSEMBLE_SIZES))}, "
                              f"got {self.zookeepers!r}")
@@ -247,12 +254,20 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
         ADVERTISED_LISTENERS: ",".join(f"{name}://{address}" for name, address in listeners.items()),
         LISTENER_SECURITY_PROTOCOL_MAP: ",".join(f"{name}:PLAINTEXT" for name in listeners),
         INTER_BROKER_LISTENER_NAME: next(iter(listeners)),
-        LOG_DIRS: log_dir,
+        LOG_DIRS: ",".join(log_dir_paths(log_dir, config.log_dirs)),
     }
     props.update(chaos_cluster_defaults(config.brokers))
     props.update(_check_overrides(config.cluster_overrides, "cluster"))
     props.update(_check_overrides(config.broker_overrides.get(broker_id, {}), f"broker {broker_id}"))
     return dict(sorted(props.items()))
+
+
+def log_dir_paths(data_dir: str, count: int) -> list[str]:
+    """A broker's ``log.dirs`` under its data directory, in order: the directory itself when it
+    has one (as before log directories could fail), else ``<data>/a``, ``<data>/b``, ..."""
+    if count <= 1:
+        return [data_dir]
+    return [f"{data_dir.rstrip('/')}/{chr(ord('a') + i)}" for i in range(count)]
 
 
 def shared_broker_settings(config: ClusterConfig) -> dict[str, str]:

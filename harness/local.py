@@ -47,6 +47,7 @@ from harness.config import ClusterConfig, session_timeout_ms, shared_broker_sett
 from harness.distribution import KafkaDistribution, java_executable
 from harness.local_ensemble import LocalEnsembleControls
 from harness.local_links import LocalLinkControls
+from harness.local_log_dirs import LocalLogDirControls
 from harness.local_network import LoopbackFirewall, node_mark, partition_problem, remove_stale_chains
 from harness.local_nodes import (
     HOST,
@@ -93,11 +94,12 @@ def _register_owned(cluster: LocalCluster) -> None:
     processes.exit_on_termination_signals()
 
 
-class LocalCluster(LocalEnsembleControls, LocalLinkControls):
+class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ZooKeeperControl`, the ZooKeeper-ensemble controls
     (:mod:`harness.local_ensemble`) and, as root with iptables, the network controls
-    (:mod:`harness.local_links`) on local JVMs.
+    (:mod:`harness.local_links`) and failed log directories (:mod:`harness.local_log_dirs`)
+    on local JVMs.
 
     Over ~300 lines because it is the one coordinator of the node layout, processes, state file
     and loopback firewall; each of those lives in its own module and this class only sequences

@@ -72,6 +72,7 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
             "first_broker_id": config.first_broker_id,
             "jvm_options": list(config.jvm_options),
             "zookeepers": config.zookeepers,
+            "log_dirs": config.log_dirs,
         },
     }
 
@@ -111,7 +112,8 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
         broker_overrides={int(b): dict(o) for b, o in c["broker_overrides"].items()},
         zk_tick_time_ms=int(c["zk_tick_time_ms"]), broker_heap=c["broker_heap"],
         zookeeper_heap=c["zookeeper_heap"], first_broker_id=int(c["first_broker_id"]),
-        jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)))
+        jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)),
+        log_dirs=int(c.get("log_dirs", 1)))
     d = state["distribution"]
     distribution = KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]), source=d["source"])
     zookeeper = _attached_node(ZOOKEEPER, state["zookeeper_node"], state.get("zookeeper_pid"),

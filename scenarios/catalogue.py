@@ -37,6 +37,7 @@ from typing import Any
 from harness.config import (
     AUTO_LEADER_REBALANCE_ENABLE,
     LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
+    REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
     REPLICA_LAG_TIME_MAX_MS,
 )
 from common.errors import UsageError
@@ -92,6 +93,7 @@ class ClusterNeeds:
     overrides: tuple[tuple[str, str], ...] = ()  # sorted (property, value) pairs: hashable
     broker_ids: tuple[int, ...] = ()  # explicit ids (schedules); empty: 1..brokers
     zookeepers: int = 1  # ZooKeeper ensemble size (1, 3 or 5); `run --zookeepers N` raises it
+    log_dirs: int = 1  # log.dirs per broker (harness.config.log_dir_paths); 2: one can fail, the broker runs on
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -105,7 +107,8 @@ class ClusterNeeds:
         extra = ", ".join(f"{k}={v}" for k, v in self.overrides)
         named = f" {list(self.broker_ids)}" if self.broker_ids else ""
         ensemble = f", {self.zookeepers} ZooKeeper servers" if self.zookeepers > 1 else ""
-        return f"{self.brokers} brokers{named}{ensemble}" + (f" ({extra})" if extra else "")
+        dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
+        return f"{self.brokers} brokers{named}{ensemble}{dirs}" + (f" ({extra})" if extra else "")
 
 
 @dataclass(frozen=True)
@@ -739,3 +742,38 @@ def add_partitions_admin_follower_down() -> list[Step]:
     return [Step("hard_kill", BrokerId(3)),
             Step("add_partitions", NoTarget("t-6 [1, 2]"), _frozen({"topic": "t", "add": ((6, (1, 2)),)})),
             Step("start", EarlierTarget(0))]
+
+
+# Two log directories per broker, so one can fail while the broker runs on; the high-watermark
+# checkpoint (the write that reveals the failed directory, ReplicaManager.checkpointHighWatermarks)
+# every second instead of 5.
+TWO_LOG_DIRS = ClusterNeeds(3, ((REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, "1000"),), log_dirs=2)
+_FAILED_DIR_OF_T0 = _frozen({"topic": "t", "partition": 0})
+_REPAIR = _frozen({"variant": "heal"})
+
+
+@scenario(topics=[topic_t], needs=TWO_LOG_DIRS)
+def leader_log_dir_failure() -> list[Step]:
+    """The log directory holding t-0 on its leader fails (issue 14; Kafka's own
+    ``log_dir_failure_test``), then the broker restarts with it repaired. The broker's next write
+    there fails (``LogDirFailureChannel``), ``ReplicaManager.handleLogDirFailure`` takes the
+    directory's replicas offline and writes ``/log_dir_event_notification``; Kafka 3.9
+    ``processLogDirEventNotification`` → ``onBrokerLogDirFailure`` → ``onReplicasBecomeOffline``:
+    t-0 (and every partition led from that directory) gets the offline election among its other
+    online ISR members (``isReplicaOnline``), ISR minus the broker, epoch +1; followers there leave
+    their ISRs (OfflineReplica, +1); the broker keeps running on its other directory. The repair
+    (controlled shutdown, start) drops ``replicasOnOfflineDirs`` (``onBrokerStartup``): its
+    replicas rejoin the ISRs, leadership does not move back."""
+    return [Step("log_dir_failure", LeaderOf("t", 0), _FAILED_DIR_OF_T0),
+            Step("log_dir_failure", EarlierTarget(0), _REPAIR)]
+
+
+@scenario(topics=[topic_t], needs=TWO_LOG_DIRS)
+def follower_log_dir_failure() -> list[Step]:
+    """The log directory holding t-0 on its in-sync follower fails, then the broker restarts with
+    it repaired. Kafka 3.9 ``onBrokerLogDirFailure`` → ``onReplicasBecomeOffline``: OfflineReplica for the
+    follower (``doRemoveReplicasFromIsr``: leader unchanged, ISR minus it, epoch +1), the same for
+    the directory's other partitions (a leader there moves); the replica can rejoin no ISR until
+    the restart (``processLeaderAndIsrResponseReceived`` keeps it in ``replicasOnOfflineDirs``)."""
+    return [Step("log_dir_failure", FollowerOf("t", 0), _FAILED_DIR_OF_T0),
+            Step("log_dir_failure", EarlierTarget(0), _REPAIR)]

@@ -96,13 +96,14 @@ class Probe:
         except ConvergenceTimeout as exc:
             why = "; ".join(unsettled(exc.last, oracle_topics, excused)) if exc.last else str(exc)
             raise HarnessError(f"not settled before {label}: {why}") from exc
-        before = cluster_state_of(before_snap, oracle_topics, dict(self.cluster.broker_settings()))
+        before = self.nemesis.with_offline_replicas(cluster_state_of(before_snap, oracle_topics,
+                                                                     dict(self.cluster.broker_settings())))
         target = step.target.resolve(view_of(before_snap, self.cluster.broker_ids), self.rng, self.targets)
         self.targets.append(target)
         parts = topic_partitions or {t: sorted(p for (name, p) in before_snap.partitions if name == t) for t in topics}
         fault = make_fault(step.fault, target, step.options, topic_names={t: t for t in topics},
                            topic_partitions=parts)
-        events = list(fault.oracle_events()) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
+        events = self.nemesis.prepare(fault) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
         options = expectations(self.predictor, before, events, rule=fault.isr_rule, rule_brokers=target.brokers,
                                topics=topics)
         episode = self.nemesis.episode_start(fault)

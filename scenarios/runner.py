@@ -334,11 +334,12 @@ class Runner:
         except ConvergenceTimeout as exc:
             why = "; ".join(unsettled(exc.last, oracle_topics, excused)) if exc.last else str(exc)
             raise ScenarioAbortedError(f"not settled before {label}: {why}") from exc
-        before = cluster_state_of(before_snap, oracle_topics, ctx.broker_config)
+        # Replicas on failed log directories are controller memory, not in ZooKeeper.
+        before = nemesis.with_offline_replicas(cluster_state_of(before_snap, oracle_topics, ctx.broker_config))
         target = self._resolve(ctx, step, before_snap)
         fault = make_fault(step.fault, target, step.options, topic_names=ctx.topic_names,
                            topic_partitions={t.name: t.partitions for t in ctx.scenario.topics})
-        events = list(fault.oracle_events()) + [AutoRebalance() for name in step.then if name == "auto_rebalance"]
+        events = nemesis.prepare(fault) + [AutoRebalance() for name in step.then if name == "auto_rebalance"]
         try:
             options = expectations(self.predictor, before, events, rule=fault.isr_rule,
                                    rule_brokers=target.brokers, topics=ctx.physical_topics)

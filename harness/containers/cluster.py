@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING
 
 from common.errors import HarnessError, UsageError
 from common.waits import WaitTimeout, wait_until
-from harness.cluster import BrokerEndpoint
+from harness.cluster import BrokerEndpoint, Capability
 from harness.config import session_timeout_ms, shared_broker_settings
 from harness.containers import teardown
 from harness.containers.image import docker_client, ensure_kafka_image
 from harness.containers.labels import new_run_id, run_labels
+from harness.containers.log_dirs import ContainerLogDirControls, log_dir_problem
 from harness.containers.network import NamespaceFirewall, Peers, addresses_to_cut, check_partition_tools
 from harness.containers.nodes import (
     ZOOKEEPER_NAME,
@@ -80,10 +81,17 @@ STOP_TIMEOUT_SECONDS = 60
 START_TIMEOUT_SECONDS = 120.0
 
 
-class ContainerCluster:
-    """See the module docstring.  Use as a context manager, or call ``start``/``destroy``."""
+class ContainerCluster(ContainerLogDirControls):
+    """See the module docstring.  Use as a context manager, or call ``start``/``destroy``.
+    Failed log directories: :mod:`harness.containers.log_dirs`."""
 
     backend = "containers"
+
+    @staticmethod
+    def capability_problems() -> dict[Capability, str]:
+        """Failing a container's log directory needs root (``/proc/<pid>/root``)."""
+        problem = log_dir_problem()
+        return {Capability.LOG_DIR_FAILURE: problem} if problem else {}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *,
                  base_image: str | None = None, run_id: str | None = None,

@@ -15,6 +15,7 @@ a fault's class.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar, runtim
 
 from harness.cluster import Capability
 from common.errors import HarnessError, UsageError
-from oracle import Event
+from oracle import ClusterState, Event, TopicPartition
 from scenarios.targets import Target
 
 if TYPE_CHECKING:
@@ -106,6 +107,15 @@ class Fault(Protocol):
         """A documented leader-side ISR rule the step is checked against on top of the oracle
         (:mod:`scenarios.isr_rules`), or None."""
 
+    @property
+    def offline_replicas(self) -> Mapping[int, frozenset[TopicPartition]]:
+        """Replicas this fault keeps on failed log directories while active (the controller's
+        ``replicasOnOfflineDirs``, which ZooKeeper does not show): later steps' oracle input."""
+
+    def prepare(self, env: FaultEnv) -> None:
+        """Read from the cluster what :meth:`oracle_events` depends on (which partitions a log
+        directory holds); the pipeline calls it just before asking for the events."""
+
     def oracle_events(self) -> list[Event]: ...
 
     def inject(self, env: FaultEnv) -> None: ...
@@ -145,6 +155,13 @@ class FaultBase:
 
     @property
     def isr_rule(self) -> str | None:
+        return None
+
+    @property
+    def offline_replicas(self) -> Mapping[int, frozenset[TopicPartition]]:
+        return {}
+
+    def prepare(self, env: FaultEnv) -> None:
         return None
 
     def heal(self, env: FaultEnv) -> None:
@@ -245,6 +262,25 @@ class Nemesis:
         broker it releases (a heal's client window covers the whole cut) — or None. Ask before
         injecting ``fault``: injecting it forgets what it releases."""
         return min((self._injected_at[b] for b in fault.releases if b in self._injected_at), default=None)
+
+    def prepare(self, fault: Fault) -> list[Event]:
+        """``fault``'s oracle events, once it has read what they depend on from the cluster."""
+        fault.prepare(self.env)
+        return list(fault.oracle_events())
+
+    def with_offline_replicas(self, state: ClusterState) -> ClusterState:
+        """``state`` (read from ZooKeeper) plus the replicas active faults keep on failed log
+        directories, which ZooKeeper does not record (the controller's memory): for live brokers
+        and partitions ``state`` has."""
+        offline: dict[int, set[TopicPartition]] = {b: set(tps) for b, tps in state.offline_replicas.items()}
+        for fault in {id(f): f for f in self._active.values()}.values():
+            for broker, tps in fault.offline_replicas.items():
+                if broker in state.live_brokers:
+                    offline.setdefault(broker, set()).update(
+                        tp for tp in tps if state.has_partition(tp) and broker in state.partition(tp).replicas)
+        if not any(offline.values()):
+            return state
+        return dataclasses.replace(state, offline_replicas={b: frozenset(t) for b, t in offline.items()})
 
     def inject(self, fault: Fault) -> float:
         """Inject ``fault``; return the wall-clock time just before the first signal."""

@@ -20,6 +20,7 @@ from harness.cluster import (
     BrokerControl,
     Capability,
     Cluster,
+    LogDirFailer,
     NetworkDegrader,
     NetworkPartitioner,
     ZooKeeperEnsembleControl,
@@ -34,11 +35,12 @@ from harness.local import LocalCluster
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
     LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-                   ZooKeeperLinkPartitioner, NetworkDegrader},
-    ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner},
+                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer},
+    ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
+                       ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-             ZooKeeperLinkPartitioner, NetworkDegrader]
+             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 
@@ -102,9 +104,11 @@ def test_every_protocol_member_is_implemented_compatibly(case: tuple[type, type]
 
 @pytest.mark.parametrize("launcher", list(CLAIMS), ids=lambda c: c.__name__)
 def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.containers.cluster
     import harness.local
 
     monkeypatch.setattr(harness.local, "partition_problem", lambda: None)  # as on a root host
+    monkeypatch.setattr(harness.containers.cluster, "log_dir_problem", lambda: None)
     claimed = {c for c, protocol in CAPABILITY_PROTOCOLS.items() if protocol in CLAIMS[launcher]}
     assert capabilities_of(launcher) == claimed
     unclaimed = [p for p in PROTOCOLS if p not in CLAIMS[launcher]]
@@ -137,3 +141,12 @@ def test_a_launcher_missing_a_method_or_with_an_incompatible_one_is_caught() -> 
 
     with pytest.raises(AssertionError, match="required parameters"):
         check_method(Narrower, BrokerControl, "start_broker")
+
+
+def test_the_containers_launcher_fails_log_dirs_only_as_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # It reaches a container's directories through /proc/<pid>/root (harness.containers.log_dirs).
+    import harness.containers.cluster
+
+    monkeypatch.setattr(harness.containers.cluster, "log_dir_problem", lambda: "needs root")
+    assert Capability.LOG_DIR_FAILURE not in capabilities_of(ContainerCluster)
+    assert Capability.BROKER_CONTROL in capabilities_of(ContainerCluster)

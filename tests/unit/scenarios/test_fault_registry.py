@@ -46,6 +46,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "zookeeper_server": (ensemble, True), "zookeeper_quorum_loss": (ensemble | brokers, True),
         "zookeeper_leader_cut": (ensemble | network | {Capability.ZOOKEEPER_LINK_PARTITION}, True),
         "network_degrade": (network | {Capability.NETWORK_DEGRADE}, True),
+        "log_dir_failure": (brokers | {Capability.LOG_DIR_FAILURE}, True),
     }
 
 

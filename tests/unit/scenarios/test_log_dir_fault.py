@@ -1,0 +1,177 @@
+"""The ``log_dir_failure`` fault kind against a fake cluster: which directory fails, the oracle
+events it declares (``LogDirFailure`` for the observed partitions there, ``BrokerFailure`` when it
+is the broker's last live directory), its heal (repair, then restart), and the replicas it keeps
+offline for later steps' oracle input."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from common.errors import HarnessError, UsageError
+from oracle import (
+    BrokerFailure,
+    BrokerStartup,
+    ClusterState,
+    ControlledShutdown,
+    LogDirFailure,
+    PartitionState,
+    TopicPartition,
+    TopicState,
+)
+from scenarios.faults import FaultEnv, Nemesis, make_fault
+from scenarios.targets import Target
+
+
+class FakeCluster:
+    """LogDirFailer + BrokerControl on dicts; records the calls in order."""
+
+    bootstrap_servers = "127.0.0.1:1"
+
+    def __init__(self, dirs: int = 2) -> None:
+        self.dirs = dirs
+        self.held = {(1, 0): [("phys-t", 0), ("__consumer_offsets", 1), ("old-topic", 4)], (1, 1): [("phys-t", 3)]}
+        self.failed: set[tuple[int, int]] = set()
+        self.running = {1: True, 2: True, 3: True}
+        self.calls: list[tuple[str, int]] = []
+
+    def log_dirs(self, b: int) -> list[str]:
+        return [f"/d{b}/{i}" for i in range(self.dirs)]
+
+    def log_dir_partitions(self, b: int, i: int) -> list[tuple[str, int]]:
+        return list(self.held.get((b, i), []))
+
+    def fail_log_dir(self, b: int, i: int) -> None:
+        self.calls.append(("fail", i))
+        self.failed.add((b, i))
+
+    def failed_log_dirs(self, b: int) -> list[int]:
+        return sorted(i for (x, i) in self.failed if x == b)
+
+    def repair_log_dirs(self, b: int) -> list[int]:
+        self.calls.append(("repair", b))
+        done = self.failed_log_dirs(b)
+        self.failed -= {(b, i) for i in done}
+        return done
+
+    def broker_running(self, b: int) -> bool:
+        return self.running[b]
+
+    def kill_broker(self, b: int) -> None:
+        self.calls.append(("kill", b))
+        self.running[b] = False
+
+    def stop_broker(self, b: int) -> None:
+        self.calls.append(("stop", b))
+        self.running[b] = False
+
+    def start_broker(self, b: int) -> None:
+        self.calls.append(("start", b))
+        self.running[b] = True
+
+    def pause_broker(self, b: int) -> None: ...
+
+    def resume_broker(self, b: int) -> None: ...
+
+    def broker_paused(self, b: int) -> bool:
+        return False
+
+
+class FakeObserver:
+    """Watches phys-t and __consumer_offsets (not old-topic, a previous scenario's)."""
+
+    def snapshot(self) -> Any:
+        return SimpleNamespace(partitions={("phys-t", p): None for p in range(6)} | {("__consumer_offsets", 1): None})
+
+
+def _env(cluster: FakeCluster) -> FaultEnv:
+    return FaultEnv(cluster, FakeObserver(), None)  # type: ignore[arg-type]
+
+
+def _fault(brokers: tuple[int, ...] = (1,), **options: Any) -> Any:
+    return make_fault("log_dir_failure", Target(brokers, "test"), options, topic_names={"t": "phys-t"},
+                      topic_partitions={"t": (0, 1, 2, 3, 4, 5)})
+
+
+def test_the_directory_holding_the_partition_fails_and_its_watched_partitions_go_offline() -> None:
+    cluster = FakeCluster()
+    f = _fault(topic="t", partition=3)
+    env = _env(cluster)
+    assert Nemesis(env).prepare(f) == [LogDirFailure(1, (TopicPartition("phys-t", 3),))]
+    f = _fault(topic="t", partition=0)
+    assert Nemesis(env).prepare(f) == [
+        LogDirFailure(1, (TopicPartition("phys-t", 0), TopicPartition("__consumer_offsets", 1)))]
+    f.inject(env)
+    assert cluster.calls == [("fail", 0)]
+    assert f.holds == (1,)
+
+
+def test_the_last_live_directory_halts_the_broker() -> None:
+    cluster = FakeCluster(dirs=1)
+    f = _fault(dir=0)
+    assert Nemesis(_env(cluster)).prepare(f) == [BrokerFailure((1,))]
+    cluster = FakeCluster(dirs=2)
+    cluster.failed.add((1, 1))  # its other directory failed earlier
+    assert Nemesis(_env(cluster)).prepare(_fault(dir=0)) == [BrokerFailure((1,))]
+
+
+def test_heal_repairs_before_restarting_and_only_once() -> None:
+    cluster = FakeCluster()
+    env = _env(cluster)
+    f = _fault(dir=0)
+    f.inject(env)  # prepares itself when no pipeline did (the pytest plugin's inject)
+    f.heal(env)
+    f.heal(env)
+    assert cluster.calls == [("fail", 0), ("repair", 1), ("stop", 1), ("start", 1)]
+    assert cluster.failed == set()
+
+
+def test_the_heal_step_restarts_a_running_broker_and_starts_a_halted_one() -> None:
+    cluster = FakeCluster()
+    heal = _fault(variant="heal")
+    assert heal.label == "log_dir_failure/heal" and heal.releases == (1,)
+    assert Nemesis(_env(cluster)).prepare(heal) == [ControlledShutdown(1), BrokerStartup((1,))]
+    cluster.running[1] = False
+    heal = _fault(variant="heal")
+    assert Nemesis(_env(cluster)).prepare(heal) == [BrokerStartup((1,))]
+    heal.inject(_env(cluster))
+    assert cluster.calls == [("repair", 1), ("start", 1)]
+
+
+def test_later_steps_see_the_replicas_on_the_failed_directory() -> None:
+    cluster = FakeCluster()
+    nemesis = Nemesis(_env(cluster))
+    t = TopicState({p: PartitionState((1, 2), 1, (1, 2), 0) for p in range(6)})
+    state = ClusterState(frozenset({1, 2, 3}), {"phys-t": t}, controller=2)
+    f = _fault(topic="t", partition=3)
+    nemesis.prepare(f)
+    assert nemesis.with_offline_replicas(state) == state  # not injected yet
+    nemesis.inject(f)
+    assert nemesis.with_offline_replicas(state).offline_replicas == {1: frozenset({TopicPartition("phys-t", 3)})}
+    gone = ClusterState(frozenset({2, 3}), {"phys-t": t}, controller=2)
+    assert nemesis.with_offline_replicas(gone).offline_replicas == {}  # a dead broker has no entry
+    nemesis.heal_all()
+    assert nemesis.with_offline_replicas(state) == state
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"dir": True}, "'dir'"),
+    ({"dir": -1}, "'dir'"),
+    ({"partition": "0", "topic": "t"}, "'partition'"),
+    ({"topic": "t", "dir": 1}, "not both"),
+    ({"variant": "melt"}, "'variant'"),
+    ({"colour": 1}, "unknown option 'colour'"),
+    ({"topic": "nope"}, "'topic'"),
+])
+def test_bad_options_are_one_line(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        _fault(**options)
+
+
+def test_one_broker_only_and_a_partition_it_does_not_hold() -> None:
+    with pytest.raises(HarnessError, match="one broker"):
+        Nemesis(_env(FakeCluster())).prepare(_fault((1, 2), dir=0))
+    with pytest.raises(HarnessError, match="no replica of phys-t-5"):
+        Nemesis(_env(FakeCluster())).prepare(_fault(topic="t", partition=5))
