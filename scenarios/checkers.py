@@ -22,6 +22,7 @@ from oracle import predict
 from results.schema import Record
 from harness.zkevents import PartitionStateWritten
 from scenarios import availability, isr_rules, misplaced
+from scenarios import controller_metrics as cm
 from scenarios import history_checker as hc
 from scenarios import latency as lat
 from scenarios.clientops import ClientOps
@@ -285,6 +286,20 @@ def client_window(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
              "stalled_at_end": window.silent_since is not None},
             detail, t, p, kind="measurement", latency_ms=ms, timestamps=window.timestamps()))
     return results
+
+
+@register_check("controller_metrics", StepObserved)
+def controller_metrics(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """One measurement per fault step from the brokers' JMX exporters scraped before the fault
+    and when the step's measurement closed (:mod:`scenarios.controller_metrics`): controller
+    events processed and their time, queue waits, unclean elections, the gauges before/after.
+    No ``latency_ms``: the report counts records carrying it as leader switches."""
+    if obs.index is None or obs.metrics is None:
+        return []
+    summary = cm.summarise(obs.metrics)
+    return [CheckResult("controller_metrics", None, None, summary, cm.describe(summary), kind="measurement",
+                        timestamps={"before": obs.metrics.before.at, "after": obs.metrics.after.at,
+                                    "fault": obs.fault_at})]
 
 
 # --- the end of a scenario ----------------------------------------------------------------------

@@ -20,6 +20,10 @@ Version 2 adds ``ops`` to ``step`` and ``finished`` (:mod:`scenarios.clientops`:
 every send, poll and consumer reset since the previous cut; at ``finished`` the rest and the
 final read-back). Version 1 files are still read: their observations have no ``ops``, and the
 checks that need them produce no results, so old runs re-check to the same records.
+
+Version 3 adds ``metrics`` to fault steps (:mod:`scenarios.controller_metrics`: every broker's
+JMX exporter scraped right before the fault and when the step's measurement closes); older
+steps have none and give no ``controller_metrics`` record.
 """
 
 from __future__ import annotations
@@ -36,12 +40,13 @@ from harness.zkevents import ZkEvent, event_from_dict, event_to_dict
 from oracle import ClusterState, Event
 from scenarios import codec
 from scenarios.clientops import ClientOps, ops_from_dict, ops_to_dict
+from scenarios.controller_metrics import FaultMetrics
 from scenarios.delivery import Ack, DeliveryReport
 from scenarios.targets import Target
 
 HISTORY_FILE = "history.jsonl"
-HISTORY_VERSION = 2
-READABLE_HISTORY_VERSIONS = frozenset({1, 2})
+HISTORY_VERSION = 3
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3})
 
 
 
@@ -161,6 +166,9 @@ class StepObserved:
     finished_at: float
     # Every send, poll and consumer reset per "t-p" since the previous step's cut (history v2).
     ops: Mapping[str, ClientOps] = field(default_factory=dict)
+    # The brokers' JMX exporters scraped before the fault and at ``measured_at`` (history v3);
+    # None: not scraped (topic creation, a launcher without the agent, an older history).
+    metrics: FaultMetrics | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -183,6 +191,7 @@ class StepObserved:
             "events": [event_to_dict(e) for e in self.events],
             "clients": {k: c.to_dict() for k, c in sorted(self.clients.items())},
             "measured_at": self.measured_at, "finished_at": self.finished_at, "ops": ops_to_dict(self.ops),
+            "metrics": None if self.metrics is None else self.metrics.to_dict(),
         }
 
     @classmethod
@@ -202,7 +211,8 @@ class StepObserved:
             sightings={k: tuple((float(s[0]), int(s[1]), int(s[2])) for s in v) for k, v in d["sightings"].items()},
             events=tuple(event_from_dict(e) for e in d["events"]),
             clients={k: ClientActivity.from_dict(c) for k, c in d["clients"].items()},
-            measured_at=d["measured_at"], finished_at=d["finished_at"], ops=ops_from_dict(d.get("ops")))
+            measured_at=d["measured_at"], finished_at=d["finished_at"], ops=ops_from_dict(d.get("ops")),
+            metrics=FaultMetrics.from_dict(d["metrics"]) if d.get("metrics") is not None else None)
 
 
 @dataclass(frozen=True)

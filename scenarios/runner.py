@@ -38,6 +38,7 @@ from scenarios.catalogue import Scenario, Step
 from scenarios.checkers import CheckContext, evaluate, to_records
 from scenarios.checks import CheckResult
 from scenarios.clients import client_activity, client_ops, wait_for_clients, with_read_back
+from scenarios.controller_metrics import FaultMetrics, MetricsScrape
 from scenarios.expectations import Expectation, Predictor, expectations, matching
 from scenarios.faults import Fault, FaultEnv, Nemesis, make_fault, requirements_of
 from scenarios.history import (
@@ -349,6 +350,7 @@ class Runner:
         self._step_progress(ctx, f"{fault.label} on {target.description}")
         episode = nemesis.episode_start(fault)
         with MetadataPoller(ctx.cluster, ctx.cluster.broker_ids, ctx.physical_topics) as poller:
+            metrics_before = _scrape_metrics(ctx.cluster)
             fault_at = nemesis.inject(fault)
             try:
                 after = ctx.observer.wait_until(
@@ -378,6 +380,7 @@ class Runner:
                     self._step_progress(ctx, f"clients of {', '.join(waiting)} got no ack within "
                                              f"{self.options.client_recovery_timeout:.0f}s; measuring anyway")
             measured_at = time.time()
+            metrics_after = _scrape_metrics(ctx.cluster)
             sightings = poller.sightings_by_partition(since=fault_at)
         window_start = min(episode if episode is not None else fault_at, fault_at)
         self._emit(ctx.checks, ctx.outcome, StepObserved(
@@ -385,7 +388,8 @@ class Runner:
             tuple(events), fault_at, episode if episode is not None else fault_at, after, waited,
             self.options.convergence_timeout, tuple(sorted(nemesis.faulted_brokers)), metadata, sightings,
             tuple(ctx.observer.events_since(fault_at)), client_activity(ctx.workloads, window_start, measured_at),
-            measured_at, time.time(), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, measured_at)), options)
+            measured_at, time.time(), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, measured_at),
+            FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None), options)
         ctx.ops_cut = measured_at
 
     def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
@@ -413,6 +417,18 @@ class Runner:
                     shutil.copyfile(path, target / f"{node}.log")
         except Exception as exc:  # noqa: BLE001 - logs are a courtesy
             log.warning("collecting node logs into %s failed: %s", target, exc)
+
+
+def _scrape_metrics(cluster: Any) -> MetricsScrape | None:
+    """Every live broker's JMX exporter (bounded: a paused or killed broker is absent); None
+    when the cluster's brokers run no exporter."""
+    from harness.metrics import endpoints_of, scrape_brokers
+
+    endpoints = endpoints_of(cluster)
+    if not endpoints:
+        return None
+    at, values = scrape_brokers(endpoints)
+    return MetricsScrape(at, values)
 
 
 def _traits(fault: Fault) -> FaultTraits:
