@@ -175,3 +175,20 @@ def test_one_broker_only_and_a_partition_it_does_not_hold() -> None:
         Nemesis(_env(FakeCluster())).prepare(_fault((1, 2), dir=0))
     with pytest.raises(HarnessError, match="no replica of phys-t-5"):
         Nemesis(_env(FakeCluster())).prepare(_fault(topic="t", partition=5))
+
+
+def test_the_catalogue_scenarios_round_trip_as_schedules_with_their_two_log_dirs() -> None:
+    import json
+
+    from scenarios.catalogue import by_names
+    from scenarios.schedule import dumps, from_scenario, schedule_from_json
+
+    [s] = by_names(["leader_log_dir_failure"])
+    text = dumps(from_scenario(s))
+    back = schedule_from_json(json.loads(text))
+    assert json.loads(text)["cluster"]["log_dirs"] == 2
+    assert back.needs == s.needs and back.steps == s.steps
+    bad = json.loads(text)
+    bad["cluster"]["log_dirs"] = 0
+    with pytest.raises(UsageError, match="cluster.log_dirs"):
+        schedule_from_json(bad)
