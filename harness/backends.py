@@ -39,6 +39,9 @@ if TYPE_CHECKING:
         more: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (
             containers, containers, containers, containers)
         ensemble: tuple[ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner, NetworkDegrader] = (local, local, local)
+        on_containers: tuple[ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner, NetworkDegrader] = (
+            containers, containers, containers)
+        del on_containers
         log_dirs: tuple[LogDirFailer, LogDirFailer] = (local, containers)
         del claims, more, ensemble, log_dirs
 
@@ -89,14 +92,20 @@ def missing_capabilities(backend: str) -> Mapping[Capability, str]:
     for capability in Capability:
         if capability not in declared:
             missing[capability] = problems.get(capability) or _why_missing(capability, chosen)
-    if Capability.NETWORK_PARTITION in declared and chosen == "containers":
+    if chosen == "containers":
         from harness.containers.network import check_partition_tools
 
         try:
-            check_partition_tools()
+            check_partition_tools()  # cuts and degradations are rules inside the containers' namespaces
         except HarnessError as exc:
-            missing[Capability.NETWORK_PARTITION] = str(exc)
+            for capability in NAMESPACE_RULES & declared:
+                missing[capability] = str(exc)
     return MappingProxyType(missing)
+
+
+# What the containers launcher does with iptables/tc inside a container's network namespace.
+NAMESPACE_RULES = frozenset({Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
+                             Capability.NETWORK_DEGRADE})
 
 
 def _launcher_class(chosen: str) -> type:
@@ -111,11 +120,10 @@ def _launcher_class(chosen: str) -> type:
 
 def _why_missing(capability: Capability, chosen: str) -> str:
     if capability is Capability.NETWORK_DEGRADE:
-        return (f"needs --backend local (as root): lossy and rate-limited links are made with iptables "
-                f"and tc on loopback; the {chosen} launcher has no such fault yet")
+        return (f"needs root with iptables and tc: lossy and rate-limited links are made on loopback "
+                f"(local) or inside the containers' namespaces; the {chosen} launcher has no such fault")
     if capability in (Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION):
-        return (f"needs --backend local: the {chosen} launcher runs one ZooKeeper server "
-                f"(ensembles are local-launcher only so far)")
+        return f"the {chosen} launcher runs one ZooKeeper server only"
     if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")

@@ -1,16 +1,20 @@
-"""``ContainerCluster``: one ZooKeeper and N brokers, each in a Docker container.
+"""``ContainerCluster``: a ZooKeeper ensemble (1, 3 or 5 servers) and N brokers, each in a
+Docker container.
 
-The same contract as :class:`harness.local.LocalCluster` (``harness.cluster.Cluster`` and
-``BrokerControl``) plus :class:`harness.cluster.NetworkPartitioner`, because every container
-has its own network namespace.  Layout:
+The same contract as :class:`harness.local.LocalCluster` (``harness.cluster.Cluster``,
+``BrokerControl``, the ZooKeeper ensemble and link controls, degraded links) plus
+:class:`harness.cluster.NetworkPartitioner`, because every container has its own network
+namespace.  Layout:
 
-- a dedicated bridge network ``kafka-chaos-<run>``; ZooKeeper is ``zookeeper:2181`` and broker N
-  is ``broker-N`` on it;
+- a dedicated bridge network ``kafka-chaos-<run>`` on a subnet chosen for the run, every node on
+  a fixed address of it (:mod:`harness.containers.nodes` says why); a lone ZooKeeper is
+  ``zookeeper:2181``, an ensemble's servers ``zookeeper-N:2181``, and broker N is ``broker-N``;
 - two listeners per broker: ``INTERNAL`` (port 9092, advertised as ``broker-N:9092``) carries
   inter-broker traffic over the network, ``EXTERNAL`` (port 9094) is published on
   ``127.0.0.1:<host port>`` and advertised as exactly that, for clients on the host.  Docker only
   tells a mapped port after start, so host ports are picked up front and bound explicitly;
-- ZooKeeper's 2181 is published on ``127.0.0.1`` too, for the observer.
+- each ZooKeeper server's 2181 is published on ``127.0.0.1`` too, for the observer and for
+  ``srvr`` (who leads: :mod:`harness.containers.ensemble`).
 
 Broker properties come from :func:`harness.config.broker_properties` (the local launcher's
 layering), only the listeners differ, so timeouts and therefore latencies compare.  Every
@@ -42,9 +46,15 @@ from harness.containers import teardown
 from harness.containers.image import docker_client, ensure_kafka_image
 from harness.containers.labels import new_run_id, run_labels
 from harness.containers.log_dirs import ContainerLogDirControls, log_dir_problem
-from harness.containers.network import NamespaceFirewall, Peers, addresses_to_cut, check_partition_tools
+from harness.containers.ensemble import ContainerEnsembleControls
+from harness.containers.network import (
+    NamespaceFirewall,
+    NamespaceShaper,
+    Peers,
+    addresses_to_cut,
+    check_partition_tools,
+)
 from harness.containers.nodes import (
-    ZOOKEEPER_NAME,
     NodeStarter,
     address_on,
     broker_alias,
@@ -54,8 +64,10 @@ from harness.containers.nodes import (
     gateway_on,
     ignore_errors,
     log_tail,
+    zookeeper_alias,
 )
 from harness.nodes import free_ports, zookeeper_four_letter
+from harness.zk_ensemble import wait_serving
 from harness.observer import ConvergenceTimeout
 from harness.readiness import (
     registration_expiry_bound_s,
@@ -81,7 +93,7 @@ STOP_TIMEOUT_SECONDS = 60
 START_TIMEOUT_SECONDS = 120.0
 
 
-class ContainerCluster(ContainerLogDirControls):
+class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
     """See the module docstring.  Use as a context manager, or call ``start``/``destroy``.
     Failed log directories: :mod:`harness.containers.log_dirs`."""
 
@@ -105,11 +117,12 @@ class ContainerCluster(ContainerLogDirControls):
         self.labels = run_labels(self.run_id)
         self._client: docker.DockerClient | None = None
         self._starter: NodeStarter | None = None
-        self._zookeeper: Container | None = None
+        self._zookeepers: dict[int, Container] = {}  # server id (myid) -> container
         self._brokers: dict[int, Container] = {}
-        self._zk_host_port = 0
+        self._zk_host_ports: dict[int, int] = {}
         self._broker_host_ports: dict[int, int] = {}
-        self._cut: set[int] = set()  # brokers with partition rules in their namespace
+        self._cut: set[int] = set()  # brokers with partition or degradation rules in their namespace
+        self._shaped: set[str] = set()  # peers rate-limited towards a degraded broker
         self._run_dir: Path | None = None
         self._destroyed = False
 
@@ -141,12 +154,15 @@ class ContainerCluster(ContainerLogDirControls):
         self.image = ensure_kafka_image(self.distribution, base_image=self.base_image,
                                         client=self._client).tag
         teardown.register(self)  # from here on something may need removing
-        ports = free_ports(1 + len(self.config.broker_ids()))
-        self._zk_host_port = ports[0]
-        self._broker_host_ports = dict(zip(self.config.broker_ids(), ports[1:]))
+        servers = list(range(1, self.config.zookeepers + 1))
+        ports = free_ports(len(servers) + len(self.config.broker_ids()))
+        self._zk_host_ports = dict(zip(servers, ports))
+        self._broker_host_ports = dict(zip(self.config.broker_ids(), ports[len(servers):]))
         self._starter = NodeStarter(self.run_id, self.image, self.labels)
         self._starter.create_network()
-        self._zookeeper = self._starter.start_zookeeper(self.config, self._zk_host_port)
+        for server_id in servers:
+            self._zookeepers[server_id] = self._starter.start_zookeeper(self.config, self._zk_host_ports[server_id],
+                                                                        server_id)
         self._wait_zookeeper_ready()
         log.info("starting %d Kafka %s broker containers", self.config.brokers, self.kafka_version)
         for broker_id in self.config.broker_ids():
@@ -173,22 +189,32 @@ class ContainerCluster(ContainerLogDirControls):
         if self._run_dir is not None:
             shutil.rmtree(self._run_dir, ignore_errors=True)
         self._brokers.clear()
-        self._zookeeper = None
+        self._zookeepers = {}
 
     # ------------------------------------------------------------------ readiness
 
     def _wait_zookeeper_ready(self) -> None:
-        """ZooKeeper answers ``ruok`` on its published port (bounded; nothing to watch yet)."""
+        """A lone ZooKeeper answers ``ruok``; an ensemble's servers all serve, with one leader
+        (``srvr``).  Bounded; a dead container ends the wait."""
+        def check_alive() -> None:
+            for server_id, container in self._zookeepers.items():
+                self._require_running(container, zookeeper_alias(server_id, len(self._zookeepers)))
+
         def ready() -> bool:
-            self._require_running(self._zookeeper, ZOOKEEPER_NAME)  # a dead container ends the wait
-            return zookeeper_four_letter("127.0.0.1", self._zk_host_port, "ruok", timeout=1.0) == "imok"
+            check_alive()
+            return zookeeper_four_letter("127.0.0.1", self._zk_host_ports[1], "ruok", timeout=1.0) == "imok"
 
         try:
-            wait_until(ready, timeout=self.start_timeout, interval=0.2, retry_on=(OSError,),
-                       description="ZooKeeper to answer 'ruok'")
-        except WaitTimeout:
-            raise HarnessError(f"ZooKeeper container did not answer within {self.start_timeout:.0f} s; "
-                               f"log: {self._tail(ZOOKEEPER_NAME)}") from None
+            if len(self._zookeepers) > 1:
+                wait_serving(self.zookeeper_client_ports(), list(self._zookeepers), self.start_timeout)
+            else:
+                wait_until(ready, timeout=self.start_timeout, interval=0.2, retry_on=(OSError,),
+                           description="ZooKeeper to answer 'ruok'")
+        except (WaitTimeout, HarnessError) as exc:
+            tails = "; ".join(f"{zookeeper_alias(z, len(self._zookeepers))}: "
+                              f"{log_tail(c)}" for z, c in sorted(self._zookeepers.items()))
+            raise HarnessError(f"ZooKeeper did not serve within {self.start_timeout:.0f} s ({exc}); "
+                               f"logs: {tails}") from None
 
     def _wait_brokers_ready(self, broker_ids: list[int], deadline: float,
                             newer_than: Mapping[int, int] | None = None) -> None:
@@ -224,9 +250,13 @@ class ContainerCluster(ContainerLogDirControls):
             raise HarnessError(f"{node} container exited; log: {self._tail(node)}")
 
     def _tail(self, node: str) -> str:
-        if node == ZOOKEEPER_NAME:
-            return log_tail(self._zookeeper)
-        return log_tail(self._brokers.get(int(node.split("-")[1])))
+        return log_tail(self._node_containers().get(node))
+
+    def _node_containers(self) -> dict[str, Container]:
+        """Every node's container by node name (``zookeeper[-N]``, ``broker-N``)."""
+        nodes = {zookeeper_alias(z, len(self._zookeepers)): c for z, c in sorted(self._zookeepers.items())}
+        nodes.update({broker_alias(b): c for b, c in sorted(self._brokers.items())})
+        return nodes
 
     # ------------------------------------------------------------------ Cluster
 
@@ -244,7 +274,7 @@ class ContainerCluster(ContainerLogDirControls):
 
     @property
     def zookeeper_connect(self) -> str:
-        return f"127.0.0.1:{self._zk_host_port}"
+        return ",".join(f"127.0.0.1:{port}" for _, port in sorted(self._zk_host_ports.items()))
 
     def endpoint(self, broker_id: int) -> BrokerEndpoint:
         if broker_id not in self._broker_host_ports:
@@ -264,12 +294,8 @@ class ContainerCluster(ContainerLogDirControls):
         """Each node's ``docker logs`` written to a local file now (containers log to stdout)."""
         if self._run_dir is None:
             self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-"))
-        nodes: dict[str, Container | None] = {ZOOKEEPER_NAME: self._zookeeper}
-        nodes.update({broker_alias(b): c for b, c in self._brokers.items()})
         files = {}
-        for node, container in nodes.items():
-            if container is None:
-                continue
+        for node, container in self._node_containers().items():
             path = self._run_dir / f"{node}.log"
             path.write_bytes(container.logs(stdout=True, stderr=True))
             files[node] = path
@@ -330,26 +356,29 @@ class ContainerCluster(ContainerLogDirControls):
 
     # ------------------------------------------------------------------ ZooKeeperControl
 
-    def _zookeeper_container(self, verb: str) -> Container:
-        if self._zookeeper is None:
+    def _zookeeper_containers(self, verb: str) -> list[Container]:
+        if not self._zookeepers:
             raise HarnessError(f"cannot {verb} ZooKeeper: the cluster has not been started")
-        return self._zookeeper
+        return [c for _, c in sorted(self._zookeepers.items())]
 
     def pause_zookeeper(self) -> None:
-        self._zookeeper_container("pause").pause()
+        """``docker pause`` every server: the whole service stops answering."""
+        for container in self._zookeeper_containers("pause"):
+            container.pause()
 
     def resume_zookeeper(self) -> None:
-        self._zookeeper_container("resume").unpause()
+        for container in self._zookeeper_containers("resume"):
+            container.unpause()
 
     def zookeeper_paused(self) -> bool:
-        return self._zookeeper is not None and container_state(self._zookeeper) == "paused"
+        return bool(self._zookeepers) and all(container_state(c) == "paused" for c in self._zookeepers.values())
 
     def stop_zookeeper(self) -> None:
-        """``docker stop`` (SIGTERM; SIGKILL after STOP_TIMEOUT_SECONDS)."""
-        container = self._zookeeper_container("stop")
-        if container_state(container) == "paused":
-            container.unpause()  # SIGTERM cannot be handled by a frozen JVM
-        container.stop(timeout=STOP_TIMEOUT_SECONDS)
+        """``docker stop`` every server (SIGTERM; SIGKILL after STOP_TIMEOUT_SECONDS)."""
+        for container in self._zookeeper_containers("stop"):
+            if container_state(container) == "paused":
+                container.unpause()  # SIGTERM cannot be handled by a frozen JVM
+            container.stop(timeout=STOP_TIMEOUT_SECONDS)
 
     # ------------------------------------------------------------------ NetworkPartitioner
 
@@ -365,20 +394,32 @@ class ContainerCluster(ContainerLogDirControls):
         self._cut.add(broker_id)
 
     def heal_network(self) -> None:
+        """Remove every cut, loss and rate limit (idempotent)."""
         for broker_id in sorted(self._cut):
             container = self._brokers.get(broker_id)
             if container is not None and container_state(container) in ("running", "paused"):
                 NamespaceFirewall(container_pid(container), broker_alias(broker_id)).heal()
+                NamespaceShaper(container_pid(container), broker_alias(broker_id)).remove()
         self._cut.clear()
+        self._heal_shapers()
 
     def _peers(self, broker_id: int) -> Peers:
-        if self._starter is None or self._zookeeper is None:
+        if self._starter is None or not self._zookeepers:
             raise HarnessError("the cluster has not been started")
-        network = self._starter.network.name
-        others = tuple(address_on(c, network) for b, c in sorted(self._brokers.items())
+        others = tuple(self._address(c) for b, c in sorted(self._brokers.items())
                        if b != broker_id and container_state(c) in ("running", "paused"))
-        return Peers(zookeeper=address_on(self._zookeeper, network), brokers=others,
-                     clients=gateway_on(self._broker(broker_id), network))
+        return Peers(zookeepers=tuple(self._address(c) for _, c in sorted(self._zookeepers.items())),
+                     brokers=others, clients=self._gateway(broker_id))
+
+    def _address(self, container: Container) -> str:
+        if self._starter is None:
+            raise HarnessError("the cluster has not been started")
+        return address_on(container, self._starter.network.name)
+
+    def _gateway(self, broker_id: int) -> str:
+        if self._starter is None:
+            raise HarnessError("the cluster has not been started")
+        return gateway_on(self._broker(broker_id), self._starter.network.name)
 
 
 def _disable_ryuk_unless_present() -> None:

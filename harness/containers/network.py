@@ -25,13 +25,18 @@ from harness.errors import HarnessError
 log = logging.getLogger(__name__)
 
 CHAIN = "KAFKA_CHAOS"
+SHAPER_CHAIN = "KAFKA_CHAOS_Q"  # mangle POSTROUTING: which packets go to the limited class
+DEVICE = "eth0"  # a container on one network has one interface
+HTB_HANDLE = "1:"
+HTB_DEFAULT_CLASS = "1:1"
+HTB_LIMITED_CLASS = "1:2"
 
 
 @dataclass(frozen=True)
 class Peers:
     """Who a broker can be cut off from: addresses on the cluster network."""
 
-    zookeeper: str
+    zookeepers: tuple[str, ...]  # every server of the ensemble
     brokers: tuple[str, ...]  # the other brokers
     clients: str  # the bridge gateway: host clients arrive through docker-proxy from there
 
@@ -41,7 +46,7 @@ def addresses_to_cut(peers: Peers, *, from_zookeeper: bool, from_brokers: bool,
     """Pure: which peer addresses an isolation drops, in a stable order."""
     chosen: list[str] = []
     if from_zookeeper:
-        chosen.append(peers.zookeeper)
+        chosen.extend(peers.zookeepers)
     if from_brokers:
         chosen.extend(peers.brokers)
     if from_clients:
@@ -60,6 +65,36 @@ def drop_rules(addresses: Iterable[str]) -> list[list[str]]:
     return rules
 
 
+def loss_rules(addresses: Iterable[str], loss_pct: float) -> list[list[str]]:
+    """Pure: drop each packet with each address with probability ``loss_pct`` %, both ways (so a
+    round trip is lost with 1 - (1 - p)^2, as on the local launcher)."""
+    if not 0 < loss_pct <= 100:
+        raise HarnessError(f"loss must be a percentage in (0, 100], not {loss_pct}")
+    probability = f"{loss_pct / 100:.4f}"
+    return [["-A", CHAIN, direction, address, "-m", "statistic", "--mode", "random",
+             "--probability", probability, "-j", "DROP"]
+            for address in addresses for direction in ("-s", "-d")]
+
+
+def shaper_commands(rate_kbit: int) -> list[list[str]]:
+    """Pure: the ``tc`` arguments of an HTB on the container's interface with one class limited
+    to ``rate_kbit`` (idempotent: ``replace``)."""
+    if rate_kbit < 8:
+        raise HarnessError(f"rate must be at least 8 kbit/s, not {rate_kbit}")
+    return [["qdisc", "replace", "dev", DEVICE, "root", "handle", HTB_HANDLE, "htb", "default", "1"],
+            ["class", "replace", "dev", DEVICE, "parent", HTB_HANDLE, "classid", HTB_DEFAULT_CLASS, "htb",
+             "rate", "100gbit"],
+            ["class", "replace", "dev", DEVICE, "parent", HTB_HANDLE, "classid", HTB_LIMITED_CLASS, "htb",
+             "rate", f"{rate_kbit}kbit", "ceil", f"{rate_kbit}kbit"]]
+
+
+def classify_rules(addresses: Iterable[str]) -> list[list[str]]:
+    """Pure: the mangle rules putting packets *to* each address in the limited class (egress
+    only: the peer's own shaper limits the other direction)."""
+    return [["-t", "mangle", "-A", SHAPER_CHAIN, "-d", address, "-j", "CLASSIFY", "--set-class",
+             HTB_LIMITED_CLASS] for address in addresses]
+
+
 class NamespaceFirewall:
     """iptables in one container's network namespace, driven from the host."""
 
@@ -74,6 +109,12 @@ class NamespaceFirewall:
         for rule in drop_rules(addresses):
             self._iptables(rule)
         log.info("%s: dropping traffic with %s", self.name, ", ".join(addresses))
+
+    def lose(self, addresses: Sequence[str], loss_pct: float) -> None:
+        self._ensure_chain()
+        for rule in loss_rules(addresses, loss_pct):
+            self._iptables(rule)
+        log.info("%s: losing %s%% of packets with %s", self.name, loss_pct, ", ".join(addresses))
 
     def heal(self) -> None:
         if self._iptables(["-F", CHAIN], check=False) == 0:
@@ -91,6 +132,40 @@ class NamespaceFirewall:
         if check and done.returncode != 0:
             raise HarnessError(f"{self.name}: iptables {' '.join(args)} failed: "
                                f"{done.stderr.strip() or done.returncode}")
+        return done.returncode
+
+
+class NamespaceShaper:
+    """A rate limit on one container's egress towards some addresses (HTB + iptables CLASSIFY in
+    its namespace, driven from the host like :class:`NamespaceFirewall`)."""
+
+    def __init__(self, pid: int, name: str) -> None:
+        if pid <= 0:
+            raise HarnessError(f"{name} is not running: cannot change its network")
+        self.pid = pid
+        self.name = name
+
+    def limit(self, addresses: Sequence[str], rate_kbit: int) -> None:
+        if shutil.which("tc") is None:
+            raise HarnessError("bandwidth limits need tc on the host (apt-get install iproute2)")
+        for command in shaper_commands(rate_kbit):
+            self._run(["tc", *command])
+        self._run(["iptables", "-w", "-t", "mangle", "-N", SHAPER_CHAIN], check=False)
+        if self._run(["iptables", "-w", "-t", "mangle", "-C", "POSTROUTING", "-j", SHAPER_CHAIN], check=False):
+            self._run(["iptables", "-w", "-t", "mangle", "-I", "POSTROUTING", "1", "-j", SHAPER_CHAIN])
+        for rule in classify_rules(addresses):
+            self._run(["iptables", "-w", *rule])
+        log.info("%s: egress to %s limited to %d kbit/s", self.name, ", ".join(addresses), rate_kbit)
+
+    def remove(self) -> None:
+        """Idempotent: no shaper, nothing to do."""
+        self._run(["iptables", "-w", "-t", "mangle", "-F", SHAPER_CHAIN], check=False)
+        self._run(["tc", "qdisc", "del", "dev", DEVICE, "root", "handle", HTB_HANDLE], check=False)
+
+    def _run(self, argv: list[str], *, check: bool = True) -> int:
+        done = subprocess.run(["nsenter", "-t", str(self.pid), "-n", *argv], capture_output=True, text=True)
+        if check and done.returncode != 0:
+            raise HarnessError(f"{self.name}: {' '.join(argv)} failed: {done.stderr.strip() or done.returncode}")
         return done.returncode
 
 

@@ -16,6 +16,7 @@ from common.errors import HarnessError
 from harness.config import ClusterConfig, broker_properties, render_properties, zookeeper_properties
 from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG
 from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL
+from harness.zk_ensemble import INIT_LIMIT_TICKS, SYNC_LIMIT_TICKS
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 
 ZOOKEEPER_NAME = "zookeeper"
 ZOOKEEPER_PORT = 2181
+QUORUM_PORT = 2888
+ELECTION_PORT = 3888
 INTERNAL_PORT = 9092
 EXTERNAL_PORT = 9094
 BROKER_CONFIG = f"{KAFKA_HOME}/config/server.properties"
@@ -50,6 +53,27 @@ def broker_alias(broker_id: int) -> str:
     return f"broker-{broker_id}"
 
 
+def zookeeper_alias(server_id: int, ensemble: int) -> str:
+    """``zookeeper`` for a lone server (as before ensembles), ``zookeeper-N`` in an ensemble."""
+    return ZOOKEEPER_NAME if ensemble <= 1 else f"{ZOOKEEPER_NAME}-{server_id}"
+
+
+def zookeeper_connect_string(ensemble: int) -> str:
+    """What the brokers connect to: every server, by its name on the run network."""
+    return ",".join(f"{zookeeper_alias(z, ensemble)}:{ZOOKEEPER_PORT}" for z in range(1, ensemble + 1))
+
+
+def container_ensemble_properties(ensemble: int) -> dict[str, str]:
+    """The replicated-mode lines (``server.N``, init/sync limits) for servers named
+    ``zookeeper-N`` on the run network; none for a lone server (standalone, as before)."""
+    if ensemble <= 1:
+        return {}
+    props = {"initLimit": str(INIT_LIMIT_TICKS), "syncLimit": str(SYNC_LIMIT_TICKS)}
+    for server_id in range(1, ensemble + 1):
+        props[f"server.{server_id}"] = f"{zookeeper_alias(server_id, ensemble)}:{QUORUM_PORT}:{ELECTION_PORT}"
+    return props
+
+
 def free_subnets(taken: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> list[ipaddress.IPv4Network]:
     """The candidate subnets that overlap none of the networks Docker already has."""
     taken = list(taken)
@@ -57,8 +81,14 @@ def free_subnets(taken: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network])
             if not any(candidate.version == used.version and candidate.overlaps(used) for used in taken)]
 
 
+def zookeeper_address(subnet: ipaddress.IPv4Network, server_id: int) -> str:
+    """ZooKeeper server N (1..5) is ``.1 + N``."""
+    return str(subnet.network_address + 1 + server_id)
+
+
 def node_address(subnet: ipaddress.IPv4Network, node_index: int) -> str:
-    """ZooKeeper is node 0 (``.2``); the broker at position i of the sorted ids is ``.10 + i``."""
+    """ZooKeeper (server 1) is node 0 (``.2``); the broker at position i of the sorted ids is
+    ``.10 + i`` (:func:`broker_address`)."""
     host = 2 + node_index if node_index == 0 else FIRST_BROKER_HOST + node_index - 1
     if host >= subnet.num_addresses - 1:
         raise HarnessError(f"too many nodes for the run's network {subnet}")
@@ -175,40 +205,52 @@ class NodeStarter:
         finally:
             client.close()
 
-    def _endpoint(self, node: str, node_index: int) -> dict[str, object]:
-        """The container's endpoint on the run network: its alias and its fixed address."""
+    def _subnet_or_fail(self) -> ipaddress.IPv4Network:
         if self._subnet is None:
             raise HarnessError("the run's network was not created")
-        return {self.network.name: {"Aliases": [node],
-                                    "IPAMConfig": {"IPv4Address": node_address(self._subnet, node_index)}}}
+        return self._subnet
 
-    def start_zookeeper(self, config: ClusterConfig, host_port: int) -> Container:
+    def _zookeeper_address(self, server_id: int) -> str:
+        return zookeeper_address(self._subnet_or_fail(), server_id)
+
+    def _broker_address(self, position: int) -> str:
+        return node_address(self._subnet_or_fail(), 1 + position)
+
+    def _endpoint(self, node: str, address: str) -> dict[str, object]:
+        """The container's endpoint on the run network: its alias and its fixed address."""
+        return {self.network.name: {"Aliases": [node], "IPAMConfig": {"IPv4Address": address}}}
+
+    def start_zookeeper(self, config: ClusterConfig, host_port: int, server_id: int = 1) -> Container:
+        """One server of the ensemble (``config.zookeepers`` of them; alone: ``zookeeper``)."""
         properties = zookeeper_properties(config, port=ZOOKEEPER_PORT, data_dir=ZOOKEEPER_DATA_DIR,
                                           host="0.0.0.0")
+        properties.update(container_ensemble_properties(config.zookeepers))
+        files = {ZOOKEEPER_CONFIG: render_properties(properties)}
+        if config.zookeepers > 1:
+            files[f"{ZOOKEEPER_DATA_DIR}/myid"] = f"{server_id}\n"
         return self._start(
-            ZOOKEEPER_NAME, "zookeeper",
+            zookeeper_alias(server_id, config.zookeepers), "zookeeper",
             java_command(config.zookeeper_heap, config.jvm_options,
                          "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG),
-            node_index=0, host_ports={ZOOKEEPER_PORT: host_port},
-            files={ZOOKEEPER_CONFIG: render_properties(properties)})
+            address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files)
 
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int) -> Container:
         # Only the listeners differ from the local launcher: INTERNAL (first, so inter-broker)
         # on the Docker network, EXTERNAL published on the host's loopback.
         properties = broker_properties(
             config, broker_id,
-            zookeeper_connect=f"{ZOOKEEPER_NAME}:{ZOOKEEPER_PORT}",
+            zookeeper_connect=zookeeper_connect_string(config.zookeepers),
             listeners=broker_listeners(broker_id, host_port),
             bind_listeners={"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"},
             log_dir=BROKER_DATA_DIR)
         return self._start(
             broker_alias(broker_id), "broker",
             java_command(config.broker_heap, config.jvm_options, "kafka.Kafka", BROKER_CONFIG),
-            node_index=1 + config.broker_ids().index(broker_id), host_ports={EXTERNAL_PORT: host_port},
+            address=self._broker_address(config.broker_ids().index(broker_id)), host_ports={EXTERNAL_PORT: host_port},
             files={BROKER_CONFIG: render_properties(properties)},
             extra_labels={BROKER_ID_LABEL: str(broker_id)})
 
-    def _start(self, node: str, role: str, command: list[str], *, node_index: int, host_ports: Mapping[int, int],
+    def _start(self, node: str, role: str, command: list[str], *, address: str, host_ports: Mapping[int, int],
                files: Mapping[str, str], extra_labels: Mapping[str, str] | None = None) -> Container:
         from testcontainers.core.container import DockerContainer
 
@@ -217,7 +259,7 @@ class NodeStarter:
                      .with_command(command)
                      .with_kwargs(labels={**self._labels, ROLE_LABEL: role, **(extra_labels or {})},
                                   # overrides Testcontainers' endpoint (alias only) with ours
-                                  networking_config=self._endpoint(node, node_index),
+                                  networking_config=self._endpoint(node, address),
                                   hostname=node,
                                   stop_signal="SIGTERM",
                                   init=False)

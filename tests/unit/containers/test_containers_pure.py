@@ -16,8 +16,25 @@ from harness.config import ClusterConfig, broker_properties
 from harness.containers.cluster import broker_listeners
 from harness.containers.image import DebPackage, _first_alternatives, jre_image_tag
 from harness.containers.labels import OWNER_LABEL, RUN_LABEL, current_owner, owner_alive, run_labels
-from harness.containers.network import CHAIN, Peers, addresses_to_cut, drop_rules
-from harness.containers.nodes import SUBNET_CANDIDATES, free_subnets, node_address
+from harness.containers.network import (
+    CHAIN,
+    SHAPER_CHAIN,
+    Peers,
+    addresses_to_cut,
+    classify_rules,
+    drop_rules,
+    loss_rules,
+    shaper_commands,
+)
+from harness.containers.nodes import (
+    SUBNET_CANDIDATES,
+    container_ensemble_properties,
+    free_subnets,
+    node_address,
+    zookeeper_address,
+    zookeeper_alias,
+    zookeeper_connect_string,
+)
 from harness.errors import HarnessError, UsageError
 
 APT_CACHE_DEPENDS = """\
@@ -48,7 +65,7 @@ def test_jre_tag_is_stable_and_follows_package_versions() -> None:
     assert jre_image_tag(bumped) != jre_image_tag(packages)
 
 
-PEERS = Peers(zookeeper="172.18.0.2", brokers=("172.18.0.4", "172.18.0.5"), clients="172.18.0.1")
+PEERS = Peers(zookeepers=("172.18.0.2",), brokers=("172.18.0.4", "172.18.0.5"), clients="172.18.0.1")
 
 
 @pytest.mark.parametrize(("flags", "expected"), [
@@ -127,3 +144,41 @@ def test_zookeeper_and_first_broker_addresses() -> None:
     assert node_address(subnet, 1) == "10.231.21.10"
     with pytest.raises(HarnessError):
         node_address(subnet, 250)
+
+
+# --------------------------------------------------------------------------- ensembles and degraded links
+
+def test_a_lone_zookeeper_keeps_its_name_and_an_ensemble_lists_every_server() -> None:
+    assert zookeeper_alias(1, 1) == "zookeeper" and container_ensemble_properties(1) == {}
+    assert zookeeper_connect_string(1) == "zookeeper:2181"
+    assert zookeeper_connect_string(3) == "zookeeper-1:2181,zookeeper-2:2181,zookeeper-3:2181"
+    props = container_ensemble_properties(3)
+    assert props["server.2"] == "zookeeper-2:2888:3888" and set(props) == {
+        "initLimit", "syncLimit", "server.1", "server.2", "server.3"}
+
+
+def test_zookeeper_servers_sit_below_the_first_broker_address() -> None:
+    subnet = ipaddress.IPv4Network("10.231.28.0/24")
+    servers = [zookeeper_address(subnet, z) for z in range(1, 6)]
+    assert servers[0] == node_address(subnet, 0) == "10.231.28.2"
+    assert all(ipaddress.ip_address(a) < ipaddress.ip_address(node_address(subnet, 1)) for a in servers)
+
+
+def test_loss_drops_both_directions_with_the_probability() -> None:
+    rules = loss_rules(["10.0.0.2", "10.0.0.3"], 12.5)
+    assert rules[0] == ["-A", CHAIN, "-s", "10.0.0.2", "-m", "statistic", "--mode", "random",
+                        "--probability", "0.1250", "-j", "DROP"]
+    assert [r[2:4] for r in rules] == [["-s", "10.0.0.2"], ["-d", "10.0.0.2"], ["-s", "10.0.0.3"],
+                                       ["-d", "10.0.0.3"]]
+    with pytest.raises(HarnessError):
+        loss_rules(["10.0.0.2"], 0)
+
+
+def test_a_rate_limit_is_an_htb_class_and_classify_rules_to_each_address() -> None:
+    commands = shaper_commands(512)
+    assert commands[-1][-4:] == ["rate", "512kbit", "ceil", "512kbit"]
+    assert all("replace" in c for c in commands)  # a second degrade on the same broker is no error
+    assert classify_rules(["10.0.0.9"]) == [["-t", "mangle", "-A", SHAPER_CHAIN, "-d", "10.0.0.9", "-j",
+                                             "CLASSIFY", "--set-class", "1:2"]]
+    with pytest.raises(HarnessError):
+        shaper_commands(4)

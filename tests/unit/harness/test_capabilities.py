@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.backends import missing_capabilities
+from harness.backends import NAMESPACE_RULES, missing_capabilities
 from harness.cluster import (
     CAPABILITY_PROTOCOLS,
     BrokerControl,
@@ -13,7 +13,7 @@ from harness.cluster import (
     ZooKeeperControl,
     capabilities_of,
 )
-from harness.errors import UsageError
+from harness.errors import HarnessError, UsageError
 
 
 class _Partitioner:
@@ -69,11 +69,23 @@ def test_an_unknown_backend_is_a_usage_error() -> None:
         missing_capabilities("kubernetes")
 
 
-def test_containers_lack_only_the_ensemble_capabilities_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_containers_have_the_ensemble_and_link_capabilities(monkeypatch: pytest.MonkeyPatch) -> None:
     import harness.containers.network
 
     monkeypatch.setattr(harness.containers.network, "check_partition_tools", lambda: None)
     missing = missing_capabilities("containers")
-    assert set(missing) == {Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION,
-                            Capability.NETWORK_DEGRADE}
-    assert all(why.startswith("needs --backend local") for why in missing.values())
+    assert not set(missing) & {Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION,
+                               Capability.NETWORK_DEGRADE, Capability.NETWORK_PARTITION}
+
+
+def test_containers_without_root_lack_every_namespace_rule_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.containers.network
+
+    def no_root() -> None:
+        raise HarnessError("network partitions need root on the host")
+
+    monkeypatch.setattr(harness.containers.network, "check_partition_tools", no_root)
+    missing = missing_capabilities("containers")
+    assert {c: missing[c] for c in NAMESPACE_RULES} == {c: "network partitions need root on the host"
+                                                        for c in NAMESPACE_RULES}
+    assert Capability.ZOOKEEPER_ENSEMBLE not in missing  # an ensemble needs no root
