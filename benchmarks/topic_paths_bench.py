@@ -10,8 +10,8 @@ zookeeper.session.timeout.ms=6000, tickTime=500):
    high-watermark checkpoint, every ``replica.high.watermark.checkpoint.interval.ms`` = 5 s) and,
    its only directory gone, halts (``LogManager``: "Shutdown broker because all log dirs ... have
    failed"), so the controller sees a session expiry: the oracle event is ``BrokerFailure``.
-   (A *partial* failure -- replicas on one of several directories -- needs brokers with two
-   ``log.dirs``, which the launcher does not configure.)
+   (A *partial* failure -- replicas on one of several directories, the broker running on --
+   is ``benchmarks/log_dir_bench.py``, with two ``log.dirs`` per broker.)
 
     flock /tmp/kafka-chaos-cluster.lock .venv/bin/python benchmarks/topic_paths_bench.py [--rounds N]
 """
