@@ -230,7 +230,9 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
         "iterations": iterations, "seed": seed, "backend": backend, "kafka_version": distribution.version,
         "kafka_source": distribution.source, "git_revision": options.git_revision,
         "versions": _versions(distribution.version), "started_at": time.time(), "status": "running",
-        "cluster_needs": {s.name: {"brokers": s.needs.brokers, "overrides": s.needs.overrides_dict} for s in scenarios},
+        "cluster_needs": {s.name: {"brokers": s.needs.brokers, "overrides": s.needs.overrides_dict,
+                                   **({"log_dirs": s.needs.log_dirs} if s.needs.log_dirs != 1 else {})}
+                          for s in scenarios},
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(options).items()}, "deflake": deflake,
     }
     writer.write_run_info(info)

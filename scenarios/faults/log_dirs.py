@@ -53,12 +53,9 @@ def restart_repaired(env: FaultEnv, broker: int) -> None:
     repair comes first: on the containers backend the directories are reachable only while the
     container runs. A controlled shutdown (the broker leads nothing on the failed directory)."""
     cluster = require_capability(env, Capability.LOG_DIR_FAILURE, KIND)
-    running = cluster.broker_running(broker)
-    if running:
-        repaired = cluster.repair_log_dirs(broker)
+    repaired = cluster.repair_log_dirs(broker)
+    if cluster.broker_running(broker):
         cluster.stop_broker(broker)
-    else:
-        repaired = cluster.repair_log_dirs(broker)
     log.info("broker %d: log directories %s repaired, starting it", broker, repaired)
     cluster.start_broker(broker)
 
