@@ -192,3 +192,17 @@ def test_the_catalogue_scenarios_round_trip_as_schedules_with_their_two_log_dirs
     bad["cluster"]["log_dirs"] = 0
     with pytest.raises(UsageError, match="cluster.log_dirs"):
         schedule_from_json(bad)
+
+
+def test_the_cluster_verbs_refuse_bad_input_in_one_line(tmp_path: Any, capsys: Any) -> None:
+    from cli.main import main
+
+    assert main(["cluster", "fail-log-dir", "1", "--state-dir", str(tmp_path)]) == 2  # no cluster there
+    assert main(["cluster", "repair-log-dir", "1", "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "Traceback" not in err and "cluster.json" in err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cluster", "fail-log-dir", "1", "--dir", "first"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["cluster", "up", "--log-dirs", "9"])
