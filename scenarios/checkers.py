@@ -22,6 +22,7 @@ from oracle import predict
 from results.schema import Record
 from harness.zkevents import PartitionStateWritten
 from scenarios import availability, isr_rules, misplaced
+from scenarios import controller_log
 from scenarios import controller_metrics as cm
 from scenarios import history_checker as hc
 from scenarios import latency as lat
@@ -242,7 +243,9 @@ def latency(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
             detection=lat.detection_at(obs.events, obs.target.brokers, obs.fault_at),
             election=lat.election_at(obs.events, t, p, want.leader, obs.fault_at),
             propagation=lat.propagation_at(list(obs.sightings.get(f"{t}-{p}", ())), live, want.leader, obs.fault_at),
-            acks=_acks(obs, t, p), partition=p, window_end=obs.measured_at)
+            acks=_acks(obs, t, p), partition=p, window_end=obs.measured_at,
+            controller=None if obs.controller_log is None else controller_log.partition_phases(
+                obs.controller_log, t, p, want.leader, obs.fault_at))
         got = obs.after.partitions.get((t, p)) if obs.after is not None else None
         results.append(CheckResult(
             "latency", None, {"leader": want.leader}, {"leader": got.leader if got is not None else None},

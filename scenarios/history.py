@@ -22,8 +22,10 @@ final read-back). Version 1 files are still read: their observations have no ``o
 checks that need them produce no results, so old runs re-check to the same records.
 
 Version 3 adds ``metrics`` to fault steps (:mod:`scenarios.controller_metrics`: every broker's
-JMX exporter scraped right before the fault and when the step's measurement closes); older
-steps have none and give no ``controller_metrics`` record.
+JMX exporter scraped right before the fault and when the step's measurement closes) and
+``controller_log`` (:mod:`scenarios.controller_log`: the controller's and new leaders' log lines
+from the fault on); older steps have neither and give no ``controller_metrics`` record and no
+controller phases in ``latency``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from harness.zkevents import ZkEvent, event_from_dict, event_to_dict
 from oracle import ClusterState, Event
 from scenarios import codec
 from scenarios.clientops import ClientOps, ops_from_dict, ops_to_dict
+from scenarios.controller_log import LogEvent
 from scenarios.controller_metrics import FaultMetrics
 from scenarios.delivery import Ack, DeliveryReport
 from scenarios.targets import Target
@@ -169,6 +172,9 @@ class StepObserved:
     # The brokers' JMX exporters scraped before the fault and at ``measured_at`` (history v3);
     # None: not scraped (topic creation, a launcher without the agent, an older history).
     metrics: FaultMetrics | None = None
+    # What the controllers and the new leaders logged from the fault to ``measured_at``
+    # (scenarios.controller_log; the step's topics only); None: not read (older histories).
+    controller_log: tuple[LogEvent, ...] | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -192,6 +198,7 @@ class StepObserved:
             "clients": {k: c.to_dict() for k, c in sorted(self.clients.items())},
             "measured_at": self.measured_at, "finished_at": self.finished_at, "ops": ops_to_dict(self.ops),
             "metrics": None if self.metrics is None else self.metrics.to_dict(),
+            "controller_log": None if self.controller_log is None else [e.to_list() for e in self.controller_log],
         }
 
     @classmethod
@@ -212,7 +219,9 @@ class StepObserved:
             events=tuple(event_from_dict(e) for e in d["events"]),
             clients={k: ClientActivity.from_dict(c) for k, c in d["clients"].items()},
             measured_at=d["measured_at"], finished_at=d["finished_at"], ops=ops_from_dict(d.get("ops")),
-            metrics=FaultMetrics.from_dict(d["metrics"]) if d.get("metrics") is not None else None)
+            metrics=FaultMetrics.from_dict(d["metrics"]) if d.get("metrics") is not None else None,
+            controller_log=None if d.get("controller_log") is None else tuple(
+                LogEvent.from_list(e) for e in d["controller_log"]))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,17 @@ Phases, each in milliseconds from the moment the fault was injected
   written (or after the fault when nothing was elected);
 * ``client_gap`` — the longest silence between acknowledged produces around the fault.
 
+When the step recorded the controller's own log lines (:mod:`scenarios.controller_log`),
+``election`` is split further, from the controller's timestamps:
+
+* ``controller_queue`` — from ``detection`` to the controller starting to process the
+  BrokerChange event (its wait in the event queue; only for a broker that disappeared);
+* ``controller_processing`` — from that start to the partition's new leader written in
+  ZooKeeper (as the controller logged it);
+* ``leader_and_isr`` / ``update_metadata`` — ms from the fault until the controller sent the
+  new leader its LeaderAndIsr / the brokers their UpdateMetadata;
+* ``leader_ready`` — ms from the fault until the new leader logged that it leads.
+
 Raw epoch-second timestamps are kept next to the milliseconds so the breakdown can be
 recomputed (the record's ``timestamps`` field). Event extraction reads the observer's
 ``ObservedEvent`` list duck-typed (``at``, ``kind``, ``broker_id``, ``topic``, ``partition``,
@@ -23,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scenarios.controller_log import ControllerPhases
 from scenarios.delivery import Ack, first_ack_after, largest_gap
 
 
@@ -38,18 +50,22 @@ class LatencyBreakdown:
     client_gap_s: float | None = None
     gap_start: float | None = None
     gap_end: float | None = None
+    controller: ControllerPhases | None = None  # from the controller's logs, when recorded
 
     def ms(self) -> dict[str, float | None]:
         def since(t: float | None) -> float | None:
             return None if t is None else round((t - self.fault_at) * 1000.0, 1)
 
-        return {
+        phases = {
             "detection": since(self.detection_at),
             "election": since(self.election_at),
             "propagation": since(self.propagation_at),
             "first_produce": since(self.first_produce_at),
             "client_gap": None if self.client_gap_s is None else round(self.client_gap_s * 1000.0, 1),
         }
+        if self.controller is not None:
+            phases.update(controller_ms(self.controller, self.fault_at, self.detection_at))
+        return phases
 
     def timestamps(self) -> dict[str, float]:
         raw = {
@@ -57,7 +73,28 @@ class LatencyBreakdown:
             "propagation": self.propagation_at, "first_produce": self.first_produce_at,
             "gap_start": self.gap_start, "gap_end": self.gap_end,
         }
+        if self.controller is not None:
+            c = self.controller
+            raw.update({"controller_trigger": c.trigger_at, "controller_written": c.written_at,
+                        "controller_sent": c.sent_at, "controller_metadata": c.metadata_at,
+                        "leader_ready": c.leader_at})
         return {k: v for k, v in raw.items() if v is not None}
+
+
+# The phases the controller's logs add (see the module doc), in order.
+CONTROLLER_PHASES = ("controller_queue", "controller_processing", "leader_and_isr", "update_metadata", "leader_ready")
+
+
+def controller_ms(c: ControllerPhases, fault_at: float, detection_at: float | None) -> dict[str, float | None]:
+    """The controller phases in ms: the queue wait only where a vanished broker's znode
+    (``detection``) enqueued the event the controller then processed (``broker_change``)."""
+    def ms(end: float | None, start: float | None) -> float | None:
+        return None if end is None or start is None else round((end - start) * 1000.0, 1)
+
+    queued = detection_at if c.trigger == "broker_change" else None
+    return {"controller_queue": ms(c.trigger_at, queued), "controller_processing": ms(c.written_at, c.trigger_at),
+            "leader_and_isr": ms(c.sent_at, fault_at), "update_metadata": ms(c.metadata_at, fault_at),
+            "leader_ready": ms(c.leader_at, fault_at)}
 
 
 def detection_at(events: Iterable[Any], brokers: Sequence[int], after: float) -> float | None:
@@ -102,7 +139,7 @@ def propagation_at(sightings: Iterable[tuple[float, int, int]], brokers: Iterabl
 
 def breakdown(fault_at: float, *, detection: float | None, election: float | None,
               propagation: float | None, acks: Sequence[Ack], partition: int,
-              window_end: float | None = None) -> LatencyBreakdown:
+              window_end: float | None = None, controller: ControllerPhases | None = None) -> LatencyBreakdown:
     """Combine phase timestamps with the partition's delivery reports.
 
     ``first_produce`` is the first ack after the election (after the fault when nothing was
@@ -118,6 +155,7 @@ def breakdown(fault_at: float, *, detection: float | None, election: float | Non
         fault_at=fault_at, detection_at=detection, election_at=election, propagation_at=propagation,
         first_produce_at=first_at,
         client_gap_s=gap[0] if gap else None, gap_start=gap[1] if gap else None, gap_end=gap[2] if gap else None,
+        controller=controller,
     )
 
 

@@ -38,6 +38,8 @@ from scenarios.catalogue import Scenario, Step
 from scenarios.checkers import CheckContext, evaluate, to_records
 from scenarios.checks import CheckResult
 from scenarios.clients import client_activity, client_ops, wait_for_clients, with_read_back
+from harness.node_logs import LogCursor, jvm_utc_offset_s
+from scenarios.controller_log import LogEvent, parse_lines
 from scenarios.controller_metrics import FaultMetrics, MetricsScrape
 from scenarios.expectations import Expectation, Predictor, expectations, matching
 from scenarios.faults import Fault, FaultEnv, Nemesis, make_fault, requirements_of
@@ -351,6 +353,8 @@ class Runner:
         episode = nemesis.episode_start(fault)
         with MetadataPoller(ctx.cluster, ctx.cluster.broker_ids, ctx.physical_topics) as poller:
             metrics_before = _scrape_metrics(ctx.cluster)
+            logs = LogCursor(ctx.cluster)
+            logs.mark()
             fault_at = nemesis.inject(fault)
             try:
                 after = ctx.observer.wait_until(
@@ -381,6 +385,7 @@ class Runner:
                                              f"{self.options.client_recovery_timeout:.0f}s; measuring anyway")
             measured_at = time.time()
             metrics_after = _scrape_metrics(ctx.cluster)
+            logged = _controller_log(ctx, logs, fault_at)
             sightings = poller.sightings_by_partition(since=fault_at)
         window_start = min(episode if episode is not None else fault_at, fault_at)
         self._emit(ctx.checks, ctx.outcome, StepObserved(
@@ -389,7 +394,8 @@ class Runner:
             self.options.convergence_timeout, tuple(sorted(nemesis.faulted_brokers)), metadata, sightings,
             tuple(ctx.observer.events_since(fault_at)), client_activity(ctx.workloads, window_start, measured_at),
             measured_at, time.time(), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, measured_at),
-            FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None), options)
+            FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None, logged),
+            options)
         ctx.ops_cut = measured_at
 
     def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
@@ -429,6 +435,18 @@ def _scrape_metrics(cluster: Any) -> MetricsScrape | None:
         return None
     at, values = scrape_brokers(endpoints)
     return MetricsScrape(at, values)
+
+
+def _controller_log(ctx: _Context, logs: LogCursor, fault_at: float) -> tuple[LogEvent, ...] | None:
+    """The controller's and new leaders' lines about this step's topics since the fault
+    (None when they cannot be read: the logs are a measurement, never a reason to abort)."""
+    try:
+        lines = logs.lines_since_mark()
+    except Exception as exc:  # noqa: BLE001 - e.g. a container gone while dumping its log
+        log.warning("reading the controller logs: %s", exc)
+        return None
+    # A second of slack before the fault: the log's milliseconds against our clock.
+    return tuple(parse_lines(lines, jvm_utc_offset_s(ctx.cluster), after=fault_at - 1.0, topics=ctx.physical_topics))
 
 
 def _traits(fault: Fault) -> FaultTraits:

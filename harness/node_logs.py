@@ -1,0 +1,83 @@
+"""The brokers' controller and state-change logs, read from a mark on (issue 15).
+
+:func:`controller_log_files` names the files of a cluster that hold those lines: the local
+launcher's per-broker ``controller.log`` and ``state-change.log`` (harness/log4j.properties),
+or a container's whole ``docker logs`` dump (containers log everything to stdout).
+:class:`LogCursor` remembers each file's size at :meth:`LogCursor.mark` and reads what was
+appended since (logs only grow: a restarted broker appends to the same files).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_LOGS = ("controller.log", "state-change.log")
+MAX_READ_BYTES = 256 * 1024 * 1024  # a 10,000-partition failover logs a few MB; bound it anyway
+
+
+def controller_log_files(cluster: object) -> list[Path]:
+    """The files holding the brokers' controller and state-change lines."""
+    files: list[Path] = []
+    for node, path in getattr(cluster, "log_files")().items():
+        if not str(node).startswith("broker-"):
+            continue
+        path = Path(path)
+        split = [path.parent / name for name in CONTROLLER_LOGS if (path.parent / name).is_file()]
+        files += split if split else [path]
+    return files
+
+
+def jvm_utc_offset_s(cluster: object) -> float:
+    """The brokers' time zone offset (log4j's ``[%d]`` has none): this host's for local JVMs;
+    UTC in the containers (the image has no zone data, so Java falls back to UTC)."""
+    if getattr(cluster, "backend", "local") == "containers":
+        return 0.0
+    return float(time.localtime().tm_gmtoff)
+
+
+class LogCursor:
+    """Sizes of a cluster's controller log files at a moment, and the lines appended since."""
+
+    def __init__(self, cluster: object) -> None:
+        self._cluster = cluster
+        self._sizes: dict[Path, int] = {}
+
+    def mark(self) -> None:
+        """Remember where every file ends now (a cluster whose logs cannot be listed, e.g. a
+        container gone, marks nothing: later reads then start at the files' beginning)."""
+        try:
+            self._sizes = {path: _size(path) for path in controller_log_files(self._cluster)}
+        except Exception as exc:  # noqa: BLE001 - logs are a measurement, never a reason to stop
+            log.warning("listing the controller logs: %s", exc)
+            self._sizes = {}
+
+    def lines_since_mark(self) -> list[str]:
+        lines: list[str] = []
+        for path in controller_log_files(self._cluster):
+            lines += _read_from(path, self._sizes.get(path, 0))
+        return lines
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset if offset <= _size(path) else 0)  # shorter: rewritten, read it whole
+            data = f.read(MAX_READ_BYTES)
+    except OSError as exc:
+        log.debug("reading %s: %s", path, exc)
+        return []
+    return data.decode("utf-8", "replace").splitlines()
+
+
