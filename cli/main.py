@@ -11,7 +11,7 @@ import sys
 
 from common.errors import HarnessError, UsageError
 
-SUBCOMMAND_MODULES = ("cli.cluster", "cli.fetch_kafka", "cli.predict", "cli.run", "cli.explore", "cli.check", "cli.schedule", "cli.report")
+SUBCOMMAND_MODULES = ("cli.cluster", "cli.fetch_kafka", "cli.predict", "cli.run", "cli.explore", "cli.check", "cli.schedule", "cli.report", "cli.bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,118 @@
+"""`kafka-chaos bench failover --partitions 10,100,1000,10000 [--brokers 3,5,9] [--faults
+hard_kill,controlled_shutdown,controller_kill] [--repeat N] [--results DIR]`: time per failover
+phase against the partition count (:mod:`scenarios.failover_bench`).
+
+Writes ``DIR/records.jsonl`` (one ``failover_scaling`` measurement per fault iteration),
+``DIR/scaling.json`` (median and p99 per fault, broker count, partition count and phase),
+``DIR/scaling.png`` (log-log chart) and prints the table.  Starts one local cluster at a time:
+run it under the cluster lock on shared machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from common.errors import UsageError
+
+if TYPE_CHECKING:
+    from results.schema import Record
+    from scenarios.failover_bench import Cell
+
+MAX_PARTITIONS = 20000
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = sub.add_parser("bench", help="benchmarks against real clusters (failover scaling)",
+                            description="Benchmarks against real local clusters.")
+    benches = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    failover = benches.add_parser(
+        "failover", help="time per failover phase vs partition count",
+        description="Per broker count and partition count, a fresh cluster with one topic; each fault runs "
+                    "--repeat times; records, a scaling table and a log-log chart go to --results.")
+    failover.add_argument("--partitions", required=True, type=_int_list("--partitions", 1, MAX_PARTITIONS),
+                          help="partition counts, e.g. 10,100,1000,10000")
+    failover.add_argument("--brokers", default=[3], type=_int_list("--brokers", 1, 9),
+                          help="broker counts [default: 3]")
+    failover.add_argument("--faults", default=None, help="hard_kill,controlled_shutdown,controller_kill [default: all]")
+    failover.add_argument("--repeat", type=int, default=3, help="iterations per fault [default: 3]")
+    failover.add_argument("--results", type=Path, default=None, metavar="DIR",
+                          help="output directory [default: bench-failover-<UTC time>]")
+    failover.set_defaults(func=run)
+
+
+def _int_list(flag: str, low: int, high: int) -> Callable[[str], list[int]]:
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes comma-separated integers, got {text!r}") from None
+        bad = [v for v in values if not low <= v <= high]
+        if not values or bad:
+            raise argparse.ArgumentTypeError(f"{flag}: each value must be between {low} and {high}, got {text!r}")
+        return sorted(set(values))
+    return parse
+
+
+def _faults(text: str | None) -> list[str]:
+    from scenarios.failover_bench import FAULTS
+
+    if text is None:
+        return list(FAULTS)
+    names = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in names if f not in FAULTS]
+    if not names or unknown:
+        raise UsageError(f"--faults: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(FAULTS)}")
+    return list(dict.fromkeys(names))
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.distribution import resolve_distribution
+    from results.scaling_chart import scaling_chart
+    from results.writer import RecordWriter
+    from scenarios.failover_bench import FAULTS, PHASES, BenchOptions, run_bench, summarise
+
+    faults = _faults(args.faults)
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    out = args.results or Path(f"bench-failover-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"--results {out}: exists and is not empty")
+    options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat)
+    distribution = resolve_distribution()
+    with RecordWriter(out) as writer:
+        writer.write_run_info({"run_id": options.run_id, "command": "bench failover", "partitions": args.partitions,
+                               "brokers": args.brokers, "faults": faults, "repeat": args.repeat,
+                               "kafka_version": distribution.version})
+        run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
+    cells = summarise(_records(out))
+    (out / "scaling.json").write_text(json.dumps([asdict(c) for c in cells], indent=1) + "\n")
+    chart = scaling_chart(cells, PHASES, FAULTS, out / "scaling.png")
+    print(_table(cells))
+    print(f"records: {out / 'records.jsonl'}; table: {out / 'scaling.json'}; chart: {chart}")
+    return 0
+
+
+def _records(out: Path) -> list[Record]:
+    from results.schema import Record
+
+    found = []
+    with open(out / "records.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                found.append(Record.from_json(line))
+    return found
+
+
+def _table(cells: Sequence[Cell]) -> str:
+    lines = [f"{'fault':<20} {'brokers':>7} {'partitions':>10} {'phase':<18} {'n':>3} {'median ms':>10} {'p99 ms':>10}"]
+    for c in cells:
+        lines.append(f"{c.fault:<20} {c.brokers:>7} {c.partitions:>10} {c.phase:<18} {c.samples:>3} "
+                     f"{c.median_ms:>10,.1f} {c.p99_ms:>10,.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""The failover scaling chart of ``kafka-chaos bench failover`` (issue 15): each phase's median
+time against the partition count, log-log, one panel per fault (matplotlib, headless)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def scaling_chart(cells: Sequence[Any], phases: Sequence[str], faults: Sequence[str], path: Path,
+                  title: str = "Where a leader switch spends its time") -> Path:
+    """``cells``: :class:`scenarios.failover_bench.Cell` rows (fault, brokers, partitions,
+    phase, median_ms, p99_ms).  Writes a PNG; phases with no positive value are left out (a log
+    axis cannot show 0)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [f for f in faults if any(c.fault == f for c in cells)]
+    fig, axes = plt.subplots(1, max(1, len(shown)), figsize=(5.5 * max(1, len(shown)), 4.6), squeeze=False)
+    for ax, fault in zip(axes[0], shown):
+        for brokers in sorted({c.brokers for c in cells if c.fault == fault}):
+            for phase in phases:
+                points = sorted((c.partitions, c.median_ms) for c in cells
+                                if c.fault == fault and c.brokers == brokers and c.phase == phase and c.median_ms > 0)
+                if not points:
+                    continue
+                label = phase if len({c.brokers for c in cells}) == 1 else f"{phase} ({brokers} brokers)"
+                ax.plot([p for p, _ in points], [m for _, m in points], marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(fault)
+        ax.set_xlabel("partitions")
+        ax.set_ylabel("median ms after the fault")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,99 @@
+"""The pure parts of `kafka-chaos bench failover` (scenarios.failover_bench): the phases of one
+failover from real controller logs (tests/unit/scenarios/data/controller_logs, see
+test_controller_log), the scaling table, sizing, and the CLI's refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from results.schema import Record
+from scenarios import failover_bench as fb
+from scenarios.controller_log import parse_lines
+
+DATA = Path(__file__).parent / "data" / "controller_logs"
+HARD_KILL = 1795404797.484  # broker 2 SIGKILLed; it led t-1 and t-4
+CONTROLLED = 1795404812.384  # broker 2 SIGTERMed (it led nothing then)
+
+
+@pytest.fixture(scope="module")
+def events() -> tuple[object, ...]:
+    lines = [line for f in sorted(DATA.glob("*.log")) for line in f.read_text().splitlines()]
+    return tuple(parse_lines(lines, 0.0))
+
+
+def _iteration(events: tuple[object, ...], fault: str, at: float, moved: dict[tuple[str, int], int],
+               detection: float | None) -> fb.Iteration:
+    return fb.Iteration(fault, 2, 1, at, moved, detection, at + 6.2, events)  # type: ignore[arg-type]
+
+
+def test_hard_kill_phases_come_in_failover_order(events: tuple[object, ...]) -> None:
+    detection = HARD_KILL + 5.82
+    phases = fb.failover_phases(_iteration(events, "hard_kill", HARD_KILL, {("t", 1): 2, ("t", 4): 2}, detection))
+    assert phases["detection"] == 5820.0
+    order = [phases[p] for p in ("controller_start", "zk_writes", "leader_and_isr", "leaders_ready")]
+    assert all(v is not None for v in order) and order == sorted(order)  # type: ignore[type-var]
+    assert phases["controller_queue"] is not None and 0 <= phases["controller_queue"] < 100
+    assert phases["controller_init"] is None  # not a controller failover
+    assert phases["update_metadata"] is not None and phases["metadata"] == 6200.0
+
+
+def test_a_partition_never_rewritten_leaves_zk_writes_unknown(events: tuple[object, ...]) -> None:
+    phases = fb.failover_phases(_iteration(events, "hard_kill", HARD_KILL, {("t", 1): 2, ("t", 99): 2}, None))
+    assert phases["zk_writes"] is None and phases["leaders_ready"] is None
+    assert phases["controller_queue"] is None  # no detection time
+
+
+def test_controlled_shutdown_has_no_queue_phase(events: tuple[object, ...]) -> None:
+    phases = fb.failover_phases(_iteration(events, "controlled_shutdown", CONTROLLED, {}, CONTROLLED + 0.4))
+    assert phases["controller_start"] is not None and phases["controller_start"] < 500
+    assert phases["controller_queue"] is None
+
+
+def _record(fault: str, partitions: int, phases: dict[str, float | None]) -> Record:
+    return Record(run_id="r", scenario=fb.SCENARIO, iteration=0, seed=0, backend="local", kafka_version="3.9.2",
+                  brokers=3, partitions=partitions, kind="measurement", check=fb.CHECK, passed=None,
+                  started_at=0.0, finished_at=1.0, fault=fault, latency_ms=phases)
+
+
+def test_the_table_has_median_and_p99_per_fault_size_and_phase() -> None:
+    records = [_record("hard_kill", 10, {"zk_writes": v, "metadata": None}) for v in (30.0, 10.0, 20.0)]
+    records += [_record("hard_kill", 1000, {"zk_writes": 900.0}), _record("controller_kill", 10, {"zk_writes": 5.0})]
+    cells = fb.summarise(records)
+    assert [(c.fault, c.partitions, c.phase, c.samples, c.median_ms, c.p99_ms) for c in cells] == [
+        ("hard_kill", 10, "zk_writes", 3, 20.0, 30.0), ("hard_kill", 1000, "zk_writes", 1, 900.0, 900.0),
+        ("controller_kill", 10, "zk_writes", 1, 5.0, 5.0)]
+    assert fb.percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0 and fb.percentile([5.0], 99) == 5.0
+
+
+def test_sizing_and_assignment() -> None:
+    assert fb.broker_heap_for(10, 3) == "384m"
+    assert int(fb.broker_heap_for(10000, 3)[:-1]) >= 1000
+    assignment = fb.round_robin(6, [1, 2, 3])
+    assert assignment[0] == [1, 2, 3] and assignment[1] == [2, 3, 1]
+    assert sum(1 for r in assignment.values() if r[0] == 2) == 2  # a third of the preferred leaders each
+    assert fb.round_robin(2, [1, 2]) == {0: [1, 2], 1: [2, 1]}
+
+
+@pytest.mark.parametrize("argv", [
+    ["bench", "failover", "--partitions", "0"],
+    ["bench", "failover", "--partitions", "10", "--brokers", "12"],
+    ["bench", "failover", "--partitions", "10", "--faults", "explode"],
+    ["bench", "failover", "--partitions", "10", "--repeat", "0"],
+])
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) if argv[-2] in ("--partitions", "--brokers") else _nothing():
+        code = main(argv)
+        assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "Traceback" not in "\n".join(err)
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
