@@ -103,7 +103,7 @@ class Probe:
         parts = topic_partitions or {t: sorted(p for (name, p) in before_snap.partitions if name == t) for t in topics}
         fault = make_fault(step.fault, target, step.options, topic_names={t: t for t in topics},
                            topic_partitions=parts)
-        events = self.nemesis.prepare(fault) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
+        events = self.nemesis.prepare(fault, before) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
         options = expectations(self.predictor, before, events, rule=fault.isr_rule, rule_brokers=target.brokers,
                                topics=topics)
         episode = self.nemesis.episode_start(fault)

@@ -342,7 +342,7 @@ class Runner:
         target = self._resolve(ctx, step, before_snap)
         fault = make_fault(step.fault, target, step.options, topic_names=ctx.topic_names,
                            topic_partitions={t.name: t.partitions for t in ctx.scenario.topics})
-        events = nemesis.prepare(fault) + [AutoRebalance() for name in step.then if name == "auto_rebalance"]
+        events = nemesis.prepare(fault, before) + [AutoRebalance() for name in step.then if name == "auto_rebalance"]
         try:
             options = expectations(self.predictor, before, events, rule=fault.isr_rule,
                                    rule_brokers=target.brokers, topics=ctx.physical_topics)

@@ -112,9 +112,10 @@ class Fault(Protocol):
         """Replicas this fault keeps on failed log directories while active (the controller's
         ``replicasOnOfflineDirs``, which ZooKeeper does not show): later steps' oracle input."""
 
-    def prepare(self, env: FaultEnv) -> None:
-        """Read from the cluster what :meth:`oracle_events` depends on (which partitions a log
-        directory holds); the pipeline calls it just before asking for the events."""
+    def prepare(self, env: FaultEnv, state: ClusterState) -> None:
+        """Read from the cluster what :meth:`oracle_events` depends on (which of ``state``'s
+        partitions a log directory holds); the pipeline calls it just before asking for the
+        events, with the state the oracle predicts from."""
 
     def oracle_events(self) -> list[Event]: ...
 
@@ -161,7 +162,7 @@ class FaultBase:
     def offline_replicas(self) -> Mapping[int, frozenset[TopicPartition]]:
         return {}
 
-    def prepare(self, env: FaultEnv) -> None:
+    def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         return None
 
     def heal(self, env: FaultEnv) -> None:
@@ -263,9 +264,10 @@ class Nemesis:
         injecting ``fault``: injecting it forgets what it releases."""
         return min((self._injected_at[b] for b in fault.releases if b in self._injected_at), default=None)
 
-    def prepare(self, fault: Fault) -> list[Event]:
-        """``fault``'s oracle events, once it has read what they depend on from the cluster."""
-        fault.prepare(self.env)
+    def prepare(self, fault: Fault, state: ClusterState) -> list[Event]:
+        """``fault``'s oracle events from ``state``, once it has read what they depend on from
+        the cluster."""
+        fault.prepare(self.env, state)
         return list(fault.oracle_events())
 
     def with_offline_replicas(self, state: ClusterState) -> ClusterState:

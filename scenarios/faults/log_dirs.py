@@ -29,7 +29,15 @@ from typing import Any, ClassVar
 
 from common.errors import HarnessError, UsageError
 from harness.cluster import Capability
-from oracle import BrokerFailure, BrokerStartup, ControlledShutdown, Event, LogDirFailure, TopicPartition
+from oracle import (
+    BrokerFailure,
+    BrokerStartup,
+    ClusterState,
+    ControlledShutdown,
+    Event,
+    LogDirFailure,
+    TopicPartition,
+)
 from scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from scenarios.targets import Target
 
@@ -93,16 +101,16 @@ class LogDirFailureFault(FaultBase):
     def offline_replicas(self) -> Mapping[int, frozenset[TopicPartition]]:
         return {} if self._halts or not self._failed else {self.broker: frozenset(self._partitions)}
 
-    def prepare(self, env: FaultEnv) -> None:
-        """Which directory fails, the observed partitions it holds, and whether it is the broker's
-        last live one (then Kafka halts the broker)."""
+    def prepare(self, env: FaultEnv, state: ClusterState | None = None) -> None:
+        """Which directory fails, the partitions of ``state`` it holds (all it holds when None),
+        and whether it is the broker's last live one (then Kafka halts the broker)."""
         cluster = require_capability(env, Capability.LOG_DIR_FAILURE, KIND)
         broker = self.broker
         index = self.directory if self.directory is not None else self._directory_of_partition(cluster, broker)
-        held = cluster.log_dir_partitions(broker, index)
-        watched = {topic for topic, _ in env.observer.snapshot().partitions}
+        held = [TopicPartition(t, p) for t, p in cluster.log_dir_partitions(broker, index)]
         self._index = index
-        self._partitions = tuple(TopicPartition(t, p) for t, p in held if t in watched)
+        # Other scenarios' topics, not yet deleted, are no oracle input.
+        self._partitions = tuple(tp for tp in held if state is None or state.has_partition(tp))
         self._halts = len(set(cluster.failed_log_dirs(broker)) | {index}) >= len(cluster.log_dirs(broker))
         log.info("%s: broker %d's log directory %d (%s) holds %s%s", KIND, broker, index,
                  cluster.log_dirs(broker)[index], [f"{tp.topic}-{tp.partition}" for tp in self._partitions],
@@ -155,7 +163,7 @@ class LogDirRepair(FaultBase):
     def releases(self) -> tuple[int, ...]:
         return self.target.brokers
 
-    def prepare(self, env: FaultEnv) -> None:
+    def prepare(self, env: FaultEnv, state: ClusterState | None = None) -> None:
         self._running = bool(env.cluster.broker_running(_one_broker(self.target, f"{KIND}/{HEAL}")))
 
     def oracle_events(self) -> list[Event]:

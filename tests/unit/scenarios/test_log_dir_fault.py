@@ -5,7 +5,6 @@ offline for later steps' oracle input."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -79,15 +78,14 @@ class FakeCluster:
         return False
 
 
-class FakeObserver:
-    """Watches phys-t and __consumer_offsets (not old-topic, a previous scenario's)."""
-
-    def snapshot(self) -> Any:
-        return SimpleNamespace(partitions={("phys-t", p): None for p in range(6)} | {("__consumer_offsets", 1): None})
+# What the oracle predicts from: phys-t and __consumer_offsets (not old-topic, a previous scenario's).
+STATE = ClusterState(frozenset({1, 2, 3}), {
+    "phys-t": TopicState({p: PartitionState((1, 2), 1, (1, 2), 0) for p in range(6)}),
+    "__consumer_offsets": TopicState({1: PartitionState((2, 1), 2, (2, 1), 0)})}, controller=2)
 
 
 def _env(cluster: FakeCluster) -> FaultEnv:
-    return FaultEnv(cluster, FakeObserver(), None)  # type: ignore[arg-type]
+    return FaultEnv(cluster, None, None)  # type: ignore[arg-type]
 
 
 def _fault(brokers: tuple[int, ...] = (1,), **options: Any) -> Any:
@@ -99,9 +97,9 @@ def test_the_directory_holding_the_partition_fails_and_its_watched_partitions_go
     cluster = FakeCluster()
     f = _fault(topic="t", partition=3)
     env = _env(cluster)
-    assert Nemesis(env).prepare(f) == [LogDirFailure(1, (TopicPartition("phys-t", 3),))]
+    assert Nemesis(env).prepare(f, STATE) == [LogDirFailure(1, (TopicPartition("phys-t", 3),))]
     f = _fault(topic="t", partition=0)
-    assert Nemesis(env).prepare(f) == [
+    assert Nemesis(env).prepare(f, STATE) == [
         LogDirFailure(1, (TopicPartition("phys-t", 0), TopicPartition("__consumer_offsets", 1)))]
     f.inject(env)
     assert cluster.calls == [("fail", 0)]
@@ -111,10 +109,10 @@ def test_the_directory_holding_the_partition_fails_and_its_watched_partitions_go
 def test_the_last_live_directory_halts_the_broker() -> None:
     cluster = FakeCluster(dirs=1)
     f = _fault(dir=0)
-    assert Nemesis(_env(cluster)).prepare(f) == [BrokerFailure((1,))]
+    assert Nemesis(_env(cluster)).prepare(f, STATE) == [BrokerFailure((1,))]
     cluster = FakeCluster(dirs=2)
     cluster.failed.add((1, 1))  # its other directory failed earlier
-    assert Nemesis(_env(cluster)).prepare(_fault(dir=0)) == [BrokerFailure((1,))]
+    assert Nemesis(_env(cluster)).prepare(_fault(dir=0), STATE) == [BrokerFailure((1,))]
 
 
 def test_heal_repairs_before_restarting_and_only_once() -> None:
@@ -132,10 +130,10 @@ def test_the_heal_step_restarts_a_running_broker_and_starts_a_halted_one() -> No
     cluster = FakeCluster()
     heal = _fault(variant="heal")
     assert heal.label == "log_dir_failure/heal" and heal.releases == (1,)
-    assert Nemesis(_env(cluster)).prepare(heal) == [ControlledShutdown(1), BrokerStartup((1,))]
+    assert Nemesis(_env(cluster)).prepare(heal, STATE) == [ControlledShutdown(1), BrokerStartup((1,))]
     cluster.running[1] = False
     heal = _fault(variant="heal")
-    assert Nemesis(_env(cluster)).prepare(heal) == [BrokerStartup((1,))]
+    assert Nemesis(_env(cluster)).prepare(heal, STATE) == [BrokerStartup((1,))]
     heal.inject(_env(cluster))
     assert cluster.calls == [("repair", 1), ("start", 1)]
 
@@ -146,7 +144,7 @@ def test_later_steps_see_the_replicas_on_the_failed_directory() -> None:
     t = TopicState({p: PartitionState((1, 2), 1, (1, 2), 0) for p in range(6)})
     state = ClusterState(frozenset({1, 2, 3}), {"phys-t": t}, controller=2)
     f = _fault(topic="t", partition=3)
-    nemesis.prepare(f)
+    nemesis.prepare(f, state)
     assert nemesis.with_offline_replicas(state) == state  # not injected yet
     nemesis.inject(f)
     assert nemesis.with_offline_replicas(state).offline_replicas == {1: frozenset({TopicPartition("phys-t", 3)})}
@@ -172,9 +170,9 @@ def test_bad_options_are_one_line(options: dict[str, Any], message: str) -> None
 
 def test_one_broker_only_and_a_partition_it_does_not_hold() -> None:
     with pytest.raises(HarnessError, match="one broker"):
-        Nemesis(_env(FakeCluster())).prepare(_fault((1, 2), dir=0))
+        Nemesis(_env(FakeCluster())).prepare(_fault((1, 2), dir=0), STATE)
     with pytest.raises(HarnessError, match="no replica of phys-t-5"):
-        Nemesis(_env(FakeCluster())).prepare(_fault(topic="t", partition=5))
+        Nemesis(_env(FakeCluster())).prepare(_fault(topic="t", partition=5), STATE)
 
 
 def test_the_catalogue_scenarios_round_trip_as_schedules_with_their_two_log_dirs() -> None:
