@@ -231,6 +231,9 @@ def _print_processes(cluster: LocalCluster, live: object) -> None:
             state = "running"
         if isinstance(live, dict):
             state += ", registered" if broker_id in live else ", not registered"
+        failed = cluster.failed_log_dirs(broker_id)
+        if failed:
+            state += f", log dir(s) {','.join(map(str, failed))} FAILED (`cluster repair-log-dir {broker_id}`)"
         print(f"  {broker_id}  {endpoint.bootstrap}  pid {endpoint.pid or '-'}  {state}")
 
 
