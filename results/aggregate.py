@@ -18,11 +18,12 @@ score interval, which stays inside [0, 1] and is sensible for the small counts o
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,6 +142,13 @@ def classify(parsed: "DataFrame") -> "DataFrame":
     )
 
 
+def _ordered(frame: "DataFrame", *keys: "str | Column") -> "DataFrame":
+    """``frame`` in one partition, sorted by ``keys``: the same order as ``orderBy`` (same
+    comparator, nulls first), without the sampling job a range-partitioned sort starts.  Only for
+    the small aggregates the report collects."""
+    return frame.coalesce(1).sortWithinPartitions(*keys)
+
+
 def valid_records(classified: "DataFrame") -> "DataFrame":
     return classified.where(classified.status == "valid").select(*FIELD_NAMES)
 
@@ -161,8 +169,7 @@ def input_counts(classified: "DataFrame") -> "DataFrame":
             example("malformed"),
             example("rejected"),
         )
-        .orderBy("source")
-    )
+    ).transform(lambda counted: _ordered(counted, "source"))
 
 
 # ------------------------------------------------------------------------------- transforms
@@ -206,7 +213,7 @@ def check_records(records: "DataFrame") -> "DataFrame":
 def pass_rates(records: "DataFrame") -> "DataFrame":
     """Per scenario x check x backend x Kafka version: passed / failed / unknown and pass rate."""
     counts = check_records(records).groupBy(*PASS_RATE_KEYS).agg(*_outcome_counts())
-    return with_pass_rate(counts).orderBy(*PASS_RATE_KEYS)
+    return _ordered(with_pass_rate(counts), *PASS_RATE_KEYS)
 
 
 def totals(records: "DataFrame") -> "DataFrame":
@@ -252,11 +259,12 @@ def availability(records: "DataFrame") -> "DataFrame":
         F.get_json_object("observed", "$.produce_availability").cast("double").alias("produce"),
         F.get_json_object("observed", "$.consume_availability").cast("double").alias("consume"),
     )
-    return measured.groupBy("fault").agg(
+    per_fault = measured.groupBy("fault").agg(
         F.count(F.lit(1)).alias("count"),
         F.avg("produce").alias("produce_mean"), F.min("produce").alias("produce_min"),
         F.avg("consume").alias("consume_mean"), F.min("consume").alias("consume_min"),
-    ).orderBy("fault")
+    )
+    return _ordered(per_fault, "fault")
 
 
 def _phase_rank() -> "Column":
@@ -278,7 +286,7 @@ def latency_percentiles(samples: "DataFrame", by: Sequence[str] = ()) -> "DataFr
           for name, fraction in PERCENTILES],
         F.max("ms").alias("max"),
     )
-    return stats.orderBy("fault", _phase_rank(), "phase", *by)
+    return _ordered(stats, "fault", _phase_rank(), "phase", *by)
 
 
 def latency_histogram(samples: "DataFrame", bins_per_decade: int = HISTOGRAM_BINS_PER_DECADE) -> "DataFrame":
@@ -287,12 +295,13 @@ def latency_histogram(samples: "DataFrame", bins_per_decade: int = HISTOGRAM_BIN
 
     bucket = F.floor(F.log10(F.greatest(F.col("ms"), F.lit(0.1))) * bins_per_decade).cast("int")
     counted = samples.groupBy("fault", "phase", bucket.alias("bucket")).agg(F.count(F.lit(1)).alias("count"))
-    return counted.select(
+    binned = counted.select(
         "fault", "phase",
         F.pow(F.lit(10.0), F.col("bucket") / bins_per_decade).alias("low_ms"),
         F.pow(F.lit(10.0), (F.col("bucket") + 1) / bins_per_decade).alias("high_ms"),
         "count",
-    ).orderBy("fault", _phase_rank(), "phase", "low_ms")
+    )
+    return _ordered(binned, "fault", _phase_rank(), "phase", "low_ms")
 
 
 def trend_by_day(records: "DataFrame") -> "DataFrame":
@@ -305,7 +314,7 @@ def trend_by_day(records: "DataFrame") -> "DataFrame":
         .groupBy(day.alias("day"))
         .agg(F.countDistinct("run_id").alias("runs"), *_outcome_counts())
     )
-    return with_pass_rate(counts).orderBy("day")
+    return _ordered(with_pass_rate(counts), "day")
 
 
 def trend_by_run(records: "DataFrame") -> "DataFrame":
@@ -325,7 +334,7 @@ def trend_by_run(records: "DataFrame") -> "DataFrame":
         F.count(F.lit(1)).alias("records"),
         *_outcome_counts(),
     )
-    return with_pass_rate(counts).orderBy("started_at", "run_id")
+    return _ordered(with_pass_rate(counts), "started_at", "run_id")
 
 
 FAILURE_COLUMNS = (
@@ -363,6 +372,8 @@ class Aggregates:
     trend_by_run: list[dict[str, Any]] = field(default_factory=list)
     failing_checks: list[dict[str, Any]] = field(default_factory=list)
     failing_checks_total: int = 0
+    # (fault, phase, mantissa, exponent, count): the samples rounded to 3 significant digits
+    latency_values: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -373,48 +384,154 @@ EMPTY_TOTALS: Mapping[str, Any] = {
 }
 
 
+PARALLEL_JOBS = 4  # concurrent Spark jobs: each small aggregate's driver-side planning overlaps the others'
+# Columns only failing checks (and, for ``observed``, the availability measurements) are read
+# for: nulled elsewhere in the cached frame, which keeps 3M records' cache a fraction of the text.
+_FAILURE_ONLY = ("expected", "detail", "target")
+_UNREAD = ("timestamps",)
+
+
+def slim(classified: "DataFrame") -> "DataFrame":
+    """``classified`` with the heavy JSON-text columns kept only on the rows an aggregate reads
+    them from (failed checks: expected/observed/detail/target; client_availability
+    measurements: observed) and ``timestamps`` dropped to null: every transform gives the same
+    result on it as on ``classified``, from a cache several times smaller."""
+    from pyspark.sql import functions as F
+
+    failed_check = (F.col("kind") == "check") & (F.col("passed") == F.lit(False))
+    availability_row = (F.col("kind") == "measurement") & (F.col("check") == AVAILABILITY_CHECK)
+
+    def column(name: str) -> "Column":
+        if name in _FAILURE_ONLY:
+            return F.when(failed_check, F.col(name)).alias(name)
+        if name == "observed":
+            return F.when(failed_check | availability_row, F.col(name)).alias(name)
+        if name in _UNREAD:
+            return F.lit(None).cast(classified.schema[name].dataType).alias(name)
+        return F.col(name)
+
+    return classified.select("source", "status", "problem", "excerpt", *[column(name) for name in FIELD_NAMES])
+
+
+def latency_value_counts(samples: "DataFrame") -> "DataFrame":
+    """Per fault x phase, how many samples round to each value of 3 significant digits, as
+    (``mantissa``, ``exponent``) integers (value = mantissa x 10^exponent; 0 is (0, 0)): the
+    compact, mergeable form of the samples summary.json keeps for later baseline comparisons
+    (:mod:`results.comparison` rebuilds and normalises the values in plain Python)."""
+    from pyspark.sql import functions as F
+
+    magnitude = F.floor(F.log10(F.abs(F.col("ms")))).cast("int")
+    exponent = F.when(F.col("ms") == 0, F.lit(0)).otherwise(magnitude - (SIGNIFICANT_DIGITS - 1))
+    mantissa = F.when(F.col("ms") == 0, F.lit(0)).otherwise(
+        F.round(F.col("ms") / F.pow(F.lit(10.0), exponent)).cast("long"))
+    return samples.groupBy("fault", "phase", mantissa.alias("mantissa"), exponent.alias("exponent")).agg(
+        F.count(F.lit(1)).alias("count"))
+
+
+SIGNIFICANT_DIGITS = 3
+# Up to this much input (one run is ~2.5 MB of records.jsonl), the aggregation is all fixed cost:
+# Spark's code generation (janino compiling each query's Java) costs more than interpreting a
+# few thousand rows, and a checkpoint is cheaper than the columnar cache.
+SMALL_INPUT_BYTES = 64 << 20
+_INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+@contextlib.contextmanager
+def _interpreted(spark: "SparkSession", enabled: bool) -> Iterator[None]:
+    """Interpreted expressions while the block runs (same results: Spark evaluates the same
+    expressions either way), the session's own settings back afterwards."""
+    if not enabled:
+        yield
+        return
+    saved: dict[str, str | None] = {key: spark.conf.get(key, None) for key in _INTERPRETED}
+    for key, value in _INTERPRETED.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, before in saved.items():
+            if before is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, before)
+
+
 def aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | None = None,
               failing_limit: int = 500) -> Aggregates:
-    """Run the whole ETL over ``files``; write Parquet tables to ``tables_dir`` if given."""
+    """Run the whole ETL over ``files``; write Parquet tables to ``tables_dir`` if given.
+
+    One scan of the input fills a stored, slimmed frame (:func:`slim`: checkpointed when small,
+    cached when large) and the per-file counts; every other aggregate runs from it as concurrent Spark jobs
+    (``PARALLEL_JOBS``): on a small input a job's cost is the driver's planning and scheduling,
+    which concurrency overlaps; on a large one both cores stay busy.
+    """
     started = time.monotonic()
     result = Aggregates(totals=dict(EMPTY_TOTALS))
     if not files:
         return result
-    classified = classify(parse_lines(read_lines(spark, files))).persist()
+    small = sum(f.stat().st_size for f in files) <= SMALL_INPUT_BYTES
+    with _interpreted(spark, small):
+        return _aggregate(spark, files, tables_dir, failing_limit, small, started, result)
+
+
+def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | None, failing_limit: int,
+               small: bool, started: float, result: Aggregates) -> Aggregates:
+    from concurrent.futures import ThreadPoolExecutor
+
+    parsed = slim(classify(parse_lines(read_lines(spark, files))))
+    # A small input is checkpointed: the aggregates then plan against a scan of the stored rows
+    # instead of re-analysing the parse/classify plan each time (seconds of driver time per
+    # job); a large one goes to Spark's compressed columnar cache, which holds far more rows.
+    cached = parsed.localCheckpoint(eager=True) if small else parsed.persist()
     try:
         result.inputs = [
             {**row, "source": source_path(row["source"])}
-            for row in _load(input_counts(classified), "inputs", tables_dir)
+            for row in _load(input_counts(cached), "inputs", tables_dir)
         ]
-        records = valid_records(classified)
-        result.totals = _load(totals(records), "totals", tables_dir)[0]
-        result.pass_rates = _load(pass_rates(records), "pass_rates", tables_dir)
-        samples = latency_samples(records).persist()
-        try:
-            result.latency = _load(latency_percentiles(samples), "latency", tables_dir)
-            result.latency_by_partitions = _load(
-                latency_percentiles(samples, ["partitions"]), "latency_by_partitions", tables_dir)
-            result.latency_by_session_timeout = _load(
-                latency_percentiles(samples, ["session_timeout_ms"]), "latency_by_session_timeout", tables_dir)
-            result.latency_histogram = _load(latency_histogram(samples), "latency_histogram", tables_dir)
-        finally:
-            samples.unpersist()
-        result.availability = _load(availability(records), "availability", tables_dir)
-        result.trend_by_day = _load(trend_by_day(records), "trend_by_day", tables_dir)
-        result.trend_by_run = _load(trend_by_run(records), "trend_by_run", tables_dir)
+        records = valid_records(cached)
+        samples = latency_samples(records)
+        tables: dict[str, "DataFrame"] = {
+            "totals": totals(records),
+            "pass_rates": pass_rates(records),
+            "latency": latency_percentiles(samples),
+            "latency_by_partitions": latency_percentiles(samples, ["partitions"]),
+            "latency_by_session_timeout": latency_percentiles(samples, ["session_timeout_ms"]),
+            "latency_histogram": latency_histogram(samples),
+            "availability": availability(records),
+            "trend_by_day": trend_by_day(records),
+            "trend_by_run": trend_by_run(records),
+        }
         failures = failing_checks(records)
-        if tables_dir is not None:
-            _write(failures, tables_dir / "failing_checks")
-        result.failing_checks = [_jsonable_row(r) for r in failures.limit(failing_limit).collect()]
-        result.failing_checks_total = (
-            len(result.failing_checks) if len(result.failing_checks) < failing_limit else failures.count()
-        )
+        with ThreadPoolExecutor(max_workers=PARALLEL_JOBS, thread_name_prefix="aggregate") as pool:
+            loads = {name: pool.submit(_load, frame, name, tables_dir) for name, frame in tables.items()}
+            values = pool.submit(lambda: latency_value_counts(samples).collect())
+            failing = pool.submit(_failing, failures, tables_dir, failing_limit)
+            loaded = {name: future.result() for name, future in loads.items()}
+            result.latency_values = [_jsonable_row(row) for row in values.result()]
+            result.failing_checks, result.failing_checks_total = failing.result()
     finally:
-        classified.unpersist()
+        cached.unpersist()
+    result.totals = loaded["totals"][0]
+    result.pass_rates = loaded["pass_rates"]
+    result.latency = loaded["latency"]
+    result.latency_by_partitions = loaded["latency_by_partitions"]
+    result.latency_by_session_timeout = loaded["latency_by_session_timeout"]
+    result.latency_histogram = loaded["latency_histogram"]
+    result.availability = loaded["availability"]
+    result.trend_by_day = loaded["trend_by_day"]
+    result.trend_by_run = loaded["trend_by_run"]
     result.seconds = time.monotonic() - started
     log.debug("aggregated %s records from %d file(s) in %.1f s", result.totals.get("records"), len(files),
               result.seconds)
     return result
+
+
+def _failing(failures: "DataFrame", tables_dir: Path | None, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """The newest ``limit`` failed checks and how many there are (counted only past the limit)."""
+    if tables_dir is not None:
+        _write(failures, tables_dir / "failing_checks")
+    rows = [_jsonable_row(r) for r in failures.limit(limit).collect()]
+    return rows, (len(rows) if len(rows) < limit else failures.count())
 
 
 def _load(frame: "DataFrame", name: str, tables_dir: Path | None) -> list[dict[str, Any]]:

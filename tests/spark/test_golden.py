@@ -1,0 +1,89 @@
+"""The faster aggregation (issue 15 item 5) gives exactly what the previous one gave.
+
+``golden/aggregates.json`` was written by the aggregation as it was before the speed-up (commit
+d164377: one ``orderBy`` per table, one job after another, the whole records cached) over the
+input :func:`golden_input` builds — generated runs plus every awkward line the parser knows
+(malformed, rejected, blank, NaN latency, failures with JSON expected/observed, unknowns).  The
+current code must reproduce every row, in order, value for value.  Regenerate the file only when
+an aggregate's meaning changes on purpose:
+
+    .venv/bin/python -m tests.spark.test_golden  # writes tests/spark/golden/aggregates.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from results.aggregate import Aggregates, aggregate
+from results.synthetic import write_synthetic_results
+from results.writer import RecordWriter
+from tests.spark.helpers import record
+
+GOLDEN = Path(__file__).with_name("golden") / "aggregates.json"
+NEW_FIELDS = ("latency_values", "seconds")  # not in the golden file: added since, or not a result
+
+
+def golden_input(root: Path) -> list[Path]:
+    first = write_synthetic_results(root / "a", 2_000, seed=11, records_per_run=700)
+    with RecordWriter(root / "b") as writer:
+        writer.write(record(run_id="manual", passed=False, detail="leader 3, expected 2",
+                            expected={"leader": 2, "isr": [2, 3]}, observed={"leader": 3, "isr": [3]}))
+        writer.write(record(run_id="manual", check="oracle_isr", passed=None, fault=None, detail="timed out"))
+        writer.write(record(run_id="manual", kind="measurement", check="latency", passed=None,
+                            latency_ms={"detection": 0.0, "election": 999.6, "propagation": None,
+                                        "first_produce": float("nan"), "client_gap": 12.35}))
+        writer.write(record(run_id="manual", kind="measurement", check="client_availability", passed=None,
+                            observed={"produce_availability": 0.5, "consume_availability": 1.0},
+                            latency_ms={"unavailable": 1500.0, "e2e_p50": 3.0}))
+    second = root / "b" / "records.jsonl"
+    with open(second, "a", encoding="utf-8") as out:
+        out.write("\n   \n")
+        out.write('{"schema_version": 1, "run_id": "cut')
+        out.write("\n" + json.dumps({"schema_version": 99, "run_id": "future"}) + "\n")
+        out.write(json.dumps({"schema_version": 1, "run_id": "typed", "iteration": "one"}) + "\n")
+    write_synthetic_results(root / "c", 1_500, seed=12, records_per_run=500, run_prefix="other")
+    return [first, second, root / "c" / "records.jsonl"]
+
+
+def comparable(result: Aggregates, root: Path) -> dict[str, Any]:
+    """The aggregates as JSON data, file paths relative to ``root``."""
+    document = {k: v for k, v in dataclasses.asdict(result).items() if k not in NEW_FIELDS}
+    for row in document["inputs"]:
+        row["source"] = str(Path(row["source"]).relative_to(root))
+    return json.loads(json.dumps(document, sort_keys=True))
+
+
+def test_the_aggregates_are_the_ones_the_previous_code_gave(spark, tmp_path):
+    files = golden_input(tmp_path)
+    result = aggregate(spark, files, tmp_path / "tables")
+    expected = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    actual = comparable(result, tmp_path)
+    assert sorted(actual) == sorted(expected)
+    for key in expected:  # one table at a time: a failure names the table
+        assert actual[key] == expected[key], key
+
+
+def _write_golden() -> None:  # pragma: no cover - run by hand
+    import tempfile
+
+    from results.spark_session import start_spark
+
+    with tempfile.TemporaryDirectory() as work:
+        root = Path(work)
+        spark = start_spark(None, log_path=root / "spark.log")
+        try:
+            result = aggregate(spark, golden_input(root / "in"), root / "tables")
+        finally:
+            spark.stop()
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(comparable(result, root / "in"), indent=1, sort_keys=True) + "\n",
+                          encoding="utf-8")
+    print(f"wrote {GOLDEN}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    _write_golden()
