@@ -11,7 +11,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "fetch-kafka", help="download Kafka 3.x and its dependencies once; print the libs dir",
         description="Resolve the Kafka distribution the local launcher runs: from Maven Central into "
                     "~/.cache/kafka-chaos/kafka-<version>/libs (once), or from --kafka-home / "
-                    "$KAFKA_HOME, and build the class-data-sharing archives local JVMs start "
+                    "$KAFKA_HOME, the brokers' Prometheus JMX exporter agent (Maven Central, once), "
+                    "and build the class-data-sharing archives local JVMs start "
                     "faster with (once; a 1-broker cluster start). Prints the directory of jars.")
     parser.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     parser.add_argument("--kafka-home", default=None, metavar="DIR",
@@ -27,6 +28,9 @@ def fetch_kafka(args: argparse.Namespace) -> int:
 
     quiet_clients(args)
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
+    from harness.jmx_exporter import resolve_agent_jar
+
+    resolve_agent_jar()  # the brokers' JMX exporter agent, fetched ahead of the first run too
     if not args.no_cds:
         from harness.cds import build_archives
 

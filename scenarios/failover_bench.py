@@ -90,6 +90,8 @@ class Iteration:
     metadata_at: float | None
     events: tuple[LogEvent, ...]
     metrics: FaultMetrics | None = None
+    log_lines: int = 0  # controller.log + state-change.log lines written from the fault on
+    log_bytes: int = 0
 
 
 def _last(values: Iterable[float | None]) -> float | None:
@@ -155,7 +157,8 @@ def iteration_record(it: Iteration, *, run_id: str, brokers: int, partitions: in
     phases = failover_phases(it)
     metrics = summarise_metrics(it.metrics) if it.metrics is not None else None
     observed = {"moved_partitions": len(it.moved), "target": it.target, "controller_before": it.controller_before,
-                "log_events": len(it.events), "controller_metrics": metrics, "settings": dict(settings)}
+                "log_events": len(it.events),
+                "log_lines": it.log_lines, "log_bytes": it.log_bytes, "controller_metrics": metrics, "settings": dict(settings)}
     detail = (f"{it.fault} of broker {it.target} with {len(it.moved)} of {partitions} partitions led: "
               + ", ".join(f"{k} {v:.0f} ms" for k, v in phases.items() if v is not None))
     return Record(run_id=run_id, scenario=SCENARIO, iteration=index, seed=0, backend="local", kafka_version="",
@@ -307,9 +310,11 @@ def _one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options
         detection = observer.broker_gone_at(target, fault_at)
     time.sleep(0.5)  # the last lines of the event reach the log files
     after_at, after = scrape_brokers({b: e for b, e in endpoints.items() if b != target})
-    events = tuple(parse_lines(cursor.lines_since_mark(), jvm_utc_offset_s(cluster), after=fault_at - 1.0))
+    lines = cursor.lines_since_mark()
+    events = tuple(parse_lines(lines, jvm_utc_offset_s(cluster), after=fault_at - 1.0))
     return Iteration(fault, target, controller, fault_at, moved, detection, metadata_at, events,
-                     FaultMetrics(MetricsScrape(before_at, before), MetricsScrape(after_at, after)))
+                     FaultMetrics(MetricsScrape(before_at, before), MetricsScrape(after_at, after)),
+                     len(lines), sum(len(line) + 1 for line in lines))
 
 
 def _wait_leaders_moved(cluster: Any, live: Sequence[int], target: int, partitions: int,

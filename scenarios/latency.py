@@ -15,7 +15,9 @@ When the step recorded the controller's own log lines (:mod:`scenarios.controlle
 ``election`` is split further, from the controller's timestamps:
 
 * ``controller_queue`` — from ``detection`` to the controller starting to process the
-  BrokerChange event (its wait in the event queue; only for a broker that disappeared);
+  BrokerChange event (its wait in the event queue), or, when the controller itself died, to its
+  successor's election (only for a broker that disappeared: a controlled shutdown's request
+  is not observed arriving);
 * ``controller_processing`` — from that start to the partition's new leader written in
   ZooKeeper (as the controller logged it);
 * ``leader_and_isr`` / ``update_metadata`` — ms from the fault until the controller sent the
@@ -87,11 +89,12 @@ CONTROLLER_PHASES = ("controller_queue", "controller_processing", "leader_and_is
 
 def controller_ms(c: ControllerPhases, fault_at: float, detection_at: float | None) -> dict[str, float | None]:
     """The controller phases in ms: the queue wait only where a vanished broker's znode
-    (``detection``) enqueued the event the controller then processed (``broker_change``)."""
+    (``detection``) enqueued the event the controller then processed (``broker_change``, or a
+    successor's ``elected`` after the controller's own znodes vanished)."""
     def ms(end: float | None, start: float | None) -> float | None:
         return None if end is None or start is None else round((end - start) * 1000.0, 1)
 
-    queued = detection_at if c.trigger == "broker_change" else None
+    queued = detection_at if c.trigger in ("broker_change", "elected") else None
     return {"controller_queue": ms(c.trigger_at, queued), "controller_processing": ms(c.written_at, c.trigger_at),
             "leader_and_isr": ms(c.sent_at, fault_at), "update_metadata": ms(c.metadata_at, fault_at),
             "leader_ready": ms(c.leader_at, fault_at)}
