@@ -47,6 +47,7 @@ KIND = "log_dir_failure"
 HEAL = "heal"
 _NEEDS = frozenset({Capability.LOG_DIR_FAILURE, Capability.BROKER_CONTROL})
 _OPTIONS = frozenset({"topic", "partition", "dir", "variant"})
+LOGS_TIMEOUT_S = 15.0
 
 
 def _one_broker(target: Target, what: str) -> int:
@@ -66,6 +67,26 @@ def restart_repaired(env: FaultEnv, broker: int) -> None:
         cluster.stop_broker(broker)
     log.info("broker %d: log directories %s repaired, starting it", broker, repaired)
     cluster.start_broker(broker)
+
+
+def _wait_logs_created(cluster: Any, broker: int, state: ClusterState, timeout: float = LOGS_TIMEOUT_S) -> None:
+    """Wait (bounded) until the broker has created the log of every replica ``state`` gives it:
+    ZooKeeper shows a new partition's ISR as the controller wrote it, and a follower creates its
+    log only when its LeaderAndIsr arrives, a moment later (found by benchmarks/log_dir_bench.py:
+    a directory listed too early missed two follower replicas). Goes on with what is there."""
+    from common.waits import WaitTimeout, wait_until
+
+    hosted = {(tp.topic, tp.partition) for tp, p in state.partitions() if broker in p.replicas}
+
+    def missing() -> set[tuple[str, int]]:
+        found = {tp for i in range(len(cluster.log_dirs(broker))) for tp in cluster.log_dir_partitions(broker, i)}
+        return hosted - found
+
+    try:
+        wait_until(missing, timeout=timeout, interval=0.2, accept=lambda left: not left,
+                   description=f"broker {broker}'s replica logs")
+    except WaitTimeout:
+        log.warning("%s: broker %d has no log yet for %s; going on", KIND, broker, sorted(missing()))
 
 
 @dataclass
@@ -106,6 +127,8 @@ class LogDirFailureFault(FaultBase):
         and whether it is the broker's last live one (then Kafka halts the broker)."""
         cluster = require_capability(env, Capability.LOG_DIR_FAILURE, KIND)
         broker = self.broker
+        if state is not None:
+            _wait_logs_created(cluster, broker, state)
         index = self.directory if self.directory is not None else self._directory_of_partition(cluster, broker)
         held = [TopicPartition(t, p) for t, p in cluster.log_dir_partitions(broker, index)]
         self._index = index

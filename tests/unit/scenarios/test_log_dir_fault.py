@@ -31,7 +31,8 @@ class FakeCluster:
 
     def __init__(self, dirs: int = 2) -> None:
         self.dirs = dirs
-        self.held = {(1, 0): [("phys-t", 0), ("__consumer_offsets", 1), ("old-topic", 4)], (1, 1): [("phys-t", 3)]}
+        self.held = {(1, 0): [("phys-t", 0), ("__consumer_offsets", 1), ("old-topic", 4)],
+                     (1, 1): [("phys-t", p) for p in range(1, 6)]}
         self.failed: set[tuple[int, int]] = set()
         self.running = {1: True, 2: True, 3: True}
         self.calls: list[tuple[str, int]] = []
@@ -97,7 +98,7 @@ def test_the_directory_holding_the_partition_fails_and_its_watched_partitions_go
     cluster = FakeCluster()
     f = _fault(topic="t", partition=3)
     env = _env(cluster)
-    assert Nemesis(env).prepare(f, STATE) == [LogDirFailure(1, (TopicPartition("phys-t", 3),))]
+    assert Nemesis(env).prepare(f, STATE) == [LogDirFailure(1, tuple(TopicPartition("phys-t", p) for p in range(1, 6)))]
     f = _fault(topic="t", partition=0)
     assert Nemesis(env).prepare(f, STATE) == [
         LogDirFailure(1, (TopicPartition("phys-t", 0), TopicPartition("__consumer_offsets", 1)))]
@@ -108,6 +109,7 @@ def test_the_directory_holding_the_partition_fails_and_its_watched_partitions_go
 
 def test_the_last_live_directory_halts_the_broker() -> None:
     cluster = FakeCluster(dirs=1)
+    cluster.held = {(1, 0): cluster.held[(1, 0)] + cluster.held.pop((1, 1))}
     f = _fault(dir=0)
     assert Nemesis(_env(cluster)).prepare(f, STATE) == [BrokerFailure((1,))]
     cluster = FakeCluster(dirs=2)
@@ -147,7 +149,8 @@ def test_later_steps_see_the_replicas_on_the_failed_directory() -> None:
     nemesis.prepare(f, state)
     assert nemesis.with_offline_replicas(state) == state  # not injected yet
     nemesis.inject(f)
-    assert nemesis.with_offline_replicas(state).offline_replicas == {1: frozenset({TopicPartition("phys-t", 3)})}
+    assert nemesis.with_offline_replicas(state).offline_replicas == {
+        1: frozenset(TopicPartition("phys-t", p) for p in range(1, 6))}
     gone = ClusterState(frozenset({2, 3}), {"phys-t": t}, controller=2)
     assert nemesis.with_offline_replicas(gone).offline_replicas == {}  # a dead broker has no entry
     nemesis.heal_all()
@@ -171,8 +174,8 @@ def test_bad_options_are_one_line(options: dict[str, Any], message: str) -> None
 def test_one_broker_only_and_a_partition_it_does_not_hold() -> None:
     with pytest.raises(HarnessError, match="one broker"):
         Nemesis(_env(FakeCluster())).prepare(_fault((1, 2), dir=0), STATE)
-    with pytest.raises(HarnessError, match="no replica of phys-t-5"):
-        Nemesis(_env(FakeCluster())).prepare(_fault(topic="t", partition=5), STATE)
+    with pytest.raises(HarnessError, match="no replica of phys-t-9"):
+        Nemesis(_env(FakeCluster())).prepare(_fault(topic="t", partition=9), STATE)
 
 
 def test_the_catalogue_scenarios_round_trip_as_schedules_with_their_two_log_dirs() -> None:
@@ -204,3 +207,21 @@ def test_the_cluster_verbs_refuse_bad_input_in_one_line(tmp_path: Any, capsys: A
     assert exit_info.value.code == 2
     with pytest.raises(SystemExit):
         main(["cluster", "up", "--log-dirs", "9"])
+
+
+def test_a_follower_log_created_late_is_waited_for() -> None:
+    # ZooKeeper shows the controller's ISR before the follower has created its log.
+    cluster = FakeCluster()
+    late = cluster.held[(1, 1)].pop()
+    listed = {"calls": 0}
+    real = cluster.log_dir_partitions
+
+    def listing(b: int, i: int) -> list[tuple[str, int]]:
+        listed["calls"] += 1
+        if listed["calls"] == 5:
+            cluster.held[(1, 1)].append(late)
+        return real(b, i)
+
+    cluster.log_dir_partitions = listing  # type: ignore[method-assign]
+    [event] = Nemesis(_env(cluster)).prepare(_fault(dir=1), STATE)
+    assert isinstance(event, LogDirFailure) and TopicPartition(*late) in event.partitions
