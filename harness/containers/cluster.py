@@ -121,6 +121,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._brokers: dict[int, Container] = {}
         self._zk_host_ports: dict[int, int] = {}
         self._broker_host_ports: dict[int, int] = {}
+        self._metrics_host_ports: dict[int, int] = {}  # the brokers' JMX exporters (harness.metrics)
         self._cut: set[int] = set()  # brokers with partition or degradation rules in their namespace
         self._shaped: set[str] = set()  # peers rate-limited towards a degraded broker
         self._run_dir: Path | None = None
@@ -155,9 +156,11 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
                                         client=self._client).tag
         teardown.register(self)  # from here on something may need removing
         servers = list(range(1, self.config.zookeepers + 1))
-        ports = free_ports(len(servers) + len(self.config.broker_ids()))
+        brokers = self.config.broker_ids()
+        ports = free_ports(len(servers) + 2 * len(brokers))
         self._zk_host_ports = dict(zip(servers, ports))
-        self._broker_host_ports = dict(zip(self.config.broker_ids(), ports[len(servers):]))
+        self._broker_host_ports = dict(zip(brokers, ports[len(servers):]))
+        self._metrics_host_ports = dict(zip(brokers, ports[len(servers) + len(brokers):]))
         self._starter = NodeStarter(self.run_id, self.image, self.labels)
         self._starter.create_network()
         for server_id in servers:
@@ -167,7 +170,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         log.info("starting %d Kafka %s broker containers", self.config.brokers, self.kafka_version)
         for broker_id in self.config.broker_ids():
             self._brokers[broker_id] = self._starter.start_broker(self.config, broker_id,
-                                                                  self._broker_host_ports[broker_id])
+                                                                  self._broker_host_ports[broker_id],
+                                                                  self._metrics_host_ports[broker_id])
         self._wait_brokers_ready(self.broker_ids, time.monotonic() + self.start_timeout)
         log.info("container cluster %s ready in %.1f s: bootstrap %s, ZooKeeper %s", self.run_id,
                  time.monotonic() - began, self.bootstrap_servers, self.zookeeper_connect)
@@ -281,7 +285,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
             raise UsageError(f"unknown broker id {broker_id}: the brokers are "
                              f"{', '.join(map(str, self.broker_ids))}")
         return BrokerEndpoint(broker_id, "127.0.0.1", self._broker_host_ports[broker_id],
-                              container=f"kafka-chaos-{self.run_id}-{broker_alias(broker_id)}")
+                              container=f"kafka-chaos-{self.run_id}-{broker_alias(broker_id)}",
+                              metrics_port=self._metrics_host_ports.get(broker_id))
 
     def broker_settings(self) -> dict[str, str]:
         """The properties every broker shares — the same function the local launcher uses."""

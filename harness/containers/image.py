@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import jmx_exporter
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -42,11 +43,15 @@ KAFKA_REPOSITORY = "kafka-chaos-kafka"
 KAFKA_HOME = "/opt/kafka"
 LIBS_DIR = f"{KAFKA_HOME}/libs"
 LOG4J_CONFIG = f"{KAFKA_HOME}/config/log4j.properties"
+# The brokers' JMX exporter agent and its configuration (harness.jmx_exporter), off the class path.
+METRICS_DIR = f"{KAFKA_HOME}/metrics"
+METRICS_AGENT = f"{METRICS_DIR}/jmx_prometheus_javaagent.jar"
+METRICS_CONFIG = f"{METRICS_DIR}/jmx_exporter.yaml"
 IMAGE_LABEL = "kafka-chaos.image"  # on both images, so `prune --images` finds them
 
 # Bump when the way the root filesystem is assembled changes, so old tags are not reused.
 _JRE_RECIPE = "jre-rootfs-v1"
-_KAFKA_RECIPE = "kafka-layer-v1"
+_KAFKA_RECIPE = "kafka-layer-v2"  # v2: the JMX exporter agent
 
 # Packages the JRE "Depends" on only for their maintainer scripts (ca-certificates-java builds
 # the cacerts store, java-common and util-linux serve postinst), which `dpkg -x` never runs;
@@ -261,8 +266,9 @@ def _symlink(target: str, link: Path) -> None:
 
 def kafka_image_tag(distribution: "KafkaDistribution", base_image_id: str) -> str:
     digest = hashlib.sha256()
-    for part in (_KAFKA_RECIPE, base_image_id, _dockerfile(base_image_id), _log4j_config()):
+    for part in (_KAFKA_RECIPE, base_image_id, _dockerfile(base_image_id), _log4j_config(), jmx_exporter.config_text()):
         digest.update(part.encode())
+    digest.update(_file_sha256(jmx_exporter.resolve_agent_jar()))
     for jar in sorted(Path(distribution.libs_dir).glob("*.jar")):
         digest.update(jar.name.encode())
         digest.update(_file_sha256(jar))
@@ -290,6 +296,9 @@ def ensure_kafka_image(distribution: "KafkaDistribution", *, base_image: str | N
         for jar in jars:
             _link_or_copy(jar, ctx / "libs" / jar.name)
         (ctx / "log4j.properties").write_text(_log4j_config())
+        (ctx / "metrics").mkdir()
+        _link_or_copy(jmx_exporter.resolve_agent_jar(), ctx / "metrics" / Path(METRICS_AGENT).name)
+        (ctx / "metrics" / Path(METRICS_CONFIG).name).write_text(jmx_exporter.config_text())
         (ctx / "Dockerfile").write_text(_dockerfile(base_image))
         try:
             client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True, pull=False,
@@ -304,6 +313,7 @@ def _dockerfile(base_image: str) -> str:
     return (f"FROM {base_image}\n"
             f"COPY libs/ {LIBS_DIR}/\n"
             f"COPY log4j.properties {LOG4J_CONFIG}\n"
+            f"COPY metrics/ {METRICS_DIR}/\n"
             f"WORKDIR {KAFKA_HOME}\n")
 
 

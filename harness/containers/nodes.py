@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from common.errors import HarnessError
 from harness.config import ClusterConfig, broker_properties, render_properties, zookeeper_properties
-from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG
+from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, METRICS_AGENT, METRICS_CONFIG
+from harness.jmx_exporter import agent_option
 from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL
 from harness.zk_ensemble import INIT_LIMIT_TICKS, SYNC_LIMIT_TICKS
 
@@ -31,6 +32,7 @@ QUORUM_PORT = 2888
 ELECTION_PORT = 3888
 INTERNAL_PORT = 9092
 EXTERNAL_PORT = 9094
+METRICS_PORT = 9404  # the JMX exporter agent's /metrics (harness.metrics), published on loopback
 BROKER_CONFIG = f"{KAFKA_HOME}/config/server.properties"
 ZOOKEEPER_CONFIG = f"{KAFKA_HOME}/config/zookeeper.properties"
 BROKER_DATA_DIR = "/var/lib/kafka/data"
@@ -234,7 +236,8 @@ class NodeStarter:
                          "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG),
             address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files)
 
-    def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int) -> Container:
+    def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int,
+                     metrics_host_port: int | None = None) -> Container:
         # Only the listeners differ from the local launcher: INTERNAL (first, so inter-broker)
         # on the Docker network, EXTERNAL published on the host's loopback.
         properties = broker_properties(
@@ -243,10 +246,12 @@ class NodeStarter:
             listeners=broker_listeners(broker_id, host_port),
             bind_listeners={"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"},
             log_dir=BROKER_DATA_DIR)
+        agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics_host_port else []
+        published = {EXTERNAL_PORT: host_port, **({METRICS_PORT: metrics_host_port} if metrics_host_port else {})}
         return self._start(
             broker_alias(broker_id), "broker",
-            java_command(config.broker_heap, config.jvm_options, "kafka.Kafka", BROKER_CONFIG),
-            address=self._broker_address(config.broker_ids().index(broker_id)), host_ports={EXTERNAL_PORT: host_port},
+            java_command(config.broker_heap, [*config.jvm_options, *agent], "kafka.Kafka", BROKER_CONFIG),
+            address=self._broker_address(config.broker_ids().index(broker_id)), host_ports=published,
             files={BROKER_CONFIG: render_properties(properties)},
             extra_labels={BROKER_ID_LABEL: str(broker_id)})
 

@@ -169,6 +169,31 @@ def test_pause_keeps_the_process_and_resume_continues_it(cluster: Cluster, obser
     assert fetch_metadata(cluster.endpoint(victim).bootstrap, topics=[], timeout=10).brokers
 
 
+def test_every_broker_exports_the_controller_metrics_and_a_paused_one_is_absent(
+        cluster: Cluster, observer: ZkObserver) -> None:
+    """The JMX exporter agent (harness.jmx_exporter) on every broker, scraped by harness.metrics:
+    one active controller among them; a SIGSTOPped / docker-paused broker misses the bounded
+    scrape instead of stalling it."""
+    from harness.metrics import endpoints_of, scrape_brokers
+    from scenarios.controller_metrics import MEASURED, active_controller
+
+    endpoints = endpoints_of(cluster)
+    assert sorted(endpoints) == cluster.broker_ids
+    _, values = scrape_brokers(endpoints, timeout=10.0)
+    assert sorted(values) == cluster.broker_ids
+    for prefix, kind in MEASURED.values():
+        assert all(f"{prefix}_{'value' if kind == 'gauge' else 'count'}" in v for v in values.values()), prefix
+    assert active_controller(values) == observer.snapshot().controller
+    victim = a_non_controller(observer, cluster)
+    controls(cluster).pause_broker(victim)
+    try:
+        _, during = scrape_brokers(endpoints, timeout=1.0)
+    finally:
+        controls(cluster).resume_broker(victim)
+    assert sorted(during) == [b for b in cluster.broker_ids if b != victim]
+    observer.wait_broker_registered(victim, expiry_bound(cluster))
+
+
 def test_unknown_broker_ids_are_refused(cluster: Cluster) -> None:
     with pytest.raises(UsageError, match="unknown broker id 99"):
         cluster.endpoint(99)
