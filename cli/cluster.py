@@ -50,6 +50,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     up.add_argument("--log-dirs", type=int, default=1, choices=(1, 2, 3, 4), metavar="N",
                     help="log directories per broker (log.dirs); 2 or more: `fail-log-dir` leaves the "
                          "broker running [default: 1]")
+    up.add_argument("--link-proxies", action="store_true",
+                    help="brokers reach ZooKeeper through link proxies of their own, so `cluster delay` "
+                         "and `cluster cut --from zookeeper` work without root")
     up.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     up.add_argument("--kafka-home", default=None, metavar="DIR",
                     help="an extracted Apache Kafka tarball to run instead of the Maven download "
@@ -106,6 +109,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     from cli.cluster_log_dirs import register_log_dir_verbs
 
     register_log_dir_verbs(verbs, with_state_dir)
+    from cli.cluster_links import register_link_verbs
+
+    register_link_verbs(verbs, with_state_dir)
 
     down = with_state_dir(verbs.add_parser("down", help="kill every node and remove the state dir"))
     down.set_defaults(func=cluster_down)
@@ -145,7 +151,7 @@ def cluster_up(args: argparse.Namespace) -> int:
     extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
     config = ClusterConfig(brokers=args.brokers, cluster_overrides=cluster_overrides,
                            broker_overrides=broker_overrides, zookeepers=args.zookeepers,
-                           log_dirs=args.log_dirs, **extra)
+                           log_dirs=args.log_dirs, link_proxies=args.link_proxies, **extra)
     if (state_dir / STATE_FILE).exists():
         previous = LocalCluster.attach(state_dir)
         if previous.any_running():
@@ -288,10 +294,11 @@ def cluster_cut(args: argparse.Namespace) -> int:
     quiet_clients(args)
     cluster = _attach_running(_state_dir(args))
     broker_id = _broker_id(args.target, cluster)
-    if Capability.NETWORK_PARTITION not in capabilities_of(cluster):
+    peers = args.cut_from or []
+    proxied_only = cluster.config.link_proxies and bool(peers) and set(peers) <= {"zookeeper", "zookeeper-leader"}
+    if Capability.NETWORK_PARTITION not in capabilities_of(cluster) and not proxied_only:
         raise HarnessError(capability_problems(cluster).get(Capability.NETWORK_PARTITION)
                            or "this cluster cannot cut network links")
-    peers = args.cut_from or []
     if "zookeeper-leader" in peers:
         if len(peers) > 1:
             raise UsageError("--from zookeeper-leader cuts that link only; give it alone")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from harness.cluster import (
         BrokerControl,
         Cluster,
+        LinkDelayer,
         LogDirFailer,
         NetworkDegrader,
         NetworkPartitioner,
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
         claims: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (local, local, local, local)
         more: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (
             containers, containers, containers, containers)
-        ensemble: tuple[ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner, NetworkDegrader] = (local, local, local)
+        ensemble: tuple[ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner, NetworkDegrader, LinkDelayer] = (
+            local, local, local, local)
         on_containers: tuple[ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner, NetworkDegrader] = (
             containers, containers, containers)
         del on_containers
@@ -124,6 +126,9 @@ def _why_missing(capability: Capability, chosen: str) -> str:
                 f"(local) or inside the containers' namespaces; the {chosen} launcher has no such fault")
     if capability in (Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION):
         return f"the {chosen} launcher runs one ZooKeeper server only"
+    if capability is Capability.LINK_DELAY:
+        return (f"delayed links need the local launcher's link proxies (harness.link_proxy; no netem "
+                f"here); the {chosen} launcher has none")
     if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")

@@ -193,6 +193,18 @@ class LogDirFailer(Protocol):
         """Put the broker's failed directories back; the indexes repaired (idempotent)."""
 
 
+@runtime_checkable
+class LinkDelayer(Protocol):
+    """Slow links of one broker: its ZooKeeper links go through per-link proxies
+    (:mod:`harness.link_proxy`) that delay each direction by ``delay_ms`` ± ``jitter_ms``, order
+    preserved, until ``heal_network``.  ZooKeeper links only: a broker's peers reach it at the one
+    address it advertises, which a per-link proxy cannot stand in for."""
+
+    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0) -> None:
+        """Delay both directions of every link between the broker and ZooKeeper until
+        ``heal_network`` (which every launcher with this capability also has)."""
+
+
 class Capability(StrEnum):
     """What an optional protocol lets a scenario do; one per optional protocol."""
 
@@ -203,6 +215,7 @@ class Capability(StrEnum):
     ZOOKEEPER_LINK_PARTITION = "zookeeper_link_partition"
     NETWORK_DEGRADE = "network_degrade"
     LOG_DIR_FAILURE = "log_dir_failure"
+    LINK_DELAY = "link_delay"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -213,6 +226,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.ZOOKEEPER_LINK_PARTITION: ZooKeeperLinkPartitioner,
     Capability.NETWORK_DEGRADE: NetworkDegrader,
     Capability.LOG_DIR_FAILURE: LogDirFailer,
+    Capability.LINK_DELAY: LinkDelayer,
 })
 
 

@@ -162,6 +162,9 @@ class ClusterConfig:
     # Log directories per broker (``log.dirs``): 1 keeps ``<data>``; more give ``<data>/a,<data>/b``
     # so one can fail while the broker keeps running (``ReplicaManager.handleLogDirFailure``).
     log_dirs: int = 1
+    # Local launcher: each broker reaches each ZooKeeper server through a link proxy of its own
+    # (harness.link_proxy), so its ZooKeeper links can be delayed or cut without root.
+    link_proxies: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.log_dirs, bool) or not isinstance(self.log_dirs, int) or not 1 <= self.log_dirs <= MAX_LOG_DIRS:

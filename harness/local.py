@@ -26,6 +26,7 @@ a *detached* cluster (``kafka-chaos cluster up``) outlives the command that star
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import shutil
@@ -46,6 +47,7 @@ from harness.cluster import BrokerEndpoint, Capability
 from harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from harness.distribution import KafkaDistribution, java_executable
 from harness.local_ensemble import LocalEnsembleControls
+from harness.local_link_proxies import ClusterLinkProxies, attach_link_proxies, start_link_proxies
 from harness.local_links import LocalLinkControls
 from harness.local_log_dirs import LocalLogDirControls
 from harness.local_network import LoopbackFirewall, node_mark, partition_problem, remove_stale_chains
@@ -135,6 +137,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         self._zookeeper: LocalNode | None = None  # server 1 of the ensemble: names the firewall
         self._zk_ensemble: dict[int, LocalNode] = {}
         self._brokers: dict[int, LocalNode] = {}
+        self._link_proxies: ClusterLinkProxies | None = None  # config.link_proxies
         self._destroyed = False
         self._lock = threading.RLock()
         self._class_data_sharing = class_data_sharing
@@ -230,8 +233,14 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
                                                                     server, servers)
         self._zookeeper = self._zk_ensemble[servers[0].server_id]
         connect = ",".join(f"{HOST}:{server.client_port}" for server in servers)
+        if self.config.link_proxies:  # each broker reaches ZooKeeper through proxies of its own
+            self._link_proxies = start_link_proxies(self._run_dir, self.broker_ids,
+                                                    {s.server_id: s.client_port for s in servers},
+                                                    detached=self._detached)
         for broker_id, port, metrics_port in zip(self.broker_ids, broker_ports, metrics_ports):
-            self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, connect, metrics_port)
+            broker_connect = self._link_proxies.connect_string(broker_id) if self._link_proxies else connect
+            self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, broker_connect,
+                                                      metrics_port)
         self._install_firewall()
         deadline = time.monotonic() + self.start_timeout
         log.info("starting ZooKeeper on %s (run dir %s)", connect, self._run_dir)
@@ -406,6 +415,8 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
                         errors.append(str(exc))
             if self._zookeeper is not None and self._zookeeper.group is not None:
                 self._firewall().remove()
+            if self._link_proxies is not None:
+                self._link_proxies.stop()
             if self._run_dir is not None:
                 errors.extend(self._remove_run_dir(self._run_dir))
             if errors:
@@ -425,8 +436,11 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
 
     def state(self) -> dict[str, Any]:
         """What ``cluster.json`` holds: enough for another process to control the cluster."""
-        return render_state(self.run_dir, self.config, self.distribution, self._zk(),
-                            {b: self._broker(b) for b in self.broker_ids}, self._zk_ensemble)
+        state = render_state(self.run_dir, self.config, self.distribution, self._zk(),
+                             {b: self._broker(b) for b in self.broker_ids}, self._zk_ensemble)
+        if self._link_proxies is not None:
+            state["link_proxy"] = self._link_proxies.state()
+        return state
 
     def write_state(self) -> Path:
         return write_state(self.run_dir, self.state())
@@ -444,6 +458,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         cluster._zookeeper = parts.zookeeper
         cluster._zk_ensemble = dict(parts.zookeepers)
         cluster._brokers = dict(parts.brokers)
+        cluster._link_proxies = attach_link_proxies(json.loads((state_dir / STATE_FILE).read_text()).get("link_proxy"))
         return cluster
 
     # ---------------------------------------------------------------- lookups

@@ -1,13 +1,20 @@
 """The network controls of the local launcher (:class:`harness.cluster.NetworkPartitioner`,
 :class:`harness.cluster.NetworkDegrader`, :class:`harness.cluster.ZooKeeperLinkPartitioner`),
 kept apart from :class:`harness.local.LocalCluster`, which mixes them in: which ports a broker's
-links go to; the rules themselves are :mod:`harness.local_network`."""
+links go to; the rules themselves are :mod:`harness.local_network`.
+
+A cluster started with ``link_proxies`` has its brokers' ZooKeeper links go through
+:mod:`harness.link_proxy` (:class:`harness.cluster.LinkDelayer`): those links are delayed and cut
+there, with or without root — an iptables rule could not tell them apart any more, since the
+proxy, not the broker, opens the connection to ZooKeeper."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from common.errors import HarnessError
+from harness.link_proxy import Faults
+from harness.local_link_proxies import ClusterLinkProxies, broker_links, link_name
 from harness.local_network import Cut, LoopbackFirewall, partition_problem
 from harness.local_nodes import LocalNode
 
@@ -16,6 +23,7 @@ class LocalLinkControls:
     """Cuts and degradations of one broker's loopback links; needs the attributes below."""
 
     _zookeeper: LocalNode | None
+    _link_proxies: ClusterLinkProxies | None
     _zk: Callable[[], LocalNode]
     _zk_nodes: Callable[[], list[LocalNode]]
     _broker: Callable[[int], LocalNode]
@@ -28,26 +36,63 @@ class LocalLinkControls:
     def isolate(self, broker_id: int, *, from_zookeeper: bool = True, from_brokers: bool = True,
                 from_clients: bool = False) -> None:
         """Drop every packet between the broker and the named peers, both ways, until
-        :meth:`heal_network`."""
+        :meth:`heal_network`.  Proxied ZooKeeper links are cut at their proxies (no root needed
+        when only those are cut)."""
+        if from_zookeeper and self._link_proxies is not None:
+            self._broker(broker_id)
+            for link in broker_links(broker_id, self._link_proxies.server_ids):
+                self._cut_link(link)
+            if not (from_brokers or from_clients):
+                return
+            from_zookeeper = False
         self._firewall().cut(self._links(broker_id, from_zookeeper, from_brokers, from_clients))
+
+    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0) -> None:
+        """Delay both directions of the broker's ZooKeeper links by ``delay_ms`` ± ``jitter_ms``
+        (order kept) until :meth:`heal_network`; needs a cluster started with ``link_proxies``."""
+        proxies = self._proxies()
+        self._broker(broker_id)
+        faults = Faults(delay_ms, jitter_ms)
+        for link in broker_links(broker_id, proxies.server_ids):
+            proxies.control.set_faults(link, upstream=faults, downstream=faults)
 
     def degrade(self, broker_id: int, *, to_zookeeper: bool = False, to_brokers: bool = False,
                 to_clients: bool = False, loss_pct: float = 0.0, rate_kbit: int | None = None) -> None:
         """Lossy / rate-limited links of the broker until :meth:`heal_network`
         (:meth:`harness.local_network.LoopbackFirewall.degrade`)."""
+        if to_zookeeper and self._link_proxies is not None:
+            raise HarnessError("this cluster's ZooKeeper links go through link proxies, which iptables cannot "
+                               "tell apart: degrade them with delay_links instead")
         self._firewall().degrade(self._links(broker_id, to_zookeeper, to_brokers, to_clients),
                                  loss_pct=loss_pct, rate_kbit=rate_kbit)
 
     def cut_from_zookeeper_server(self, broker_id: int, server_id: int) -> None:
         """Drop every packet between the broker and one ZooKeeper server (its client port) until
         ``heal_network``; the broker's client then reconnects to another server."""
+        if self._link_proxies is not None:
+            self._broker(broker_id)
+            self._zk_server(server_id)
+            self._cut_link(link_name(broker_id, server_id))
+            return
         node = self._cuttable(broker_id)
         self._firewall().cut(Cut(node.port, (self._zk_server(server_id).port,)))
 
     def heal_network(self) -> None:
-        """Remove every cut and degradation (idempotent; nothing to do without the firewall)."""
+        """Remove every cut, delay and degradation (idempotent; nothing to do without the
+        firewall or proxies)."""
+        if self._link_proxies is not None:
+            self._link_proxies.control.heal()
         if self._zookeeper is not None and self._zookeeper.group is not None:
             self._firewall().heal()
+
+    def _cut_link(self, link: str) -> None:
+        self._proxies().control.set_faults(link, upstream=Faults(cut=True), downstream=Faults(cut=True))
+
+    def _proxies(self) -> ClusterLinkProxies:
+        if self._link_proxies is None:
+            raise HarnessError("this cluster was started without link proxies (ClusterConfig.link_proxies, "
+                               "cluster up --link-proxies)")
+        return self._link_proxies
 
     def _links(self, broker_id: int, zookeeper: bool, brokers: bool, clients: bool) -> Cut:
         node = self._cuttable(broker_id)

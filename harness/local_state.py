@@ -73,6 +73,7 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
             "jvm_options": list(config.jvm_options),
             "zookeepers": config.zookeepers,
             "log_dirs": config.log_dirs,
+            "link_proxies": config.link_proxies,
         },
     }
 
@@ -113,7 +114,7 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
         zk_tick_time_ms=int(c["zk_tick_time_ms"]), broker_heap=c["broker_heap"],
         zookeeper_heap=c["zookeeper_heap"], first_broker_id=int(c["first_broker_id"]),
         jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)),
-        log_dirs=int(c.get("log_dirs", 1)))
+        log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)))
     d = state["distribution"]
     distribution = KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]), source=d["source"])
     zookeeper = _attached_node(ZOOKEEPER, state["zookeeper_node"], state.get("zookeeper_pid"),

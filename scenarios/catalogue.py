@@ -94,6 +94,7 @@ class ClusterNeeds:
     broker_ids: tuple[int, ...] = ()  # explicit ids (schedules); empty: 1..brokers
     zookeepers: int = 1  # ZooKeeper ensemble size (1, 3 or 5); `run --zookeepers N` raises it
     log_dirs: int = 1  # log.dirs per broker (harness.config.log_dir_paths); 2: one can fail, the broker runs on
+    link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (harness.link_proxy): delayable
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -108,6 +109,7 @@ class ClusterNeeds:
         named = f" {list(self.broker_ids)}" if self.broker_ids else ""
         ensemble = f", {self.zookeepers} ZooKeeper servers" if self.zookeepers > 1 else ""
         dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
+        dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
         return f"{self.brokers} brokers{named}{ensemble}{dirs}" + (f" ({extra})" if extra else "")
 
 
@@ -624,6 +626,39 @@ def leader_zookeeper_link_lossy() -> list[Step]:
     (oracle: no event), observed one session window after the fault; then healed."""
     return [Step(NETWORK_DEGRADE, NonControllerLeaderOf("t"), _degrade("zookeeper", 10, "nothing")),
             Step(NETWORK_DEGRADE, EarlierTarget(0), _degrade_heal("nothing"))]
+
+
+# --- delayed ZooKeeper links (scenarios.faults.delay; docs/zookeeper-faults.md R5) ------------
+
+NETWORK_DELAY = "network_delay"  # a fault kind (scenarios.faults.delay)
+PROXIED = ClusterNeeds(3, link_proxies=True)
+
+
+def _delay(delay_ms: int, jitter_ms: int, expect: str) -> Mapping[str, Any]:
+    return _frozen({"to": "zookeeper", "delay_ms": delay_ms, "jitter_ms": jitter_ms, "expect": expect})
+
+
+@scenario(topics=[topic_t], needs=PROXIED, suites=_NETWORK_ONLY)
+def leader_zookeeper_link_delayed() -> list[Step]:
+    """Delay a leader's ZooKeeper links (not the controller's) by 1 s ± 0.2 s each way: below the
+    session-expiry threshold. Its ZooKeeper 3.8 client pings every second and hears each reply
+    2 s late, inside the 4 s readTimeout (``ClientCnxn.SendThread.run``), and the server keeps
+    receiving its pings, so the session lives: no ``/brokers/ids`` change, no Kafka 3.9 controller
+    event (oracle: no event), observed one session window after the fault; then healed."""
+    return [Step(NETWORK_DELAY, NonControllerLeaderOf("t"), _delay(1000, 200, "nothing")),
+            Step(NETWORK_DELAY, EarlierTarget(0), _frozen({"variant": "heal", "expect": "nothing"}))]
+
+
+@scenario(topics=[topic_t], needs=PROXIED, suites=_NETWORK_ONLY)
+def leader_zookeeper_link_delayed_past_session() -> list[Step]:
+    """Delay a leader's ZooKeeper links (not the controller's) by 9 s each way, 1.5 × the 6 s
+    session: above the threshold. The server hears nothing from it for longer than the session
+    timeout and no reconnect can complete (2 × 9 s > connectTimeout 6 s), so ZooKeeper 3.8
+    expires the session (``SessionTrackerImpl``), ``/brokers/ids/N`` vanishes and the Kafka 3.9
+    controller runs ``onBrokerFailure`` (oracle ``BrokerFailure``). Healed, its client reads
+    ``Expired``, re-creates the session and re-registers (``BrokerStartup``)."""
+    return [Step(NETWORK_DELAY, NonControllerLeaderOf("t"), _delay(9000, 0, "session_expiry")),
+            Step(NETWORK_DELAY, EarlierTarget(0), _frozen({"variant": "heal", "expect": "session_expiry"}))]
 
 
 # --- lookup -----------------------------------------------------------------------------------

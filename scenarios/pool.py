@@ -101,7 +101,8 @@ class ClusterPool:
         from harness.backends import open_cluster
 
         config = ClusterConfig(brokers=needs.brokers, cluster_overrides=needs.overrides_dict, ids=needs.broker_ids,
-                               zookeepers=needs.zookeepers, log_dirs=needs.log_dirs)
+                               zookeepers=needs.zookeepers, log_dirs=needs.log_dirs,
+                               link_proxies=needs.link_proxies)
         opener = self._open or open_cluster
         self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
         cluster: Any = opener(self.backend, config, self.distribution)  # a launcher: a context manager

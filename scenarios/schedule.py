@@ -51,12 +51,13 @@ class Schedule:
     doc: str = ""
     zookeepers: int = 1  # ZooKeeper ensemble size: 1, 3 or 5
     log_dirs: int = 1  # log directories per broker (2: a log_dir_failure leaves the broker running)
+    link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (network_delay)
 
     @property
     def needs(self) -> ClusterNeeds:
         ids = tuple(self.brokers) if tuple(self.brokers) != tuple(range(1, len(self.brokers) + 1)) else ()
         return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers,
-                            log_dirs=self.log_dirs)
+                            log_dirs=self.log_dirs, link_proxies=self.link_proxies)
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs)
@@ -91,7 +92,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
         "schedule_version": SCHEDULE_VERSION, "name": s.name, "doc": s.doc,
         "cluster": {"brokers": list(s.brokers), "overrides": dict(s.overrides),
                     **({"zookeepers": s.zookeepers} if s.zookeepers != 1 else {}),
-                    **({"log_dirs": s.log_dirs} if s.log_dirs != 1 else {})},
+                    **({"log_dirs": s.log_dirs} if s.log_dirs != 1 else {}),
+                    **({"link_proxies": True} if s.link_proxies else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config), **({} if t.workload else {"workload": False})}
                    for t in s.topics],
@@ -112,7 +114,7 @@ def from_scenario(s: Scenario) -> Schedule:
     """A catalogue scenario as a schedule (brokers 1..N unless its needs name them)."""
     brokers = s.needs.broker_ids or tuple(range(1, s.needs.brokers + 1))
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
-                    s.needs.zookeepers, s.needs.log_dirs)
+                    s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -236,7 +238,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.schedule_version", f"must be {SCHEDULE_VERSION}, not {obj.get('schedule_version')!r}")
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
-    _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs"}, f"{where}.cluster")
+    _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
@@ -244,6 +246,9 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     log_dirs = cluster.get("log_dirs", 1)
     if isinstance(log_dirs, bool) or not isinstance(log_dirs, int) or not 1 <= log_dirs <= MAX_LOG_DIRS:
         raise _fail(f"{where}.cluster.log_dirs", f"must be 1 to {MAX_LOG_DIRS}, not {log_dirs!r}")
+    link_proxies = cluster.get("link_proxies", False)
+    if not isinstance(link_proxies, bool):
+        raise _fail(f"{where}.cluster.link_proxies", f"must be true or false, not {link_proxies!r}")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
     if not topics or len({t.name for t in topics}) != len(topics):
@@ -253,7 +258,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     if not isinstance(doc, str):
         raise _fail(f"{where}.doc", "must be a string")
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
-                 doc, zookeepers, log_dirs)
+                 doc, zookeepers, log_dirs, link_proxies)
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

@@ -1,7 +1,7 @@
 """Faults: one class per kind, registered in :data:`FAULTS` by :func:`register_fault`.
 
 ``base`` holds the contract, the registry and the :class:`Nemesis`; ``process``, ``network``,
-``admin``, ``topics``, ``zookeeper``, ``degrade`` and ``log_dirs`` hold the kinds (importing them
+``admin``, ``topics``, ``zookeeper``, ``degrade``, ``log_dirs`` and ``delay`` hold the kinds (importing them
 registers them). A new fault kind is one class with
 ``@register_fault`` in one of those modules.
 """
@@ -14,6 +14,7 @@ from scenarios.faults import topics  # noqa: F401  isort: skip
 from scenarios.faults import zookeeper  # noqa: F401  isort: skip
 from scenarios.faults import degrade  # noqa: F401  isort: skip
 from scenarios.faults import log_dirs  # noqa: F401  isort: skip
+from scenarios.faults import delay  # noqa: F401  isort: skip
 from scenarios.faults.base import (
     FAULTS,
     Fault,

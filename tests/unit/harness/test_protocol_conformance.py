@@ -20,6 +20,7 @@ from harness.cluster import (
     BrokerControl,
     Capability,
     Cluster,
+    LinkDelayer,
     LogDirFailer,
     NetworkDegrader,
     NetworkPartitioner,
@@ -35,12 +36,12 @@ from harness.local import LocalCluster
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
     LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer},
+                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                        ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer]
+             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 

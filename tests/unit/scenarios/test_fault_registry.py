@@ -27,6 +27,7 @@ OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "preferred_election": {"topic": "t"},
     "unclean_election": {"topic": "t"},
     "network_degrade": {"loss_pct": 5},
+    "network_delay": {"delay_ms": 100},
     "delete_topic": {"topic": "t"},
     "add_partitions": {"topic": "t", "add": ((2, (1,)),)},
 }
@@ -47,6 +48,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "zookeeper_leader_cut": (ensemble | network | {Capability.ZOOKEEPER_LINK_PARTITION}, True),
         "network_degrade": (network | {Capability.NETWORK_DEGRADE}, True),
         "log_dir_failure": (brokers | {Capability.LOG_DIR_FAILURE}, True),
+        "network_delay": (frozenset({Capability.LINK_DELAY}), True),
     }
 
 
@@ -56,7 +58,8 @@ def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
     assert isinstance(fault, Fault) and fault.kind == kind and fault.label.startswith(kind)
     assert type(fault).requires == FAULTS[kind].requires
     assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
-    assert fault.client_windows == (kind in ("network_partition", "short_pause", "network_degrade"))
+    assert fault.client_windows == (kind in ("network_partition", "short_pause", "network_degrade",
+                                            "network_delay"))
     assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
 
 

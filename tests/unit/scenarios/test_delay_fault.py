@@ -1,0 +1,89 @@
+"""scenarios.faults.delay (network_delay): options, oracle events, holds, and what it asks of
+the cluster (a recording stand-in for the LinkDelayer capability: the real proxy is tested in
+tests/unit/harness/test_link_proxy.py and on a real cluster by the benchmark)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from common.errors import UsageError
+from oracle import BrokerFailure, BrokerStartup
+from scenarios.catalogue import by_names
+from scenarios.faults import make_fault
+from scenarios.faults.base import FaultEnv
+from scenarios.schedule import from_scenario, schedule_from_json, schedule_to_json
+from scenarios.targets import Target
+
+TWO = Target((2,), "broker 2")
+TOPICS: dict[str, Any] = {"topic_names": {}, "topic_partitions": {}}
+
+
+class RecordingCluster:
+    """Has exactly the LinkDelayer members (and heal_network), records the calls."""
+
+    backend = "local"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0) -> None:
+        self.calls.append(("delay", broker_id, delay_ms, jitter_ms))
+
+    def heal_network(self) -> None:
+        self.calls.append(("heal",))
+
+
+def _env(cluster: RecordingCluster) -> FaultEnv:
+    return FaultEnv(cluster=cluster, observer=None, admin=None, session_timeout_ms=0, tick_time_ms=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("options", "events", "holds"), [
+    ({"delay_ms": 1000, "expect": "nothing"}, [], ()),
+    ({"delay_ms": 9000, "expect": "session_expiry"}, [BrokerFailure((2,))], (2,)),
+    ({"variant": "heal", "expect": "session_expiry"}, [BrokerStartup((2,))], ()),
+    ({"variant": "heal"}, [], ()),
+])
+def test_events_and_holds(options: dict[str, Any], events: list[Any], holds: tuple[int, ...]) -> None:
+    fault = make_fault("network_delay", TWO, options, **TOPICS)
+    assert fault.oracle_events() == events
+    assert fault.holds == holds
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({}, "delay_ms"),
+    ({"delay_ms": -1}, "delay_ms"),
+    ({"delay_ms": 100, "jitter_ms": "x"}, "jitter_ms"),
+    ({"delay_ms": 100, "to": "brokers"}, "peer links"),
+    ({"delay_ms": 100, "expect": "isr_shrink"}, "expect"),
+    ({"variant": "stall"}, "variant"),
+])
+def test_bad_options_are_one_line_errors(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        make_fault("network_delay", TWO, options, **TOPICS)
+
+
+def test_inject_delays_and_heal_undoes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("scenarios.faults.delay.time.sleep", lambda s: None)
+    cluster = RecordingCluster()
+    fault = make_fault("network_delay", TWO, {"delay_ms": 1500, "jitter_ms": 100}, **TOPICS)
+    fault.inject(_env(cluster))
+    fault.heal(_env(cluster))
+    make_fault("network_delay", TWO, {"variant": "heal"}, **TOPICS).inject(_env(cluster))
+    assert cluster.calls == [("delay", 2, 1500.0, 100.0), ("heal",), ("heal",)]
+
+
+def test_delay_scenarios_round_trip_as_schedules_with_proxied_links() -> None:
+    for scenario in by_names(["leader_zookeeper_link_delayed", "leader_zookeeper_link_delayed_past_session"]):
+        assert scenario.needs.link_proxies
+        data = schedule_to_json(from_scenario(scenario))
+        assert data["cluster"]["link_proxies"] is True
+        assert schedule_from_json(data).needs == scenario.needs
+
+
+def test_schedule_link_proxies_must_be_a_boolean() -> None:
+    data = schedule_to_json(from_scenario(by_names(["leader_zookeeper_link_delayed"])[0]))
+    data["cluster"]["link_proxies"] = "yes"
+    with pytest.raises(UsageError, match="link_proxies"):
+        schedule_from_json(data)
