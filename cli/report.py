@@ -1,6 +1,7 @@
 """`kafka-chaos report RESULTS_DIR... [--out DIR] [--master URL] [--min-pass-rate R]
-[--max-latency FAULT:PHASE:STAT=MS ...]`: aggregate runs with Spark, write the report, print a
-compact table; exit 1 when a CI gate fails, 2 on bad arguments."""
+[--max-latency FAULT:PHASE:STAT=MS ...] [--baseline DIR_OR_SUMMARY ... [--max-regression RULE ...]]`:
+aggregate runs with Spark, compare them with a baseline, write the report, print a compact table;
+exit 1 when a CI gate fails, 2 on bad arguments."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("--max-latency", metavar="FAULT:PHASE:STAT=MS", action="append", default=[],
                         help="exit 1 when a latency statistic exceeds MS, e.g. hard_kill:election:p99=500 "
                              "(FAULT may be '*'; STAT: p50, p90, p99, max); repeatable")
+    parser.add_argument("--baseline", metavar="DIR_OR_SUMMARY", action="append", default=[],
+                        help="compare with an earlier run: a results dir (or dir of runs), a records.jsonl or a "
+                             "summary.json an earlier report wrote; repeatable (together: one window)")
+    parser.add_argument("--max-regression", metavar="RULE", action="append", default=[],
+                        help="exit 1 on a regression against --baseline: 'pass_rate[:ci=0.95]' (Wilson intervals "
+                             "of a scenario x check no longer overlap, the new one below) or "
+                             "'[FAULT:PHASE:]STAT=PCT%%[,p<ALPHA]', e.g. 'hard_kill:election:p99=20%%,p<0.01' "
+                             "(STAT grew by more than PCT %% and the one-sided Mann-Whitney U test gives "
+                             "p < ALPHA, default 0.01; FAULT, PHASE may be '*'); repeatable")
     parser.set_defaults(func=run)
 
 
@@ -39,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         master=args.master,
         min_pass_rate=args.min_pass_rate,
         max_latency=args.max_latency,
+        baseline=args.baseline,
+        max_regression=args.max_regression,
     )
     print(summary.terminal)
     if not summary.ok:

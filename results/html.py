@@ -90,6 +90,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         _overview(totals, gates),
         _problems(summary.get("problems", [])),
         _failures(summary["failing_checks"], summary["failing_checks_total"]),
+        _baseline(summary.get("baseline")),
         "<h2 id=\"heatmap\">Scenario × check</h2>",
         "<p class=\"note\">Pass rate of every check of every scenario over all runs read (red: failures, "
         "amber: unknown, grey: no such check). The full table is folded below.</p>",
@@ -152,7 +153,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
 
 def _overview(totals: Mapping[str, Any], gates: Mapping[str, Any]) -> str:
     failures = gates.get("failures", [])
-    configured = gates.get("min_pass_rate") is not None or gates.get("max_latency")
+    configured = gates.get("min_pass_rate") is not None or gates.get("max_latency") or gates.get("max_regression")
     if not configured:
         verdict = '<span class="note">no CI gate configured</span>'
     elif failures:
@@ -231,3 +232,69 @@ def _files(files: Sequence[Row]) -> str:
         ("rejected", "rejected", fmt.count), ("malformed_example", "first malformed", fmt.text),
         ("rejected_example", "first rejected", fmt.text),
     ], lambda r: "bad" if r.get("malformed") or r.get("rejected") else "")
+
+
+HTML_REGRESSION_LIMIT = 200
+
+
+def _baseline(baseline: Mapping[str, Any] | None) -> str:
+    """"Compared with baseline": what with, the stated tests, every regression (up to a limit)
+    first, then the full comparison tables folded — a few rows at 1 run, the same few hundred
+    (one per scenario × check, one per fault × phase) at 1,000."""
+    if not baseline:
+        return ""
+    sources = ", ".join(baseline["sources"][:5]) + (f" and {len(baseline['sources']) - 5} more"
+                                                    if len(baseline["sources"]) > 5 else "")
+    regressions = baseline["regressions"]
+    gating = "gating (--max-regression)" if baseline.get("gating") else "not gating (no --max-regression)"
+    parts = [
+        '<h2 id="baseline">Compared with baseline</h2>',
+        f'<p class="note">Baseline: {_escape(sources)} — {fmt.count(baseline["runs"])} run(s), '
+        f'{fmt.count(baseline["records"])} records. Rules: {_escape(", ".join(baseline["rules"]))}, {gating}. '
+        f'Latency: {_escape(baseline["test"]["latency"])}. Pass rate: {_escape(baseline["test"]["pass_rate"])}.</p>',
+    ]
+    if regressions:
+        shown = regressions[:HTML_REGRESSION_LIMIT]
+        more = (f"<li>… {len(regressions) - len(shown):,} more in summary.json</li>"
+                if len(regressions) > len(shown) else "")
+        parts.append(f'<p class="fail">{len(regressions):,} regression(s)</p><ul id="regressions">'
+                     + "".join(f"<li>{_escape(line)}</li>" for line in shown) + more + "</ul>")
+    else:
+        parts.append('<p class="ok">no regression</p>')
+    latency = sorted(baseline["latency"], key=lambda r: (not r["regressed"], r["p_greater"] is None,
+                                                         r["p_greater"] or 1.0))
+    parts += [
+        f"<details><summary>Latency per fault × phase, baseline → this run ({len(latency):,} rows, "
+        "most significant first)</summary>",
+        _table(latency, [
+            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
+            ("base_n", "n before", fmt.count), ("new_n", "n now", fmt.count),
+            ("base_p50", "p50 before", fmt.ms), ("new_p50", "p50 now", fmt.ms), ("p50_growth", "p50 Δ", _growth),
+            ("base_p99", "p99 before", fmt.ms), ("new_p99", "p99 now", fmt.ms), ("p99_growth", "p99 Δ", _growth),
+            ("p_greater", "p (slower)", _p_value),
+        ], lambda r: "bad" if r["regressed"] else ""),
+        "</details>",
+    ]
+    rates = sorted(baseline["pass_rates"], key=lambda r: (not r["regressed"], (r["new_rate"] if r["new_rate"]
+                                                                                 is not None else 2.0)
+                                                           - (r["base_rate"] if r["base_rate"] is not None else 0.0)))
+    parts += [
+        f"<details><summary>Pass rate per scenario × check, baseline → this run ({len(rates):,} rows, "
+        "biggest drop first)</summary>",
+        _table(rates, [
+            ("scenario", "scenario", fmt.text), ("check", "check", fmt.text),
+            ("base_decided", "decided before", fmt.count), ("base_rate", "rate before", fmt.rate),
+            ("base_ci_low", "CI low before", fmt.rate), ("new_decided", "decided now", fmt.count),
+            ("new_rate", "rate now", fmt.rate), ("new_ci_high", "CI high now", fmt.rate),
+        ], lambda r: "bad" if r["regressed"] else ""),
+        "</details>",
+    ]
+    return "\n".join(parts)
+
+
+def _growth(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:+.1f} %"
+
+
+def _p_value(value: Any) -> str:
+    return "–" if value is None else f"{value:.2g}"

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from common.errors import UsageError
+from results.baseline import BaselineSources, locate_baseline, side_from_aggregates, window
+from results.comparison import DEFAULT_RULES, Rule, compare, comparison_document, parse_rules, samples_document
+from results.comparison import value_counts_from_spark_rows
 from results.gates import LatencyLimit, gate_failures, parse_latency_limits, parse_min_pass_rate
 from results.inputs import empty_file_problems, locate_inputs, record_files
 
@@ -43,6 +47,7 @@ class ReportSummary:
     latency: tuple[Mapping[str, Any], ...]
     problems: tuple[str, ...] = ()
     gate_failures: tuple[str, ...] = ()
+    regressions: tuple[str, ...] = ()  # flagged by the comparison with --baseline (gating or not)
     spark_start_seconds: float = 0.0
     aggregate_seconds: float = 0.0
     terminal: str = field(default="", repr=False)  # the compact table the CLI prints
@@ -70,6 +75,8 @@ def run_report(
     min_pass_rate: float | str | None = None,
     max_latency: Iterable[str | LatencyLimit] = (),
     *,
+    baseline: Sequence[str | os.PathLike[str]] = (),
+    max_regression: Iterable[str | Rule] = (),
     spark: "SparkSession | None" = None,
 ) -> ReportSummary:
     """Aggregate the records below ``results_dirs`` and write the report into ``out``.
@@ -78,14 +85,20 @@ def run_report(
     (missing dir among several, empty or malformed files, unreadable schema versions) are
     reported, not raised.  ``spark``: an existing session to use (tests); else one is started
     on ``master`` (default local[2]) and stopped at the end.
+
+    ``baseline``: earlier runs to compare with (:mod:`results.baseline`); the comparison
+    (:mod:`results.comparison`) flags regressions by ``max_regression``'s rules, which then also
+    gate, or by ``DEFAULT_RULES`` without gating.
     """
     rate_limit = parse_min_pass_rate(min_pass_rate)
     limits = parse_latency_limits(max_latency)
+    rules = parse_rules(max_regression)
+    if rules and not baseline:
+        raise UsageError("--max-regression needs --baseline DIR_OR_SUMMARY to compare with")
     inputs = locate_inputs(results_dirs)
+    baseline_sources = locate_baseline(baseline)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
-        from common.errors import UsageError
-
         raise UsageError(f"--out {out_dir}: exists and is not a directory")
     out_dir.mkdir(parents=True, exist_ok=True)
     files = record_files(inputs)
@@ -94,10 +107,18 @@ def run_report(
 
     # Empty files hold no records: with nothing else to read, no JVM is started at all.
     with_data = [path for path in files if path.stat().st_size > 0]
-    aggregates, spark_seconds = _aggregate(with_data, out_dir, master, spark)
+    baseline_files = list(baseline_sources.record_files) if baseline_sources else []
+    aggregates, baseline_aggregates, spark_seconds = _aggregate(with_data, baseline_files, out_dir, master, spark)
     problems += _line_problems(aggregates.inputs)
     failures = gate_failures(aggregates.totals, aggregates.latency, rate_limit, limits)
+    comparison = _comparison(aggregates, baseline_aggregates, baseline_sources, rules)
+    regressions = comparison["regressions"] if comparison else []
+    if rules:
+        failures += regressions
     summary = _summary_document(aggregates, files, problems, rate_limit, limits, failures)
+    summary["gates"]["max_regression"] = [str(rule) for rule in rules]
+    if comparison is not None:
+        summary["baseline"] = comparison
     summary["timings"] = {"spark_start_s": round(spark_seconds, 3), "aggregate_s": round(aggregates.seconds, 3)}
 
     summary_path = out_dir / SUMMARY_FILE
@@ -118,28 +139,49 @@ def run_report(
         latency=tuple(aggregates.latency),
         problems=tuple(problems),
         gate_failures=tuple(failures),
+        regressions=tuple(regressions),
         spark_start_seconds=spark_seconds,
         aggregate_seconds=aggregates.seconds,
         terminal=render_terminal(summary, str(html_path)),
     )
 
 
-def _aggregate(files: Sequence[Path], out_dir: Path, master: str | None,
-               spark: "SparkSession | None") -> tuple["Aggregates", float]:
-    """Run the Spark job; no files -> empty aggregates without starting a JVM."""
+def _aggregate(files: Sequence[Path], baseline_files: Sequence[Path], out_dir: Path, master: str | None,
+               spark: "SparkSession | None") -> tuple["Aggregates", "Aggregates | None", float]:
+    """Run the Spark job over this run's files (Parquet tables) and the baseline's (none); no
+    files at all -> empty aggregates without starting a JVM."""
     from results.aggregate import Aggregates, EMPTY_TOTALS, aggregate
 
-    if not files:
-        return Aggregates(totals=dict(EMPTY_TOTALS)), 0.0
-    tables = out_dir / TABLES_DIR
+    if not files and not baseline_files:
+        return Aggregates(totals=dict(EMPTY_TOTALS)), None, 0.0
+
+    def both(session: "SparkSession") -> tuple["Aggregates", "Aggregates | None"]:
+        mine = aggregate(session, files, out_dir / TABLES_DIR)
+        return mine, (aggregate(session, baseline_files) if baseline_files else None)
+
     if spark is not None:
-        return aggregate(spark, files, tables), 0.0
+        return (*both(spark), 0.0)
     from results.spark_session import spark_session
 
     started = time.monotonic()
     with spark_session(master, log_path=out_dir / SPARK_LOG_FILE) as session:
         spark_seconds = time.monotonic() - started
-        return aggregate(session, files, tables), spark_seconds
+        return (*both(session), spark_seconds)
+
+
+def _comparison(aggregates: "Aggregates", baseline_aggregates: "Aggregates | None",
+                sources: BaselineSources | None, rules: Sequence[Rule]) -> dict[str, Any] | None:
+    """summary.json's ``baseline`` section, or None without a baseline."""
+    if sources is None:
+        return None
+    sides = [side for _, side in sources.summaries]
+    if baseline_aggregates is not None:
+        sides.append(side_from_aggregates(baseline_aggregates.pass_rates, baseline_aggregates.latency_values,
+                                          baseline_aggregates.totals))
+    base = window(sides)
+    new = side_from_aggregates(aggregates.pass_rates, aggregates.latency_values, aggregates.totals)
+    result = compare(base, new, rules or DEFAULT_RULES)
+    return {**comparison_document(result, sources.names, base), "gating": bool(rules)}
 
 
 def _line_problems(file_counts: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -179,6 +221,9 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
         "trend_by_run": aggregates.trend_by_run,
         "failing_checks": aggregates.failing_checks,
         "failing_checks_total": aggregates.failing_checks_total,
+        # The samples of every latency phase, rounded to 3 significant digits and counted: what a
+        # later report needs to compare with this one (--baseline this summary.json).
+        "latency_samples": samples_document(value_counts_from_spark_rows(aggregates.latency_values)),
         "gates": {
             "min_pass_rate": min_pass_rate,
             "max_latency": [str(limit) for limit in limits],

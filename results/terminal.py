@@ -63,13 +63,46 @@ def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) 
         lines += ["", f"{summary['failing_checks_total']:,} failing check(s); newest: {newest['scenario']} "
                       f"#{newest['iteration']} {newest['check']} (run {newest['run_id']}, seed {newest['seed']}): "
                       f"{_cut(fmt.text(newest['detail']), 100)}"]
+    if summary.get("baseline"):
+        lines += ["", *_baseline_lines(summary["baseline"])]
     if summary.get("problems"):
         lines += ["", "input problems:"] + [f"  {p}" for p in summary["problems"]]
     failures = summary.get("gates", {}).get("failures", [])
     if failures:
         lines += ["", "CI gate FAILED:"] + [f"  {f}" for f in failures]
-    elif summary.get("gates", {}).get("min_pass_rate") is not None or summary.get("gates", {}).get("max_latency"):
+    elif (summary.get("gates", {}).get("min_pass_rate") is not None or summary.get("gates", {}).get("max_latency")
+          or summary.get("gates", {}).get("max_regression")):
         lines += ["", "CI gate passed"]
     if report_path:
         lines += ["", f"report: {report_path}"]
     return "\n".join(lines)
+
+
+TERMINAL_REGRESSION_ROWS = 8
+
+
+def _baseline_lines(baseline: Mapping[str, Any]) -> list[str]:
+    """A short comparison: what was compared with, how many pairs, the regressions (a few)."""
+    rates = [r for r in baseline["pass_rates"] if r["base_decided"] and r["new_decided"]]
+    latency = [r for r in baseline["latency"] if r["p_greater"] is not None]
+    sources = baseline["sources"]
+    where = sources[0] if len(sources) == 1 else f"{len(sources)} sources"
+    lines = [f"compared with baseline {where} ({fmt.count(baseline['runs'])} run(s), "
+             f"{fmt.count(baseline['records'])} records): {len(rates)} scenario×check pass rates (Wilson), "
+             f"{len(latency)} fault×phase latencies (Mann–Whitney U); rules: {', '.join(baseline['rules'])}"
+             + ("" if baseline.get("gating") else " (not gating)")]
+    slower = sorted((r for r in latency if r["p50_growth"] is not None),
+                    key=lambda r: r["p_greater"])[:3]
+    if slower:
+        lines.append("  most significant latency changes: " + "; ".join(
+            f"{r['fault']} {r['phase']} p50 {fmt.ms(r['base_p50'])} → {fmt.ms(r['new_p50'])} ms "
+            f"(p={r['p_greater']:.2g})" for r in slower))
+    regressions = baseline["regressions"]
+    if not regressions:
+        lines.append("  no regression")
+        return lines
+    lines.append(f"  {len(regressions)} regression(s):")
+    lines += [f"    {_cut(line, 160)}" for line in regressions[:TERMINAL_REGRESSION_ROWS]]
+    if len(regressions) > TERMINAL_REGRESSION_ROWS:
+        lines.append(f"    … {len(regressions) - TERMINAL_REGRESSION_ROWS} more in summary.json (baseline.regressions)")
+    return lines

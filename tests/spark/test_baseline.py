@@ -1,0 +1,116 @@
+"""`report --baseline`: a real regression fails the gate, a run compared with itself passes, and
+a summary.json baseline gives the same verdict as the records it was written from."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from results.aggregate import latency_value_counts
+from results.comparison import round_significant, value_counts_from_spark_rows
+from results.report import run_report
+from results.synthetic import write_synthetic_results
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = ["*:election:p99=20%,p<0.01", "pass_rate"]
+
+
+def slower_and_failing(source: Path, target: Path, factor: float) -> None:
+    """The same records with every latency ``factor`` times longer and every leader_hard_kill
+    oracle_leader check failed: a regression of both kinds."""
+    target.mkdir(parents=True)
+    with open(source, encoding="utf-8") as lines, open(target / "records.jsonl", "w", encoding="utf-8") as out:
+        for line in lines:
+            record = json.loads(line)
+            if record["latency_ms"]:
+                record["latency_ms"] = {k: v * factor if v is not None else None for k, v in record["latency_ms"].items()}
+            if record["scenario"] == "leader_hard_kill" and record["check"] == "oracle_leader":
+                record["passed"] = False
+            out.write(json.dumps(record) + "\n")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("baseline")
+    before = write_synthetic_results(root / "before", 1_500, seed=3, records_per_run=500)
+    slower_and_failing(before, root / "after", 1.6)
+    return root
+
+
+@pytest.fixture(scope="module")
+def before_report(runs, spark):
+    return run_report([runs / "before"], runs / "before" / "report", spark=spark)
+
+
+@pytest.fixture(scope="module")
+def compared(runs, spark, tmp_path_factory):
+    return run_report([runs / "after"], tmp_path_factory.mktemp("compared"), baseline=[runs / "before"],
+                      max_regression=RULES, spark=spark)
+
+
+def test_the_gate_fails_on_a_real_regression(compared):
+    summary = compared
+    assert summary.exit_code == 1
+    latency = [f for f in summary.gate_failures if f.startswith("--max-regression *:election:p99=20%,p<0.01:")]
+    assert {line.split(": ")[1].split(" election")[0] for line in latency} == {
+        "controlled_shutdown", "hard_kill", "session_expiry", "unclean_election"}
+    rates = [f for f in summary.gate_failures if f.startswith("--max-regression pass_rate:")]
+    assert len(rates) == 1 and "leader_hard_kill oracle_leader pass rate" in rates[0]
+    document = json.loads(summary.summary_json.read_text())
+    assert document["baseline"]["gating"] and document["baseline"]["regressions"] == list(summary.gate_failures)
+    assert document["gates"]["max_regression"] == RULES
+    assert "compared with baseline" in summary.terminal and "regression(s):" in summary.terminal
+    assert 'id="baseline"' in summary.html.read_text() and 'id="regressions"' in summary.html.read_text()
+
+
+def test_a_run_compared_with_its_own_summary_passes(runs, spark, before_report, tmp_path):
+    summary = run_report([runs / "before"], tmp_path, baseline=[before_report.summary_json], max_regression=RULES,
+                         spark=spark)
+    assert summary.exit_code == 0 and summary.regressions == ()
+    assert "no regression" in summary.terminal
+
+
+def test_a_summary_json_baseline_gives_the_same_comparison_and_no_rules_do_not_gate(
+        runs, spark, before_report, compared, tmp_path):
+    from_summary = run_report([runs / "after"], tmp_path, baseline=[before_report.summary_json], spark=spark)
+    assert from_summary.exit_code == 0 and from_summary.regressions  # default rules flag, without gating
+    assert "(not gating)" in from_summary.terminal
+
+    def tables(summary):  # the statistics; which rows regressed depends on the rules
+        baseline = json.loads(summary.summary_json.read_text())["baseline"]
+        return [[{k: v for k, v in row.items() if k != "regressed"} for row in baseline[key]]
+                for key in ("latency", "pass_rates")]
+
+    assert tables(from_summary) == tables(compared)
+
+
+def test_spark_rounds_samples_as_the_python_mirror_does(spark):
+    rng = random.Random(5)
+    values = [0.0, 999.6, 999.4, 12.35, 12.25, -3.5, 1e-3, 123456.7] + [rng.lognormvariate(6, 2) for _ in range(500)]
+    frame = spark.createDataFrame([("f", "election", v) for v in values], "fault string, phase string, ms double")
+    samples = value_counts_from_spark_rows(r.asDict() for r in latency_value_counts(frame).collect())
+    expected: dict[float, int] = {}
+    for v in values:
+        expected[round_significant(v)] = expected.get(round_significant(v), 0) + 1
+    sample = samples[("f", "election")]
+    assert dict(zip(sample.values, sample.counts)) == expected
+
+
+def test_cli_gate_exits_1_with_one_line_per_regression(runs, before_report, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "report", str(runs / "after"), "--out", str(tmp_path / "out"),
+         "--baseline", str(before_report.summary_json), "--max-regression", "hard_kill:election:p99=20%"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == ["kafka-chaos: CI gate failed (1 condition(s), listed above)"]
+    gate = done.stdout[done.stdout.index("CI gate FAILED:"):].splitlines()
+    assert gate[1].startswith("  --max-regression hard_kill:election:p99=20%,p<0.01: hard_kill election p99 ")
+    assert "Mann–Whitney U one-sided p=" in gate[1]
