@@ -20,8 +20,8 @@ def register_link_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentPars
         description="Delay both directions of every link between the broker and ZooKeeper by MS ± JITTER "
                     "milliseconds (byte order kept), until `cluster heal` (docs/local-network.md)."))
     delay.add_argument("target", metavar="BROKER_ID", help="a broker id")
-    delay.add_argument("--to", dest="links", choices=LINK_TARGETS, default="zookeeper",
-                       help="which links [default: zookeeper; peer links cannot be proxied]")
+    delay.add_argument("--to", dest="links", default="zookeeper", metavar="zookeeper",
+                       help="which links [default and only choice: zookeeper; peer links cannot be proxied]")
     delay.add_argument("--ms", type=float, required=True, metavar="N", help="one-way delay in milliseconds")
     delay.add_argument("--jitter", type=float, default=0.0, metavar="N",
                        help="± this many milliseconds, uniform [default: 0]")
@@ -32,6 +32,9 @@ def cluster_delay(args: argparse.Namespace) -> int:
     from cli.cluster import _attach_running, _broker_id, _state_dir, quiet_clients
 
     quiet_clients(args)
+    if args.links not in LINK_TARGETS:
+        raise UsageError(f"--to {args.links}: only the zookeeper links can be delayed (a broker advertises one "
+                         "address to all its peers and clients, which a per-link proxy cannot stand in for)")
     for name, value in (("--ms", args.ms), ("--jitter", args.jitter)):
         if not 0 <= value <= MAX_DELAY_MS:
             raise UsageError(f"{name} must be in [0, {MAX_DELAY_MS:g}] milliseconds, not {value:g}")
