@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -295,12 +296,19 @@ def _one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options
     endpoints = endpoints_of(cluster)
     before_at, before = scrape_brokers(endpoints)
     fault_at = time.time()
+    stopping: threading.Thread | None = None
     if fault == "controlled_shutdown":
-        cluster.stop_broker(target)
+        # stop_broker returns once the JVM exited, long after its leaders moved: measure meanwhile.
+        stopping = threading.Thread(target=cluster.stop_broker, args=(target,), name="bench-stop", daemon=True)
+        stopping.start()
     else:
         cluster.kill_broker(target)
     live = [b for b in cluster.broker_ids if b != target]
     metadata_at = _wait_leaders_moved(cluster, live, target, partitions, options.fault_timeout)
+    if stopping is not None:
+        stopping.join(timeout=cluster.stop_timeout + 30.0)
+        if stopping.is_alive():
+            raise HarnessError(f"broker {target} still shutting down {cluster.stop_timeout + 30.0:.0f} s after SIGTERM")
     detection = observer.broker_gone_at(target, fault_at)
     if detection is None:
         try:
