@@ -36,6 +36,7 @@ from oracle import (
     ControlledShutdown,
     Event,
     LogDirFailure,
+    PartitionPhase,
     TopicPartition,
 )
 from scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
@@ -76,7 +77,11 @@ def _wait_logs_created(cluster: Any, broker: int, state: ClusterState, timeout: 
     a directory listed too early missed two follower replicas). Goes on with what is there."""
     from common.waits import WaitTimeout, wait_until
 
-    hosted = {(tp.topic, tp.partition) for tp, p in state.partitions() if broker in p.replicas}
+    # Not awaited: a topic being deleted (its logs go) and a partition with no state znode yet
+    # (no LeaderAndIsr was sent for it).
+    hosted = {(tp.topic, tp.partition) for tp, p in state.partitions()
+              if broker in p.replicas and tp.topic not in state.topics_being_deleted
+              and p.phase is not PartitionPhase.NEW}
 
     def missing() -> set[tuple[str, int]]:
         found = {tp for i in range(len(cluster.log_dirs(broker))) for tp in cluster.log_dir_partitions(broker, i)}
