@@ -36,14 +36,16 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "failover", help="time per failover phase vs partition count",
         description="Per broker count and partition count, a fresh cluster with one topic; each fault runs "
                     "--repeat times; records, a scaling table and a log-log chart go to --results.")
-    failover.add_argument("--partitions", required=True, type=_int_list("--partitions", 1, MAX_PARTITIONS),
-                          help="partition counts, e.g. 10,100,1000,10000")
+    failover.add_argument("--partitions", type=_int_list("--partitions", 1, MAX_PARTITIONS),
+                          help="partition counts, e.g. 10,100,1000,10000 (required unless --from)")
     failover.add_argument("--brokers", default=[3], type=_int_list("--brokers", 1, 9),
                           help="broker counts [default: 3]")
     failover.add_argument("--faults", default=None, help="hard_kill,controlled_shutdown,controller_kill [default: all]")
     failover.add_argument("--repeat", type=int, default=3, help="iterations per fault [default: 3]")
     failover.add_argument("--results", type=Path, default=None, metavar="DIR",
                           help="output directory [default: bench-failover-<UTC time>]")
+    failover.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
+                          help="start no cluster: summarise the records of earlier runs (merged) into --results")
     failover.set_defaults(func=run)
 
 
@@ -76,24 +78,32 @@ def run(args: argparse.Namespace) -> int:
     from harness.distribution import resolve_distribution
     from results.scaling_chart import scaling_chart
     from results.writer import RecordWriter
-    from scenarios.failover_bench import FAULTS, PHASES, BenchOptions, run_bench, summarise
+    from scenarios.failover_bench import CHART_PHASES, FAULTS, BenchOptions, run_bench, summarise
 
     faults = _faults(args.faults)
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.partitions is None and args.sources is None:
+        raise UsageError("--partitions is required (or --from DIR to summarise earlier runs)")
     out = args.results or Path(f"bench-failover-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--results {out}: exists and is not empty")
-    options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat)
-    distribution = resolve_distribution()
-    with RecordWriter(out) as writer:
-        writer.write_run_info({"run_id": options.run_id, "command": "bench failover", "partitions": args.partitions,
-                               "brokers": args.brokers, "faults": faults, "repeat": args.repeat,
-                               "kafka_version": distribution.version})
-        run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
-    cells = summarise(_records(out))
+    if args.sources is not None:
+        records = [r for source in args.sources for r in _records(source)]
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat)
+        distribution = resolve_distribution()
+        with RecordWriter(out) as writer:
+            writer.write_run_info({"run_id": options.run_id, "command": "bench failover",
+                                   "partitions": args.partitions, "brokers": args.brokers, "faults": faults,
+                                   "repeat": args.repeat, "kafka_version": distribution.version})
+            run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
+        records = _records(out)
+    cells = summarise(records)
     (out / "scaling.json").write_text(json.dumps([asdict(c) for c in cells], indent=1) + "\n")
-    chart = scaling_chart(cells, PHASES, FAULTS, out / "scaling.png")
+    chart = scaling_chart(cells, CHART_PHASES, FAULTS, out / "scaling.png",
+                          title="The controller's work after it starts (median ms) vs partitions")
     print(_table(cells))
     print(f"records: {out / 'records.jsonl'}; table: {out / 'scaling.json'}; chart: {chart}")
     return 0
@@ -102,8 +112,11 @@ def run(args: argparse.Namespace) -> int:
 def _records(out: Path) -> list[Record]:
     from results.schema import Record
 
+    path = out / "records.jsonl"
+    if not path.is_file():
+        raise UsageError(f"{out}: no records.jsonl here (a results dir of `kafka-chaos bench failover` has one)")
     found = []
-    with open(out / "records.jsonl", encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 found.append(Record.from_json(line))
@@ -111,8 +124,8 @@ def _records(out: Path) -> list[Record]:
 
 
 def _table(cells: Sequence[Cell]) -> str:
-    lines = [f"{'fault':<20} {'brokers':>7} {'partitions':>10} {'phase':<18} {'n':>3} {'median ms':>10} {'p99 ms':>10}"]
+    lines = [f"{'fault':<20} {'brokers':>7} {'partitions':>10} {'phase':<26} {'n':>3} {'median ms':>10} {'p99 ms':>10}"]
     for c in cells:
-        lines.append(f"{c.fault:<20} {c.brokers:>7} {c.partitions:>10} {c.phase:<18} {c.samples:>3} "
+        lines.append(f"{c.fault:<20} {c.brokers:>7} {c.partitions:>10} {c.phase:<26} {c.samples:>3} "
                      f"{c.median_ms:>10,.1f} {c.p99_ms:>10,.1f}")
     return "\n".join(lines)

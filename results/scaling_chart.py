@@ -33,7 +33,7 @@ def scaling_chart(cells: Sequence[Any], phases: Sequence[str], faults: Sequence[
         ax.set_yscale("log")
         ax.set_title(fault)
         ax.set_xlabel("partitions")
-        ax.set_ylabel("median ms after the fault")
+        ax.set_ylabel("median ms")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(title)
