@@ -28,7 +28,9 @@ def scaling_chart(cells: Sequence[Any], phases: Sequence[str], faults: Sequence[
                 if not points:
                     continue
                 label = phase if len({c.brokers for c in cells}) == 1 else f"{phase} ({brokers} brokers)"
-                ax.plot([p for p, _ in points], [m for _, m in points], marker="o", label=label)
+                # one colour per phase across panels
+                ax.plot([p for p, _ in points], [m for _, m in points], marker="o", label=label,
+                        color=f"C{list(phases).index(phase) % 10}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(fault)
