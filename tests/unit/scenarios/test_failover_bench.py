@@ -97,3 +97,12 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> bool:
         return False
+
+
+def test_spans_measure_from_the_controllers_start() -> None:
+    phases = {"controller_start": 5000.0, "zk_writes": 5250.0, "leaders_ready": 6000.0, "metadata": None}
+    assert fb.spans(phases) == {"zk_writes_after_start": 250.0, "leaders_ready_after_start": 1000.0,
+                                "metadata_after_start": None}
+    assert set(fb.spans({"zk_writes": 1.0}).values()) == {None}
+    cells = fb.summarise([_record("hard_kill", 10, phases)])
+    assert {c.phase for c in cells} >= {"zk_writes_after_start", "leaders_ready_after_start"}
