@@ -39,7 +39,13 @@ latency_ms        dict[str, float | None] | None — phases of a leader switch, 
                   "produce_unavailable" / "consume_unavailable" (ms of fixed 1 s windows with
                   no ack / no poll), "unavailable" (longest stretch without an ack),
                   "e2e_p50" / "e2e_p99" / "e2e_p999" (produce -> first consume); its
-                  ``observed`` holds "produce_availability" and "consume_availability" (shares)
+                  ``observed`` holds "produce_availability" and "consume_availability" (shares).
+                  A "latency" record of a step whose controller logs were read
+                  (scenarios.controller_log) also carries "controller_queue",
+                  "controller_processing", "leader_and_isr", "update_metadata" and
+                  "leader_ready" (scenarios.latency); the "controller_metrics" measurement (one
+                  per fault step) has no latency_ms, its JMX figures are in ``observed``; the
+                  "failover_scaling" records of ``kafka-chaos bench failover`` carry its phases
 timestamps        dict[str, float] | None, raw wall-clock epoch seconds behind latency_ms
 session_timeout_ms int | None, zookeeper.session.timeout.ms of the brokers
 tick_time_ms      int | None, ZooKeeper tickTime
