@@ -319,11 +319,12 @@ class LinkProxy:
             tasks += [asyncio.create_task(self._read(link, DOWNSTREAM, server_r, down)),
                       asyncio.create_task(self._deliver(link, UPSTREAM, up, server_w)),
                       asyncio.create_task(self._deliver(link, DOWNSTREAM, down, client_w))]
-            # The connection ends when both directions delivered their EOF or one side failed.
-            done, _ = await asyncio.wait(tasks[2:], return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                if task.exception() is not None:
-                    log.debug("link %s: %s", link.name, task.exception())
+            # The connection ends when both directions have ended.  A side that is gone ends only
+            # the direction towards it: what it sent before leaving, its FIN included, is still
+            # in flight the other way and is delivered on time (as a delayed network would,
+            # before the RST that follows it) — a ZooKeeper client that gives up a connection
+            # does not take back the pings it already sent.
+            await asyncio.gather(*tasks[2:])
         except (OSError, TimeoutError) as exc:
             log.debug("link %s: upstream %s:%d unreachable: %s", link.name, *link.target, exc)
         finally:
@@ -352,15 +353,18 @@ class LinkProxy:
     @staticmethod
     async def _deliver(link: _Link, direction: str, queue: asyncio.Queue[tuple[float, bytes]],
                        writer: asyncio.StreamWriter) -> None:
-        while True:
-            at, chunk = await queue.get()
-            await link.wait_deliverable(direction, at)
-            if not chunk:
-                if writer.can_write_eof():
-                    writer.write_eof()  # half-close: the other direction may still carry data
-                return
-            writer.write(chunk)
-            await writer.drain()
+        try:
+            while True:
+                at, chunk = await queue.get()
+                await link.wait_deliverable(direction, at)
+                if not chunk:
+                    if writer.can_write_eof():
+                        writer.write_eof()  # half-close: the other direction may still carry data
+                    return
+                writer.write(chunk)
+                await writer.drain()
+        except OSError as exc:  # the receiving side is gone: this direction ends
+            log.debug("link %s %s: %s", link.name, direction, exc)
 
     async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

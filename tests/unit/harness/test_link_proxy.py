@@ -186,3 +186,51 @@ def test_remote_control_and_clean_stop(echo: socketserver.ThreadingTCPServer) ->
     assert not any(t.name == "link-proxy" and t.is_alive() for t in threading.enumerate())
     with pytest.raises(HarnessError):
         proxy.set_faults("l", upstream=HEALTHY, downstream=HEALTHY)
+
+
+def test_a_client_that_leaves_does_not_take_back_what_it_sent() -> None:
+    """The server keeps writing to a client that sends, closes and is gone: the proxy's writes
+    to it fail, yet the bytes the client sent before leaving, still in flight, reach the server
+    on time (a ZooKeeper client giving up a connection does not take back its pings)."""
+    received: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def record(conn: socket.socket) -> None:
+        while data := conn.recv(100):
+            received.append(data)
+
+    accepted: list[socket.socket] = []
+
+    def serve_and_record() -> None:
+        conn, _ = listener.accept()
+        accepted.append(conn)
+        conn.settimeout(5)
+        ticker = threading.Thread(target=_tick, args=(conn,), daemon=True)
+        ticker.start()
+        try:
+            record(conn)
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve_and_record, daemon=True)
+    thread.start()
+    with LinkProxy({"l": ("127.0.0.1", listener.getsockname()[1])}) as proxy:
+        proxy.set_faults("l", upstream=Faults(400), downstream=HEALTHY)
+        client = socket.create_connection(("127.0.0.1", proxy.port("l")), timeout=5)
+        client.sendall(b"ping")
+        time.sleep(0.1)  # the ticks are flowing to it
+        client.close()
+        thread.join(5)
+    listener.close()
+    for conn in accepted:
+        conn.close()
+    assert b"".join(received) == b"ping"
+
+
+def _tick(conn: socket.socket) -> None:
+    try:
+        while True:
+            conn.sendall(b"tick" * 1000)
+            time.sleep(0.01)
+    except OSError:
+        pass
