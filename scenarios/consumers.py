@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +41,22 @@ _SOCKET_TIMEOUT_MS = 10_000
 # long enough not to be expired by a busy 2-core machine.
 _GROUP_SESSION_TIMEOUT_MS = 10_000
 _GROUP_HEARTBEAT_MS = 1_000
+# The group member's own account of itself (librdkafka debug "cgrp,fetch,consumer"): kept in a
+# bounded ring and written beside the node logs when a scenario fails, so a consumer that skips
+# or re-reads offsets can be classified from the run's files (issue 17) — about 50 lines a
+# second with 6 partitions, so the ring holds the last few minutes.
+_DEBUG_CONTEXTS = "cgrp,fetch,consumer"
+_DEBUG_LINES = 20_000
+
+
+class _Ring(logging.Handler):
+    def __init__(self, lines: deque[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines = lines
+        self.setFormatter(logging.Formatter("%(created).3f %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
 
 
 class ConsumerError(HarnessError):
@@ -63,6 +80,12 @@ class Consumers:
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
         self._names = (ASSIGN, GROUP) if group else (ASSIGN,)
+        self._debug: deque[str] = deque(maxlen=_DEBUG_LINES)
+        # Not registered with logging's manager (a logger per scenario would never be freed),
+        # and not propagated: these lines go to the ring only.
+        self._debug_logger = logging.Logger(f"{__name__}.librdkafka.{self.group_id}")
+        self._debug_logger.addHandler(_Ring(self._debug))
+        self._debug_logger.propagate = False
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -100,6 +123,10 @@ class Consumers:
         with self._lock:
             return list(self._resets.get(partition, ()))
 
+    def debug_lines(self) -> list[str]:
+        """The group member's librdkafka debug lines (the last ``_DEBUG_LINES``)."""
+        return list(self._debug)
+
     def count(self) -> int:
         with self._lock:
             return sum(len(v) for v in self._polls.values())
@@ -126,7 +153,8 @@ class Consumers:
         }
         if name == GROUP:
             config.update({"session.timeout.ms": _GROUP_SESSION_TIMEOUT_MS,
-                           "heartbeat.interval.ms": _GROUP_HEARTBEAT_MS, "auto.commit.interval.ms": 500})
+                           "heartbeat.interval.ms": _GROUP_HEARTBEAT_MS, "auto.commit.interval.ms": 500,
+                           "debug": _DEBUG_CONTEXTS, "log_level": 7, "logger": self._debug_logger})
         return config
 
     def _run(self, name: str) -> None:

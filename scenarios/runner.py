@@ -27,26 +27,24 @@ import logging
 import random
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 from common.errors import HarnessError
-from oracle import AutoRebalance, CreateTopic, Event, predict
+from oracle import CreateTopic, Event, predict
 from scenarios.catalogue import Scenario, Step
 from scenarios.checkers import CheckContext, evaluate, to_records
 from scenarios.checks import CheckResult
+from scenarios.clientops import ClientOps
 from scenarios.clients import client_activity, client_ops, wait_for_clients, with_read_back
-from harness.node_logs import LogCursor, jvm_utc_offset_s
-from scenarios.controller_log import LogEvent, parse_lines
-from scenarios.controller_metrics import FaultMetrics, MetricsScrape
 from scenarios.expectations import Expectation, Predictor, expectations, matching
-from scenarios.faults import Fault, FaultEnv, Nemesis, make_fault, requirements_of
+from scenarios.faults import FaultEnv, Nemesis, make_fault, requirements_of
 from scenarios.history import (
+    ClientActivity,
     FaultTraits,
     HistoryWriter,
-    MetadataAnswer,
     Observation,
     ScenarioAborted,
     ScenarioFinished,
@@ -55,9 +53,10 @@ from scenarios.history import (
     StepObserved,
     TopicDelivery,
 )
-from scenarios.observation import cluster_state_of, is_settled, observed_partitions, unsettled
+from scenarios.observation import cluster_state_of, is_settled, observed_partitions
 from scenarios.poller import MetadataPoller
 from scenarios.pool import INTERNAL_TOPICS, ClusterPool
+from scenarios.step import Prepared, StepClients, StepCore, StepTimeouts
 from scenarios.targets import Target, view_of
 
 log = logging.getLogger(__name__)
@@ -154,7 +153,7 @@ class Runner:
         finally:
             outcome.seconds = time.monotonic() - started
             if not interrupted and not outcome.passed and self.pool.cluster is not None:
-                self._collect_logs(scenario.name, iteration)
+                self._collect_logs(scenario.name, iteration, ctx)
         return outcome
 
     def _emit(self, checks: CheckContext, outcome: ScenarioOutcome, obs: Observation,
@@ -321,82 +320,21 @@ class Runner:
     # steps ----------------------------------------------------------------------------------
 
     def _run_step(self, ctx: _Context, nemesis: Nemesis, index: int, step: Step) -> None:
-        from harness.observer import ConvergenceTimeout
-
         variant = step.options.get("variant")
         label = f"step {index + 1}/{len(ctx.scenario.steps)} {step.fault}" + (f"/{variant}" if variant else "")
-        self._step_progress(ctx, f"{label}: waiting for a settled state")
-        started = time.time()
-        oracle_topics = ctx.physical_topics + list(INTERNAL_TOPICS)
-        # A follower cut off from its peers is live but cannot catch up until healed.
-        excused = nemesis.faulted_brokers
-        try:
-            before_snap = ctx.observer.wait_until(lambda s: is_settled(s, oracle_topics, excused),
-                                                  timeout=self.options.settle_timeout,
-                                                  description=f"a settled state before {label}")
-        except ConvergenceTimeout as exc:
-            why = "; ".join(unsettled(exc.last, oracle_topics, excused)) if exc.last else str(exc)
-            raise ScenarioAbortedError(f"not settled before {label}: {why}") from exc
-        # Replicas on failed log directories are controller memory, not in ZooKeeper.
-        before = nemesis.with_offline_replicas(cluster_state_of(before_snap, oracle_topics, ctx.broker_config))
-        target = self._resolve(ctx, step, before_snap)
-        fault = make_fault(step.fault, target, step.options, topic_names=ctx.topic_names,
-                           topic_partitions={t.name: t.partitions for t in ctx.scenario.topics})
-        events = nemesis.prepare(fault, before) + [AutoRebalance() for name in step.then if name == "auto_rebalance"]
-        try:
-            options = expectations(self.predictor, before, events, rule=fault.isr_rule,
-                                   rule_brokers=target.brokers, topics=ctx.physical_topics)
-        except Exception as exc:  # noqa: BLE001 - an oracle that cannot answer decides nothing
-            raise ScenarioAbortedError(f"the oracle could not predict {label} ({type(exc).__name__}: {exc})") from exc
-
-        self._step_progress(ctx, f"{fault.label} on {target.description}")
-        episode = nemesis.episode_start(fault)
-        with MetadataPoller(ctx.cluster, ctx.cluster.broker_ids, ctx.physical_topics) as poller:
-            metrics_before = _scrape_metrics(ctx.cluster)
-            logs = LogCursor(ctx.cluster)
-            logs.mark()
-            fault_at = nemesis.inject(fault)
-            try:
-                after = ctx.observer.wait_until(
-                    lambda s: matching(s, options, ctx.physical_topics) is not None,
-                    timeout=self.options.convergence_timeout, description=f"the predicted state after {label}")
-                converged = True
-            except ConvergenceTimeout as exc:
-                after, converged = exc.last, False
-            waited = time.time() - fault_at
-            self._step_progress(ctx, f"{label}: {'converged' if converged else 'DID NOT converge'} in {waited:.1f}s")
-            metadata: dict[int, MetadataAnswer] | None = None
-            if converged and after is not None:
-                # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their
-                # metadata is stale by design, so they are not asked.
-                asked = [b for b in sorted(after.live_brokers) if b not in nemesis.faulted_brokers]
-                # (a topic queued for deletion, or a partition without a state znode, is in no
-                # broker's metadata cache: not awaited; scenarios.checkers.metadata_agrees)
-                zk_parts = {k: v for k, v in observed_partitions(after, ctx.physical_topics).items()
-                            if k[0] not in after.topics_being_deleted and v.version >= 0}
-                metadata = poller.wait_agreement(zk_parts, asked,
-                                                 timeout=self.options.metadata_timeout)
-            expected = matching(after, options, ctx.physical_topics) if after is not None else None
-            if fault.client_windows:
-                waiting = wait_for_clients(ctx.workloads, ctx.observer.events_since(fault_at), fault, before_snap,
-                                           expected or options[0], fault_at, self.options.client_recovery_timeout)
-                if waiting:
-                    self._step_progress(ctx, f"clients of {', '.join(waiting)} got no ack within "
-                                             f"{self.options.client_recovery_timeout:.0f}s; measuring anyway")
-            measured_at = time.time()
-            metrics_after = _scrape_metrics(ctx.cluster)
-            logged = _controller_log(ctx, logs, fault_at)
-            sightings = poller.sightings_by_partition(since=fault_at)
-        window_start = min(episode if episode is not None else fault_at, fault_at)
-        self._emit(ctx.checks, ctx.outcome, StepObserved(
-            ctx.run, index, label, _traits(fault), target, tuple(step.then), started, before_snap, before,
-            tuple(events), fault_at, episode if episode is not None else fault_at, after, waited,
-            self.options.convergence_timeout, tuple(sorted(nemesis.faulted_brokers)), metadata, sightings,
-            tuple(ctx.observer.events_since(fault_at)), client_activity(ctx.workloads, window_start, measured_at),
-            measured_at, time.time(), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, measured_at),
-            FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None, logged),
-            options)
-        ctx.ops_cut = measured_at
+        progress: Progress = lambda what: self._step_progress(ctx, what)  # noqa: E731
+        core = StepCore(ctx.cluster, ctx.observer, nemesis, ctx.physical_topics, self.predictor,
+                        StepTimeouts(self.options.settle_timeout, self.options.convergence_timeout,
+                                     self.options.metadata_timeout),
+                        progress=progress, error=ScenarioAbortedError)
+        prepared = core.prepare(label, step, lambda snap: self._resolve(ctx, step, snap),
+                                lambda target, _: make_fault(
+                                    step.fault, target, step.options, topic_names=ctx.topic_names,
+                                    topic_partitions={t.name: t.partitions for t in ctx.scenario.topics}))
+        observed = core.observe(ctx.run, index, prepared,
+                                _WorkloadClients(ctx, self.options.client_recovery_timeout, progress))
+        self._emit(ctx.checks, ctx.outcome, observed, prepared.options)
+        ctx.ops_cut = observed.measured_at
 
     def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
         selector = step.target
@@ -413,7 +351,9 @@ class Runner:
     def _step_progress(self, ctx: _Context, what: str) -> None:
         self.progress(f"{ctx.scenario.name}#{ctx.iteration}: {what}")
 
-    def _collect_logs(self, scenario: str, iteration: int) -> None:
+    def _collect_logs(self, scenario: str, iteration: int, ctx: _Context | None) -> None:
+        """Every node's log and the group consumers' librdkafka debug lines, into
+        ``logs/<scenario>-<iteration>/`` (a failed iteration only)."""
         target = Path(self.options.results_dir) / "logs" / f"{scenario}-{iteration}"
         try:
             files = self.pool.cluster.log_files()
@@ -421,37 +361,39 @@ class Runner:
             for node, path in files.items():
                 if Path(path).is_file():
                     shutil.copyfile(path, target / f"{node}.log")
+            for topic, consumers in (ctx.consumers if ctx is not None else {}).items():
+                lines = consumers.debug_lines()
+                if lines:
+                    (target / f"consumer-group-{topic}.log").write_text("\n".join(lines) + "\n")
         except Exception as exc:  # noqa: BLE001 - logs are a courtesy
             log.warning("collecting node logs into %s failed: %s", target, exc)
 
 
-def _scrape_metrics(cluster: Any) -> MetricsScrape | None:
-    """Every live broker's JMX exporter (bounded: a paused or killed broker is absent); None
-    when the cluster's brokers run no exporter."""
-    from harness.metrics import endpoints_of, scrape_brokers
+class _WorkloadClients(StepClients):
+    """The runner's workload and consumers, as a step sees them."""
 
-    endpoints = endpoints_of(cluster)
-    if not endpoints:
-        return None
-    at, values = scrape_brokers(endpoints)
-    return MetricsScrape(at, values)
+    def __init__(self, ctx: _Context, recovery_timeout: float, progress: Progress) -> None:
+        self._ctx = ctx
+        self._recovery_timeout = recovery_timeout
+        self._progress = progress
 
+    def after_converged(self, prepared: Prepared, expected: Expectation, fault_at: float) -> None:
+        """A fault with client windows waits (bounded) for the clients to recover, so the
+        measurement holds their whole unavailability."""
+        if not prepared.fault.client_windows:
+            return
+        ctx = self._ctx
+        waiting = wait_for_clients(ctx.workloads, ctx.observer.events_since(fault_at), prepared.fault,
+                                   prepared.before_snap, expected, fault_at, self._recovery_timeout)
+        if waiting:
+            self._progress(f"clients of {', '.join(waiting)} got no ack within "
+                           f"{self._recovery_timeout:.0f}s; measuring anyway")
 
-def _controller_log(ctx: _Context, logs: LogCursor, fault_at: float) -> tuple[LogEvent, ...] | None:
-    """The controller's and new leaders' lines about this step's topics since the fault
-    (None when they cannot be read: the logs are a measurement, never a reason to abort)."""
-    try:
-        lines = logs.lines_since_mark()
-    except Exception as exc:  # noqa: BLE001 - e.g. a container gone while dumping its log
-        log.warning("reading the controller logs: %s", exc)
-        return None
-    # A second of slack before the fault: the log's milliseconds against our clock.
-    return tuple(parse_lines(lines, jvm_utc_offset_s(ctx.cluster), after=fault_at - 1.0, topics=ctx.physical_topics))
+    def activity(self, since: float, until: float) -> Mapping[str, ClientActivity]:
+        return client_activity(self._ctx.workloads, since, until)
 
-
-def _traits(fault: Fault) -> FaultTraits:
-    return FaultTraits(fault.kind, fault.label, fault.exact_epochs, fault.client_windows, fault.isr_rule,
-                       tuple(fault.holds), tuple(fault.releases))
+    def ops(self, until: float) -> Mapping[str, ClientOps]:
+        return client_ops(self._ctx.workloads, self._ctx.consumers, self._ctx.ops_cut, until)
 
 
 @dataclass
