@@ -1,34 +1,40 @@
-"""How fast `kafka-chaos report` aggregates: records/s and wall time per input size, with Spark's
-start-up measured apart.
+"""How fast `kafka-chaos report` is: one run's whole report (a fresh `kafka-chaos report` process,
+Spark start-up included) and the aggregation's wall time and records/s per input size — for the
+current code and, with ``--before REV``, for an earlier revision measured the same way.
 
-    .venv/bin/python benchmarks/aggregate_bench.py [--sizes 100000,1000000,3000000] [--master local[2]]
+    .venv/bin/python benchmarks/aggregate_bench.py [--sizes 100000,1000000,3000000]
+        [--report-records 3500 | --report-dir RESULTS_DIR] [--before d164377] [--master local[2]]
 
-Records are generated (results.synthetic) into a temp dir, which is removed afterwards; each size
-runs the full ETL of the report (parse, classify, every aggregate, Parquet tables) in one shared
-Spark session.  Prints one line per figure; no assertions.
+Records are generated (results.synthetic) into a temp dir, removed afterwards.  Each code version
+aggregates every size in one Spark session of its own process (``--worker``), started once, so
+its start-up is printed apart.  ``--before REV`` extracts REV with ``git archive`` into a temp
+dir (the working tree is not touched).  Prints one line per figure; no assertions.  The machine
+is shared: the load average is printed with every figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from results.aggregate import aggregate  # noqa: E402
-from results.spark_session import DEFAULT_DRIVER_MEMORY, start_spark  # noqa: E402
-from results.synthetic import write_synthetic_results  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
-def jvm_peak_rss_mb(spark) -> float | None:
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def jvm_peak_rss_mb(spark: object) -> float | None:
     """Peak resident memory of the driver JVM (spark-submit execs java, so its pid is the JVM's)."""
     try:
-        pid = spark.sparkContext._gateway.proc.pid  # noqa: SLF001 - no public handle on the JVM
+        pid = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]  # noqa: SLF001
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
@@ -37,47 +43,130 @@ def jvm_peak_rss_mb(spark) -> float | None:
     return None
 
 
+def jvm_cpu_s(spark: object) -> float | None:
+    """CPU seconds (user + system) the driver JVM has used: unlike wall time, barely moved by the
+    other processes of a shared machine."""
+    try:
+        pid = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]  # noqa: SLF001
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError, IndexError):
+        return None
+
+
+def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_memory: str) -> None:
+    """In a process of its own: ``root``'s aggregation over each file, one Spark session."""
+    sys.path.insert(0, str(root))
+    from results.aggregate import aggregate
+    from results.spark_session import start_spark
+
+    started = time.monotonic()
+    spark = start_spark(master, log_path=out / "spark.log", driver_memory=driver_memory)
+    session_s = time.monotonic() - started
+    started = time.monotonic()
+    spark.range(1).count()
+    print(json.dumps({"session_s": session_s, "first_job_s": time.monotonic() - started}), flush=True)
+    for path in files:
+        started, cpu_before = time.monotonic(), jvm_cpu_s(spark)
+        result = aggregate(spark, [path], out / path.parent.name / "tables")
+        wall_s = time.monotonic() - started
+        cpu_after = jvm_cpu_s(spark)
+        cpu_s = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        shutil.rmtree(out / path.parent.name, ignore_errors=True)
+        print(json.dumps({"file": str(path), "records": result.totals["records"], "wall_s": wall_s,
+                          "pass_rate_rows": len(result.pass_rates), "latency_rows": len(result.latency),
+                          "peak_mb": jvm_peak_rss_mb(spark), "cpu_s": cpu_s, "load": os.getloadavg()[0]}),
+              flush=True)
+    spark.stop()
+
+
+def one_run_report(root: Path, run_dir: Path, out: Path) -> tuple[float, dict[str, float]]:
+    """Wall time of ``kafka-chaos report RUN_DIR`` in a fresh process of ``root``'s code."""
+    env = dict(os.environ, PYTHONPATH=str(root))
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out)],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=1800)
+    wall_s = time.monotonic() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"report failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    timings = json.loads((out / "summary.json").read_text()).get("timings", {})
+    return wall_s, timings
+
+
+def version_root(revision: str, work: Path) -> Path:
+    root = work / f"rev-{revision}"
+    root.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    return root
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100000,1000000,3000000", help="comma-separated record counts")
+    parser.add_argument("--sizes", default="100000,1000000,3000000", help="comma-separated record counts ('' for none)")
+    parser.add_argument("--report-records", type=int, default=3_500,
+                        help="size of the generated run whose whole report is timed (about one conformance run)")
+    parser.add_argument("--report-dir", default=None, help="time the report of this results dir instead")
+    parser.add_argument("--before", default=None, metavar="REV", help="also measure this git revision")
     parser.add_argument("--master", default=None, help="Spark master (default local[2])")
-    parser.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY)
+    parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--tmp", default=None, help="where to write the generated records (default: system temp)")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--files", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    if args.worker:
+        worker(Path(args.worker), [Path(f) for f in args.files.split(",") if f], Path(args.out), args.master,
+               args.driver_memory)
+        return 0
 
+    sys.path.insert(0, str(REPO))
+    from results.synthetic import write_synthetic_results
+
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     work = Path(tempfile.mkdtemp(prefix="aggregate-bench-", dir=args.tmp))
     try:
-        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start", flush=True)
-        started = time.monotonic()
-        spark = start_spark(args.master, log_path=work / "spark.log", driver_memory=args.driver_memory)
-        session_s = time.monotonic() - started
-        started = time.monotonic()
-        spark.range(1).count()
-        first_job_s = time.monotonic() - started
-        print(f"spark start-up: session {session_s:.1f} s + first trivial job {first_job_s:.1f} s "
-              f"({spark.sparkContext.master}, driver memory {args.driver_memory})", flush=True)
+        print(f"machine: {os.cpu_count()} cores, {load()} at start; master {args.master or 'local[2]'}, "
+              f"driver memory {args.driver_memory}", flush=True)
+        versions = [("current", REPO)] + ([(f"before ({args.before})", version_root(args.before, work))]
+                                          if args.before else [])
+        run_dir = Path(args.report_dir) if args.report_dir else work / "one-run"
+        if not args.report_dir:
+            write_synthetic_results(run_dir, args.report_records, seed=1, records_per_run=args.report_records)
+        files = []
         for size in sizes:
-            data = work / f"n{size}"
             started = time.monotonic()
-            path = write_synthetic_results(data, size, seed=size, records_per_run=5_000)
-            generate_s = time.monotonic() - started
-            megabytes = path.stat().st_size / 1e6
-            started = time.monotonic()
-            result = aggregate(spark, [path], work / f"out{size}" / "tables")
-            wall_s = time.monotonic() - started
-            assert result.totals["records"] == size, result.totals
-            peak = jvm_peak_rss_mb(spark)
-            print(f"{size:>9,} records ({megabytes:,.0f} MB, generated in {generate_s:.1f} s): "
-                  f"aggregate wall {wall_s:.1f} s = {size / wall_s:,.0f} records/s; "
-                  f"{len(result.pass_rates)} pass-rate rows, {len(result.latency)} latency rows; "
-                  f"JVM peak RSS so far {peak:,.0f} MB; load average {os.getloadavg()[0]:.1f}"
-                  if peak is not None else
-                  f"{size:>9,} records: aggregate wall {wall_s:.1f} s = {size / wall_s:,.0f} records/s",
-                  flush=True)
-            shutil.rmtree(data)
-            shutil.rmtree(work / f"out{size}")
-        spark.stop()
+            path = write_synthetic_results(work / f"n{size}", size, seed=size, records_per_run=5_000)
+            print(f"generated {size:,} records ({path.stat().st_size / 1e6:,.0f} MB) in "
+                  f"{time.monotonic() - started:.1f} s", flush=True)
+            files.append(path)
+        for name, root in versions:
+            wall_s, timings = one_run_report(root, run_dir, work / "report-out")
+            shutil.rmtree(work / "report-out", ignore_errors=True)
+            print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall in a fresh process "
+                  f"(Spark start {timings.get('spark_start_s', float('nan')):.1f} s, aggregate "
+                  f"{timings.get('aggregate_s', float('nan')):.1f} s); {load()}", flush=True)
+            if not files:
+                continue
+            command = [sys.executable, __file__, "--worker", str(root), "--files", ",".join(map(str, files)),
+                       "--out", str(work / "agg-out"), "--driver-memory", args.driver_memory]
+            if args.master:
+                command += ["--master", args.master]
+            with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    row = json.loads(line)
+                    if "session_s" in row:
+                        print(f"[{name}] spark start-up: session {row['session_s']:.1f} s + first trivial job "
+                              f"{row['first_job_s']:.1f} s", flush=True)
+                        continue
+                    peak = f"; JVM peak RSS {row['peak_mb']:,.0f} MB" if row["peak_mb"] is not None else ""
+                    cpu = f" (JVM CPU {row['cpu_s']:.1f} s)" if row["cpu_s"] is not None else ""
+                    print(f"[{name}] {row['records']:>9,} records: aggregate wall {row['wall_s']:.1f} s{cpu} = "
+                          f"{row['records'] / row['wall_s']:,.0f} records/s; {row['pass_rate_rows']} pass-rate "
+                          f"rows, {row['latency_rows']} latency rows{peak}; load {row['load']:.1f}", flush=True)
+            if proc.returncode:
+                print(f"[{name}] worker failed with exit code {proc.returncode}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

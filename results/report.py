@@ -107,6 +107,7 @@ def run_report(
 
     # Empty files hold no records: with nothing else to read, no JVM is started at all.
     with_data = [path for path in files if path.stat().st_size > 0]
+    prefetch = _Prefetch(sorted({f.parent for f in files})) if with_data else None
     baseline_files = list(baseline_sources.record_files) if baseline_sources else []
     aggregates, baseline_aggregates, spark_seconds = _aggregate(with_data, baseline_files, out_dir, master, spark)
     problems += _line_problems(aggregates.inputs)
@@ -124,7 +125,8 @@ def run_report(
     summary_path = out_dir / SUMMARY_FILE
     summary_path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     html_path = out_dir / HTML_FILE
-    html_path.write_text(_render_html(summary, _timelines(files, aggregates.failing_checks)), encoding="utf-8")
+    html_path.write_text(_render_html(summary, _timelines(files, aggregates.failing_checks, prefetch)),
+                         encoding="utf-8")
     for problem in problems:  # also in the summary, the HTML and the terminal table
         log.debug("input problem: %s", problem)
 
@@ -161,10 +163,12 @@ def _aggregate(files: Sequence[Path], baseline_files: Sequence[Path], out_dir: P
 
     if spark is not None:
         return (*both(spark), 0.0)
+    from results.aggregate import SMALL_INPUT_BYTES
     from results.spark_session import spark_session
 
+    small = sum(f.stat().st_size for f in [*files, *baseline_files]) <= SMALL_INPUT_BYTES
     started = time.monotonic()
-    with spark_session(master, log_path=out_dir / SPARK_LOG_FILE) as session:
+    with spark_session(master, log_path=out_dir / SPARK_LOG_FILE, small_input=small) as session:
         spark_seconds = time.monotonic() - started
         return (*both(session), spark_seconds)
 
@@ -232,15 +236,57 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
     }
 
 
-def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]]) -> list[tuple[str, bytes]]:
+PREFETCH_HISTORY_BYTES = 128 << 20  # more history than this is read after Spark, one file at a time
+
+
+class _Prefetch:
+    """While Spark starts and aggregates (the JVM's work; this process mostly waits on a socket),
+    a thread imports matplotlib and parses the history files the timelines come from — seconds
+    of a one-run report's wall time (issue 15).  Only a bounded amount of history is held."""
+
+    def __init__(self, directories: Sequence[Path]) -> None:
+        import threading
+
+        self.directories = directories
+        self.histories: list[Any] | None = None
+        self.error: Exception | None = None
+        size = sum((d / "history.jsonl").stat().st_size for d in directories if (d / "history.jsonl").is_file())
+        self._thread = threading.Thread(target=self._run, args=(size <= PREFETCH_HISTORY_BYTES,),
+                                        name="report-prefetch", daemon=True)
+        self._thread.start()
+
+    def _run(self, histories: bool) -> None:
+        try:
+            import matplotlib.backends.backend_agg  # noqa: F401 - imported for its cost, now
+            import matplotlib.figure  # noqa: F401
+
+            if histories:
+                from results.timeline import load_histories
+
+                self.histories = load_histories(self.directories)
+        except Exception as exc:  # noqa: BLE001 - re-raised where the timelines are chosen
+            self.error = exc
+
+    def result(self) -> list[Any] | None:
+        """The parsed histories (None: too large, read them after); raises what the thread raised."""
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.histories
+
+
+def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]],
+               prefetch: _Prefetch | None = None) -> list[tuple[str, bytes]]:
     """(title, PNG) of the timelines the report shows (:mod:`results.timeline`), from the
     ``history.jsonl`` beside each records file; none when there is no history."""
     from results import plots
-    from results.timeline import timelines
+    from results.timeline import choose_timelines, timelines
 
     keys = {(str(r["run_id"]), str(r["scenario"]), int(r["iteration"])) for r in failing}
     try:
-        chosen = timelines(sorted({f.parent for f in files}), keys)
+        histories = prefetch.result() if prefetch is not None else None
+        chosen = (choose_timelines(histories, keys) if histories is not None
+                  else timelines(sorted({f.parent for f in files}), keys))
     except (OSError, ValueError) as exc:  # the report goes on without timelines
         log.warning("no timelines: %s", exc)
         return []

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,22 @@ SHUFFLE_PARTITIONS = 2  # aggregates are small: the default 200 partitions would
 QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 
 
-def spark_config(master: str | None = None, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> dict[str, str]:
+def java_options(*, cds: bool = True, small_input: bool = False, extra: Sequence[str] = ()) -> list[str]:
+    """The driver JVM's options: quiet logging; the class-data archive when built
+    (:mod:`results.spark_cds`); for a small input, the C1 compiler only — a report of a few
+    thousand records is over before C2's optimised code would pay for its compilation."""
+    options = [f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()}"]
+    if cds:
+        from results.spark_cds import archive_options
+
+        options += archive_options()
+    if small_input:
+        options.append("-XX:TieredStopAtLevel=1")
+    return options + list(extra)
+
+
+def spark_config(master: str | None = None, driver_memory: str = DEFAULT_DRIVER_MEMORY, *,
+                 java: Sequence[str] | None = None) -> dict[str, str]:
     return {
         "spark.master": master or DEFAULT_MASTER,
         "spark.app.name": "kafka-chaos-report",
@@ -43,7 +58,7 @@ def spark_config(master: str | None = None, driver_memory: str = DEFAULT_DRIVER_
         "spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "2",
         "spark.driver.memory": driver_memory,
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()}",
+        "spark.driver.extraJavaOptions": " ".join(java_options() if java is None else java),
         # The report is a batch job started from a terminal: no need for an IPv6/hostname lookup
         # dance, bind the driver to loopback unless a remote master needs otherwise.
         **({"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
@@ -52,14 +67,17 @@ def spark_config(master: str | None = None, driver_memory: str = DEFAULT_DRIVER_
 
 
 def start_spark(master: str | None = None, *, log_path: str | os.PathLike[str] | None = None,
-                driver_memory: str = DEFAULT_DRIVER_MEMORY) -> "SparkSession":
-    """Start (or reuse) the session; the JVM's own output goes to ``log_path`` (default: discarded)."""
+                driver_memory: str = DEFAULT_DRIVER_MEMORY, cds: bool = True, small_input: bool = False,
+                extra_java_options: Sequence[str] = ()) -> "SparkSession":
+    """Start (or reuse) the session; the JVM's own output goes to ``log_path`` (default: discarded).
+    ``cds``, ``small_input``, ``extra_java_options``: see :func:`java_options`."""
     from pyspark.sql import SparkSession
 
     # py4j logs every gateway connection at INFO, which the CLI's logging setup would show.
     logging.getLogger("py4j").setLevel(logging.WARNING)
     builder = SparkSession.builder
-    for key, value in spark_config(master, driver_memory).items():
+    java = java_options(cds=cds, small_input=small_input, extra=extra_java_options)
+    for key, value in spark_config(master, driver_memory, java=java).items():
         builder = builder.config(key, value)
     started = time.monotonic()
     try:
@@ -76,8 +94,8 @@ def start_spark(master: str | None = None, *, log_path: str | os.PathLike[str] |
 
 @contextlib.contextmanager
 def spark_session(master: str | None = None, *, log_path: str | os.PathLike[str] | None = None,
-                  driver_memory: str = DEFAULT_DRIVER_MEMORY) -> Iterator["SparkSession"]:
-    spark = start_spark(master, log_path=log_path, driver_memory=driver_memory)
+                  driver_memory: str = DEFAULT_DRIVER_MEMORY, small_input: bool = False) -> Iterator["SparkSession"]:
+    spark = start_spark(master, log_path=log_path, driver_memory=driver_memory, small_input=small_input)
     try:
         yield spark
     finally:

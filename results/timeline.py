@@ -108,17 +108,33 @@ def timelines(results_dirs: Iterable[Path], failing: Iterable[ScenarioKey], *, m
               passing_sample: int = PASSING_SAMPLE) -> list[Timeline]:
     """Timelines of the failing scenario iterations and a sample of passing ones, from every
     ``history.jsonl`` of ``results_dirs`` (a damaged line is skipped, as ``kafka-chaos check`` does)."""
+    return choose_timelines(load_histories(results_dirs), failing, max_failing=max_failing,
+                            passing_sample=passing_sample)
+
+
+HistoryGroups = Mapping[ScenarioKey, Sequence[Any]]  # observations per scenario iteration, in order
+
+
+def load_histories(results_dirs: Iterable[Path]) -> list[HistoryGroups]:
+    """Each ``history.jsonl`` of ``results_dirs`` parsed and grouped per scenario iteration (the
+    report reads them while Spark aggregates: it needs no aggregate)."""
     from scenarios.history import HISTORY_FILE, HistoryProblem, group_by_scenario, read_history
 
+    loaded: list[HistoryGroups] = []
+    for directory in results_dirs:
+        path = Path(directory) / HISTORY_FILE
+        if path.is_file():
+            loaded.append(group_by_scenario([o for o in read_history(path) if not isinstance(o, HistoryProblem)]))
+    return loaded
+
+
+def choose_timelines(histories: Iterable[HistoryGroups], failing: Iterable[ScenarioKey], *,
+                     max_failing: int = MAX_FAILING, passing_sample: int = PASSING_SAMPLE) -> list[Timeline]:
     wanted = set(failing)
     chosen: list[Timeline] = []
     passing = 0
-    for directory in results_dirs:
-        path = Path(directory) / HISTORY_FILE
-        if not path.is_file():
-            continue
-        observations = [o for o in read_history(path) if not isinstance(o, HistoryProblem)]
-        for key, group in group_by_scenario(observations).items():
+    for groups in histories:
+        for key, group in groups.items():
             failed = key in wanted
             if failed and sum(t.failed for t in chosen) < max_failing:
                 chosen.append(timeline_of(group, True))

@@ -40,7 +40,8 @@ def results_root(tmp_path_factory):
 def report(results_root, spark):
     out = results_root / "out"
     summary = run_report([results_root / "nightly", results_root / "no-records", results_root / "missing"], out,
-                         min_pass_rate=0.5, max_latency=["hard_kill:election:p99=1e9"], spark=spark)
+                         min_pass_rate=0.5, max_latency=["hard_kill:election:p99=1e9"],
+                         baseline=[results_root / "nightly" / "run-1"], spark=spark)
     return summary, json.loads((out / "summary.json").read_text())
 
 
@@ -58,7 +59,7 @@ def test_problems_are_counted_and_reported(report, results_root):
     assert document["problems"] == list(summary.problems)
 
 
-def test_summary_json_has_the_promised_tables(report):
+def test_summary_json_has_the_promised_tables(report, results_root):
     summary, document = report
     assert document["totals"]["records"] == 902
     for key in ("pass_rates", "latency", "latency_by_partitions", "latency_by_session_timeout",
@@ -71,6 +72,9 @@ def test_summary_json_has_the_promised_tables(report):
     assert json.loads(manual[0]["observed"]) == {"leader": 3, "isr": [3]}
     assert manual[0]["detail"] == "leader 3, expected 2"
     assert summary.ok and summary.exit_code == 0 and document["gates"]["failures"] == []
+    assert document["baseline"]["sources"] == [str(results_root / "nightly" / "run-1" / "records.jsonl")]
+    assert {row["fault"] for row in document["latency_samples"]} >= {"hard_kill", "controlled_shutdown"}
+    assert sum(document["latency_samples"][0]["counts"]) == document["latency_samples"][0]["count"]
 
 
 def test_parquet_tables_and_html(report, spark):
@@ -127,9 +131,13 @@ def test_the_report_renders_in_a_real_headless_browser(report, results_root, tmp
     dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
                          check=True).stdout
     body = dom[dom.index("<body"):]
-    order = [body.index(marker) for marker in ('id="verdict"', 'id="failing"', 'id="heatmap"', "<details>",
+    order = [body.index(marker) for marker in ('id="verdict"', 'id="failing"', 'id="baseline"', 'id="heatmap"',
+                                               "Pass rates per scenario × check × backend",
                                                "Latency of a leader switch")]
-    assert order == sorted(order), "verdict, failing checks, heatmap, the folded table, then latency"
+    assert order == sorted(order), "verdict, failing checks, baseline, heatmap, the folded table, then latency"
+    baseline = body[body.index('id="baseline"'):body.index('id="heatmap"')]
+    assert "Compared with baseline" in baseline and "Mann–Whitney U" in baseline and "not gating" in baseline
+    assert "Latency per fault × phase, baseline → this run" in baseline
     assert "FAILED:" in body and "kafka-chaos run --scenario" in body
     shot = tmp_path / "first-screen.png"
     subprocess.run([*common, "--window-size=1280,900", f"--screenshot={shot}", page.as_uri()],
