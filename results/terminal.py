@@ -101,6 +101,9 @@ def _baseline_lines(baseline: Mapping[str, Any]) -> list[str]:
     if not regressions:
         lines.append("  no regression")
         return lines
+    if baseline.get("gating"):  # the gate's failure lines below are these regressions
+        lines.append(f"  {len(regressions)} regression(s), listed under the CI gate below")
+        return lines
     lines.append(f"  {len(regressions)} regression(s):")
     lines += [f"    {_cut(line, 160)}" for line in regressions[:TERMINAL_REGRESSION_ROWS]]
     if len(regressions) > TERMINAL_REGRESSION_ROWS:

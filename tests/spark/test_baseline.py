@@ -65,7 +65,8 @@ def test_the_gate_fails_on_a_real_regression(compared):
     document = json.loads(summary.summary_json.read_text())
     assert document["baseline"]["gating"] and document["baseline"]["regressions"] == list(summary.gate_failures)
     assert document["gates"]["max_regression"] == RULES
-    assert "compared with baseline" in summary.terminal and "regression(s):" in summary.terminal
+    assert "compared with baseline" in summary.terminal
+    assert "5 regression(s), listed under the CI gate below" in summary.terminal
     assert 'id="baseline"' in summary.html.read_text() and 'id="regressions"' in summary.html.read_text()
 
 
@@ -80,7 +81,7 @@ def test_a_summary_json_baseline_gives_the_same_comparison_and_no_rules_do_not_g
         runs, spark, before_report, compared, tmp_path):
     from_summary = run_report([runs / "after"], tmp_path, baseline=[before_report.summary_json], spark=spark)
     assert from_summary.exit_code == 0 and from_summary.regressions  # default rules flag, without gating
-    assert "(not gating)" in from_summary.terminal
+    assert "(not gating)" in from_summary.terminal and "regression(s):" in from_summary.terminal
 
     def tables(summary):  # the statistics; which rows regressed depends on the rules
         baseline = json.loads(summary.summary_json.read_text())["baseline"]
