@@ -130,9 +130,11 @@ def main() -> int:
               f"driver memory {args.driver_memory}", flush=True)
         versions = [("current", REPO)] + ([(f"before ({args.before})", version_root(args.before, work))]
                                           if args.before else [])
-        run_dir = Path(args.report_dir) if args.report_dir else work / "one-run"
-        if not args.report_dir:
-            write_synthetic_results(run_dir, args.report_records, seed=1, records_per_run=args.report_records)
+        run_dir: Path | None = Path(args.report_dir) if args.report_dir else work / "one-run"
+        if not args.report_dir and args.report_records > 0:
+            write_synthetic_results(work / "one-run", args.report_records, seed=1, records_per_run=args.report_records)
+        elif not args.report_dir:
+            run_dir = None  # --report-records 0: aggregation figures only
         files = []
         for size in sizes:
             started = time.monotonic()
@@ -141,35 +143,45 @@ def main() -> int:
                   f"{time.monotonic() - started:.1f} s", flush=True)
             files.append(path)
         for name, root in versions:
-            wall_s, timings = one_run_report(root, run_dir, work / "report-out")
-            shutil.rmtree(work / "report-out", ignore_errors=True)
-            print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall in a fresh process "
-                  f"(Spark start {timings.get('spark_start_s', float('nan')):.1f} s, aggregate "
-                  f"{timings.get('aggregate_s', float('nan')):.1f} s); {load()}", flush=True)
+            if run_dir is not None:
+                report_figures(name, root, run_dir, work / "report-out")
             if not files:
                 continue
-            command = [sys.executable, __file__, "--worker", str(root), "--files", ",".join(map(str, files)),
-                       "--out", str(work / "agg-out"), "--driver-memory", args.driver_memory]
-            if args.master:
-                command += ["--master", args.master]
-            with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
-                assert proc.stdout is not None
-                for line in proc.stdout:
-                    row = json.loads(line)
-                    if "session_s" in row:
-                        print(f"[{name}] spark start-up: session {row['session_s']:.1f} s + first trivial job "
-                              f"{row['first_job_s']:.1f} s", flush=True)
-                        continue
-                    peak = f"; JVM peak RSS {row['peak_mb']:,.0f} MB" if row["peak_mb"] is not None else ""
-                    cpu = f" (JVM CPU {row['cpu_s']:.1f} s)" if row["cpu_s"] is not None else ""
-                    print(f"[{name}] {row['records']:>9,} records: aggregate wall {row['wall_s']:.1f} s{cpu} = "
-                          f"{row['records'] / row['wall_s']:,.0f} records/s; {row['pass_rate_rows']} pass-rate "
-                          f"rows, {row['latency_rows']} latency rows{peak}; load {row['load']:.1f}", flush=True)
-            if proc.returncode:
-                print(f"[{name}] worker failed with exit code {proc.returncode}", flush=True)
+            aggregation_figures(name, root, files, work / "agg-out", args.master, args.driver_memory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def report_figures(name: str, root: Path, run_dir: Path, out: Path) -> None:
+    wall_s, timings = one_run_report(root, run_dir, out)
+    shutil.rmtree(out, ignore_errors=True)
+    print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall in a fresh process "
+          f"(Spark start {timings.get('spark_start_s', float('nan')):.1f} s, aggregate "
+          f"{timings.get('aggregate_s', float('nan')):.1f} s); {load()}", flush=True)
+
+
+def aggregation_figures(name: str, root: Path, files: list[Path], out: Path, master: str | None,
+                        driver_memory: str) -> None:
+    command = [sys.executable, __file__, "--worker", str(root), "--files", ",".join(map(str, files)),
+               "--out", str(out), "--driver-memory", driver_memory]
+    if master:
+        command += ["--master", master]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            row = json.loads(line)
+            if "session_s" in row:
+                print(f"[{name}] spark start-up: session {row['session_s']:.1f} s + first trivial job "
+                      f"{row['first_job_s']:.1f} s", flush=True)
+                continue
+            peak = f"; JVM peak RSS {row['peak_mb']:,.0f} MB" if row["peak_mb"] is not None else ""
+            cpu = f" (JVM CPU {row['cpu_s']:.1f} s)" if row["cpu_s"] is not None else ""
+            print(f"[{name}] {row['records']:>9,} records: aggregate wall {row['wall_s']:.1f} s{cpu} = "
+                  f"{row['records'] / row['wall_s']:,.0f} records/s; {row['pass_rate_rows']} pass-rate "
+                  f"rows, {row['latency_rows']} latency rows{peak}; load {row['load']:.1f}", flush=True)
+    if proc.returncode:
+        print(f"[{name}] worker failed with exit code {proc.returncode}", flush=True)
 
 
 if __name__ == "__main__":
