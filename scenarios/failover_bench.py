@@ -278,7 +278,8 @@ def _bench_cluster(options: BenchOptions, distribution: Any, brokers: int, parti
                     write(record)
                     count += 1
                     progress(f"{brokers}b/{partitions}p {fault} #{index + 1}: {record.detail}")
-                    _restore(cluster, it.target, partitions, options.settle_timeout)
+                    if (fault, index) != (options.faults[-1], options.repeat - 1):  # the cluster goes next
+                        _restore(cluster, it.target, partitions, options.settle_timeout)
     return count
 
 
