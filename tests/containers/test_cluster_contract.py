@@ -63,15 +63,16 @@ def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:
     assert isinstance(cluster, Cluster) and isinstance(cluster, BrokerControl)
     assert cluster.kafka_version == kafka_distribution.version
     assert cluster.broker_ids == [1, 2, 3]
-    # Both launchers cut the network (containers: a namespace per broker; local: iptables on
-    # loopback, as root); only the local one runs ZooKeeper ensembles and degrades links so far.
+    # Both launchers cut and degrade the network (containers: rules in each broker's namespace;
+    # local: iptables on loopback, as root), run ZooKeeper ensembles and fail log directories;
+    # only the local one delays links (its userspace link proxies: this kernel has no netem).
     assert isinstance(cluster, NetworkPartitioner)
-    both = {Capability.BROKER_CONTROL, Capability.ZOOKEEPER_CONTROL}
-    local_only = {Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION, Capability.NETWORK_DEGRADE}
+    both = set(Capability) - {Capability.LINK_DELAY}
+    local_only = {Capability.LINK_DELAY}
     from harness.cluster import capability_problems
 
-    lacking = set(capability_problems(cluster))  # the local launcher without root or iptables
-    expected = both | {Capability.NETWORK_PARTITION} | (local_only if cluster.backend == "local" else set())
+    lacking = set(capability_problems(cluster))  # without root: no cuts, no containers' log dirs
+    expected = both | (local_only if cluster.backend == "local" else set())
     assert capabilities_of(cluster) == expected - lacking
 
 
