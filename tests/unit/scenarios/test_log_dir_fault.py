@@ -22,20 +22,18 @@ from oracle import (
 )
 from scenarios.faults import FaultEnv, Nemesis, make_fault
 from scenarios.targets import Target
+from tests.unit.scenarios.fakes import FakeBrokers
 
 
-class FakeCluster:
+class FakeCluster(FakeBrokers):
     """LogDirFailer + BrokerControl on dicts; records the calls in order."""
 
-    bootstrap_servers = "127.0.0.1:1"
-
     def __init__(self, dirs: int = 2) -> None:
+        super().__init__()
         self.dirs = dirs
         self.held = {(1, 0): [("phys-t", 0), ("__consumer_offsets", 1), ("old-topic", 4)],
                      (1, 1): [("phys-t", p) for p in range(1, 6)]}
         self.failed: set[tuple[int, int]] = set()
-        self.running = {1: True, 2: True, 3: True}
-        self.calls: list[tuple[str, int]] = []
 
     def log_dirs(self, b: int) -> list[str]:
         return [f"/d{b}/{i}" for i in range(self.dirs)]
@@ -55,28 +53,6 @@ class FakeCluster:
         done = self.failed_log_dirs(b)
         self.failed -= {(b, i) for i in done}
         return done
-
-    def broker_running(self, b: int) -> bool:
-        return self.running[b]
-
-    def kill_broker(self, b: int) -> None:
-        self.calls.append(("kill", b))
-        self.running[b] = False
-
-    def stop_broker(self, b: int) -> None:
-        self.calls.append(("stop", b))
-        self.running[b] = False
-
-    def start_broker(self, b: int) -> None:
-        self.calls.append(("start", b))
-        self.running[b] = True
-
-    def pause_broker(self, b: int) -> None: ...
-
-    def resume_broker(self, b: int) -> None: ...
-
-    def broker_paused(self, b: int) -> bool:
-        return False
 
 
 # What the oracle predicts from: phys-t and __consumer_offsets (not old-topic, a previous scenario's).
