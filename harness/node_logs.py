@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
