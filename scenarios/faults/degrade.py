@@ -50,9 +50,53 @@ def _number(options: Mapping[str, Any], name: str, low: float, high: float) -> f
     return float(value)
 
 
+class LinkFault(FaultBase):
+    """What the link faults (:class:`NetworkDegrade`, ``scenarios.faults.delay.NetworkDelay``)
+    share: a step that worsens the target broker's links and a ``variant: heal`` step that
+    undoes them (``heal_network``). With an ``expect`` other than ``nothing`` the broker stays
+    held until the heal; with ``session_expiry`` the oracle sees its failure, and at the heal its
+    startup. With ``nothing`` the step holds one session window, so a threshold crossed after
+    all would show. Subclasses are dataclasses with ``expect`` and ``healing`` fields."""
+
+    expect: str
+    healing: bool
+    link_capability: ClassVar[Capability]
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return () if self.healing or self.expect == "nothing" else self.target.brokers
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return self.target.brokers if self.healing else ()
+
+    def oracle_events(self) -> list[Event]:
+        if self.expect != "session_expiry":
+            return []
+        brokers = tuple(self.target.brokers)
+        return [BrokerStartup(brokers)] if self.healing else [BrokerFailure(brokers)]
+
+    def inject(self, env: FaultEnv) -> None:
+        cluster = require_capability(env, self.link_capability, self.label)
+        if self.healing:
+            cluster.heal_network()
+            return
+        for broker in self.target.brokers:
+            self.worsen(cluster, broker)
+        if self.expect == "nothing":
+            time.sleep(session_window_s(env))  # a threshold crossed after all would show by now
+
+    def heal(self, env: FaultEnv) -> None:
+        if not self.healing:
+            env.cluster.heal_network()
+
+    def worsen(self, cluster: Any, broker: int) -> None:
+        raise NotImplementedError
+
+
 @register_fault
 @dataclass
-class NetworkDegrade(FaultBase):
+class NetworkDegrade(LinkFault):
     """Lose ``loss_pct`` % of the target broker's packets on its ``links`` (``zookeeper``,
     ``peers``, ``clients``, ``everyone``) and/or limit them to ``rate_kbit``; ``variant: heal``
     removes it. ``expect`` states which threshold the degradation crosses (``nothing``,
@@ -62,6 +106,7 @@ class NetworkDegrade(FaultBase):
     kind: ClassVar[str] = KIND
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.NETWORK_DEGRADE,
                                                            Capability.NETWORK_PARTITION})
+    link_capability: ClassVar[Capability] = Capability.NETWORK_DEGRADE
     client_windows: ClassVar[bool] = True
     links: str = "peers"
     loss_pct: float = 0.0
@@ -91,36 +136,10 @@ class NetworkDegrade(FaultBase):
         return f"{KIND}/heal" if self.healing else f"{KIND}/{self.links}"
 
     @property
-    def holds(self) -> tuple[int, ...]:
-        # A broker whose session expired, or a follower out of the ISR, stays faulted until the heal.
-        return () if self.healing or self.expect == "nothing" else self.target.brokers
-
-    @property
-    def releases(self) -> tuple[int, ...]:
-        return self.target.brokers if self.healing else ()
-
-    @property
     def isr_rule(self) -> str | None:
         if self.expect != "isr_shrink":
             return None
         return LEADER_ISR_EXPAND if self.healing else LEADER_ISR_SHRINK
 
-    def oracle_events(self) -> list[Event]:
-        if self.expect != "session_expiry":
-            return []
-        brokers = tuple(self.target.brokers)
-        return [BrokerStartup(brokers)] if self.healing else [BrokerFailure(brokers)]
-
-    def inject(self, env: FaultEnv) -> None:
-        cluster = require_capability(env, Capability.NETWORK_DEGRADE, self.label)
-        if self.healing:
-            cluster.heal_network()
-            return
-        for broker in self.target.brokers:
-            cluster.degrade(broker, loss_pct=self.loss_pct, rate_kbit=self.rate_kbit, **LINKS[self.links])
-        if self.expect == "nothing":
-            time.sleep(session_window_s(env))  # a threshold crossed after all would show by now
-
-    def heal(self, env: FaultEnv) -> None:
-        if not self.healing:
-            env.cluster.heal_network()
+    def worsen(self, cluster: Any, broker: int) -> None:
+        cluster.degrade(broker, loss_pct=self.loss_pct, rate_kbit=self.rate_kbit, **LINKS[self.links])

@@ -26,16 +26,14 @@ delay D on every link of the broker (docs/zookeeper-faults.md, "R5"):
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from common.errors import UsageError
 from harness.cluster import Capability
-from oracle import BrokerFailure, BrokerStartup, Event
-from scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, require_capability
-from scenarios.faults.zookeeper import session_window_s
+from scenarios.faults.base import StepTopics, register_fault
+from scenarios.faults.degrade import LinkFault
 from scenarios.targets import Target
 
 KIND = "network_delay"
@@ -53,7 +51,7 @@ def _milliseconds(options: Mapping[str, Any], name: str) -> float:
 
 @register_fault
 @dataclass
-class NetworkDelay(FaultBase):
+class NetworkDelay(LinkFault):
     """Delay both directions of the target broker's ZooKeeper links by ``delay_ms`` ±
     ``jitter_ms`` (``to: zookeeper``); ``variant: heal`` removes it. ``expect`` states whether the
     session expires (``nothing``, ``session_expiry``) and so the oracle events it is checked
@@ -61,6 +59,7 @@ class NetworkDelay(FaultBase):
 
     kind: ClassVar[str] = KIND
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.LINK_DELAY})
+    link_capability: ClassVar[Capability] = Capability.LINK_DELAY
     client_windows: ClassVar[bool] = True
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
@@ -88,31 +87,5 @@ class NetworkDelay(FaultBase):
     def label(self) -> str:
         return f"{KIND}/heal" if self.healing else f"{KIND}/zookeeper"
 
-    @property
-    def holds(self) -> tuple[int, ...]:
-        # A broker whose session expired stays out until the heal.
-        return () if self.healing or self.expect == "nothing" else self.target.brokers
-
-    @property
-    def releases(self) -> tuple[int, ...]:
-        return self.target.brokers if self.healing else ()
-
-    def oracle_events(self) -> list[Event]:
-        if self.expect != "session_expiry":
-            return []
-        brokers = tuple(self.target.brokers)
-        return [BrokerStartup(brokers)] if self.healing else [BrokerFailure(brokers)]
-
-    def inject(self, env: FaultEnv) -> None:
-        cluster = require_capability(env, Capability.LINK_DELAY, self.label)
-        if self.healing:
-            cluster.heal_network()
-            return
-        for broker in self.target.brokers:
-            cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms)
-        if self.expect == "nothing":
-            time.sleep(session_window_s(env))  # an expiry after all would show by now
-
-    def heal(self, env: FaultEnv) -> None:
-        if not self.healing:
-            env.cluster.heal_network()
+    def worsen(self, cluster: Any, broker: int) -> None:
+        cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms)

@@ -65,7 +65,7 @@ def test_bad_options_are_one_line_errors(options: dict[str, Any], message: str) 
 
 
 def test_inject_delays_and_heal_undoes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("scenarios.faults.delay.time.sleep", lambda s: None)
+    monkeypatch.setattr("scenarios.faults.degrade.time.sleep", lambda s: None)  # LinkFault.inject
     cluster = RecordingCluster()
     fault = make_fault("network_delay", TWO, {"delay_ms": 1500, "jitter_ms": 100}, **TOPICS)
     fault.inject(_env(cluster))
