@@ -62,7 +62,7 @@ from harness.containers.nodes import (
     container_pid,
     container_state,
     gateway_on,
-    ignore_errors,
+    kill_container,
     log_tail,
     zookeeper_alias,
 )
@@ -316,12 +316,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
 
     def kill_broker(self, broker_id: int) -> None:
         """``docker kill`` (SIGKILL); returns once the container has exited."""
-        container = self._broker(broker_id)
-        paused = container_state(container) == "paused"
-        container.kill(signal="SIGKILL")
-        if paused:  # a frozen cgroup dies only when thawed
-            ignore_errors(container.unpause)
-        container.wait(timeout=30)
+        kill_container(self._broker(broker_id))
         self._cut.discard(broker_id)
 
     def stop_broker(self, broker_id: int) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from common.errors import HarnessError, UsageError
 from harness import zk_ensemble
 from harness.containers.network import NamespaceFirewall, NamespaceShaper, check_partition_tools
-from harness.containers.nodes import container_pid, container_state, ignore_errors, zookeeper_alias
+from harness.containers.nodes import container_pid, container_state, kill_container, zookeeper_alias
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -63,13 +63,7 @@ class ContainerEnsembleControls:
         return container_state(self._zk_server(server_id)) in ("running", "paused")
 
     def kill_zookeeper_server(self, server_id: int) -> None:
-        container = self._zk_server(server_id)
-        paused = container_state(container) == "paused"
-        log.info("docker kill %s", container.name)
-        container.kill(signal="SIGKILL")
-        if paused:  # a frozen cgroup dies only when thawed
-            ignore_errors(container.unpause)
-        container.wait(timeout=30)
+        kill_container(self._zk_server(server_id))
 
     def pause_zookeeper_server(self, server_id: int) -> None:
         container = self._zk_server(server_id)

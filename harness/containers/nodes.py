@@ -130,6 +130,16 @@ def gateway_on(container: Container, network: str) -> str:
     return str(container.attrs["NetworkSettings"]["Networks"][network]["Gateway"])
 
 
+def kill_container(container: Container) -> None:
+    """``docker kill`` (SIGKILL); returns once the container has exited (bounded)."""
+    paused = container_state(container) == "paused"
+    log.info("docker kill %s", container.name)
+    container.kill(signal="SIGKILL")
+    if paused:  # a frozen cgroup dies only when thawed
+        ignore_errors(container.unpause)
+    container.wait(timeout=30)
+
+
 def log_tail(container: Container | None, lines: int = 15) -> str:
     """The last ``lines`` of ``docker logs``, on one line (for error messages)."""
     if container is None:
