@@ -18,6 +18,7 @@ from common.errors import HarnessError
 from common.waits import WaitTimeout, wait_until
 from harness.config import ClusterConfig, broker_properties, render_properties, zookeeper_properties
 from harness.jmx_exporter import agent_option, metrics_port_of
+from harness.node_logs import JVM_TIMEZONE_FLAG
 from harness.nodes import zookeeper_four_letter
 from harness.observer import ConvergenceTimeout
 from harness.processes import NodeProcess
@@ -119,7 +120,7 @@ class LocalNode:
 
 def jvm_command(java: str, heap: str, options: Sequence[str], classpath: str, log4j: Path,
                 logs_dir: Path, main_class: str, properties: Path) -> list[str]:
-    return [java, f"-Xmx{heap}", *options,
+    return [java, f"-Xmx{heap}", JVM_TIMEZONE_FLAG, *options,
             f"-Dkafka.logs.dir={logs_dir}", f"-Dlog4j.configuration=file:{log4j}",
             "-cp", classpath, main_class, str(properties)]
 

@@ -10,12 +10,15 @@ appended since (logs only grow: a restarted broker appends to the same files).
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 CONTROLLER_LOGS = ("controller.log", "state-change.log")
+# Log4j's ``[%d]`` carries no zone, so every node's JVM runs in UTC on both launchers: the
+# harness then reads the timestamps without guessing a zone (the host's offset at parse time
+# is wrong across a DST change, and a container's zone depends on its image and environment).
+JVM_TIMEZONE_FLAG = "-Duser.timezone=UTC"
 MAX_READ_BYTES = 256 * 1024 * 1024  # a 10,000-partition failover logs a few MB; bound it anyway
 
 
@@ -29,14 +32,6 @@ def controller_log_files(cluster: object) -> list[Path]:
         split = [path.parent / name for name in CONTROLLER_LOGS if (path.parent / name).is_file()]
         files += split if split else [path]
     return files
-
-
-def jvm_utc_offset_s(cluster: object) -> float:
-    """The brokers' time zone offset (log4j's ``[%d]`` has none): this host's for local JVMs;
-    UTC in the containers (the image has no zone data, so Java falls back to UTC)."""
-    if getattr(cluster, "backend", "local") == "containers":
-        return 0.0
-    return float(time.localtime().tm_gmtoff)
 
 
 class LogCursor:

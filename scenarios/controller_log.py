@@ -33,7 +33,8 @@ kind                   line (logger, Kafka 3.9 function)
                        leader applied LeaderAndIsr and serves)
 =====================  ======================================================================
 
-Log4j's ``[%d]`` has no zone: timestamps are read in the JVM's zone, given as ``utc_offset_s``.
+Log4j's ``[%d]`` has no zone: the launchers run every JVM in UTC (``harness.node_logs.JVM_TIMEZONE_FLAG``);
+``utc_offset_s`` reads logs written in another zone.
 Only partitions of the topics asked for are kept (a 10,000-partition failover logs ~30,000).
 """
 

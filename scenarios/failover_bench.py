@@ -292,7 +292,7 @@ def _with_version(record: Record, version: str) -> Record:
 def _one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options: BenchOptions) -> Iteration:
     from harness.metadata import broker_view
     from harness.metrics import endpoints_of, scrape_brokers
-    from harness.node_logs import LogCursor, jvm_utc_offset_s
+    from harness.node_logs import LogCursor
 
     controller = observer.snapshot().controller
     view = broker_view(cluster.endpoint(cluster.broker_ids[0]).bootstrap, [TOPIC], timeout=30.0)
@@ -335,7 +335,7 @@ def _one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options
     time.sleep(0.5)  # the last lines of the event reach the log files
     after_at, after = scrape_brokers({b: e for b, e in endpoints.items() if b != target})
     lines = cursor.lines_since_mark()
-    events = tuple(parse_lines(lines, jvm_utc_offset_s(cluster), after=fault_at - 1.0))
+    events = tuple(parse_lines(lines, after=fault_at - 1.0))
     return Iteration(fault, target, controller, fault_at, moved, detection, metadata_at, events,
                      FaultMetrics(MetricsScrape(before_at, before), MetricsScrape(after_at, after)),
                      len(lines), sum(len(line) + 1 for line in lines))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.errors import HarnessError
-from harness.node_logs import LogCursor, jvm_utc_offset_s
+from harness.node_logs import LogCursor
 from oracle import AutoRebalance, ClusterState, Event
 from scenarios.catalogue import Step
 from scenarios.clientops import ClientOps
@@ -202,4 +202,4 @@ def controller_log(cluster: Any, logs: LogCursor, fault_at: float, topics: Seque
         log.warning("reading the controller logs: %s", exc)
         return None
     # A second of slack before the fault: the log's milliseconds against our clock.
-    return tuple(parse_lines(lines, jvm_utc_offset_s(cluster), after=fault_at - 1.0, topics=list(topics)))
+    return tuple(parse_lines(lines, after=fault_at - 1.0, topics=list(topics)))

@@ -16,6 +16,7 @@ from common.errors import HarnessError
 from harness.config import ClusterConfig, broker_properties, render_properties, zookeeper_properties
 from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, METRICS_AGENT, METRICS_CONFIG
 from harness.jmx_exporter import agent_option
+from harness.node_logs import JVM_TIMEZONE_FLAG
 from harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL
 from harness.zk_ensemble import INIT_LIMIT_TICKS, SYNC_LIMIT_TICKS
 
@@ -105,7 +106,7 @@ def broker_listeners(broker_id: int, external_host_port: int) -> dict[str, str]:
 
 def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str) -> list[str]:
     """No shell in the image: java expands the ``libs/*`` class path wildcard itself."""
-    return ["java", f"-Xmx{heap}", *jvm_options,  # as harness.local_nodes.jvm_command
+    return ["java", f"-Xmx{heap}", JVM_TIMEZONE_FLAG, *jvm_options,  # as harness.local_nodes.jvm_command
             f"-Dlog4j.configuration=file:{LOG4J_CONFIG}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.node_logs import LogCursor, controller_log_files, jvm_utc_offset_s
+from harness.node_logs import JVM_TIMEZONE_FLAG, LogCursor, controller_log_files
 
 
 class _Cluster:
@@ -46,5 +46,12 @@ def test_only_lines_appended_after_the_mark_are_read(tmp_path: Path) -> None:
     assert sorted(cursor.lines_since_mark()) == ["c2", "c3", "s2"]
 
 
-def test_containers_log_in_utc() -> None:
-    assert jvm_utc_offset_s(_Cluster(Path("."), "containers")) == 0.0
+def test_every_node_jvm_logs_in_utc() -> None:
+    """The controller-log parser reads timestamps as UTC: both launchers must start every JVM so."""
+    from harness.containers.nodes import java_command
+    from harness.local_nodes import jvm_command
+
+    local = jvm_command("java", "1g", [], "cp", Path("l.properties"), Path("logs"), "kafka.Kafka", Path("s.properties"))
+    container = java_command("1g", [], "kafka.Kafka", "s.properties")
+    assert JVM_TIMEZONE_FLAG == "-Duser.timezone=UTC"
+    assert JVM_TIMEZONE_FLAG in local and JVM_TIMEZONE_FLAG in container
