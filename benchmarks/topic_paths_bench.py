@@ -35,16 +35,24 @@ from harness.config import ClusterConfig  # noqa: E402
 from harness.distribution import resolve_distribution  # noqa: E402
 from harness.local import LocalCluster  # noqa: E402
 from harness.observer import ZkObserver  # noqa: E402
+from harness.zksnapshot import ZkSnapshot  # noqa: E402
 from oracle import BrokerFailure, predict  # noqa: E402
 from scenarios.observation import cluster_state_of, mismatches  # noqa: E402
+
+
+def _online(snapshot: ZkSnapshot, topic: str, partitions: int = 3) -> bool:
+    """Every partition has its state znode with both replicas in the ISR: ``all()`` over no
+    partition states would be true the moment the topic znode appears, before the controller
+    wrote any of them."""
+    states = snapshot.topic_partitions(topic)
+    return len(states) == partitions and all(len(p.isr) == 2 for p in states)
 
 
 def deletion_round(cluster: LocalCluster) -> tuple[float, float]:
     topic = f"doomed-{uuid.uuid4().hex[:6]}"
     with ZkObserver(cluster.zookeeper_connect, topics=[topic]) as observer:
         metadata.create_topic(cluster.bootstrap_servers, topic, {0: (1, 2), 1: (2, 3), 2: (3, 1)})
-        observer.wait_until(lambda s: s.has_topic(topic) and all(len(p.isr) == 2 for p in s.topic_partitions(topic)),
-                            timeout=30, description="topic online")
+        observer.wait_until(lambda s: _online(s, topic), timeout=30, description="topic online")
         cluster.kill_broker(3)
         observer.wait_until(lambda s: 3 not in s.live_brokers, timeout=30, description="broker 3 gone")
         metadata.request_topic_deletion(cluster.bootstrap_servers, topic)
@@ -73,8 +81,7 @@ def log_dir_round(cluster: LocalCluster, run_dir: Path) -> float:
     with ZkObserver(cluster.zookeeper_connect, topics=[topic]) as observer:
         metadata.create_topic(cluster.bootstrap_servers, topic, {0: (2, 1), 1: (2, 3), 2: (1, 2)})
         before = observer.wait_until(
-            lambda s: s.has_topic(topic) and all(len(p.isr) == 2 for p in s.topic_partitions(topic)),
-            timeout=30, description="topic online")
+            lambda s: _online(s, topic), timeout=30, description="topic online")
         want = predict(cluster_state_of(before, [topic], {}), [BrokerFailure((2,))]).state
         failed_at = time.monotonic()
         _mount_read_only(data)
