@@ -14,4 +14,5 @@ fi
 export TESTCONTAINERS_RYUK_DISABLED="${TESTCONTAINERS_RYUK_DISABLED:-true}"
 echo "==> mypy --strict"
 .venv/bin/mypy --strict oracle/ harness/ scenarios/ results/ cli/ common/
-exec .venv/bin/pytest tests "$@"
+# The slowest tests are listed at the end: the command has a 20-minute budget to keep.
+exec .venv/bin/pytest tests --durations=25 "$@"
