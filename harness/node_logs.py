@@ -2,7 +2,8 @@
 
 :func:`controller_log_files` names the files of a cluster that hold those lines: the local
 launcher's per-broker ``controller.log`` and ``state-change.log`` (harness/log4j.properties),
-or a container's whole ``docker logs`` dump (containers log everything to stdout).
+or a container's whole ``docker logs`` dump (containers log everything to stdout), and each
+ZooKeeper server's log.
 :class:`LogCursor` remembers each file's size at :meth:`LogCursor.mark` and reads what was
 appended since (logs only grow: a restarted broker appends to the same files).
 """
@@ -23,12 +24,17 @@ MAX_READ_BYTES = 256 * 1024 * 1024  # a 10,000-partition failover logs a few MB;
 
 
 def controller_log_files(cluster: object) -> list[Path]:
-    """The files holding the brokers' controller and state-change lines."""
+    """The files holding the brokers' controller and state-change lines, and the ZooKeeper
+    servers' logs (they say when a session expired: the start of a hard-killed broker's
+    failover)."""
     files: list[Path] = []
     for node, path in getattr(cluster, "log_files")().items():
+        path = Path(path)
+        if str(node).startswith("zookeeper"):
+            files.append(path)
+            continue
         if not str(node).startswith("broker-"):
             continue
-        path = Path(path)
         split = [path.parent / name for name in CONTROLLER_LOGS if (path.parent / name).is_file()]
         files += split if split else [path]
     return files

@@ -31,6 +31,9 @@ kind                   line (logger, Kafka 3.9 function)
 ``leader_started``     ``[Broker id=B] Leader T-P with topic id … starts at leader epoch N``
                        (``Partition.makeLeader`` via ``ReplicaManager.makeLeaders``: the new
                        leader applied LeaderAndIsr and serves)
+``session_expired``    ``Expiring session 0x…, timeout of Nms exceeded`` (ZooKeeper 3.8's
+                       ``ZooKeeperServer.expire``, on the ensemble's leader: the closeSession
+                       that deletes the session's ephemeral znodes is submitted right after)
 =====================  ======================================================================
 
 Log4j's ``[%d]`` has no zone: the launchers run every JVM in UTC (``harness.node_logs.JVM_TIMEZONE_FLAG``);
@@ -66,6 +69,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                    r"for (?P<count>\d+) partitions")),
     ("leader_started", re.compile(r"\[Broker id=(?P<node>\d+)\] Leader " + _TP + r" with topic id .* starts at "
                                   r"leader epoch (?P<epoch>\d+)")),
+    ("session_expired", re.compile(r"Expiring session 0x[0-9a-f]+, timeout of \d+ms exceeded")),
 )
 # The lines that start processing a fault's controller event.
 TRIGGERS = frozenset({"broker_change", "shutdown_request", "elected"})
@@ -117,7 +121,7 @@ def parse_line(line: str, utc_offset_s: float = 0.0) -> LogEvent | None:
         year, month, day, hour, minute, second, millis = (int(stamp.group(i)) for i in range(1, 8))
         at = calendar.timegm((year, month, day, hour, minute, second)) + millis / 1000.0 - utc_offset_s
         groups = found.groupdict()
-        return LogEvent(at=round(at, 3), kind=kind, node=int(groups["node"] or -1), topic=groups.get("topic"),
+        return LogEvent(at=round(at, 3), kind=kind, node=int(groups.get("node") or -1), topic=groups.get("topic"),
                         partition=_opt_int(groups, "partition"), leader=_opt_int(groups, "leader"),
                         epoch=_opt_int(groups, "epoch"), brokers=_ints(groups.get("brokers")),
                         count=_opt_int(groups, "count"))
@@ -146,7 +150,9 @@ class ControllerPhases:
     the logs do not say.  ``trigger_at``: the controller started processing the fault's event;
     ``written_at``: the new leader's ZooKeeper write was done (logged after it); ``sent_at``: the
     first LeaderAndIsr to the new leader after that; ``metadata_at``: the first UpdateMetadata
-    after that; ``leader_at``: the new leader applied it."""
+    after that; ``leader_at``: the new leader applied it; ``expired_at``: ZooKeeper expired the
+    session whose ephemeral znode's deletion queued the trigger (None unless exactly one session
+    expired between the fault and the trigger: with several the logs do not say which)."""
 
     controller: int | None
     trigger: str | None
@@ -155,6 +161,7 @@ class ControllerPhases:
     sent_at: float | None
     metadata_at: float | None
     leader_at: float | None
+    expired_at: float | None = None
 
 
 def _first(events: Iterable[LogEvent], pred: Any) -> LogEvent | None:
@@ -178,7 +185,9 @@ def partition_phases(events: Sequence[LogEvent], topic: str, partition: int, lea
         metadata = _first(since, lambda e: e.kind == "update_metadata" and e.node == written.node and leader in e.brokers)
         started = _first(since, lambda e: e.kind == "leader_started" and e.node == leader and e.topic == topic
                          and e.partition == partition)
+    expired = [e.at for e in after if e.kind == "session_expired" and trigger is not None and e.at <= trigger.at]
     return ControllerPhases(
+        expired_at=expired[0] if len(expired) == 1 else None,
         controller=written.node if written is not None else trigger.node if trigger is not None else None,
         trigger=trigger.kind if trigger is not None else None, trigger_at=trigger.at if trigger is not None else None,
         written_at=written.at if written is not None else None, sent_at=sent.at if sent is not None else None,

@@ -14,10 +14,13 @@ Phases, each in milliseconds from the moment the fault was injected
 When the step recorded the controller's own log lines (:mod:`scenarios.controller_log`),
 ``election`` is split further, from the controller's timestamps:
 
-* ``controller_queue`` — from ``detection`` to the controller starting to process the
-  BrokerChange event (its wait in the event queue), or, when the controller itself died, to its
-  successor's election (only for a broker that disappeared: a controlled shutdown's request
-  is not observed arriving);
+* ``controller_queue`` — from ZooKeeper expiring the vanished broker's session (its own log,
+  when exactly one session expired before the trigger; else ``detection``, our watch, which
+  may fire after the controller's and so give a small negative wait) to the controller
+  starting to process the BrokerChange event (its wait in the event queue, plus ZooKeeper's
+  commit of the closeSession and the watch notification: milliseconds), or, when the
+  controller itself died, to its successor's election (only for a broker that disappeared: a
+  controlled shutdown's request is not observed arriving);
 * ``controller_processing`` — from that start to the partition's new leader written in
   ZooKeeper (as the controller logged it);
 * ``leader_and_isr`` / ``update_metadata`` — ms from the fault until the controller sent the
@@ -79,7 +82,7 @@ class LatencyBreakdown:
             c = self.controller
             raw.update({"controller_trigger": c.trigger_at, "controller_written": c.written_at,
                         "controller_sent": c.sent_at, "controller_metadata": c.metadata_at,
-                        "leader_ready": c.leader_at})
+                        "leader_ready": c.leader_at, "session_expired": c.expired_at})
         return {k: v for k, v in raw.items() if v is not None}
 
 
@@ -89,12 +92,14 @@ CONTROLLER_PHASES = ("controller_queue", "controller_processing", "leader_and_is
 
 def controller_ms(c: ControllerPhases, fault_at: float, detection_at: float | None) -> dict[str, float | None]:
     """The controller phases in ms: the queue wait only where a vanished broker's znode
-    (``detection``) enqueued the event the controller then processed (``broker_change``, or a
-    successor's ``elected`` after the controller's own znodes vanished)."""
+    enqueued the event the controller then processed (``broker_change``, or a successor's
+    ``elected`` after the controller's own znodes vanished), from ZooKeeper's session expiry
+    when its log says it, else from our ``detection``."""
     def ms(end: float | None, start: float | None) -> float | None:
         return None if end is None or start is None else round((end - start) * 1000.0, 1)
 
-    queued = detection_at if c.trigger in ("broker_change", "elected") else None
+    vanished = c.expired_at if c.expired_at is not None else detection_at
+    queued = vanished if c.trigger in ("broker_change", "elected") else None
     return {"controller_queue": ms(c.trigger_at, queued), "controller_processing": ms(c.written_at, c.trigger_at),
             "leader_and_isr": ms(c.sent_at, fault_at), "update_metadata": ms(c.metadata_at, fault_at),
             "leader_ready": ms(c.leader_at, fault_at)}

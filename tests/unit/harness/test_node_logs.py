@@ -26,12 +26,13 @@ def _node(root: Path, name: str, split: bool) -> None:
         (logs / "state-change.log").write_text("s1\n")
 
 
-def test_split_logs_are_preferred_and_zookeeper_is_left_out(tmp_path: Path) -> None:
+def test_split_logs_are_preferred_and_zookeeper_keeps_its_server_log(tmp_path: Path) -> None:
     for name, split in (("zookeeper", True), ("broker-1", True), ("broker-2", False)):
         _node(tmp_path, name, split)
     files = controller_log_files(_Cluster(tmp_path))
     assert [f.relative_to(tmp_path).as_posix() for f in files] == [
-        "broker-1/logs/controller.log", "broker-1/logs/state-change.log", "broker-2/logs/server.log"]
+        "zookeeper/logs/server.log", "broker-1/logs/controller.log", "broker-1/logs/state-change.log",
+        "broker-2/logs/server.log"]
 
 
 def test_only_lines_appended_after_the_mark_are_read(tmp_path: Path) -> None:

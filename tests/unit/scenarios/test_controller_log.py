@@ -103,6 +103,43 @@ def test_election_splits_into_queue_wait_and_processing(events: list[LogEvent]) 
         "detection", "election", "propagation", "first_produce", "client_gap"}
 
 
+# A real ZooKeeper 3.8 line (ZooKeeperServer.expire), from a local run's zookeeper log.
+EXPIRY_LINE = ("[2026-11-23 01:50:14,330] INFO Expiring session 0x100005c56f60001, timeout of 6000ms exceeded "
+               "(org.apache.zookeeper.server.ZooKeeperServer)")
+
+
+def _expiry(at: float) -> LogEvent:
+    return LogEvent(round(at, 3), "session_expired", -1)
+
+
+def test_zookeepers_session_expiry_line_parses() -> None:
+    expired = parse_line(EXPIRY_LINE)
+    assert expired == LogEvent(1795398614.33, "session_expired", -1)
+    assert parse_line(EXPIRY_LINE.replace("Expiring session", "Expired session")) is None
+
+
+def test_queue_wait_starts_at_zookeepers_expiry_when_it_is_the_only_one(events: list[LogEvent]) -> None:
+    fault = FAULTS["hard_kill"]
+    trigger_at = partition_phases(events, "t", 1, 3, fault).trigger_at
+    assert trigger_at is not None
+    expired_at = trigger_at - 0.004
+    with_expiry = sorted([*events, _expiry(expired_at)], key=lambda e: e.at)
+    phases = partition_phases(with_expiry, "t", 1, 3, fault)
+    assert phases.expired_at == round(expired_at, 3)
+    # our watch fired 30 ms after the controller started: ZooKeeper's own time wins
+    late_watch = trigger_at + 0.030
+    queue = lat.controller_ms(phases, fault, late_watch)["controller_queue"]
+    assert queue is not None and 3.0 <= queue <= 5.0
+    assert lat.breakdown(fault, detection=late_watch, election=None, propagation=None, acks=[], partition=1,
+                         controller=phases).timestamps()["session_expired"] == phases.expired_at
+    # two expiries before the trigger (or one after it): the logs do not say which queued it
+    two = sorted([*with_expiry, _expiry(expired_at - 1.0)], key=lambda e: e.at)
+    assert partition_phases(two, "t", 1, 3, fault).expired_at is None
+    after = sorted([*events, _expiry(trigger_at + 0.5)], key=lambda e: e.at)
+    assert partition_phases(after, "t", 1, 3, fault).expired_at is None
+    assert lat.controller_ms(partition_phases(two, "t", 1, 3, fault), fault, late_watch)["controller_queue"] == -30.0
+
+
 def test_events_round_trip() -> None:
     event = LogEvent(1.5, "leader_and_isr", 1, None, None, None, None, (3,), 2)
     assert LogEvent.from_list(event.to_list()) == event
