@@ -164,6 +164,16 @@ class ControllerPhases:
     expired_at: float | None = None
 
 
+def expiry_before(events: Iterable[LogEvent], fault_at: float, trigger: LogEvent | None) -> float | None:
+    """When ZooKeeper expired the session whose ephemeral znode's deletion queued ``trigger``:
+    the one ``session_expired`` between the fault and the trigger; None when there is none, or
+    several (the lines do not name the broker: a session id is all ZooKeeper logs)."""
+    if trigger is None:
+        return None
+    expired = [e.at for e in events if e.kind == "session_expired" and fault_at <= e.at <= trigger.at]
+    return expired[0] if len(expired) == 1 else None
+
+
 def _first(events: Iterable[LogEvent], pred: Any) -> LogEvent | None:
     return next((e for e in events if pred(e)), None)
 
@@ -185,9 +195,8 @@ def partition_phases(events: Sequence[LogEvent], topic: str, partition: int, lea
         metadata = _first(since, lambda e: e.kind == "update_metadata" and e.node == written.node and leader in e.brokers)
         started = _first(since, lambda e: e.kind == "leader_started" and e.node == leader and e.topic == topic
                          and e.partition == partition)
-    expired = [e.at for e in after if e.kind == "session_expired" and trigger is not None and e.at <= trigger.at]
     return ControllerPhases(
-        expired_at=expired[0] if len(expired) == 1 else None,
+        expired_at=expiry_before(after, fault_at, trigger),
         controller=written.node if written is not None else trigger.node if trigger is not None else None,
         trigger=trigger.kind if trigger is not None else None, trigger_at=trigger.at if trigger is not None else None,
         written_at=written.at if written is not None else None, sent_at=sent.at if sent is not None else None,

@@ -39,7 +39,7 @@ from typing import Any
 from common.errors import HarnessError
 from common.waits import WaitTimeout, wait_until
 from results.schema import Record
-from scenarios.controller_log import TRIGGERS, LogEvent, parse_lines
+from scenarios.controller_log import TRIGGERS, LogEvent, expiry_before, parse_lines
 from scenarios.controller_metrics import FaultMetrics, MetricsScrape, summarise as summarise_metrics
 
 log = logging.getLogger(__name__)
@@ -146,8 +146,9 @@ def failover_phases(it: Iteration) -> dict[str, float | None]:
 
     return {
         "detection": ms(it.detection_at),
-        "controller_queue": ms(trigger.at, it.detection_at) if trigger is not None and trigger.kind != "shutdown_request"
-        else None,
+        # From ZooKeeper's expiry of the session when its log says it, as scenarios.latency does.
+        "controller_queue": ms(trigger.at, expiry_before(events, it.fault_at, trigger) or it.detection_at)
+        if trigger is not None and trigger.kind != "shutdown_request" else None,
         "controller_start": ms(trigger.at if trigger is not None else None),
         "controller_init": ms(ready.at, trigger.at) if ready is not None and trigger is not None else None,
         "zk_writes": ms(last_write) if complete else None,

@@ -29,6 +29,17 @@ def _iteration(events: tuple[object, ...], fault: str, at: float, moved: dict[tu
     return fb.Iteration(fault, 2, 1, at, moved, detection, at + 6.2, events)  # type: ignore[arg-type]
 
 
+def test_queue_wait_is_measured_from_zookeepers_session_expiry(events: tuple[object, ...]) -> None:
+    from scenarios.controller_log import LogEvent
+    start = HARD_KILL + fb.failover_phases(_iteration(events, "hard_kill", HARD_KILL, {("t", 1): 2}, None))[
+        "controller_start"] / 1000.0  # type: ignore[operator]
+    expiry = LogEvent(round(start - 0.021, 3), "session_expired", -1)
+    with_expiry = tuple(sorted([*events, expiry], key=lambda e: e.at))  # type: ignore[attr-defined]
+    late_watch = start + 0.05  # our watch fired after the controller had started
+    phases = fb.failover_phases(_iteration(with_expiry, "hard_kill", HARD_KILL, {("t", 1): 2}, late_watch))
+    assert phases["controller_queue"] is not None and 20.0 <= phases["controller_queue"] <= 22.0
+
+
 def test_hard_kill_phases_come_in_failover_order(events: tuple[object, ...]) -> None:
     detection = HARD_KILL + 5.82
     phases = fb.failover_phases(_iteration(events, "hard_kill", HARD_KILL, {("t", 1): 2, ("t", 4): 2}, detection))
