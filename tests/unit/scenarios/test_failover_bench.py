@@ -117,3 +117,8 @@ def test_spans_measure_from_the_controllers_start() -> None:
     assert set(fb.spans({"zk_writes": 1.0}).values()) == {None}
     cells = fb.summarise([_record("hard_kill", 10, phases)])
     assert {c.phase for c in cells} >= {"zk_writes_after_start", "leaders_ready_after_start"}
+
+
+def test_a_bigger_cluster_gets_longer_to_shut_down() -> None:
+    assert fb.stop_timeout_for(10) < fb.stop_timeout_for(1000) < fb.stop_timeout_for(10_000)
+    assert fb.stop_timeout_for(10) >= 60.0 and fb.stop_timeout_for(10_000) == 260.0
