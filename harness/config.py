@@ -45,6 +45,12 @@ LISTENERS = "listeners"
 ADVERTISED_LISTENERS = "advertised.listeners"
 LISTENER_SECURITY_PROTOCOL_MAP = "listener.security.protocol.map"
 INTER_BROKER_LISTENER_NAME = "inter.broker.listener.name"
+CONTROL_PLANE_LISTENER_NAME = "control.plane.listener.name"
+# KIP-291's listener, when ClusterConfig.control_plane_listener: the controller's requests
+# (LeaderAndIsr, UpdateMetadata, StopReplica) get their own acceptor, processor, queue and
+# handler thread (3.9 SocketServer.controlPlaneRequestChannelOpt, KafkaServer's
+# controlPlaneRequestHandlerPool); ControllerChannelManager.addNewBroker connects to it.
+CONTROL_PLANE_LISTENER = "CONTROL_PLANE"
 LOG_DIR = "log.dir"
 LOG_DIRS = "log.dirs"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
@@ -75,7 +81,7 @@ AUTO_CREATE_TOPICS_ENABLE = "auto.create.topics.enable"
 
 # Set by the launcher for each node; an override would break it (ports, data, ZK address).
 LAUNCHER_PROPERTIES = frozenset({BROKER_ID, ZOOKEEPER_CONNECT, LISTENERS, ADVERTISED_LISTENERS,
-                                 LOG_DIR, LOG_DIRS})
+                                 LOG_DIR, LOG_DIRS, CONTROL_PLANE_LISTENER_NAME})
 # Per-listener overrides ("listener.name.<name>.<config>") are not in CONFIG_DEF by name.
 KNOWN_PROPERTY_PREFIXES = ("listener.name.",)
 
@@ -165,6 +171,9 @@ class ClusterConfig:
     # Local launcher: each broker reaches each ZooKeeper server through a link proxy of its own
     # (harness.link_proxy), so its ZooKeeper links can be delayed or cut without root.
     link_proxies: bool = False
+    # KIP-291: each broker also listens on CONTROL_PLANE_LISTENER (its own port), named by
+    # control.plane.listener.name, so controller requests do not queue behind data requests.
+    control_plane_listener: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.log_dirs, bool) or not isinstance(self.log_dirs, int) or not 1 <= self.log_dirs <= MAX_LOG_DIRS:
@@ -240,7 +249,9 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
 
     ``listeners`` maps a listener name to the ``host:port`` clients are told (advertised);
     ``bind_listeners`` (default: the same) to where the broker binds.  The first listener is
-    the inter-broker one; every listener is PLAINTEXT.
+    the inter-broker one; every listener is PLAINTEXT.  With ``config.control_plane_listener``
+    ``listeners`` must hold :data:`CONTROL_PLANE_LISTENER` (not first: 3.9
+    ``KafkaConfig.validateValues`` requires it to differ from the inter-broker listener).
     """
     if broker_id not in config.broker_ids():
         raise UsageError(f"unknown broker id {broker_id}: the brokers are "
@@ -259,6 +270,11 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
         INTER_BROKER_LISTENER_NAME: next(iter(listeners)),
         LOG_DIRS: ",".join(log_dir_paths(log_dir, config.log_dirs)),
     }
+    if config.control_plane_listener:
+        if CONTROL_PLANE_LISTENER not in listeners or next(iter(listeners)) == CONTROL_PLANE_LISTENER:
+            raise HarnessError(f"control_plane_listener needs a {CONTROL_PLANE_LISTENER} listener after the "
+                               f"inter-broker one, got {list(listeners)}")
+        props[CONTROL_PLANE_LISTENER_NAME] = CONTROL_PLANE_LISTENER
     props.update(chaos_cluster_defaults(config.brokers))
     props.update(_check_overrides(config.cluster_overrides, "cluster"))
     props.update(_check_overrides(config.broker_overrides.get(broker_id, {}), f"broker {broker_id}"))

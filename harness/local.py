@@ -122,11 +122,13 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
                  run_dir: str | os.PathLike[str] | None = None, *, detached: bool = False,
                  start_timeout: float = 120.0, stop_timeout: float = 60.0,
                  class_data_sharing: bool = True,
-                 node_jvm_options: Mapping[str, Sequence[str]] | None = None, metrics: bool = True) -> None:
+                 node_jvm_options: Mapping[str, Sequence[str]] | None = None, metrics: bool = True,
+                 log4j_extra: str = "") -> None:
         """``detached``: the nodes outlive this Python process (``cluster up``).
         ``class_data_sharing``: use the archives of :mod:`harness.cds` when they exist.
         ``node_jvm_options``: extra JVM flags by role ("broker", "zookeeper").
-        ``metrics``: every broker runs the JMX exporter agent (:mod:`harness.jmx_exporter`)."""
+        ``metrics``: every broker runs the JMX exporter agent (:mod:`harness.jmx_exporter`).
+        ``log4j_extra``: lines appended to the nodes' log4j.properties (a benchmark's request log)."""
         self.config = config
         self.distribution = distribution
         self._requested_run_dir = Path(run_dir).absolute() if run_dir is not None else None
@@ -143,6 +145,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         self._class_data_sharing = class_data_sharing
         self._node_jvm_options = {role: list(flags) for role, flags in (node_jvm_options or {}).items()}
         self._metrics = metrics
+        self._log4j_extra = log4j_extra
 
     def __repr__(self) -> str:
         return f"LocalCluster({self.config.brokers} brokers, run_dir={self._run_dir})"
@@ -226,8 +229,10 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         layout = self._layout(self._run_dir)
         servers = self._plan_ensemble()
         zk_port = servers[0].client_port
-        ports = free_ports(2 * self.config.brokers)  # one set: all distinct
-        broker_ports, metrics_ports = ports[:self.config.brokers], ports[self.config.brokers:]
+        n = self.config.brokers
+        ports = free_ports((3 if self.config.control_plane_listener else 2) * n)  # one set: all distinct
+        broker_ports, metrics_ports = ports[:n], ports[n:2 * n]
+        control_ports: list[int | None] = list(ports[2 * n:]) or [None] * n  # KIP-291's listener
         for server in servers:
             self._zk_ensemble[server.server_id] = prepare_zookeeper(layout, self.config, server.client_port,
                                                                     server, servers)
@@ -237,10 +242,11 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
             self._link_proxies = start_link_proxies(self._run_dir, self.broker_ids,
                                                     {s.server_id: s.client_port for s in servers},
                                                     detached=self._detached)
-        for broker_id, port, metrics_port in zip(self.broker_ids, broker_ports, metrics_ports):
+        for broker_id, port, metrics_port, control_port in zip(self.broker_ids, broker_ports, metrics_ports,
+                                                               control_ports):
             broker_connect = self._link_proxies.connect_string(broker_id) if self._link_proxies else connect
             self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, broker_connect,
-                                                      metrics_port)
+                                                      metrics_port, control_port)
         self._install_firewall()
         deadline = time.monotonic() + self.start_timeout
         log.info("starting ZooKeeper on %s (run dir %s)", connect, self._run_dir)
@@ -269,7 +275,8 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
 
     def _layout(self, run_dir: Path) -> NodeLayout:
         log4j = run_dir / "log4j.properties"
-        log4j.write_bytes(resources.files("harness").joinpath("log4j.properties").read_bytes())
+        log4j.write_bytes(resources.files("harness").joinpath("log4j.properties").read_bytes()
+                          + self._log4j_extra.encode())
         java = java_executable()
         agent = (jmx_exporter.resolve_agent_jar(), jmx_exporter.write_config(run_dir)) if self._metrics else None
         return NodeLayout(run_dir=run_dir, java=java, classpath=self.distribution.classpath, log4j=log4j,

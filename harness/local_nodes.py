@@ -16,7 +16,13 @@ from pathlib import Path
 
 from common.errors import HarnessError
 from common.waits import WaitTimeout, wait_until
-from harness.config import ClusterConfig, broker_properties, render_properties, zookeeper_properties
+from harness.config import (
+    CONTROL_PLANE_LISTENER,
+    ClusterConfig,
+    broker_properties,
+    render_properties,
+    zookeeper_properties,
+)
 from harness.jmx_exporter import agent_option, metrics_port_of
 from harness.node_logs import JVM_TIMEZONE_FLAG
 from harness.nodes import zookeeper_four_letter
@@ -171,12 +177,17 @@ def prepare_zookeeper(layout: NodeLayout, config: ClusterConfig, port: int,
 
 
 def prepare_broker(layout: NodeLayout, config: ClusterConfig, broker_id: int, port: int,
-                   zookeeper_connect: str, metrics_port: int | None = None) -> LocalNode:
+                   zookeeper_connect: str, metrics_port: int | None = None,
+                   control_plane_port: int | None = None) -> LocalNode:
     """A broker's directory, ``server.properties`` and command line (not started); with the
-    layout's JMX exporter agent serving on ``metrics_port`` when both are given."""
+    layout's JMX exporter agent serving on ``metrics_port`` when both are given, and KIP-291's
+    control-plane listener on ``control_plane_port`` when given."""
     node_dir = layout.run_dir / broker_node_name(broker_id)
+    listeners = {LISTENER: f"{HOST}:{port}"}
+    if control_plane_port is not None:
+        listeners[CONTROL_PLANE_LISTENER] = f"{HOST}:{control_plane_port}"
     props = broker_properties(config, broker_id, zookeeper_connect=zookeeper_connect,
-                              listeners={LISTENER: f"{HOST}:{port}"}, log_dir=str(node_dir / "data"))
+                              listeners=listeners, log_dir=str(node_dir / "data"))
     options = list(layout.jvm_options["broker"])
     if layout.metrics_agent is not None and metrics_port is not None:
         options.append(agent_option(layout.metrics_agent[0], metrics_port, layout.metrics_agent[1], HOST))

@@ -137,3 +137,29 @@ def test_set_options_split_cluster_and_broker_overrides() -> None:
 def test_rendered_properties_escape_what_java_would_misread() -> None:
     text = c.render_properties({"b.key": "x", "a:key": "C:\\dir"})
     assert text == "a\\:key=C:\\\\dir\nb.key=x\n"
+
+
+def test_control_plane_listener_is_a_second_plaintext_listener_named_by_kip_291() -> None:
+    cfg = ClusterConfig(control_plane_listener=True)
+    p = broker_properties(cfg, 1, zookeeper_connect="127.0.0.1:2181", log_dir="/data",
+                          listeners={"PLAINTEXT": "127.0.0.1:9092", c.CONTROL_PLANE_LISTENER: "127.0.0.1:9093"})
+    assert p[c.LISTENERS] == "PLAINTEXT://127.0.0.1:9092,CONTROL_PLANE://127.0.0.1:9093"
+    assert p[c.ADVERTISED_LISTENERS] == p[c.LISTENERS]
+    assert p[c.LISTENER_SECURITY_PROTOCOL_MAP] == "PLAINTEXT:PLAINTEXT,CONTROL_PLANE:PLAINTEXT"
+    assert p[c.CONTROL_PLANE_LISTENER_NAME] == "CONTROL_PLANE"
+    # KafkaConfig.validateValues: it must differ from the inter-broker listener.
+    assert p[c.INTER_BROKER_LISTENER_NAME] == "PLAINTEXT"
+    assert c.CONTROL_PLANE_LISTENER_NAME not in props(ClusterConfig())
+
+
+@pytest.mark.parametrize("listeners", [{"PLAINTEXT": "127.0.0.1:9092"},
+                                       {"CONTROL_PLANE": "127.0.0.1:9093", "PLAINTEXT": "127.0.0.1:9092"}])
+def test_control_plane_listener_needs_its_listener_after_the_inter_broker_one(listeners: dict[str, str]) -> None:
+    with pytest.raises(c.HarnessError, match="CONTROL_PLANE"):
+        broker_properties(ClusterConfig(control_plane_listener=True), 1, zookeeper_connect="z:1",
+                          listeners=listeners, log_dir="/data")
+
+
+def test_control_plane_listener_name_is_the_launchers() -> None:
+    with pytest.raises(UsageError, match="set by the launcher"):
+        ClusterConfig(cluster_overrides={c.CONTROL_PLANE_LISTENER_NAME: "CONTROL_PLANE"})
