@@ -1,4 +1,5 @@
-"""The report as one self-contained HTML file: inline CSS, PNG plots embedded as base64."""
+"""The report as one self-contained HTML file: inline CSS, PNG plots embedded as base64, the
+latency distributions as inline SVG (:mod:`results.svg`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 tr.bad td { background: #fdecec; } tr.unknown td { background: #fff8e1; }
 .ok { color: #1a7f37; font-weight: bold; } .fail { color: #c62828; font-weight: bold; }
 .problems li { color: #8a4b00; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
+img, svg.chart { max-width: 100%; height: auto; border: 1px solid #eee; margin: 0.5em 0; display: block; }
 .note { color: #666; font-size: 12px; }
 .verdict { font-size: 1.4em; padding: 0.4em 0.6em; border-radius: 4px; background: #f6f6f6; }
 details > summary { cursor: pointer; margin: 0.5em 0; }
@@ -75,7 +76,7 @@ _LATENCY_COLUMNS: list[Column] = [
 
 
 def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
-    """``summary``: the summary.json content; ``images``: ``latency`` {fault: png},
+    """``summary``: the summary.json content; ``images``: ``latency`` {fault: SVG text},
     ``breakdown`` png | None, ``trend`` png | None."""
     totals = summary["totals"]
     gates = summary.get("gates", {})
@@ -110,8 +111,8 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
     ]
     if images.get("breakdown"):
         parts.append(_image(images["breakdown"], "Breakdown of a leader switch"))
-    for fault, png in images.get("latency", {}).items():
-        parts.append(_image(png, f"Latency distribution for {fault}"))
+    # SVG written by results.svg, its text escaped there: embedded as it is.
+    parts += list(images.get("latency", {}).values())
     parts += [
         "<h3>Client availability per fault</h3>",
         "<p class=\"note\">Share of fixed 1 s windows from the fault to the end of the step with at least one "

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from results.schema import LATENCY_PHASES
 
 Row = Mapping[str, Any]
 
@@ -47,55 +45,6 @@ def _png(figure: Any) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
-
-
-def _phase_order(phase: str) -> tuple[int, str]:
-    return (LATENCY_PHASES.index(phase) if phase in LATENCY_PHASES else len(LATENCY_PHASES), phase)
-
-
-def latency_distributions(histogram: Sequence[Row], latency: Sequence[Row]) -> dict[str, bytes]:
-    """One PNG per fault: the share of samples per log-spaced latency bin, one line per phase,
-    with each phase's p50 and p99 marked."""
-    bins: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
-    for row in histogram:
-        bins[row["fault"]][row["phase"]].append(row)
-    stats = {(row["fault"], row["phase"]): row for row in latency}
-    images = {}
-    for fault in sorted(bins)[:MAX_FAULT_PLOTS]:
-        figure = _figure(8, 3.2, constrained=False)
-        axes = figure.add_subplot()
-        for phase in sorted(bins[fault], key=_phase_order):
-            rows = sorted(bins[fault][phase], key=lambda r: r["low_ms"])
-            total = sum(r["count"] for r in rows)
-            edges, shares = _contiguous(rows, total)
-            colour = PHASE_COLOURS.get(phase)
-            summary = stats.get((fault, phase))
-            label = phase if summary is None else f"{phase} (n={summary['count']}, p50={summary['p50']:g} ms)"
-            axes.stairs(shares, edges, label=label, color=colour, linewidth=1.6)
-            if summary is not None:
-                for stat, style in (("p50", "-"), ("p99", ":")):
-                    axes.axvline(summary[stat], color=colour, linestyle=style, linewidth=0.8, alpha=0.7)
-        axes.set_xscale("log")
-        axes.set_xlabel("ms from the fault (log scale); solid line p50, dotted p99")
-        axes.set_ylabel("share of samples")
-        axes.set_title(f"Latency distribution — {fault}")
-        axes.grid(True, which="major", alpha=0.3)
-        axes.legend(fontsize=7, loc="best")
-        images[fault] = _png(figure)
-    return images
-
-
-def _contiguous(rows: Sequence[Row], total: int) -> tuple[list[float], list[float]]:
-    """Bin edges and shares with empty bins filled in, so ``stairs`` draws gaps as zero."""
-    edges = [rows[0]["low_ms"]]
-    shares: list[float] = []
-    for row in rows:
-        if not math.isclose(row["low_ms"], edges[-1], rel_tol=1e-9):
-            shares.append(0.0)
-            edges.append(row["low_ms"])
-        shares.append(row["count"] / total)
-        edges.append(row["high_ms"])
-    return edges, shares
 
 
 def leader_switch_breakdown(latency: Sequence[Row]) -> bytes | None:

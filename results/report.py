@@ -294,12 +294,12 @@ def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]],
 
 
 def _render_html(summary: Mapping[str, Any], timelines: Sequence[tuple[str, bytes]] = ()) -> str:
-    from results import plots
+    from results import plots, svg
     from results.html import render_html
 
     images: dict[str, Any] = {
         "timelines": list(timelines),
-        "latency": plots.latency_distributions(summary["latency_histogram"], summary["latency"]),
+        "latency": svg.latency_distributions(summary["latency_histogram"], summary["latency"]),
         "breakdown": plots.leader_switch_breakdown(summary["latency"]),
         "trend": plots.pass_rate_over_time(summary["trend_by_day"], summary["trend_by_run"]),
         "heatmap": plots.pass_rate_heatmap(summary["pass_rates"]),

@@ -1,11 +1,12 @@
-"""Terminal table, HTML page and PNG plots from a summary document (no Spark)."""
+"""Terminal table, HTML page, PNG plots and SVG charts from a summary document (no Spark)."""
 
 from __future__ import annotations
 
 import base64
 import re
+import xml.etree.ElementTree as ET
 
-from results import plots
+from results import plots, svg
 from results.html import render_html
 from results.terminal import render_terminal
 
@@ -81,20 +82,55 @@ def test_terminal_table_of_an_empty_report():
 
 def test_plots_are_pngs_or_none_without_data():
     document = summary_document()
-    distributions = plots.latency_distributions(document["latency_histogram"], document["latency"])
-    assert list(distributions) == ["hard_kill"] and distributions["hard_kill"].startswith(PNG_MAGIC)
     assert plots.leader_switch_breakdown(document["latency"]).startswith(PNG_MAGIC)
     assert plots.pass_rate_over_time(document["trend_by_day"], document["trend_by_run"]).startswith(PNG_MAGIC)
     assert plots.leader_switch_breakdown([]) is None
     assert plots.pass_rate_over_time([], []) is None
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_latency_distributions_are_svg_step_lines_on_a_log_axis():
+    document = summary_document()
+    histogram = document["latency_histogram"] + [
+        {"fault": "hard_kill", "phase": "detection", "low_ms": 100.0, "high_ms": 125.0, "count": 4},
+        {"fault": "hard_kill", "phase": "leader_ready", "low_ms": 0.1, "high_ms": 0.125, "count": 1},
+        {"fault": "pause <&>", "phase": "election", "low_ms": 1.0, "high_ms": 1.25, "count": 1},
+    ]
+    charts = svg.latency_distributions(histogram, document["latency"])
+    assert list(charts) == ["hard_kill", "pause <&>"]
+    root = ET.fromstring(charts["hard_kill"])  # well-formed XML, as the HTML embeds it
+    lines = [p.get("d") for p in root.iter(f"{SVG}path")]
+    assert len(lines) == 3  # one step line per phase, detection first (a leader switch's order)
+    colours = [p.get("stroke") for p in root.iter(f"{SVG}path")]
+    assert colours[:2] == [plots.PHASE_COLOURS["detection"], plots.PHASE_COLOURS["election"]]
+    assert colours[2] not in plots.PHASE_COLOURS.values()  # a phase without a colour gets a spare one
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert "Latency distribution — hard_kill" in texts
+    ticks = [t for t in texts if re.fullmatch(r"[0-9.,]+", t or "")]
+    assert ticks[:6] == ["0.1", "1", "10", "100", "1,000", "10,000"]  # decades over every edge and mark
+    assert ticks[6:] == ["0.00", "0.20", "0.40", "0.60", "0.80", "1.00"]  # shares, up to the largest
+    assert "election (n=3, p50=5,040 ms)" not in texts and "election (n=3, p50=5040 ms)" in texts
+    # the election bins 10^3.6..10^3.7 and 10^3.8..10^3.9 with the empty bin between drawn at 0:
+    # up, across, down to 0, across, up, across, down
+    assert lines[1].count("L") == 2 * 3 + 1
+    # p50 and p99 marked for the phases with statistics (election): solid and dotted
+    marks = [l for l in root.iter(f"{SVG}line") if l.get("stroke") == plots.PHASE_COLOURS["election"]
+             and l.get("opacity")]
+    assert [m.get("stroke-dasharray") for m in marks] == [None, "1.5 2.5"]
+    assert "pause &lt;&amp;&gt;" in charts["pause <&>"]
+    assert svg.latency_distributions([], []) == {}
+
+
 def test_html_is_self_contained_and_escaped():
     png = plots.leader_switch_breakdown(summary_document()["latency"])
-    page = render_html(summary_document(), {"latency": {"hard_kill": png}, "breakdown": png, "trend": None})
+    chart = svg.latency_distributions(summary_document()["latency_histogram"], summary_document()["latency"])
+    page = render_html(summary_document(), {"latency": chart, "breakdown": png, "trend": None})
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    assert len(embedded) == 2 and base64.b64decode(embedded[0]) == png
+    assert len(embedded) == 1 and base64.b64decode(embedded[0]) == png
+    assert page.count("<svg ") == 1 and chart["hard_kill"] in page
     assert not re.search(r'(src|href)="(?!data:|#)', page)  # nothing fetched from elsewhere (in-page links only)
     assert "leader &lt;1&gt; != 2" in page and "<1>" not in page
     assert "CI gate FAILED" in page and "Failing checks" in page and "r1" in page
