@@ -6,19 +6,18 @@ Whether the delay crosses the session-expiry threshold is the scenario's claim (
 then checked.  The threshold, from ZooKeeper 3.8 ``ClientCnxn.SendThread.run`` with a one-way
 delay D on every link of the broker (docs/zookeeper-faults.md, "R5"):
 
-* the client pings after ``readTimeout/2 - 1 s`` of send silence (1 s of our 6 s session) and
-  gives up on a connection after ``readTimeout = 2/3 × session`` (4 s) without a byte: a reply
-  2D late drops the connection once D ≳ 1.5 s, and the client reconnects;
-* a reconnect waits ``connectTimeout = session / servers`` (6 s with one server) for the
-  ConnectResponse; while 2D < connectTimeout it gets one and its ConnectRequest — like every
-  ping, which the server receives D late but at the same rate — keeps touching the session on
-  the server (``SessionTrackerImpl.touchSession``): the session lives (the client may flap
-  Disconnected/SyncConnected, which Kafka 3.9's ``ZooKeeperClient`` ignores);
-* once 2D ≥ connectTimeout no reconnect completes, the server hears only a ConnectRequest per
-  connectTimeout + up to 1 s of back-off, more than the session timeout apart, and expires the
-  session: ``/brokers/ids/N`` vanishes → the controller's ``onBrokerFailure`` (oracle
-  ``BrokerFailure``).  The broker learns ``Expired`` only after the heal and re-registers
-  (``BrokerStartup``).
+the session lives while the server hears from the client at least once per session timeout
+(:func:`scenarios.zk_delay_rule.predict`, where the derivation is).  A non-controller broker's
+idle client pings every ``readTimeout/2 = session/3`` (2 s of our 6 s), so the first ping sent
+after the onset reaches the server ``session/3 + D`` after the last undelayed one: from ``D ≥
+2/3 × session`` (+ up to one tick, by the server's expiry buckets) the session expires 4–6.5 s
+after the onset.  Below that it survives the onset; the client gives up connections (Kafka 3.9's
+``ZooKeeperClient`` ignores ``Disconnected``) and, with one server, once ``2D ≥ connectTimeout
+= session`` no reconnect completes and its ConnectRequests arrive > 7 s apart: the session
+expires ~``D + 9`` to ``D + 12.6`` s after the onset.  Expiry: ``/brokers/ids/N`` vanishes → the
+controller's ``onBrokerFailure`` (oracle ``BrokerFailure``); after the heal the broker reads
+``Expired`` and re-registers (``BrokerStartup``).  :meth:`NetworkDelay.prepare` refuses a claim
+R5 refutes for the cluster's session, tick and servers.
 
 ``expect``: ``nothing`` (no event, observed one session window after the fault) or
 ``session_expiry``.
@@ -32,9 +31,10 @@ from typing import Any, ClassVar
 
 from common.errors import UsageError
 from harness.cluster import Capability
-from scenarios.faults.base import StepTopics, register_fault
+from scenarios.faults.base import FaultEnv, StepTopics, register_fault
 from scenarios.faults.degrade import LinkFault
 from scenarios.targets import Target
+from scenarios.zk_delay_rule import ZkTiming, refuted_claim
 
 KIND = "network_delay"
 EXPECTS = ("nothing", "session_expiry")
@@ -86,6 +86,17 @@ class NetworkDelay(LinkFault):
     @property
     def label(self) -> str:
         return f"{KIND}/heal" if self.healing else f"{KIND}/zookeeper"
+
+    def prepare(self, env: FaultEnv, state: Any) -> None:
+        """Before the oracle is asked: a ``session_expiry``/``nothing`` claim on the ZooKeeper
+        links that R5 refutes for this cluster's session, tick and servers is a schedule error."""
+        if self.healing or self.label != f"{KIND}/zookeeper":
+            return
+        servers = len(str(env.cluster.zookeeper_connect).split(","))
+        timing = ZkTiming(env.session_timeout_ms, env.tick_time_ms, servers)
+        problem = refuted_claim(self.expect, self.delay_ms, self.jitter_ms, timing)
+        if problem is not None:
+            raise UsageError(f"{KIND}: {problem}")
 
     def worsen(self, cluster: Any, broker: int) -> None:
         cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms)
