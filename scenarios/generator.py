@@ -13,9 +13,10 @@ paused or cut, which target an earlier step hit. It is also the legality check t
 on the cluster exactly as catalogue steps are: the oracle predicts it from the state observed
 before it, with every legal interleaving of several brokers' session expiries.
 
-Left out of the repertoire, with the reason: reassignments onto a dead broker (the stalled
-reassignment keeps ``/admin/reassign_partitions`` pending, which the next step's settle wait
-cannot pass), auto-rebalance (its 5 s timer races every later step), topic creation during
+Left out of the repertoire, with the reason: reassignments onto a dead broker, or of a partition
+with a replica down (its only in-sync replica may be the dead one: the new replicas then have no
+leader to copy from) — the stalled reassignment keeps ``/admin/reassign_partitions`` pending,
+which the next step's settle wait cannot pass; auto-rebalance (its 5 s timer races every later step), topic creation during
 faults (the runner creates topics before the first step), network cuts from peers only (they
 need a short ``replica.lag.time.max.ms`` that makes a cut from everyone nondeterministic).
 """
@@ -71,6 +72,13 @@ class ClusterModel:
         return cls(schedule.brokers, {t.name: t for t in schedule.topics}, live=set(schedule.brokers))
 
     # what a step may target ------------------------------------------------------------------
+
+    def can_move(self, topic: str, partition: int) -> bool:
+        """Whether a reassignment of the partition is sure to complete: every current replica
+        is free. With one down, the ISR may hold only down replicas (the controller keeps the
+        last one: ``ZkReplicaStateMachine.doRemoveReplicasFromIsr``), so no leader serves the
+        new replicas' fetches, they never join the ISR, and ``onPartitionReassignment`` waits."""
+        return set(self.topics[topic].assignment[partition]) <= set(self.free)
 
     @property
     def free(self) -> list[int]:
@@ -166,6 +174,12 @@ def _admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> N
             dead = [r for r in replicas if r not in model.live or r in model.cut]
             if dead or model.unknown_down:  # a stalled reassignment never settles
                 raise IllegalStep(f"reassignment of {topic}-{p} onto brokers that may be down")
+            if not model.can_move(topic, p):
+                raise IllegalStep(f"reassignment of {topic}-{p}: a current replica is down or held, its leader "
+                                  "may be gone")
+            spec = model.topics[topic]  # the settled reassignment leaves the new replicas
+            model.topics = {**model.topics, topic: TopicSpec(spec.name, {**spec.assignment, p: tuple(replicas)},
+                                                             spec.config, spec.workload)}
     for p in step.options.get("partitions", ()) or ():
         if p not in model.topics[topic].assignment:
             raise IllegalStep(f"{step.fault} of {topic}-{p}: no such partition")
@@ -309,9 +323,10 @@ def _candidates(model: ClusterModel, kind: str, rng: random.Random) -> list[Step
             chosen = rng.sample(sorted(model.stopped), rng.randint(1, len(model.stopped)))
             steps.append(Step(kind, Brokers(tuple(sorted(chosen)))))
         return steps
-    if kind == "reassignment" and not model.unknown_down and len(free) >= 1:
-        topic = rng.choice(topics)
-        p = rng.choice(sorted(model.topics[topic].assignment))
+    movable = [t for t in topics if any(model.can_move(t, p) for p in model.topics[t].assignment)]
+    if kind == "reassignment" and not model.unknown_down and len(free) >= 1 and movable:
+        topic = rng.choice(movable)
+        p = rng.choice([p for p in sorted(model.topics[topic].assignment) if model.can_move(topic, p)])
         size = rng.randint(1, min(3, len(free)))
         replicas = tuple(rng.sample(free, size))
         return [Step(kind, NoTarget(f"{topic}-{p} -> {list(replicas)}"), {"topic": topic, "moves": [[p, list(replicas)]]})]
