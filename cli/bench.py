@@ -29,7 +29,7 @@ MAX_PARTITIONS = 20000
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    parser = sub.add_parser("bench", help="benchmarks against real clusters (failover scaling)",
+    parser = sub.add_parser("bench", help="benchmarks against real clusters (failover scaling, KIP-291)",
                             description="Benchmarks against real local clusters.")
     benches = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
     failover = benches.add_parser(
@@ -47,6 +47,26 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     failover.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
                           help="start no cluster: summarise the records of earlier runs (merged) into --results")
     failover.set_defaults(func=run)
+    kip291 = benches.add_parser(
+        "kip291", help="controller requests under a heavy produce load, with and without KIP-291's listener",
+        description="Per configuration (without, with control.plane.listener.name) a fresh 3-broker cluster with "
+                    "one network and one I/O thread under a heavy acks=all produce load; each fault --repeat times; "
+                    "per LeaderAndIsr / UpdateMetadata request its queue and total time on the broker (request log) "
+                    "and from the controller's send; records and a table go to --results (docs/kip-291.md).")
+    kip291.add_argument("--repeat", type=int, default=5, help="iterations per fault and configuration [default: 5]")
+    kip291.add_argument("--faults", default="hard_kill", help="hard_kill,controlled_shutdown [default: hard_kill]")
+    kip291.add_argument("--configurations", default="without,with",
+                        help="without,with (the control-plane listener) [default: both]")
+    kip291.add_argument("--partitions", type=int, default=60, help="partitions of the loaded topic [default: 60]")
+    kip291.add_argument("--producers", type=int, default=12, help="producer clients (one connection per broker "
+                                                                   "each) [default: 12]")
+    kip291.add_argument("--warmup", type=float, default=10.0, metavar="S",
+                        help="seconds of steady load before each fault [default: 10]")
+    kip291.add_argument("--results", type=Path, default=None, metavar="DIR",
+                        help="output directory [default: bench-kip291-<UTC time>]")
+    kip291.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
+                        help="start no cluster: summarise the records of earlier runs (merged) into --results")
+    kip291.set_defaults(func=run_kip291)
 
 
 def _int_list(flag: str, low: int, high: int) -> Callable[[str], list[int]]:
@@ -114,7 +134,7 @@ def _records(out: Path) -> list[Record]:
 
     path = out / "records.jsonl"
     if not path.is_file():
-        raise UsageError(f"{out}: no records.jsonl here (a results dir of `kafka-chaos bench failover` has one)")
+        raise UsageError(f"{out}: no records.jsonl here (a results dir of `kafka-chaos bench` has one)")
     found = []
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -129,3 +149,51 @@ def _table(cells: Sequence[Cell]) -> str:
         lines.append(f"{c.fault:<20} {c.brokers:>7} {c.partitions:>10} {c.phase:<26} {c.samples:>3} "
                      f"{c.median_ms:>10,.1f} {c.p99_ms:>10,.1f}")
     return "\n".join(lines)
+
+
+def _names(flag: str, text: str, known: Sequence[str]) -> list[str]:
+    names = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in names if f not in known]
+    if not names or unknown:
+        raise UsageError(f"{flag}: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}")
+    return list(dict.fromkeys(names))
+
+
+def run_kip291(args: argparse.Namespace) -> int:
+    from scenarios.kip291_bench import CONFIGURATIONS, FAULTS, Kip291Options, run_bench, summarise, table
+    from scenarios.produce_load import LoadSettings
+
+    faults = _names("--faults", args.faults, FAULTS)
+    configurations = _names("--configurations", args.configurations, CONFIGURATIONS)
+    for flag, value, low, high in (("--repeat", args.repeat, 1, 100), ("--partitions", args.partitions, 3, 3000),
+                                   ("--producers", args.producers, 1, 64)):
+        if not low <= value <= high:
+            raise UsageError(f"{flag} must be between {low} and {high}, got {value}")
+    if not 0 <= args.warmup <= 600:
+        raise UsageError(f"--warmup must be between 0 and 600 seconds, got {args.warmup}")
+    out = args.results or Path(f"bench-kip291-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"--results {out}: exists and is not empty")
+    if args.sources is not None:
+        records = [r for source in args.sources for r in _records(source)]
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        from harness.distribution import resolve_distribution
+        from results.writer import RecordWriter
+
+        options = Kip291Options(configurations=configurations, faults=faults, repeat=args.repeat,
+                                partitions=args.partitions, load=LoadSettings(producers=args.producers),
+                                warmup_s=args.warmup)
+        distribution = resolve_distribution()
+        with RecordWriter(out) as writer:
+            writer.write_run_info({"run_id": options.run_id, "command": "bench kip291", "faults": faults,
+                                   "configurations": configurations, "repeat": args.repeat,
+                                   "partitions": args.partitions, "producers": args.producers,
+                                   "warmup_s": args.warmup, "kafka_version": distribution.version})
+            run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
+        records = _records(out)
+    rows = summarise(records)
+    (out / "kip291.json").write_text(json.dumps([r.to_dict() for r in rows], indent=1) + "\n")
+    print(table(rows))
+    print(f"records: {out / 'records.jsonl'}; table: {out / 'kip291.json'}")
+    return 0

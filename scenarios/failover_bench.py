@@ -272,13 +272,13 @@ def _bench_cluster(options: BenchOptions, distribution: Any, brokers: int, parti
         began = time.monotonic()
         create_topic(cluster.bootstrap_servers, TOPIC, round_robin(partitions, cluster.broker_ids),
                      {"segment.bytes": str(1024 * 1024)}, timeout=300.0)
-        _wait_settled(cluster, cluster.broker_ids, partitions, options.settle_timeout)
+        wait_settled(cluster, cluster.broker_ids, partitions, options.settle_timeout)
         progress(f"{brokers} brokers, {partitions} partitions: topic ready in {time.monotonic() - began:.1f} s")
         with ZkObserver(cluster.zookeeper_connect, topics=[]) as observer:
             for fault in options.faults:
                 for index in range(options.repeat):
                     started = time.time()
-                    it = _one_fault(cluster, observer, fault, partitions, options)
+                    it = one_fault(cluster, observer, fault, partitions, options)
                     record = iteration_record(it, run_id=options.run_id, brokers=brokers, partitions=partitions,
                                               index=index, started_at=started, finished_at=time.time(),
                                               settings={**settings, "broker_heap": heap})
@@ -287,7 +287,7 @@ def _bench_cluster(options: BenchOptions, distribution: Any, brokers: int, parti
                     count += 1
                     progress(f"{brokers}b/{partitions}p {fault} #{index + 1}: {record.detail}")
                     if (fault, index) != (options.faults[-1], options.repeat - 1):  # the cluster goes next
-                        _restore(cluster, it.target, partitions, options.settle_timeout)
+                        restore(cluster, it.target, partitions, options.settle_timeout)
     return count
 
 
@@ -297,7 +297,7 @@ def _with_version(record: Record, version: str) -> Record:
     return replace(record, kafka_version=version)
 
 
-def _one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options: BenchOptions) -> Iteration:
+def one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options: BenchOptions) -> Iteration:
     from harness.metadata import broker_view
     from harness.metrics import endpoints_of, scrape_brokers
     from harness.node_logs import LogCursor
@@ -377,7 +377,7 @@ def _wait_leaders_moved(cluster: Any, live: Sequence[int], target: int, partitio
     return max(seen_at.values())
 
 
-def _wait_settled(cluster: Any, brokers: Sequence[int], partitions: int, timeout: float) -> None:
+def wait_settled(cluster: Any, brokers: Sequence[int], partitions: int, timeout: float) -> None:
     """Every partition's ISR is its full replica list and its leader the preferred one, as
     broker ``brokers[0]``'s metadata shows (bounded)."""
     from harness.metadata import MetadataError, broker_view
@@ -393,7 +393,7 @@ def _wait_settled(cluster: Any, brokers: Sequence[int], partitions: int, timeout
     wait_until(settled, timeout=timeout, interval=1.0, description=f"{partitions} partitions settled")
 
 
-def _restore(cluster: Any, target: int, partitions: int, timeout: float) -> None:
+def restore(cluster: Any, target: int, partitions: int, timeout: float) -> None:
     """Start the target again, wait for full ISRs, elect the preferred leaders (the next
     iteration starts from the same leadership)."""
     from harness.metadata import MetadataError, broker_view, elect_leaders
@@ -412,4 +412,4 @@ def _restore(cluster: Any, target: int, partitions: int, timeout: float) -> None
         elect_leaders(cluster.bootstrap_servers, "preferred", [(TOPIC, p) for p in range(partitions)], timeout=120.0)
     except HarnessError as exc:  # ELECTION_NOT_NEEDED for some partitions is normal
         log.debug("preferred election: %s", exc)
-    _wait_settled(cluster, cluster.broker_ids, partitions, timeout)
+    wait_settled(cluster, cluster.broker_ids, partitions, timeout)
