@@ -195,14 +195,16 @@ class LogDirFailer(Protocol):
 
 @runtime_checkable
 class LinkDelayer(Protocol):
-    """Slow links of one broker: its ZooKeeper links go through per-link proxies
-    (:mod:`harness.link_proxy`) that delay each direction by ``delay_ms`` ± ``jitter_ms``, order
-    preserved, until ``heal_network``.  ZooKeeper links only: a broker's peers reach it at the one
-    address it advertises, which a per-link proxy cannot stand in for."""
+    """Slow links of one broker through per-link proxies (:mod:`harness.link_proxy`) that delay
+    each direction by ``delay_ms`` ± ``jitter_ms``, order preserved, until ``heal_network``.
+    ZooKeeper links always (the broker's ``zookeeper.connect`` names its proxies); peer and
+    client links where the launcher can redirect them (local: root with iptables' nat table)."""
 
-    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0) -> None:
-        """Delay both directions of every link between the broker and ZooKeeper until
-        ``heal_network`` (which every launcher with this capability also has)."""
+    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0, to_zookeeper: bool = True,
+                    to_brokers: bool = False, to_clients: bool = False) -> None:
+        """Delay both directions of every named link between the broker and ZooKeeper / its
+        peers / clients until ``heal_network`` (which every launcher with this capability also
+        has)."""
 
 
 class Capability(StrEnum):

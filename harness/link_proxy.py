@@ -180,10 +180,14 @@ class LinkProxy:
     public methods hand their work to the loop and wait for it (bounded)."""
 
     def __init__(self, links: Mapping[str, tuple[str, int]], *, max_chunks: int = DEFAULT_MAX_CHUNKS,
-                 seed: int | None = None, control: bool = True) -> None:
+                 seed: int | None = None, control: bool = True, upstream_mark: int | None = None) -> None:
+        """``upstream_mark``: the ``SO_MARK`` of every connection the proxy opens to a target
+        (needs CAP_NET_ADMIN), so that iptables rules redirecting a link *to* the proxy can leave
+        the proxy's own onward connection alone (:mod:`harness.local_network`)."""
         if not links:
             raise HarnessError("a link proxy needs at least one link")
         self._targets = dict(links)
+        self._upstream_mark = upstream_mark
         self._max_chunks = max_chunks
         self._random = random.Random(seed)
         self._control = control
@@ -314,7 +318,7 @@ class LinkProxy:
             await link.wait_uncut()  # a DROP holds the SYN: no upstream connection while cut
             if _gave_up(up):
                 return  # the client left before the heal: its SYN would never have arrived
-            server_r, server_w = await asyncio.wait_for(asyncio.open_connection(*link.target), CONNECT_TIMEOUT_S)
+            server_r, server_w = await asyncio.wait_for(self._open_upstream(link.target), CONNECT_TIMEOUT_S)
             writers.append(server_w)
             tasks += [asyncio.create_task(self._read(link, DOWNSTREAM, server_r, down)),
                       asyncio.create_task(self._deliver(link, UPSTREAM, up, server_w)),
@@ -335,6 +339,20 @@ class LinkProxy:
                 writer.close()
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+    async def _open_upstream(self, target: tuple[str, int]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._upstream_mark is None:
+            return await asyncio.open_connection(*target)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            # The mark must be on the SYN: the redirect rules match a connection when it opens.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, self._upstream_mark)
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, target)
+        except BaseException:
+            sock.close()
+            raise
+        return await asyncio.open_connection(sock=sock)
 
     async def _read(self, link: _Link, direction: str, reader: asyncio.StreamReader,
                     queue: asyncio.Queue[tuple[float, bytes]]) -> None:
@@ -453,13 +471,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.link_proxy")
     parser.add_argument("--links", required=True, help='JSON: {"name": ["host", port], ...}')
     parser.add_argument("--ready", required=True, type=Path)
+    parser.add_argument("--mark", type=int, default=None, help="SO_MARK of the proxy's onward connections")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     links = {str(name): (str(t[0]), int(t[1])) for name, t in json.loads(args.links).items()}
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with LinkProxy(links) as proxy:
+    with LinkProxy(links, upstream_mark=args.mark) as proxy:
         ready = {"control_port": proxy.control_port, "ports": {name: proxy.port(name) for name in links}}
         args.ready.with_suffix(".tmp").write_text(json.dumps(ready))
         args.ready.with_suffix(".tmp").replace(args.ready)  # atomic: the launcher polls for it

@@ -50,7 +50,13 @@ from harness.local_ensemble import LocalEnsembleControls
 from harness.local_link_proxies import ClusterLinkProxies, attach_link_proxies, start_link_proxies
 from harness.local_links import LocalLinkControls
 from harness.local_log_dirs import LocalLogDirControls
-from harness.local_network import LoopbackFirewall, node_mark, partition_problem, remove_stale_chains
+from harness.local_network import (
+    LoopbackFirewall,
+    node_mark,
+    partition_problem,
+    redirect_problem,
+    remove_stale_chains,
+)
 from harness.local_nodes import (
     HOST,
     ZOOKEEPER,
@@ -239,9 +245,11 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         self._zookeeper = self._zk_ensemble[servers[0].server_id]
         connect = ",".join(f"{HOST}:{server.client_port}" for server in servers)
         if self.config.link_proxies:  # each broker reaches ZooKeeper through proxies of its own
+            # As root also the peer and client links, redirected to the proxy by nat rules.
+            peers = dict(zip(self.broker_ids, broker_ports)) if redirect_problem() is None else None
             self._link_proxies = start_link_proxies(self._run_dir, self.broker_ids,
                                                     {s.server_id: s.client_port for s in servers},
-                                                    detached=self._detached)
+                                                    detached=self._detached, broker_ports=peers)
         for broker_id, port, metrics_port, control_port in zip(self.broker_ids, broker_ports, metrics_ports,
                                                                control_ports):
             broker_connect = self._link_proxies.connect_string(broker_id) if self._link_proxies else connect
@@ -316,7 +324,9 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         nodes = self._nodes()
         for node in nodes:
             node.group = node_mark(node.port)
-        LoopbackFirewall(self._zk().port).install([n.port for n in nodes])
+        proxies = self._link_proxies
+        LoopbackFirewall(self._zk().port).install([n.port for n in nodes],
+                                                  proxies.redirects() if proxies and proxies.peer_links else ())
 
     # ---------------------------------------------------------------- BrokerControl
 

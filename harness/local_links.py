@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from common.errors import HarnessError
 from harness.link_proxy import Faults
-from harness.local_link_proxies import ClusterLinkProxies, broker_links, link_name
-from harness.local_network import Cut, LoopbackFirewall, partition_problem
+from harness.local_link_proxies import ClusterLinkProxies, broker_links, client_link_name, link_name, peer_links
+from harness.local_network import Cut, LoopbackFirewall, partition_problem, redirect_problem
 from harness.local_nodes import LocalNode
 
 
@@ -47,13 +47,24 @@ class LocalLinkControls:
             from_zookeeper = False
         self._firewall().cut(self._links(broker_id, from_zookeeper, from_brokers, from_clients))
 
-    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0) -> None:
-        """Delay both directions of the broker's ZooKeeper links by ``delay_ms`` ± ``jitter_ms``
-        (order kept) until :meth:`heal_network`; needs a cluster started with ``link_proxies``."""
+    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0, to_zookeeper: bool = True,
+                    to_brokers: bool = False, to_clients: bool = False) -> None:
+        """Delay both directions of the named links of the broker by ``delay_ms`` ± ``jitter_ms``
+        (order kept) until :meth:`heal_network`; needs a cluster started with ``link_proxies``,
+        and for peer and client links root with iptables' nat table (the links' connections are
+        redirected through the proxy: :mod:`harness.local_link_proxies`)."""
         proxies = self._proxies()
         self._broker(broker_id)
+        if not (to_zookeeper or to_brokers or to_clients):
+            raise HarnessError("delay_links needs at least one of to_zookeeper, to_brokers, to_clients")
+        if (to_brokers or to_clients) and not proxies.peer_links:
+            raise HarnessError(redirect_problem() or "this cluster's peer and client links do not go through its "
+                               "link proxy (started without root?)")
+        links = broker_links(broker_id, proxies.server_ids) if to_zookeeper else []
+        links += peer_links(broker_id, self.broker_ids) if to_brokers else []
+        links += [client_link_name(broker_id)] if to_clients else []
         faults = Faults(delay_ms, jitter_ms)
-        for link in broker_links(broker_id, proxies.server_ids):
+        for link in links:
             proxies.control.set_faults(link, upstream=faults, downstream=faults)
 
     def degrade(self, broker_id: int, *, to_zookeeper: bool = False, to_brokers: bool = False,

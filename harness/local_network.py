@@ -17,8 +17,19 @@ of a link cannot be told apart by address.  Each node already has a port of its 
   port — both directions, DROP not REJECT, as the containers launcher does;
 * "clients" are connections no node opened (mark 0): the harness and the workload.
 
-Rules live in two chains named ``KCHAOS-<ZooKeeper port>`` (mangle and filter), hooked into
-OUTPUT.  They are removed when the cluster is destroyed (also on Ctrl-C and at exit: the
+A link is matched by the *original* destination port of its connection (``-m conntrack
+--ctorigdstport``), both directions with one rule, so a rule still finds links whose connections
+a redirect sent through a link proxy (below).
+
+Delayed peer and client links (``ClusterConfig.link_proxies`` as root): nat-table rules, installed
+before the nodes start, DNAT every connection of a broker's peer and client links to a port of
+the cluster's link proxy (:mod:`harness.link_proxy`), which forwards it to the real port and
+delays it only while asked to.  The proxy's own onward connections carry ``SO_MARK``
+``PROXY_MARK`` (and so the connection mark ``PROXY_MARK``): no redirect, and no client cut,
+matches them.
+
+Rules live in chains named ``KCHAOS-<ZooKeeper port>`` (mangle, filter and, with redirects, nat),
+hooked into OUTPUT.  They are removed when the cluster is destroyed (also on Ctrl-C and at exit: the
 launcher's own teardown); a new cluster first removes chains of ours whose ZooKeeper port has
 no listener any more (a run killed with SIGKILL).
 """
@@ -42,8 +53,9 @@ log = logging.getLogger(__name__)
 
 CHAIN_PREFIX = "KCHAOS-"
 MARK_BASE = 0x4B430000  # "KC": a node's group id and connection mark is this plus its port
+PROXY_MARK = MARK_BASE  # the link proxy's onward connections (no node has port 0)
 _CHAIN_RE = re.compile(r"^(KCHAOS-(\d+)(?:-Q)?)$")
-TABLES = ("mangle", "filter")
+TABLES = ("mangle", "filter", "nat")
 # Bandwidth limits: an HTB qdisc on lo (this kernel has HTB and TBF, not netem or prio), a
 # default class as fast as loopback and one limited class; packets of degraded links are put in
 # it by CLASSIFY rules in the mangle chain ``KCHAOS-<port>-Q`` (hooked at POSTROUTING).
@@ -79,9 +91,29 @@ def mark_rules(chain: str, node_ports: Iterable[int]) -> list[list[str]]:
              "-j", "CONNMARK", "--set-mark", hex(node_mark(port))] for port in node_ports]
 
 
-def _drop(chain: str, mark: int, port: int) -> list[list[str]]:
-    return [["-A", chain, "-o", "lo", "-p", "tcp", "-m", "connmark", "--mark", hex(mark),
-             direction, str(port), "-j", "DROP"] for direction in ("--dport", "--sport")]
+def proxy_mark_rule(chain: str) -> list[str]:
+    """Pure: the mangle rule that gives the link proxy's onward connections (their packets carry
+    ``SO_MARK`` ``PROXY_MARK``) the connection mark ``PROXY_MARK`` — not 0, so they are neither
+    redirected again nor taken for clients."""
+    return ["-A", chain, "-o", "lo", "-p", "tcp", "-m", "conntrack", "--ctstate", "NEW",
+            "-m", "mark", "--mark", hex(PROXY_MARK), "-j", "CONNMARK", "--set-mark", hex(PROXY_MARK)]
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """New connections marked ``mark`` (0: opened by no node) to ``port`` go to ``to_port``."""
+
+    mark: int
+    port: int
+    to_port: int
+
+
+def redirect_rules(chain: str, redirects: Iterable[Redirect]) -> list[list[str]]:
+    """Pure: the nat rules that send the named links to their link-proxy ports (DNAT applies to
+    a connection's first packet only, so they are installed before the nodes start)."""
+    return [["-A", chain, "-o", "lo", "-p", "tcp", "-m", "connmark", "--mark", hex(r.mark),
+             "--dport", str(r.port), "-j", "DNAT", "--to-destination", f"127.0.0.1:{r.to_port}"]
+            for r in redirects]
 
 
 def link_matches(cut: Cut) -> list[list[str]]:
@@ -95,8 +127,10 @@ def link_matches(cut: Cut) -> list[list[str]]:
         links.append((node_mark(peer), cut.broker_port))  # and the peer to the broker
     if cut.clients:
         links.append((0, cut.broker_port))  # opened by no node: the host's clients
-    return [["-o", "lo", "-p", "tcp", "-m", "connmark", "--mark", hex(mark), direction, str(port)]
-            for mark, port in links for direction in ("--dport", "--sport")]
+    # The original destination, not --dport/--sport: one rule covers both directions, and it still
+    # names the link when a redirect sent the connection through a link proxy.
+    return [["-o", "lo", "-p", "tcp", "-m", "connmark", "--mark", hex(mark),
+             "-m", "conntrack", "--ctorigdstport", str(port)] for mark, port in links]
 
 
 def cut_rules(chain: str, cut: Cut) -> list[list[str]]:
@@ -181,22 +215,50 @@ def partition_problem() -> str | None:
     return None
 
 
+@functools.cache
+def redirect_problem() -> str | None:
+    """Why this machine cannot send links through a link proxy (one line), or None when it can:
+    the cuts' means plus the nat table's DNAT and the mark match.  Probed once per process."""
+    problem = partition_problem()
+    if problem is not None:
+        return problem.replace("network partitions", "delayed peer and client links")
+    chain = f"{CHAIN_PREFIX}probe{os.getpid() % 100000}"
+    try:
+        for table in ("mangle", "nat"):
+            _iptables(table, ["-N", chain])
+        _iptables("mangle", proxy_mark_rule(chain))
+        _iptables("nat", redirect_rules(chain, [Redirect(0, 1, 2)])[0])
+    except HarnessError as exc:
+        return f"delayed peer and client links on the local launcher: iptables lacks nat DNAT ({exc})"
+    finally:
+        for table in ("mangle", "nat"):
+            _iptables(table, ["-F", chain], check=False)
+            _iptables(table, ["-X", chain], check=False)
+    return None
+
+
 class LoopbackFirewall:
     """The two chains of one local cluster (named after its ZooKeeper port)."""
 
     def __init__(self, zookeeper_port: int) -> None:
         self.chain = chain_name(zookeeper_port)
 
-    def install(self, node_ports: Iterable[int]) -> None:
-        """Create the chains (empty filter chain) and mark each node's new connections.
-        Must run before the nodes start: connections opened earlier stay unmarked."""
+    def install(self, node_ports: Iterable[int], redirects: Sequence[Redirect] = ()) -> None:
+        """Create the chains (empty filter chain), mark each node's new connections and, with
+        ``redirects``, send those links through the link proxy.  Must run before the nodes
+        start: connections opened earlier stay unmarked and unredirected."""
         self.remove()
-        for table in TABLES:
+        for table in TABLES if redirects else ("mangle", "filter"):
             _iptables(table, ["-N", self.chain])
             _iptables(table, ["-I", "OUTPUT", "1", "-j", self.chain])
         for rule in mark_rules(self.chain, node_ports):
             _iptables("mangle", rule)
-        log.info("loopback firewall %s installed", self.chain)
+        if redirects:
+            _iptables("mangle", proxy_mark_rule(self.chain))
+            for rule in redirect_rules(self.chain, redirects):
+                _iptables("nat", rule)
+        log.info("loopback firewall %s installed%s", self.chain,
+                 f" ({len(redirects)} links through the link proxy)" if redirects else "")
 
     def cut(self, cut: Cut) -> None:
         for rule in cut_rules(self.chain, cut):

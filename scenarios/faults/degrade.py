@@ -70,6 +70,13 @@ class LinkFault(FaultBase):
     def releases(self) -> tuple[int, ...]:
         return self.target.brokers if self.healing else ()
 
+    @property
+    def isr_rule(self) -> str | None:
+        """``isr_shrink``: the leaders drop the follower (and add it back at the heal)."""
+        if self.expect != "isr_shrink":
+            return None
+        return LEADER_ISR_EXPAND if self.healing else LEADER_ISR_SHRINK
+
     def oracle_events(self) -> list[Event]:
         if self.expect != "session_expiry":
             return []
@@ -134,12 +141,6 @@ class NetworkDegrade(LinkFault):
     @property
     def label(self) -> str:
         return f"{KIND}/heal" if self.healing else f"{KIND}/{self.links}"
-
-    @property
-    def isr_rule(self) -> str | None:
-        if self.expect != "isr_shrink":
-            return None
-        return LEADER_ISR_EXPAND if self.healing else LEADER_ISR_SHRINK
 
     def worsen(self, cluster: Any, broker: int) -> None:
         cluster.degrade(broker, loss_pct=self.loss_pct, rate_kbit=self.rate_kbit, **LINKS[self.links])

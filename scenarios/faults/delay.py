@@ -1,10 +1,13 @@
-"""Delayed links: a broker's ZooKeeper links slowed by ``delay_ms`` ± ``jitter_ms`` each way
-(order kept), until healed (``harness.cluster.LinkDelayer``; the local launcher's link proxies,
-:mod:`harness.link_proxy` — no root, no netem).
+"""Delayed links: a broker's links to ZooKeeper, its peers and/or clients slowed by ``delay_ms`` ±
+``jitter_ms`` each way (order kept), until healed (``harness.cluster.LinkDelayer``; the local
+launcher's link proxies, :mod:`harness.link_proxy` — no netem on this kernel; ZooKeeper links
+need no root, peer and client links are redirected to the proxy by nat rules as root,
+docs/local-network.md).
 
-Whether the delay crosses the session-expiry threshold is the scenario's claim (``expect``),
-then checked.  The threshold, from ZooKeeper 3.8 ``ClientCnxn.SendThread.run`` with a one-way
-delay D on every link of the broker (docs/zookeeper-faults.md, "R5"):
+Whether the delay crosses a threshold is the scenario's claim (``expect``), then checked:
+
+``session_expiry`` (``to: zookeeper``).  From ZooKeeper 3.8 ``ClientCnxn.SendThread.run`` with a
+one-way delay D on every link of the broker (docs/zookeeper-faults.md, "R5"):
 
 the session lives while the server hears from the client at least once per session timeout
 (:func:`scenarios.zk_delay_rule.predict`, where the derivation is).  A non-controller broker's
@@ -19,8 +22,18 @@ controller's ``onBrokerFailure`` (oracle ``BrokerFailure``); after the heal the 
 ``Expired`` and re-registers (``BrokerStartup``).  :meth:`NetworkDelay.prepare` refuses a claim
 R5 refutes for the cluster's session, tick and servers.
 
-``expect``: ``nothing`` (no event, observed one session window after the fault) or
-``session_expiry``.
+``isr_shrink`` (``to: peers``, a follower).  Kafka 3.9 ``Replica.updateFetchStateOrThrow``: a
+fetch at the leader at time t_k asking for the leader's log end as of the previous fetch
+t_{k-1} makes the follower "caught up" as of t_{k-1}; ``Partition.getOutOfSyncReplicas``
+(``isReplicaOutOfSync``, run every ``replica.lag.time.max.ms / 2`` by ``maybeShrinkIsr``) drops
+it once ``now - lastCaughtUpTimeMs > replica.lag.time.max.ms`` while the leader's log end moved.
+With a one-way delay D on the follower's peer links consecutive fetches are a round trip 2D
+apart, so under steady produce traffic its lag reaches t_{k+1} - t_{k-1} ≈ 4D: the ISR shrinks
+once 4D exceeds ``replica.lag.time.max.ms`` (documented rule ``rule_leader_isr_shrink``;
+healed, ``Partition.maybeExpandIsr`` adds it back, ``rule_leader_isr_expand``).  Peer links
+include the controller's channel to the follower, which only makes its LeaderAndIsr late.
+
+``nothing``: below the thresholds — no event, observed one session window after the fault.
 """
 
 from __future__ import annotations
@@ -32,13 +45,13 @@ from typing import Any, ClassVar
 from common.errors import UsageError
 from harness.cluster import Capability
 from scenarios.faults.base import FaultEnv, StepTopics, register_fault
-from scenarios.faults.degrade import LinkFault
+from scenarios.faults.degrade import LINKS, LinkFault
 from scenarios.targets import Target
 from scenarios.zk_delay_rule import ZkTiming, refuted_claim
 
 KIND = "network_delay"
-EXPECTS = ("nothing", "session_expiry")
-TO = ("zookeeper",)  # peers advertise one address: a per-link proxy cannot stand in for it
+EXPECTS = ("nothing", "session_expiry", "isr_shrink")
+TO = tuple(LINKS)  # zookeeper, peers, clients, everyone
 MAX_DELAY_MS = 60_000
 
 
@@ -49,13 +62,20 @@ def _milliseconds(options: Mapping[str, Any], name: str) -> float:
     return float(value)
 
 
+def delay_arguments(to: str) -> dict[str, bool]:
+    """``to`` (zookeeper, peers, clients, everyone) as ``LinkDelayer.delay_links`` arguments."""
+    if to not in LINKS:
+        raise UsageError(f"{KIND}: 'to' must be one of {TO}, not {to!r}")
+    return dict(LINKS[to])
+
+
 @register_fault
 @dataclass
 class NetworkDelay(LinkFault):
-    """Delay both directions of the target broker's ZooKeeper links by ``delay_ms`` ±
-    ``jitter_ms`` (``to: zookeeper``); ``variant: heal`` removes it. ``expect`` states whether the
-    session expires (``nothing``, ``session_expiry``) and so the oracle events it is checked
-    against."""
+    """Delay both directions of the target broker's links (``to``: ``zookeeper``, ``peers``,
+    ``clients``, ``everyone``) by ``delay_ms`` ± ``jitter_ms``; ``variant: heal`` removes it.
+    ``expect`` states which threshold the delay crosses (``nothing``, ``session_expiry``,
+    ``isr_shrink``) and so the oracle events / ISR rule it is checked against."""
 
     kind: ClassVar[str] = KIND
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.LINK_DELAY})
@@ -65,32 +85,36 @@ class NetworkDelay(LinkFault):
     jitter_ms: float = 0.0
     expect: str = "nothing"
     healing: bool = False
+    to: str = "zookeeper"
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> NetworkDelay:
         variant = options.get("variant", "delay")
         if variant not in ("delay", "heal"):
             raise UsageError(f"{KIND}: 'variant' must be 'delay' or 'heal', not {variant!r}")
-        to = options.get("to", "zookeeper")
-        if to not in TO:
-            raise UsageError(f"{KIND}: 'to' must be one of {TO}, not {to!r} (peer links cannot be proxied)")
+        to = str(options.get("to", "zookeeper"))
+        delay_arguments(to)
         expect = options.get("expect", "nothing")
         if expect not in EXPECTS:
             raise UsageError(f"{KIND}: 'expect' must be one of {EXPECTS}, not {expect!r}")
-        delay, jitter = _milliseconds(options, "delay_ms"), _milliseconds(options, "jitter_ms")
         healing = variant == "heal"
+        if not healing and expect == "session_expiry" and not LINKS[to]["to_zookeeper"]:
+            raise UsageError(f"{KIND}: 'expect: session_expiry' needs the ZooKeeper links delayed, not 'to: {to}'")
+        if not healing and expect == "isr_shrink" and not LINKS[to]["to_brokers"]:
+            raise UsageError(f"{KIND}: 'expect: isr_shrink' needs the peer links delayed, not 'to: {to}'")
+        delay, jitter = _milliseconds(options, "delay_ms"), _milliseconds(options, "jitter_ms")
         if not healing and delay <= 0:
             raise UsageError(f"{KIND}: give 'delay_ms' > 0")
-        return cls(target, delay, jitter, str(expect), healing)
+        return cls(target, delay, jitter, str(expect), healing, to)
 
     @property
     def label(self) -> str:
-        return f"{KIND}/heal" if self.healing else f"{KIND}/zookeeper"
+        return f"{KIND}/heal" if self.healing else f"{KIND}/{self.to}"
 
     def prepare(self, env: FaultEnv, state: Any) -> None:
         """Before the oracle is asked: a ``session_expiry``/``nothing`` claim on the ZooKeeper
         links that R5 refutes for this cluster's session, tick and servers is a schedule error."""
-        if self.healing or self.label != f"{KIND}/zookeeper":
+        if self.healing or not LINKS[self.to]["to_zookeeper"]:  # zookeeper and everyone
             return
         servers = len(str(env.cluster.zookeeper_connect).split(","))
         timing = ZkTiming(env.session_timeout_ms, env.tick_time_ms, servers)
@@ -99,4 +123,4 @@ class NetworkDelay(LinkFault):
             raise UsageError(f"{KIND}: {problem}")
 
     def worsen(self, cluster: Any, broker: int) -> None:
-        cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms)
+        cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms, **delay_arguments(self.to))

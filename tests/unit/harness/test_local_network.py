@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 
 from common.errors import HarnessError
-from harness.local_network import MARK_BASE, Cut, chain_name, cut_rules, mark_rules, node_mark
+from harness.local_network import (
+    MARK_BASE,
+    PROXY_MARK,
+    Cut,
+    Redirect,
+    chain_name,
+    cut_rules,
+    mark_rules,
+    node_mark,
+    proxy_mark_rule,
+    redirect_rules,
+)
 
 
 def test_a_node_is_told_by_its_port_and_the_chain_by_zookeepers() -> None:
@@ -22,24 +33,52 @@ def test_each_node_marks_the_connections_it_opens() -> None:
     assert "NEW" in rule and rule[-3:] == ["CONNMARK", "--set-mark", hex(MARK_BASE + 9092)]
 
 
-def _drops(rules: list[list[str]]) -> set[tuple[int, str, int]]:
-    return {(int(r[r.index("--mark") + 1], 16), r[-4], int(r[-3])) for r in rules}
+def _drops(rules: list[list[str]]) -> set[tuple[int, int]]:
+    """(connection mark, original destination port) of each drop: both directions of a link."""
+    assert all(r[r.index("-m", r.index("--mark")) + 1] == "conntrack" for r in rules)
+    return {(int(r[r.index("--mark") + 1], 16), int(r[r.index("--ctorigdstport") + 1])) for r in rules}
 
 
 def test_a_cut_drops_both_directions_of_links_either_side_opened() -> None:
     me, zk, peer = 9001, 2181, 9002
     drops = _drops(cut_rules("C", Cut(me, (zk, peer))))
-    for port in (zk, peer):  # links the broker opened, both ways
-        assert {(node_mark(me), "--dport", port), (node_mark(me), "--sport", port)} <= drops
-        # and links the peer opened to the broker
-        assert {(node_mark(port), "--dport", me), (node_mark(port), "--sport", me)} <= drops
-    assert not any(mark == 0 for mark, _, _ in drops), "clients are not cut unless asked"
+    # links the broker opened to each peer, and the peer to the broker; by the original destination,
+    # which matches both directions and still names a link whose connection a redirect proxied
+    assert drops == {(node_mark(me), zk), (node_mark(zk), me), (node_mark(me), peer), (node_mark(peer), me)}
+    assert not any(mark == 0 for mark, _ in drops), "clients are not cut unless asked"
     assert all(r[:4] == ["-A", "C", "-o", "lo"] and r[-1] == "DROP" for r in cut_rules("C", Cut(me, (zk,))))
 
 
 def test_clients_are_the_connections_no_node_opened() -> None:
-    drops = _drops(cut_rules("C", Cut(9001, (), clients=True)))
-    assert drops == {(0, "--dport", 9001), (0, "--sport", 9001)}
+    assert _drops(cut_rules("C", Cut(9001, (), clients=True))) == {(0, 9001)}
+
+
+def test_redirects_send_a_links_new_connections_to_its_proxy_port() -> None:
+    [rule] = redirect_rules("C", [Redirect(node_mark(9001), 9002, 40000)])
+    assert rule[:2] == ["-A", "C"] and rule[rule.index("--mark") + 1] == hex(node_mark(9001))
+    assert rule[rule.index("--dport") + 1] == "9002"
+    assert rule[-4:] == ["-j", "DNAT", "--to-destination", "127.0.0.1:40000"]
+
+
+def test_the_proxys_own_connections_are_marked_apart_from_clients() -> None:
+    rule = proxy_mark_rule("C")
+    assert PROXY_MARK != 0 and rule[rule.index("--mark") + 1] == hex(PROXY_MARK)
+    assert rule[-3:] == ["CONNMARK", "--set-mark", hex(PROXY_MARK)] and "NEW" in rule
+    # no node can have the proxy's mark: node marks are MARK_BASE + a port > 0
+    with pytest.raises(HarnessError):
+        node_mark(0)
+
+
+def test_every_peer_and_client_link_of_a_cluster_is_redirected_to_its_own_link() -> None:
+    from harness.local_link_proxies import client_link_name, peer_link_name, peer_links, redirected_links
+
+    ports = {1: 9001, 2: 9002, 3: 9003}
+    links = redirected_links(ports)
+    assert len(links) == 3 * 2 + 3
+    assert links[peer_link_name(1, 2)] == ("127.0.0.1", 9002)  # 1 opens to 2: forwarded to 2's port
+    assert links[client_link_name(3)] == ("127.0.0.1", 9003)
+    assert sorted(peer_links(2, [1, 2, 3])) == sorted(["broker-2->broker-1", "broker-2->broker-3",
+                                                       "broker-1->broker-2", "broker-3->broker-2"])
 
 
 def test_an_empty_cut_is_refused() -> None:

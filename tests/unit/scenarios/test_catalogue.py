@@ -105,7 +105,7 @@ def test_suites() -> None:
     smoke = suite(SMOKE)
     assert 3 <= len(smoke) <= 6
     own = {s.name for s in suite("zookeeper")} | {s.name for s in suite("network")}
-    assert len(suite("zookeeper")) == 6 and len(suite("network")) == 5
+    assert len(suite("zookeeper")) == 6 and len(suite("network")) == 7
     assert {s.name for s in suite(CONFORMANCE)} == {s.name for s in all_scenarios()} - own
     with pytest.raises(UsageError, match="valid suites"):
         suite("nightly")

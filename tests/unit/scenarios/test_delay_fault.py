@@ -28,8 +28,11 @@ class RecordingCluster:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
 
-    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0) -> None:
-        self.calls.append(("delay", broker_id, delay_ms, jitter_ms))
+    def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0, to_zookeeper: bool = True,
+                    to_brokers: bool = False, to_clients: bool = False) -> None:
+        links = [name for name, on in (("zookeeper", to_zookeeper), ("peers", to_brokers), ("clients", to_clients))
+                 if on]
+        self.calls.append(("delay", broker_id, delay_ms, jitter_ms, *links))
 
     def heal_network(self) -> None:
         self.calls.append(("heal",))
@@ -44,6 +47,8 @@ def _env(cluster: RecordingCluster) -> FaultEnv:
     ({"delay_ms": 9000, "expect": "session_expiry"}, [BrokerFailure((2,))], (2,)),
     ({"variant": "heal", "expect": "session_expiry"}, [BrokerStartup((2,))], ()),
     ({"variant": "heal"}, [], ()),
+    ({"to": "peers", "delay_ms": 2000, "expect": "isr_shrink"}, [], (2,)),
+    ({"to": "peers", "variant": "heal", "expect": "isr_shrink"}, [], ()),
 ])
 def test_events_and_holds(options: dict[str, Any], events: list[Any], holds: tuple[int, ...]) -> None:
     fault = make_fault("network_delay", TWO, options, **TOPICS)
@@ -55,8 +60,10 @@ def test_events_and_holds(options: dict[str, Any], events: list[Any], holds: tup
     ({}, "delay_ms"),
     ({"delay_ms": -1}, "delay_ms"),
     ({"delay_ms": 100, "jitter_ms": "x"}, "jitter_ms"),
-    ({"delay_ms": 100, "to": "brokers"}, "peer links"),
-    ({"delay_ms": 100, "expect": "isr_shrink"}, "expect"),
+    ({"delay_ms": 100, "to": "brokers"}, "'to' must be one of"),
+    ({"delay_ms": 100, "expect": "isr_shrink"}, "needs the peer links"),
+    ({"delay_ms": 100, "to": "peers", "expect": "session_expiry"}, "needs the ZooKeeper links"),
+    ({"delay_ms": 100, "expect": "split_brain"}, "expect"),
     ({"variant": "stall"}, "variant"),
 ])
 def test_bad_options_are_one_line_errors(options: dict[str, Any], message: str) -> None:
@@ -71,7 +78,28 @@ def test_inject_delays_and_heal_undoes(monkeypatch: pytest.MonkeyPatch) -> None:
     fault.inject(_env(cluster))
     fault.heal(_env(cluster))
     make_fault("network_delay", TWO, {"variant": "heal"}, **TOPICS).inject(_env(cluster))
-    assert cluster.calls == [("delay", 2, 1500.0, 100.0), ("heal",), ("heal",)]
+    assert cluster.calls == [("delay", 2, 1500.0, 100.0, "zookeeper"), ("heal",), ("heal",)]
+
+
+@pytest.mark.parametrize(("to", "links"), [("peers", ("peers",)), ("clients", ("clients",)),
+                                           ("everyone", ("zookeeper", "peers", "clients"))])
+def test_each_to_names_its_links(monkeypatch: pytest.MonkeyPatch, to: str, links: tuple[str, ...]) -> None:
+    monkeypatch.setattr("scenarios.faults.degrade.time.sleep", lambda s: None)
+    cluster = RecordingCluster()
+    fault = make_fault("network_delay", TWO, {"to": to, "delay_ms": 300}, **TOPICS)
+    fault.inject(_env(cluster))
+    assert cluster.calls == [("delay", 2, 300.0, 0.0, *links)]
+    assert fault.label == f"network_delay/{to}"
+
+
+def test_isr_shrink_is_checked_by_the_documented_rules() -> None:
+    from scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
+
+    options = {"to": "peers", "delay_ms": 2000, "expect": "isr_shrink"}
+    assert make_fault("network_delay", TWO, options, **TOPICS).isr_rule == LEADER_ISR_SHRINK
+    healed = make_fault("network_delay", TWO, {"variant": "heal", "expect": "isr_shrink"}, **TOPICS)
+    assert healed.isr_rule == LEADER_ISR_EXPAND
+    assert make_fault("network_delay", TWO, {"to": "peers", "delay_ms": 200}, **TOPICS).isr_rule is None
 
 
 def test_delay_scenarios_round_trip_as_schedules_with_proxied_links() -> None:
