@@ -60,7 +60,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _config(args: argparse.Namespace, can_cut: bool) -> Any:
-    from scenarios.generator import DEFAULT_WEIGHTS, REPERTOIRE, GeneratorConfig
+    from scenarios.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig
 
     if args.steps < 1 or not 3 <= args.brokers <= 9 or not 1 <= args.max_partitions <= 1000:
         raise UsageError("--steps must be >= 1, --brokers 3..9, --max-partitions 1..1000")
@@ -68,13 +68,15 @@ def _config(args: argparse.Namespace, can_cut: bool) -> Any:
         raise UsageError("--schedules must be >= 1 and --confirm >= 0")
     # log_dir_failure only when named: it needs clusters with two log directories, which would
     # change every seed's schedules (scenarios.generator.LOG_DIR_CLUSTER).
+    # network_delay only when named too: it needs clusters with link proxies.
     faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else tuple(
-        k for k in REPERTOIRE if (can_cut or k != "network_partition") and k != "log_dir_failure")
+        k for k in REPERTOIRE if (can_cut or k != "network_partition") and k not in ("log_dir_failure", "network_delay"))
     unknown = [f for f in faults if f not in REPERTOIRE]
     if unknown:
         raise UsageError(f"--faults: {', '.join(unknown)} not in the generator's repertoire: {', '.join(REPERTOIRE)}")
     if "network_partition" in faults and not can_cut:
         raise UsageError(f"--faults network_partition needs a backend that can cut networks, not {args.backend}")
+    delay_links = _delay_links(args.backend) if "network_delay" in faults else DELAY_LINKS
     weights = dict(DEFAULT_WEIGHTS)
     for item in filter(None, (w.strip() for w in args.weights.split(","))):
         kind, _, value = item.partition("=")
@@ -85,7 +87,25 @@ def _config(args: argparse.Namespace, can_cut: bool) -> Any:
         if kind not in REPERTOIRE or weights[kind] < 0:
             raise UsageError(f"--weights: {item!r}: unknown kind or negative weight")
     return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
-                           max_partitions=args.max_partitions)
+                           max_partitions=args.max_partitions, delay_links=delay_links)
+
+
+def _delay_links(backend: str) -> tuple[str, ...]:
+    """Which links generated network_delay steps may delay on ``backend`` (local without root:
+    ZooKeeper links only, the others cannot be redirected through the link proxy)."""
+    from harness.backends import missing_capabilities
+    from harness.cluster import Capability
+    from scenarios.generator import DELAY_LINKS
+
+    missing = missing_capabilities(backend)
+    if Capability.LINK_DELAY in missing:
+        raise UsageError(f"--faults network_delay: {missing[Capability.LINK_DELAY]}")
+    if backend == "local":
+        from harness.local_network import redirect_problem
+
+        if redirect_problem() is not None:
+            return ("zookeeper",)
+    return DELAY_LINKS
 
 
 TRIAL_RECORDS = "trial.jsonl"

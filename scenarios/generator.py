@@ -37,16 +37,26 @@ DEFAULT_WEIGHTS: Mapping[str, float] = {
     "hard_kill": 4, "controller_kill": 2, "controlled_shutdown": 3, "pause": 1, "short_pause": 1,
     "restart": 2, "start": 4, "reassignment": 2, "preferred_election": 2, "unclean_election": 1,
     "network_partition": 2, "delete_topic": 1, "add_partitions": 1, "log_dir_failure": 1,
+    "network_delay": 1,
 }
 # Kinds drawn only when named (``GeneratorConfig.faults``), so the default schedules of a seed stay
 # what they were before they joined the repertoire.
-OPT_IN = ("network_partition", "delete_topic", "add_partitions", "log_dir_failure")
+OPT_IN = ("network_partition", "delete_topic", "add_partitions", "log_dir_failure", "network_delay")
 BROKER_ID_POOL = range(1, 13)
 NETWORK_CUTS = ("zookeeper", "everyone")
 # A schedule that may fail a log directory gives every broker two (the broker keeps running on the
 # other: scenarios.faults.log_dirs) and checkpoints high watermarks every second, so Kafka notices
 # the failed one within about a second (as the catalogue's TWO_LOG_DIRS).
 LOG_DIR_CLUSTER = {"replica.high.watermark.checkpoint.interval.ms": "1000"}
+# Delays a generated step may add (links, one-way ms, ± jitter ms), each well below every
+# threshold, so the oracle's answer is "no event" whatever else the schedule does: a ZooKeeper
+# round trip of ~0.6 s against the 4 s readTimeout of a 6 s session (docs/zookeeper-faults.md R5;
+# also slow enough for a delayed controller's ZooKeeper writes to settle within the step's
+# bounded waits), a follower's lag of ~4 × 250 ms against replica.lag.time.max.ms
+# (scenarios.faults.delay).  A schedule that may delay links runs with link proxies.
+NETWORK_DELAYS: tuple[tuple[str, int, int], ...] = (
+    ("zookeeper", 300, 100), ("peers", 200, 50), ("clients", 200, 50), ("everyone", 200, 50))
+DELAY_LINKS = tuple(links for links, _, _ in NETWORK_DELAYS)
 
 
 class IllegalStep(ValueError):
@@ -63,6 +73,7 @@ class ClusterModel:
     stopped: set[int] = field(default_factory=set)  # killed or shut down, not started again
     cut: dict[int, str] = field(default_factory=dict)  # broker -> network cut variant
     failed_dir: set[int] = field(default_factory=set)  # brokers with a failed log directory, until healed
+    delayed: dict[int, str] = field(default_factory=dict)  # broker -> its delayed links, until healed
     # Steps that killed the controller, not started again: which broker only the cluster knows.
     unknown_down: list[int] = field(default_factory=list)
     targets: list[tuple[int, ...] | None] = field(default_factory=list)  # per step; None: unknown
@@ -221,6 +232,8 @@ def _network(model: ClusterModel, step: Step, target: tuple[int, ...] | None) ->
         for b in target:
             del model.cut[b]
         return
+    if model.delayed:  # one heal_network undoes both: the model could not say what is left
+        raise IllegalStep("a cut while links are delayed")
     hit = model._need_free(step.fault, target, downs=True)
     for b in hit:
         model.cut[b] = str(variant)
@@ -241,11 +254,30 @@ def _log_dir(model: ClusterModel, step: Step, target: tuple[int, ...] | None) ->
     model.failed_dir |= set(hit)
 
 
+def _delay(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    """Delay one free broker's links below every threshold (it is not held: later steps may
+    kill, pause or restart it), or heal them.  Never with a cut: ``heal_network`` heals both."""
+    if step.options.get("variant") == "heal":
+        if target is None or len(target) != 1 or target[0] not in model.delayed:
+            raise IllegalStep(f"heal of {target}: no delayed links there")
+        del model.delayed[target[0]]
+        return
+    if target is None or len(target) != 1:
+        raise IllegalStep("network_delay acts on one named broker")
+    if model.delayed or model.cut:
+        raise IllegalStep("network_delay while links are delayed or cut")
+    if step.options.get("expect", "nothing") != "nothing":
+        raise IllegalStep("a generated network_delay stays below every threshold (expect: nothing)")
+    hit = model._need_free(step.fault, target, downs=False)
+    model.delayed[hit[0]] = str(step.options.get("to", "zookeeper"))
+
+
 _RULES: Mapping[str, Callable[[ClusterModel, Step, tuple[int, ...] | None], None]] = {
     "hard_kill": _stop, "controller_kill": _stop, "controlled_shutdown": _stop, "pause": _bounce,
     "short_pause": _bounce, "restart": _bounce, "start": _start, "reassignment": _admin,
     "preferred_election": _admin, "unclean_election": _admin, "network_partition": _network,
     "delete_topic": _topic_admin, "add_partitions": _topic_admin, "log_dir_failure": _log_dir,
+    "network_delay": _delay,
 }
 REPERTOIRE = tuple(_RULES)
 
@@ -271,6 +303,7 @@ class GeneratorConfig:
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     max_partitions: int = 12
     topics: int = 2  # at most
+    delay_links: tuple[str, ...] = DELAY_LINKS  # which links network_delay steps may delay
 
 
 def _assignment(rng: random.Random, brokers: Sequence[int], partitions: int, rf: int) -> dict[int, tuple[int, ...]]:
@@ -363,9 +396,21 @@ def _candidates(model: ClusterModel, kind: str, rng: random.Random) -> list[Step
         if model.cut:
             b, variant = rng.choice(sorted(model.cut.items()))
             return [Step(kind, Brokers((b,)), {"variant": "heal", "cut": variant})]
-        if free and spare >= 1 and not model.unknown_down:
+        if free and spare >= 1 and not model.unknown_down and not model.delayed:
             return [Step(kind, Brokers((rng.choice(free),)), {"variant": rng.choice(NETWORK_CUTS)})]
     return []
+
+
+def _delay_candidates(model: ClusterModel, rng: random.Random, config: GeneratorConfig) -> list[Step]:
+    kind = "network_delay"
+    if model.delayed:
+        return [Step(kind, Brokers((rng.choice(sorted(model.delayed)),)), {"variant": "heal"})]
+    delays = [d for d in NETWORK_DELAYS if d[0] in config.delay_links]
+    if not delays or model.cut or model.unknown_down or not model.free:
+        return []
+    links, delay_ms, jitter_ms = rng.choice(delays)
+    return [Step(kind, Brokers((rng.choice(model.free),)),
+                 {"to": links, "delay_ms": delay_ms, "jitter_ms": jitter_ms, "expect": "nothing"})]
 
 
 def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig()) -> Schedule:
@@ -378,7 +423,8 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
     kinds = [k for k in config.faults if config.weights.get(k, 0) > 0]
     steps: list[Step] = []
     while len(steps) < config.steps:
-        options = [(k, s) for k in kinds for s in _candidates(model, k, rng)]
+        options = [(k, s) for k in kinds
+                   for s in (_delay_candidates(model, rng, config) if k == "network_delay" else _candidates(model, k, rng))]
         if not options:
             break
         weights = [config.weights[k] for k, _ in options]
@@ -387,6 +433,6 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
         steps.append(step)
     doc = (f"Generated by `kafka-chaos explore --seed {seed}` (schedule {index}): {len(steps)} steps "
            f"over brokers {list(brokers)}.")
-    if "log_dir_failure" in config.faults:
-        return Schedule(schedule.name, brokers, topics, tuple(steps), dict(LOG_DIR_CLUSTER), doc, log_dirs=2)
-    return Schedule(schedule.name, brokers, topics, tuple(steps), {}, doc)
+    log_dirs = "log_dir_failure" in config.faults
+    return Schedule(schedule.name, brokers, topics, tuple(steps), dict(LOG_DIR_CLUSTER) if log_dirs else {}, doc,
+                    log_dirs=2 if log_dirs else 1, link_proxies="network_delay" in config.faults)

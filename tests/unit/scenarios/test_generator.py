@@ -110,7 +110,7 @@ def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
 
     golden = Path(__file__).parent / "data" / "explore-12345-0.json"
     # The repertoire when the file was pinned (kinds added since are drawn only when named).
-    pinned = tuple(k for k in REPERTOIRE if k != "log_dir_failure")
+    pinned = tuple(k for k in REPERTOIRE if k not in ("log_dir_failure", "network_delay"))
     assert dumps(generate(12345, 0, GeneratorConfig(faults=pinned, steps=8))) == golden.read_text()
 
 
@@ -149,3 +149,37 @@ def test_log_dir_failure_schedules_get_two_log_dirs_and_heal_what_they_fail() ->
         seen += sum(st.fault == "log_dir_failure" for st in s.steps)
     assert seen > 20
     assert generate(7, 0).log_dirs == 1  # not drawn unless named
+
+
+def test_delayed_links_stay_below_every_threshold_one_at_a_time_and_never_with_a_cut() -> None:
+    s = Schedule("x", (1, 2, 3), (TopicSpec("t", {0: (1, 2)}),), ())
+    model = ClusterModel.of(s)
+    delay = {"to": "peers", "delay_ms": 200, "jitter_ms": 50, "expect": "nothing"}
+    model.apply(Step("network_delay", Brokers((2,)), delay))
+    assert model.delayed == {2: "peers"} and model.free == [1, 2, 3]  # not held: it may be killed
+    with pytest.raises(IllegalStep, match="delayed or cut"):
+        model.apply(Step("network_delay", Brokers((3,)), delay))
+    with pytest.raises(IllegalStep, match="delayed"):  # heal_network would heal the delay too
+        model.apply(Step("network_partition", Brokers((3,)), {"variant": "zookeeper"}))
+    with pytest.raises(IllegalStep, match="no delayed links"):
+        model.apply(Step("network_delay", Brokers((3,)), {"variant": "heal"}))
+    model.apply(Step("hard_kill", Brokers((2,))))
+    model.apply(Step("network_delay", Brokers((2,)), {"variant": "heal"}))
+    assert model.delayed == {}
+    with pytest.raises(IllegalStep, match="below every threshold"):
+        model.apply(Step("network_delay", Brokers((1,)), {**delay, "expect": "isr_shrink"}))
+
+
+def test_network_delay_is_drawn_only_when_named_and_then_with_link_proxies() -> None:
+    from scenarios.generator import DELAY_LINKS
+
+    assert all("network_delay" not in {st.fault for st in generate(5, i).steps} for i in range(30))
+    named = GeneratorConfig(faults=("hard_kill", "start", "network_delay"), steps=8)
+    schedules = [generate(5, i, named) for i in range(40)]
+    assert all(s.link_proxies and problems(s) == [] for s in schedules)
+    delays = [st for s in schedules for st in s.steps if st.fault == "network_delay"]
+    assert {st.options.get("to") for st in delays if st.options.get("variant") != "heal"} == set(DELAY_LINKS)
+    assert any(st.options.get("variant") == "heal" for st in delays)
+    zk_only = GeneratorConfig(faults=("hard_kill", "start", "network_delay"), steps=8, delay_links=("zookeeper",))
+    assert {st.options.get("to") for i in range(40) for st in generate(5, i, zk_only).steps
+            if st.fault == "network_delay" and st.options.get("variant") != "heal"} == {"zookeeper"}
