@@ -54,3 +54,15 @@ def test_matches_prediction() -> None:
     assert matches_prediction(after, predicted, ["t", "u"])
     assert mismatches(SETTLED, predicted, ["t"]) == ["live brokers [1, 2, 3] != [2, 3]", "t-0 leader 1 != 2",
                                                      "t-0 ISR [1, 2] != [2]"]
+
+
+def test_a_state_is_not_reached_before_a_controller_is_elected() -> None:
+    """Found by `kafka-chaos explore --seed 7`: the hard-killed controller led no partition of
+    the topics, so they matched the moment its session expired, before a survivor won the
+    election, and single_controller read no /controller."""
+    before = cluster_state_of(SETTLED, ["u"], {})
+    predicted = predict(before, [BrokerFailure((1,))]).state
+    after = [zk("u", 0, (3,), 3, (3,))]
+    assert mismatches(snap(after, live=(2, 3), controller=None), predicted, ["u"]) == ["no live controller"]
+    assert mismatches(snap(after, live=(2, 3), controller=1), predicted, ["u"]) == ["no live controller"]  # lingering
+    assert matches_prediction(snap(after, live=(2, 3), controller=3), predicted, ["u"])
