@@ -289,6 +289,74 @@ def latency_percentiles(samples: "DataFrame", by: Sequence[str] = ()) -> "DataFr
     return _ordered(stats, "fault", _phase_rank(), "phase", *by)
 
 
+# The three percentile tables: their extra grouping key (after fault and phase).
+LATENCY_TABLES: Mapping[str, tuple[str, ...]] = {
+    "latency": (), "latency_by_partitions": ("partitions",), "latency_by_session_timeout": ("session_timeout_ms",),
+}
+_LATENCY_KEYS = ("fault", "phase", "partitions", "session_timeout_ms")
+
+
+def latency_percentiles_grouped(samples: "DataFrame") -> "DataFrame":
+    """The three tables of :data:`LATENCY_TABLES` in one query (GROUPING SETS): one shuffle and
+    sort of the samples instead of three, and one job; ``_set`` says which table a row belongs
+    to (the index in ``LATENCY_TABLES``).  :func:`split_latency_percentiles` makes the tables."""
+    from pyspark.sql import functions as F
+
+    sets = [["fault", "phase", *by] for by in LATENCY_TABLES.values()]
+    # grouping_id(): a bit per key, set where the key is aggregated away: 0b0011 for (fault, phase),
+    # 0b0001 with partitions, 0b0010 with session_timeout_ms.
+    ids = {0b0011: 0, 0b0001: 1, 0b0010: 2}
+    grouped = samples.groupingSets(sets, *_LATENCY_KEYS).agg(
+        F.grouping_id(*_LATENCY_KEYS).alias("_gid"),
+        F.count("ms").alias("count"),
+        *[F.expr(f"percentile_disc({fraction}) WITHIN GROUP (ORDER BY ms)").alias(name)
+          for name, fraction in PERCENTILES],
+        F.max("ms").alias("max"),
+    )
+    table = F.when(F.col("_gid") == F.lit(0b0011), ids[0b0011]).when(
+        F.col("_gid") == F.lit(0b0001), ids[0b0001]).otherwise(ids[0b0010])
+    return grouped.select(table.alias("_set"), *_LATENCY_KEYS, "count", *[n for n, _ in PERCENTILES], "max")
+
+
+def split_latency_percentiles(rows: Sequence[Any]) -> dict[str, list[Any]]:
+    """:func:`latency_percentiles_grouped`'s rows -> the three tables, each with the columns and
+    in the order :func:`latency_percentiles` gives (Spark's ascending sort, nulls first; strings
+    compare as Spark's UTF-8 bytes do, by code point)."""
+    from pyspark.sql import Row
+
+    tables: dict[str, list[Any]] = {}
+    for index, (name, by) in enumerate(LATENCY_TABLES.items()):
+        columns = ("fault", "phase", *by, "count", *[n for n, _ in PERCENTILES], "max")
+        mine = [row for row in rows if row["_set"] == index]
+        mine.sort(key=lambda row: (_nulls_first(row["fault"]), _nulls_first(_phase_position(row["phase"])),
+                                   _nulls_first(row["phase"]), *[_nulls_first(row[key]) for key in by]))
+        make = Row(*columns)
+        tables[name] = [make(*[row[c] for c in columns]) for row in mine]
+    return tables
+
+
+def latency_percentiles_schema(by: Sequence[str]) -> "StructType":
+    """The schema :func:`latency_percentiles` gives for the extra keys ``by``."""
+    from pyspark.sql import types as T
+
+    keys = [T.StructField("fault", T.StringType()), T.StructField("phase", T.StringType())]
+    keys += [T.StructField(key, T.IntegerType()) for key in by]
+    stats = [T.StructField("count", T.LongType(), False)]
+    stats += [T.StructField(name, T.DoubleType()) for name in LATENCY_STATS]
+    return T.StructType(keys + stats)
+
+
+def _phase_position(phase: str | None) -> int | None:
+    """:func:`_phase_rank` in Python."""
+    if phase is None:
+        return None
+    return LATENCY_PHASES.index(phase) + 1 if phase in LATENCY_PHASES else len(LATENCY_PHASES) + 1
+
+
+def _nulls_first(value: Any) -> tuple[bool, Any]:
+    return (value is not None, value)
+
+
 def latency_histogram(samples: "DataFrame", bins_per_decade: int = HISTOGRAM_BINS_PER_DECADE) -> "DataFrame":
     """Counts per fault x phase in log-spaced bins ``[low_ms, high_ms)`` (values under 0.1 ms count as 0.1)."""
     from pyspark.sql import functions as F
@@ -491,9 +559,7 @@ def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | 
         tables: dict[str, "DataFrame"] = {
             "totals": totals(records),
             "pass_rates": pass_rates(records),
-            "latency": latency_percentiles(samples),
-            "latency_by_partitions": latency_percentiles(samples, ["partitions"]),
-            "latency_by_session_timeout": latency_percentiles(samples, ["session_timeout_ms"]),
+            "latency_grouping_sets": latency_percentiles_grouped(samples),
             "latency_histogram": latency_histogram(samples),
             "availability": availability(records),
             "trend_by_day": trend_by_day(records),
@@ -504,15 +570,18 @@ def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | 
         with ThreadPoolExecutor(max_workers=PARALLEL_JOBS, thread_name_prefix="aggregate") as pool:
             futures = {name: pool.submit(frame.collect) for name, frame in tables.items()}
             loaded = {name: future.result() for name, future in futures.items()}
+        loaded.update(split_latency_percentiles(loaded.pop("latency_grouping_sets")))
         failed_total = loaded["totals"][0]["failed"]  # every failed check is one failing_checks row
         if tables_dir is not None:
-            written = {"inputs": (counts, inputs), **{name: (tables[name], loaded[name]) for name in _TABLES}}
+            schemas = {name: tables[name].schema for name in _TABLES if name in tables}
+            schemas.update({name: latency_percentiles_schema(by) for name, by in LATENCY_TABLES.items()})
+            written = {"inputs": (counts.schema, inputs), **{name: (schemas[name], loaded[name]) for name in _TABLES}}
             if failed_total > len(loaded["failing_checks"]):  # not all collected: Spark writes them
                 _write(failures, tables_dir / "failing_checks")
             else:
-                written["failing_checks"] = (failures, loaded["failing_checks"])
-            for name, (frame, rows) in written.items():
-                write_rows(rows, frame.schema, tables_dir / name)
+                written["failing_checks"] = (failures.schema, loaded["failing_checks"])
+            for name, (schema, rows) in written.items():
+                write_rows(rows, schema, tables_dir / name)
     finally:
         cached.unpersist()
     result.inputs = [{**row, "source": source_path(row["source"])} for row in map(_jsonable_row, inputs)]

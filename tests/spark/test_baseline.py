@@ -103,15 +103,30 @@ def test_spark_rounds_samples_as_the_python_mirror_does(spark):
     assert dict(zip(sample.values, sample.counts)) == expected
 
 
-def test_cli_gate_exits_1_with_one_line_per_regression(runs, before_report, tmp_path):
+def test_cli_gates_exit_1_with_one_line_each_and_keep_spark_off_the_terminal(runs, before_report, tmp_path):
+    """The one CLI run of tests/spark (a fresh process and JVM cost ~20 s): every kind of gate
+    failing at once — --min-pass-rate, --max-latency (one limit exceeded, one not), and
+    --max-regression against a summary.json — one line each, exit 1, Spark's output in spark.log."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(
         [sys.executable, "-m", "cli.main", "report", str(runs / "after"), "--out", str(tmp_path / "out"),
+         "--min-pass-rate", "0.999", "--max-latency", "*:election:p50=0.5",
+         "--max-latency", "hard_kill:first_produce:max=1e9",
          "--baseline", str(before_report.summary_json), "--max-regression", "hard_kill:election:p99=20%"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
     )
     assert done.returncode == 1, done.stderr
-    assert done.stderr.splitlines() == ["kafka-chaos: CI gate failed (1 condition(s), listed above)"]
+    failures = json.loads((tmp_path / "out" / "summary.json").read_text())["gates"]["failures"]
+    assert done.stderr.splitlines() == [f"kafka-chaos: CI gate failed ({len(failures)} condition(s), listed above)"]
+    assert any(f.startswith("overall pass rate") and "under --min-pass-rate 0.999" in f for f in failures)
+    assert any("hard_kill election p50" in f for f in failures)
+    assert not any("first_produce" in f for f in failures)
+    assert "pass rate" in done.stdout and f"report: {tmp_path / 'out' / 'report.html'}" in done.stdout
     gate = done.stdout[done.stdout.index("CI gate FAILED:"):].splitlines()
-    assert gate[1].startswith("  --max-regression hard_kill:election:p99=20%,p<0.01: hard_kill election p99 ")
-    assert "Mann–Whitney U one-sided p=" in gate[1]
+    assert len(gate) > len(failures) and gate[1:len(failures) + 1] == [f"  {f}" for f in failures]
+    regression = [line for line in gate if line.startswith("  --max-regression")]
+    assert len(regression) == 1 and regression[0].startswith(
+        "  --max-regression hard_kill:election:p99=20%,p<0.01: hard_kill election p99 ")
+    assert "Mann–Whitney U one-sided p=" in regression[0]
+    assert (tmp_path / "out" / "spark.log").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no spark-warehouse / metastore_db litter

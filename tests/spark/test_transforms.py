@@ -187,3 +187,20 @@ def test_failing_checks_newest_first_with_replay_keys(spark):
     assert tuple(rows[0].asDict()) == A.FAILURE_COLUMNS
     assert [(r.iteration, r.detail, r.seed, r.run_id) for r in rows] == [(2, "new", 7, "r1"), (1, "old", 7, "r1")]
     assert json.loads(rows[1].observed) == {"leader": 1}
+
+
+def test_the_grouping_sets_query_gives_the_three_percentile_tables(spark):
+    """One GROUPING SETS query, split in Python, equals the three latency_percentiles queries —
+    rows, order and columns — with null keys and phases outside a leader switch's order."""
+    samples = spark.createDataFrame(
+        [("hard_kill", "election", 3 if v <= 5 else None, 6000 if v % 2 else None, float(v)) for v in range(1, 11)]
+        + [("hard_kill", "zz_custom", 3, 6000, 1.0), ("hard_kill", "detection", 9, None, 100.0),
+           ("controlled_shutdown", "election", 3, 6000, 2.0), ("a", "client_gap", None, None, 7.0)],
+        "fault string, phase string, partitions int, session_timeout_ms int, ms double")
+    tables = A.split_latency_percentiles(A.latency_percentiles_grouped(samples).collect())
+    assert list(tables) == list(A.LATENCY_TABLES)
+    for name, by in A.LATENCY_TABLES.items():
+        expected = A.latency_percentiles(samples, list(by))
+        assert [r.asDict() for r in tables[name]] == [r.asDict() for r in expected.collect()], name
+        assert A.latency_percentiles_schema(by).fieldNames() == expected.columns
+        assert [f.dataType for f in A.latency_percentiles_schema(by).fields] == [f.dataType for f in expected.schema]
