@@ -60,6 +60,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     kip291.add_argument("--partitions", type=int, default=60, help="partitions of the loaded topic [default: 60]")
     kip291.add_argument("--producers", type=int, default=12, help="producer clients (one connection per broker "
                                                                    "each) [default: 12]")
+    kip291.add_argument("--acks", choices=("all", "1"), default="all",
+                        help="the load's acks; 1 keeps the queues full through a hard kill [default: all]")
     kip291.add_argument("--warmup", type=float, default=10.0, metavar="S",
                         help="seconds of steady load before each fault [default: 10]")
     kip291.add_argument("--results", type=Path, default=None, metavar="DIR",
@@ -182,13 +184,13 @@ def run_kip291(args: argparse.Namespace) -> int:
         from results.writer import RecordWriter
 
         options = Kip291Options(configurations=configurations, faults=faults, repeat=args.repeat,
-                                partitions=args.partitions, load=LoadSettings(producers=args.producers),
+                                partitions=args.partitions, load=LoadSettings(producers=args.producers, acks=args.acks),
                                 warmup_s=args.warmup)
         distribution = resolve_distribution()
         with RecordWriter(out) as writer:
             writer.write_run_info({"run_id": options.run_id, "command": "bench kip291", "faults": faults,
                                    "configurations": configurations, "repeat": args.repeat,
-                                   "partitions": args.partitions, "producers": args.producers,
+                                   "partitions": args.partitions, "producers": args.producers, "acks": args.acks,
                                    "warmup_s": args.warmup, "kafka_version": distribution.version})
             run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
         records = _records(out)

@@ -67,7 +67,7 @@ def bench_settings() -> dict[str, str]:
     ``controlPlaneRequestHandlerPool``).  Retention is short so the load's gigabytes are deleted."""
     return {"num.network.threads": "1", "num.io.threads": "1", "num.replica.fetchers": "1",
             "auto.leader.rebalance.enable": "false", "log.retention.check.interval.ms": "10000",
-            "file.delete.delay.ms": "1000", "controller.socket.timeout.ms": "60000",
+            "log.segment.delete.delay.ms": "1000", "controller.socket.timeout.ms": "60000",
             "replica.lag.time.max.ms": "30000"}
 
 
@@ -153,11 +153,10 @@ def summarise(records: Iterable[Record]) -> list[Row]:
     groups: dict[tuple[str, str], list[Record]] = {}
     for r in records:
         if r.check == CHECK and isinstance(r.observed, dict) and r.fault is not None:
-            groups.setdefault((str(r.observed.get("configuration")), r.fault), []).append(r)
+            groups.setdefault((str(r.observed.get("configuration")), _fault_label(r)), []).append(r)
     rows: list[Row] = []
     order = {c: i for i, c in enumerate(CONFIGURATIONS)}
-    for (conf, fault), rs in sorted(groups.items(), key=lambda kv: (FAULTS.index(kv[0][1]) if kv[0][1] in FAULTS
-                                                                   else 9, order.get(kv[0][0], 9))):
+    for (conf, fault), rs in sorted(groups.items(), key=lambda kv: (kv[0][1], order.get(kv[0][0], 9))):
         requests = [q for r in rs for q in r.observed.get("requests", [])]
         for kind in CONTROLLER_REQUESTS:
             mine = [q for q in requests if q["kind"] == kind]
@@ -180,12 +179,19 @@ def summarise(records: Iterable[Record]) -> list[Row]:
     return rows
 
 
+def _fault_label(r: Record) -> str:
+    """The fault, and the load's acks when not "all" (runs with either may be summarised together)."""
+    settings = r.observed.get("settings") or {} if isinstance(r.observed, dict) else {}
+    acks = str((settings.get("load") or {}).get("acks", "all"))
+    return str(r.fault) if acks == "all" else f"{r.fault} acks={acks}"
+
+
 def table(rows: Sequence[Row]) -> str:
-    lines = [f"{'fault':<20} {'control plane':<13} {'figure':<34} {'n':>4} {'median':>9} {'p90':>9} {'max':>9}"]
+    lines = [f"{'fault':<22} {'control plane':<13} {'figure':<34} {'n':>4} {'median':>9} {'p90':>9} {'max':>9}"]
     for row in rows:
         s = row.spread
         figures = f"{s.n:>4} {s.median:>9,.1f} {s.p90:>9,.1f} {s.max:>9,.1f}" if s else f"{0:>4} {'-':>9} {'-':>9} {'-':>9}"
-        lines.append(f"{row.fault:<20} {row.configuration:<13} {row.what:<34} {figures}")
+        lines.append(f"{row.fault:<22} {row.configuration:<13} {row.what:<34} {figures}")
     return "\n".join(lines)
 
 

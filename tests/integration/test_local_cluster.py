@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from harness import metadata, processes
@@ -35,6 +36,8 @@ from harness.local import STATE_FILE, LocalCluster, NodeStartFailed
 from harness.nodes import zookeeper_four_letter
 from harness.observer import ZkObserver, ZkSnapshot
 from harness.processes import processes_mentioning
+from scenarios.kip291_bench import REQUEST_LOG4J
+from scenarios.request_log import parse_request_lines
 
 TIMEOUT = 60.0  # generous bound for a busy shared 2-core machine; never a speed assertion
 
@@ -243,14 +246,31 @@ def test_cli_round_trip(tmp_path: Path) -> None:
 
 def test_first_broker_id_numbers_real_brokers(tmp_path: Path) -> None:
     """Broker ids first_broker_id.. are what registers, what the controls take, and what
-    cluster.json (hence ``attach``) keeps."""
-    config = ClusterConfig(brokers=2, first_broker_id=4)
-    with LocalCluster(config, resolve_distribution(), tmp_path / "run", start_timeout=TIMEOUT) as cluster:
+    cluster.json (hence ``attach``) keeps.  The cluster also has KIP-291's control-plane
+    listener (a few seconds more here rather than a cluster of its own): each broker registers
+    its CONTROL_PLANE endpoint and the controller's LeaderAndIsr arrive on it (request log)."""
+    config = ClusterConfig(brokers=2, first_broker_id=4, control_plane_listener=True)
+    with LocalCluster(config, resolve_distribution(), tmp_path / "run", start_timeout=TIMEOUT,
+                      log4j_extra=REQUEST_LOG4J) as cluster:
         assert cluster.broker_ids == [4, 5]
         with observer_of(cluster) as observer:
             snapshot = observer.snapshot()
         assert sorted(snapshot.live_brokers) == [4, 5] and snapshot.controller in (4, 5)
         assert metadata.broker_view(cluster.endpoint(5).bootstrap, []) == {}
+        zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10.0)
+        zk.start(timeout=TIMEOUT)
+        try:
+            registration = json.loads(zk.get("/brokers/ids/5")[0])
+        finally:
+            zk.stop()
+            zk.close()
+        assert [e.split(":")[0] for e in registration["endpoints"]] == ["PLAINTEXT", "CONTROL_PLANE"]
+        metadata.create_topic(cluster.bootstrap_servers, "kip291", {0: [5, 4]}, timeout=TIMEOUT)
+        leader_in_broker_metadata(cluster, 4, "kip291", 5)  # the election's UpdateMetadata arrived
+        log_file = cluster.run_dir / "broker-5" / "logs" / "kafka-request.log"
+        controller_requests = [e for e in parse_request_lines(log_file.read_text().splitlines(), 5)
+                               if e.api == "LeaderAndIsr"]
+        assert controller_requests and {e.listener for e in controller_requests} == {"CONTROL_PLANE"}
         attached = LocalCluster.attach(cluster.run_dir)
         assert attached.broker_ids == [4, 5] and attached.config.first_broker_id == 4
         cluster.stop_broker(4)

@@ -90,3 +90,9 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys:
     assert main(["bench", "kip291", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_settings_are_broker_properties_kafka_knows() -> None:
+    from harness.config import ClusterConfig
+
+    ClusterConfig(brokers=3, cluster_overrides=kb.bench_settings(), control_plane_listener=True)
