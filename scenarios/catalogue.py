@@ -674,11 +674,12 @@ def _peer_delay(delay_ms: int, jitter_ms: int, expect: str) -> Mapping[str, Any]
 def follower_link_delayed_past_lag_time() -> list[Step]:
     """Delay a follower's peer links (it leads nothing of f, is not the controller) by 2 s each
     way, then heal. Its fetches reach leader 1 a 4 s round trip apart, so Kafka 3.9
-    ``Replica.updateFetchStateOrThrow`` leaves it caught up only as of the previous fetch and
+    ``Replica.updateFetchStateOrThrow`` leaves it caught up at best as of its last fetch and
     ``Partition.getOutOfSyncReplicas`` finds it behind for longer than ``replica.lag.time.max.ms``
-    (3 s; ≈ 4 × the one-way delay under produce traffic, scenarios.faults.delay): leader 1 drops
-    it from every ISR itself (rule ``rule_leader_isr_shrink``; its session lives, no controller
-    event). Healed, the delayed bytes drain, it catches up and ``Partition.maybeExpandIsr`` adds
+    (3 s; the lag is ≈ 2 × the one-way delay under the workload's acks=all producer,
+    scenarios.faults.delay): leader 1 drops it from every ISR itself (rule
+    ``rule_leader_isr_shrink``; its session lives, no controller event). Healed, the delayed
+    bytes drain, it catches up and ``Partition.maybeExpandIsr`` adds
     it back (``rule_leader_isr_expand``)."""
     return [Step(NETWORK_DELAY, FollowerLeadingNothing("f"), _peer_delay(2000, 0, "isr_shrink")),
             Step(NETWORK_DELAY, EarlierTarget(0), _frozen({"variant": "heal", "expect": "isr_shrink"}))]
@@ -687,7 +688,7 @@ def follower_link_delayed_past_lag_time() -> list[Step]:
 @scenario(topics=[topic_f], needs=PROXIED_SHORT_REPLICA_LAG, suites=_NETWORK_ONLY)
 def follower_link_delayed() -> list[Step]:
     """Delay a follower's peer links by 200 ms ± 50 ms each way: below the ISR-shrink threshold.
-    Its lag at leader 1 stays near 4 × 250 ms = 1 s, inside ``replica.lag.time.max.ms`` (3 s), so
+    Its lag at leader 1 stays under 4 × 250 ms = 1 s, inside ``replica.lag.time.max.ms`` (3 s), so
     Kafka 3.9 ``getOutOfSyncReplicas`` never names it: no ISR change, no controller event
     (oracle: no event), observed one session window after the fault; then healed."""
     return [Step(NETWORK_DELAY, FollowerLeadingNothing("f"), _peer_delay(200, 50, "nothing")),

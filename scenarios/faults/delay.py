@@ -23,15 +23,19 @@ controller's ``onBrokerFailure`` (oracle ``BrokerFailure``); after the heal the 
 R5 refutes for the cluster's session, tick and servers.
 
 ``isr_shrink`` (``to: peers``, a follower).  Kafka 3.9 ``Replica.updateFetchStateOrThrow``: a
-fetch at the leader at time t_k asking for the leader's log end as of the previous fetch
-t_{k-1} makes the follower "caught up" as of t_{k-1}; ``Partition.getOutOfSyncReplicas``
-(``isReplicaOutOfSync``, run every ``replica.lag.time.max.ms / 2`` by ``maybeShrinkIsr``) drops
-it once ``now - lastCaughtUpTimeMs > replica.lag.time.max.ms`` while the leader's log end moved.
-With a one-way delay D on the follower's peer links consecutive fetches are a round trip 2D
-apart, so under steady produce traffic its lag reaches t_{k+1} - t_{k-1} ≈ 4D: the ISR shrinks
-once 4D exceeds ``replica.lag.time.max.ms`` (documented rule ``rule_leader_isr_shrink``;
-healed, ``Partition.maybeExpandIsr`` adds it back, ``rule_leader_isr_expand``).  Peer links
-include the controller's channel to the follower, which only makes its LeaderAndIsr late.
+fetch at the leader asking for the leader's log end is caught up now; one asking for the log end
+as of the previous fetch t_{k-1} is caught up as of t_{k-1}; ``Partition.getOutOfSyncReplicas``
+(``isReplicaOutOfSync``, every ``replica.lag.time.max.ms / 2`` by ``maybeShrinkIsr``) drops it
+once ``now - lastCaughtUpTimeMs > replica.lag.time.max.ms`` while the leader's log end moved.
+With a one-way delay D on the follower's peer links its fetches are a round trip 2D apart: the
+lag reaches ≈ 4D under arbitrary traffic, but ≈ 2D under one ``acks=all`` producer (the
+broker reads a connection's next request only after answering the previous one,
+``SocketServer.Processor``, and the answer waits for the follower's fetch, so the leader's log
+moves in step with the fetches), which is the harness's workload: the ISR shrinks once 2D
+exceeds ``replica.lag.time.max.ms``, never below D = lag / 4 (measured: docs/local-network.md;
+documented rule ``rule_leader_isr_shrink``; healed, ``Partition.maybeExpandIsr`` adds it back,
+``rule_leader_isr_expand``).  Peer links include the controller's channel to the follower,
+which only makes its LeaderAndIsr late.
 
 ``nothing``: below the thresholds — no event, observed one session window after the fault.
 """
