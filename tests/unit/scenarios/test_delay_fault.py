@@ -115,3 +115,12 @@ def test_schedule_link_proxies_must_be_a_boolean() -> None:
     data["cluster"]["link_proxies"] = "yes"
     with pytest.raises(UsageError, match="link_proxies"):
         schedule_from_json(data)
+
+
+def test_peer_link_delay_scenarios_need_what_a_cut_needs_and_zookeeper_ones_do_not() -> None:
+    from harness.cluster import Capability
+
+    peer, zk = by_names(["follower_link_delayed_past_lag_time", "leader_zookeeper_link_delayed"])
+    assert peer.needs.link_proxies and dict(peer.needs.overrides)["replica.lag.time.max.ms"] == "3000"
+    assert peer.requirements == {Capability.LINK_DELAY, Capability.NETWORK_PARTITION}  # root: nat redirects
+    assert zk.requirements == {Capability.LINK_DELAY}  # no root
