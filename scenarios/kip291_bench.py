@@ -169,7 +169,8 @@ def summarise(records: Iterable[Record]) -> list[Row]:
                                                                         for b in before)))
         rows.append(Row(conf, fault, "Produce queue_ms p90", spread((b.get("queue_ms") or {}).get("p90")
                                                                      for b in before)))
-        rows.append(Row(conf, fault, "Produce requests/s/broker", spread(b.get("per_s") for b in before)))
+        rows.append(Row(conf, fault, "Produce requests/s (3 brokers)", spread(b.get("per_s") for b in before)))
+        rows.append(Row(conf, fault, "Produce queued, mean (3 brokers)", spread(b.get("mean_in_queue") for b in before)))
         rows.append(Row(conf, fault, "load records/s", spread((r.observed.get("load_before") or {}).get("records_per_s")
                                                               for r in rs)))
         rows.append(Row(conf, fault, "load MB/s", spread((r.observed.get("load_before") or {}).get("mb_per_s")
@@ -276,7 +277,7 @@ def _one_iteration(cluster: Any, observer: Any, load: Any, fault: str, control_p
     failover = one_fault(cluster, observer, fault, options.partitions, fault_options)
     ended = load.sample()
     # Every JVM runs in UTC (harness.node_logs.JVM_TIMEZONE_FLAG): the log stamps are UTC.
-    requests = [r for broker, lines in cursor.lines_since_mark().items() if broker != failover.target
+    requests = [r for broker, lines in cursor.lines_since_mark().items()
                 for r in parse_request_lines(lines, broker, apis=("Produce", *CONTROLLER_REQUESTS))]
     return Kip291Iteration(control_plane, failover, tuple(sorted(requests, key=lambda r: r.at)),
                            (warm_start, at_fault), ended)

@@ -100,4 +100,5 @@ def test_request_stats_count_a_window_only() -> None:
         return RequestEntry(1, at, "Produce", 1, "c", "PLAINTEXT", queue + 1, queue, 1.0, 0.0, 0.0, 0.0)
     stats = request_stats([entry(10.0, 5.0), entry(11.0, 15.0), entry(20.0, 999.0)], 10.0, 12.0)
     assert stats["Produce"]["per_s"] == 1.0
+    assert stats["Produce"]["mean_in_queue"] == 0.01  # (5 + 15) ms waited over 2 s
     assert stats["Produce"]["queue_ms"]["max"] == 15.0
