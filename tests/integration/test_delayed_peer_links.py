@@ -68,3 +68,21 @@ def test_delayed_peer_and_client_links_slow_acks_all_and_heal_restores_them() ->
         assert clients_delayed >= 2 * DELAY_MS * 0.9, "the request and its response are each delayed"
         assert chain in our_chains()
     assert chain not in our_chains(), "destroy removes the nat chain with the others"
+
+
+def test_a_killed_runs_nat_chain_is_removed_with_the_other_stale_chains() -> None:
+    """What a SIGKILLed run of a proxied cluster leaves: its nat chain, hooked at OUTPUT; no
+    ZooKeeper listens on the port it is named after (no cluster needed, < 1 s)."""
+    import subprocess
+
+    from harness.local_network import remove_stale_chains
+    from harness.nodes import free_ports
+
+    [unused] = free_ports(1)
+    stale = f"KCHAOS-{unused}"
+    subprocess.run(["iptables", "-w", "-t", "nat", "-N", stale], check=True)
+    subprocess.run(["iptables", "-w", "-t", "nat", "-I", "OUTPUT", "1", "-j", stale], check=True)
+    assert stale in our_chains()
+    assert stale in remove_stale_chains()
+    listing = subprocess.run(["iptables", "-w", "-t", "nat", "-S"], capture_output=True, text=True).stdout
+    assert stale not in listing, "unhooked and deleted"
