@@ -1,17 +1,27 @@
 """Broker session expiry vs broker↔ZooKeeper delay (issue 13's closing-note figure), local launcher.
 
     flock /tmp/kafka-chaos-cluster.lock .venv/bin/python benchmarks/zookeeper_delay_bench.py \\
-        [--factors 0,0.25,0.4,0.5,0.75,1,1.5] [--repeats 3] [--window 25] [--jitter 0]
+        [--factors 0,0.25,0.4,0.5,0.75,1,1.5] [--repeats 3] [--window 25] [--jitter 0] [--seed 1] \\
+        [--capture DIR]
 
 One 3-broker cluster with link proxies (``ClusterConfig(link_proxies=True)``, session 6 s,
 tickTime 500 ms, one ZooKeeper server).  For each delay D = factor × session timeout, repeated:
-a broker that is not the controller gets both directions of its ZooKeeper link delayed by D
-(``LocalCluster.delay_links``, :mod:`harness.link_proxy`; no root, no netem), and for
-``--window`` seconds the harness watches ``/brokers/ids/N`` (directly, not through the proxy):
-the row says whether and when it vanished (the session expired), and how many times the broker's
-ZooKeeper client gave up a connection meanwhile ("WARN Client session timed out" lines in its
-server.log: a Disconnected, which Kafka ignores; read timeouts at 4 s and connect timeouts at 6 s).  Then heal, and wait (bounded) until the broker is
-registered again.  Figures only, nothing asserted.  One cluster at a time (the lock).
+after a random pause of up to one ping period (session/3; ``--seed``) — the onset's phase
+against the client's pings decides near the thresholds (docs/zookeeper-faults.md R5,
+:mod:`scenarios.zk_delay_rule`) — a broker that is not the controller gets both directions of its
+ZooKeeper link delayed by D (``LocalCluster.delay_links``, :mod:`harness.link_proxy`; no root, no
+netem), and for ``--window`` seconds the harness watches ``/brokers/ids/N`` (directly, not through
+the proxy): the row says whether and when it vanished (the session expired), and how many times
+the broker's ZooKeeper client gave up a connection meanwhile ("WARN Client session timed out"
+lines in its server.log: a Disconnected, which Kafka ignores; read timeouts at 4 s and connect
+timeouts at 6 s).  Then heal, and wait (bounded) until the broker is registered again.
+
+``--capture DIR`` (root, tcpdump): each point's packets on the broker's proxy port and
+ZooKeeper's port go to ``DIR/delay-<ms>ms-run<N>.pcap`` and are printed as a timeline — the
+ZooKeeper frames (ConnectRequest/Response, pings, requests) of the broker's session on both
+sides of the proxy, SYN/FIN/RST, and the broker's and ZooKeeper's session log lines (ZooKeeper's
+``ZooKeeperServer`` and ``NIOServerCnxn`` at DEBUG) — seconds from the onset.
+Figures only, nothing asserted.  One cluster at a time (the lock).
 """
 
 from __future__ import annotations

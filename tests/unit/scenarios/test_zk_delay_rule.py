@@ -170,3 +170,67 @@ def test_claims_r5_refutes_are_one_line_errors(delay_ms: float, expect: str, ser
 def test_the_heal_step_and_other_claims_are_not_checked() -> None:
     make_fault("network_delay", TWO, {"variant": "heal", "expect": "nothing"}, **TOPICS).prepare(_env(), None)  # type: ignore[arg-type]
     assert refuted_claim("isr_shrink", 9000, 0, OURS) is None
+
+
+# --- the benchmark's capture decoder (benchmarks/zookeeper_delay_bench.py --capture) --------------
+
+def _bench() -> Any:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "zookeeper_delay_bench.py"
+    spec = importlib.util.spec_from_file_location("zookeeper_delay_bench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _frame(payload: bytes) -> bytes:
+    import struct
+
+    return struct.pack("!i", len(payload)) + payload
+
+
+def _pcap(segments: list[tuple[float, int, int, int, bytes]]) -> bytes:
+    """A classic little-endian pcap of Ethernet/IPv4/TCP segments (time, src, dst, flags, payload)."""
+    import struct
+
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    for time, src, dst, flags, payload in segments:
+        tcp = struct.pack("!HHIIBBHHH", src, dst, 0, 0, 5 << 4, flags, 65535, 0, 0) + payload
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0, 64, 6, 0, b"\x7f\0\0\1", b"\x7f\0\0\1") + tcp
+        frame = b"\0" * 12 + b"\x08\x00" + ip
+        out.append(struct.pack("<IIII", int(time), round((time % 1) * 1e6), len(frame), len(frame)) + frame)
+    return b"".join(out)
+
+
+def test_the_capture_decoder_names_the_zookeeper_frames_of_the_session(tmp_path: Any) -> None:
+    import struct
+
+    bench = _bench()
+    session, proxy, zk = 0x1000A, 4000, 2181
+    connect = _frame(struct.pack("!iqiq", 0, 0x40, 6000, session) + struct.pack("!i", 0) + b"\0")
+    expired = _frame(struct.pack("!iiq", 0, 0, session) + struct.pack("!i", 0) + b"\0")
+    ping = _frame(struct.pack("!ii", -2, 11))
+    path = tmp_path / "point.pcap"
+    path.write_bytes(_pcap([
+        (100.0, 5000, proxy, 0x10, ping),  # an established connection: no SYN seen
+        (101.0, 5001, proxy, 0x02, b""), (101.0, 6001, zk, 0x02, b""),
+        (101.1, 5001, proxy, 0x18, connect), (104.1, 6001, zk, 0x18, connect),
+        (104.1, zk, 6001, 0x18, expired), (104.2, 7000, zk, 0x18, ping),  # another session's connection
+        (104.3, 5000, proxy, 0x11, b""),
+    ]))
+    packets = bench.session_packets(bench.decode(bench.read_pcap(path), proxy, zk), session, None)
+    assert [(p.time, p.side, p.conn, p.what) for p in packets] == [
+        (100.0, "client", 5000, "ping"),
+        (101.0, "client", 5001, "SYN (connect)"), (101.0, "server", 6001, "SYN (connect)"),
+        (101.1, "client", 5001, "ConnectRequest (session 0x1000a, timeout 6000 ms)"),
+        (104.1, "server", 6001, "ConnectRequest (session 0x1000a, timeout 6000 ms)"),
+        (104.1, "server", 6001, "ConnectResponse (session EXPIRED)"),
+        (104.3, "client", 5000, "FIN"),
+    ]
+    lines = bench.timeline(100.0, packets, [(102.0, "zookeeper log: Expiring session 0x1000a")])
+    assert lines[0].startswith("  +0.00 s  broker -> proxy") and "+2.00 s  zookeeper log" in lines[4]
