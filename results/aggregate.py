@@ -232,6 +232,111 @@ def totals(records: "DataFrame") -> "DataFrame":
     return with_pass_rate(counts)
 
 
+def outcome_groups(records: "DataFrame") -> "DataFrame":
+    """Records counted per run x scenario x check x backend x Kafka version x kind x outcome x UTC
+    day, with the first start, last finish and smallest seed of each group: :func:`totals`,
+    :func:`pass_rates`, :func:`trend_by_day` and :func:`trend_by_run` all follow from these rows
+    exactly (counts add up, minima and maxima and distinct values carry over), finished in Python
+    by :func:`finish_outcomes` — one Spark query instead of four (issue 15 item 5)."""
+    from pyspark.sql import functions as F
+
+    day = F.date_from_unix_date(F.floor(F.col("started_at") / 86400).cast("int"))
+    return records.groupBy(*_OUTCOME_KEYS, day.alias("day")).agg(
+        F.count(F.lit(1)).alias("records"),
+        F.min("started_at").alias("started_at"),
+        F.max("finished_at").alias("finished_at"),
+        F.min("seed").alias("seed"),
+    )
+
+
+_OUTCOME_KEYS = ("run_id", "scenario", "check", "backend", "kafka_version", "kind", "passed")
+_OUTCOME_COLUMNS = ("passed", "failed", "unknown", "pass_rate", "ci_low", "ci_high")
+
+
+def finish_outcomes(groups: Sequence[Any]) -> dict[str, list[Any]]:
+    """:func:`outcome_groups`' rows -> the rows of totals, pass_rates, trend_by_day and
+    trend_by_run, equal to what those Spark queries give: same columns, same order, and the
+    Wilson interval in the same floating-point operations (:func:`wilson`)."""
+    from pyspark.sql import Row
+
+    def outcome(rows: Sequence[Any]) -> list[int]:
+        checks = [r for r in rows if r["kind"] == "check"]
+        return [sum(r["records"] for r in checks if r["passed"] is True),
+                sum(r["records"] for r in checks if r["passed"] is False),
+                sum(r["records"] for r in checks if r["passed"] is None)]
+
+    def by(keys: Sequence[str], rows: Sequence[Any]) -> dict[tuple[Any, ...], list[Any]]:
+        grouped: dict[tuple[Any, ...], list[Any]] = {}
+        for row in rows:
+            grouped.setdefault(tuple(row[k] for k in keys), []).append(row)
+        return grouped
+
+    counts = outcome(groups)
+    totals_row = Row("records", "checks", "measurements", "runs", "passed", "failed", "unknown", "first_started_at",
+                     "last_finished_at", "pass_rate", "ci_low", "ci_high")
+    totals_rows = [totals_row(
+        sum(r["records"] for r in groups), sum(r["records"] for r in groups if r["kind"] == "check"),
+        sum(r["records"] for r in groups if r["kind"] == "measurement"), len({r["run_id"] for r in groups}),
+        *counts, min((r["started_at"] for r in groups), default=None),
+        max((r["finished_at"] for r in groups), default=None), *wilson(counts[0], counts[1]))]
+    checks = [r for r in groups if r["kind"] == "check"]
+    rate_row = Row(*PASS_RATE_KEYS, *_OUTCOME_COLUMNS)
+    rates = [rate_row(*key, *(c := outcome(rows)), *wilson(c[0], c[1]))
+             for key, rows in sorted(by(PASS_RATE_KEYS, checks).items(), key=lambda item: _sort_key(item[0]))]
+    day_row = Row("day", "runs", *_OUTCOME_COLUMNS)
+    days = [day_row(key[0], len({r["run_id"] for r in rows}), *(c := outcome(rows)), *wilson(c[0], c[1]))
+            for key, rows in sorted(by(("day",), checks).items(), key=lambda item: _sort_key(item[0]))]
+    run_row = Row("run_id", "started_at", "finished_at", "backend", "kafka_version", "seed", "scenarios", "records",
+                  *_OUTCOME_COLUMNS)
+    runs = [run_row(key[0], min(r["started_at"] for r in rows), max(r["finished_at"] for r in rows),
+                    ",".join(sorted({r["backend"] for r in rows})), ",".join(sorted({r["kafka_version"] for r in rows})),
+                    min(r["seed"] for r in rows), len({r["scenario"] for r in rows}), sum(r["records"] for r in rows),
+                    *(c := outcome(rows)), *wilson(c[0], c[1]))
+            for key, rows in by(("run_id",), groups).items()]
+    runs.sort(key=lambda row: _sort_key((row["started_at"], row["run_id"])))
+    return {"totals": totals_rows, "pass_rates": rates, "trend_by_day": days, "trend_by_run": runs}
+
+
+def wilson(passed: int, failed: int, z: float = Z_95) -> tuple[float | None, float | None, float | None]:
+    """:func:`with_pass_rate` in Python, operation for operation (the same IEEE double results):
+    pass rate and its Wilson score interval, all None when nothing was decided."""
+    n = passed + failed
+    if n <= 0:
+        return None, None, None
+    p = passed / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half_width = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    return p, max(0.0, centre - half_width), min(1.0, centre + half_width)
+
+
+def _sort_key(values: Sequence[Any]) -> tuple[tuple[bool, Any], ...]:
+    """Spark's ascending order, nulls first (strings by code point, as Spark's UTF-8 bytes compare)."""
+    return tuple(_nulls_first(v) for v in values)
+
+
+def outcome_schemas() -> dict[str, "StructType"]:
+    """The schemas of :func:`totals`, :func:`pass_rates`, :func:`trend_by_day` and
+    :func:`trend_by_run` (their Parquet tables), without asking Spark to plan those queries."""
+    from pyspark.sql import types as T
+
+    def fields(spec: str) -> "StructType":
+        names = {"s": T.StringType(), "l": T.LongType(), "d": T.DoubleType(), "t": T.DateType()}
+        return T.StructType([T.StructField(name, names[kind]) for name, kind in
+                             (item.split(":") for item in spec.split())])
+
+    outcomes = "passed:l failed:l unknown:l pass_rate:d ci_low:d ci_high:d"
+    return {
+        "totals": fields("records:l checks:l measurements:l runs:l passed:l failed:l unknown:l first_started_at:d "
+                         "last_finished_at:d pass_rate:d ci_low:d ci_high:d"),
+        "pass_rates": fields(f"scenario:s check:s backend:s kafka_version:s {outcomes}"),
+        "trend_by_day": fields(f"day:t runs:l {outcomes}"),
+        "trend_by_run": fields(f"run_id:s started_at:d finished_at:d backend:s kafka_version:s seed:l scenarios:l "
+                               f"records:l {outcomes}"),
+    }
+
+
 def latency_samples(records: "DataFrame") -> "DataFrame":
     """One row per (record, phase) with a measured value: fault, phase, ms, partitions, session timeout."""
     from pyspark.sql import functions as F
@@ -557,13 +662,10 @@ def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | 
         samples = latency_samples(records)
         failures = failing_checks(records)
         tables: dict[str, "DataFrame"] = {
-            "totals": totals(records),
-            "pass_rates": pass_rates(records),
+            "outcome_groups": outcome_groups(records),
             "latency_grouping_sets": latency_percentiles_grouped(samples),
             "latency_histogram": latency_histogram(samples),
             "availability": availability(records),
-            "trend_by_day": trend_by_day(records),
-            "trend_by_run": trend_by_run(records),
             "latency_values": latency_value_counts(samples),
             "failing_checks": failures.limit(failing_limit),
         }
@@ -571,10 +673,12 @@ def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | 
             futures = {name: pool.submit(frame.collect) for name, frame in tables.items()}
             loaded = {name: future.result() for name, future in futures.items()}
         loaded.update(split_latency_percentiles(loaded.pop("latency_grouping_sets")))
+        loaded.update(finish_outcomes(loaded.pop("outcome_groups")))
         failed_total = loaded["totals"][0]["failed"]  # every failed check is one failing_checks row
         if tables_dir is not None:
             schemas = {name: tables[name].schema for name in _TABLES if name in tables}
             schemas.update({name: latency_percentiles_schema(by) for name, by in LATENCY_TABLES.items()})
+            schemas.update(outcome_schemas())
             written = {"inputs": (counts.schema, inputs), **{name: (schemas[name], loaded[name]) for name in _TABLES}}
             if failed_total > len(loaded["failing_checks"]):  # not all collected: Spark writes them
                 _write(failures, tables_dir / "failing_checks")

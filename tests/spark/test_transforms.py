@@ -204,3 +204,28 @@ def test_the_grouping_sets_query_gives_the_three_percentile_tables(spark):
         assert [r.asDict() for r in tables[name]] == [r.asDict() for r in expected.collect()], name
         assert A.latency_percentiles_schema(by).fieldNames() == expected.columns
         assert [f.dataType for f in A.latency_percentiles_schema(by).fields] == [f.dataType for f in expected.schema]
+
+
+def test_the_outcome_groups_finished_in_python_equal_the_four_spark_queries(spark):
+    """totals, pass_rates, trend_by_day and trend_by_run from one grouped query equal the Spark
+    queries that define them: rows, order, columns, types and every float bit for bit (the
+    Wilson interval included); also with no record at all."""
+    frame = records_frame(spark, [
+        record(run_id="late", started_at=T0 + 100, finished_at=T0 + 150, seed=2, passed=False),
+        record(run_id="early", started_at=T0 + 5, finished_at=T0 + 20, backend="containers", scenario="a"),
+        record(run_id="early", started_at=T0, finished_at=T0 + 9, scenario="b", kind="measurement", passed=None),
+        record(run_id="early", started_at=T0 - 1, passed=None, check="oracle_isr"),
+        record(run_id="b", started_at=T0 + DAY, passed=True, kafka_version="3.9.1"),
+        *[record(run_id="many", started_at=T0 + 3 * DAY + i, passed=i % 7 != 0, check=f"c{i % 3}") for i in range(50)],
+    ])
+    empty = records_frame(spark, [])
+    for records in (frame, empty):
+        finished = A.finish_outcomes(A.outcome_groups(records).collect())
+        schemas = A.outcome_schemas()
+        for name, query in (("totals", A.totals), ("pass_rates", A.pass_rates), ("trend_by_day", A.trend_by_day),
+                            ("trend_by_run", A.trend_by_run)):
+            expected = query(records)
+            assert [r.asDict() for r in finished[name]] == [r.asDict() for r in expected.collect()], name
+            assert [(f.name, f.dataType) for f in schemas[name].fields] == [
+                (f.name, f.dataType) for f in expected.schema.fields], name
+    assert A.wilson(0, 0) == (None, None, None)
