@@ -3,7 +3,7 @@ Spark start-up included) and the aggregation's wall time and records/s per input
 current code and, with ``--before REV``, for an earlier revision measured the same way.
 
     .venv/bin/python benchmarks/aggregate_bench.py [--sizes 100000,1000000,3000000]
-        [--report-records 3500 | --report-dir RESULTS_DIR] [--before d164377] [--master local[2]]
+        [--report-records 3500 | --report-dir RESULTS_DIR] [--repeat N] [--before d164377] [--master local[2]]
 
 Records are generated (results.synthetic) into a temp dir, removed afterwards.  Each code version
 aggregates every size in one Spark session of its own process (``--worker``), started once, so
@@ -83,14 +83,24 @@ def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_
 def one_run_report(root: Path, run_dir: Path, out: Path) -> tuple[float, dict[str, float]]:
     """Wall time of ``kafka-chaos report RUN_DIR`` in a fresh process of ``root``'s code."""
     env = dict(os.environ, PYTHONPATH=str(root))
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), _children_cpu_s()
     done = subprocess.run([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out)],
                           cwd=root, env=env, capture_output=True, text=True, timeout=1800)
     wall_s = time.monotonic() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"report failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     timings = json.loads((out / "summary.json").read_text()).get("timings", {})
-    return wall_s, timings
+    return wall_s, {**timings, "cpu_s": _children_cpu_s() - cpu_before}
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's waited-for descendants: the report's Python
+    process and its Spark JVM (which the process waits for when Spark stops).  Less moved by the
+    other processes of a shared machine than wall time."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def version_root(revision: str, work: Path) -> Path:
@@ -107,6 +117,7 @@ def main() -> int:
     parser.add_argument("--report-records", type=int, default=3_500,
                         help="size of the generated run whose whole report is timed (about one conformance run)")
     parser.add_argument("--report-dir", default=None, help="time the report of this results dir instead")
+    parser.add_argument("--repeat", type=int, default=1, help="time one run's report this many times per version")
     parser.add_argument("--before", default=None, metavar="REV", help="also measure this git revision")
     parser.add_argument("--master", default=None, help="Spark master (default local[2])")
     parser.add_argument("--driver-memory", default="2g")
@@ -142,12 +153,12 @@ def main() -> int:
             print(f"generated {size:,} records ({path.stat().st_size / 1e6:,.0f} MB) in "
                   f"{time.monotonic() - started:.1f} s", flush=True)
             files.append(path)
-        for name, root in versions:
-            if run_dir is not None:
+        for _ in range(args.repeat if run_dir is not None else 0):  # versions alternate: the load hits both alike
+            for name, root in versions:
                 report_figures(name, root, run_dir, work / "report-out")
-            if not files:
-                continue
-            aggregation_figures(name, root, files, work / "agg-out", args.master, args.driver_memory)
+        for name, root in versions:
+            if files:
+                aggregation_figures(name, root, files, work / "agg-out", args.master, args.driver_memory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
@@ -156,9 +167,10 @@ def main() -> int:
 def report_figures(name: str, root: Path, run_dir: Path, out: Path) -> None:
     wall_s, timings = one_run_report(root, run_dir, out)
     shutil.rmtree(out, ignore_errors=True)
-    print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall in a fresh process "
-          f"(Spark start {timings.get('spark_start_s', float('nan')):.1f} s, aggregate "
-          f"{timings.get('aggregate_s', float('nan')):.1f} s); {load()}", flush=True)
+    spark_s, aggregate_s = timings.get("spark_start_s", float("nan")), timings.get("aggregate_s", float("nan"))
+    print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall, {timings['cpu_s']:.1f} s CPU in a fresh process "
+          f"(Spark start {spark_s:.1f} s, aggregate {aggregate_s:.1f} s, the rest {wall_s - spark_s - aggregate_s:.1f} s: "
+          f"Python start-up and imports, Spark stop, charts, HTML); {load()}", flush=True)
 
 
 def aggregation_figures(name: str, root: Path, files: list[Path], out: Path, master: str | None,
