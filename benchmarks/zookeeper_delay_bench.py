@@ -335,34 +335,38 @@ def one_point(cluster: LocalCluster, client: object, broker: int, delay_ms: floa
         proxy_port = broker_proxy_port(cluster, broker)
         first_conn = server_conn_of(zk_port, session)
         tcpdump = Capture(capture, (proxy_port, zk_port))
-        time.sleep(LEAD_IN_S)
-    # The onset's phase against the client's pings (one per readTimeout/2 = session/3 when idle)
-    # sets when the server last heard from it before the delay (R5): draw it, or every point
-    # after a heal would start right after a ping (the re-registration fixes their phase).
-    time.sleep(phase_s)
-    onset = time.time()
-    began = time.monotonic()
-    cluster.delay_links(broker, delay_ms=delay_ms, jitter_ms=jitter_ms)
-    vanished: float | None = None
     try:
-        wait_until(lambda: not registered(client, broker), timeout=window_s, interval=0.05,
-                   description="the registration vanishing")
-        vanished = time.monotonic() - began
-        time.sleep(max(0.0, window_s - vanished))  # same exposure for every row's timeout count
-    except WaitTimeout:
-        pass
-    timeouts = client_timeouts(log_file) - before
-    healed_at = time.time()
-    cluster.heal_network()
-    healed = time.monotonic()
-    try:
-        wait_until(lambda: registered(client, broker), timeout=90, interval=0.1, description="re-registration")
-        back: float | None = time.monotonic() - healed
-    except WaitTimeout:
-        back = None
-    time.sleep(2.0)  # let the controller finish its BrokerChange before the next point
+        if tcpdump is not None:
+            time.sleep(LEAD_IN_S)  # the undelayed pings before the onset
+        # The onset's phase against the client's pings (one per readTimeout/2 = session/3 when idle)
+        # sets when the server last heard from it before the delay (R5): draw it, or every point
+        # after a heal would start right after a ping (the re-registration fixes their phase).
+        time.sleep(phase_s)
+        onset = time.time()
+        began = time.monotonic()
+        cluster.delay_links(broker, delay_ms=delay_ms, jitter_ms=jitter_ms)
+        vanished: float | None = None
+        try:
+            wait_until(lambda: not registered(client, broker), timeout=window_s, interval=0.05,
+                       description="the registration vanishing")
+            vanished = time.monotonic() - began
+            time.sleep(max(0.0, window_s - vanished))  # same exposure for every row's timeout count
+        except WaitTimeout:
+            pass
+        timeouts = client_timeouts(log_file) - before
+        healed_at = time.time()
+        cluster.heal_network()
+        healed = time.monotonic()
+        try:
+            wait_until(lambda: registered(client, broker), timeout=90, interval=0.1, description="re-registration")
+            back: float | None = time.monotonic() - healed
+        except WaitTimeout:
+            back = None
+        time.sleep(2.0)  # let the controller finish its BrokerChange before the next point
+    finally:
+        if tcpdump is not None:
+            tcpdump.stop()  # also when the point fails: no tcpdump left behind
     if tcpdump is not None and capture is not None:
-        tcpdump.stop()
         packets = session_packets(decode(read_pcap(capture), proxy_port, zk_port), session, first_conn)
         logs = (log_events(log_file, onset - LEAD_IN_S, time.time(), f"broker-{broker}")
                 + log_events(cluster.log_files()["zookeeper"], onset - LEAD_IN_S, time.time(), "zookeeper"))
