@@ -105,3 +105,18 @@ def test_zookeeper_server_targets_of_cluster_verbs() -> None:
         zookeeper_server_id("zookeeper-7", [1, 2, 3], leader=3)
     with pytest.raises(HarnessError, match="no quorum"):
         zookeeper_server_id("zookeeper-leader", [1, 2, 3], leader=None)
+
+
+def test_a_clusters_redirects_name_each_links_opener_listener_and_proxy_port() -> None:
+    from harness.local_link_proxies import ClusterLinkProxies, client_link_name, peer_link_name
+
+    class Ports:  # the LinkControl members redirects() uses: each link's proxy port
+        def port(self, link: str) -> int:
+            return {peer_link_name(1, 2): 41000, peer_link_name(2, 1): 41001, client_link_name(1): 41002,
+                    client_link_name(2): 41003}[link]
+
+    proxies = ClusterLinkProxies(Ports(), [1], broker_ports={1: 9001, 2: 9002})  # type: ignore[arg-type]
+    assert proxies.peer_links and not ClusterLinkProxies(Ports(), [1]).peer_links  # type: ignore[arg-type]
+    assert set(proxies.redirects()) == {Redirect(node_mark(9001), 9002, 41000), Redirect(node_mark(9002), 9001, 41001),
+                                        Redirect(0, 9001, 41002), Redirect(0, 9002, 41003)}
+    assert proxies.state()["broker_ports"] == {"1": 9001, "2": 9002}  # cluster.json: attach restores them
