@@ -372,6 +372,52 @@ def availability(records: "DataFrame") -> "DataFrame":
     return _ordered(per_fault, "fault")
 
 
+CONTROLLER_CHECK = "controller_metrics"
+
+
+def controller_metrics(records: "DataFrame") -> "DataFrame":
+    """Per fault: what the controller's own metrics said over the fault steps (the
+    ``controller_metrics`` measurements, one per fault step, :mod:`scenarios.controller_metrics`:
+    JMX timers' running sums differenced between the scrape before the fault and the one when
+    the step's measurement closed).  BrokerChange events are the ones ``LeaderElectionRateAndTimeMs``
+    times (Kafka 3.9 ``ControllerState.BrokerChange``); mean times are the summed time over the
+    summed count; gauges are the largest value seen at a step's end (not a peak: two scrapes)."""
+    from pyspark.sql import functions as F
+
+    def number(path: str) -> "Column":
+        return F.get_json_object("observed", path).cast("double")
+
+    def whole(path: str) -> "Column":  # counts, and gauges that count partitions or events
+        return number(path).cast("long")
+
+    def mean(total: str, count: str) -> "Column":
+        return F.when(F.sum(count) > 0, F.sum(total) / F.sum(count))
+
+    measured = records.where((F.col("kind") == "measurement") & (F.col("check") == CONTROLLER_CHECK)).select(
+        F.coalesce("fault", F.lit(NO_FAULT)).alias("fault"),
+        whole("$.leader_election.count").alias("elections"), number("$.leader_election.total_ms").alias("election_ms"),
+        whole("$.event_queue_time.count").alias("events"), number("$.event_queue_time.total_ms").alias("queue_ms"),
+        whole("$.controlled_shutdown.count").alias("shutdowns"),
+        number("$.controlled_shutdown.total_ms").alias("shutdown_ms"),
+        whole("$.unclean_elections.count").alias("unclean"),
+        (F.get_json_object("observed", "$.controller_before")
+         != F.get_json_object("observed", "$.controller_after")).cast("int").alias("moved"),
+        whole("$.offline_partitions.after").alias("offline"), whole("$.under_replicated.after").alias("urp"),
+        whole("$.under_min_isr.after").alias("under_min_isr"), whole("$.event_queue_size.after").alias("queue_size"),
+    )
+    per_fault = measured.groupBy("fault").agg(
+        F.count(F.lit(1)).alias("steps"),
+        F.sum("moved").alias("controller_moves"),
+        F.sum("elections").alias("broker_change_events"), mean("election_ms", "elections").alias("broker_change_mean_ms"),
+        F.sum("events").alias("queued_events"), mean("queue_ms", "events").alias("queue_mean_ms"),
+        F.sum("shutdowns").alias("controlled_shutdowns"), mean("shutdown_ms", "shutdowns").alias("shutdown_mean_ms"),
+        F.sum("unclean").alias("unclean_elections"),
+        F.max("offline").alias("offline_max"), F.max("urp").alias("under_replicated_max"),
+        F.max("under_min_isr").alias("under_min_isr_max"), F.max("queue_size").alias("queue_size_max"),
+    )
+    return _ordered(per_fault, "fault")
+
+
 def _phase_rank() -> "Column":
     """Sort key putting phases in a leader switch's order; unknown phase names go last."""
     from pyspark.sql import functions as F
@@ -541,6 +587,7 @@ class Aggregates:
     latency_by_session_timeout: list[dict[str, Any]] = field(default_factory=list)
     latency_histogram: list[dict[str, Any]] = field(default_factory=list)
     availability: list[dict[str, Any]] = field(default_factory=list)
+    controller: list[dict[str, Any]] = field(default_factory=list)
     trend_by_day: list[dict[str, Any]] = field(default_factory=list)
     trend_by_run: list[dict[str, Any]] = field(default_factory=list)
     failing_checks: list[dict[str, Any]] = field(default_factory=list)
@@ -566,13 +613,13 @@ _UNREAD = ("timestamps",)
 
 def slim(classified: "DataFrame") -> "DataFrame":
     """``classified`` with the heavy JSON-text columns kept only on the rows an aggregate reads
-    them from (failed checks: expected/observed/detail/target; client_availability
-    measurements: observed) and ``timestamps`` dropped to null: every transform gives the same
+    them from (failed checks: expected/observed/detail/target; client_availability and
+    controller_metrics measurements: observed) and ``timestamps`` dropped to null: every transform gives the same
     result on it as on ``classified``, from a cache several times smaller."""
     from pyspark.sql import functions as F
 
     failed_check = (F.col("kind") == "check") & (F.col("passed") == F.lit(False))
-    availability_row = (F.col("kind") == "measurement") & (F.col("check") == AVAILABILITY_CHECK)
+    availability_row = (F.col("kind") == "measurement") & F.col("check").isin(AVAILABILITY_CHECK, CONTROLLER_CHECK)
 
     def column(name: str) -> "Column":
         if name in _FAILURE_ONLY:
@@ -666,6 +713,7 @@ def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | 
             "latency_grouping_sets": latency_percentiles_grouped(samples),
             "latency_histogram": latency_histogram(samples),
             "availability": availability(records),
+            "controller": controller_metrics(records),
             "latency_values": latency_value_counts(samples),
             "failing_checks": failures.limit(failing_limit),
         }
@@ -697,6 +745,7 @@ def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | 
     result.latency_by_session_timeout = jsonable["latency_by_session_timeout"]
     result.latency_histogram = jsonable["latency_histogram"]
     result.availability = jsonable["availability"]
+    result.controller = jsonable["controller"]
     result.trend_by_day = jsonable["trend_by_day"]
     result.trend_by_run = jsonable["trend_by_run"]
     result.latency_values = jsonable["latency_values"]
@@ -709,7 +758,7 @@ def _aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | 
 
 # The aggregates written as Parquet tables (besides inputs and failing_checks).
 _TABLES = ("totals", "pass_rates", "latency", "latency_by_partitions", "latency_by_session_timeout",
-           "latency_histogram", "availability", "trend_by_day", "trend_by_run")
+           "latency_histogram", "availability", "controller", "trend_by_day", "trend_by_run")
 PARQUET_FILE = "part-00000.parquet"
 
 

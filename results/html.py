@@ -123,6 +123,21 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
             ("fault", "fault", fmt.text), ("count", "n", fmt.count),
             ("produce_mean", "produce mean", fmt.rate), ("produce_min", "produce min", fmt.rate),
             ("consume_mean", "consume mean", fmt.rate), ("consume_min", "consume min", fmt.rate)]),
+        "<h3>What the controller said, per fault</h3>",
+        "<p class=\"note\">The controller's own JMX metrics around each fault step (scraped before the fault and "
+        "when the step's measurement closed): how often the controller moved, BrokerChange events "
+        "(LeaderElectionRateAndTimeMs) and their mean time, events through the controller's queue and their mean "
+        "wait (EventQueueTimeMs), controlled shutdowns, unclean elections, and the largest offline / "
+        "under-replicated / under-min-ISR partition counts and event-queue size at a step's end.</p>",
+        _table(summary.get("controller", []), [
+            ("fault", "fault", fmt.text), ("steps", "steps", fmt.count),
+            ("controller_moves", "controller moved", fmt.count),
+            ("broker_change_events", "BrokerChange events", fmt.count),
+            ("broker_change_mean_ms", "mean ms", fmt.ms), ("queued_events", "queued events", fmt.count),
+            ("queue_mean_ms", "mean queue ms", fmt.ms), ("controlled_shutdowns", "controlled shutdowns", fmt.count),
+            ("shutdown_mean_ms", "mean ms", fmt.ms), ("unclean_elections", "unclean elections", fmt.count),
+            ("offline_max", "offline max", fmt.count), ("under_replicated_max", "under-replicated max", fmt.count),
+            ("under_min_isr_max", "under min ISR max", fmt.count), ("queue_size_max", "queue size max", fmt.count)]),
         "<h3>By partition count</h3>",
         _table(summary["latency_by_partitions"], [
             ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),

@@ -221,6 +221,7 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
         "latency_by_session_timeout": aggregates.latency_by_session_timeout,
         "latency_histogram": aggregates.latency_histogram,
         "availability": aggregates.availability,
+        "controller": aggregates.controller,
         "trend_by_day": aggregates.trend_by_day,
         "trend_by_run": aggregates.trend_by_run,
         "failing_checks": aggregates.failing_checks,

@@ -1,5 +1,6 @@
 """The client_availability measurements in the Spark aggregation: availability per fault, and
-their client phases beside the leader-switch phases in the latency percentiles."""
+their client phases beside the leader-switch phases in the latency percentiles; the
+controller_metrics measurements' table per fault."""
 
 from __future__ import annotations
 
@@ -33,3 +34,39 @@ def test_availability_per_fault_and_client_phases_in_the_percentiles(spark):
     assert ("hard_kill", "e2e_p999") not in stats  # a null phase is no sample
     phases = [r.phase for r in A.latency_percentiles(A.latency_samples(frame)).collect() if r.fault == "hard_kill"]
     assert phases == ["election", "produce_unavailable", "e2e_p99"]  # leader-switch phases first
+
+
+def _controller(fault: str | None, elections: int, election_ms: float, queued: int, queue_ms: float,
+                offline_after: float, moved: bool = False, shutdowns: int = 0, shutdown_ms: float = 0.0):
+    timer = {"by_broker": {"2": 1}, "mean_ms": None}
+    return record(kind="measurement", check="controller_metrics", passed=None, fault=fault, observed={
+        "controller_before": 2, "controller_after": 3 if moved else 2,
+        "leader_election": {**timer, "count": elections, "total_ms": election_ms},
+        "event_queue_time": {**timer, "count": queued, "total_ms": queue_ms},
+        "controlled_shutdown": {**timer, "count": shutdowns, "total_ms": shutdown_ms},
+        "unclean_elections": {"count": 1 if moved else 0},
+        "offline_partitions": {"before": 0.0, "after": offline_after},
+        "under_replicated": {"before": 0.0, "after": 9.0}, "under_min_isr": {"before": 0.0, "after": 0.0},
+        "event_queue_size": {"before": 0.0, "after": 1.0}})
+
+
+def test_the_controller_table_sums_counts_and_weights_means_per_fault(spark):
+    frame = records_frame(spark, [
+        _controller("hard_kill", 1, 100.0, 9, 180.0, 0.0), _controller("hard_kill", 3, 500.0, 1, 20.0, 6.0, moved=True),
+        _controller("controlled_shutdown", 0, 0.0, 4, 8.0, 0.0, shutdowns=1, shutdown_ms=250.0),
+        record(kind="measurement", check="latency", passed=None, latency_ms={"election": 10.0}),  # not counted
+    ])
+    assertDataFrameEqual(A.controller_metrics(frame), [
+        Row(fault="controlled_shutdown", steps=1, controller_moves=0, broker_change_events=0,
+            broker_change_mean_ms=None, queued_events=4, queue_mean_ms=2.0, controlled_shutdowns=1,
+            shutdown_mean_ms=250.0, unclean_elections=0, offline_max=0, under_replicated_max=9,
+            under_min_isr_max=0, queue_size_max=1),
+        Row(fault="hard_kill", steps=2, controller_moves=1, broker_change_events=4, broker_change_mean_ms=150.0,
+            queued_events=10, queue_mean_ms=20.0, controlled_shutdowns=0, shutdown_mean_ms=None,
+            unclean_elections=1, offline_max=6, under_replicated_max=9, under_min_isr_max=0, queue_size_max=1),
+    ], checkRowOrder=True)
+    # the slim cache keeps these measurements' observed JSON, so the report's table is the same
+    assertDataFrameEqual(A.controller_metrics(A.slim(frame.selectExpr("'s' as source", "'valid' as status",
+                                                                      "null as problem", "null as excerpt", "*"))
+                                              .drop("source", "status", "problem", "excerpt")),
+                         A.controller_metrics(frame), checkRowOrder=True)

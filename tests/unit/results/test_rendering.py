@@ -153,3 +153,16 @@ def test_the_heatmap_draws_any_number_of_cells() -> None:
             for i in range(30) for j in range(20)]
     png = pass_rate_heatmap(rows)
     assert png is not None and png.startswith(b"\x89PNG")
+
+
+def test_the_controller_table_shows_each_fault_and_older_summaries_render_without_it():
+    row = {"fault": "hard_kill", "steps": 2, "controller_moves": 1, "broker_change_events": 4,
+           "broker_change_mean_ms": 150.0, "queued_events": 1234, "queue_mean_ms": 20.5, "controlled_shutdowns": 0,
+           "shutdown_mean_ms": None, "unclean_elections": 1, "offline_max": 6, "under_replicated_max": 9,
+           "under_min_isr_max": 0, "queue_size_max": 1}
+    page = render_html(summary_document(controller=[row]), {})
+    section = page[page.index("What the controller said"):page.index("By partition count")]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section)
+    assert cells == ["hard_kill", "2", "1", "4", "150", "1,234", "20.5", "0", "–", "1", "6", "9", "0", "1"]
+    older = render_html(summary_document(), {})  # a summary.json written before the table existed
+    assert "What the controller said" in older and "No data." in older[older.index("What the controller said"):]
