@@ -127,8 +127,8 @@ def _controller_of(events: Iterable[LogEvent]) -> int | None:
 def _detail(kind: str, requests: Sequence[Any]) -> str:
     queue = spread(c.entry.queue_ms for c in requests)
     done = spread(c.sent_to_done_ms for c in requests)
-    return (f"{len(requests)} {kind} queue max {queue.max if queue else 0:.0f} ms, sent->done max "
-            f"{done.max if done else 0:.0f} ms")
+    sent = f"{done.max:.0f} ms" if done else "n/a (send not logged at INFO)"
+    return f"{len(requests)} {kind} queue max {queue.max if queue else 0:.0f} ms, sent->done max {sent}"
 
 
 # ---------------------------------------------------------------- pure: the table
