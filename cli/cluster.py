@@ -52,7 +52,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                          "broker running [default: 1]")
     up.add_argument("--link-proxies", action="store_true",
                     help="brokers reach ZooKeeper through link proxies of their own, so `cluster delay` "
-                         "and `cluster cut --from zookeeper` work without root")
+                         "and `cluster cut --from zookeeper` work without root; as root their peer and "
+                         "client links go through the proxies too (`cluster delay --to peers|clients`)")
     up.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     up.add_argument("--kafka-home", default=None, metavar="DIR",
                     help="an extracted Apache Kafka tarball to run instead of the Maven download "

@@ -12,10 +12,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
 
 from common.waits import wait_until
 from harness.local import STATE_FILE
+from harness.local_network import our_chains, redirect_problem
 from harness.processes import processes_mentioning
 from harness.zkclient import close_bounded, connect
 
@@ -53,8 +57,20 @@ def test_delay_and_cut_through_the_proxy_expire_the_session_and_heal_restores_it
             close_bounded(client, state["zookeeper"], timeout=5)
         wrong = kafka_chaos("cluster", "delay", "1", "--to", "brokers", "--ms", "5", *sd)
         assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1
+        # Client links go through the detached proxy too as root (nat redirects, SO_MARK'd onward
+        # connections); without root the verb says why in one line.
+        clients = kafka_chaos("cluster", "delay", "1", "--to", "clients", "--ms", "5", *sd)
+        if redirect_problem() is None:
+            assert clients.returncode == 0, clients.stderr
+            began = time.monotonic()  # a client's metadata round trip now crosses the delayed link
+            AdminClient({"bootstrap.servers": state["bootstrap_servers"]}).list_topics(timeout=30)
+            assert time.monotonic() - began >= 0.01
+            assert kafka_chaos("cluster", "heal", *sd).returncode == 0
+        else:
+            assert clients.returncode == 2 and clients.stderr.count("\n") == 1
         down = kafka_chaos("cluster", "down", *sd)
         assert down.returncode == 0, down.stderr
+        assert f"KCHAOS-{state['zookeeper'].rsplit(':', 1)[1]}" not in our_chains()  # nat chain too
         assert not os.path.exists(f"/proc/{proxy_pid}") or _zombie(proxy_pid)
         assert processes_mentioning(f"{state_dir}{os.sep}") == []
     finally:
