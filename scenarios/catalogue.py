@@ -647,10 +647,13 @@ def _delay(delay_ms: int, jitter_ms: int, expect: str) -> Mapping[str, Any]:
 @scenario(topics=[topic_t], needs=PROXIED, suites=_NETWORK_ONLY)
 def leader_zookeeper_link_delayed() -> list[Step]:
     """Delay a leader's ZooKeeper links (not the controller's) by 1 s ± 0.2 s each way: below the
-    session-expiry threshold. Its ZooKeeper 3.8 client pings every second and hears each reply
-    2 s late, inside the 4 s readTimeout (``ClientCnxn.SendThread.run``), and the server keeps
-    receiving its pings, so the session lives: no ``/brokers/ids`` change, no Kafka 3.9 controller
-    event (oracle: no event), observed one session window after the fault; then healed."""
+    session-expiry threshold (docs/zookeeper-faults.md R5, ``scenarios.zk_delay_rule``). Its idle
+    ZooKeeper 3.8 client pings every readTimeout / 2 = 2 s (``ClientCnxn.SendThread.run``) and
+    hears each reply 2 s late: at the onset the gap since the last reply may reach the 4 s
+    readTimeout and drop one connection, which reconnects at once; the server hears a ping at
+    least every 3 s, well inside the 6 s session, so the session lives: no ``/brokers/ids``
+    change, no Kafka 3.9 controller event (oracle: no event), observed one session window after
+    the fault; then healed."""
     return [Step(NETWORK_DELAY, NonControllerLeaderOf("t"), _delay(1000, 200, "nothing")),
             Step(NETWORK_DELAY, EarlierTarget(0), _frozen({"variant": "heal", "expect": "nothing"}))]
 
@@ -658,9 +661,10 @@ def leader_zookeeper_link_delayed() -> list[Step]:
 @scenario(topics=[topic_t], needs=PROXIED, suites=_NETWORK_ONLY)
 def leader_zookeeper_link_delayed_past_session() -> list[Step]:
     """Delay a leader's ZooKeeper links (not the controller's) by 9 s each way, 1.5 × the 6 s
-    session: above the threshold. The server hears nothing from it for longer than the session
-    timeout and no reconnect can complete (2 × 9 s > connectTimeout 6 s), so ZooKeeper 3.8
-    expires the session (``SessionTrackerImpl``), ``/brokers/ids/N`` vanishes and the Kafka 3.9
+    session: above the threshold (R5, ``scenarios.zk_delay_rule``). The first ping sent after
+    the onset reaches the server 2 s + 9 s after the last undelayed one, more than the session
+    plus a tick, so ZooKeeper 3.8 expires the session 4–6.5 s after the onset
+    (``SessionTrackerImpl``), ``/brokers/ids/N`` vanishes and the Kafka 3.9
     controller runs ``onBrokerFailure`` (oracle ``BrokerFailure``). Healed, its client reads
     ``Expired``, re-creates the session and re-registers (``BrokerStartup``)."""
     return [Step(NETWORK_DELAY, NonControllerLeaderOf("t"), _delay(9000, 0, "session_expiry")),
