@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from common.errors import HarnessError
+from harness.config import ClusterConfig
 from harness.link_proxy import Faults
 from harness.local_link_proxies import ClusterLinkProxies, broker_links, client_link_name, link_name, peer_links
 from harness.local_network import Cut, LoopbackFirewall, partition_problem, redirect_problem
@@ -28,6 +29,7 @@ class LocalLinkControls:
     _zk_nodes: Callable[[], list[LocalNode]]
     _broker: Callable[[int], LocalNode]
     _zk_server: Callable[[int], LocalNode]
+    config: ClusterConfig
 
     @property
     def broker_ids(self) -> list[int]:
@@ -45,7 +47,8 @@ class LocalLinkControls:
             if not (from_brokers or from_clients):
                 return
             from_zookeeper = False
-        self._firewall().cut(self._links(broker_id, from_zookeeper, from_brokers, from_clients))
+        links = self._links(broker_id, from_zookeeper, from_brokers, from_clients)
+        self._firewall().cut(links)
 
     def delay_links(self, broker_id: int, *, delay_ms: float, jitter_ms: float = 0.0, to_zookeeper: bool = True,
                     to_brokers: bool = False, to_clients: bool = False) -> None:
@@ -57,6 +60,8 @@ class LocalLinkControls:
         self._broker(broker_id)
         if not (to_zookeeper or to_brokers or to_clients):
             raise HarnessError("delay_links needs at least one of to_zookeeper, to_brokers, to_clients")
+        if to_brokers or to_clients:
+            self._refuse_control_plane()
         if (to_brokers or to_clients) and not proxies.peer_links:
             raise HarnessError(redirect_problem() or "this cluster's peer and client links do not go through its "
                                "link proxy (started without root?)")
@@ -74,8 +79,8 @@ class LocalLinkControls:
         if to_zookeeper and self._link_proxies is not None:
             raise HarnessError("this cluster's ZooKeeper links go through link proxies, which iptables cannot "
                                "tell apart: degrade them with delay_links instead")
-        self._firewall().degrade(self._links(broker_id, to_zookeeper, to_brokers, to_clients),
-                                 loss_pct=loss_pct, rate_kbit=rate_kbit)
+        links = self._links(broker_id, to_zookeeper, to_brokers, to_clients)
+        self._firewall().degrade(links, loss_pct=loss_pct, rate_kbit=rate_kbit)
 
     def cut_from_zookeeper_server(self, broker_id: int, server_id: int) -> None:
         """Drop every packet between the broker and one ZooKeeper server (its client port) until
@@ -105,7 +110,16 @@ class LocalLinkControls:
                                "cluster up --link-proxies)")
         return self._link_proxies
 
+    def _refuse_control_plane(self) -> None:
+        if self.config.control_plane_listener:
+            # The rules and redirects name each broker's one listener port: the controller's
+            # connections to a KIP-291 control-plane port would pass every cut, loss and delay.
+            raise HarnessError("peer and client network faults on the local launcher do not cover the "
+                               "control-plane listener (ClusterConfig.control_plane_listener): start without it")
+
     def _links(self, broker_id: int, zookeeper: bool, brokers: bool, clients: bool) -> Cut:
+        if brokers or clients:
+            self._refuse_control_plane()
         node = self._cuttable(broker_id)
         peers = [n.port for n in self._zk_nodes()] if zookeeper else []
         if brokers:
