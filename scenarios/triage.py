@@ -5,6 +5,12 @@
 * ``kafka`` — Kafka broke a documented guarantee: acknowledged data lost or duplicated with
   clean elections only (the read-back or the consumers' history), brokers' metadata disagreeing
   with ZooKeeper after the bounded wait, not exactly one live controller;
+* ``client`` — the client library said what the log contradicts: every message the
+  ``delivery`` check found misplaced is classified ``client`` by its evidence
+  (:mod:`scenarios.misplaced`: the log never changed, the delivery report named an offset that
+  holds another message), nothing was lost or duplicated, and the clients' history anomalies of
+  the same iteration (an ack at an offset holding another message reads as a duplicate, an
+  inconsistent offset and a non-monotonic send) follow from those reports;
 * ``harness`` — the run could not judge: the scenario aborted, the cluster never healed, a
   checker crashed (an unknown verdict);
 * ``unknown`` — anything else.
@@ -16,8 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MODEL, KAFKA, HARNESS, UNKNOWN = "model", "kafka", "harness", "unknown"
-CLASSES = (MODEL, KAFKA, HARNESS, UNKNOWN)
+MODEL, KAFKA, CLIENT, HARNESS, UNKNOWN = "model", "kafka", "client", "harness", "unknown"
+CLASSES = (MODEL, KAFKA, CLIENT, HARNESS, UNKNOWN)
+# The history anomalies one misreported offset produces by itself (scenarios.history_checker).
+_ACK_ARTEFACTS = frozenset({"history_duplicate", "history_inconsistent_offsets", "history_nonmonotonic_send"})
 
 _BY_CHECK = {
     "oracle_leader": MODEL, "oracle_isr": MODEL, "oracle_replicas": MODEL, "oracle_epoch": MODEL,
@@ -48,12 +56,28 @@ def classify(record: Any, run: Sequence[Any] = ()) -> Triaged:
     if record.passed is None:
         return Triaged(HARNESS, record.check, record.fault, f"no verdict: {evidence}")
     klass = _BY_CHECK.get(record.check)
+    if record.check == "delivery" and _misreported_acks_only(record):
+        klass = CLIENT
+    if record.check in _ACK_ARTEFACTS and any(
+            r.check == "delivery" and r.passed is False and r.started_at == record.started_at
+            and _misreported_acks_only(r) for r in run):
+        klass = CLIENT
     if record.check == "converged":
         same_step = [r for r in run if r.started_at == record.started_at and r.passed is False]
         kafka_side = [r for r in same_step if _BY_CHECK.get(r.check) == KAFKA]
         model_side = [r for r in same_step if _BY_CHECK.get(r.check) == MODEL]
         klass = KAFKA if kafka_side else MODEL if model_side else UNKNOWN
     return Triaged(klass or UNKNOWN, record.check, record.fault, evidence)
+
+
+def _misreported_acks_only(delivery: Any) -> bool:
+    """A failed ``delivery`` record whose only finding is misplaced messages, each classified
+    ``client`` by its evidence."""
+    observed = delivery.observed if isinstance(delivery.observed, dict) else {}
+    evidence = observed.get("misplaced_evidence") or []
+    return (bool(evidence) and not observed.get("lost") and not observed.get("duplicated")
+            and observed.get("misplaced") == len(evidence)
+            and all(e.get("classification") == "client" for e in evidence))
 
 
 def triage(records: Sequence[Any]) -> list[Triaged]:

@@ -8,7 +8,7 @@ from scenarios.generator import GeneratorConfig, REPERTOIRE, generate, problems
 from scenarios.schedule import Schedule
 from scenarios.shrink import failure_keys, legal, shrink
 from scenarios.targets import Brokers, Controller, EarlierTarget, NoTarget
-from scenarios.triage import HARNESS, KAFKA, MODEL, UNKNOWN, classify, summary, triage
+from scenarios.triage import CLIENT, HARNESS, KAFKA, MODEL, UNKNOWN, classify, summary, triage
 
 KEY = ("oracle_epoch", "controlled_shutdown")
 
@@ -105,7 +105,29 @@ def test_triage_classes() -> None:
     assert classify(R("mystery", False)).klass == UNKNOWN
     records = [R("oracle_leader", True), R("oracle_epoch", False), R("latency", None, kind="measurement"),
                R("healed", False)]
-    assert summary(triage(records)) == {MODEL: 1, KAFKA: 0, HARNESS: 1, UNKNOWN: 0}
+    assert summary(triage(records)) == {MODEL: 1, KAFKA: 0, CLIENT: 0, HARNESS: 1, UNKNOWN: 0}
+
+
+def _delivery(misplaced: list[str], lost: int = 0) -> R:
+    r = R("delivery", False, started_at=5.0)
+    r.observed = {"lost": lost, "duplicated": 0, "misplaced": len(misplaced),
+                  "misplaced_evidence": [{"key": f"k{i}", "classification": c} for i, c in enumerate(misplaced)]}
+    return r
+
+
+def test_a_delivery_report_naming_the_wrong_offset_is_the_clients() -> None:
+    """Found by `kafka-chaos explore --seed 11`: librdkafka acknowledged a message at offset 0,
+    which every reader saw holding another message; this one was at 155 all along. The same ack
+    made the history checker report a duplicate, an inconsistent offset and a non-monotonic send."""
+    client = _delivery(["client"])
+    artefacts = [R(c, False, started_at=5.0) for c in ("history_duplicate", "history_inconsistent_offsets",
+                                                       "history_nonmonotonic_send")]
+    run = [client, *artefacts, R("history_lost_write", False, started_at=5.0)]
+    assert [classify(r, run).klass for r in run] == [CLIENT, CLIENT, CLIENT, CLIENT, KAFKA]
+    # anything else in the delivery record keeps it Kafka's
+    for other in (_delivery(["client", "kafka"]), _delivery(["client"], lost=1), _delivery(["harness"])):
+        assert classify(other, [other]).klass == KAFKA
+        assert classify(artefacts[0], [other, artefacts[0]]).klass == KAFKA
 
 
 def test_failure_keys_are_failed_checks_only() -> None:
