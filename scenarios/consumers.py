@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +27,7 @@ from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_NOT_AVAILABLE, Consumer,
 
 from common.errors import HarnessError
 from scenarios.clientops import ASSIGN, GROUP, ConsumerReset, Poll
+from scenarios.debug_ring import DebugRing
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +47,6 @@ _GROUP_HEARTBEAT_MS = 1_000
 # second with 6 partitions, so the ring holds the last few minutes.
 _DEBUG_CONTEXTS = "cgrp,fetch,consumer"
 _DEBUG_LINES = 20_000
-
-
-class _Ring(logging.Handler):
-    def __init__(self, lines: deque[str]) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines = lines
-        self.setFormatter(logging.Formatter("%(created).3f %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
 
 
 class ConsumerError(HarnessError):
@@ -80,12 +70,7 @@ class Consumers:
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
         self._names = (ASSIGN, GROUP) if group else (ASSIGN,)
-        self._debug: deque[str] = deque(maxlen=_DEBUG_LINES)
-        # Not registered with logging's manager (a logger per scenario would never be freed),
-        # and not propagated: these lines go to the ring only.
-        self._debug_logger = logging.Logger(f"{__name__}.librdkafka.{self.group_id}")
-        self._debug_logger.addHandler(_Ring(self._debug))
-        self._debug_logger.propagate = False
+        self._debug = DebugRing(f"{__name__}.librdkafka.{self.group_id}", _DEBUG_LINES)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -125,7 +110,7 @@ class Consumers:
 
     def debug_lines(self) -> list[str]:
         """The group member's librdkafka debug lines (the last ``_DEBUG_LINES``)."""
-        return list(self._debug)
+        return self._debug.lines()
 
     def count(self) -> int:
         with self._lock:
@@ -154,7 +139,7 @@ class Consumers:
         if name == GROUP:
             config.update({"session.timeout.ms": _GROUP_SESSION_TIMEOUT_MS,
                            "heartbeat.interval.ms": _GROUP_HEARTBEAT_MS, "auto.commit.interval.ms": 500,
-                           "debug": _DEBUG_CONTEXTS, "log_level": 7, "logger": self._debug_logger})
+                           "debug": _DEBUG_CONTEXTS, "log_level": 7, "logger": self._debug.logger})
         return config
 
     def _run(self, name: str) -> None:

@@ -352,7 +352,7 @@ class Runner:
         self.progress(f"{ctx.scenario.name}#{ctx.iteration}: {what}")
 
     def _collect_logs(self, scenario: str, iteration: int, ctx: _Context | None) -> None:
-        """Every node's log and the group consumers' librdkafka debug lines, into
+        """Every node's log and the producers' and group consumers' librdkafka debug lines, into
         ``logs/<scenario>-<iteration>/`` (a failed iteration only)."""
         target = Path(self.options.results_dir) / "logs" / f"{scenario}-{iteration}"
         try:
@@ -361,10 +361,12 @@ class Runner:
             for node, path in files.items():
                 if Path(path).is_file():
                     shutil.copyfile(path, target / f"{node}.log")
-            for topic, consumers in (ctx.consumers if ctx is not None else {}).items():
-                lines = consumers.debug_lines()
+            clients = [(f"consumer-group-{topic}", c) for topic, c in (ctx.consumers if ctx is not None else {}).items()]
+            clients += [(f"producer-{topic}", w) for topic, w in (ctx.workloads if ctx is not None else {}).items()]
+            for name, client in clients:
+                lines = client.debug_lines()
                 if lines:
-                    (target / f"consumer-group-{topic}.log").write_text("\n".join(lines) + "\n")
+                    (target / f"{name}.log").write_text("\n".join(lines) + "\n")
         except Exception as exc:  # noqa: BLE001 - logs are a courtesy
             log.warning("collecting node logs into %s failed: %s", target, exc)
 

@@ -1,0 +1,37 @@
+"""A client's librdkafka debug lines, kept in a bounded ring (issue 17): written beside the node
+logs when a scenario fails, so an anomaly the history checker finds (a skipped offset, an ack
+naming the wrong offset) can be classified from the client's own account."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+
+class _Ring(logging.Handler):
+    def __init__(self, lines: deque[str], forward: logging.Logger | None) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines = lines
+        self.forward = forward
+        self.setFormatter(logging.Formatter("%(created).3f %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+        if self.forward is not None and record.levelno >= logging.WARNING:
+            self.forward.handle(record)
+
+
+class DebugRing:
+    """``logger`` is the one to give librdkafka (``"logger"``, with ``"debug"`` contexts and
+    ``"log_level": 7``); its lines go to the ring only, and those at WARNING or above also to
+    ``forward`` when given. The logger is not registered with logging's manager (one per client
+    would never be freed) and does not propagate."""
+
+    def __init__(self, name: str, max_lines: int, forward: logging.Logger | None = None) -> None:
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self.logger = logging.Logger(name)
+        self.logger.addHandler(_Ring(self._lines, forward))
+        self.logger.propagate = False
+
+    def lines(self) -> list[str]:
+        return list(self._lines)

@@ -1,0 +1,28 @@
+"""The clients' librdkafka debug ring: bounded, private, warnings passed on."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from scenarios.debug_ring import DebugRing
+
+
+def test_the_ring_keeps_the_last_lines_only() -> None:
+    ring = DebugRing("test.ring.bounded", max_lines=3)
+    for i in range(5):
+        ring.logger.debug("line %d", i)
+    assert [line.split(" ", 1)[1] for line in ring.lines()] == ["line 2", "line 3", "line 4"]
+    assert all(float(line.split(" ", 1)[0]) > 0 for line in ring.lines())  # each line carries its time
+
+
+def test_warnings_go_on_to_the_forward_logger_and_debug_stays_in_the_ring(caplog: pytest.LogCaptureFixture) -> None:
+    forward = logging.getLogger("test.ring.forward")
+    ring = DebugRing("test.ring.private", max_lines=10, forward=forward)
+    with caplog.at_level(logging.DEBUG):
+        ring.logger.debug("PRODUCE: MessageSet delivered")
+        ring.logger.warning("FAIL: broker down")
+    assert [r.getMessage() for r in caplog.records] == ["FAIL: broker down"]
+    assert len(ring.lines()) == 2
+    assert "test.ring.private" not in logging.Logger.manager.loggerDict  # never registered, freed with its client
