@@ -87,13 +87,7 @@ def _int_list(flag: str, low: int, high: int) -> Callable[[str], list[int]]:
 def _faults(text: str | None) -> list[str]:
     from scenarios.failover_bench import FAULTS
 
-    if text is None:
-        return list(FAULTS)
-    names = [f.strip() for f in text.split(",") if f.strip()]
-    unknown = [f for f in names if f not in FAULTS]
-    if not names or unknown:
-        raise UsageError(f"--faults: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(FAULTS)}")
-    return list(dict.fromkeys(names))
+    return list(FAULTS) if text is None else _names("--faults", text, FAULTS)
 
 
 def run(args: argparse.Namespace) -> int:
