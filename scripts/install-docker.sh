@@ -48,8 +48,16 @@ command -v docker >/dev/null 2>&1 || die "docker.io installed but no docker clie
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   say "starting dockerd in the background (log: $log_file)"
   mkdir -p "$(dirname "$log_file")"
-  # setsid: dockerd must outlive this script and the CI step's process group.
-  setsid dockerd >>"$log_file" 2>&1 < /dev/null &
+  # setsid: dockerd must outlive this script and the CI step's process group. It must not
+  # inherit our other open files either: started under `flock LOCK bash scripts/test.sh`, it
+  # held the lock file open for ever (as did containerd) and every later flock waited on it.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    done
+    exec setsid dockerd >>"$log_file" 2>&1 < /dev/null
+  ) &
   echo $! > /run/kafka-chaos-dockerd.pid
 else
   say "dockerd is running already; waiting for it to answer"
