@@ -26,9 +26,9 @@ from harness.config import (
 from harness.jmx_exporter import agent_option, metrics_port_of
 from harness.node_logs import JVM_TIMEZONE_FLAG
 from harness.nodes import zookeeper_four_letter
-from harness.observer import ConvergenceTimeout
+from harness.observer import ConvergenceTimeout, ZkObserver
 from harness.processes import NodeProcess
-from harness.readiness import wait_metadata_lists, wait_registered
+from harness.readiness import still_registered, wait_metadata_lists, wait_registered
 from harness.zk_ensemble import ZkServer, ensemble_properties
 
 HOST = "127.0.0.1"
@@ -233,13 +233,14 @@ def wait_brokers_ready(zookeeper_connect: str, brokers: Mapping[int, LocalNode],
                                    check_alive=lambda: check_alive(nodes))
     except ConvergenceTimeout as exc:
         raise _registration_failure(exc, brokers, old, start_timeout) from None
-    expected = set(snapshot.live_brokers)
-    for node in nodes:
-        failure = wait_metadata_lists(node.bootstrap, expected, deadline=deadline,
-                                      check_alive=_alive_check(node))
-        if failure is not None:
-            raise NodeStartFailed(node.describe_failure(
-                f"registered but its metadata did not answer in time ({failure})"))
+    with ZkObserver(zookeeper_connect, topics=[]) as observer:
+        expected = still_registered(observer, set(snapshot.live_brokers))
+        for node in nodes:
+            failure = wait_metadata_lists(node.bootstrap, expected, deadline=deadline,
+                                          check_alive=_alive_check(node))
+            if failure is not None:
+                raise NodeStartFailed(node.describe_failure(
+                    f"registered but its metadata did not answer in time ({failure})"))
 
 
 def _alive_check(node: LocalNode) -> Callable[[], None]:

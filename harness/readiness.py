@@ -49,12 +49,13 @@ def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
     return set(fetch_metadata(bootstrap, [], timeout).brokers)
 
 
-def wait_metadata_lists(bootstrap: str, expected: set[int], *, deadline: float,
+def wait_metadata_lists(bootstrap: str, expected: set[int] | Callable[[], set[int]], *, deadline: float,
                         check_alive: Callable[[], None] = lambda: None) -> str | None:
     """Wait (until the ``time.monotonic()`` ``deadline``, at least one try) until the broker at
-    ``bootstrap`` answers metadata listing every broker in ``expected``.  Kafka registers in
-    ZooKeeper before its socket server accepts connections, and learns the other brokers only
-    from the controller's UpdateMetadata, so registration alone is not "ready".
+    ``bootstrap`` answers metadata listing every broker in ``expected`` (a set, or asked again
+    at every try: see :func:`still_registered`).  Kafka registers in ZooKeeper before its
+    socket server accepts connections, and learns the other brokers only from the controller's
+    UpdateMetadata, so registration alone is not "ready".
 
     Returns None when it answered, else the last reason it did not (the caller words the
     failure with that node's log); ``check_alive`` raising ends the wait at once."""
@@ -68,17 +69,25 @@ def wait_metadata_lists(bootstrap: str, expected: set[int], *, deadline: float,
         except HarnessError as exc:
             last_error = str(exc)
             raise ConnectionError(last_error) from exc
-        if not expected <= listed:
-            last_error = f"its metadata lists brokers {sorted(listed)}, expected {sorted(expected)}"
+        wanted = expected() if callable(expected) else expected
+        if not wanted <= listed:
+            last_error = f"its metadata lists brokers {sorted(listed)}, expected {sorted(wanted)}"
             raise ConnectionError(last_error)
         return True
 
     try:
         wait_until(answers, timeout=deadline - time.monotonic(), interval=0.2, retry_on=(ConnectionError,),
-                   description=f"the broker at {bootstrap} to list brokers {sorted(expected)}")
+                   description=f"the broker at {bootstrap} to list the registered brokers")
     except WaitTimeout:
         return last_error
     return None
+
+
+def still_registered(observer: ZkObserver, registered: set[int]) -> Callable[[], set[int]]:
+    """The brokers of ``registered`` still in ``/brokers/ids`` now: a broker killed just before
+    a start keeps its registration until its session expires, and once the controller has
+    processed that, no broker's metadata lists it any more (waiting for it would never end)."""
+    return lambda: registered & set(observer.snapshot().live_brokers)
 
 
 def registration_expiry_bound_s(config: ClusterConfig) -> float:

@@ -68,9 +68,10 @@ from harness.containers.nodes import (
 )
 from harness.nodes import free_ports, zookeeper_four_letter
 from harness.zk_ensemble import wait_serving
-from harness.observer import ConvergenceTimeout
+from harness.observer import ConvergenceTimeout, ZkObserver
 from harness.readiness import (
     registration_expiry_bound_s,
+    still_registered,
     wait_metadata_lists,
     wait_old_registration_gone,
     wait_registered,
@@ -236,16 +237,17 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         except ConvergenceTimeout as exc:
             tails = "; ".join(f"{broker_alias(b)}: {self._tail(broker_alias(b))}" for b in broker_ids)
             raise HarnessError(f"{exc}; logs: {tails}") from None
-        expected = set(snapshot.live_brokers)
-        for broker_id in broker_ids:
-            bootstrap = self.endpoint(broker_id).bootstrap
-            # At least a second per broker: docker-proxy may still reset the first connections.
-            failure = wait_metadata_lists(bootstrap, expected, deadline=max(deadline, time.monotonic() + 1.0),
-                                          check_alive=check_alive)
-            if failure is not None:
-                raise HarnessError(f"broker {broker_id} registered but its metadata on {bootstrap} did not "
-                                   f"list brokers {sorted(expected)} in time ({failure}); "
-                                   f"log: {self._tail(broker_alias(broker_id))}")
+        with ZkObserver(self.zookeeper_connect, topics=[]) as observer:
+            expected = still_registered(observer, set(snapshot.live_brokers))
+            for broker_id in broker_ids:
+                bootstrap = self.endpoint(broker_id).bootstrap
+                # At least a second per broker: docker-proxy may still reset the first connections.
+                failure = wait_metadata_lists(bootstrap, expected, deadline=max(deadline, time.monotonic() + 1.0),
+                                              check_alive=check_alive)
+                if failure is not None:
+                    raise HarnessError(f"broker {broker_id} registered but its metadata on {bootstrap} did not "
+                                       f"list the registered brokers in time ({failure}); "
+                                       f"log: {self._tail(broker_alias(broker_id))}")
 
     def _require_running(self, container: Container | None, node: str) -> None:
         if container is None:
