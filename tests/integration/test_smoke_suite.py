@@ -77,7 +77,7 @@ def test_a_wrong_expectation_fails_the_run(tmp_path: Path) -> None:
 
     results = tmp_path / "results"
     rc = run_scenarios(by_names(["leader_hard_kill"]), seed=7, results_dir=results, report=False,
-                       predictor=_wrong_leader, runner_options={"convergence_timeout": 25.0})
+                       predictor=_wrong_leader, runner_options={"convergence_timeout": 12.0})
     assert rc == 1
     read = read_records(results)
     wrong = [r for r in read.records if r.check == "oracle_leader" and r.passed is False]
