@@ -101,12 +101,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     if args.partitions is None and args.sources is None:
         raise UsageError("--partitions is required (or --from DIR to summarise earlier runs)")
-    out = args.results or Path(f"bench-failover-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"--results {out}: exists and is not empty")
-    if args.sources is not None:
-        records = [r for source in args.sources for r in _records(source)]
-        out.mkdir(parents=True, exist_ok=True)
+    out, earlier = _results_dir(args, "bench-failover")
+    if earlier is not None:
+        records = earlier
     else:
         options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat)
         distribution = resolve_distribution()
@@ -123,6 +120,19 @@ def run(args: argparse.Namespace) -> int:
     print(_table(cells))
     print(f"records: {out / 'records.jsonl'}; table: {out / 'scaling.json'}; chart: {chart}")
     return 0
+
+
+def _results_dir(args: argparse.Namespace, prefix: str) -> tuple[Path, list[Record] | None]:
+    """Where a bench writes (``--results``, else ``PREFIX-<UTC time>``; refused when not empty),
+    and with ``--from`` the earlier runs' records to summarise instead of running."""
+    out: Path = args.results or Path(f"{prefix}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"--results {out}: exists and is not empty")
+    if args.sources is None:
+        return out, None
+    records = [r for source in args.sources for r in _records(source)]
+    out.mkdir(parents=True, exist_ok=True)
+    return out, records
 
 
 def _records(out: Path) -> list[Record]:
@@ -167,12 +177,9 @@ def run_kip291(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} must be between {low} and {high}, got {value}")
     if not 0 <= args.warmup <= 600:
         raise UsageError(f"--warmup must be between 0 and 600 seconds, got {args.warmup}")
-    out = args.results or Path(f"bench-kip291-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"--results {out}: exists and is not empty")
-    if args.sources is not None:
-        records = [r for source in args.sources for r in _records(source)]
-        out.mkdir(parents=True, exist_ok=True)
+    out, earlier = _results_dir(args, "bench-kip291")
+    if earlier is not None:
+        records = earlier
     else:
         from harness.distribution import resolve_distribution
         from results.writer import RecordWriter
