@@ -17,14 +17,15 @@ class _Ring(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(self.format(record))
-        if self.forward is not None and record.levelno >= logging.WARNING:
+        if self.forward is not None and record.levelno >= logging.CRITICAL:
             self.forward.handle(record)
 
 
 class DebugRing:
     """``logger`` is the one to give librdkafka (``"logger"``, with ``"debug"`` contexts and
-    ``"log_level": 7``); its lines go to the ring only, and those at WARNING or above also to
-    ``forward`` when given. The logger is not registered with logging's manager (one per client
+    ``"log_level": 7``); its lines go to the ring only, and critical ones also to ``forward``
+    when given (a broker going away is what faults do: its connection errors reach the harness
+    through ``error_cb``, and logged they would drown the run's progress lines). The logger is not registered with logging's manager (one per client
     would never be freed) and does not propagate."""
 
     def __init__(self, name: str, max_lines: int, forward: logging.Logger | None = None) -> None:

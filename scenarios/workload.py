@@ -319,7 +319,7 @@ class Workload:
 
     def _new_producer(self) -> Producer:
         # librdkafka's own account of its idempotent sends (producer id, sequences, retries,
-        # which batch each ProduceResponse delivered) goes to a ring, its warnings on to our log:
+        # which batch each ProduceResponse delivered) goes to a ring, its critical lines on to our log:
         # a delivery report naming the wrong offset was seen twice and only the client can say why.
         return Producer(
             {**self.producer_config, "error_cb": self._on_client_error, "debug": _DEBUG_CONTEXTS, "log_level": 7},

@@ -17,12 +17,14 @@ def test_the_ring_keeps_the_last_lines_only() -> None:
     assert all(float(line.split(" ", 1)[0]) > 0 for line in ring.lines())  # each line carries its time
 
 
-def test_warnings_go_on_to_the_forward_logger_and_debug_stays_in_the_ring(caplog: pytest.LogCaptureFixture) -> None:
+def test_critical_lines_go_on_to_the_forward_logger_and_the_rest_stays_in_the_ring(
+        caplog: pytest.LogCaptureFixture) -> None:
     forward = logging.getLogger("test.ring.forward")
     ring = DebugRing("test.ring.private", max_lines=10, forward=forward)
     with caplog.at_level(logging.DEBUG):
         ring.logger.debug("PRODUCE: MessageSet delivered")
         ring.logger.warning("FAIL: broker down")
-    assert [r.getMessage() for r in caplog.records] == ["FAIL: broker down"]
-    assert len(ring.lines()) == 2
+        ring.logger.critical("FATAL: producer fenced")
+    assert [r.getMessage() for r in caplog.records] == ["FATAL: producer fenced"]
+    assert len(ring.lines()) == 3
     assert "test.ring.private" not in logging.Logger.manager.loggerDict  # never registered, freed with its client
