@@ -35,7 +35,7 @@ from typing import Any
 
 from results.schema import Record
 from scenarios.controller_log import LogEvent
-from scenarios.failover_bench import TOPIC, BenchOptions, Iteration, failover_phases, round_robin
+from scenarios.failover_bench import TOPIC, BenchOptions, Iteration, Progress, failover_phases, round_robin
 from scenarios.produce_load import LoadSample, LoadSettings, describe, rate
 from scenarios.request_log import (
     CONTROLLER_REQUESTS,
@@ -223,8 +223,6 @@ class Kip291Options:
     run_id: str = field(default_factory=lambda: f"kip291-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-"
                                                 f"{uuid.uuid4().hex[:6]}")
 
-
-Progress = Callable[[str], None]
 
 
 def run_bench(options: Kip291Options, distribution: Any, write: Callable[[Record], None], progress: Progress) -> int:
