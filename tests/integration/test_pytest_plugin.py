@@ -12,14 +12,12 @@ pytest_plugins = ["pytester"]
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "test_orders_survive_a_leader_kill.py"
 
 
-def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
+def test_the_documented_example_passes_and_a_wrong_expectation_fails_in_the_same_suite(
+        pytester: pytest.Pytester) -> None:
+    """One user's suite, one session-scoped cluster for both files (one start instead of two):
+    the example kills broker 1, the chaos fixture's teardown restarts it, and the wrong
+    expectation's topic then needs broker 1 back as its leader."""
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
-    result = pytester.runpytest_subprocess(EXAMPLE.name, "-p", "no:cacheprovider", "--kafka-chaos-backend", "local",
-                                           timeout=300)
-    result.assert_outcomes(passed=1)
-
-
-def test_a_wrong_expectation_fails_in_the_users_suite(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_wrong="""
         import pytest
         from scenarios.targets import LeaderOf
@@ -32,6 +30,9 @@ def test_a_wrong_expectation_fails_in_the_users_suite(pytester: pytest.Pytester)
             assert verdict.passed
             assert verdict.observation.after.partitions[("t", 0)].leader == 1, "the leader should have moved"
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
-    result.assert_outcomes(failed=1)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", "--kafka-chaos-backend", "local",
+                                           timeout=300)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"PASSED {EXAMPLE.name}::*", "FAILED test_wrong.py::test_wrong*"],
+                                consecutive=False)
     result.stdout.fnmatch_lines(["*the leader should have moved*"])
