@@ -221,9 +221,16 @@ def test_unclean_override_with_spaces_elects_at_the_next_controller_event_not_at
         observer.wait_until(lambda s: s.has_topic(topic) and s.partition(topic, 0).leader == 5
                             and set(s.partition(topic, 0).isr) == {5, 6}, timeout=30, description=f"{topic} online")
         # Leave it leaderless with ISR [5] and 6 live outside the ISR: 6 dies, 5 dies, 6 returns.
-        for broker in (6, 5):
-            cluster.kill_broker(broker)
-            observer.wait_broker_gone(broker, bound)
+        # 5 dies only once the controller has taken 6 out of the ISR: its registration gone is not
+        # enough.  Had both deaths reached the controller as one BrokerChange, its
+        # removeReplicasFromIsr would visit 5 first (leader → -1, ISR [6]) and 6 would come back
+        # as a clean leader.
+        cluster.kill_broker(6)
+        observer.wait_broker_gone(6, bound)
+        observer.wait_until(lambda s: s.partition(topic, 0).isr == (5,), timeout=bound,
+                            description=f"the controller to take 6 out of {topic}-0's ISR")
+        cluster.kill_broker(5)
+        observer.wait_broker_gone(5, bound)
         cluster.start_broker(6)
         observer.wait_until(lambda s: s.controller == 4 and set(s.live_brokers) == {4, 6}
                             and s.partition(topic, 0).leader == -1, timeout=bound,
