@@ -247,9 +247,10 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         if self.config.link_proxies:  # each broker reaches ZooKeeper through proxies of its own
             # As root also the peer and client links, redirected to the proxy by nat rules.
             peers = dict(zip(self.broker_ids, broker_ports)) if redirect_problem() is None else None
+            planes = {b: p for b, p in zip(self.broker_ids, control_ports) if p is not None}
             self._link_proxies = start_link_proxies(self._run_dir, self.broker_ids,
                                                     {s.server_id: s.client_port for s in servers},
-                                                    detached=self._detached, broker_ports=peers)
+                                                    detached=self._detached, broker_ports=peers, control_ports=planes)
         for broker_id, port, metrics_port, control_port in zip(self.broker_ids, broker_ports, metrics_ports,
                                                                control_ports):
             broker_connect = self._link_proxies.connect_string(broker_id) if self._link_proxies else connect

@@ -12,6 +12,10 @@ opened).  A broker advertises one address, so these cannot be named in its confi
 instead nat rules (:class:`harness.local_network.Redirect`, from :meth:`ClusterLinkProxies.
 redirects`) send each such connection to its link's port, and the proxy's onward connection
 carries ``SO_MARK`` :data:`harness.local_network.PROXY_MARK` so no rule redirects it again.
+A broker with KIP-291's control-plane listener has a second port, which the controller's
+connections go to (``ControllerChannelManager.addNewBroker``); each of those links has a proxy of
+its own (``broker-X->broker-Y/control-plane``, ``clients->broker-Y/control-plane``), delayed
+with the broker's peer or client links.
 
 A cluster this process owns runs the proxy on a thread of its own (it dies with the process,
 like the owned JVMs); a detached one (``kafka-chaos cluster up``) runs it as a process
@@ -50,26 +54,43 @@ def broker_links(broker_id: int, server_ids: list[int]) -> list[str]:
     return [link_name(broker_id, s) for s in server_ids]
 
 
-def peer_link_name(opener: int, listener: int) -> str:
-    """Connections broker ``opener`` opens to broker ``listener``'s port."""
-    return f"broker-{opener}->broker-{listener}"
+CONTROL_PLANE_SUFFIX = "/control-plane"
 
 
-def client_link_name(broker_id: int) -> str:
-    """Connections no node opened (the workload, the harness) to the broker's port."""
-    return f"clients->broker-{broker_id}"
+def peer_link_name(opener: int, listener: int, control_plane: bool = False) -> str:
+    """Connections broker ``opener`` opens to broker ``listener``'s port (its control-plane
+    port with ``control_plane``)."""
+    return f"broker-{opener}->broker-{listener}" + (CONTROL_PLANE_SUFFIX if control_plane else "")
 
 
-def peer_links(broker_id: int, broker_ids: list[int]) -> list[str]:
-    """Both directions of connection between the broker and each other broker."""
+def client_link_name(broker_id: int, control_plane: bool = False) -> str:
+    """Connections no node opened (the workload, the harness) to the broker's port (its
+    control-plane port with ``control_plane``)."""
+    return f"clients->broker-{broker_id}" + (CONTROL_PLANE_SUFFIX if control_plane else "")
+
+
+def peer_links(broker_id: int, broker_ids: list[int], control_plane: bool = False) -> list[str]:
+    """Both directions of connection between the broker and each other broker; with
+    ``control_plane`` also those to either's control-plane port."""
     others = [b for b in broker_ids if b != broker_id]
-    return [peer_link_name(broker_id, b) for b in others] + [peer_link_name(b, broker_id) for b in others]
+    planes = (False, True) if control_plane else (False,)
+    return [name for cp in planes for name in
+            [peer_link_name(broker_id, b, cp) for b in others] + [peer_link_name(b, broker_id, cp) for b in others]]
 
 
-def redirected_links(broker_ports: Mapping[int, int]) -> dict[str, tuple[str, int]]:
-    """Pure: the peer and client links of brokers (id -> port), each to its real port."""
-    links = {peer_link_name(a, b): (HOST, port) for a in broker_ports for b, port in broker_ports.items() if a != b}
-    links.update({client_link_name(b): (HOST, port) for b, port in broker_ports.items()})
+def client_links(broker_id: int, control_plane: bool = False) -> list[str]:
+    return [client_link_name(broker_id)] + ([client_link_name(broker_id, True)] if control_plane else [])
+
+
+def redirected_links(broker_ports: Mapping[int, int],
+                     control_ports: Mapping[int, int] | None = None) -> dict[str, tuple[str, int]]:
+    """Pure: the peer and client links of brokers (id -> port; ``control_ports``: id -> its
+    control-plane port), each to its real port."""
+    links: dict[str, tuple[str, int]] = {}
+    for cp, ports in ((False, broker_ports), (True, control_ports or {})):
+        links.update({peer_link_name(a, b, cp): (HOST, port) for a in broker_ports for b, port in ports.items()
+                      if a != b})
+        links.update({client_link_name(b, cp): (HOST, port) for b, port in ports.items()})
     return links
 
 
@@ -83,6 +104,7 @@ class ClusterLinkProxies:
     process: NodeProcess | None = None  # a detached process
     control_port: int = 0
     broker_ports: dict[int, int] | None = None  # peer and client links too (root): broker id -> port
+    control_ports: dict[int, int] | None = None  # and those to KIP-291 listeners: broker id -> that port
 
     @property
     def peer_links(self) -> bool:
@@ -91,9 +113,13 @@ class ClusterLinkProxies:
     def redirects(self) -> list[Redirect]:
         """The nat redirects that put the peer and client links through the proxy."""
         ports = self.broker_ports or {}
-        found = [Redirect(node_mark(ports[a]), ports[b], self.control.port(peer_link_name(a, b)))
-                 for a in ports for b in ports if a != b]
-        return found + [Redirect(0, port, self.control.port(client_link_name(b))) for b, port in ports.items()]
+        found: list[Redirect] = []
+        # A connection is told by its opener's mark (the opener's first port) and the port it goes to.
+        for cp, to in ((False, ports), (True, self.control_ports or {})):
+            found += [Redirect(node_mark(ports[a]), to[b], self.control.port(peer_link_name(a, b, cp)))
+                      for a in ports for b in to if a != b]
+            found += [Redirect(0, port, self.control.port(client_link_name(b, cp))) for b, port in to.items()]
+        return found
 
     def connect_string(self, broker_id: int) -> str:
         """The broker's ``zookeeper.connect``: its own proxy of each server, in server order."""
@@ -102,6 +128,7 @@ class ClusterLinkProxies:
     def state(self) -> dict[str, Any]:
         return {"control_port": self.control_port, "server_ids": self.server_ids,
                 "broker_ports": {str(b): p for b, p in self.broker_ports.items()} if self.broker_ports else None,
+                "control_ports": {str(b): p for b, p in self.control_ports.items()} if self.control_ports else None,
                 "pid": self.process.pid if self.process else None,
                 "started_at": self.process.started_at if self.process else None,
                 "identity": self.process.identity if self.process else None}
@@ -116,20 +143,23 @@ class ClusterLinkProxies:
 
 
 def start_link_proxies(run_dir: Path, broker_ids: list[int], servers: Mapping[int, int], *,
-                       detached: bool, broker_ports: Mapping[int, int] | None = None) -> ClusterLinkProxies:
+                       detached: bool, broker_ports: Mapping[int, int] | None = None,
+                       control_ports: Mapping[int, int] | None = None) -> ClusterLinkProxies:
     """Start one link per (broker, server); ``servers``: server id -> client port.  With
     ``broker_ports`` (broker id -> port; root only) also the peer and client links, whose
-    onward connections carry ``SO_MARK`` ``PROXY_MARK``."""
+    onward connections carry ``SO_MARK`` ``PROXY_MARK``, and with ``control_ports`` those to
+    the brokers' control-plane listeners."""
     links = {link_name(b, s): (HOST, port) for b in broker_ids for s, port in sorted(servers.items())}
     server_ids = sorted(servers)
     ports = dict(broker_ports) if broker_ports is not None else None
+    control = dict(control_ports) if ports is not None and control_ports else None
     mark = PROXY_MARK if ports is not None else None
     if ports is not None:
-        links.update(redirected_links(ports))
+        links.update(redirected_links(ports, control))
     if not detached:
         proxy = LinkProxy(links, upstream_mark=mark).start()
         return ClusterLinkProxies(proxy, server_ids, owned=proxy, control_port=proxy.control_port,
-                                  broker_ports=ports)
+                                  broker_ports=ports, control_ports=control)
     ready = run_dir / READY_FILE
     argv = [sys.executable, "-m", "harness.link_proxy", "--links", json.dumps(links), "--ready", str(ready),
             *(["--mark", str(mark)] if mark is not None else [])]
@@ -144,7 +174,7 @@ def start_link_proxies(run_dir: Path, broker_ids: list[int], servers: Mapping[in
         time.sleep(0.05)
     control_port = int(json.loads(ready.read_text())["control_port"])
     return ClusterLinkProxies(RemoteLinkProxy(control_port), server_ids, process=process,
-                              control_port=control_port, broker_ports=ports)
+                              control_port=control_port, broker_ports=ports, control_ports=control)
 
 
 def attach_link_proxies(state: Mapping[str, Any] | None) -> ClusterLinkProxies | None:
@@ -154,7 +184,8 @@ def attach_link_proxies(state: Mapping[str, Any] | None) -> ClusterLinkProxies |
     process = None
     if state.get("pid") is not None:
         process = processes.attach("link-proxy", int(state["pid"]), str(state["identity"]), state.get("started_at"))
-    ports = state.get("broker_ports")
+    ports, control = state.get("broker_ports"), state.get("control_ports")
     return ClusterLinkProxies(RemoteLinkProxy(int(state["control_port"])), [int(s) for s in state["server_ids"]],
                               process=process, control_port=int(state["control_port"]),
-                              broker_ports={int(b): int(p) for b, p in ports.items()} if ports else None)
+                              broker_ports={int(b): int(p) for b, p in ports.items()} if ports else None,
+                              control_ports={int(b): int(p) for b, p in control.items()} if control else None)

@@ -6,7 +6,13 @@ links go to; the rules themselves are :mod:`harness.local_network`.
 A cluster started with ``link_proxies`` has its brokers' ZooKeeper links go through
 :mod:`harness.link_proxy` (:class:`harness.cluster.LinkDelayer`): those links are delayed and cut
 there, with or without root — an iptables rule could not tell them apart any more, since the
-proxy, not the broker, opens the connection to ZooKeeper."""
+proxy, not the broker, opens the connection to ZooKeeper.
+
+A broker with KIP-291's control-plane listener (``ClusterConfig.control_plane_listener``) listens
+on a second port, which the controller's LeaderAndIsr / UpdateMetadata / StopReplica connections
+go to (``ControllerChannelManager.addNewBroker`` connects to ``controlPlaneListenerName`` when
+set): peer traffic, so its links are cut, degraded and delayed with the broker's peer links
+(and, should a client use it, with its client links)."""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from collections.abc import Callable
 from common.errors import HarnessError
 from harness.config import ClusterConfig
 from harness.link_proxy import Faults
-from harness.local_link_proxies import ClusterLinkProxies, broker_links, client_link_name, link_name, peer_links
+from harness.local_link_proxies import ClusterLinkProxies, broker_links, client_links, link_name, peer_links
 from harness.local_network import Cut, LoopbackFirewall, partition_problem, redirect_problem
 from harness.local_nodes import LocalNode
 
@@ -60,14 +66,13 @@ class LocalLinkControls:
         self._broker(broker_id)
         if not (to_zookeeper or to_brokers or to_clients):
             raise HarnessError("delay_links needs at least one of to_zookeeper, to_brokers, to_clients")
-        if to_brokers or to_clients:
-            self._refuse_control_plane()
         if (to_brokers or to_clients) and not proxies.peer_links:
             raise HarnessError(redirect_problem() or "this cluster's peer and client links do not go through its "
                                "link proxy (started without root?)")
         links = broker_links(broker_id, proxies.server_ids) if to_zookeeper else []
-        links += peer_links(broker_id, self.broker_ids) if to_brokers else []
-        links += [client_link_name(broker_id)] if to_clients else []
+        planes = proxies.control_ports is not None
+        links += peer_links(broker_id, self.broker_ids, planes) if to_brokers else []
+        links += client_links(broker_id, planes) if to_clients else []
         faults = Faults(delay_ms, jitter_ms)
         for link in links:
             proxies.control.set_faults(link, upstream=faults, downstream=faults)
@@ -110,21 +115,15 @@ class LocalLinkControls:
                                "cluster up --link-proxies)")
         return self._link_proxies
 
-    def _refuse_control_plane(self) -> None:
-        if self.config.control_plane_listener:
-            # The rules and redirects name each broker's one listener port: the controller's
-            # connections to a KIP-291 control-plane port would pass every cut, loss and delay.
-            raise HarnessError("peer and client network faults on the local launcher do not cover the "
-                               "control-plane listener (ClusterConfig.control_plane_listener): start without it")
-
     def _links(self, broker_id: int, zookeeper: bool, brokers: bool, clients: bool) -> Cut:
-        if brokers or clients:
-            self._refuse_control_plane()
         node = self._cuttable(broker_id)
         peers = [n.port for n in self._zk_nodes()] if zookeeper else []
         if brokers:
             peers += [self._broker(b).port for b in self.broker_ids if b != broker_id]
-        return Cut(node.port, tuple(peers), clients)
+        # Every port each broker listens on (KIP-291's control-plane port too), so the controller's
+        # connections to it are matched like the other peer links.
+        others = tuple((b.port, extra) for b in map(self._broker, self.broker_ids) for extra in b.listening_ports[1:])
+        return Cut(node.port, tuple(peers), clients, others)
 
     def _cuttable(self, broker_id: int) -> LocalNode:
         node = self._broker(broker_id)

@@ -15,7 +15,9 @@ of a link cannot be told apart by address.  Each node already has a port of its 
 * a cut of broker X from node P drops, in the filter table's OUTPUT chain on ``lo``, every
   packet of a connection marked X to or from P's port, and of one marked P to or from X's
   port — both directions, DROP not REJECT, as the containers launcher does;
-* "clients" are connections no node opened (mark 0): the harness and the workload.
+* "clients" are connections no node opened (mark 0): the harness and the workload;
+* a node with a second listening port (KIP-291's control-plane listener: the controller's
+  connections go there) has it named in every rule beside its first (``Cut.other_listeners``).
 
 A link is matched by the *original* destination port of its connection (``-m conntrack
 --ctorigdstport``), both directions with one rule, so a rule still finds links whose connections
@@ -77,11 +79,22 @@ def chain_name(zookeeper_port: int) -> str:
 
 @dataclass(frozen=True)
 class Cut:
-    """One broker cut off from some peers (their ports) and possibly from clients."""
+    """One broker cut off from some peers (their ports) and possibly from clients.
+
+    A node is named by its first listener's port (its mark); ``other_listeners`` holds, as
+    (node port, listening port) pairs, every further port a node listens on — a broker's
+    KIP-291 control-plane listener, which the controller's connections go to
+    (``ControllerChannelManager.addNewBroker``: ``controlPlaneListenerName`` when set) — so the
+    links to it are cut with the rest."""
 
     broker_port: int
     peer_ports: tuple[int, ...]
     clients: bool = False
+    other_listeners: tuple[tuple[int, int], ...] = ()
+
+    def listening(self, port: int) -> tuple[int, ...]:
+        """Every port the node named by ``port`` listens on, its own first."""
+        return (port, *(extra for node, extra in self.other_listeners if node == port))
 
 
 def mark_rules(chain: str, node_ports: Iterable[int]) -> list[list[str]]:
@@ -123,10 +136,10 @@ def link_matches(cut: Cut) -> list[list[str]]:
     me = node_mark(cut.broker_port)
     links: list[tuple[int, int]] = []
     for peer in dict.fromkeys(cut.peer_ports):
-        links.append((me, peer))  # connections the broker opened to the peer
-        links.append((node_mark(peer), cut.broker_port))  # and the peer to the broker
+        links += [(me, port) for port in cut.listening(peer)]  # connections the broker opened to the peer
+        links += [(node_mark(peer), port) for port in cut.listening(cut.broker_port)]  # and the peer to it
     if cut.clients:
-        links.append((0, cut.broker_port))  # opened by no node: the host's clients
+        links += [(0, port) for port in cut.listening(cut.broker_port)]  # opened by no node: the host's clients
     # The original destination, not --dport/--sport: one rule covers both directions, and it still
     # names the link when a redirect sent the connection through a link proxy.
     return [["-o", "lo", "-p", "tcp", "-m", "connmark", "--mark", hex(mark),

@@ -70,6 +70,12 @@ class LocalNode:
     command: list[str]
     process: NodeProcess | None = None
     group: int | None = None  # the group id it runs with under the loopback firewall
+    control_plane_port: int | None = None  # a broker's KIP-291 CONTROL_PLANE listener, when it has one
+
+    @property
+    def listening_ports(self) -> tuple[int, ...]:
+        """Every port the node listens on for Kafka's protocol: ``port`` first."""
+        return (self.port,) if self.control_plane_port is None else (self.port, self.control_plane_port)
 
     @property
     def server_log(self) -> Path:
@@ -191,10 +197,12 @@ def prepare_broker(layout: NodeLayout, config: ClusterConfig, broker_id: int, po
     options = list(layout.jvm_options["broker"])
     if layout.metrics_agent is not None and metrics_port is not None:
         options.append(agent_option(layout.metrics_agent[0], metrics_port, layout.metrics_agent[1], HOST))
-    return _prepare_node(
+    node = _prepare_node(
         broker_node_name(broker_id), node_dir, port, "server.properties", props,
         jvm_command(layout.java, config.broker_heap, options, layout.classpath,
                     layout.log4j, node_dir / "logs", KAFKA_MAIN, node_dir / "server.properties"))
+    node.control_plane_port = control_plane_port
+    return node
 
 
 # ---------------------------------------------------------------- readiness

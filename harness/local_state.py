@@ -54,7 +54,7 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
         "bootstrap_servers": ",".join(brokers[b].bootstrap for b in sorted(brokers)),
         "brokers": [{"id": b, "pid": node.running_pid(), "started_at": node.running_since(), "port": node.port,
                      "dir": str(node.directory), "config_file": str(node.config_file), "command": node.command,
-                     "group": node.group}
+                     "group": node.group, "control_plane_port": node.control_plane_port}
                     for b, node in sorted(brokers.items())],
         "zookeeper_node": {"port": zookeeper.port, "dir": str(zookeeper.directory),
                            "config_file": str(zookeeper.config_file), "command": zookeeper.command,
@@ -74,6 +74,7 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
             "zookeepers": config.zookeepers,
             "log_dirs": config.log_dirs,
             "link_proxies": config.link_proxies,
+            "control_plane_listener": config.control_plane_listener,
         },
     }
 
@@ -114,7 +115,8 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
         zk_tick_time_ms=int(c["zk_tick_time_ms"]), broker_heap=c["broker_heap"],
         zookeeper_heap=c["zookeeper_heap"], first_broker_id=int(c["first_broker_id"]),
         jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)),
-        log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)))
+        log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)),
+        control_plane_listener=bool(c.get("control_plane_listener", False)))
     d = state["distribution"]
     distribution = KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]), source=d["source"])
     zookeeper = _attached_node(ZOOKEEPER, state["zookeeper_node"], state.get("zookeeper_pid"),
@@ -133,7 +135,8 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
 def _attached_node(name: str, entry: Mapping[str, Any], pid: int | None, started_at: float | None) -> LocalNode:
     node = LocalNode(name=name, directory=Path(entry["dir"]), port=int(entry["port"]),
                      config_file=Path(entry["config_file"]), command=list(entry["command"]),
-                     group=int(entry["group"]) if entry.get("group") is not None else None)
+                     group=int(entry["group"]) if entry.get("group") is not None else None,
+                     control_plane_port=int(entry["control_plane_port"]) if entry.get("control_plane_port") else None)
     if pid is not None:
         node.process = processes.attach(name, int(pid), node.identity,
                                         float(started_at) if started_at is not None else None)

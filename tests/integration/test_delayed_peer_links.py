@@ -4,7 +4,8 @@ the proxy from the start.  With the follower's peer links delayed D each way an 
 produce to a partition it follows waits for its fetch round trips (≥ 2D), with the leader's
 client links delayed it waits for its own round trip (≥ 2D); healed, both are fast again.
 ~25 s of cluster time; the network suite's follower_link_delayed* scenarios check the ISR
-threshold."""
+threshold.  The cluster has KIP-291's control-plane listener: the controller's connections to its
+peer's CONTROL_PLANE port go through links of their own, delayed with the peer links."""
 
 from __future__ import annotations
 
@@ -42,11 +43,18 @@ def produce_latencies_ms(producer: Producer, topic: str) -> list[float]:
 
 
 def test_delayed_peer_and_client_links_slow_acks_all_and_heal_restores_them() -> None:
-    cluster = LocalCluster(ClusterConfig(brokers=2, link_proxies=True), resolve_distribution())
+    cluster = LocalCluster(ClusterConfig(brokers=2, link_proxies=True, control_plane_listener=True),
+                           resolve_distribution())
     with cluster:
         chain = f"KCHAOS-{cluster.zookeeper_connect.rsplit(':', 1)[1]}"
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("d", num_partitions=1, replica_assignment=[[1, 2]])])["d"].result(TIMEOUT)
+        assert cluster._link_proxies is not None
+        proxy = cluster._link_proxies.control
+        # Only the controller opens connections to a CONTROL_PLANE port, one per live broker but itself.
+        planes = {s.name: s.connections for s in proxy.status() if s.name.endswith("/control-plane")}
+        assert sorted(n for n, c in planes.items() if c) in (["broker-1->broker-2/control-plane"],
+                                                              ["broker-2->broker-1/control-plane"]), planes
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0,
                              "enable.idempotence": True})
         wait_until(lambda: bool(produce_latencies_ms(producer, "d")), timeout=TIMEOUT, interval=0.5,
@@ -54,6 +62,8 @@ def test_delayed_peer_and_client_links_slow_acks_all_and_heal_restores_them() ->
         before = statistics.median(produce_latencies_ms(producer, "d"))
         cluster.delay_links(2, delay_ms=DELAY_MS, to_zookeeper=False, to_brokers=True)
         peers_delayed = statistics.median(produce_latencies_ms(producer, "d"))
+        delayed = {s.name for s in proxy.status() if s.upstream.delay_ms == DELAY_MS == s.downstream.delay_ms}
+        assert {"broker-1->broker-2/control-plane", "broker-2->broker-1/control-plane"} <= delayed
         cluster.heal_network()
         time.sleep(DELAY_MS / 1000)  # bytes already in flight keep their delivery time
         healed = statistics.median(produce_latencies_ms(producer, "d"))

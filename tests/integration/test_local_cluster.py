@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 from kazoo.client import KazooClient
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from common.waits import wait_until
 from harness import metadata, processes
 from harness.cluster import BrokerControl, Cluster
 from harness.config import (
@@ -33,6 +35,7 @@ from harness.config import (
 )
 from harness.distribution import resolve_distribution
 from harness.local import STATE_FILE, LocalCluster, NodeStartFailed
+from harness.local_network import partition_problem
 from harness.nodes import zookeeper_four_letter
 from harness.observer import ZkObserver, ZkSnapshot
 from harness.processes import processes_mentioning
@@ -271,10 +274,42 @@ def test_first_broker_id_numbers_real_brokers(tmp_path: Path) -> None:
         controller_requests = [e for e in parse_request_lines(log_file.read_text().splitlines(), 5)
                                if e.api == "LeaderAndIsr"]
         assert controller_requests and {e.listener for e in controller_requests} == {"CONTROL_PLANE"}
+        if partition_problem() is None:
+            controller_cut_holds_back_its_requests(cluster, snapshot.controller)
         attached = LocalCluster.attach(cluster.run_dir)
         assert attached.broker_ids == [4, 5] and attached.config.first_broker_id == 4
         cluster.stop_broker(4)
         assert not cluster.broker_running(4) and cluster.broker_running(5)
+
+
+def controller_cut_holds_back_its_requests(cluster: LocalCluster, controller: int) -> None:
+    """Root only: the controller cut from its peer (``isolate(from_brokers=True)``) no longer
+    reaches the peer's CONTROL_PLANE port — a topic's LeaderAndIsr, sent (the controller's
+    state-change log), is not handled by the peer (its request log) while cut, and is once healed."""
+    peer = next(b for b in cluster.broker_ids if b != controller)
+    sent_log = cluster.run_dir / f"broker-{controller}" / "logs" / "state-change.log"
+    handled_log = cluster.run_dir / f"broker-{peer}" / "logs" / "kafka-request.log"
+
+    def sent() -> int:
+        return sent_log.read_text().count(f"Sending LeaderAndIsr request to broker {peer} ")
+
+    def handled() -> list[str]:
+        return [e.listener for e in parse_request_lines(handled_log.read_text().splitlines(), peer)
+                if e.api == "LeaderAndIsr"]
+
+    sent_before, handled_before = sent(), handled()
+    cluster.isolate(controller, from_zookeeper=False, from_brokers=True)
+    try:  # a client link to the controller, which creates the topic in ZooKeeper itself
+        metadata.create_topic(cluster.endpoint(controller).bootstrap, "cut", {0: [peer]}, timeout=TIMEOUT)
+        wait_until(lambda: sent() > sent_before, timeout=TIMEOUT, interval=0.1,
+                   description="the controller to send the new topic's LeaderAndIsr")
+        time.sleep(2.0)  # uncut, the peer handles it within milliseconds of the send
+        assert handled() == handled_before, "the LeaderAndIsr went through the cut"
+    finally:
+        cluster.heal_network()
+    wait_until(lambda: len(handled()) > len(handled_before), timeout=TIMEOUT, interval=0.2,
+               description="the held-back LeaderAndIsr to arrive once healed (TCP retransmission)")
+    assert set(handled()) == {"CONTROL_PLANE"}
 
 
 def test_a_broker_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> None:

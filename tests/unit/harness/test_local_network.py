@@ -120,3 +120,43 @@ def test_a_clusters_redirects_name_each_links_opener_listener_and_proxy_port() -
     assert set(proxies.redirects()) == {Redirect(node_mark(9001), 9002, 41000), Redirect(node_mark(9002), 9001, 41001),
                                         Redirect(0, 9001, 41002), Redirect(0, 9002, 41003)}
     assert proxies.state()["broker_ports"] == {"1": 9001, "2": 9002}  # cluster.json: attach restores them
+
+
+def test_a_cut_covers_the_other_ports_each_end_listens_on() -> None:
+    """KIP-291: a broker's control-plane port (9102 for the broker on 9002) is cut like its first."""
+    drops = _drops(cut_rules("C", Cut(9001, (9002,), clients=True, other_listeners=((9002, 9102), (9001, 9101)))))
+    assert drops == {(node_mark(9001), 9002), (node_mark(9001), 9102), (node_mark(9002), 9001),
+                     (node_mark(9002), 9101), (0, 9001), (0, 9101)}
+
+
+def test_control_plane_ports_get_peer_and_client_links_of_their_own() -> None:
+    from harness.local_link_proxies import client_links, peer_link_name, peer_links, redirected_links
+
+    links = redirected_links({1: 9001, 2: 9002}, {1: 9101, 2: 9102})
+    assert len(links) == 2 * (2 + 2)
+    assert links[peer_link_name(1, 2, control_plane=True)] == ("127.0.0.1", 9102)  # the controller 1 -> 2
+    assert links[peer_link_name(1, 2)] == ("127.0.0.1", 9002)
+    assert set(peer_links(1, [1, 2], control_plane=True)) == {
+        "broker-1->broker-2", "broker-2->broker-1", "broker-1->broker-2/control-plane",
+        "broker-2->broker-1/control-plane"}
+    assert client_links(2, control_plane=True) == ["clients->broker-2", "clients->broker-2/control-plane"]
+    assert redirected_links({1: 9001, 2: 9002}) == {k: v for k, v in links.items() if "control" not in k}
+
+
+def test_a_clusters_redirects_send_the_controllers_connections_through_their_links() -> None:
+    from harness.local_link_proxies import ClusterLinkProxies, redirected_links
+
+    names = sorted(redirected_links({1: 9001, 2: 9002}, {1: 9101, 2: 9102}))
+
+    class Ports:
+        def port(self, link: str) -> int:
+            return 41000 + names.index(link)
+
+    proxies = ClusterLinkProxies(Ports(), [1], broker_ports={1: 9001, 2: 9002},  # type: ignore[arg-type]
+                                 control_ports={1: 9101, 2: 9102})
+    redirects = proxies.redirects()
+    assert len(redirects) == len(names) == len({r.to_port for r in redirects})
+    port = Ports().port
+    assert Redirect(node_mark(9001), 9102, port("broker-1->broker-2/control-plane")) in redirects
+    assert Redirect(0, 9101, port("clients->broker-1/control-plane")) in redirects
+    assert proxies.state()["control_ports"] == {"1": 9101, "2": 9102}

@@ -55,3 +55,15 @@ def test_an_ensemble_and_the_firewall_groups_round_trip(tmp_path: Path) -> None:
     assert parts.config.zookeepers == 3 and sorted(parts.zookeepers) == [1, 2, 3]
     assert parts.zookeepers[2].name == "zookeeper-2" and parts.zookeepers[2].group == 123
     assert parts.zookeeper is parts.zookeepers[1]
+
+
+def test_the_control_plane_listener_and_its_ports_round_trip(tmp_path: Path) -> None:
+    """Another process's cuts need each broker's KIP-291 port (harness.local_links)."""
+    config = ClusterConfig(brokers=1, control_plane_listener=True)
+    distribution = KafkaDistribution(version="3.9.2", libs_dir=tmp_path / "libs", source="test")
+    broker = node(tmp_path, "broker-1", 9001)
+    broker.control_plane_port = 9101
+    write_state(tmp_path, render_state(tmp_path, config, distribution, node(tmp_path, "zookeeper", 2181), {1: broker}))
+    parts = read_state(tmp_path)
+    assert parts.config.control_plane_listener and parts.brokers[1].control_plane_port == 9101
+    assert parts.brokers[1].listening_ports == (9001, 9101) and parts.zookeeper.listening_ports == (2181,)
