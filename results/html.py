@@ -1,5 +1,5 @@
-"""The report as one self-contained HTML file: inline CSS, PNG plots embedded as base64, the
-latency distributions as inline SVG (:mod:`results.svg`)."""
+"""The report as one self-contained HTML file: inline CSS, the charts as inline SVG
+(:mod:`results.svg`, :mod:`results.plots`); a PNG given as bytes is embedded as base64."""
 
 from __future__ import annotations
 
@@ -35,8 +35,11 @@ def _escape(value: Any) -> str:
     return html.escape(fmt.text(value))
 
 
-def _image(png: bytes, alt: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
+def _image(image: str | bytes, alt: str) -> str:
+    """SVG text (written and escaped by results.svg's Canvas) inline as it is; PNG bytes as a data URI."""
+    if isinstance(image, str):
+        return image
+    data = base64.b64encode(image).decode("ascii")
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
@@ -77,7 +80,7 @@ _LATENCY_COLUMNS: list[Column] = [
 
 def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
     """``summary``: the summary.json content; ``images``: ``latency`` {fault: SVG text},
-    ``breakdown`` png | None, ``trend`` png | None."""
+    ``breakdown``, ``trend``, ``heatmap``: SVG text (or PNG bytes) | None; ``timelines``: (title, SVG)."""
     totals = summary["totals"]
     gates = summary.get("gates", {})
     parts = [
@@ -230,7 +233,7 @@ def _failures(failures: Sequence[Row], total: int) -> str:
             ]))
 
 
-def _timelines(timelines: Sequence[tuple[str, bytes]]) -> str:
+def _timelines(timelines: Sequence[tuple[str, str | bytes]]) -> str:
     if not timelines:
         return ""
     parts = ["<h2>Timelines</h2>",
@@ -238,7 +241,7 @@ def _timelines(timelines: Sequence[tuple[str, bytes]]) -> str:
              "history.jsonl: fault steps shaded (fault to end of measurement), the leader of each partition "
              "(ZooKeeper), acknowledged produces and failed sends per second, end-to-end latency of each "
              "message's first poll by the assign-mode consumer.</p>"]
-    parts += [_image(png, f"Timeline of {title}") for title, png in timelines]
+    parts += [_image(chart, f"Timeline of {title}") for title, chart in timelines]
     return "\n".join(parts)
 
 

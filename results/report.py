@@ -242,8 +242,8 @@ PREFETCH_HISTORY_BYTES = 128 << 20  # more history than this is read after Spark
 
 class _Prefetch:
     """While Spark starts and aggregates (the JVM's work; this process mostly waits on a socket),
-    a thread imports matplotlib and parses the history files the timelines come from — seconds
-    of a one-run report's wall time (issue 15).  Only a bounded amount of history is held."""
+    a thread parses the history files the timelines come from — seconds of a one-run report's
+    wall time (issue 15).  Only a bounded amount of history is held."""
 
     def __init__(self, directories: Sequence[Path]) -> None:
         import threading
@@ -258,9 +258,6 @@ class _Prefetch:
 
     def _run(self, histories: bool) -> None:
         try:
-            import matplotlib.backends.backend_agg  # noqa: F401 - imported for its cost, now
-            import matplotlib.figure  # noqa: F401
-
             if histories:
                 from results.timeline import load_histories
 
@@ -277,8 +274,8 @@ class _Prefetch:
 
 
 def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]],
-               prefetch: _Prefetch | None = None) -> list[tuple[str, bytes]]:
-    """(title, PNG) of the timelines the report shows (:mod:`results.timeline`), from the
+               prefetch: _Prefetch | None = None) -> list[tuple[str, str]]:
+    """(title, SVG) of the timelines the report shows (:mod:`results.timeline`), from the
     ``history.jsonl`` beside each records file; none when there is no history."""
     from results import plots
     from results.timeline import choose_timelines, timelines
@@ -294,7 +291,7 @@ def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]],
     return [(t.title, plots.timeline(t)) for t in chosen]
 
 
-def _render_html(summary: Mapping[str, Any], timelines: Sequence[tuple[str, bytes]] = ()) -> str:
+def _render_html(summary: Mapping[str, Any], timelines: Sequence[tuple[str, str]] = ()) -> str:
     from results import plots, svg
     from results.html import render_html
 

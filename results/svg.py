@@ -182,3 +182,92 @@ def _ms(value: float) -> str:
 
 def _text(value: str) -> str:
     return html.escape(value, quote=True)
+
+
+# ------------------------------------------------------------------- shared drawing primitives
+# The report's other charts (breakdown, trend, heatmap, timelines: results.plots) are SVG too, so
+# the report no longer imports matplotlib at all (its import alone was ~2 CPU-s, and drawing
+# and PNG-encoding five or six figures ~5 CPU-s of a one-run report: issue 15 item 5).
+
+
+class Canvas:
+    """One SVG document, written element by element (coordinates in px, y down)."""
+
+    def __init__(self, width: float, height: float, label: str) -> None:
+        self.width, self.height = width, height
+        self.parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width:.0f} {height:.0f}" '
+                      f'width="{width:.0f}" height="{height:.0f}" role="img" aria-label="{_text(label)}" '
+                      'font-family="DejaVu Sans, sans-serif" font-size="11">',
+                      f'<rect width="{width:.0f}" height="{height:.0f}" fill="white"/>']
+
+    def add(self, element: str) -> None:
+        self.parts.append(element)
+
+    def text(self, x: float, y: float, value: str, *, anchor: str = "start", size: float | None = None,
+             rotate: float | None = None, extra: str = "") -> None:
+        font = f' font-size="{size:g}"' if size is not None else ""
+        where = (f'transform="translate({x:.1f} {y:.1f}) rotate({rotate:g})"' if rotate is not None
+                 else f'x="{x:.1f}" y="{y:.1f}"')
+        self.parts.append(f'<text {where} text-anchor="{anchor}"{font}{extra}>{_text(value)}</text>')
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str, *, width: float = 1.0,
+             extra: str = "") -> None:
+        self.parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{stroke}" '
+                          f'stroke-width="{width:g}"{extra}/>')
+
+    def rect(self, x: float, y: float, width: float, height: float, fill: str, *, extra: str = "",
+             tooltip: str | None = None) -> None:
+        body = f'x="{x:.1f}" y="{y:.1f}" width="{max(width, 0.0):.1f}" height="{max(height, 0.0):.1f}" fill="{fill}"{extra}'
+        self.parts.append(f"<rect {body}><title>{_text(tooltip)}</title></rect>" if tooltip is not None
+                          else f"<rect {body}/>")
+
+    def path(self, d: str, *, stroke: str = "none", fill: str = "none", width: float = 1.0, extra: str = "") -> None:
+        if d:
+            self.parts.append(f'<path d="{d}" fill="{fill}" stroke="{stroke}" stroke-width="{width:g}"{extra}/>')
+
+    def legend(self, entries: Sequence[tuple[str, str, str]], left: float, top: float, *, columns: int = 1,
+               column_width: float | None = None) -> None:
+        """``entries``: (label, colour, mark) with mark ``line``, ``box`` or ``dot``; ``columns`` side by side."""
+        width = column_width or 30 + 6.2 * max((len(label) for label, _, _ in entries), default=0)
+        for i, (label, colour, mark) in enumerate(entries):
+            x, y = left + (i % columns) * width, top + (i // columns) * 14
+            if mark == "box":
+                self.rect(x, y - 5, 14, 9, colour)
+            elif mark == "dot":
+                self.add(f'<circle cx="{x + 7:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
+            else:
+                self.line(x, y, x + 16, y, colour, width=1.6)
+            self.text(x + 20, y + 3.5, label, size=10)
+
+    def svg(self) -> str:
+        return "".join([*self.parts, "</svg>"])
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About ``count`` round ticks (1, 2, 2.5 or 5 × 10^k apart) from the last at or under ``low``
+    to the first at or over ``high``: an axis ending on its last tick shows every value."""
+    if not high > low:
+        high = low + 1.0
+    raw = (high - low) / max(count, 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.floor(low / step + 1e-9)
+    last = math.ceil(high / step - 1e-9)
+    return [round(i * step, 10) for i in range(first, last + 1)]
+
+
+def scale(low: float, high: float, out_low: float, out_high: float) -> Any:
+    """The linear map [low, high] -> [out_low, out_high] (a degenerate range maps to its middle)."""
+    span = high - low
+
+    def at(value: float) -> float:
+        if span == 0:
+            return (out_low + out_high) / 2
+        return out_low + (out_high - out_low) * (value - low) / span
+
+    return at
+
+
+def number(value: float) -> str:
+    """A tick label: thousands separated, no needless decimals."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}".rstrip("0").rstrip(".")

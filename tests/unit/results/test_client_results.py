@@ -3,6 +3,7 @@ timeline of a scenario iteration derived from its history and drawn."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,14 @@ from common.errors import UsageError
 from results import plots
 from results.gates import latency_failures, parse_latency_limit
 from results.html import render_html
+from results.svg import FALLBACK_COLOURS
 from results.timeline import timeline_of, timelines
 from scenarios.clientops import ClientOps, FailedSend, Poll
 from scenarios.delivery import Ack
 from scenarios.history import HistoryWriter, ScenarioFinished
 from tests.unit.scenarios.histories import RUN, T0, hard_kill_step
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def test_client_phases_are_gated() -> None:
@@ -44,8 +48,16 @@ def test_a_timeline_holds_steps_leaders_rates_and_latency() -> None:
     assert sum(n for _, n in t.acks_per_s) == 20 and t.acks_per_s[0] == (0.0, 5)
     assert t.errors_per_s == ((3.0, 1),)
     assert len(t.e2e_ms) == 20 and all(round(ms) == 60 for _, ms in t.e2e_ms)
-    png = plots.timeline(t)
-    assert png.startswith(b"\x89PNG")
+    root = ET.fromstring(plots.timeline(t))  # SVG, well-formed as the HTML embeds it
+    paths = [p for p in root.iter(f"{SVG}path")]
+    leader = [p.get("d") for p in paths if p.get("stroke") == FALLBACK_COLOURS[0]]
+    assert len(leader) == 1 and "V" in leader[0]  # the leader's step line changes level once at least
+    assert any(p.get("stroke") == "#55A868" for p in paths)  # acks/s
+    assert sum(r.get("fill") == "#C44E52" for r in root.iter(f"{SVG}rect")) == 2  # one failed send, its legend key
+    e2e = next(p.get("d") for p in paths if p.get("fill") == "#4C72B0")
+    assert e2e.count("M") == 20  # one mark per polled message
+    texts = [x.text for x in root.iter(f"{SVG}text")]
+    assert f"Timeline — {t.title}" in texts and "hard_kill" in texts
 
 
 def test_timelines_pick_the_failing_iterations_and_the_html_shows_them(tmp_path: Path) -> None:
@@ -60,4 +72,4 @@ def test_timelines_pick_the_failing_iterations_and_the_html_shows_them(tmp_path:
                "pass_rates": [], "latency": [], "latency_by_partitions": [], "latency_by_session_timeout": [],
                "trend_by_day": [], "trend_by_run": [], "failing_checks": [], "failing_checks_total": 0}
     page = render_html(summary, {"timelines": [(chosen.title, plots.timeline(chosen))]})
-    assert "<h2>Timelines</h2>" in page and f"Timeline of {chosen.title}" in page
+    assert "<h2>Timelines</h2>" in page and f'aria-label="Timeline — {chosen.title}"' in page

@@ -1,9 +1,10 @@
-"""Terminal table, HTML page, PNG plots and SVG charts from a summary document (no Spark)."""
+"""Terminal table, HTML page and SVG charts from a summary document (no Spark)."""
 
 from __future__ import annotations
 
 import base64
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 from results import plots, svg
@@ -80,15 +81,31 @@ def test_terminal_table_of_an_empty_report():
     assert "0 records" in text and "pass rate –" in text and "CI gate" not in text
 
 
-def test_plots_are_pngs_or_none_without_data():
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_plots_are_svg_or_none_without_data():
     document = summary_document()
-    assert plots.leader_switch_breakdown(document["latency"]).startswith(PNG_MAGIC)
-    assert plots.pass_rate_over_time(document["trend_by_day"], document["trend_by_run"]).startswith(PNG_MAGIC)
+    breakdown = ET.fromstring(plots.leader_switch_breakdown(document["latency"]))  # well-formed, embeddable
+    bars = [r for r in breakdown.iter(f"{SVG}rect") if r.get("fill") in plots.PHASE_COLOURS.values()
+            and r.find(f"{SVG}title") is not None]
+    assert [b.get("fill") for b in bars] == [plots.PHASE_COLOURS[p] for p in plots.CUMULATIVE_PHASES]
+    widths = [float(b.get("width")) for b in bars]  # detection ends at its median, each phase adds its part
+    assert widths[0] > 50 * widths[1] > 0 and widths[1] < widths[2] < widths[3]
+    texts = [t.text for t in breakdown.iter(f"{SVG}text")]
+    assert "hard_kill" in texts and any(t and t.endswith(" ms") for t in texts)
+    trend = ET.fromstring(plots.pass_rate_over_time(document["trend_by_day"], document["trend_by_run"]))
+    assert trend.find(f"{SVG}circle") is not None and "pass rate %" in [t.text for t in trend.iter(f"{SVG}text")]
     assert plots.leader_switch_breakdown([]) is None
     assert plots.pass_rate_over_time([], []) is None
+    assert "matplotlib" not in sys.modules  # the report draws without it
 
 
-SVG = "{http://www.w3.org/2000/svg}"
+def test_nice_ticks_cover_the_range_with_round_steps():
+    assert svg.nice_ticks(0, 700, 4) == [0, 200, 400, 600, 800]
+    assert svg.nice_ticks(0, 5214) == [0, 2000, 4000, 6000]
+    assert svg.nice_ticks(95.0, 100.0) == [95, 96, 97, 98, 99, 100]
+    assert svg.nice_ticks(3, 3) == [3, 3.2, 3.4, 3.6, 3.8, 4]  # an empty range gets a unit's width
 
 
 def test_latency_distributions_are_svg_step_lines_on_a_log_axis():
@@ -124,13 +141,14 @@ def test_latency_distributions_are_svg_step_lines_on_a_log_axis():
 
 
 def test_html_is_self_contained_and_escaped():
-    png = plots.leader_switch_breakdown(summary_document()["latency"])
+    breakdown = plots.leader_switch_breakdown(summary_document()["latency"])
     chart = svg.latency_distributions(summary_document()["latency_histogram"], summary_document()["latency"])
-    page = render_html(summary_document(), {"latency": chart, "breakdown": png, "trend": None})
+    png = PNG_MAGIC + b"any bytes"  # a PNG given as bytes is still embedded as a data URI
+    page = render_html(summary_document(), {"latency": chart, "breakdown": breakdown, "trend": None, "heatmap": png})
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(embedded) == 1 and base64.b64decode(embedded[0]) == png
-    assert page.count("<svg ") == 1 and chart["hard_kill"] in page
+    assert page.count("<svg ") == 2 and chart["hard_kill"] in page and breakdown in page
     assert not re.search(r'(src|href)="(?!data:|#)', page)  # nothing fetched from elsewhere (in-page links only)
     assert "leader &lt;1&gt; != 2" in page and "<1>" not in page
     assert "CI gate FAILED" in page and "Failing checks" in page and "r1" in page
@@ -151,8 +169,14 @@ def test_the_heatmap_draws_any_number_of_cells() -> None:
     assert pass_rate_heatmap([]) is None
     rows = [{"scenario": f"s{i}", "check": f"c{j}", "passed": (i + j) % 3, "failed": int(i == j), "unknown": 0}
             for i in range(30) for j in range(20)]
-    png = pass_rate_heatmap(rows)
-    assert png is not None and png.startswith(b"\x89PNG")
+    chart = pass_rate_heatmap(rows)
+    assert chart is not None
+    cells = [r for r in ET.fromstring(chart).iter(f"{SVG}rect") if r.get("width") == "17.0"]
+    assert len(cells) == 30 * 20
+    tips = [r.find(f"{SVG}title").text for r in cells if r.find(f"{SVG}title") is not None]
+    assert "s0 × c0: 0 passed, 1 failed, 0 unknown" in tips  # every checked cell says its counts
+    colours = {r.get("fill") for r in cells}
+    assert "#d91a1a" in colours and "#4db04f" in colours  # all failed: the deepest red; all passed: green
 
 
 def test_the_controller_table_shows_each_fault_and_older_summaries_render_without_it():
