@@ -12,7 +12,9 @@ namespace.  Layout:
 - two listeners per broker: ``INTERNAL`` (port 9092, advertised as ``broker-N:9092``) carries
   inter-broker traffic over the network, ``EXTERNAL`` (port 9094) is published on
   ``127.0.0.1:<host port>`` and advertised as exactly that, for clients on the host.  Docker only
-  tells a mapped port after start, so host ports are picked up front and bound explicitly;
+  tells a mapped port after start, so host ports are picked up front and bound explicitly.
+  ``ClusterConfig(control_plane_listener=True)`` adds KIP-291's ``CONTROL_PLANE`` (port 9093,
+  ``broker-N:9093``, not published), which the controller's requests arrive on;
 - each ZooKeeper server's 2181 is published on ``127.0.0.1`` too, for the observer and for
   ``srvr`` (who leads: :mod:`harness.containers.ensemble`).
 

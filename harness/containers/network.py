@@ -14,11 +14,13 @@ A container's namespace dies with its process, so a restarted broker comes back 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.errors import HarnessError
 
@@ -167,6 +169,45 @@ class NamespaceShaper:
         if check and done.returncode != 0:
             raise HarnessError(f"{self.name}: {' '.join(argv)} failed: {done.stderr.strip() or done.returncode}")
         return done.returncode
+
+
+ESTABLISHED = "01"  # the ``st`` column of /proc/net/tcp (include/net/tcp_states.h TCP_ESTABLISHED)
+
+
+def _proc_address(field: str) -> tuple[str, int]:
+    """``0100007F:2385`` (tcp) or a 32-digit IPv6 (tcp6) as (address, port); the kernel prints
+    each 32-bit word in host (little-endian) order.  An IPv4-mapped IPv6 address (a JVM's
+    dual-stack socket) is given as its IPv4 address."""
+    address, port = field.split(":")
+    raw = b"".join(bytes.fromhex(address[i:i + 8])[::-1] for i in range(0, len(address), 8))
+    ip = ipaddress.ip_address(raw)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip), int(port, 16)
+
+
+def established_from(tables: Iterable[str], local_port: int) -> set[str]:
+    """Pure: the remote addresses of the ESTABLISHED connections to ``local_port`` in the given
+    ``/proc/<pid>/net/tcp`` and ``tcp6`` texts."""
+    found = set()
+    for text in tables:
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == ESTABLISHED and _proc_address(fields[1])[1] == local_port:
+                found.add(_proc_address(fields[2])[0])
+    return found
+
+
+def established_connections(pid: int, local_port: int) -> set[str]:
+    """Who is connected to ``local_port`` in the network namespace of process ``pid`` (a
+    container's, read from the host: root), by remote address."""
+    tables = []
+    for name in ("tcp", "tcp6"):
+        try:
+            tables.append(Path(f"/proc/{pid}/net/{name}").read_text())
+        except OSError:
+            continue
+    return established_from(tables, local_port)
 
 
 def check_partition_tools() -> None:

@@ -13,7 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from common.errors import HarnessError
-from harness.config import ClusterConfig, broker_properties, render_properties, zookeeper_properties
+from harness.config import (
+    CONTROL_PLANE_LISTENER,
+    ClusterConfig,
+    broker_properties,
+    render_properties,
+    zookeeper_properties,
+)
 from harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, METRICS_AGENT, METRICS_CONFIG
 from harness.jmx_exporter import agent_option
 from harness.node_logs import JVM_TIMEZONE_FLAG
@@ -32,6 +38,7 @@ ZOOKEEPER_PORT = 2181
 QUORUM_PORT = 2888
 ELECTION_PORT = 3888
 INTERNAL_PORT = 9092
+CONTROL_PLANE_PORT = 9093  # KIP-291's listener (ClusterConfig.control_plane_listener), network only
 EXTERNAL_PORT = 9094
 METRICS_PORT = 9404  # the JMX exporter agent's /metrics (harness.metrics), published on loopback
 BROKER_CONFIG = f"{KAFKA_HOME}/config/server.properties"
@@ -98,10 +105,24 @@ def node_address(subnet: ipaddress.IPv4Network, node_index: int) -> str:
     return str(subnet.network_address + host)
 
 
-def broker_listeners(broker_id: int, external_host_port: int) -> dict[str, str]:
-    """Listener name -> advertised ``host:port`` (each binds 0.0.0.0 on its container port)."""
-    return {"INTERNAL": f"{broker_alias(broker_id)}:{INTERNAL_PORT}",
-            "EXTERNAL": f"127.0.0.1:{external_host_port}"}
+def broker_listeners(broker_id: int, external_host_port: int, control_plane: bool = False) -> dict[str, str]:
+    """Listener name -> advertised ``host:port`` (each binds 0.0.0.0 on its container port:
+    :func:`bind_listeners`).  With ``control_plane`` also KIP-291's ``CONTROL_PLANE``, advertised
+    at the container's name on the run network like ``INTERNAL``: only the controller connects to
+    it (``ControllerChannelManager.addNewBroker``), from its own container, so it is not published."""
+    listeners = {"INTERNAL": f"{broker_alias(broker_id)}:{INTERNAL_PORT}",
+                 "EXTERNAL": f"127.0.0.1:{external_host_port}"}
+    if control_plane:
+        listeners[CONTROL_PLANE_LISTENER] = f"{broker_alias(broker_id)}:{CONTROL_PLANE_PORT}"
+    return listeners
+
+
+def bind_listeners(control_plane: bool = False) -> dict[str, str]:
+    """Where each listener of :func:`broker_listeners` binds inside the container."""
+    bind = {"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"}
+    if control_plane:
+        bind[CONTROL_PLANE_LISTENER] = f"0.0.0.0:{CONTROL_PLANE_PORT}"
+    return bind
 
 
 def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str) -> list[str]:
@@ -250,12 +271,14 @@ class NodeStarter:
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int,
                      metrics_host_port: int | None = None) -> Container:
         # Only the listeners differ from the local launcher: INTERNAL (first, so inter-broker)
-        # on the Docker network, EXTERNAL published on the host's loopback.
+        # on the Docker network, EXTERNAL published on the host's loopback, and CONTROL_PLANE (when
+        # asked) on the network.  Cuts select peers by address, so they cover it as they are.
+        planes = config.control_plane_listener
         properties = broker_properties(
             config, broker_id,
             zookeeper_connect=zookeeper_connect_string(config.zookeepers),
-            listeners=broker_listeners(broker_id, host_port),
-            bind_listeners={"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"},
+            listeners=broker_listeners(broker_id, host_port, planes),
+            bind_listeners=bind_listeners(planes),
             log_dir=BROKER_DATA_DIR)
         agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics_host_port else []
         published = {EXTERNAL_PORT: host_port, **({METRICS_PORT: metrics_host_port} if metrics_host_port else {})}

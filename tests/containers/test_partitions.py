@@ -1,20 +1,24 @@
 """Network partitions on the containers launcher, checked at the harness level against what
-ZooKeeper and the brokers show (the scenarios built on them live in scenarios/)."""
+ZooKeeper and the brokers show (the scenarios built on them live in scenarios/).  The cluster has
+KIP-291's control-plane listener: the cuts select peers by address, so they cover it too."""
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
+from common.waits import wait_until
 from harness.config import REPLICA_LAG_TIME_MAX_MS, ClusterConfig, tick_time_ms
 from harness.metadata import MetadataError, broker_view, create_topic, fetch_metadata
 from harness.observer import ZkObserver
 from tests.containers.conftest import assert_nothing_left
 
 # A follower leaves the ISR after 3 s without fetching (Partition.getOutOfSyncReplicas).
-CONFIG = ClusterConfig(brokers=3, cluster_overrides={REPLICA_LAG_TIME_MAX_MS: "3000"})
+CONFIG = ClusterConfig(brokers=3, cluster_overrides={REPLICA_LAG_TIME_MAX_MS: "3000"}, control_plane_listener=True)
 TOPIC = "partitioned"
 
 
@@ -121,3 +125,34 @@ def test_cut_from_everyone_loses_leadership(cluster, observer, roles) -> None:  
     cluster.heal_network()
     observer.wait_until(lambda s: leader in s.live_brokers and leader in s.partition(TOPIC, 0).isr,
                         timeout=60, description=f"broker {leader} to come back into the ISR")
+
+
+def test_the_controllers_requests_arrive_on_control_plane_and_a_peer_cut_holds_them_back(cluster, observer) -> None:  # type: ignore[no-untyped-def]
+    """The controller's connection to every other broker is to its CONTROL_PLANE port (9093 in
+    the broker's namespace, from the controller's address: ControllerChannelManager.addNewBroker);
+    the controller cut from its peers (by address) sends a new topic's LeaderAndIsr in vain — the
+    peer creates no log for it — until healed.  ~5 s on the module's cluster."""
+    from harness.containers.network import established_connections
+    from harness.containers.nodes import BROKER_DATA_DIR, CONTROL_PLANE_PORT, container_pid
+
+    controller = observer.snapshot().controller
+    peers = [b for b in cluster.broker_ids if b != controller]
+    controller_address = cluster._address(cluster._broker(controller))
+    pids = {peer: container_pid(cluster._broker(peer)) for peer in peers}
+    wait_until(lambda: all(established_connections(pids[p], CONTROL_PLANE_PORT) == {controller_address}
+                           for p in peers), timeout=60, interval=0.2,
+               description=f"controller {controller}'s connections on every peer's CONTROL_PLANE port")
+    peer, topic = peers[0], "control-plane-cut"
+    partition_log = f"/proc/{pids[peer]}/root{BROKER_DATA_DIR}/{topic}-0"
+    cluster.isolate(controller, from_zookeeper=False, from_brokers=True)
+    try:  # through the controller's client link, not cut; it writes the topic to ZooKeeper itself
+        create_topic(cluster.endpoint(controller).bootstrap, topic, {0: [peer]})
+        with ZkObserver(cluster.zookeeper_connect, topics=[topic]) as topic_observer:
+            topic_observer.wait_until(lambda s: s.has_topic(topic) and s.partition(topic, 0).leader == peer,
+                                      timeout=60, description=f"the controller to elect {peer} for {topic}-0")
+        time.sleep(2.0)  # uncut, the LeaderAndIsr that follows the election arrives within milliseconds
+        assert not os.path.exists(partition_log), "the LeaderAndIsr went through the cut"
+    finally:
+        cluster.heal_network()
+    wait_until(lambda: os.path.exists(partition_log), timeout=60, interval=0.2,
+               description=f"broker {peer} to create {topic}-0 once healed")

@@ -108,6 +108,20 @@ def test_container_listeners_inter_broker_on_the_network_clients_on_loopback() -
     assert props["inter.broker.listener.name"] == "INTERNAL"
 
 
+def test_a_control_plane_listener_is_a_third_listener_on_the_network_only() -> None:
+    from harness.containers.nodes import bind_listeners
+
+    props = broker_properties(ClusterConfig(brokers=3, control_plane_listener=True), 2,
+                              zookeeper_connect="zookeeper:2181", listeners=broker_listeners(2, 40002, True),
+                              bind_listeners=bind_listeners(True), log_dir="/var/lib/kafka/data")
+    assert props["advertised.listeners"] == ("INTERNAL://broker-2:9092,EXTERNAL://127.0.0.1:40002,"
+                                             "CONTROL_PLANE://broker-2:9093")
+    assert props["listeners"] == "INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:9094,CONTROL_PLANE://0.0.0.0:9093"
+    assert props["control.plane.listener.name"] == "CONTROL_PLANE"
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+    assert "CONTROL_PLANE" not in broker_listeners(2, 40002) and "CONTROL_PLANE" not in bind_listeners()
+
+
 def test_unknown_backend_is_a_usage_error() -> None:
     assert resolve_backend("local") == "local"
     with pytest.raises(UsageError, match="unknown backend"):
@@ -182,3 +196,17 @@ def test_a_rate_limit_is_an_htb_class_and_classify_rules_to_each_address() -> No
                                              "CLASSIFY", "--set-class", "1:2"]]
     with pytest.raises(HarnessError):
         shaper_commands(4)
+
+
+def test_established_connections_are_read_from_proc_net_tcp_of_either_family() -> None:
+    from harness.containers.network import established_from
+
+    header = "  sl  local_address rem_address   st tx_queue ...\n"
+    tcp = header + "   0: 0B00E70A:2385 0A00E70A:A1B2 01 00000000:00000000\n"  # 10.231.0.11:9093 <- .10
+    tcp6 = (header
+            # a JVM's dual-stack socket: IPv4-mapped; the LISTEN (0A) row and another port do not count
+            + "   0: 0000000000000000FFFF00000B00E70A:2385 0000000000000000FFFF00000C00E70A:C000 01 x\n"
+            + "   1: 00000000000000000000000000000000:2385 00000000000000000000000000000000:0000 0A x\n"
+            + "   2: 0000000000000000FFFF00000B00E70A:2384 0000000000000000FFFF00000D00E70A:C000 01 x\n")
+    assert established_from([tcp, tcp6], 9093) == {"10.231.0.10", "10.231.0.12"}
+    assert established_from([tcp, tcp6], 9092) == {"10.231.0.13"}
