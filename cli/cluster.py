@@ -54,6 +54,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     help="brokers reach ZooKeeper through link proxies of their own, so `cluster delay` "
                          "and `cluster cut --from zookeeper` work without root; as root their peer and "
                          "client links go through the proxies too (`cluster delay --to peers|clients`)")
+    up.add_argument("--control-plane-listener", action="store_true",
+                    help="KIP-291: each broker also listens on a CONTROL_PLANE port of its own, named by "
+                         "control.plane.listener.name, so the controller's requests get their own queue "
+                         "and handler thread (docs/kip-291.md)")
     up.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     up.add_argument("--kafka-home", default=None, metavar="DIR",
                     help="an extracted Apache Kafka tarball to run instead of the Maven download "
@@ -152,7 +156,8 @@ def cluster_up(args: argparse.Namespace) -> int:
     extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
     config = ClusterConfig(brokers=args.brokers, cluster_overrides=cluster_overrides,
                            broker_overrides=broker_overrides, zookeepers=args.zookeepers,
-                           log_dirs=args.log_dirs, link_proxies=args.link_proxies, **extra)
+                           log_dirs=args.log_dirs, link_proxies=args.link_proxies,
+                           control_plane_listener=args.control_plane_listener, **extra)
     if (state_dir / STATE_FILE).exists():
         previous = LocalCluster.attach(state_dir)
         if previous.any_running():
@@ -170,6 +175,9 @@ def cluster_up(args: argparse.Namespace) -> int:
     print(f"Kafka {cluster.kafka_version} cluster is up ({config.brokers} brokers), state in {state_dir}")
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper:         {cluster.zookeeper_connect}")
+    planes = [e.control_plane for e in map(cluster.endpoint, cluster.broker_ids) if e.control_plane]
+    if planes:
+        print(f"control plane:     {','.join(planes)} (CONTROL_PLANE: the controller's requests)")
     return 0
 
 
@@ -241,7 +249,8 @@ def _print_processes(cluster: LocalCluster, live: object) -> None:
         failed = cluster.failed_log_dirs(broker_id)
         if failed:
             state += f", log dir(s) {','.join(map(str, failed))} FAILED (`cluster repair-log-dir {broker_id}`)"
-        print(f"  {broker_id}  {endpoint.bootstrap}  pid {endpoint.pid or '-'}  {state}")
+        plane = f"  control plane {endpoint.control_plane}" if endpoint.control_plane else ""
+        print(f"  {broker_id}  {endpoint.bootstrap}{plane}  pid {endpoint.pid or '-'}  {state}")
 
 
 def _broker_id(target: str, cluster: LocalCluster) -> int:

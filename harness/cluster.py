@@ -28,6 +28,9 @@ class BrokerEndpoint:
     pid: int | None = None  # local launcher only
     container: str | None = None  # containers launcher only
     metrics_port: int | None = None  # the JMX exporter's /metrics on ``host`` (harness.metrics)
+    # KIP-291's CONTROL_PLANE listener as advertised (host:port), when the cluster has one: the
+    # controller's requests arrive there (containers: an address on the run network only)
+    control_plane: str | None = None
 
     @property
     def bootstrap(self) -> str:

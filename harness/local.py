@@ -200,8 +200,9 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
 
     def endpoint(self, broker_id: int) -> BrokerEndpoint:
         node = self._broker(broker_id)
+        plane = f"{HOST}:{node.control_plane_port}" if node.control_plane_port is not None else None
         return BrokerEndpoint(broker_id=broker_id, host=HOST, port=node.port, pid=self.broker_pid(broker_id),
-                              metrics_port=node.metrics_port)
+                              metrics_port=node.metrics_port, control_plane=plane)
 
     def broker_settings(self) -> dict[str, str]:
         return shared_broker_settings(self.config)

@@ -57,6 +57,7 @@ from harness.containers.network import (
     check_partition_tools,
 )
 from harness.containers.nodes import (
+    CONTROL_PLANE_PORT,
     NodeStarter,
     address_on,
     broker_alias,
@@ -288,9 +289,10 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         if broker_id not in self._broker_host_ports:
             raise UsageError(f"unknown broker id {broker_id}: the brokers are "
                              f"{', '.join(map(str, self.broker_ids))}")
+        plane = f"{broker_alias(broker_id)}:{CONTROL_PLANE_PORT}" if self.config.control_plane_listener else None
         return BrokerEndpoint(broker_id, "127.0.0.1", self._broker_host_ports[broker_id],
                               container=f"kafka-chaos-{self.run_id}-{broker_alias(broker_id)}",
-                              metrics_port=self._metrics_host_ports.get(broker_id))
+                              metrics_port=self._metrics_host_ports.get(broker_id), control_plane=plane)
 
     def broker_settings(self) -> dict[str, str]:
         """The properties every broker shares — the same function the local launcher uses."""

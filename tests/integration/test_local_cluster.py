@@ -212,10 +212,12 @@ def test_cli_round_trip(tmp_path: Path) -> None:
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "did you mean" in bad.stderr
     assert not (state_dir / STATE_FILE).exists()
     try:
-        up = kafka_chaos("cluster", "up", "--brokers", "2", *sd)
+        up = kafka_chaos("cluster", "up", "--brokers", "2", "--control-plane-listener", *sd)
         assert up.returncode == 0, up.stderr
         state = json.loads((state_dir / STATE_FILE).read_text())
         assert f"bootstrap servers: {state['bootstrap_servers']}" in up.stdout
+        planes = [f"127.0.0.1:{b['control_plane_port']}" for b in state["brokers"]]
+        assert state["config"]["control_plane_listener"] and f"control plane:     {','.join(planes)} " in up.stdout
         assert os.path.exists(f"/proc/{state['zookeeper_pid']}")  # outlived the command
 
         again = kafka_chaos("cluster", "up", *sd)
@@ -228,6 +230,11 @@ def test_cli_round_trip(tmp_path: Path) -> None:
         status = kafka_chaos("cluster", "status", *sd)
         assert status.returncode == 0, status.stderr
         assert "controller: " in status.stdout and "registered" in status.stdout
+        assert all(f"control plane {plane}" in status.stdout for plane in planes)
+        if partition_problem() is None:  # peer cuts of such a cluster (they used to be refused)
+            cut = kafka_chaos("cluster", "cut", "1", "--from", "peers", *sd)
+            assert cut.returncode == 0, cut.stderr
+            assert kafka_chaos("cluster", "heal", *sd).returncode == 0
 
         assert kafka_chaos("cluster", "kill", "2", *sd).returncode == 0
         assert _proc_state(state["brokers"][1]["pid"]) in (None, "Z")
