@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +64,47 @@ def assert_nothing_left(run_id: str) -> None:
     finally:
         client.close()
     assert not left, f"run {run_id} left Docker objects behind: {left}"
+
+
+SMOKE_SCENARIOS = ("leader_hard_kill", "controller_kill", "controlled_shutdown_leader",
+                   "preferred_election_after_restart", "reassign_leader_off")
+# broker_isolated_from_everyone keeps the default cluster (the smoke scenarios'); the other three
+# need a short replica.lag.time.max.ms: two clusters in all.
+PARTITION_SCENARIOS = ("broker_isolated_from_everyone", "follower_cut_from_leader", "leader_cut_from_zookeeper",
+                       "controller_cut_from_zookeeper")
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    rc: int
+    results: Path
+    records: list[Any]
+    cluster_runs: list[str]  # the run id of every cluster the run started
+
+
+@pytest.fixture(scope="session")
+def containers_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """One `kafka-chaos run --backend containers` of the smoke suite's scenarios and the
+    partition scenarios, shared by the tests that check it: a container cluster costs a start
+    per distinct set of needs, so the two groups share the default one."""
+    import harness.containers.cluster as cluster_module
+    from cli.main import main
+    from results.writer import read_records
+
+    made: list[str] = []
+    original = cluster_module.new_run_id
+
+    def recording() -> str:
+        made.append(original())
+        return made[-1]
+
+    cluster_module.new_run_id = recording  # session scope: no monkeypatch fixture here
+    results = tmp_path_factory.mktemp("containers-run") / "results"
+    try:
+        argv = ["run", "--backend", "containers", "--seed", "11", "--no-report", "--results", str(results)]
+        for name in SMOKE_SCENARIOS + PARTITION_SCENARIOS:
+            argv += ["--scenario", name]
+        rc = main(argv)
+    finally:
+        cluster_module.new_run_id = original
+    return SuiteRun(rc, results, read_records(results).records, made)

@@ -1,5 +1,6 @@
-"""The network-partition scenarios through `kafka-chaos run --backend containers`: they pass, record
-the documented rule checks and the client windows, and leave no container or network behind."""
+"""The network-partition scenarios through `kafka-chaos run --backend containers` (the session's
+shared run with the smoke suite, tests/containers/conftest.py): they pass, record the documented
+rule checks and the client windows, and leave no container or network behind."""
 
 from __future__ import annotations
 
@@ -10,59 +11,31 @@ import pytest
 
 from cli.main import main
 from results.writer import read_records
-from tests.containers.conftest import assert_nothing_left
-
-SCENARIOS = ("follower_cut_from_leader", "leader_cut_from_zookeeper", "controller_cut_from_zookeeper",
-             "broker_isolated_from_everyone")
+from tests.containers.conftest import PARTITION_SCENARIOS, SMOKE_SCENARIOS, SuiteRun, assert_nothing_left
 
 
-@pytest.fixture(scope="module")
-def partition_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[type-arg]
-    """One `kafka-chaos run` of every partition scenario (two clusters: the peer cut needs a short
-    replica.lag.time.max.ms, the cut from everyone must keep the default)."""
-    import harness.containers.cluster as cluster_module
-
-    made: list[str] = []
-    original = cluster_module.new_run_id
-
-    def recording() -> str:
-        made.append(original())
-        return made[-1]
-
-    cluster_module.new_run_id = recording  # module scope: no function-scoped monkeypatch here
-    results = tmp_path_factory.mktemp("partition-scenarios") / "results"
-    try:
-        argv = ["run", "--backend", "containers", "--seed", "11", "--no-report", "--results", str(results)]
-        for name in SCENARIOS:
-            argv += ["--scenario", name]
-        rc = main(argv)
-    finally:
-        cluster_module.new_run_id = original
-    return {"rc": rc, "results": results, "records": read_records(results).records, "cluster_runs": made}
-
-
-def records_of(run: dict, scenario: str, **where: object) -> list:  # type: ignore[type-arg]
-    return [r for r in run["records"] if r.scenario == scenario
+def records_of(run: SuiteRun, scenario: str, **where: object) -> list:  # type: ignore[type-arg]
+    return [r for r in run.records if r.scenario == scenario
             and all(getattr(r, k) == v for k, v in where.items())]
 
 
-def test_every_partition_scenario_passes_and_leaves_nothing(partition_run: dict) -> None:  # type: ignore[type-arg]
-    failed = [(r.scenario, r.check, r.topic, r.partition, r.detail) for r in partition_run["records"]
+def test_every_scenario_passes_and_leaves_nothing(containers_run: SuiteRun) -> None:
+    failed = [(r.scenario, r.check, r.topic, r.partition, r.detail) for r in containers_run.records
               if r.kind == "check" and r.passed is not True]
-    assert partition_run["rc"] == 0, failed
-    assert {r.scenario for r in partition_run["records"]} == set(SCENARIOS)
-    info = json.loads((partition_run["results"] / "run.json").read_text())
+    assert containers_run.rc == 0, failed
+    assert {r.scenario for r in containers_run.records} == set(SMOKE_SCENARIOS + PARTITION_SCENARIOS)
+    info = json.loads((containers_run.results / "run.json").read_text())
     assert info["passed"] is True and info["backend"] == "containers"
-    assert len(partition_run["cluster_runs"]) == 2, "one cluster per distinct cluster needs"
-    for run_id in partition_run["cluster_runs"]:
+    assert len(containers_run.cluster_runs) == 2, "one cluster per distinct cluster needs"
+    for run_id in containers_run.cluster_runs:
         assert_nothing_left(run_id)
 
 
 def test_follower_cut_from_its_peers_shrinks_then_expands_the_isr_by_the_documented_rule(
-        partition_run: dict) -> None:  # type: ignore[type-arg]
+        containers_run: SuiteRun) -> None:
     name = "follower_cut_from_leader"
-    shrinks = records_of(partition_run, name, check="rule_leader_isr_shrink")
-    expands = records_of(partition_run, name, check="rule_leader_isr_expand")
+    shrinks = records_of(containers_run, name, check="rule_leader_isr_shrink")
+    expands = records_of(containers_run, name, check="rule_leader_isr_expand")
     # r has 3 partitions with RF 3: the cut follower follows two of them and leads the third
     assert len(shrinks) == 2 and all(r.passed is True for r in shrinks)
     assert {(r.topic, r.partition) for r in expands} == {(r.topic, r.partition) for r in shrinks}
@@ -71,7 +44,7 @@ def test_follower_cut_from_its_peers_shrinks_then_expands_the_isr_by_the_documen
         assert r.observed["leader"] == r.expected["leader"]
         assert r.observed["leader_epoch"] == r.expected["leader_epoch"]
         assert len(r.observed["isr"]) == 2
-    windows = records_of(partition_run, name, check="client_window", fault="network_partition/peers")
+    windows = records_of(containers_run, name, check="client_window", fault="network_partition/peers")
     assert len(windows) == 3
     stalled = [w for w in windows if w.observed["stalled_at_end"]]
     # the partition the cut broker leads cannot commit acks=all: it stalls until the heal ...
@@ -81,17 +54,17 @@ def test_follower_cut_from_its_peers_shrinks_then_expands_the_isr_by_the_documen
     for w in windows:
         if w not in stalled:
             assert w.latency_ms["client_gap"] is not None and w.timestamps["isr_change"] >= w.timestamps["fault"]
-    healed = records_of(partition_run, name, check="client_window", fault="network_partition/heal",
+    healed = records_of(containers_run, name, check="client_window", fault="network_partition/heal",
                         partition=stalled[0].partition)
     assert len(healed) == 1 and healed[0].latency_ms["first_produce"] is not None
 
 
 def test_a_leader_cut_from_zookeeper_loses_its_partitions_and_clients_see_it_later(
-        partition_run: dict) -> None:  # type: ignore[type-arg]
+        containers_run: SuiteRun) -> None:
     for name, fault in (("leader_cut_from_zookeeper", "network_partition/zookeeper"),
                         ("controller_cut_from_zookeeper", "network_partition/zookeeper"),
                         ("broker_isolated_from_everyone", "network_partition/everyone")):
-        switches = records_of(partition_run, name, check="latency", fault=fault)
+        switches = records_of(containers_run, name, check="latency", fault=fault)
         assert len(switches) == 2, f"{name}: every broker leads two partitions of t"
         for r in switches:
             ms = r.latency_ms
@@ -99,15 +72,15 @@ def test_a_leader_cut_from_zookeeper_loses_its_partitions_and_clients_see_it_lat
             assert ms["first_produce"] is not None, f"{name}: clients found the new leader of {r.partition}"
             # the cluster moved the leader first, the client saw its first ack from it later
             assert r.timestamps["election"] <= r.timestamps["first_produce"]
-        assert records_of(partition_run, name, check="client_window", fault="network_partition/heal")
+        assert records_of(containers_run, name, check="client_window", fault="network_partition/heal")
 
 
-def test_controller_cut_from_zookeeper_is_replaced_by_exactly_one_other(partition_run: dict) -> None:  # type: ignore[type-arg]
+def test_controller_cut_from_zookeeper_is_replaced_by_exactly_one_other(containers_run: SuiteRun) -> None:
     name = "controller_cut_from_zookeeper"
-    [cut] = records_of(partition_run, name, check="single_controller", fault="network_partition/zookeeper")
+    [cut] = records_of(containers_run, name, check="single_controller", fault="network_partition/zookeeper")
     cut_broker = int(cut.target.split()[1])  # "broker N (controller)"
     assert cut.passed is True and cut.observed["zk"] not in (None, cut_broker)
-    [healed] = records_of(partition_run, name, check="single_controller", fault="network_partition/heal")
+    [healed] = records_of(containers_run, name, check="single_controller", fault="network_partition/heal")
     assert healed.passed is True and healed.observed["zk"] == cut.observed["zk"], "no controller move on heal"
 
 

@@ -1,28 +1,28 @@
-"""The `smoke` chaos suite on the containers launcher, and nothing of it left afterwards."""
+"""The `smoke` chaos suite on the containers launcher, and nothing of it left afterwards (its
+scenarios run in the session's shared containers run, tests/containers/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from cli.main import main
-from results.writer import read_records
 from scenarios.catalogue import suite
+from tests.containers.conftest import SMOKE_SCENARIOS, SuiteRun
 
 
-def test_smoke_suite_passes_on_containers_and_leaves_nothing(kafka_image: str, tmp_path: Path) -> None:
+def test_the_shared_run_holds_the_whole_smoke_suite() -> None:
+    assert set(SMOKE_SCENARIOS) == {s.name for s in suite("smoke")}, "update SMOKE_SCENARIOS"
+
+
+def test_smoke_suite_passes_on_containers_and_leaves_nothing(containers_run: SuiteRun) -> None:
     from harness.containers.image import docker_client
     from harness.containers.labels import OWNER_LABEL, current_owner
 
-    results = tmp_path / "results"
-    rc = main(["run", "--suite", "smoke", "--backend", "containers", "--seed", "7",
-               "--results", str(results), "--no-report"])
-    read = read_records(results)
-    failed = [(r.scenario, r.check, r.detail) for r in read.records if r.kind == "check" and r.passed is not True]
-    assert rc == 0, failed
-    assert {r.scenario for r in read.records} == {s.name for s in suite("smoke")}
-    info = json.loads((results / "run.json").read_text())
-    assert info["backend"] == "containers" and info["passed"] is True
+    smoke = [r for r in containers_run.records if r.scenario in SMOKE_SCENARIOS]
+    failed = [(r.scenario, r.check, r.detail) for r in smoke if r.kind == "check" and r.passed is not True]
+    assert not failed
+    assert {r.scenario for r in smoke} == set(SMOKE_SCENARIOS)
+    info = json.loads((containers_run.results / "run.json").read_text())
+    assert info["backend"] == "containers"
     client = docker_client()
     mine = {"label": f"{OWNER_LABEL}={current_owner()}"}
     left = [c.name for c in client.containers.list(all=True, filters=mine)] + \
