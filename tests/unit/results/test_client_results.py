@@ -73,3 +73,20 @@ def test_timelines_pick_the_failing_iterations_and_the_html_shows_them(tmp_path:
                "trend_by_day": [], "trend_by_run": [], "failing_checks": [], "failing_checks_total": 0}
     page = render_html(summary, {"timelines": [(chosen.title, plots.timeline(chosen))]})
     assert "<h2>Timelines</h2>" in page and f'aria-label="Timeline — {chosen.title}"' in page
+
+
+def test_damaged_history_lines_are_skipped_and_only_drawn_iterations_parsed(tmp_path: Path) -> None:
+    from results.timeline import load_histories
+
+    writer = HistoryWriter(tmp_path)
+    for obs in _scenario():
+        writer.append(obs)
+    writer.close()
+    with open(tmp_path / "history.jsonl", "a", encoding="utf-8") as out:
+        out.write('{"run": {"run_id": "x", "scenario": "s", "iteration": 0}, "type": "nonsense"}\n')  # JSON, no observation
+        out.write('{"history_version": 2, "run": {"run_id"\n')  # cut mid-line
+    (groups,) = load_histories([tmp_path])
+    key = (RUN.run_id, RUN.scenario, RUN.iteration)
+    assert list(groups) == [key, ("x", "s", 0)] and all(isinstance(line, str) for line in groups[key])
+    (chosen,) = timelines([tmp_path], {key})  # the group of the unreadable line draws nothing
+    assert chosen.failed and chosen.steps == (("step 1/1 hard_kill", 0.5, 7.0),)
