@@ -81,26 +81,37 @@ def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_
 
 
 def one_run_report(root: Path, run_dir: Path, out: Path) -> tuple[float, dict[str, float]]:
-    """Wall time of ``kafka-chaos report RUN_DIR`` in a fresh process of ``root``'s code."""
+    """Wall time of ``kafka-chaos report RUN_DIR`` in a fresh process of ``root``'s code, and the
+    CPU seconds of its process tree: the report's Python process and, apart, the Spark driver JVM
+    (``RUSAGE_CHILDREN`` would miss the JVM, which pyspark does not wait for)."""
+    import psutil
+
     env = dict(os.environ, PYTHONPATH=str(root))
-    started, cpu_before = time.monotonic(), _children_cpu_s()
-    done = subprocess.run([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=1800)
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out)],
+                            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    cpu: dict[int, tuple[str, float]] = {}
+    tree = psutil.Process(proc.pid)
+    while proc.poll() is None and time.monotonic() - started < 1800:
+        try:
+            members = [tree, *tree.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            break
+        for member in members:
+            try:
+                times = member.cpu_times()
+                cpu[member.pid] = (member.name(), times.user + times.system)
+            except psutil.Error:
+                pass
+        time.sleep(0.2)
+    stderr = proc.communicate(timeout=60)[1]
     wall_s = time.monotonic() - started
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"report failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"report failed ({proc.returncode}): {stderr.strip()[-500:]}")
     timings = json.loads((out / "summary.json").read_text()).get("timings", {})
-    return wall_s, {**timings, "cpu_s": _children_cpu_s() - cpu_before}
-
-
-def _children_cpu_s() -> float:
-    """CPU seconds (user + system) of this process's waited-for descendants: the report's Python
-    process and its Spark JVM (which the process waits for when Spark stops).  Less moved by the
-    other processes of a shared machine than wall time."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    jvm = sum(seconds for name, seconds in cpu.values() if name == "java")
+    python = sum(seconds for name, seconds in cpu.values() if name != "java")
+    return wall_s, {**timings, "cpu_s": jvm + python, "python_cpu_s": python, "jvm_cpu_s": jvm}
 
 
 def version_root(revision: str, work: Path) -> Path:
@@ -168,7 +179,8 @@ def report_figures(name: str, root: Path, run_dir: Path, out: Path) -> None:
     wall_s, timings = one_run_report(root, run_dir, out)
     shutil.rmtree(out, ignore_errors=True)
     spark_s, aggregate_s = timings.get("spark_start_s", float("nan")), timings.get("aggregate_s", float("nan"))
-    print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall, {timings['cpu_s']:.1f} s CPU in a fresh process "
+    print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall, {timings['cpu_s']:.1f} s CPU (Python "
+          f"{timings['python_cpu_s']:.1f} s, JVM {timings['jvm_cpu_s']:.1f} s) in a fresh process "
           f"(Spark start {spark_s:.1f} s, aggregate {aggregate_s:.1f} s, the rest {wall_s - spark_s - aggregate_s:.1f} s: "
           f"Python start-up and imports, Spark stop, charts, HTML); {load()}", flush=True)
 
