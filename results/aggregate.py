@@ -649,10 +649,12 @@ def latency_value_counts(samples: "DataFrame") -> "DataFrame":
 
 
 SIGNIFICANT_DIGITS = 3
-# Up to this much input (one run is ~2.5 MB of records.jsonl), the aggregation is all fixed cost:
+# Up to this much input (one run is ~2.5-3 MB of records.jsonl), the aggregation is all fixed cost:
 # Spark's code generation (janino compiling each query's Java) costs more than interpreting a
-# few thousand rows.
-SMALL_INPUT_BYTES = 64 << 20
+# few thousand rows.  Not 64 MiB: the synthetic 100k records (66 MB) fell just under it and ran
+# interpreted, 28.1 / 32.4 s wall (54 / 62 JVM CPU-s) against 25.2 / 28.8 s (48 / 55) compiled,
+# alternating at load 2-3 (issue 15 item 5).
+SMALL_INPUT_BYTES = 16 << 20
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
