@@ -111,7 +111,11 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *,
                  base_image: str | None = None, run_id: str | None = None,
-                 start_timeout: float = START_TIMEOUT_SECONDS) -> None:
+                 start_timeout: float = START_TIMEOUT_SECONDS, class_data_sharing: bool = True,
+                 metrics: bool = True) -> None:
+        """``class_data_sharing``: start the JVMs from the image's class-data archives
+        (:mod:`harness.containers.cds`, built on first use); ``metrics``: every broker runs the
+        JMX exporter agent (:mod:`harness.metrics`)."""
         self.config = config
         self.distribution = distribution
         self.base_image = base_image
@@ -130,6 +134,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._shaped: set[str] = set()  # peers rate-limited towards a degraded broker
         self._run_dir: Path | None = None
         self._destroyed = False
+        self._class_data_sharing = class_data_sharing
+        self._metrics = metrics
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -158,6 +164,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._client = docker_client()
         self.image = ensure_kafka_image(self.distribution, base_image=self.base_image,
                                         client=self._client).tag
+        with_archives = self._class_data_sharing and self._use_class_data_archives()
         teardown.register(self)  # from here on something may need removing
         servers = list(range(1, self.config.zookeepers + 1))
         brokers = self.config.broker_ids()
@@ -165,7 +172,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._zk_host_ports = dict(zip(servers, ports))
         self._broker_host_ports = dict(zip(brokers, ports[len(servers):]))
         self._metrics_host_ports = dict(zip(brokers, ports[len(servers) + len(brokers):]))
-        self._starter = NodeStarter(self.run_id, self.image, self.labels)
+        self._starter = NodeStarter(self.run_id, self.image, self.labels, class_data_sharing=with_archives)
         self._starter.create_network()
         for server_id in servers:
             self._zookeepers[server_id] = self._starter.start_zookeeper(self.config, self._zk_host_ports[server_id],
@@ -175,10 +182,24 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         for broker_id in self.config.broker_ids():
             self._brokers[broker_id] = self._starter.start_broker(self.config, broker_id,
                                                                   self._broker_host_ports[broker_id],
-                                                                  self._metrics_host_ports[broker_id])
+                                                                  self._metrics_host_ports[broker_id]
+                                                                  if self._metrics else None)
         self._wait_brokers_ready(self.broker_ids, time.monotonic() + self.start_timeout)
         log.info("container cluster %s ready in %.1f s: bootstrap %s, ZooKeeper %s", self.run_id,
                  time.monotonic() - began, self.bootstrap_servers, self.zookeeper_connect)
+
+    def _use_class_data_archives(self) -> bool:
+        """Switch ``self.image`` to its class-data layer (built once, before this run's containers:
+        one cluster at a time); False when it could not be made."""
+        from harness.containers.cds import ensure_cds_image  # it starts a ContainerCluster itself
+
+        assert self.image is not None and self._client is not None
+        cds = ensure_cds_image(self.distribution, self.image, self.config, base_image=self.base_image,
+                               client=self._client)
+        if cds is None:
+            return False
+        self.image = cds
+        return True
 
     def destroy(self) -> None:
         """Remove every container and the network of this run, and the local log dir. Idempotent."""
@@ -259,9 +280,9 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
             raise HarnessError(f"{node} container exited; log: {self._tail(node)}")
 
     def _tail(self, node: str) -> str:
-        return log_tail(self._node_containers().get(node))
+        return log_tail(self.node_containers().get(node))
 
-    def _node_containers(self) -> dict[str, Container]:
+    def node_containers(self) -> dict[str, Container]:
         """Every node's container by node name (``zookeeper[-N]``, ``broker-N``)."""
         nodes = {zookeeper_alias(z, len(self._zookeepers)): c for z, c in sorted(self._zookeepers.items())}
         nodes.update({broker_alias(b): c for b, c in sorted(self._brokers.items())})
@@ -306,7 +327,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         if self._run_dir is None:
             self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-"))
         files = {}
-        for node, container in self._node_containers().items():
+        for node, container in self.node_containers().items():
             path = self._run_dir / f"{node}.log"
             path.write_bytes(container.logs(stdout=True, stderr=True))
             files[node] = path

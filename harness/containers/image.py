@@ -1,6 +1,6 @@
 """The Kafka image both container roles (ZooKeeper and broker) run, built with no registry.
 
-Two layers, each tagged by a hash of what went into it and reused when the tag exists:
+Two layers (a third, the class-data archives, is :mod:`harness.containers.cds`), each tagged by a hash of what went into it and reused when the tag exists:
 
 1. ``kafka-chaos-jre:<hash>`` — a JRE root filesystem assembled from Debian packages
    (``apt-get download`` + ``dpkg -x`` of openjdk-17-jre-headless and its dependency closure)
@@ -47,7 +47,8 @@ LOG4J_CONFIG = f"{KAFKA_HOME}/config/log4j.properties"
 METRICS_DIR = f"{KAFKA_HOME}/metrics"
 METRICS_AGENT = f"{METRICS_DIR}/jmx_prometheus_javaagent.jar"
 METRICS_CONFIG = f"{METRICS_DIR}/jmx_exporter.yaml"
-IMAGE_LABEL = "kafka-chaos.image"  # on both images, so `prune --images` finds them
+IMAGE_LABEL = "kafka-chaos.image"  # on every layer, so `prune --images` finds them
+CDS_IMAGE_ROLE = "kafka-cds"  # IMAGE_LABEL of the class-data layer (harness.containers.cds)
 
 # Bump when the way the root filesystem is assembled changes, so old tags are not reused.
 _JRE_RECIPE = "jre-rootfs-v1"

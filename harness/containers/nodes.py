@@ -38,6 +38,8 @@ ZOOKEEPER_PORT = 2181
 QUORUM_PORT = 2888
 ELECTION_PORT = 3888
 INTERNAL_PORT = 9092
+# The class-data archives of harness.containers.cds, one per role, in the image's third layer.
+CDS_DIR = f"{KAFKA_HOME}/cds"
 CONTROL_PLANE_PORT = 9093  # KIP-291's listener (ClusterConfig.control_plane_listener), network only
 EXTERNAL_PORT = 9094
 METRICS_PORT = 9404  # the JMX exporter agent's /metrics (harness.metrics), published on loopback
@@ -131,6 +133,16 @@ def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: 
             f"-Dlog4j.configuration=file:{LOG4J_CONFIG}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
 
 
+def archive_name(role: str) -> str:
+    return f"{role}.jsa"
+
+
+def archive_options(role: str, class_data_sharing: bool) -> list[str]:
+    """``-XX:SharedArchiveFile`` of the role's archive when the image has them (Xshare:auto: one
+    that does not match is a warning in the log, not a failed start)."""
+    return [f"-XX:SharedArchiveFile={CDS_DIR}/{archive_name(role)}"] if class_data_sharing else []
+
+
 def container_state(container: Container) -> str:
     """Docker's current status of the container ("running", "paused", "exited", ...)."""
     container.reload()
@@ -184,9 +196,10 @@ class NodeStarter:
     """Starts one run's containers on its network, labelled for clean-up, keeping the
     Testcontainers handles (their Docker clients need closing: :meth:`close`)."""
 
-    def __init__(self, run_id: str, image: str, labels: Mapping[str, str]) -> None:
+    def __init__(self, run_id: str, image: str, labels: Mapping[str, str], *, class_data_sharing: bool = False) -> None:
         self._run_id = run_id
         self._image = image
+        self._class_data_sharing = class_data_sharing  # the image has harness.containers.cds's archives
         self._labels = dict(labels)
         self._network: Network | None = None
         self._subnet: ipaddress.IPv4Network | None = None
@@ -264,7 +277,8 @@ class NodeStarter:
             files[f"{ZOOKEEPER_DATA_DIR}/myid"] = f"{server_id}\n"
         return self._start(
             zookeeper_alias(server_id, config.zookeepers), "zookeeper",
-            java_command(config.zookeeper_heap, config.jvm_options,
+            java_command(config.zookeeper_heap,
+                         [*config.jvm_options, *archive_options("zookeeper", self._class_data_sharing)],
                          "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG),
             address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files)
 
@@ -284,7 +298,9 @@ class NodeStarter:
         published = {EXTERNAL_PORT: host_port, **({METRICS_PORT: metrics_host_port} if metrics_host_port else {})}
         return self._start(
             broker_alias(broker_id), "broker",
-            java_command(config.broker_heap, [*config.jvm_options, *agent], "kafka.Kafka", BROKER_CONFIG),
+            java_command(config.broker_heap,
+                         [*config.jvm_options, *archive_options("broker", self._class_data_sharing), *agent],
+                         "kafka.Kafka", BROKER_CONFIG),
             address=self._broker_address(config.broker_ids().index(broker_id)), host_ports=published,
             files={BROKER_CONFIG: render_properties(properties)},
             extra_labels={BROKER_ID_LABEL: str(broker_id)})

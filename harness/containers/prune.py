@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.containers.image import IMAGE_LABEL, docker_client
+from harness.containers.image import CDS_IMAGE_ROLE, IMAGE_LABEL, docker_client
 from harness.containers.labels import RUN_LABEL, owner_alive
 
 if TYPE_CHECKING:
@@ -123,8 +123,8 @@ def _remove_images(client: "docker.DockerClient") -> list[str]:
     import docker
 
     removed = []
-    # Kafka images sit on top of JRE images: remove them first.
-    for role in ("kafka", "jre"):
+    # Each layer sits on the next one: class-data archives on Kafka on the JRE.
+    for role in (CDS_IMAGE_ROLE, "kafka", "jre"):
         for image in client.images.list(filters={"label": f"{IMAGE_LABEL}={role}"}):
             for tag in image.tags or [image.id]:
                 try:

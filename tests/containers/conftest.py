@@ -46,10 +46,19 @@ def kafka_distribution():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def kafka_image(docker_engine: None, kafka_distribution) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """Build (or reuse) the image once per session, so no test's timeout pays for it."""
-    from harness.containers.image import ensure_kafka_image
+    """Build (or reuse) the image and its class-data layer once per session, so no test's
+    timeout pays for them; yields the Kafka image's tag."""
+    from harness.config import ClusterConfig
+    from harness.containers.cds import ensure_cds_image
+    from harness.containers.image import docker_client, ensure_kafka_image
 
-    yield ensure_kafka_image(kafka_distribution).tag
+    tag = ensure_kafka_image(kafka_distribution).tag
+    client = docker_client()
+    try:
+        ensure_cds_image(kafka_distribution, tag, ClusterConfig(), client=client)
+    finally:
+        client.close()
+    yield tag
 
 
 def assert_nothing_left(run_id: str) -> None:

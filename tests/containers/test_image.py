@@ -25,6 +25,24 @@ def test_the_image_runs_kafka_from_the_distribution_jars(kafka_image: str, kafka
     assert kafka_image.startswith(f"kafka-chaos-kafka:{kafka_distribution.version}-")
 
 
+def test_the_class_data_layer_serves_both_roles_and_is_reused(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
+    from harness.config import ClusterConfig
+    from harness.containers.cds import cds_image_tag, ensure_cds_image
+    from harness.containers.image import CDS_IMAGE_ROLE, IMAGE_LABEL, docker_client
+    from harness.containers.nodes import archive_options
+
+    client = docker_client()
+    tag = ensure_cds_image(kafka_distribution, kafka_image, ClusterConfig(), client=client)
+    assert tag == cds_image_tag(kafka_image) and client.images.get(tag).labels[IMAGE_LABEL] == CDS_IMAGE_ROLE
+    # -Xshare:on fails the JVM when the archive cannot be mapped (Xshare:auto, as the nodes run,
+    # would only warn): each role's archive matches the image's JVM and class path.
+    for role, main in (("broker", "kafka.Kafka"), ("zookeeper", "org.apache.zookeeper.Version")):
+        out = _run(client, tag, "java", "-Xshare:on", *archive_options(role, True), "-Xlog:cds=info",
+                   "-cp", "/opt/kafka/libs/*", main, *(["--version"] if role == "broker" else []))
+        assert "Mapped dynamic region" in out, out[-500:]
+    client.close()
+
+
 def test_base_image_builds_the_kafka_layer_on_the_given_jre(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
     from harness.containers.image import IMAGE_LABEL, docker_client, ensure_jre_image, ensure_kafka_image
     from harness.containers.labels import new_run_id

@@ -210,3 +210,14 @@ def test_established_connections_are_read_from_proc_net_tcp_of_either_family() -
             + "   2: 0000000000000000FFFF00000B00E70A:2384 0000000000000000FFFF00000D00E70A:C000 01 x\n")
     assert established_from([tcp, tcp6], 9093) == {"10.231.0.10", "10.231.0.12"}
     assert established_from([tcp, tcp6], 9092) == {"10.231.0.13"}
+
+
+def test_class_data_archives_are_named_per_role_and_only_when_the_image_has_them() -> None:
+    from harness.containers.cds import cds_image_tag
+    from harness.containers.nodes import archive_options
+
+    assert archive_options("broker", True) == ["-XX:SharedArchiveFile=/opt/kafka/cds/broker.jsa"]
+    assert archive_options("zookeeper", True) == ["-XX:SharedArchiveFile=/opt/kafka/cds/zookeeper.jsa"]
+    assert archive_options("broker", False) == []
+    assert cds_image_tag("kafka-chaos-kafka:3.9.2-0123abcd") == "kafka-chaos-kafka:3.9.2-0123abcd-cds"
+    assert cds_image_tag("localhost:5000/kafka:1-x") == "localhost:5000/kafka:1-x-cds"
