@@ -1,6 +1,7 @@
 """The Kafka image both container roles (ZooKeeper and broker) run, built with no registry.
 
-Two layers (a third, the class-data archives, is :mod:`harness.containers.cds`), each tagged by a hash of what went into it and reused when the tag exists:
+Two layers, each tagged by a hash of what went into it and reused when the tag exists (a third,
+the class-data archives, is :mod:`harness.containers.cds`):
 
 1. ``kafka-chaos-jre:<hash>`` — a JRE root filesystem assembled from Debian packages
    (``apt-get download`` + ``dpkg -x`` of openjdk-17-jre-headless and its dependency closure)
