@@ -235,11 +235,14 @@ def attach(name: str, pid: int, identity: str, started_at: float | None = None) 
 
 
 def processes_mentioning(text: str) -> list[int]:
-    """Pids of live processes whose command line contains ``text`` (e.g. a run directory)."""
+    """Pids of live processes whose command line contains ``text`` (e.g. a run directory), never
+    this process nor its ancestors: the shell or ``flock`` wrapper that started ``kafka-chaos
+    cluster down --state-dir X`` mentions X too, and is no node of the cluster."""
+    ours = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
     found = []
     for process in psutil.process_iter(["pid", "cmdline", "status"]):
         info = process.info
-        if info["pid"] == os.getpid() or info["status"] in _GONE:
+        if info["pid"] in ours or info["status"] in _GONE:
             continue
         if text in "\0".join(info["cmdline"] or ()):
             found.append(int(info["pid"]))
