@@ -89,10 +89,8 @@ def step_chart(title: str, series: Sequence[Series]) -> str:
     def y(share: float) -> float:
         return TOP + height * (1 - share / top)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
-             f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{_text(title)}" '
-             'font-family="DejaVu Sans, sans-serif" font-size="11">',
-             f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>']
+    canvas = Canvas(WIDTH, HEIGHT, title)
+    parts = canvas.parts
     parts += _axes(x, y, low, high, top)
     for s in series:
         parts.append(f'<path d="{_stairs(s, x, y)}" fill="none" stroke="{s.colour}" stroke-width="1.6"/>')
@@ -106,9 +104,8 @@ def step_chart(title: str, series: Sequence[Series]) -> str:
         f'<text x="{LEFT + width / 2}" y="{HEIGHT - 8}" text-anchor="middle">'
         "ms from the fault (log scale); solid line p50, dotted p99</text>",
         f'<text transform="translate(14 {TOP + height / 2}) rotate(-90)" text-anchor="middle">share of samples</text>',
-        "</svg>",
     ]
-    return "".join(parts)
+    return canvas.svg()
 
 
 def _phase_order(phase: str) -> tuple[int, str]:
