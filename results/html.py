@@ -1,9 +1,8 @@
 """The report as one self-contained HTML file: inline CSS, the charts as inline SVG
-(:mod:`results.svg`, :mod:`results.plots`); a PNG given as bytes is embedded as base64."""
+(:mod:`results.svg`, :mod:`results.plots`)."""
 
 from __future__ import annotations
 
-import base64
 import html
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,14 +32,6 @@ details > summary { cursor: pointer; margin: 0.5em 0; }
 
 def _escape(value: Any) -> str:
     return html.escape(fmt.text(value))
-
-
-def _image(image: str | bytes, alt: str) -> str:
-    """SVG text (written and escaped by results.svg's Canvas) inline as it is; PNG bytes as a data URI."""
-    if isinstance(image, str):
-        return image
-    data = base64.b64encode(image).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _table(rows: Sequence[Row], columns: Sequence[Column], row_class: Callable[[Row], str] | None = None) -> str:
@@ -80,7 +71,7 @@ _LATENCY_COLUMNS: list[Column] = [
 
 def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
     """``summary``: the summary.json content; ``images``: ``latency`` {fault: SVG text},
-    ``breakdown``, ``trend``, ``heatmap``: SVG text (or PNG bytes) | None; ``timelines``: (title, SVG)."""
+    ``breakdown``, ``trend``, ``heatmap``: SVG text | None; ``timelines``: (title, SVG)."""
     totals = summary["totals"]
     gates = summary.get("gates", {})
     parts = [
@@ -98,7 +89,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         "<h2 id=\"heatmap\">Scenario × check</h2>",
         "<p class=\"note\">Pass rate of every check of every scenario over all runs read (red: failures, "
         "amber: unknown, grey: no such check). The full table is folded below.</p>",
-        _image(images["heatmap"], "Pass rate per scenario and check") if images.get("heatmap") else "",
+        images.get("heatmap") or "",
         "<details><summary>Pass rates per scenario × check × backend × Kafka version "
         f"({len(summary['pass_rates']):,} rows)</summary>",
         _table(summary["pass_rates"], [
@@ -113,7 +104,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         _table(summary["latency"], [("fault", "fault", fmt.text), ("phase", "phase", fmt.text), *_LATENCY_COLUMNS]),
     ]
     if images.get("breakdown"):
-        parts.append(_image(images["breakdown"], "Breakdown of a leader switch"))
+        parts.append(images["breakdown"])
     # SVG written by results.svg, its text escaped there: embedded as it is.
     parts += list(images.get("latency", {}).values())
     parts += [
@@ -153,7 +144,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         "<h2>Trend</h2>",
     ]
     if images.get("trend"):
-        parts.append(_image(images["trend"], "Pass rate over time"))
+        parts.append(images["trend"])
     parts += [
         "<h3>Per day (UTC)</h3>",
         _table(summary["trend_by_day"], [("day", "day", fmt.text), ("runs", "runs", fmt.count), *_OUTCOME_COLUMNS],
@@ -233,7 +224,7 @@ def _failures(failures: Sequence[Row], total: int) -> str:
             ]))
 
 
-def _timelines(timelines: Sequence[tuple[str, str | bytes]]) -> str:
+def _timelines(timelines: Sequence[tuple[str, str]]) -> str:
     if not timelines:
         return ""
     parts = ["<h2>Timelines</h2>",
@@ -241,7 +232,7 @@ def _timelines(timelines: Sequence[tuple[str, str | bytes]]) -> str:
              "history.jsonl: fault steps shaded (fault to end of measurement), the leader of each partition "
              "(ZooKeeper), acknowledged produces and failed sends per second, end-to-end latency of each "
              "message's first poll by the assign-mode consumer.</p>"]
-    parts += [_image(chart, f"Timeline of {title}") for title, chart in timelines]
+    parts += [chart for _, chart in timelines]
     return "\n".join(parts)
 
 
