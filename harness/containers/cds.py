@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ROLES = ("broker", "zookeeper")
 _DUMP_PATH = "/tmp/kafka-chaos-archive.jsa"  # inside each builder container (one role per container)
 
 
