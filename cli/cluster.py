@@ -1,9 +1,12 @@
-"""`kafka-chaos cluster`: a local ZooKeeper-mode Kafka cluster that outlives the command.
+"""`kafka-chaos cluster`: a ZooKeeper-mode Kafka cluster that outlives the command.
 
-``up`` starts ZooKeeper and N brokers as JVMs in their own sessions and writes
-``<state dir>/cluster.json``; the other verbs re-attach to it from that file.  The state dir
-defaults to ``./.kafka-chaos/cluster`` (or ``$KAFKA_CHAOS_STATE_DIR``) and holds every node's
-config, data and logs; ``down`` kills the nodes and removes it.
+``up`` starts ZooKeeper and N brokers — JVMs in their own sessions (``--backend local``, the
+default) or Docker containers (``--backend containers``: :class:`ContainerCluster` with a state
+dir, kept after this process exits) — and writes ``<state dir>/cluster.json``; the other verbs
+re-attach to it from that file (its ``backend`` says which launcher).  The state dir defaults to
+``./.kafka-chaos/cluster`` (or ``$KAFKA_CHAOS_STATE_DIR``); a local cluster keeps every node's
+config, data and logs there, a containers cluster only the file.  ``down`` stops the nodes and
+removes it.
 """
 
 from __future__ import annotations
@@ -12,12 +15,15 @@ import argparse
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 from harness.errors import HarnessError, UsageError
 
 if TYPE_CHECKING:
+    from harness.containers.cluster import ContainerCluster
     from harness.local import LocalCluster
+
+    CliCluster = Union[LocalCluster, ContainerCluster]
 
 DEFAULT_STATE_DIR = Path(".kafka-chaos") / "cluster"
 STATE_DIR_ENV = "KAFKA_CHAOS_STATE_DIR"
@@ -33,9 +39,10 @@ def default_state_dir() -> Path:
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     parser = sub.add_parser(
-        "cluster", help="start, inspect, break and stop a local Kafka cluster",
-        description="A local ZooKeeper + N Kafka brokers (JVMs on 127.0.0.1) that keeps running "
-                    "between commands; its state dir holds cluster.json, configs, data and logs.")
+        "cluster", help="start, inspect, break and stop a Kafka cluster that keeps running",
+        description="ZooKeeper + N Kafka brokers (JVMs on 127.0.0.1, or Docker containers with "
+                    "--backend containers) that keep running between commands; the state dir holds "
+                    "cluster.json (and a local cluster's configs, data and logs).")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     def with_state_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -45,6 +52,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
     up = with_state_dir(verbs.add_parser("up", help="start ZooKeeper and N brokers, print their addresses"))
     up.add_argument("--brokers", type=int, default=3, metavar="N", help="number of brokers, 1-9 [default: 3]")
+    up.add_argument("--backend", default="local", metavar="local|containers|auto",
+                    help="JVMs on loopback, or Docker containers kept after this command exits (later "
+                         "verbs find them through cluster.json; docs/containers.md); auto: containers when "
+                         "a Docker engine answers [default: local]")
+    up.add_argument("--base-image", default=None, metavar="IMAGE",
+                    help="containers: a local JRE image to build the Kafka image on (docs/containers.md)")
     up.add_argument("--zookeepers", type=int, default=1, choices=(1, 3, 5), metavar="N",
                     help="ZooKeeper ensemble size, 1, 3 or 5 [default: 1]")
     up.add_argument("--log-dirs", type=int, default=1, choices=(1, 2, 3, 4), metavar="N",
@@ -146,11 +159,15 @@ def quiet_clients(args: argparse.Namespace) -> None:
 
 
 def cluster_up(args: argparse.Namespace) -> int:
+    from harness.backends import resolve_backend
     from harness.config import ClusterConfig, parse_set_options
     from harness.distribution import resolve_distribution
     from harness.local import STATE_FILE, LocalCluster
 
     quiet_clients(args)
+    backend = resolve_backend(args.backend)
+    check_up_options(backend, link_proxies=args.link_proxies, base_image=args.base_image,
+                     explicit=args.backend != "auto")
     state_dir = _state_dir(args)
     cluster_overrides, broker_overrides = parse_set_options(args.settings)
     extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
@@ -159,7 +176,7 @@ def cluster_up(args: argparse.Namespace) -> int:
                            log_dirs=args.log_dirs, link_proxies=args.link_proxies,
                            control_plane_listener=args.control_plane_listener, **extra)
     if (state_dir / STATE_FILE).exists():
-        previous = LocalCluster.attach(state_dir)
+        previous = _attach(state_dir)
         if previous.any_running():
             raise UsageError(f"a cluster is already running in {state_dir} "
                              f"(bootstrap {previous.bootstrap_servers}); "
@@ -170,9 +187,17 @@ def cluster_up(args: argparse.Namespace) -> int:
         raise UsageError(f"{state_dir} exists and is not a kafka-chaos cluster dir (no {STATE_FILE}); "
                          "choose another --state-dir")
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
-    cluster = LocalCluster(config, distribution, state_dir, detached=True, start_timeout=args.timeout)
+    cluster: CliCluster
+    if backend == "containers":
+        from harness.containers.cluster import ContainerCluster
+
+        cluster = ContainerCluster(config, distribution, base_image=args.base_image, start_timeout=args.timeout,
+                                   state_dir=state_dir)
+    else:
+        cluster = LocalCluster(config, distribution, state_dir, detached=True, start_timeout=args.timeout)
     cluster.start()  # cleans up after itself on failure and Ctrl-C
-    print(f"Kafka {cluster.kafka_version} cluster is up ({config.brokers} brokers), state in {state_dir}")
+    where = f"containers (run {cluster.run_id}), state" if isinstance(cluster, _container_class()) else "state"
+    print(f"Kafka {cluster.kafka_version} cluster is up ({config.brokers} brokers), {where} in {state_dir}")
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper:         {cluster.zookeeper_connect}")
     planes = [e.control_plane for e in map(cluster.endpoint, cluster.broker_ids) if e.control_plane]
@@ -181,10 +206,33 @@ def cluster_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _attach_running(state_dir: Path) -> LocalCluster:
+def check_up_options(backend: str, *, link_proxies: bool, base_image: str | None, explicit: bool) -> None:
+    """The ``cluster up`` options one launcher has and the other lacks (one-line UsageError)."""
+    if backend == "containers" and link_proxies:
+        raise UsageError("--link-proxies is a local-launcher option: containers have no link proxies "
+                         "(docs/containers.md, \"Delayed links: not yet\")")
+    if backend == "local" and base_image is not None and explicit:
+        raise UsageError("--base-image applies to --backend containers only")
+
+
+def _container_class() -> type[ContainerCluster]:
+    from harness.containers.cluster import ContainerCluster
+
+    return ContainerCluster
+
+
+def _attach(state_dir: Path) -> CliCluster:
+    """The cluster ``cluster up`` left in ``state_dir``, on the launcher its cluster.json names."""
+    from harness.containers.state import load_state_file, state_backend
     from harness.local import LocalCluster
 
-    cluster = LocalCluster.attach(state_dir)
+    if state_backend(load_state_file(state_dir)) == "containers":
+        return _container_class().attach(state_dir)
+    return LocalCluster.attach(state_dir)
+
+
+def _attach_running(state_dir: Path) -> CliCluster:
+    cluster = _attach(state_dir)
     if not cluster.any_running():
         raise HarnessError(f"the cluster in {state_dir} is not running (every node is gone); "
                            f"`kafka-chaos cluster down --state-dir {state_dir}` removes what is left")
@@ -192,24 +240,17 @@ def _attach_running(state_dir: Path) -> LocalCluster:
 
 
 def cluster_status(args: argparse.Namespace) -> int:
+    from harness.local import LocalCluster
     from harness.observer import ZkObserver
 
     quiet_clients(args)
     state_dir = _state_dir(args)
     cluster = _attach_running(state_dir)
-    zk_pid = cluster.zookeeper_pid
-    zk_note = "running" if zk_pid else "DOWN"
-    if zk_pid and cluster.zookeeper_paused():
-        zk_note = "PAUSED"
-    print(f"state dir {state_dir}; Kafka {cluster.kafka_version}")
-    print(f"zookeeper {cluster.zookeeper_connect} pid {zk_pid or '-'} {zk_note}")
-    if len(cluster.zookeeper_servers()) > 1:
-        from harness.zk_ensemble import modes
-
-        for server, mode in modes(cluster.zookeeper_client_ports()).items():
-            running = cluster.zookeeper_server_running(server)
-            print(f"  zookeeper-{server}  {mode or ('not serving' if running else 'DOWN')}")
-    if not zk_pid or zk_note == "PAUSED":
+    if isinstance(cluster, LocalCluster):
+        serving = _print_local_zookeeper(cluster, state_dir)
+    else:
+        serving = _print_container_zookeepers(cluster, state_dir)
+    if not serving:
         _print_processes(cluster, live=None)
         return 0
     with ZkObserver(cluster.zookeeper_connect, topics=args.topic) as observer:
@@ -234,26 +275,77 @@ def cluster_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_processes(cluster: LocalCluster, live: object) -> None:
+def _print_local_zookeeper(cluster: LocalCluster, state_dir: Path) -> bool:
+    """The ZooKeeper lines of a local cluster; whether ZooKeeper can be asked for the rest."""
+    zk_pid = cluster.zookeeper_pid
+    zk_note = "running" if zk_pid else "DOWN"
+    if zk_pid and cluster.zookeeper_paused():
+        zk_note = "PAUSED"
+    print(f"state dir {state_dir}; Kafka {cluster.kafka_version}")
+    print(f"zookeeper {cluster.zookeeper_connect} pid {zk_pid or '-'} {zk_note}")
+    _print_ensemble_modes(cluster)
+    return bool(zk_pid) and zk_note != "PAUSED"
+
+
+def _print_container_zookeepers(cluster: ContainerCluster, state_dir: Path) -> bool:
+    """The ZooKeeper lines of a containers cluster (one per server's container); whether
+    ZooKeeper can be asked for the rest."""
+    print(f"state dir {state_dir}; Kafka {cluster.kafka_version}; containers (run {cluster.run_id}, "
+          f"image {cluster.image})")
+    states = {}
+    for node, container in cluster.node_containers().items():
+        if node.startswith("zookeeper"):
+            states[node] = _container_note(cluster.zookeeper_server_running(_server_of(node)),
+                                           container.status == "paused")
+    print(f"zookeeper {cluster.zookeeper_connect}")
+    for node, state in states.items():
+        print(f"  {node}  container {cluster.node_containers()[node].name}  {state}")
+    _print_ensemble_modes(cluster)
+    return any(state == "running" for state in states.values())
+
+
+def _server_of(node: str) -> int:
+    """``zookeeper`` -> 1, ``zookeeper-N`` -> N."""
+    return int(node.removeprefix(ZOOKEEPER_SERVER_PREFIX)) if node.startswith(ZOOKEEPER_SERVER_PREFIX) else 1
+
+
+def _container_note(running: bool, paused: bool) -> str:
+    return "PAUSED" if paused else "running" if running else "DOWN"
+
+
+def _print_ensemble_modes(cluster: CliCluster) -> None:
+    if len(cluster.zookeeper_servers()) > 1:
+        from harness.zk_ensemble import modes
+
+        for server, mode in modes(cluster.zookeeper_client_ports()).items():
+            running = cluster.zookeeper_server_running(server)
+            print(f"  zookeeper-{server}  {mode or ('not serving' if running else 'DOWN')}")
+
+
+def _print_processes(cluster: CliCluster, live: object) -> None:
     print("brokers:")
     for broker_id in cluster.broker_ids:
         endpoint = cluster.endpoint(broker_id)
-        if endpoint.pid is None:
-            state = "DOWN"
-        elif cluster.broker_paused(broker_id):
-            state = "PAUSED"
-        else:
-            state = "running"
+        running = cluster.broker_running(broker_id)
+        state = _container_note(running, running and cluster.broker_paused(broker_id))
         if isinstance(live, dict):
             state += ", registered" if broker_id in live else ", not registered"
-        failed = cluster.failed_log_dirs(broker_id)
+        failed = cluster.failed_log_dirs(broker_id) if running or endpoint.container is None else []
         if failed:
             state += f", log dir(s) {','.join(map(str, failed))} FAILED (`cluster repair-log-dir {broker_id}`)"
         plane = f"  control plane {endpoint.control_plane}" if endpoint.control_plane else ""
-        print(f"  {broker_id}  {endpoint.bootstrap}{plane}  pid {endpoint.pid or '-'}  {state}")
+        print(f"  {broker_id}  {endpoint.bootstrap}{plane}  {node_note(cluster, broker_id)}  {state}")
 
 
-def _broker_id(target: str, cluster: LocalCluster) -> int:
+def node_note(cluster: CliCluster, broker_id: int) -> str:
+    """What runs a broker: ``pid N`` (local) or ``container NAME`` (containers)."""
+    endpoint = cluster.endpoint(broker_id)
+    if endpoint.container is not None:
+        return f"container {endpoint.container}"
+    return f"pid {endpoint.pid or '-'}"
+
+
+def _broker_id(target: str, cluster: CliCluster) -> int:
     try:
         broker_id = int(target)
     except ValueError:
@@ -283,7 +375,7 @@ def cluster_control(args: argparse.Namespace) -> int:
      "resume": cluster.resume_broker, "start": cluster.start_broker}[action](broker_id)
     cluster.write_state()  # current pids (None for a broker that is down)
     if action == "start":
-        print(f"broker {broker_id} started (pid {cluster.broker_pid(broker_id)})")
+        print(f"broker {broker_id} started ({node_note(cluster, broker_id)})")
     else:
         past = {"kill": "killed", "stop": "stopped", "pause": "paused", "resume": "resumed"}[action]
         print(f"broker {broker_id} {past}")
@@ -364,7 +456,7 @@ def zookeeper_server_id(target: str, servers: list[int], leader: int | None) -> 
     return int(name)
 
 
-def _zookeeper_server_control(cluster: LocalCluster, target: str, action: str) -> int:
+def _zookeeper_server_control(cluster: CliCluster, target: str, action: str) -> int:
     server = zookeeper_server_id(target, cluster.zookeeper_servers(), cluster.zookeeper_leader())
     verbs = {"kill": cluster.kill_zookeeper_server, "pause": cluster.pause_zookeeper_server,
              "resume": cluster.resume_zookeeper_server, "start": cluster.start_zookeeper_server}
@@ -379,12 +471,12 @@ def _zookeeper_server_control(cluster: LocalCluster, target: str, action: str) -
 
 
 def cluster_down(args: argparse.Namespace) -> int:
-    from harness.local import STATE_FILE, LocalCluster
+    from harness.local import STATE_FILE
 
     state_dir = _state_dir(args)
     if not (state_dir / STATE_FILE).exists():
         raise UsageError(f"nothing to stop: no cluster in {state_dir} (no {STATE_FILE})")
-    cluster = LocalCluster.attach(state_dir)
+    cluster = _attach(state_dir)
     was_running = cluster.any_running()
     cluster.destroy()
     if not was_running:

@@ -33,6 +33,7 @@ def register_link_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentPars
 
 def cluster_delay(args: argparse.Namespace) -> int:
     from cli.cluster import _attach_running, _broker_id, _state_dir, quiet_clients
+    from harness.local import LocalCluster
 
     quiet_clients(args)
     if args.links not in LINK_TARGETS:
@@ -42,6 +43,9 @@ def cluster_delay(args: argparse.Namespace) -> int:
             raise UsageError(f"{name} must be in [0, {MAX_DELAY_MS:g}] milliseconds, not {value:g}")
     cluster = _attach_running(_state_dir(args))
     broker_id = _broker_id(args.target, cluster)
+    if not isinstance(cluster, LocalCluster):
+        raise UsageError("the containers launcher cannot delay links yet (docs/containers.md, \"Delayed links: "
+                         "not yet\"); a local cluster can: `kafka-chaos cluster up --link-proxies`")
     if not cluster.config.link_proxies:
         raise UsageError("this cluster has no link proxies: start it with `kafka-chaos cluster up --link-proxies`")
     try:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from common.errors import HarnessError, UsageError
 
 if TYPE_CHECKING:
-    from harness.local import LocalCluster
+    from cli.cluster import CliCluster
 
 
 def register_log_dir_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentParser]",
@@ -36,7 +36,7 @@ def register_log_dir_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentP
     repair.set_defaults(func=cluster_repair_log_dir)
 
 
-def _log_dir_cluster(args: argparse.Namespace) -> tuple[LocalCluster, int]:
+def _log_dir_cluster(args: argparse.Namespace) -> tuple[CliCluster, int]:
     from cli.cluster import _attach_running, _broker_id, _state_dir, quiet_clients
     from harness.cluster import Capability, capabilities_of, capability_problems
 
@@ -72,6 +72,8 @@ def cluster_fail_log_dir(args: argparse.Namespace) -> int:
 
 
 def cluster_repair_log_dir(args: argparse.Namespace) -> int:
+    from cli.cluster import node_note
+
     cluster, broker_id = _log_dir_cluster(args)
     failed = cluster.failed_log_dirs(broker_id)
     if not failed:
@@ -82,5 +84,5 @@ def cluster_repair_log_dir(args: argparse.Namespace) -> int:
     cluster.start_broker(broker_id)
     cluster.write_state()
     print(f"broker {broker_id}: log directories {', '.join(map(str, repaired))} repaired; "
-          f"restarted (pid {cluster.broker_pid(broker_id)})")
+          f"restarted ({node_note(cluster, broker_id)})")
     return 0

@@ -62,21 +62,38 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
         "session_timeout_ms": session_timeout_ms(config),
         "tick_time_ms": tick_time_ms(config),
         "broker_settings": shared_broker_settings(config),
-        "config": {
-            "brokers": config.brokers,
-            "cluster_overrides": dict(config.cluster_overrides),
-            "broker_overrides": {str(b): dict(o) for b, o in config.broker_overrides.items()},
-            "zk_tick_time_ms": config.zk_tick_time_ms,
-            "broker_heap": config.broker_heap,
-            "zookeeper_heap": config.zookeeper_heap,
-            "first_broker_id": config.first_broker_id,
-            "jvm_options": list(config.jvm_options),
-            "zookeepers": config.zookeepers,
-            "log_dirs": config.log_dirs,
-            "link_proxies": config.link_proxies,
-            "control_plane_listener": config.control_plane_listener,
-        },
+        "config": config_state(config),
     }
+
+
+def config_state(config: ClusterConfig) -> dict[str, Any]:
+    """The cluster's configuration as ``cluster.json`` keeps it (both launchers)."""
+    return {
+        "brokers": config.brokers,
+        "cluster_overrides": dict(config.cluster_overrides),
+        "broker_overrides": {str(b): dict(o) for b, o in config.broker_overrides.items()},
+        "zk_tick_time_ms": config.zk_tick_time_ms,
+        "broker_heap": config.broker_heap,
+        "zookeeper_heap": config.zookeeper_heap,
+        "first_broker_id": config.first_broker_id,
+        "jvm_options": list(config.jvm_options),
+        "zookeepers": config.zookeepers,
+        "log_dirs": config.log_dirs,
+        "link_proxies": config.link_proxies,
+        "control_plane_listener": config.control_plane_listener,
+    }
+
+
+def config_from_state(c: Mapping[str, Any]) -> ClusterConfig:
+    """:func:`config_state` read back (KeyError/TypeError/ValueError when damaged)."""
+    return ClusterConfig(
+        brokers=int(c["brokers"]), cluster_overrides=dict(c["cluster_overrides"]),
+        broker_overrides={int(b): dict(o) for b, o in c["broker_overrides"].items()},
+        zk_tick_time_ms=int(c["zk_tick_time_ms"]), broker_heap=c["broker_heap"],
+        zookeeper_heap=c["zookeeper_heap"], first_broker_id=int(c["first_broker_id"]),
+        jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)),
+        log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)),
+        control_plane_listener=bool(c.get("control_plane_listener", False)))
 
 
 def write_state(run_dir: Path, state: Mapping[str, Any]) -> Path:
@@ -108,15 +125,7 @@ def read_state(state_dir: Path) -> AttachedParts:
 
 
 def _parts(state: Mapping[str, Any]) -> AttachedParts:
-    c = state["config"]
-    config = ClusterConfig(
-        brokers=int(c["brokers"]), cluster_overrides=dict(c["cluster_overrides"]),
-        broker_overrides={int(b): dict(o) for b, o in c["broker_overrides"].items()},
-        zk_tick_time_ms=int(c["zk_tick_time_ms"]), broker_heap=c["broker_heap"],
-        zookeeper_heap=c["zookeeper_heap"], first_broker_id=int(c["first_broker_id"]),
-        jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)),
-        log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)),
-        control_plane_listener=bool(c.get("control_plane_listener", False)))
+    config = config_from_state(state["config"])
     d = state["distribution"]
     distribution = KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]), source=d["source"])
     zookeeper = _attached_node(ZOOKEEPER, state["zookeeper_node"], state.get("zookeeper_pid"),

@@ -26,6 +26,14 @@ otherwise by ``kafka-chaos cluster prune``.
 
 How each container is configured and started is :mod:`harness.containers.nodes`; this module
 coordinates start order, readiness and the faults.
+
+``ContainerCluster(..., state_dir=DIR)`` (``kafka-chaos cluster up --backend containers``) is
+*detached*: its containers outlive this process (no teardown at exit, no Ryuk reaper, labels that
+name ``DIR``: :func:`harness.containers.labels.detached_labels`) and ``DIR/cluster.json``
+(:mod:`harness.containers.state`) lets :meth:`ContainerCluster.attach` control it from another
+process.  ``broker_log_files=True`` (``kafka-chaos bench kip291``) mounts a host directory per
+broker and logs there with the local launcher's file appenders (plus ``log4j_extra``), so the
+request, controller and state-change logs are read as files, as on the local launcher.
 """
 
 from __future__ import annotations
@@ -46,8 +54,15 @@ from harness.cluster import BrokerEndpoint, Capability
 from harness.config import session_timeout_ms, shared_broker_settings
 from harness.containers import teardown
 from harness.containers.image import docker_client, ensure_kafka_image
-from harness.containers.labels import new_run_id, run_labels
+from harness.containers.labels import detached_labels, new_run_id, run_labels
 from harness.containers.log_dirs import ContainerLogDirControls, log_dir_problem
+from harness.containers.state import (
+    ContainerState,
+    NodeContainer,
+    read_container_state,
+    render_container_state,
+)
+from harness.local_state import STATE_FILE, write_state
 from harness.containers.ensemble import ContainerEnsembleControls
 from harness.containers.network import (
     NamespaceFirewall,
@@ -112,17 +127,22 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *,
                  base_image: str | None = None, run_id: str | None = None,
                  start_timeout: float = START_TIMEOUT_SECONDS, class_data_sharing: bool = True,
-                 metrics: bool = True) -> None:
+                 metrics: bool = True, state_dir: Path | None = None, broker_log_files: bool = False,
+                 log4j_extra: str = "") -> None:
         """``class_data_sharing``: start the JVMs from the image's class-data archives
         (:mod:`harness.containers.cds`, built on first use); ``metrics``: every broker runs the
-        JMX exporter agent (:mod:`harness.metrics`)."""
+        JMX exporter agent (:mod:`harness.metrics`); ``state_dir``: detached, see the module
+        docstring; ``broker_log_files``: brokers log to host files (:meth:`broker_log_dir`),
+        with ``log4j_extra`` appended to their log4j configuration."""
         self.config = config
         self.distribution = distribution
         self.base_image = base_image
         self.run_id = run_id or new_run_id()
         self.start_timeout = start_timeout
         self.image: str | None = None
-        self.labels = run_labels(self.run_id)
+        self.state_dir = state_dir.absolute() if state_dir is not None else None
+        self.labels = detached_labels(self.run_id, self.state_dir) if self.state_dir else run_labels(self.run_id)
+        self.stop_timeout = float(STOP_TIMEOUT_SECONDS)
         self._client: docker.DockerClient | None = None
         self._starter: NodeStarter | None = None
         self._zookeepers: dict[int, Container] = {}  # server id (myid) -> container
@@ -136,6 +156,10 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._destroyed = False
         self._class_data_sharing = class_data_sharing
         self._metrics = metrics
+        self._network_name: str | None = None
+        self._broker_log_files = broker_log_files
+        self._log4j_extra = log4j_extra
+        self._logs_root: Path | None = None  # host directory of the brokers' log files
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -160,7 +184,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
 
     def _start(self) -> None:
         began = time.monotonic()
-        _disable_ryuk_unless_present()
+        _disable_ryuk_unless_present(force=self.state_dir is not None)
         self._client = docker_client()
         self.image = ensure_kafka_image(self.distribution, base_image=self.base_image,
                                         client=self._client).tag
@@ -173,7 +197,9 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._broker_host_ports = dict(zip(brokers, ports[len(servers):]))
         self._metrics_host_ports = dict(zip(brokers, ports[len(servers) + len(brokers):]))
         self._starter = NodeStarter(self.run_id, self.image, self.labels, class_data_sharing=with_archives)
-        self._starter.create_network()
+        self._network_name = self._starter.create_network().name
+        if self._broker_log_files:
+            self._logs_root = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-logs-"))
         for server_id in servers:
             self._zookeepers[server_id] = self._starter.start_zookeeper(self.config, self._zk_host_ports[server_id],
                                                                         server_id)
@@ -183,8 +209,12 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
             self._brokers[broker_id] = self._starter.start_broker(self.config, broker_id,
                                                                   self._broker_host_ports[broker_id],
                                                                   self._metrics_host_ports[broker_id]
-                                                                  if self._metrics else None)
+                                                                  if self._metrics else None,
+                                                                  log_files=self._log_files_of(broker_id))
         self._wait_brokers_ready(self.broker_ids, time.monotonic() + self.start_timeout)
+        if self.state_dir is not None:
+            self.write_state()
+            teardown.unregister(self)  # started: it outlives this process from here on
         log.info("container cluster %s ready in %.1f s: bootstrap %s, ZooKeeper %s", self.run_id,
                  time.monotonic() - began, self.bootstrap_servers, self.zookeeper_connect)
 
@@ -201,8 +231,85 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self.image = cds
         return True
 
+    def _log_files_of(self, broker_id: int) -> tuple[str, str] | None:
+        """(host directory, log4j configuration) when the brokers log to host files."""
+        if self._logs_root is None:
+            return None
+        from importlib import resources
+
+        directory = self.broker_log_dir(broker_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        text = resources.files("harness").joinpath("log4j.properties").read_text() + self._log4j_extra
+        return str(directory), text
+
+    def broker_log_dir(self, broker_id: int) -> Path:
+        """The host directory a broker logs to (``broker_log_files=True`` only)."""
+        if self._logs_root is None:
+            raise HarnessError("this container cluster logs to stdout (docker logs), not to files")
+        return self._logs_root / broker_alias(broker_id)
+
+    # ------------------------------------------------------------------ detached (cluster up)
+
+    def state(self) -> dict[str, object]:
+        """What ``cluster.json`` holds (:mod:`harness.containers.state`)."""
+        if self._network_name is None or self.image is None:
+            raise HarnessError("the cluster has not been started")
+        servers = len(self._zookeepers)
+        described = ContainerState(
+            run_id=self.run_id, image=self.image, network=self._network_name, config=self.config,
+            distribution=self.distribution, base_image=self.base_image,
+            zookeepers={z: NodeContainer(zookeeper_alias(z, servers), c.name, c.id, self._zk_host_ports[z])
+                        for z, c in self._zookeepers.items()},
+            brokers={b: NodeContainer(broker_alias(b), c.name, c.id, self._broker_host_ports[b],
+                                      self._metrics_host_ports.get(b) if self._metrics else None)
+                     for b, c in self._brokers.items()})
+        planes = {b: e.control_plane for b in self.broker_ids if (e := self.endpoint(b)).control_plane}
+        return render_container_state(described, bootstrap_servers=self.bootstrap_servers,
+                                      zookeeper_connect=self.zookeeper_connect, control_plane=planes)
+
+    def write_state(self) -> Path:
+        if self.state_dir is None:
+            raise HarnessError("only a detached cluster (state_dir=...) has a state file")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        return write_state(self.state_dir, self.state())
+
+    @classmethod
+    def attach(cls, state_dir: Path) -> ContainerCluster:
+        """The cluster a ``cluster up --backend containers`` left in ``state_dir`` (containers
+        removed since are missing: check :meth:`any_running`).  Controls work as on the original;
+        ``heal_network`` flushes every broker's rules (this process does not know which were cut);
+        ``destroy`` removes the run's Docker objects by label and the state dir."""
+        import docker.errors
+
+        state_dir = state_dir.absolute()
+        described = read_container_state(state_dir)
+        cluster = cls(described.config, described.distribution, base_image=described.base_image,
+                      run_id=described.run_id, state_dir=state_dir)
+        cluster.image = described.image
+        cluster._network_name = described.network
+        cluster._client = docker_client()
+        for entries, found in ((described.zookeepers, cluster._zookeepers), (described.brokers, cluster._brokers)):
+            for key, entry in entries.items():
+                try:
+                    found[key] = cluster._client.containers.get(entry.container_id)
+                except docker.errors.NotFound:
+                    log.info("container %s of %s is gone", entry.name, state_dir)
+        cluster._zk_host_ports = {z: e.host_port for z, e in described.zookeepers.items()}
+        cluster._broker_host_ports = {b: e.host_port for b, e in described.brokers.items()}
+        cluster._metrics_host_ports = {b: e.metrics_port for b, e in described.brokers.items()
+                                       if e.metrics_port is not None}
+        cluster._metrics = bool(cluster._metrics_host_ports)
+        cluster._cut = set(cluster._brokers)
+        cluster._shaped = {c.name for c in [*cluster._zookeepers.values(), *cluster._brokers.values()]}
+        return cluster
+
+    def any_running(self) -> bool:
+        """Whether any node's container still runs (or is paused)."""
+        return any(container_state(c) in ("running", "paused") for c in self.node_containers().values())
+
     def destroy(self) -> None:
-        """Remove every container and the network of this run, and the local log dir. Idempotent."""
+        """Remove every container and the network of this run, and the local log dir (and a
+        detached cluster's state dir). Idempotent."""
         if self._destroyed:
             return
         self._destroyed = True
@@ -215,8 +322,12 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
             client.close()
         if self._starter is not None:
             self._starter.close()
-        if self._run_dir is not None:
-            shutil.rmtree(self._run_dir, ignore_errors=True)
+        for directory in (self._run_dir, self._logs_root):
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
+        if self.state_dir is not None:
+            (self.state_dir / STATE_FILE).unlink(missing_ok=True)
+            shutil.rmtree(self.state_dir, ignore_errors=True)
         self._brokers.clear()
         self._zookeepers = {}
 
@@ -328,6 +439,10 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
             self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-"))
         files = {}
         for node, container in self.node_containers().items():
+            if node.startswith("broker-") and self._logs_root is not None:
+                # log4j's files; controller.log and state-change.log beside it (harness.node_logs)
+                files[node] = self._logs_root / node / "server.log"
+                continue
             path = self._run_dir / f"{node}.log"
             path.write_bytes(container.logs(stdout=True, stderr=True))
             files[node] = path
@@ -336,6 +451,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
     # ------------------------------------------------------------------ BrokerControl
 
     def _broker(self, broker_id: int) -> Container:
+        if broker_id in self._broker_host_ports and broker_id not in self._brokers:
+            raise HarnessError(f"broker {broker_id}'s container is gone (removed outside kafka-chaos)")
         if broker_id not in self._brokers:
             raise UsageError(f"unknown broker id {broker_id}: the brokers are "
                              f"{', '.join(map(str, self.broker_ids))}")
@@ -431,7 +548,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._heal_shapers()
 
     def _peers(self, broker_id: int) -> Peers:
-        if self._starter is None or not self._zookeepers:
+        if self._network_name is None or not self._zookeepers:
             raise HarnessError("the cluster has not been started")
         others = tuple(self._address(c) for b, c in sorted(self._brokers.items())
                        if b != broker_id and container_state(c) in ("running", "paused"))
@@ -439,22 +556,29 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
                      brokers=others, clients=self._gateway(broker_id))
 
     def _address(self, container: Container) -> str:
-        if self._starter is None:
+        if self._network_name is None:
             raise HarnessError("the cluster has not been started")
-        return address_on(container, self._starter.network.name)
+        return address_on(container, self._network_name)
 
     def _gateway(self, broker_id: int) -> str:
-        if self._starter is None:
+        if self._network_name is None:
             raise HarnessError("the cluster has not been started")
-        return gateway_on(self._broker(broker_id), self._starter.network.name)
+        return gateway_on(self._broker(broker_id), self._network_name)
 
 
-def _disable_ryuk_unless_present() -> None:
+def _disable_ryuk_unless_present(force: bool = False) -> None:
     """Ryuk (testcontainers' reaper) cannot be pulled here; without its image we clean up
-    ourselves (labels + teardown + prune).  An explicit user setting wins."""
+    ourselves (labels + teardown + prune).  An explicit user setting wins — except ``force``,
+    for a detached cluster: Ryuk removes its session's containers when this process exits, and
+    a ``cluster up``'s must stay."""
+    from testcontainers.core.config import testcontainers_config
+
+    if force:
+        os.environ["TESTCONTAINERS_RYUK_DISABLED"] = "true"
+        testcontainers_config.ryuk_disabled = True
+        return
     if "TESTCONTAINERS_RYUK_DISABLED" in os.environ:
         return
-    from testcontainers.core.config import testcontainers_config
 
     try:
         client = docker_client()

@@ -4,6 +4,11 @@
 Python process that created it, so ``prune`` can tell a crashed run's leftovers (owner gone)
 from a live run of another engineer or CI job on the same engine (owner alive).  The start
 time (psutil's ``Process.create_time()``) guards against a recycled pid.
+
+A ``kafka-chaos cluster up --backend containers`` cluster outlives its creator: its objects also
+carry ``kafka-chaos.state-dir`` (the state dir's absolute path), and count as alive while that
+dir's ``cluster.json`` names their run (``cluster down`` removes both; a state dir deleted by
+hand leaves containers ``prune`` then removes).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import socket
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 
 import psutil
 
@@ -19,6 +25,7 @@ RUN_LABEL = "kafka-chaos.run"
 OWNER_LABEL = "kafka-chaos.owner"
 ROLE_LABEL = "kafka-chaos.role"  # "zookeeper" | "broker" | "network"
 BROKER_ID_LABEL = "kafka-chaos.broker-id"
+STATE_DIR_LABEL = "kafka-chaos.state-dir"
 
 
 def new_run_id() -> str:
@@ -27,6 +34,11 @@ def new_run_id() -> str:
 
 def run_labels(run_id: str) -> dict[str, str]:
     return {RUN_LABEL: run_id, OWNER_LABEL: current_owner()}
+
+
+def detached_labels(run_id: str, state_dir: Path) -> dict[str, str]:
+    """The labels of a cluster that outlives its creator, kept alive by ``state_dir``."""
+    return {**run_labels(run_id), STATE_DIR_LABEL: str(state_dir.absolute())}
 
 
 def current_owner() -> str:
@@ -50,7 +62,15 @@ def owner_alive(labels: Mapping[str, str]) -> bool:
         return True
     if host != socket.gethostname():
         return True
-    return _process_start_time(pid) == start_time
+    if _process_start_time(pid) == start_time:
+        return True
+    state_dir = labels.get(STATE_DIR_LABEL)
+    if not state_dir:
+        return False
+    # A `cluster up`: once its creator has exited, its state file keeps it.
+    from harness.containers.state import state_names_run
+
+    return state_names_run(Path(state_dir), labels.get(RUN_LABEL, ""))
 
 
 def _process_start_time(pid: int) -> str:

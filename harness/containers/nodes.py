@@ -46,6 +46,10 @@ METRICS_PORT = 9404  # the JMX exporter agent's /metrics (harness.metrics), publ
 BROKER_CONFIG = f"{KAFKA_HOME}/config/server.properties"
 ZOOKEEPER_CONFIG = f"{KAFKA_HOME}/config/zookeeper.properties"
 BROKER_DATA_DIR = "/var/lib/kafka/data"
+# Broker logs as files (ContainerCluster(broker_log_files=True)): a host directory mounted here,
+# written with the local launcher's log4j configuration (controller.log, state-change.log, ...).
+BROKER_LOGS_DIR = f"{KAFKA_HOME}/logs"
+FILE_LOG4J_CONFIG = f"{KAFKA_HOME}/config/log4j-files.properties"
 ZOOKEEPER_DATA_DIR = "/var/lib/zookeeper"
 
 
@@ -127,10 +131,17 @@ def bind_listeners(control_plane: bool = False) -> dict[str, str]:
     return bind
 
 
-def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str) -> list[str]:
+def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str,
+                 log4j: str = LOG4J_CONFIG) -> list[str]:
     """No shell in the image: java expands the ``libs/*`` class path wildcard itself."""
     return ["java", f"-Xmx{heap}", JVM_TIMEZONE_FLAG, *jvm_options,  # as harness.local_nodes.jvm_command
-            f"-Dlog4j.configuration=file:{LOG4J_CONFIG}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
+            f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
+
+
+def file_logging(host_dir: str, log4j_text: str) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """A broker logging to files in ``host_dir`` (mounted at BROKER_LOGS_DIR) with ``log4j_text``:
+    (JVM options, files to copy in, volumes)."""
+    return ([f"-Dkafka.logs.dir={BROKER_LOGS_DIR}"], {FILE_LOG4J_CONFIG: log4j_text}, {host_dir: BROKER_LOGS_DIR})
 
 
 def archive_name(role: str) -> str:
@@ -283,7 +294,9 @@ class NodeStarter:
             address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files)
 
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int,
-                     metrics_host_port: int | None = None) -> Container:
+                     metrics_host_port: int | None = None, *, log_files: tuple[str, str] | None = None) -> Container:
+        """``log_files``: (host directory, log4j configuration text) to log to files there
+        instead of stdout (:func:`file_logging`)."""
         # Only the listeners differ from the local launcher: INTERNAL (first, so inter-broker)
         # on the Docker network, EXTERNAL published on the host's loopback, and CONTROL_PLANE (when
         # asked) on the network.  Cuts select peers by address, so they cover it as they are.
@@ -296,17 +309,20 @@ class NodeStarter:
             log_dir=BROKER_DATA_DIR)
         agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics_host_port else []
         published = {EXTERNAL_PORT: host_port, **({METRICS_PORT: metrics_host_port} if metrics_host_port else {})}
+        logging_options, log_config, volumes = file_logging(*log_files) if log_files else ([], {}, {})
         return self._start(
             broker_alias(broker_id), "broker",
             java_command(config.broker_heap,
-                         [*config.jvm_options, *archive_options("broker", self._class_data_sharing), *agent],
-                         "kafka.Kafka", BROKER_CONFIG),
+                         [*config.jvm_options, *archive_options("broker", self._class_data_sharing), *agent,
+                          *logging_options],
+                         "kafka.Kafka", BROKER_CONFIG, log4j=FILE_LOG4J_CONFIG if log_files else LOG4J_CONFIG),
             address=self._broker_address(config.broker_ids().index(broker_id)), host_ports=published,
-            files={BROKER_CONFIG: render_properties(properties)},
-            extra_labels={BROKER_ID_LABEL: str(broker_id)})
+            files={BROKER_CONFIG: render_properties(properties), **log_config},
+            extra_labels={BROKER_ID_LABEL: str(broker_id)}, volumes=volumes)
 
     def _start(self, node: str, role: str, command: list[str], *, address: str, host_ports: Mapping[int, int],
-               files: Mapping[str, str], extra_labels: Mapping[str, str] | None = None) -> Container:
+               files: Mapping[str, str], extra_labels: Mapping[str, str] | None = None,
+               volumes: Mapping[str, str] | None = None) -> Container:
         from testcontainers.core.container import DockerContainer
 
         container = (DockerContainer(self._image)
@@ -326,6 +342,8 @@ class NodeStarter:
             container.ports[f"{container_port}/tcp"] = ("127.0.0.1", host_port)  # type: ignore[assignment]
         for path, text in files.items():
             container.with_copy_into_container(text.encode(), path)
+        for host_dir, mount_point in (volumes or {}).items():
+            container.with_volume_mapping(host_dir, mount_point, "rw")
         container.start()
         wrapped: Container = container.get_wrapped_container()
         wrapped.reload()
