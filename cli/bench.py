@@ -62,6 +62,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                                                                    "each) [default: 12]")
     kip291.add_argument("--acks", choices=("all", "1"), default="all",
                         help="the load's acks; 1 keeps the queues full through a hard kill [default: all]")
+    kip291.add_argument("--backend", default="local", metavar="local|containers|auto",
+                        help="JVMs on loopback or Docker containers (their log dirs mounted from the host); "
+                             "auto: containers when a Docker engine answers [default: local]")
     kip291.add_argument("--warmup", type=float, default=10.0, metavar="S",
                         help="seconds of steady load before each fault [default: 10]")
     kip291.add_argument("--results", type=Path, default=None, metavar="DIR",
@@ -181,18 +184,20 @@ def run_kip291(args: argparse.Namespace) -> int:
     if earlier is not None:
         records = earlier
     else:
+        from harness.backends import resolve_backend
         from harness.distribution import resolve_distribution
         from results.writer import RecordWriter
 
         options = Kip291Options(configurations=configurations, faults=faults, repeat=args.repeat,
                                 partitions=args.partitions, load=LoadSettings(producers=args.producers, acks=args.acks),
-                                warmup_s=args.warmup)
+                                warmup_s=args.warmup, backend=resolve_backend(args.backend))
         distribution = resolve_distribution()
         with RecordWriter(out) as writer:
             writer.write_run_info({"run_id": options.run_id, "command": "bench kip291", "faults": faults,
                                    "configurations": configurations, "repeat": args.repeat,
                                    "partitions": args.partitions, "producers": args.producers, "acks": args.acks,
-                                   "warmup_s": args.warmup, "kafka_version": distribution.version})
+                                   "warmup_s": args.warmup, "backend": options.backend,
+                                   "kafka_version": distribution.version})
             run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
         records = _records(out)
     rows = summarise(records)

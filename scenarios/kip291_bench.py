@@ -21,6 +21,11 @@ and the failover phases of :func:`scenarios.failover_bench.failover_phases` (``m
 the client-visible switch: every live broker's metadata names a live leader for every
 partition).  :func:`summarise` gives the table: configuration x request kind x (median, p90,
 max) of queue / total / sent-to-done time, the produce load, the leader switch.
+
+On either launcher (``backend``): the containers one mounts a host directory per broker and
+logs there with the local launcher's file appenders
+(:class:`harness.containers.cluster.ContainerCluster` ``broker_log_files``), so the request,
+controller and state-change logs are read as files in both cases (:func:`_request_logs`).
 """
 
 from __future__ import annotations
@@ -94,7 +99,8 @@ def configuration(control_plane: bool) -> str:
 
 
 def iteration_record(it: Kip291Iteration, *, run_id: str, partitions: int, index: int, started_at: float,
-                     finished_at: float, settings: Mapping[str, Any], kafka_version: str) -> Record:
+                     finished_at: float, settings: Mapping[str, Any], kafka_version: str,
+                     backend: str = "local") -> Record:
     f = it.failover
     phases = failover_phases(f)
     controller = _controller_of(f.events)
@@ -111,7 +117,7 @@ def iteration_record(it: Kip291Iteration, *, run_id: str, partitions: int, index
               + "; ".join(_detail(kind, [c for c in paired if c.kind == kind]) for kind in CONTROLLER_REQUESTS
                           if any(c.kind == kind for c in paired))
               + (f"; switch {phases['metadata']:.0f} ms" if phases.get("metadata") is not None else ""))
-    return Record(run_id=run_id, scenario=SCENARIO, iteration=index, seed=0, backend="local",
+    return Record(run_id=run_id, scenario=SCENARIO, iteration=index, seed=0, backend=backend,
                   kafka_version=kafka_version, brokers=3, partitions=partitions, kind="measurement", check=CHECK,
                   passed=None, started_at=started_at, finished_at=finished_at, fault=f.fault,
                   target=f"broker {f.target}", observed=observed, detail=detail, latency_ms=phases,
@@ -194,10 +200,12 @@ def _between(phases: Mapping[str, float | None], start: str, end: str) -> float 
 
 
 def _fault_label(r: Record) -> str:
-    """The fault, and the load's acks when not "all" (runs with either may be summarised together)."""
+    """The fault, the load's acks when not "all" and the launcher when not local (runs with
+    either may be summarised together)."""
     settings = r.observed.get("settings") or {} if isinstance(r.observed, dict) else {}
     acks = str((settings.get("load") or {}).get("acks", "all"))
-    return str(r.fault) if acks == "all" else f"{r.fault} acks={acks}"
+    label = str(r.fault) if acks == "all" else f"{r.fault} acks={acks}"
+    return label if r.backend == "local" else f"{label} {r.backend}"
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -220,6 +228,7 @@ class Kip291Options:
     load: LoadSettings = field(default_factory=LoadSettings)
     warmup_s: float = 10.0
     broker_heap: str = "512m"
+    backend: str = "local"  # or "containers"
     run_id: str = field(default_factory=lambda: f"kip291-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-"
                                                 f"{uuid.uuid4().hex[:6]}")
 
@@ -235,7 +244,6 @@ def run_bench(options: Kip291Options, distribution: Any, write: Callable[[Record
 def _bench_configuration(options: Kip291Options, distribution: Any, control_plane: bool,
                          write: Callable[[Record], None], progress: Progress) -> int:
     from harness.config import ClusterConfig
-    from harness.local import LocalCluster
     from harness.metadata import create_topic
     from harness.observer import ZkObserver
     from scenarios.failover_bench import restore, wait_settled
@@ -248,7 +256,7 @@ def _bench_configuration(options: Kip291Options, distribution: Any, control_plan
     fault_options = BenchOptions(partitions=[options.partitions], faults=options.faults, repeat=options.repeat)
     progress(f"{name} control plane: starting 3 brokers ({', '.join(f'{k}={v}' for k, v in settings.items())})")
     count = 0
-    with LocalCluster(config, distribution, start_timeout=180.0, log4j_extra=REQUEST_LOG4J) as cluster:
+    with _open_cluster(options.backend, config, distribution) as cluster:
         create_topic(cluster.bootstrap_servers, TOPIC, round_robin(options.partitions, cluster.broker_ids),
                      TOPIC_CONFIG, timeout=120.0)
         wait_settled(cluster, cluster.broker_ids, options.partitions, 300.0)
@@ -263,7 +271,7 @@ def _bench_configuration(options: Kip291Options, distribution: Any, control_plan
                     it = _one_iteration(cluster, observer, load, fault, control_plane, options, fault_options)
                     record = iteration_record(it, run_id=options.run_id, partitions=options.partitions, index=index,
                                               started_at=started, finished_at=time.time(), settings=stored,
-                                              kafka_version=cluster.kafka_version)
+                                              kafka_version=cluster.kafka_version, backend=options.backend)
                     write(record)
                     count += 1
                     progress(f"{name} #{index + 1} {fault}: {record.detail}")
@@ -274,6 +282,18 @@ def _bench_configuration(options: Kip291Options, distribution: Any, control_plan
                         finally:
                             load.resume()
     return count
+
+
+def _open_cluster(backend: str, config: Any, distribution: Any) -> Any:
+    """An unstarted cluster whose brokers write the request log to files this process reads."""
+    if backend == "containers":
+        from harness.containers.cluster import ContainerCluster
+
+        return ContainerCluster(config, distribution, start_timeout=180.0, broker_log_files=True,
+                                log4j_extra=REQUEST_LOG4J)
+    from harness.local import LocalCluster
+
+    return LocalCluster(config, distribution, start_timeout=180.0, log4j_extra=REQUEST_LOG4J)
 
 
 def _one_iteration(cluster: Any, observer: Any, load: Any, fault: str, control_plane: bool,
@@ -295,6 +315,8 @@ def _one_iteration(cluster: Any, observer: Any, load: Any, fault: str, control_p
 
 
 def _request_logs(cluster: Any) -> dict[int, Path]:
+    if cluster.backend == "containers":  # the host directory mounted as the broker's log dir
+        return {b: cluster.broker_log_dir(b) / REQUEST_LOG for b in cluster.broker_ids}
     from harness.local_nodes import broker_node_name
 
     return {b: Path(cluster.run_dir) / broker_node_name(b) / "logs" / REQUEST_LOG for b in cluster.broker_ids}

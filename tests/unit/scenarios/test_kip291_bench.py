@@ -41,9 +41,10 @@ def iteration(control_plane: bool, laq: float) -> kb.Kip291Iteration:
                               LoadSample(FAULT + 10.0, 30_000, 480_000_000, 2))
 
 
-def record(control_plane: bool, laq: float, index: int = 0) -> object:
+def record(control_plane: bool, laq: float, index: int = 0, backend: str = "local") -> object:
     return kb.iteration_record(iteration(control_plane, laq), run_id="r", partitions=60, index=index,
-                               started_at=FAULT - 10, finished_at=FAULT + 10, settings={}, kafka_version="3.9.2")
+                               started_at=FAULT - 10, finished_at=FAULT + 10, settings={}, kafka_version="3.9.2",
+                               backend=backend)
 
 
 def test_the_record_holds_each_controller_request_with_its_send() -> None:
@@ -74,6 +75,14 @@ def test_summary_rows_per_configuration_kind_and_figure() -> None:
     assert "LeaderAndIsr queue_ms" in text and text.index("without") < text.index("with ")
 
 
+def test_runs_on_either_launcher_are_summarised_apart() -> None:
+    records = [record(False, 200.0), record(False, 2.0, backend="containers")]
+    assert records[1].backend == "containers"  # type: ignore[attr-defined]
+    rows = {(r.fault, r.what): r.spread for r in kb.summarise(records)}  # type: ignore[arg-type]
+    assert rows[("hard_kill", "LeaderAndIsr queue_ms")].median == 200.0  # type: ignore[union-attr]
+    assert rows[("hard_kill containers", "LeaderAndIsr queue_ms")].median == 2.0  # type: ignore[union-attr]
+
+
 def test_rate_over_a_window() -> None:
     assert rate(LoadSample(0.0, 0, 0, 0), LoadSample(2.0, 100, 4_000_000, 1)) == {
         "records_per_s": 50.0, "mb_per_s": 2.0, "failed": 1.0, "seconds": 2.0}
@@ -85,6 +94,7 @@ def test_rate_over_a_window() -> None:
     (["--repeat", "0"], "--repeat must be between"),
     (["--producers", "0"], "--producers must be between"),
     (["--warmup", "-1"], "--warmup must be between"),
+    (["--backend", "podman"], "unknown backend 'podman'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "kip291", *argv]) == 2
