@@ -328,13 +328,22 @@ def _print_processes(cluster: CliCluster, live: object) -> None:
         endpoint = cluster.endpoint(broker_id)
         running = cluster.broker_running(broker_id)
         state = _container_note(running, running and cluster.broker_paused(broker_id))
+        # A container's log dirs are reachable only through a running (not frozen) process.
+        failed = _failed_log_dirs(cluster, broker_id) if endpoint.container is None or state == "running" else []
         if isinstance(live, dict):
             state += ", registered" if broker_id in live else ", not registered"
-        failed = cluster.failed_log_dirs(broker_id) if running or endpoint.container is None else []
         if failed:
             state += f", log dir(s) {','.join(map(str, failed))} FAILED (`cluster repair-log-dir {broker_id}`)"
         plane = f"  control plane {endpoint.control_plane}" if endpoint.control_plane else ""
         print(f"  {broker_id}  {endpoint.bootstrap}{plane}  {node_note(cluster, broker_id)}  {state}")
+
+
+def _failed_log_dirs(cluster: CliCluster, broker_id: int) -> list[int]:
+    try:
+        return cluster.failed_log_dirs(broker_id)
+    except (HarnessError, OSError) as exc:  # e.g. a container's, not as root: status goes on
+        logging.getLogger(__name__).debug("log dirs of broker %d: %s", broker_id, exc)
+        return []
 
 
 def node_note(cluster: CliCluster, broker_id: int) -> str:
