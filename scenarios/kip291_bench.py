@@ -209,11 +209,12 @@ def _fault_label(r: Record) -> str:
 
 
 def table(rows: Sequence[Row]) -> str:
-    lines = [f"{'fault':<22} {'control plane':<13} {'figure':<50} {'n':>4} {'median':>9} {'p90':>9} {'max':>9}"]
+    width = max([22, *(len(row.fault) for row in rows)])  # e.g. "hard_kill acks=1 containers"
+    lines = [f"{'fault':<{width}} {'control plane':<13} {'figure':<50} {'n':>4} {'median':>9} {'p90':>9} {'max':>9}"]
     for row in rows:
         s = row.spread
         figures = f"{s.n:>4} {s.median:>9,.1f} {s.p90:>9,.1f} {s.max:>9,.1f}" if s else f"{0:>4} {'-':>9} {'-':>9} {'-':>9}"
-        lines.append(f"{row.fault:<22} {row.configuration:<13} {row.what:<50} {figures}")
+        lines.append(f"{row.fault:<{width}} {row.configuration:<13} {row.what:<50} {figures}")
     return "\n".join(lines)
 
 
