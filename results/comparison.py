@@ -56,17 +56,21 @@ def rounded_value(mantissa: int, exponent: int) -> float:
 
 def round_significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
     """``value`` rounded to ``digits`` significant digits, half away from zero — the rounding
-    ``results.aggregate.latency_value_counts`` does in Spark (and ``ROUND`` in Spark SQL)."""
-    mantissa, exponent = _mantissa_exponent(value, digits)
+    summary.json's samples went through (``results.tables.latency_values``; ``ROUND`` in Spark SQL
+    rounds the same way)."""
+    mantissa, exponent = mantissa_exponent(value, digits)
     return rounded_value(mantissa, exponent)
 
 
-def _mantissa_exponent(value: float, digits: int) -> tuple[int, int]:
+def mantissa_exponent(value: float, digits: int = SIGNIFICANT_DIGITS) -> tuple[int, int]:
+    """``value`` rounded to ``digits`` significant digits as (mantissa, exponent) integers,
+    normalised (:func:`_normalised`); (0, 0) for 0."""
     if value == 0:
         return 0, 0
     exponent = math.floor(math.log10(abs(value))) - (digits - 1)
-    scaled = value / 10.0**exponent  # the same double Spark divides out (pow(10.0, e) is exact enough)
-    # Spark's ROUND of a double is BigDecimal(scaled).setScale(0, HALF_UP): exact decimal expansion.
+    scaled = value / 10.0**exponent
+    # Half up on the exact decimal expansion, as Spark's ROUND (BigDecimal(scaled).setScale(0, HALF_UP))
+    # which summary.json's samples were rounded with before the report finished them in Python.
     mantissa = int(Decimal(scaled).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     return _normalised(mantissa, exponent, digits)
 
@@ -130,7 +134,7 @@ class ValueCounts:
 
 
 def value_counts_from_spark_rows(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], ValueCounts]:
-    """``results.aggregate.latency_value_counts`` rows -> a sample per (fault, phase)."""
+    """``results.tables.latency_values`` rows -> a sample per (fault, phase)."""
     grouped: dict[tuple[str, str], Counter[float]] = {}
     for row in rows:
         mantissa, exponent = _normalised(int(row["mantissa"]), int(row["exponent"]))
@@ -202,8 +206,8 @@ def z_for(confidence: float) -> float:
 
 
 def wilson_interval(passed: int, decided: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float] | None:
-    """Wilson score interval of passed / decided (the formula ``results.aggregate.with_pass_rate``
-    uses in Spark), clamped to [0, 1]; None when nothing was decided."""
+    """Wilson score interval of passed / decided (the formula ``results.tables.wilson``
+    uses, with z for ``confidence``), clamped to [0, 1]; None when nothing was decided."""
     if decided <= 0:
         return None
     z = z_for(confidence)

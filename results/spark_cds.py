@@ -40,8 +40,14 @@ def _java() -> str | None:
     return shutil.which("java")
 
 
+# The modules whose Spark queries decide which classes the archive holds: when they change, so
+# may the classes a report loads (the one-pass query of issue 15 loads Arrow's and the
+# higher-order functions' classes the earlier queries never did), and a new archive is built.
+QUERY_MODULES = ("aggregate.py",)
+
+
 def archive_path() -> Path | None:
-    """Where this JDK + pyspark's archive lives (None without a java to key it by)."""
+    """Where this JDK + pyspark + query code's archive lives (None without a java to key it by)."""
     import pyspark
 
     java = _java()
@@ -50,7 +56,8 @@ def archive_path() -> Path | None:
     real = os.path.realpath(java)
     st = os.stat(real)
     jars = sorted(p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    text = "\0".join([real, str(st.st_size), str(st.st_mtime_ns), pyspark.__version__, *jars])
+    queries = [hashlib.sha256((Path(__file__).parent / name).read_bytes()).hexdigest() for name in QUERY_MODULES]
+    text = "\0".join([real, str(st.st_size), str(st.st_mtime_ns), pyspark.__version__, *jars, *queries])
     return cache_root() / "cds" / f"spark-{pyspark.__version__}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.jsa"
 
 
@@ -82,7 +89,15 @@ def build_archive() -> Path | None:
     if not partial.is_file():
         raise RuntimeError(f"the JVM wrote no archive ({partial}); see -Xlog:cds in its output")
     partial.replace(path)
+    _remove_older_archives(path)
     return path
+
+
+def _remove_older_archives(kept: Path) -> None:
+    """Archives of an earlier JDK, pyspark or query code: ~180 MB each, never used again."""
+    for other in kept.parent.glob("spark-*.jsa"):
+        if other != kept:
+            other.unlink(missing_ok=True)
 
 
 def _stop_jvm(spark: object) -> None:

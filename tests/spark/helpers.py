@@ -30,3 +30,14 @@ def records_frame(spark, records):
                 data[key] = json.dumps(data[key], separators=(",", ":"))
         rows.append(tuple(data[name] for name in FIELD_NAMES))
     return spark.createDataFrame(rows, record_schema())
+
+
+def tables_of(spark, records):
+    """Every report table over ``records`` (a records frame, as valid lines of one file), as the
+    one-pass aggregation finishes them."""
+    from results.aggregate import aggregate_tables
+
+    frame = records_frame(spark, records).selectExpr(
+        "'file:/r/records.jsonl' as source", "'valid' as status", "cast(null as string) as problem",
+        "cast(null as string) as excerpt", "*")
+    return aggregate_tables(frame)

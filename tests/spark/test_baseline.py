@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -13,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from results.aggregate import latency_value_counts
-from results.comparison import round_significant, value_counts_from_spark_rows
 from results.report import run_report
 from results.synthetic import write_synthetic_results
 
@@ -116,18 +113,6 @@ def test_a_summary_json_baseline_gives_the_same_comparison_and_no_rules_do_not_g
                 for key in ("latency", "pass_rates")]
 
     assert tables(json.loads(from_summary.summary_json.read_text())) == tables(cli[2])
-
-
-def test_spark_rounds_samples_as_the_python_mirror_does(spark):
-    rng = random.Random(5)
-    values = [0.0, 999.6, 999.4, 12.35, 12.25, -3.5, 1e-3, 123456.7] + [rng.lognormvariate(6, 2) for _ in range(500)]
-    frame = spark.createDataFrame([("f", "election", v) for v in values], "fault string, phase string, ms double")
-    samples = value_counts_from_spark_rows(r.asDict() for r in latency_value_counts(frame).collect())
-    expected: dict[float, int] = {}
-    for v in values:
-        expected[round_significant(v)] = expected.get(round_significant(v), 0) + 1
-    sample = samples[("f", "election")]
-    assert dict(zip(sample.values, sample.counts)) == expected
 
 
 def test_cli_gates_exit_1_with_one_line_each_and_keep_spark_off_the_terminal(cli):

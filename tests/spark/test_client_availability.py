@@ -4,11 +4,7 @@ controller_metrics measurements' table per fault."""
 
 from __future__ import annotations
 
-from pyspark.sql import Row
-from pyspark.testing import assertDataFrameEqual
-
-from results import aggregate as A
-from tests.spark.helpers import record, records_frame
+from tests.spark.helpers import record, tables_of
 
 
 def _measured(fault: str, produce: float, consume: float | None, e2e_p99: float):
@@ -18,21 +14,21 @@ def _measured(fault: str, produce: float, consume: float | None, e2e_p99: float)
 
 
 def test_availability_per_fault_and_client_phases_in_the_percentiles(spark):
-    frame = records_frame(spark, [
+    tables = tables_of(spark, [
         _measured("hard_kill", 0.6, 0.8, 5000.0), _measured("hard_kill", 1.0, None, 90.0),
         _measured("controlled_shutdown", 1.0, 1.0, 40.0),
         record(kind="measurement", check="latency", passed=None, latency_ms={"election": 10.0}),
         record(),  # a check: not an availability sample
     ])
-    assertDataFrameEqual(A.availability(frame), [
-        Row(fault="controlled_shutdown", count=1, produce_mean=1.0, produce_min=1.0, consume_mean=1.0,
-            consume_min=1.0),
-        Row(fault="hard_kill", count=2, produce_mean=0.8, produce_min=0.6, consume_mean=0.8, consume_min=0.8),
-    ], checkRowOrder=True)
-    stats = {(r.fault, r.phase): r for r in A.latency_percentiles(A.latency_samples(frame)).collect()}
+    assert tables["availability"] == [
+        dict(fault="controlled_shutdown", count=1, produce_mean=1.0, produce_min=1.0, consume_mean=1.0,
+             consume_min=1.0),
+        dict(fault="hard_kill", count=2, produce_mean=0.8, produce_min=0.6, consume_mean=0.8, consume_min=0.8),
+    ]
+    stats = {(r["fault"], r["phase"]): r for r in tables["latency"]}
     assert stats[("hard_kill", "e2e_p99")]["count"] == 2 and stats[("hard_kill", "e2e_p99")]["max"] == 5000.0
     assert ("hard_kill", "e2e_p999") not in stats  # a null phase is no sample
-    phases = [r.phase for r in A.latency_percentiles(A.latency_samples(frame)).collect() if r.fault == "hard_kill"]
+    phases = [r["phase"] for r in tables["latency"] if r["fault"] == "hard_kill"]
     assert phases == ["election", "produce_unavailable", "e2e_p99"]  # leader-switch phases first
 
 
@@ -51,22 +47,17 @@ def _controller(fault: str | None, elections: int, election_ms: float, queued: i
 
 
 def test_the_controller_table_sums_counts_and_weights_means_per_fault(spark):
-    frame = records_frame(spark, [
+    rows = tables_of(spark, [
         _controller("hard_kill", 1, 100.0, 9, 180.0, 0.0), _controller("hard_kill", 3, 500.0, 1, 20.0, 6.0, moved=True),
         _controller("controlled_shutdown", 0, 0.0, 4, 8.0, 0.0, shutdowns=1, shutdown_ms=250.0),
         record(kind="measurement", check="latency", passed=None, latency_ms={"election": 10.0}),  # not counted
-    ])
-    assertDataFrameEqual(A.controller_metrics(frame), [
-        Row(fault="controlled_shutdown", steps=1, controller_moves=0, broker_change_events=0,
-            broker_change_mean_ms=None, queued_events=4, queue_mean_ms=2.0, controlled_shutdowns=1,
-            shutdown_mean_ms=250.0, unclean_elections=0, offline_max=0, under_replicated_max=9,
-            under_min_isr_max=0, queue_size_max=1),
-        Row(fault="hard_kill", steps=2, controller_moves=1, broker_change_events=4, broker_change_mean_ms=150.0,
-            queued_events=10, queue_mean_ms=20.0, controlled_shutdowns=0, shutdown_mean_ms=None,
-            unclean_elections=1, offline_max=6, under_replicated_max=9, under_min_isr_max=0, queue_size_max=1),
-    ], checkRowOrder=True)
-    # the slim cache keeps these measurements' observed JSON, so the report's table is the same
-    assertDataFrameEqual(A.controller_metrics(A.slim(frame.selectExpr("'s' as source", "'valid' as status",
-                                                                      "null as problem", "null as excerpt", "*"))
-                                              .drop("source", "status", "problem", "excerpt")),
-                         A.controller_metrics(frame), checkRowOrder=True)
+    ])["controller"]
+    assert rows == [
+        dict(fault="controlled_shutdown", steps=1, controller_moves=0, broker_change_events=0,
+             broker_change_mean_ms=None, queued_events=4, queue_mean_ms=2.0, controlled_shutdowns=1,
+             shutdown_mean_ms=250.0, unclean_elections=0, offline_max=0, under_replicated_max=9,
+             under_min_isr_max=0, queue_size_max=1),
+        dict(fault="hard_kill", steps=2, controller_moves=1, broker_change_events=4, broker_change_mean_ms=150.0,
+             queued_events=10, queue_mean_ms=20.0, controlled_shutdowns=0, shutdown_mean_ms=None,
+             unclean_elections=1, offline_max=6, under_replicated_max=9, under_min_isr_max=0, queue_size_max=1),
+    ]

@@ -4,7 +4,10 @@
 d164377: one ``orderBy`` per table, one job after another, the whole records cached) over the
 input :func:`golden_input` builds — generated runs plus every awkward line the parser knows
 (malformed, rejected, blank, NaN latency, failures with JSON expected/observed, unknowns).  The
-current code must reproduce every row, in order, value for value.  Regenerate the file only when
+current code must reproduce every row, in order, value for value — since the tables are finished
+in Python from one query's partial aggregates (results.tables), too.  Changed on purpose once:
+the histogram's bin edges are 10^(k/20) correctly rounded (results.tables.bin_edge) where Spark's
+``pow`` differed from it in the last bit (same bins, same counts).  Regenerate the file only when
 an aggregate's meaning changes on purpose:
 
     .venv/bin/python -m tests.spark.test_golden  # writes tests/spark/golden/aggregates.json
