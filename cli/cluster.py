@@ -223,7 +223,8 @@ def _container_class() -> type[ContainerCluster]:
 
 def _attach(state_dir: Path) -> CliCluster:
     """The cluster ``cluster up`` left in ``state_dir``, on the launcher its cluster.json names."""
-    from harness.containers.state import load_state_file, state_backend
+    from harness.containers.state import state_backend
+    from harness.local_state import load_state_file
     from harness.local import LocalCluster
 
     if state_backend(load_state_file(state_dir)) == "containers":

@@ -105,9 +105,9 @@ def write_state(run_dir: Path, state: Mapping[str, Any]) -> Path:
     return path
 
 
-def read_state(state_dir: Path) -> AttachedParts:
-    """The cluster ``kafka-chaos cluster up`` started in ``state_dir``; UsageError when there
-    is none, HarnessError when the file is damaged or from another version."""
+def load_state_file(state_dir: Path) -> dict[str, Any]:
+    """``state_dir/cluster.json`` as a dict, either launcher's: UsageError when there is none,
+    HarnessError when it is not JSON or from another version of kafka-chaos."""
     path = state_dir / STATE_FILE
     try:
         state = json.loads(path.read_text())
@@ -118,6 +118,14 @@ def read_state(state_dir: Path) -> AttachedParts:
         raise HarnessError(f"cannot read {path}: {exc}") from exc
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
         raise HarnessError(f"{path} was not written by this version of kafka-chaos")
+    return state
+
+
+def read_state(state_dir: Path) -> AttachedParts:
+    """The cluster ``kafka-chaos cluster up`` started in ``state_dir``; UsageError when there
+    is none, HarnessError when the file is damaged or from another version."""
+    path = state_dir / STATE_FILE
+    state = load_state_file(state_dir)
     try:
         return _parts(state)
     except (KeyError, TypeError, ValueError) as exc:

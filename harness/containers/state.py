@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.errors import HarnessError, UsageError
+from common.errors import HarnessError
 from harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from harness.distribution import KafkaDistribution
-from harness.local_state import STATE_FILE, config_from_state, config_state
+from harness.local_state import STATE_FILE, STATE_FORMAT, config_from_state, config_state, load_state_file
 
-STATE_FORMAT = 1
 BACKEND = "containers"
 
 
@@ -108,22 +107,6 @@ def parse_container_state(state: Mapping[str, Any]) -> ContainerState:
 def state_backend(state: Mapping[str, Any]) -> str:
     """``containers`` or ``local`` (files written before containers clusters had none)."""
     return str(state.get("backend") or "local")
-
-
-def load_state_file(state_dir: Path) -> dict[str, Any]:
-    """``state_dir/cluster.json`` as a dict: UsageError when there is none, HarnessError when
-    it is not JSON or from another version of kafka-chaos."""
-    path = state_dir / STATE_FILE
-    try:
-        state = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"no cluster in {state_dir} (no {STATE_FILE}); start one with "
-                         f"`kafka-chaos cluster up --state-dir {state_dir}`") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise HarnessError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-        raise HarnessError(f"{path} was not written by this version of kafka-chaos")
-    return state
 
 
 def read_container_state(state_dir: Path) -> ContainerState:
