@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import json
 import logging
 import math
 import time
@@ -30,11 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from common.errors import HarnessError
 from results.schema import FIELD_NAMES, READABLE_VERSIONS, REQUIRED_FIELDS
 from results.tables import FAILURE_COLUMNS
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
@@ -137,7 +139,7 @@ CONTROLLER_CHECK = "controller_metrics"
 # facts) and the values its table aggregates.  Struct parts keep a fact narrow: an absent part is
 # one null, not a null per field.  Every aggregated value is numeric, so Spark's hash aggregation
 # (fixed-width buffers) applies: a string buffer (``first``, ``min`` of text) would force a
-# sort-based aggregation, seconds slower even on one run's records.
+# sort-based aggregation: 2.5 s instead of 1.7 s on one run's records in a warm JVM.
 _FACT_PARTS: Mapping[str, str] = {
     "input": "struct<source:string,status:string>",
     "outcome": "struct<run_id:string,scenario:string,check:string,backend:string,kafka_version:string,"
@@ -152,6 +154,7 @@ _FACT_PARTS: Mapping[str, str] = {
                   "queue_size:bigint>",
 }
 FACT_KEYS = ("table", "input", "outcome", "sample", "fault", "failure")
+OUTCOME_KEYS = ("run_id", "scenario", "check", "backend", "kafka_version", "kind", "passed", "day")
 _SUMMED = ("elections", "election_ms", "events", "queue_ms", "shutdowns", "shutdown_ms", "unclean", "moved")
 _LARGEST = ("offline", "urp", "under_min_isr", "queue_size")
 
@@ -216,8 +219,7 @@ def facts(classified: "DataFrame") -> "DataFrame":
     once = [
         _fact("input", input=_columns("source", "status")),
         f"CASE WHEN {valid} THEN " + _fact("outcome", outcome=_struct(
-            **{name: f"`{name}`" for name in ("run_id", "scenario", "check", "backend", "kafka_version", "kind",
-                                               "passed")}, day=day),
+            **{name: f"`{name}`" for name in OUTCOME_KEYS[:-1]}, day=day),
             times=_columns("started_at", "finished_at", "seed")) + " END",
         f"CASE WHEN {measurement} AND `check` = '{AVAILABILITY_CHECK}' THEN " + _fact(
             "availability", fault=fault, availability=_struct(produce=_observed("$.produce_availability"),
@@ -236,18 +238,31 @@ def facts(classified: "DataFrame") -> "DataFrame":
     return classified.selectExpr(f"inline(concat(filter(array({', '.join(once)}), one -> one IS NOT NULL), {samples}))")
 
 
+_AVAILABILITY_VALUES = tuple(f"{name}_{label}" for name in ("produce", "consume") for label in ("sum", "min", "n"))
+# What a non-latency partial row carries besides its table and count, as JSON (``rest``).
+REST_FIELDS = ("input", "outcome", "fault", "failure", "started_at", "finished_at", "seed", *_AVAILABILITY_VALUES,
+               *_SUMMED, *_LARGEST)
+
+
 def partials(facts_frame: "DataFrame") -> "DataFrame":
     """The facts counted per key (``n``) with their values aggregated: each table's partial
-    aggregate, which :mod:`results.tables` finishes in Python."""
+    aggregate, which :mod:`results.tables` finishes in Python.
+
+    The rows leave Spark narrow: ``table``, ``sample`` (latency rows), ``n``, and for every other
+    table's row its key and values as JSON text (``rest``).  Latency rows are most of them (2.4M
+    for 3M records), and in Arrow a column costs every row its slot, null or not: with the two
+    dozen value columns beside them, 3M records' partials did not fit the 2 GB driver."""
     from pyspark.sql import functions as F
 
     availability = [f"{kind}(availability.{name}) AS {name}_{label}" for name in ("produce", "consume")
                     for kind, label in (("sum", "sum"), ("min", "min"), ("count", "n"))]
-    return facts_frame.groupBy(*FACT_KEYS).agg(*[F.expr(text) for text in (
+    aggregated = facts_frame.groupBy(*FACT_KEYS).agg(*[F.expr(text) for text in (
         "count(1) AS n", "min(times.started_at) AS started_at", "max(times.finished_at) AS finished_at",
         "min(times.seed) AS seed", *availability,
         *[f"sum(controller.{name}) AS {name}" for name in _SUMMED],
         *[f"max(controller.{name}) AS {name}" for name in _LARGEST])])
+    rest = "to_json(named_struct(" + ", ".join(f"'{name}', {name}" for name in REST_FIELDS) + "))"
+    return aggregated.selectExpr("table", "sample", "n", f"CASE WHEN table = 'latency' THEN NULL ELSE {rest} END AS rest")
 
 
 def problem_examples(classified: "DataFrame") -> "DataFrame":
@@ -336,8 +351,13 @@ def aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | N
     small = sum(f.stat().st_size for f in files) <= SMALL_INPUT_BYTES
     with _interpreted(spark, small):
         classified = classify(parse_lines(read_lines(spark, files)))
-        # One partition: the aggregation needs no shuffle, and the whole query is one task.
-        found = aggregate_tables(classified.coalesce(1) if small else classified)
+        try:
+            # One partition: the aggregation needs no shuffle, and the whole query is one task.
+            found = aggregate_tables(classified.coalesce(1) if small else classified)
+        except Exception as exc:  # noqa: BLE001 - py4j/pyspark raise many kinds; the user needs one line
+            reason = next((line.strip() for line in str(exc).splitlines() if "Exception:" in line or "Error:" in line),
+                          (str(exc).strip().splitlines() or [type(exc).__name__])[0])
+            raise HarnessError(f"the Spark aggregation of {len(files)} file(s) failed: {reason}") from exc
     _load(result, found, tables_dir, failing_limit)
     result.seconds = time.monotonic() - started
     log.debug("aggregated %s records from %d file(s) in %.1f s", result.totals.get("records"), len(files),
@@ -356,7 +376,9 @@ def aggregate_tables(classified: "DataFrame") -> dict[str, list[dict[str, Any]]]
     examples: dict[tuple[str, str], str] = {}
     if any(line["status"] in ("malformed", "rejected") for line in inputs):
         examples = {(r["source"], r["status"]): r["example"] for r in problem_examples(classified).collect()}
-    outcomes = [{**row["outcome"], **{k: row[k] for k in ("n", "started_at", "finished_at", "seed")}}
+    # JSON leaves out null fields: a record without a verdict has no "passed"
+    outcomes = [{**dict.fromkeys(OUTCOME_KEYS), **row["outcome"], **{k: row[k] for k in ("n", "started_at",
+                                                                                         "finished_at", "seed")}}
                 for row in by_table["outcome"]]
     samples = _samples(found)
     return {
@@ -372,11 +394,22 @@ def aggregate_tables(classified: "DataFrame") -> dict[str, list[dict[str, Any]]]
 
 
 def _rows(found: Any, table: str) -> list[dict[str, Any]]:
-    """The partial rows of one table (a few thousand at most, failing checks aside) as dicts."""
+    """The partial rows of one table other than latency (a few thousand, failing checks aside) as
+    dicts of :data:`REST_FIELDS` and ``n``."""
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
-    rows: list[dict[str, Any]] = found.filter(pc.equal(found["table"], table)).to_pylist()
-    return rows
+    chosen = found.filter(pc.equal(found["table"], table))
+    return [{**dict.fromkeys(REST_FIELDS), **_numbers(json.loads(rest)), "n": n}
+            for rest, n in zip(chosen.column("rest").to_pylist(), chosen.column("n").to_pylist())]
+
+
+def _numbers(values: dict[str, Any]) -> dict[str, Any]:
+    """Spark's JSON writes a NaN or infinite double as a string: the aggregated values back to floats."""
+    return {key: float(value) if key in _NUMERIC and isinstance(value, str) else value
+            for key, value in values.items()}
+
+
+_NUMERIC = frozenset(REST_FIELDS[REST_FIELDS.index("started_at"):])
 
 
 def _samples(found: Any) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"  # 3M records aggregate in well under this; the machine is shared
+MAX_RESULT_SIZE = "768m"  # well under DEFAULT_DRIVER_MEMORY: the results are held twice while collected
 SHUFFLE_PARTITIONS = 2  # aggregates are small: the default 200 partitions would be 200 tiny tasks per job
 QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 
@@ -57,6 +58,10 @@ def spark_config(master: str | None = None, driver_memory: str = DEFAULT_DRIVER_
         # Each Parquet table is committed by renaming its task files once, not twice.
         "spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "2",
         "spark.driver.memory": driver_memory,
+        # Collected results past this abort the job with an error the report prints: past the
+        # heap instead, the driver ran out of memory and pyspark's toArrow waited forever (the
+        # one-pass partials of 3M records are ~200 MB).
+        "spark.driver.maxResultSize": MAX_RESULT_SIZE,
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraJavaOptions": " ".join(java_options() if java is None else java),
         # The report is a batch job started from a terminal: no need for an IPv6/hostname lookup

@@ -179,3 +179,24 @@ def test_one_query_and_no_shuffle_for_a_small_input(spark, tmp_path):
         ids = tracker.getJobIdsForGroup(group)
         assert len(ids) == jobs
         assert [len(tracker.getJobInfo(i).stageIds) for i in ids] == [1] * jobs
+
+
+def test_a_failed_spark_query_is_one_line_of_harness_error(spark, tmp_path, monkeypatch):
+    """A job Spark aborts (here as py4j reports it: a Java stack trace in the message) reaches
+    the user as one line naming the reason, not a traceback."""
+    from common.errors import HarnessError
+
+    path = tmp_path / "records.jsonl"
+    path.write_text(record().to_json() + "\n", encoding="utf-8")
+
+    def aborted(classified):
+        raise RuntimeError("An error occurred while calling o58.getResult.\n"
+                           ": org.apache.spark.SparkException: Job aborted: Total size of serialized results "
+                           "is bigger than spark.driver.maxResultSize (768.0 MiB)\n\tat org.apache.spark.Foo(Foo.scala:1)")
+
+    monkeypatch.setattr(A, "aggregate_tables", aborted)
+    with pytest.raises(HarnessError) as raised:
+        A.aggregate(spark, [path])
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("the Spark aggregation of 1 file(s) failed: ")
+    assert "spark.driver.maxResultSize" in message
