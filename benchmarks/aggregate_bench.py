@@ -4,12 +4,14 @@ current code and, with ``--before REV``, for an earlier revision measured the sa
 
     .venv/bin/python benchmarks/aggregate_bench.py [--sizes 100000,1000000,3000000]
         [--report-records 3500 | --report-dir RESULTS_DIR] [--repeat N] [--before d164377] [--master local[2]]
+        [--stages]
 
 Records are generated (results.synthetic) into a temp dir, removed afterwards.  Each code version
 aggregates every size in one Spark session of its own process (``--worker``), started once, so
 its start-up is printed apart.  ``--before REV`` extracts REV with ``git archive`` into a temp
-dir (the working tree is not touched).  Prints one line per figure; no assertions.  The machine
-is shared: the load average is printed with every figure.
+dir (the working tree is not touched).  ``--stages`` also times, per size and for the current
+code only, reading and parsing alone (docs/report.md, "Why 30 s is out of reach").  Prints one
+line per figure; no assertions.  The machine is shared: the load average is printed with every figure.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,7 +57,38 @@ def jvm_cpu_s(spark: object) -> float | None:
         return None
 
 
-def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_memory: str) -> None:
+def stage_figures(spark: object, path: Path) -> list[dict[str, object]]:
+    """Each stage of the report's Spark query alone, over ``path``, written to Spark's ``noop``
+    sink (computed, then dropped): reading the lines, Spark's JSON source with the record schema
+    (the faster reader the report does not use: it skips blank lines, which the report counts),
+    ``from_json`` over the lines (what the report does) and the one pass's whole query."""
+    from results import aggregate as A
+
+    session: Any = spark
+    lines = A.read_lines(session, [path])
+    json_source = session.read.schema(A.record_schema(with_corrupt=True)).options(
+        mode="PERMISSIVE", columnNameOfCorruptRecord=A.CORRUPT).json(str(path))
+    stages = {
+        "reading the lines only (spark.read.text)": lines,
+        "Spark's JSON source, explicit schema, every field": json_source.select("*", "_metadata.file_path"),
+        "from_json over the lines, every field (the report's parse)": A.parse_lines(lines).select("source", "r.*"),
+        "the one pass's whole Spark query (parse, classify, facts, partials)":
+            A.partials(A.facts(A.classify(A.parse_lines(lines)))),
+    }
+    figures: dict[str, dict[str, object]] = {}
+    # Twice, the second round's figures kept: the first pays the JIT's warm-up, whichever stage
+    # comes first (over 1M records a cold JSON source took 13.4 s, a warm one 7.5 s).
+    for stage, frame in [*stages.items(), *stages.items()]:
+        started, cpu_before = time.monotonic(), jvm_cpu_s(spark)
+        frame.write.format("noop").mode("overwrite").save()
+        cpu_after = jvm_cpu_s(spark)
+        figures[stage] = {"stage": stage, "wall_s": time.monotonic() - started,
+                          "cpu_s": cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None}
+    return list(figures.values())
+
+
+def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_memory: str,
+           stages: bool = False) -> None:
     """In a process of its own: ``root``'s aggregation over each file, one Spark session."""
     sys.path.insert(0, str(root))
     from results.aggregate import aggregate
@@ -67,6 +101,8 @@ def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_
     spark.range(1).count()
     print(json.dumps({"session_s": session_s, "first_job_s": time.monotonic() - started}), flush=True)
     for path in files:
+        for figure in stage_figures(spark, path) if stages else []:
+            print(json.dumps({"file": str(path), **figure}), flush=True)
         started, cpu_before = time.monotonic(), jvm_cpu_s(spark)
         result = aggregate(spark, [path], out / path.parent.name / "tables")
         wall_s = time.monotonic() - started
@@ -133,13 +169,15 @@ def main() -> int:
     parser.add_argument("--master", default=None, help="Spark master (default local[2])")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--tmp", default=None, help="where to write the generated records (default: system temp)")
+    parser.add_argument("--stages", action="store_true",
+                        help="also time reading and parsing alone per size (current code)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--files", default="", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(Path(args.worker), [Path(f) for f in args.files.split(",") if f], Path(args.out), args.master,
-               args.driver_memory)
+               args.driver_memory, args.stages)
         return 0
 
     sys.path.insert(0, str(REPO))
@@ -166,10 +204,11 @@ def main() -> int:
             files.append(path)
         for _ in range(args.repeat if run_dir is not None else 0):  # versions alternate: the load hits both alike
             for name, root in versions:
-                report_figures(name, root, run_dir, work / "report-out")
+                report_figures(name, root, run_dir, work / "report-out")  # type: ignore[arg-type]  # not None here
         for name, root in versions:
             if files:
-                aggregation_figures(name, root, files, work / "agg-out", args.master, args.driver_memory)
+                aggregation_figures(name, root, files, work / "agg-out", args.master, args.driver_memory,
+                                    stages=args.stages and root == REPO)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
@@ -186,9 +225,9 @@ def report_figures(name: str, root: Path, run_dir: Path, out: Path) -> None:
 
 
 def aggregation_figures(name: str, root: Path, files: list[Path], out: Path, master: str | None,
-                        driver_memory: str) -> None:
+                        driver_memory: str, stages: bool = False) -> None:
     command = [sys.executable, __file__, "--worker", str(root), "--files", ",".join(map(str, files)),
-               "--out", str(out), "--driver-memory", driver_memory]
+               "--out", str(out), "--driver-memory", driver_memory, *(["--stages"] if stages else [])]
     if master:
         command += ["--master", master]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
@@ -198,6 +237,11 @@ def aggregation_figures(name: str, root: Path, files: list[Path], out: Path, mas
             if "session_s" in row:
                 print(f"[{name}] spark start-up: session {row['session_s']:.1f} s + first trivial job "
                       f"{row['first_job_s']:.1f} s", flush=True)
+                continue
+            if "stage" in row:
+                cpu_s = f", JVM CPU {row['cpu_s']:.1f} s" if row["cpu_s"] is not None else ""
+                print(f"[{name}] {Path(row['file']).parent.name} stage: {row['stage']}: {row['wall_s']:.1f} s wall"
+                      f"{cpu_s}", flush=True)
                 continue
             peak = f"; JVM peak RSS {row['peak_mb']:,.0f} MB" if row["peak_mb"] is not None else ""
             cpu = f" (JVM CPU {row['cpu_s']:.1f} s)" if row["cpu_s"] is not None else ""
