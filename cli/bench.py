@@ -1,11 +1,12 @@
 """`kafka-chaos bench failover --partitions 10,100,1000,10000 [--brokers 3,5,9] [--faults
-hard_kill,controlled_shutdown,controller_kill] [--repeat N] [--results DIR]`: time per failover
-phase against the partition count (:mod:`scenarios.failover_bench`).
+hard_kill,controlled_shutdown,controller_kill] [--repeat N] [--backend local|containers|auto]
+[--results DIR]`: time per failover phase against the partition count (:mod:`scenarios.failover_bench`).
 
 Writes ``DIR/records.jsonl`` (one ``failover_scaling`` measurement per fault iteration),
 ``DIR/scaling.json`` (median and p99 per fault, broker count, partition count and phase),
-``DIR/scaling.png`` (log-log chart) and prints the table.  Starts one local cluster at a time:
-run it under the cluster lock on shared machines.
+``DIR/scaling.png`` (log-log chart) and prints the table.  Starts one cluster at a time (local
+JVMs or Docker containers): run it under the cluster lock on shared machines.  ``bench kip291``
+is :func:`run_kip291`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MAX_PARTITIONS = 20000
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     parser = sub.add_parser("bench", help="benchmarks against real clusters (failover scaling, KIP-291)",
-                            description="Benchmarks against real local clusters.")
+                            description="Benchmarks against real clusters, local JVMs or Docker containers (--backend).")
     benches = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
     failover = benches.add_parser(
         "failover", help="time per failover phase vs partition count",
@@ -42,6 +43,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                           help="broker counts [default: 3]")
     failover.add_argument("--faults", default=None, help="hard_kill,controlled_shutdown,controller_kill [default: all]")
     failover.add_argument("--repeat", type=int, default=3, help="iterations per fault [default: 3]")
+    _backend_argument(failover)
     failover.add_argument("--results", type=Path, default=None, metavar="DIR",
                           help="output directory [default: bench-failover-<UTC time>]")
     failover.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
@@ -62,9 +64,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                                                                    "each) [default: 12]")
     kip291.add_argument("--acks", choices=("all", "1"), default="all",
                         help="the load's acks; 1 keeps the queues full through a hard kill [default: all]")
-    kip291.add_argument("--backend", default="local", metavar="local|containers|auto",
-                        help="JVMs on loopback or Docker containers (their log dirs mounted from the host); "
-                             "auto: containers when a Docker engine answers [default: local]")
+    _backend_argument(kip291)
     kip291.add_argument("--warmup", type=float, default=10.0, metavar="S",
                         help="seconds of steady load before each fault [default: 10]")
     kip291.add_argument("--results", type=Path, default=None, metavar="DIR",
@@ -72,6 +72,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     kip291.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
                         help="start no cluster: summarise the records of earlier runs (merged) into --results")
     kip291.set_defaults(func=run_kip291)
+
+
+def _backend_argument(parser: argparse.ArgumentParser) -> None:
+    # Checked by harness.backends.resolve_backend (one line, exit 2), not argparse's choices.
+    parser.add_argument("--backend", default="local", metavar="local|containers|auto",
+                        help="JVMs on loopback or Docker containers (their log dirs mounted from the host); "
+                             "auto: containers when a Docker engine answers [default: local]")
 
 
 def _int_list(flag: str, low: int, high: int) -> Callable[[str], list[int]]:
@@ -97,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.distribution import resolve_distribution
     from results.scaling_chart import scaling_chart
     from results.writer import RecordWriter
-    from scenarios.failover_bench import CHART_PHASES, FAULTS, BenchOptions, run_bench, summarise
+    from scenarios.failover_bench import CHART_PHASES, BenchOptions, run_bench, summarise
 
     faults = _faults(args.faults)
     if args.repeat < 1:
@@ -108,17 +115,22 @@ def run(args: argparse.Namespace) -> int:
     if earlier is not None:
         records = earlier
     else:
-        options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat)
+        from harness.backends import resolve_backend
+
+        options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat,
+                               backend=resolve_backend(args.backend))
         distribution = resolve_distribution()
         with RecordWriter(out) as writer:
             writer.write_run_info({"run_id": options.run_id, "command": "bench failover",
                                    "partitions": args.partitions, "brokers": args.brokers, "faults": faults,
-                                   "repeat": args.repeat, "kafka_version": distribution.version})
+                                   "repeat": args.repeat, "backend": options.backend,
+                                   "kafka_version": distribution.version})
             run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
         records = _records(out)
     cells = summarise(records)
     (out / "scaling.json").write_text(json.dumps([asdict(c) for c in cells], indent=1) + "\n")
-    chart = scaling_chart(cells, CHART_PHASES, FAULTS, out / "scaling.png",
+    labels = list(dict.fromkeys(c.label for c in cells))  # summarise's order: local, then containers
+    chart = scaling_chart(cells, CHART_PHASES, labels, out / "scaling.png",
                           title="The controller's work after it starts (median ms) vs partitions")
     print(_table(cells))
     print(f"records: {out / 'records.jsonl'}; table: {out / 'scaling.json'}; chart: {chart}")
@@ -153,9 +165,10 @@ def _records(out: Path) -> list[Record]:
 
 
 def _table(cells: Sequence[Cell]) -> str:
-    lines = [f"{'fault':<20} {'brokers':>7} {'partitions':>10} {'phase':<26} {'n':>3} {'median ms':>10} {'p99 ms':>10}"]
+    width = max([20, *(len(c.label) for c in cells)])  # e.g. "controlled_shutdown containers"
+    lines = [f"{'fault':<{width}} {'brokers':>7} {'partitions':>10} {'phase':<26} {'n':>3} {'median ms':>10} {'p99 ms':>10}"]
     for c in cells:
-        lines.append(f"{c.fault:<20} {c.brokers:>7} {c.partitions:>10} {c.phase:<26} {c.samples:>3} "
+        lines.append(f"{c.label:<{width}} {c.brokers:>7} {c.partitions:>10} {c.phase:<26} {c.samples:>3} "
                      f"{c.median_ms:>10,.1f} {c.p99_ms:>10,.1f}")
     return "\n".join(lines)
 

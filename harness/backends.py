@@ -80,6 +80,26 @@ def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDist
     return ContainerCluster(config, distribution, base_image=base_image)
 
 
+def open_bench_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDistribution", *,
+                       start_timeout: float, stop_timeout: float,
+                       log4j_extra: str = "") -> "LocalCluster | ContainerCluster":
+    """An unstarted cluster (``backend``: "local", "containers" or "auto") whose brokers log to
+    files this process reads — the local run dir, or on containers a host directory mounted as
+    each broker's log dir (``ContainerCluster(broker_log_files=True)``) — so the benchmarks read
+    ``controller.log``, ``state-change.log`` (:mod:`harness.node_logs`) and whatever
+    ``log4j_extra`` adds (a request log) the same way on both.  ``stop_timeout``: seconds a
+    SIGTERMed broker gets before SIGKILL."""
+    if resolve_backend(backend) == "containers":
+        from harness.containers.cluster import ContainerCluster
+
+        return ContainerCluster(config, distribution, start_timeout=start_timeout, stop_timeout=stop_timeout,
+                                broker_log_files=True, log4j_extra=log4j_extra)
+    from harness.local import LocalCluster
+
+    return LocalCluster(config, distribution, start_timeout=start_timeout, stop_timeout=stop_timeout,
+                        log4j_extra=log4j_extra)
+
+
 def missing_capabilities(backend: str) -> Mapping[Capability, str]:
     """The capabilities clusters of ``backend`` ("local", "containers", "auto") will lack, each
     with a one-line reason (for "left out because ..." messages).  Asks no cluster: the launcher

@@ -11,20 +11,21 @@ from typing import Any
 def scaling_chart(cells: Sequence[Any], phases: Sequence[str], faults: Sequence[str], path: Path,
                   title: str = "Where a leader switch spends its time") -> Path:
     """``cells``: :class:`scenarios.failover_bench.Cell` rows (fault, brokers, partitions,
-    phase, median_ms, p99_ms).  Writes a PNG; phases with no positive value are left out (a log
-    axis cannot show 0)."""
+    phase, median_ms, p99_ms, and ``label``: the fault and its launcher when not local);
+    ``faults``: the labels to draw, one panel each, in order.  Writes a PNG; phases with no
+    positive value are left out (a log axis cannot show 0)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = [f for f in faults if any(c.fault == f for c in cells)]
+    shown = [f for f in faults if any(c.label == f for c in cells)]
     fig, axes = plt.subplots(1, max(1, len(shown)), figsize=(5.5 * max(1, len(shown)), 4.6), squeeze=False)
     for ax, fault in zip(axes[0], shown):
-        for brokers in sorted({c.brokers for c in cells if c.fault == fault}):
+        for brokers in sorted({c.brokers for c in cells if c.label == fault}):
             for phase in phases:
                 points = sorted((c.partitions, c.median_ms) for c in cells
-                                if c.fault == fault and c.brokers == brokers and c.phase == phase and c.median_ms > 0)
+                                if c.label == fault and c.brokers == brokers and c.phase == phase and c.median_ms > 0)
                 if not points:
                     continue
                 label = phase if len({c.brokers for c in cells}) == 1 else f"{phase} ({brokers} brokers)"

@@ -1,7 +1,7 @@
 """``kafka-chaos bench failover`` (issue 15): where a leader switch spends its time as the
 partition count grows.
 
-Per broker count and partition count a fresh local cluster (heap sized for the partitions:
+Per broker count and partition count a fresh cluster (heap sized for the partitions:
 :func:`broker_heap_for`) gets one topic, replication factor min(3, brokers), assigned round-robin
 (partition p on brokers p, p+1, p+2 mod B, so every broker prefers a third of the leaders).  Each
 fault then runs ``repeat`` times, each time on a settled cluster with preferred leaders restored:
@@ -23,6 +23,12 @@ partition), and the controller's own timers between two scrapes (:mod:`scenarios
 Each iteration is one ``failover_scaling`` measurement record (``latency_ms`` the phases, the
 metrics in ``observed``); :func:`summarise` gives the median and p99 per fault, partition count
 and phase.  The driver is here (it composes harness pieces); the phases are pure functions.
+
+On either launcher (``BenchOptions.backend``, :func:`harness.backends.open_bench_cluster`): on
+containers each broker logs to a host directory mounted as its log dir, so the same cursor reads
+the same controller and state-change logs; their stamps (UTC, :data:`harness.node_logs.JVM_TIMEZONE_FLAG`)
+come from the host's clock, which containers share, so they compare with the fault's
+``time.time()``.  Records carry the backend and the table keeps the launchers apart.
 """
 
 from __future__ import annotations
@@ -167,7 +173,8 @@ def failover_phases(it: Iteration) -> dict[str, float | None]:
 
 
 def iteration_record(it: Iteration, *, run_id: str, brokers: int, partitions: int, index: int,
-                     started_at: float, finished_at: float, settings: Mapping[str, str]) -> Record:
+                     started_at: float, finished_at: float, settings: Mapping[str, str],
+                     backend: str = "local") -> Record:
     phases = failover_phases(it)
     metrics = summarise_metrics(it.metrics) if it.metrics is not None else None
     observed = {"moved_partitions": len(it.moved), "target": it.target, "controller_before": it.controller_before,
@@ -175,7 +182,7 @@ def iteration_record(it: Iteration, *, run_id: str, brokers: int, partitions: in
                 "log_lines": it.log_lines, "log_bytes": it.log_bytes, "controller_metrics": metrics, "settings": dict(settings)}
     detail = (f"{it.fault} of broker {it.target} with {len(it.moved)} of {partitions} partitions led: "
               + ", ".join(f"{k} {v:.0f} ms" for k, v in phases.items() if v is not None))
-    return Record(run_id=run_id, scenario=SCENARIO, iteration=index, seed=0, backend="local", kafka_version="",
+    return Record(run_id=run_id, scenario=SCENARIO, iteration=index, seed=0, backend=backend, kafka_version="",
                   brokers=brokers, partitions=partitions, kind="measurement", check=CHECK, passed=None,
                   started_at=started_at, finished_at=finished_at, fault=it.fault, target=f"broker {it.target}",
                   observed=observed, detail=detail, latency_ms=phases,
@@ -194,6 +201,13 @@ class Cell:
     samples: int
     median_ms: float
     p99_ms: float
+    backend: str = "local"
+
+    @property
+    def label(self) -> str:
+        """The fault, and the launcher when not local (as ``bench kip291``'s table): ``--from``
+        may merge runs of both, which measure different set-ups and are never pooled."""
+        return self.fault if self.backend == "local" else f"{self.fault} {self.backend}"
 
 
 def spans(phases: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -214,19 +228,20 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarise(records: Iterable[Record]) -> list[Cell]:
-    """Median and p99 per fault, broker count, partition count and phase."""
-    groups: dict[tuple[str, int, int, str], list[float]] = {}
+    """Median and p99 per fault, launcher, broker count, partition count and phase (local
+    first, then each other launcher)."""
+    groups: dict[tuple[str, str, int, int, str], list[float]] = {}
     for r in records:
         if r.check != CHECK or r.latency_ms is None or r.fault is None:
             continue
         for phase, value in {**r.latency_ms, **spans(r.latency_ms)}.items():
             if value is not None:
-                groups.setdefault((r.fault, r.brokers, r.partitions, phase), []).append(float(value))
+                groups.setdefault((r.fault, r.backend, r.brokers, r.partitions, phase), []).append(float(value))
     order = {p: i for i, p in enumerate((*PHASES, *SPANS))}
-    cells = [Cell(f, b, p, ph, len(v), round(statistics.median(v), 1), round(percentile(v, 99), 1))
-             for (f, b, p, ph), v in groups.items()]
-    return sorted(cells, key=lambda c: (FAULTS.index(c.fault) if c.fault in FAULTS else 9, c.brokers, c.partitions,
-                                        order.get(c.phase, 99)))
+    cells = [Cell(f, b, p, ph, len(v), round(statistics.median(v), 1), round(percentile(v, 99), 1), backend)
+             for (f, backend, b, p, ph), v in groups.items()]
+    return sorted(cells, key=lambda c: (FAULTS.index(c.fault) if c.fault in FAULTS else 9, c.backend != "local",
+                                        c.backend, c.brokers, c.partitions, order.get(c.phase, 99)))
 
 
 # ---------------------------------------------------------------- the driver (talks to a cluster)
@@ -239,6 +254,7 @@ class BenchOptions:
     repeat: int = 3
     fault_timeout: float = 120.0
     settle_timeout: float = 600.0
+    backend: str = "local"  # or "containers" (resolved: harness.backends.resolve_backend)
     run_id: str = field(default_factory=lambda: f"bench-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-"
                                                 f"{uuid.uuid4().hex[:6]}")
 
@@ -257,8 +273,8 @@ def run_bench(options: BenchOptions, distribution: Any, write: Callable[[Record]
 
 def _bench_cluster(options: BenchOptions, distribution: Any, brokers: int, partitions: int,
                    write: Callable[[Record], None], progress: Progress) -> int:
+    from harness.backends import open_bench_cluster
     from harness.config import ClusterConfig
-    from harness.local import LocalCluster
     from harness.metadata import create_topic
     from harness.observer import ZkObserver
 
@@ -266,9 +282,10 @@ def _bench_cluster(options: BenchOptions, distribution: Any, brokers: int, parti
     heap = broker_heap_for(partitions, brokers)
     config = ClusterConfig(brokers=brokers, broker_heap=heap, cluster_overrides=settings,
                            zookeeper_heap="512m" if partitions >= 1000 else "128m")
-    progress(f"{brokers} brokers, {partitions} partitions: starting (broker heap {heap})")
+    progress(f"{brokers} brokers, {partitions} partitions: starting on {options.backend} (broker heap {heap})")
     count = 0
-    with LocalCluster(config, distribution, start_timeout=300.0, stop_timeout=stop_timeout_for(partitions)) as cluster:
+    with open_bench_cluster(options.backend, config, distribution, start_timeout=300.0,
+                            stop_timeout=stop_timeout_for(partitions)) as cluster:
         began = time.monotonic()
         create_topic(cluster.bootstrap_servers, TOPIC, round_robin(partitions, cluster.broker_ids),
                      {"segment.bytes": str(1024 * 1024)}, timeout=300.0)
@@ -281,7 +298,8 @@ def _bench_cluster(options: BenchOptions, distribution: Any, brokers: int, parti
                     it = one_fault(cluster, observer, fault, partitions, options)
                     record = iteration_record(it, run_id=options.run_id, brokers=brokers, partitions=partitions,
                                               index=index, started_at=started, finished_at=time.time(),
-                                              settings={**settings, "broker_heap": heap})
+                                              settings={**settings, "broker_heap": heap},
+                                              backend=cluster.backend)
                     record = _with_version(record, cluster.kafka_version)
                     write(record)
                     count += 1

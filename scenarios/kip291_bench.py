@@ -244,10 +244,11 @@ def run_bench(options: Kip291Options, distribution: Any, write: Callable[[Record
 
 def _bench_configuration(options: Kip291Options, distribution: Any, control_plane: bool,
                          write: Callable[[Record], None], progress: Progress) -> int:
+    from harness.backends import open_bench_cluster
     from harness.config import ClusterConfig
     from harness.metadata import create_topic
     from harness.observer import ZkObserver
-    from scenarios.failover_bench import restore, wait_settled
+    from scenarios.failover_bench import restore, stop_timeout_for, wait_settled
     from scenarios.produce_load import ProduceLoad
 
     settings = bench_settings()
@@ -257,7 +258,8 @@ def _bench_configuration(options: Kip291Options, distribution: Any, control_plan
     fault_options = BenchOptions(partitions=[options.partitions], faults=options.faults, repeat=options.repeat)
     progress(f"{name} control plane: starting 3 brokers ({', '.join(f'{k}={v}' for k, v in settings.items())})")
     count = 0
-    with _open_cluster(options.backend, config, distribution) as cluster:
+    with open_bench_cluster(options.backend, config, distribution, start_timeout=180.0,
+                            stop_timeout=stop_timeout_for(options.partitions), log4j_extra=REQUEST_LOG4J) as cluster:
         create_topic(cluster.bootstrap_servers, TOPIC, round_robin(options.partitions, cluster.broker_ids),
                      TOPIC_CONFIG, timeout=120.0)
         wait_settled(cluster, cluster.broker_ids, options.partitions, 300.0)
@@ -283,18 +285,6 @@ def _bench_configuration(options: Kip291Options, distribution: Any, control_plan
                         finally:
                             load.resume()
     return count
-
-
-def _open_cluster(backend: str, config: Any, distribution: Any) -> Any:
-    """An unstarted cluster whose brokers write the request log to files this process reads."""
-    if backend == "containers":
-        from harness.containers.cluster import ContainerCluster
-
-        return ContainerCluster(config, distribution, start_timeout=180.0, broker_log_files=True,
-                                log4j_extra=REQUEST_LOG4J)
-    from harness.local import LocalCluster
-
-    return LocalCluster(config, distribution, start_timeout=180.0, log4j_extra=REQUEST_LOG4J)
 
 
 def _one_iteration(cluster: Any, observer: Any, load: Any, fault: str, control_plane: bool,

@@ -39,6 +39,7 @@ request, controller and state-change logs are read as files, as on the local lau
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -128,12 +129,14 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
                  base_image: str | None = None, run_id: str | None = None,
                  start_timeout: float = START_TIMEOUT_SECONDS, class_data_sharing: bool = True,
                  metrics: bool = True, state_dir: Path | None = None, broker_log_files: bool = False,
-                 log4j_extra: str = "") -> None:
+                 log4j_extra: str = "", stop_timeout: float = STOP_TIMEOUT_SECONDS) -> None:
         """``class_data_sharing``: start the JVMs from the image's class-data archives
         (:mod:`harness.containers.cds`, built on first use); ``metrics``: every broker runs the
         JMX exporter agent (:mod:`harness.metrics`); ``state_dir``: detached, see the module
         docstring; ``broker_log_files``: brokers log to host files (:meth:`broker_log_dir`),
-        with ``log4j_extra`` appended to their log4j configuration."""
+        with ``log4j_extra`` appended to their log4j configuration; ``stop_timeout``: seconds
+        ``stop_broker`` gives a broker before SIGKILL (a big one's controlled shutdown and log
+        closing take longer: :func:`scenarios.failover_bench.stop_timeout_for`)."""
         self.config = config
         self.distribution = distribution
         self.base_image = base_image
@@ -142,7 +145,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self.image: str | None = None
         self.state_dir = state_dir.absolute() if state_dir is not None else None
         self.labels = detached_labels(self.run_id, self.state_dir) if self.state_dir else run_labels(self.run_id)
-        self.stop_timeout = float(STOP_TIMEOUT_SECONDS)
+        self.stop_timeout = float(stop_timeout)
         self._client: docker.DockerClient | None = None
         self._starter: NodeStarter | None = None
         self._zookeepers: dict[int, Container] = {}  # server id (myid) -> container
@@ -464,11 +467,11 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._cut.discard(broker_id)
 
     def stop_broker(self, broker_id: int) -> None:
-        """``docker stop`` (SIGTERM, controlled shutdown; SIGKILL after STOP_TIMEOUT_SECONDS)."""
+        """``docker stop`` (SIGTERM, controlled shutdown; SIGKILL after ``stop_timeout``)."""
         container = self._broker(broker_id)
         if container_state(container) == "paused":
             container.unpause()  # SIGTERM cannot be handled by a frozen JVM
-        container.stop(timeout=STOP_TIMEOUT_SECONDS)
+        container.stop(timeout=math.ceil(self.stop_timeout))  # the API takes whole seconds
         self._cut.discard(broker_id)
 
     def pause_broker(self, broker_id: int) -> None:

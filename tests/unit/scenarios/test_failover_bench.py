@@ -122,3 +122,50 @@ def test_spans_measure_from_the_controllers_start() -> None:
 def test_a_bigger_cluster_gets_longer_to_shut_down() -> None:
     assert fb.stop_timeout_for(10) < fb.stop_timeout_for(1000) < fb.stop_timeout_for(10_000)
     assert fb.stop_timeout_for(10) >= 60.0 and fb.stop_timeout_for(10_000) == 260.0
+
+
+def _on(backend: str, fault: str, partitions: int, phases: dict[str, float | None]) -> Record:
+    from dataclasses import replace
+
+    return replace(_record(fault, partitions, phases), backend=backend)
+
+
+def test_the_record_carries_the_launcher_it_ran_on(events: tuple[object, ...]) -> None:
+    it = _iteration(events, "hard_kill", HARD_KILL, {("t", 1): 2}, HARD_KILL + 5.0)
+    kwargs = dict(run_id="r", brokers=3, partitions=10, index=0, started_at=HARD_KILL, finished_at=HARD_KILL + 9,
+                  settings={})
+    assert fb.iteration_record(it, **kwargs).backend == "local"  # type: ignore[arg-type]
+    assert fb.iteration_record(it, **kwargs, backend="containers").backend == "containers"  # type: ignore[arg-type]
+
+
+def test_runs_on_either_launcher_are_summarised_apart_local_first() -> None:
+    records = [_on("containers", "hard_kill", 10, {"zk_writes": 7.0}), _on("local", "hard_kill", 10, {"zk_writes": 30.0}),
+               _on("local", "hard_kill", 10, {"zk_writes": 10.0}), _on("containers", "controller_kill", 10, {"zk_writes": 1.0})]
+    cells = fb.summarise(records)
+    assert [(c.label, c.backend, c.samples, c.median_ms) for c in cells] == [
+        ("hard_kill", "local", 2, 20.0), ("hard_kill containers", "containers", 1, 7.0),
+        ("controller_kill containers", "containers", 1, 1.0)]
+
+
+def test_from_earlier_runs_the_table_and_chart_keep_the_launchers_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = {"local": tmp_path / "local", "containers": tmp_path / "containers"}
+    for backend, directory in runs.items():
+        directory.mkdir()
+        record = _on(backend, "controlled_shutdown", 100, {"controller_start": 50.0, "zk_writes": 80.0})
+        (directory / "records.jsonl").write_text(record.to_json() + "\n")
+    out = tmp_path / "merged"
+    assert main(["bench", "failover", "--from", *map(str, runs.values()), "--results", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "controlled_shutdown containers" in table
+    rows = [line.split() for line in table.splitlines() if " zk_writes " in line]
+    assert [r[:3] for r in rows] == [["controlled_shutdown", "3", "100"], ["controlled_shutdown", "containers", "3"]]
+    import json
+    assert {c["backend"] for c in json.loads((out / "scaling.json").read_text())} == {"local", "containers"}
+    assert (out / "scaling.png").stat().st_size > 0
+
+
+def test_an_unknown_backend_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "failover", "--partitions", "10", "--backend", "podman", "--results", str(tmp_path / "x")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "unknown backend 'podman'" in err[0]
