@@ -205,7 +205,18 @@ def create_topic(bootstrap: str, topic: str, assignment: Mapping[int, Sequence[i
     with admin_client(bootstrap, timeout) as client:
         futures = client.create_topics([new_topic], operation_timeout=timeout, request_timeout=timeout)
         _result(futures[topic], timeout + 1, f"creating topic {topic!r}")
-    log.info("created topic %s with assignment %s", topic, dict(assignment))
+    log.info("created topic %s: %s", topic, describe_assignment(replicas))
+
+
+ASSIGNMENT_SHOWN = 12  # partitions a log line spells out; a bench's 10,000 made a 160 kB line
+
+
+def describe_assignment(replicas: Sequence[Sequence[int]], shown: int = ASSIGNMENT_SHOWN) -> str:
+    """A topic's replica assignment (indexed by partition) for a log line: whole when short,
+    else its first ``shown`` partitions and how many more."""
+    head = ", ".join(f"{partition}: {list(brokers)}" for partition, brokers in enumerate(replicas[:shown]))
+    more = f", ... {len(replicas) - shown} more" if len(replicas) > shown else ""
+    return f"{len(replicas)} partition(s), assignment {{{head}{more}}}"
 
 
 def delete_topics(bootstrap: str, topics: Iterable[str], *, timeout: float = 30.0) -> None:

@@ -30,8 +30,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.containers.image import CDS_IMAGE_ROLE, IMAGE_LABEL, _cache_root, _image_exists
+from harness.containers.image import CDS_IMAGE_ROLE, IMAGE_LABEL, image_exists
 from harness.containers.nodes import CDS_DIR, archive_name
+from harness.distribution import cache_root
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -57,13 +58,13 @@ def ensure_cds_image(distribution: "KafkaDistribution", kafka_image: str, config
     start and stop); None, with a warning, when they could not be made — containers then start
     from ``kafka_image`` without them."""
     tag = cds_image_tag(kafka_image)
-    if _image_exists(client, tag):
+    if image_exists(client, tag):
         return tag
-    lock_path = _cache_root() / "cds" / ".containers.lock"
+    lock_path = cache_root() / "cds" / ".containers.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs starting at once build it once
-        if _image_exists(client, tag):
+        if image_exists(client, tag):
             return tag
         started = time.monotonic()
         log.info("building %s: class-data archives from a 1-broker container cluster", tag)

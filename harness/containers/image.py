@@ -194,7 +194,7 @@ def ensure_jre_image(client: "docker.DockerClient", cache_dir: Path | None = Non
         log.warning("cannot ask apt for the JRE packages; reusing %s", existing)
         return BuiltImage(existing, reused=True, seconds=time.monotonic() - started)
     tag = jre_image_tag(packages)
-    if _image_exists(client, tag):
+    if image_exists(client, tag):
         return BuiltImage(tag, reused=True, seconds=time.monotonic() - started)
     log.info("assembling %s from %d Debian packages", tag, len(packages))
     debs = download_packages(packages, cache_dir or _cache_root() / "debs")
@@ -210,7 +210,7 @@ def ensure_jre_image(client: "docker.DockerClient", cache_dir: Path | None = Non
             changes=[f"ENV PATH={java_home}/bin:/usr/bin:/bin", f"ENV JAVA_HOME={java_home}",
                      f"LABEL {IMAGE_LABEL}=jre"],
         )
-    if not _image_exists(client, tag):
+    if not image_exists(client, tag):
         raise HarnessError(f"docker import did not produce {tag}")
     return BuiltImage(tag, reused=False, seconds=time.monotonic() - started)
 
@@ -286,7 +286,7 @@ def ensure_kafka_image(distribution: "KafkaDistribution", *, base_image: str | N
         base_image = ensure_jre_image(client).tag
     base_id = _image_id(client, base_image)
     tag = kafka_image_tag(distribution, base_id)
-    if _image_exists(client, tag):
+    if image_exists(client, tag):
         return BuiltImage(tag, reused=True, seconds=time.monotonic() - started)
     jars = sorted(Path(distribution.libs_dir).glob("*.jar"))
     if not jars:
@@ -344,7 +344,8 @@ def docker_available() -> bool:
     return True
 
 
-def _image_exists(client: "docker.DockerClient", tag: str) -> bool:
+def image_exists(client: "docker.DockerClient", tag: str) -> bool:
+    """Whether the local Docker engine has an image tagged ``tag`` (nothing is pulled: no registry here)."""
     import docker
 
     try:

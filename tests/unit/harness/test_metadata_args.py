@@ -31,6 +31,12 @@ def test_create_topic_checks_the_assignment(assignment: dict[int, list[int]], me
         metadata.create_topic("127.0.0.1:1", "t", assignment)
 
 
+def test_a_long_assignment_is_logged_as_its_first_partitions_and_a_count() -> None:
+    assert metadata.describe_assignment([[1, 2], [2, 1]]) == "2 partition(s), assignment {0: [1, 2], 1: [2, 1]}"
+    long = metadata.describe_assignment([[p % 3 + 1] for p in range(10_000)], shown=2)
+    assert long == "10000 partition(s), assignment {0: [1], 1: [2], ... 9998 more}"
+
+
 def test_elect_leaders_checks_the_election_type_and_partitions() -> None:
     with pytest.raises(UsageError, match="'preferred' or 'unclean'"):
         metadata.elect_leaders("127.0.0.1:1", "dirty", [("t", 0)])  # type: ignore[arg-type]
