@@ -54,17 +54,10 @@ from common.waits import WaitTimeout, wait_until
 from harness.cluster import BrokerEndpoint, Capability
 from harness.config import session_timeout_ms, shared_broker_settings
 from harness.containers import teardown
+from harness.containers.ensemble import ContainerEnsembleControls
 from harness.containers.image import docker_client, ensure_kafka_image
 from harness.containers.labels import detached_labels, new_run_id, run_labels
 from harness.containers.log_dirs import ContainerLogDirControls, log_dir_problem
-from harness.containers.state import (
-    ContainerState,
-    NodeContainer,
-    read_container_state,
-    render_container_state,
-)
-from harness.local_state import STATE_FILE, write_state
-from harness.containers.ensemble import ContainerEnsembleControls
 from harness.containers.network import (
     NamespaceFirewall,
     NamespaceShaper,
@@ -85,8 +78,14 @@ from harness.containers.nodes import (
     log_tail,
     zookeeper_alias,
 )
+from harness.containers.state import (
+    ContainerState,
+    NodeContainer,
+    read_container_state,
+    render_container_state,
+)
+from harness.local_state import STATE_FILE, write_state
 from harness.nodes import free_ports, zookeeper_four_letter
-from harness.zk_ensemble import wait_serving
 from harness.observer import ConvergenceTimeout, ZkObserver
 from harness.readiness import (
     registration_expiry_bound_s,
@@ -95,6 +94,7 @@ from harness.readiness import (
     wait_old_registration_gone,
     wait_registered,
 )
+from harness.zk_ensemble import wait_serving
 
 if TYPE_CHECKING:
     import docker
