@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import cast
 
 from common.errors import HarnessError, UsageError
 from harness.link_proxy import MAX_DELAY_MS
@@ -33,7 +34,7 @@ def register_link_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentPars
 
 def cluster_delay(args: argparse.Namespace) -> int:
     from cli.cluster import _attach_running, _broker_id, _state_dir, quiet_clients
-    from harness.local import LocalCluster
+    from harness.cluster import Capability, LinkDelayer, capabilities_of, capability_problems
 
     quiet_clients(args)
     if args.links not in LINK_TARGETS:
@@ -43,13 +44,14 @@ def cluster_delay(args: argparse.Namespace) -> int:
             raise UsageError(f"{name} must be in [0, {MAX_DELAY_MS:g}] milliseconds, not {value:g}")
     cluster = _attach_running(_state_dir(args))
     broker_id = _broker_id(args.target, cluster)
-    if not isinstance(cluster, LocalCluster):
-        raise UsageError("the containers launcher cannot delay links yet (docs/containers.md, \"Delayed links: "
-                         "not yet\"); a local cluster can: `kafka-chaos cluster up --link-proxies`")
+    if Capability.LINK_DELAY not in capabilities_of(cluster):
+        raise UsageError(capability_problems(cluster).get(Capability.LINK_DELAY)
+                         or f"the {cluster.backend} launcher cannot delay links yet (docs/containers.md, \"Delayed "
+                            "links: not yet\"); a local cluster can: `kafka-chaos cluster up --link-proxies`")
     if not cluster.config.link_proxies:
         raise UsageError("this cluster has no link proxies: start it with `kafka-chaos cluster up --link-proxies`")
     try:
-        cluster.delay_links(broker_id, delay_ms=args.ms, jitter_ms=args.jitter, **LINKS[args.links])
+        cast(LinkDelayer, cluster).delay_links(broker_id, delay_ms=args.ms, jitter_ms=args.jitter, **LINKS[args.links])
     except HarnessError as exc:  # e.g. peer links of a cluster started without root: not redirected
         raise UsageError(str(exc)) from None
     what = "ZooKeeper" if args.links == "zookeeper" else "peer" if args.links == "peers" else \
