@@ -193,10 +193,11 @@ def cluster_up(args: argparse.Namespace) -> int:
 
         cluster = ContainerCluster(config, distribution, base_image=args.base_image, start_timeout=args.timeout,
                                    state_dir=state_dir)
+        where = f"containers (run {cluster.run_id}), state"
     else:
         cluster = LocalCluster(config, distribution, state_dir, detached=True, start_timeout=args.timeout)
+        where = "state"
     cluster.start()  # cleans up after itself on failure and Ctrl-C
-    where = f"containers (run {cluster.run_id}), state" if isinstance(cluster, _container_class()) else "state"
     print(f"Kafka {cluster.kafka_version} cluster is up ({config.brokers} brokers), {where} in {state_dir}")
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper:         {cluster.zookeeper_connect}")
@@ -215,20 +216,15 @@ def check_up_options(backend: str, *, link_proxies: bool, base_image: str | None
         raise UsageError("--base-image applies to --backend containers only")
 
 
-def _container_class() -> type[ContainerCluster]:
-    from harness.containers.cluster import ContainerCluster
-
-    return ContainerCluster
-
-
 def _attach(state_dir: Path) -> CliCluster:
     """The cluster ``cluster up`` left in ``state_dir``, on the launcher its cluster.json names."""
+    from harness.containers.cluster import ContainerCluster
     from harness.containers.state import state_backend
-    from harness.local_state import load_state_file
     from harness.local import LocalCluster
+    from harness.local_state import load_state_file
 
     if state_backend(load_state_file(state_dir)) == "containers":
-        return _container_class().attach(state_dir)
+        return ContainerCluster.attach(state_dir)
     return LocalCluster.attach(state_dir)
 
 
@@ -293,16 +289,15 @@ def _print_container_zookeepers(cluster: ContainerCluster, state_dir: Path) -> b
     ZooKeeper can be asked for the rest."""
     print(f"state dir {state_dir}; Kafka {cluster.kafka_version}; containers (run {cluster.run_id}, "
           f"image {cluster.image})")
-    states = {}
+    print(f"zookeeper {cluster.zookeeper_connect}")
+    states = []
     for node, container in cluster.node_containers().items():
         if node.startswith("zookeeper"):
-            states[node] = _container_note(cluster.zookeeper_server_running(_server_of(node)),
-                                           container.status == "paused")
-    print(f"zookeeper {cluster.zookeeper_connect}")
-    for node, state in states.items():
-        print(f"  {node}  container {cluster.node_containers()[node].name}  {state}")
+            state = _container_note(cluster.zookeeper_server_running(_server_of(node)), container.status == "paused")
+            print(f"  {node}  container {container.name}  {state}")
+            states.append(state)
     _print_ensemble_modes(cluster)
-    return any(state == "running" for state in states.values())
+    return "running" in states
 
 
 def _server_of(node: str) -> int:
