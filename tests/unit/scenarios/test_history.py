@@ -40,9 +40,11 @@ def test_oracle_states_and_events_round_trip(data) -> None:
 
 
 def test_the_event_strategy_covers_every_event_type() -> None:
+    # Derandomized: a fixed example sequence, so the test fails when a type becomes unreachable,
+    # not when a random draw of 300 examples happens to miss a rare one.
     seen = set()
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, derandomize=True)
     @given(st.data())
     def collect(data) -> None:
         seen.add(type(data.draw(events_for(data.draw(cluster_states())))).KIND)
