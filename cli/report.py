@@ -1,5 +1,5 @@
 """`kafka-chaos report RESULTS_DIR... [--out DIR] [--master URL] [--min-pass-rate R]
-[--max-latency FAULT:PHASE:STAT=MS ...] [--baseline DIR_OR_SUMMARY ... [--max-regression RULE ...]]`:
+[--max-latency FAULT:PHASE:STAT=MS ...] [--baseline DIR_OR_SUMMARY ... [--max-regression RULE ...]] [--no-cache]`:
 aggregate runs with Spark, compare them with a baseline, write the report, print a compact table;
 exit 1 when a CI gate fails, 2 on bad arguments."""
 
@@ -36,6 +36,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                              "'[FAULT:PHASE:]STAT=PCT%%[,p<ALPHA]', e.g. 'hard_kill:election:p99=20%%,p<0.01' "
                              "(STAT grew by more than PCT %% and the one-sided Mann-Whitney U test gives "
                              "p < ALPHA, default 0.01; FAULT, PHASE may be '*'); repeatable")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="read every records.jsonl again and keep nothing: by default each file's partial "
+                             "aggregates are kept (report-partials in the kafka-chaos cache dir, up to 2 GiB) and a "
+                             "later report reads only the files it has not seen")
     parser.set_defaults(func=run)
 
 
@@ -51,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         max_latency=args.max_latency,
         baseline=args.baseline,
         max_regression=args.max_regression,
+        use_cache=not args.no_cache,
     )
     print(summary.terminal)
     if not summary.ok:

@@ -11,6 +11,8 @@
   whose result (a few thousand rows for one run) is collected as Arrow.
 * **Load** — :mod:`results.tables` finishes every table in Python from those rows; the tables
   go to summary.json / HTML and are written as Parquet by pyarrow (:func:`write_rows`).
+* **Kept** — each file's share of the partials (:func:`split_by_file`) can be kept between
+  reports (:mod:`results.partials_cache`): a later report reads only the files it has not seen.
 
 Percentiles are nearest-rank (:func:`results.tables.nearest_rank`), exact: pXX is the smallest
 sample with at least XX % of the samples at or below it.  Pass rates exclude unknown results
@@ -24,6 +26,8 @@ import datetime as _dt
 import json
 import logging
 import math
+import os
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +37,8 @@ from urllib.parse import unquote, urlparse
 
 from common.errors import HarnessError
 from results.schema import FIELD_NAMES, READABLE_VERSIONS, REQUIRED_FIELDS
+from results.partials_cache import FilePartials, PartialsCache, merged
+from results.samples import Samples
 from results.tables import FAILURE_COLUMNS
 
 if TYPE_CHECKING:
@@ -153,6 +159,7 @@ _FACT_PARTS: Mapping[str, str] = {
                   "shutdown_ms:double,unclean:bigint,moved:int,offline:bigint,urp:bigint,under_min_isr:bigint,"
                   "queue_size:bigint>",
 }
+FILE_ID = "file_id"
 FACT_KEYS = ("table", "input", "outcome", "sample", "fault", "failure")
 OUTCOME_KEYS = ("run_id", "scenario", "check", "backend", "kafka_version", "kind", "passed", "day")
 _SUMMED = ("elections", "election_ms", "events", "queue_ms", "shutdowns", "shutdown_ms", "unclean", "moved")
@@ -211,6 +218,8 @@ def facts(classified: "DataFrame") -> "DataFrame":
 
     One SQL expression (an array of facts per line, ``inline`` makes them rows): one call into
     the JVM where the same built from Column objects took over a thousand (issue 15 item 5).
+    Every fact carries its file's ``file_id`` (a 64-bit hash of the source), so the partials
+    split by file (:func:`split_by_file`) without a string per row.
     """
     valid = "status = 'valid'"
     fault = f"coalesce(fault, '{NO_FAULT}')"
@@ -235,20 +244,23 @@ def facts(classified: "DataFrame") -> "DataFrame":
     samples = (f"CASE WHEN {valid} AND latency_ms IS NOT NULL THEN transform(map_entries(map_filter(latency_ms, "
                f"(phase, ms) -> ms IS NOT NULL AND NOT isnan(ms))), entry -> {_fact('latency', sample=sample)}) "
                f"ELSE CAST(array() AS array<{fact_type}>) END")
-    return classified.selectExpr(f"inline(concat(filter(array({', '.join(once)}), one -> one IS NOT NULL), {samples}))")
+    return classified.selectExpr(f"xxhash64(source) AS {FILE_ID}",
+                                 f"inline(concat(filter(array({', '.join(once)}), one -> one IS NOT NULL), {samples}))")
 
 
 _AVAILABILITY_VALUES = tuple(f"{name}_{label}" for name in ("produce", "consume") for label in ("sum", "min", "n"))
+_AVAILABILITY_SUMMED = tuple(name for name in _AVAILABILITY_VALUES if not name.endswith("_min"))
+_AVAILABILITY_SMALLEST = tuple(name for name in _AVAILABILITY_VALUES if name.endswith("_min"))
 # What a non-latency partial row carries besides its table and count, as JSON (``rest``).
 REST_FIELDS = ("input", "outcome", "fault", "failure", "started_at", "finished_at", "seed", *_AVAILABILITY_VALUES,
                *_SUMMED, *_LARGEST)
 
 
 def partials(facts_frame: "DataFrame") -> "DataFrame":
-    """The facts counted per key (``n``) with their values aggregated: each table's partial
-    aggregate, which :mod:`results.tables` finishes in Python.
+    """The facts counted per file and key (``n``) with their values aggregated: each table's
+    partial aggregate, which :mod:`results.tables` finishes in Python.
 
-    The rows leave Spark narrow: ``table``, ``sample`` (latency rows), ``n``, and for every other
+    The rows leave Spark narrow: ``file_id``, ``table``, ``sample`` (latency rows), ``n``, and for every other
     table's row its key and values as JSON text (``rest``).  Latency rows are most of them (2.4M
     for 3M records), and in Arrow a column costs every row its slot, null or not: with the two
     dozen value columns beside them, 3M records' partials did not fit the 2 GB driver."""
@@ -256,13 +268,14 @@ def partials(facts_frame: "DataFrame") -> "DataFrame":
 
     availability = [f"{kind}(availability.{name}) AS {name}_{label}" for name in ("produce", "consume")
                     for kind, label in (("sum", "sum"), ("min", "min"), ("count", "n"))]
-    aggregated = facts_frame.groupBy(*FACT_KEYS).agg(*[F.expr(text) for text in (
+    aggregated = facts_frame.groupBy(FILE_ID, *FACT_KEYS).agg(*[F.expr(text) for text in (
         "count(1) AS n", "min(times.started_at) AS started_at", "max(times.finished_at) AS finished_at",
         "min(times.seed) AS seed", *availability,
         *[f"sum(controller.{name}) AS {name}" for name in _SUMMED],
         *[f"max(controller.{name}) AS {name}" for name in _LARGEST])])
     rest = "to_json(named_struct(" + ", ".join(f"'{name}', {name}" for name in REST_FIELDS) + "))"
-    return aggregated.selectExpr("table", "sample", "n", f"CASE WHEN table = 'latency' THEN NULL ELSE {rest} END AS rest")
+    return aggregated.selectExpr(FILE_ID, "table", "sample", "n",
+                                 f"CASE WHEN table = 'latency' THEN NULL ELSE {rest} END AS rest")
 
 
 def problem_examples(classified: "DataFrame") -> "DataFrame":
@@ -299,6 +312,7 @@ class Aggregates:
     # (fault, phase, mantissa, exponent, count): the samples rounded to 3 significant digits
     latency_values: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    cached_files: int = 0  # input files whose partials came from the cache (not read)
 
 
 EMPTY_TOTALS: Mapping[str, Any] = {
@@ -335,68 +349,156 @@ def _interpreted(spark: "SparkSession", enabled: bool) -> Iterator[None]:
                 spark.conf.set(key, before)
 
 
-def aggregate(spark: "SparkSession", files: Sequence[Path], tables_dir: Path | None = None,
-              failing_limit: int = 500) -> Aggregates:
+def aggregate(spark: "SparkSession | None", files: Sequence[Path], tables_dir: Path | None = None,
+              failing_limit: int = 500, cache: PartialsCache | None = None) -> Aggregates:
     """Run the whole ETL over ``files``; write Parquet tables to ``tables_dir`` if given.
 
     One Spark query reads, parses and classifies every line and reduces it to partial aggregates
     (:func:`facts`, :func:`partials`), collected as Arrow; :mod:`results.tables` finishes every
     table from them.  A second, small query runs only when some lines are malformed or rejected
-    (:func:`problem_examples`).
+    (:func:`problem_examples`).  With ``cache``, the files it holds are not read at all: their
+    partials come from it, the others' are stored in it (:mod:`results.partials_cache`);
+    ``spark`` may then be None when every file is cached.
     """
     started = time.monotonic()
     result = Aggregates(totals=dict(EMPTY_TOTALS))
     if not files:
         return result
+    loaded = cache.load_many(files) if cache is not None else {}
+    parts = list(loaded.values())
+    fresh = [path for path in files if path not in loaded]
+    if fresh:
+        if spark is None:
+            raise AssertionError("aggregate: uncached files need a Spark session")
+        read_keys = {path: cache.key(path) for path in fresh} if cache is not None else {}
+        computed = _spark_partials(spark, fresh)
+        parts.append(computed)
+        if cache is not None:
+            for path, partials in split_by_file(computed, fresh).items():
+                cache.store(path, partials, read_keys[path])
+    _load(result, finish_tables(merged(parts)), tables_dir, failing_limit)
+    result.cached_files = len(files) - len(fresh)
+    result.seconds = time.monotonic() - started
+    log.debug("aggregated %s records from %d file(s) (%d cached) in %.1f s", result.totals.get("records"),
+              len(files), result.cached_files, result.seconds)
+    return result
+
+
+def _spark_partials(spark: "SparkSession", files: Sequence[Path]) -> FilePartials:
+    """The one pass over ``files``: their partials and problem examples; a failed Spark job as
+    one HarnessError line."""
     small = sum(f.stat().st_size for f in files) <= SMALL_INPUT_BYTES
-    with _interpreted(spark, small):
+    with _interpreted(spark, small), _spill_dir(not small) as spill:
         classified = classify(parse_lines(read_lines(spark, files)))
         try:
             # One partition: the aggregation needs no shuffle, and the whole query is one task.
-            found = aggregate_tables(classified.coalesce(1) if small else classified)
+            return collect_partials(classified.coalesce(1) if small else classified, spill)
         except Exception as exc:  # noqa: BLE001 - py4j/pyspark raise many kinds; the user needs one line
             reason = next((line.strip() for line in str(exc).splitlines() if "Exception:" in line or "Error:" in line),
                           (str(exc).strip().splitlines() or [type(exc).__name__])[0])
             raise HarnessError(f"the Spark aggregation of {len(files)} file(s) failed: {reason}") from exc
-    _load(result, found, tables_dir, failing_limit)
-    result.seconds = time.monotonic() - started
-    log.debug("aggregated %s records from %d file(s) in %.1f s", result.totals.get("records"), len(files),
-              result.seconds)
-    return result
+
+
+@contextlib.contextmanager
+def _spill_dir(wanted: bool) -> Iterator[Path | None]:
+    if not wanted:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="kafka-chaos-partials-") as spill:
+        yield Path(spill) / "partials"
+
+
+def collect_partials(classified: "DataFrame", spill: Path | None = None) -> FilePartials:
+    """``classified``'s partial aggregates (:func:`partials`) as Arrow, with one example of each
+    problem per file when some lines are malformed or rejected.
+
+    ``spill``: Spark's tasks write the partials there as Parquet, and pyarrow reads them back,
+    instead of collecting them through the driver.  For large inputs: 3M records in 30 files
+    make some 2.4M partial rows, and collected as Arrow they ran the 2 GB driver out of heap in
+    the task-result getter, after which pyspark's ``toArrow`` waits forever (measured here)."""
+    frame = partials(facts(classified))
+    if spill is None:
+        found = frame.toArrow()
+    else:
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+        frame.write.mode("overwrite").parquet(str(spill))
+        found = pq.read_table(spill).replace_schema_metadata(None)
+    examples: dict[tuple[str, str], str] = {}
+    if any(line["status"] in ("malformed", "rejected") for line in _inputs(found)):
+        examples = {(r["source"], r["status"]): r["example"] for r in problem_examples(classified).collect()}
+    return FilePartials(found, examples)
 
 
 def aggregate_tables(classified: "DataFrame") -> dict[str, list[dict[str, Any]]]:
     """Every table of the report (:data:`results.tables.TABLE_COLUMNS`) over ``classified``'s
     lines, failing checks all of them, newest first."""
+    return finish_tables(collect_partials(classified))
+
+
+def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
+    """Every table of the report from partial aggregates: one file's or several files' together
+    (a key may then have a row per file; the per-fault tables merge theirs first)."""
     from results import tables
 
-    found = partials(facts(classified)).toArrow()
-    by_table = {name: _rows(found, name) for name in ("input", "outcome", "availability", "controller", "failing")}
-    inputs = [{**row["input"], "n": row["n"]} for row in by_table["input"]]
-    examples: dict[tuple[str, str], str] = {}
-    if any(line["status"] in ("malformed", "rejected") for line in inputs):
-        examples = {(r["source"], r["status"]): r["example"] for r in problem_examples(classified).collect()}
+    table = found.table
+    by_table = {name: _rows(table, name) for name in ("outcome", "availability", "controller", "failing")}
     # JSON leaves out null fields: a record without a verdict has no "passed"
     outcomes = [{**dict.fromkeys(OUTCOME_KEYS), **row["outcome"], **{k: row[k] for k in ("n", "started_at",
                                                                                          "finished_at", "seed")}}
                 for row in by_table["outcome"]]
-    samples = _samples(found)
+    availability = tables.merge_rows(by_table["availability"], "fault", summed=("n", *_AVAILABILITY_SUMMED),
+                                     smallest=_AVAILABILITY_SMALLEST)
+    controller = tables.merge_rows(by_table["controller"], "fault", summed=("n", *_SUMMED), largest=_LARGEST)
+    samples = _samples(table)
     return {
-        "inputs": tables.input_counts(inputs, examples),
+        "inputs": tables.input_counts(_inputs(table), found.examples),
         **tables.outcome_tables(outcomes),
         **tables.latency_tables(samples),
         "latency_histogram": tables.latency_histogram(samples),
         "latency_values": tables.latency_values(samples),
-        "availability": tables.availability(by_table["availability"]),
-        "controller": tables.controller(by_table["controller"]),
+        "availability": tables.availability(availability),
+        "controller": tables.controller(controller),
         "failing_checks": tables.failing_checks(by_table["failing"]),
     }
+
+
+def _inputs(found: Any) -> list[dict[str, Any]]:
+    """The input facts' rows: source, status and line count, one per file and status."""
+    return [{**row["input"], "n": row["n"]} for row in _rows(found, "input")]
+
+
+def split_by_file(found: FilePartials, files: Sequence[Path]) -> dict[Path, FilePartials]:
+    """``found`` (the partials of ``files``) as each file's own, for the files whose rows can be
+    told apart: every line yields an ``input`` fact, which names the file of its ``file_id``.
+    A file whose id two sources share (a 64-bit hash collision) or whose Spark URI does not map
+    back to one of ``files`` is left out (it is simply not cached)."""
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    sources: dict[int, set[str]] = {}
+    inputs = found.table.filter(pc.equal(found.table["table"], "input"))
+    for file_id, rest in zip(inputs.column(FILE_ID).to_pylist(), inputs.column("rest").to_pylist()):
+        sources.setdefault(file_id, set()).add(json.loads(rest)["input"]["source"])
+    by_path = {os.path.abspath(path): path for path in files}
+    ordered = found.table.take(pc.sort_indices(found.table[FILE_ID]))
+    split: dict[Path, FilePartials] = {}
+    offset = 0
+    for counted in pc.value_counts(ordered[FILE_ID]).to_pylist():
+        file_id, count = counted["values"], counted["counts"]
+        rows = ordered.slice(offset, count)
+        offset += count
+        uris = sources.get(file_id, set())
+        path = by_path.get(os.path.abspath(source_path(next(iter(uris))))) if len(uris) == 1 else None
+        if path is not None:
+            uri = next(iter(uris))
+            split[path] = FilePartials(rows, {key: text for key, text in found.examples.items() if key[0] == uri})
+    return split
 
 
 def _rows(found: Any, table: str) -> list[dict[str, Any]]:
     """The partial rows of one table other than latency (a few thousand, failing checks aside) as
     dicts of :data:`REST_FIELDS` and ``n``."""
-    import pyarrow.compute as pc  # type: ignore[import-untyped]
+    import pyarrow.compute as pc
 
     chosen = found.filter(pc.equal(found["table"], table))
     return [{**dict.fromkeys(REST_FIELDS), **_numbers(json.loads(rest)), "n": n}
@@ -412,16 +514,12 @@ def _numbers(values: dict[str, Any]) -> dict[str, Any]:
 _NUMERIC = frozenset(REST_FIELDS[REST_FIELDS.index("started_at"):])
 
 
-def _samples(found: Any) -> list[dict[str, Any]]:
-    """The latency facts' rows — up to a million for 3M records — as flat dicts: converted column
-    by column, several times faster than Arrow's row-by-row conversion of nested structs."""
+def _samples(found: Any) -> Samples:
+    """The latency facts' rows — some 2.4M for 3M records — as columns (:mod:`results.samples`)."""
     import pyarrow.compute as pc
 
     latency = found.filter(pc.equal(found["table"], "latency"))
-    sample = latency.column("sample").combine_chunks()
-    names = [*(field.name for field in sample.type), "n"]
-    values = [column.to_pylist() for column in sample.flatten()] + [latency.column("n").to_pylist()]
-    return [dict(zip(names, row)) for row in zip(*values)]
+    return Samples.from_arrow(latency.column("sample").combine_chunks(), latency.column("n").combine_chunks())
 
 
 def _load(result: Aggregates, found: Mapping[str, list[dict[str, Any]]], tables_dir: Path | None,
@@ -454,7 +552,7 @@ def write_rows(rows: Sequence[Mapping[str, Any]], column_types: Sequence[tuple[s
     import shutil
 
     import pyarrow as pa
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq
 
     arrow_schema = pa.schema([pa.field(name, _arrow_type(kind)) for name, kind in column_types])
     table = pa.table({name: [row[name] for row in rows] for name, _ in column_types}, schema=arrow_schema)
@@ -475,8 +573,12 @@ def _arrow_type(spark_type: str) -> Any:
     return types[spark_type]
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def _jsonable_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: _jsonable(value) for key, value in row.items()}
+    # Most values are plain (tens of thousands of rows for large inputs): no call for them.
+    return {key: value if type(value) in _PLAIN else _jsonable(value) for key, value in row.items()}
 
 
 def _jsonable(value: Any) -> Any:

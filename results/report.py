@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from results.aggregate import Aggregates
+    from results.partials_cache import PartialsCache
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +79,16 @@ def run_report(
     baseline: Sequence[str | os.PathLike[str]] = (),
     max_regression: Iterable[str | Rule] = (),
     spark: "SparkSession | None" = None,
+    use_cache: bool = True,
 ) -> ReportSummary:
     """Aggregate the records below ``results_dirs`` and write the report into ``out``.
 
     Raises ``UsageError`` for bad arguments or when no results dir exists; input problems
     (missing dir among several, empty or malformed files, unreadable schema versions) are
     reported, not raised.  ``spark``: an existing session to use (tests); else one is started
-    on ``master`` (default local[2]) and stopped at the end.
+    on ``master`` (default local[2]) when some input is not in the per-file cache
+    (:mod:`results.partials_cache`; ``use_cache=False``: every file is read, nothing kept), and
+    stopped at the end.
 
     ``baseline``: earlier runs to compare with (:mod:`results.baseline`); the comparison
     (:mod:`results.comparison`) flags regressions by ``max_regression``'s rules, which then also
@@ -109,7 +113,11 @@ def run_report(
     with_data = [path for path in files if path.stat().st_size > 0]
     prefetch = _Prefetch(sorted({f.parent for f in files})) if with_data else None
     baseline_files = list(baseline_sources.record_files) if baseline_sources else []
-    aggregates, baseline_aggregates, spark_seconds = _aggregate(with_data, baseline_files, out_dir, master, spark)
+    from results.partials_cache import PartialsCache
+
+    cache = PartialsCache() if use_cache else None
+    aggregates, baseline_aggregates, spark_seconds = _aggregate(with_data, baseline_files, out_dir, master, spark,
+                                                                cache)
     problems += _line_problems(aggregates.inputs)
     failures = gate_failures(aggregates.totals, aggregates.latency, rate_limit, limits)
     comparison = _comparison(aggregates, baseline_aggregates, baseline_sources, rules)
@@ -120,7 +128,8 @@ def run_report(
     summary["gates"]["max_regression"] = [str(rule) for rule in rules]
     if comparison is not None:
         summary["baseline"] = comparison
-    summary["timings"] = {"spark_start_s": round(spark_seconds, 3), "aggregate_s": round(aggregates.seconds, 3)}
+    summary["timings"] = {"spark_start_s": round(spark_seconds, 3), "aggregate_s": round(aggregates.seconds, 3),
+                          "cached_inputs": aggregates.cached_files}
 
     summary_path = out_dir / SUMMARY_FILE
     summary_path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
@@ -149,24 +158,26 @@ def run_report(
 
 
 def _aggregate(files: Sequence[Path], baseline_files: Sequence[Path], out_dir: Path, master: str | None,
-               spark: "SparkSession | None") -> tuple["Aggregates", "Aggregates | None", float]:
+               spark: "SparkSession | None",
+               cache: "PartialsCache | None") -> tuple["Aggregates", "Aggregates | None", float]:
     """Run the Spark job over this run's files (Parquet tables) and the baseline's (none); no
-    files at all -> empty aggregates without starting a JVM."""
+    files at all, or only files ``cache`` holds -> no JVM started."""
     from results.aggregate import Aggregates, EMPTY_TOTALS, aggregate
 
     if not files and not baseline_files:
         return Aggregates(totals=dict(EMPTY_TOTALS)), None, 0.0
 
-    def both(session: "SparkSession") -> tuple["Aggregates", "Aggregates | None"]:
-        mine = aggregate(session, files, out_dir / TABLES_DIR)
-        return mine, (aggregate(session, baseline_files) if baseline_files else None)
+    def both(session: "SparkSession | None") -> tuple["Aggregates", "Aggregates | None"]:
+        mine = aggregate(session, files, out_dir / TABLES_DIR, cache=cache)
+        return mine, (aggregate(session, baseline_files, cache=cache) if baseline_files else None)
 
-    if spark is not None:
+    to_read = [*files, *baseline_files] if cache is None else cache.missing([*files, *baseline_files])
+    if spark is not None or not to_read:
         return (*both(spark), 0.0)
     from results.aggregate import SMALL_INPUT_BYTES
     from results.spark_session import spark_session
 
-    small = sum(f.stat().st_size for f in [*files, *baseline_files]) <= SMALL_INPUT_BYTES
+    small = sum(f.stat().st_size for f in to_read) <= SMALL_INPUT_BYTES
     started = time.monotonic()
     with spark_session(master, log_path=out_dir / SPARK_LOG_FILE, small_input=small) as session:
         spark_seconds = time.monotonic() - started

@@ -8,8 +8,11 @@ the report shows follows from those rows exactly — counts add up, minima, maxi
 over, and a nearest-rank percentile of a sample is a walk over its distinct values in order — so
 this module finishes them without another Spark job (issue 15 item 5: one pass over the input).
 
-Rows are plain dicts.  The tables come out in the order, with the columns and (for floats) the
-IEEE results the earlier per-table Spark queries gave: ``tests/spark/test_golden.py`` holds
+Rows are plain dicts, except the latency samples: millions of rows for large inputs, they are
+columns (:class:`results.samples.Samples`, numpy).  The rows may come from several files'
+partials (:mod:`results.partials_cache`): a key then has a row per file, which every table
+adds up (:func:`merge_rows` for the per-fault ones).  The tables come out in the order, with
+the columns and (for floats) the IEEE results the earlier per-table Spark queries gave: ``tests/spark/test_golden.py`` holds
 this code to the rows those queries wrote, and ``tests/spark/test_crosscheck.py`` to an
 independent computation over the records.
 """
@@ -24,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from results.comparison import mantissa_exponent
+from results.samples import Samples, group_sums, grouped, log_buckets, mantissas_exponents, nearest_ranks
 from results.schema import LATENCY_PHASES
 
 Row = dict[str, Any]
@@ -200,54 +203,39 @@ def nearest_rank(values: Sequence[float], counts: Sequence[int], percent: int) -
     return values[-1]
 
 
-def _stats(pairs: list[tuple[float, int]]) -> dict[str, Any]:
-    """count, percentiles and max of a sample given as (value, count) pairs, sorted by value
-    (a value may appear in several pairs: the walk adds them up)."""
-    values = [value for value, _ in pairs]
-    counts = [count for _, count in pairs]
-    return {"count": sum(counts), **{name: nearest_rank(values, counts, pct) for name, pct in PERCENT},
-            "max": values[-1]}
-
-
-_SAMPLE_KEY = ("fault", "phase", "partitions", "session_timeout_ms")
-
-
-def latency_tables(samples: Sequence[Row]) -> dict[str, list[Row]]:
+def latency_tables(samples: Samples) -> dict[str, list[Row]]:
     """Samples counted per fault x phase x partitions x session timeout x exact value (``ms``,
     ``n``) -> count, p50, p90, p99 and max per fault x phase (``latency``), also per partition
     count and per session timeout; faults by name, phases in a leader switch's order.
 
-    Built for a million value rows (3M records): each key's (value, count) pairs are gathered
-    once, and each table concatenates its keys' lists and sorts them once (no per-value dicts)."""
-    by_sample_key: dict[tuple[Any, ...], list[tuple[float, int]]] = {}
-    for sample in samples:
-        by_sample_key.setdefault(tuple(sample[k] for k in _SAMPLE_KEY), []).append((sample["ms"], sample["n"]))
+    Built for millions of value rows (3M records): each table is one sort of the columns, a
+    running count and a binary search per percentile (:mod:`results.samples`)."""
     tables: dict[str, list[Row]] = {}
     for name, by in LATENCY_TABLES.items():
         keys = ("fault", "phase", *by)
-        positions = [_SAMPLE_KEY.index(k) for k in keys]
-        grouped: dict[tuple[Any, ...], list[tuple[float, int]]] = {}
-        for sample_key, pairs in by_sample_key.items():
-            grouped.setdefault(tuple(sample_key[i] for i in positions), []).extend(pairs)
-        ordered = sorted(grouped.items(), key=lambda item: (
-            nulls_first(item[0][0]), nulls_first(phase_position(item[0][1])), *sort_key(item[0][1:])))
-        tables[name] = [{**dict(zip(keys, key)), **_stats(sorted(pairs))} for key, pairs in ordered]
+        groups = grouped([samples.codes[k] for k in keys], within=samples.by_value)
+        stats: dict[str, list[Any]] = {"count": group_sums(groups, samples.n)[2].tolist()}
+        for label, percent in PERCENT:
+            stats[label] = nearest_ranks(groups, samples.ms, samples.n, percent).tolist()
+        stats["max"] = samples.ms[groups.order][groups.ends - 1].tolist()
+        found = [(key, {stat: values[g] for stat, values in stats.items()})
+                 for g, key in enumerate(samples.label_rows(keys, groups.order[groups.starts]))]
+        found.sort(key=lambda item: (nulls_first(item[0][0]), nulls_first(phase_position(item[0][1])),
+                                     *sort_key(item[0][1:])))
+        tables[name] = [{**dict(zip(keys, key)), **values} for key, values in found]
     return tables
 
 
-def latency_histogram(samples: Sequence[Row], bins_per_decade: int = HISTOGRAM_BINS_PER_DECADE) -> list[Row]:
+def latency_histogram(samples: Samples, bins_per_decade: int = HISTOGRAM_BINS_PER_DECADE) -> list[Row]:
     """Counts per fault x phase in log-spaced bins ``[low_ms, high_ms)`` (values under 0.1 ms count as 0.1)."""
-    counted: Counter[tuple[str, str, int]] = Counter()
-    buckets: dict[float, int] = {}  # many keys share a value: its bin is computed once
-    for sample in samples:
-        ms = sample["ms"]
-        bucket = buckets.get(ms)
-        if bucket is None:
-            bucket = buckets[ms] = math.floor(math.log10(max(ms, 0.1)) * bins_per_decade)
-        counted[(sample["fault"], sample["phase"], bucket)] += sample["n"]
+    buckets = log_buckets(samples.ms, bins_per_decade)
+    groups = grouped([samples.codes["fault"], samples.codes["phase"], buckets])
+    counts = group_sums(groups, samples.n)[2].tolist()
+    firsts = groups.order[groups.starts]
     rows: list[Row] = [{"fault": fault, "phase": phase, "low_ms": bin_edge(bucket, bins_per_decade),
-                       "high_ms": bin_edge(bucket + 1, bins_per_decade), "count": count}
-                       for (fault, phase, bucket), count in counted.items()]
+                        "high_ms": bin_edge(bucket + 1, bins_per_decade), "count": count}
+                       for (fault, phase), bucket, count in zip(samples.label_rows(("fault", "phase"), firsts),
+                                                                 buckets[firsts].tolist(), counts)]
     rows.sort(key=lambda row: (nulls_first(row["fault"]), nulls_first(phase_position(row["phase"])),
                                nulls_first(row["phase"]), row["low_ms"]))
     return rows
@@ -261,23 +249,50 @@ def bin_edge(bucket: int, bins_per_decade: int) -> float:
         return float(decimal.Decimal(10) ** (decimal.Decimal(bucket) / bins_per_decade))
 
 
-def latency_values(samples: Sequence[Row]) -> list[Row]:
+def latency_values(samples: Samples) -> list[Row]:
     """Per fault x phase, how many samples round to each value of 3 significant digits, as
     (``mantissa``, ``exponent``) integers (value = mantissa x 10^exponent; 0 is (0, 0)): the
     compact, mergeable form of the samples summary.json keeps for later baseline comparisons."""
-    counted: Counter[tuple[str, str, int, int]] = Counter()
-    rounded: dict[float, tuple[int, int]] = {}  # many keys share a value: it is rounded once
-    for sample in samples:
-        ms = sample["ms"]
-        digits = rounded.get(ms)
-        if digits is None:
-            digits = rounded[ms] = mantissa_exponent(ms, SIGNIFICANT_DIGITS)
-        counted[(sample["fault"], sample["phase"], *digits)] += sample["n"]
+    mantissas, exponents = mantissas_exponents(samples.ms, SIGNIFICANT_DIGITS)
+    groups = grouped([samples.codes["fault"], samples.codes["phase"], mantissas, exponents])
+    counts = group_sums(groups, samples.n)[2].tolist()
+    firsts = groups.order[groups.starts]
+    counted = zip(samples.label_rows(("fault", "phase"), firsts), mantissas[firsts].tolist(),
+                  exponents[firsts].tolist(), counts)
     return [{"fault": fault, "phase": phase, "mantissa": mantissa, "exponent": exponent, "count": count}
-            for (fault, phase, mantissa, exponent), count in sorted(counted.items())]
+            for (fault, phase), mantissa, exponent, count in sorted(counted)]
 
 
 # ------------------------------------------------------------------------ per-fault measurements
+
+
+def merge_rows(rows: Iterable[Row], key: str, summed: Sequence[str] = (), smallest: Sequence[str] = (),
+               largest: Sequence[str] = ()) -> list[Row]:
+    """Partial rows of several files with the same ``key`` merged into one, as Spark's ``sum`` /
+    ``min`` / ``max`` over all their inputs would have: nulls skipped (null when every value
+    is), NaN the greatest value (Spark's ordering of doubles).  Other fields: the first row's."""
+    merged: dict[Any, Row] = {}
+    for row in rows:
+        into = merged.get(row[key])
+        if into is None:
+            merged[row[key]] = dict(row)
+            continue
+        for name in summed:
+            into[name] = _spark_fold(into[name], row[name], lambda a, b: a + b)
+        for name in smallest:
+            into[name] = _spark_fold(into[name], row[name], lambda a, b: min(a, b, key=_nan_greatest))
+        for name in largest:
+            into[name] = _spark_fold(into[name], row[name], lambda a, b: max(a, b, key=_nan_greatest))
+    return list(merged.values())
+
+
+def _spark_fold(a: Any, b: Any, combine: Callable[[Any, Any], Any]) -> Any:
+    return b if a is None else a if b is None else combine(a, b)
+
+
+def _nan_greatest(value: Any) -> tuple[bool, Any]:
+    nan = isinstance(value, float) and math.isnan(value)
+    return nan, 0.0 if nan else value
 
 
 def _mean(total: float | None, count: float | None) -> float | None:

@@ -127,3 +127,21 @@ def test_the_report_renders_in_a_real_headless_browser(report, results_root, tmp
     subprocess.run([*common, "--window-size=1280,900", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_size > 10_000
+
+
+def test_a_second_report_takes_every_input_from_the_cache_and_starts_no_jvm(results_root, spark, tmp_path,
+                                                                             monkeypatch):
+    """The first report parses the two non-empty files and keeps their partials; the second,
+    given no session, finds both cached: no Spark start, the same tables and problem examples."""
+    monkeypatch.setenv("KAFKA_CHAOS_REPORT_CACHE", str(tmp_path / "cache"))
+    run_report([results_root / "nightly"], tmp_path / "first", spark=spark)
+    run_report([results_root / "nightly"], tmp_path / "second")
+    first, second = (json.loads((tmp_path / name / "summary.json").read_text()) for name in ("first", "second"))
+    assert first["timings"]["cached_inputs"] == 0
+    assert (second["timings"]["cached_inputs"], second["timings"]["spark_start_s"]) == (2, 0)
+    assert any(row["malformed_example"] for row in second["files"])
+    for key in ("files", "problems", "totals", "pass_rates", "latency", "latency_histogram", "latency_samples",
+                "failing_checks"):
+        assert second[key] == first[key], key
+    assert run_report([results_root / "nightly"], tmp_path / "third", spark=spark, use_cache=False)
+    assert json.loads((tmp_path / "third" / "summary.json").read_text())["timings"]["cached_inputs"] == 0

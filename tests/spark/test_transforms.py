@@ -189,12 +189,12 @@ def test_a_failed_spark_query_is_one_line_of_harness_error(spark, tmp_path, monk
     path = tmp_path / "records.jsonl"
     path.write_text(record().to_json() + "\n", encoding="utf-8")
 
-    def aborted(classified):
+    def aborted(classified, spill=None):
         raise RuntimeError("An error occurred while calling o58.getResult.\n"
                            ": org.apache.spark.SparkException: Job aborted: Total size of serialized results "
                            "is bigger than spark.driver.maxResultSize (768.0 MiB)\n\tat org.apache.spark.Foo(Foo.scala:1)")
 
-    monkeypatch.setattr(A, "aggregate_tables", aborted)
+    monkeypatch.setattr(A, "collect_partials", aborted)
     with pytest.raises(HarnessError) as raised:
         A.aggregate(spark, [path])
     message = str(raised.value)

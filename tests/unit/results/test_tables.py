@@ -41,7 +41,7 @@ def nearest_rank_of(values, percent):
 
 @given(st.lists(SAMPLE, min_size=1, max_size=60), st.booleans())
 def test_percentiles_from_value_counts_are_the_samples_nearest_ranks(samples, split):
-    tables = T.latency_tables(partial_rows(samples, split))
+    tables = T.latency_tables(T.Samples.from_rows(partial_rows(samples, split)))
     for name, by in T.LATENCY_TABLES.items():
         keys = ("fault", "phase", *by)
         index = {"fault": 0, "phase": 1, "partitions": 2, "session_timeout_ms": 3}
@@ -59,7 +59,7 @@ def test_latency_rows_go_by_fault_then_a_leader_switchs_phase_order_then_the_key
     rows = partial_rows([("b", "client_gap", 3, None, 1.0), ("b", "zz_custom", 3, None, 1.0),
                          ("b", "detection", 6, None, 1.0), ("b", "detection", None, None, 2.0),
                          ("a", "election", 3, None, 5.0)], split=False)
-    ordered = T.latency_tables(rows)["latency_by_partitions"]
+    ordered = T.latency_tables(T.Samples.from_rows(rows))["latency_by_partitions"]
     assert [(r["fault"], r["phase"], r["partitions"]) for r in ordered] == [
         ("a", "election", 3), ("b", "detection", None), ("b", "detection", 6), ("b", "client_gap", 3),
         ("b", "zz_custom", 3)]
@@ -72,8 +72,9 @@ def test_nearest_rank_on_known_values():
 
 
 def test_histogram_bins_are_log_spaced_and_their_edges_correctly_rounded():
-    rows = T.latency_histogram(partial_rows([("f", "election", None, None, v) for v in (0.0, 0.05, 1.0, 1.1, 10.0)],
-                                            split=False))
+    values = (0.0, 0.05, 1.0, 1.1, 10.0)
+    rows = T.latency_histogram(T.Samples.from_rows(partial_rows([("f", "election", None, None, v) for v in values],
+                                                                split=False)))
     assert [(r["low_ms"], r["count"]) for r in rows] == [(0.1, 2), (1.0, 2), (10.0, 1)]
     for k in range(-20, 120):
         with localcontext() as context:
@@ -87,7 +88,8 @@ def test_histogram_bins_are_log_spaced_and_their_edges_correctly_rounded():
 
 def test_latency_values_round_to_three_significant_digits_half_up():
     values = [0.0, 999.6, 1000.4, 1234.5, 0.001, -3.5, 12.35, 123456.7]
-    rows = T.latency_values(partial_rows([("f", "election", None, None, v) for v in values], split=True))
+    rows = T.latency_values(T.Samples.from_rows(partial_rows([("f", "election", None, None, v) for v in values],
+                                                            split=True)))
     sample = value_counts_from_spark_rows(rows)[("f", "election")]
     assert dict(zip(sample.values, sample.counts)) == {
         0.0: 1, 1000.0: 2, 1230.0: 1, 0.001: 1, -3.5: 1, 12.3: 1, 123000.0: 1}
@@ -175,3 +177,55 @@ def test_wilson_interval_on_reference_values():
     rate, low, high = T.wilson(8, 2)  # 8/10 -> [0.4902, 0.9433] (z = 1.96)
     assert (rate, round(low, 4), round(high, 4)) == (0.8, 0.4902, 0.9433)
     assert T.wilson(5, 0)[2] == 1.0
+
+
+# -------------------------------------------------------------- merging per-file partial rows
+
+VALUE = st.one_of(st.none(), st.integers(-50, 50).map(float), st.just(float("nan")))
+
+
+def spark_sum(values):
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def spark_min(values):
+    present = [v for v in values if v is not None]
+    numbers = [v for v in present if not math.isnan(v)]
+    return min(numbers) if numbers else (float("nan") if present else None)
+
+
+def spark_max(values):
+    present = [v for v in values if v is not None]
+    return float("nan") if any(math.isnan(v) for v in present) else max(present, default=None)
+
+
+def same_value(a, b):
+    return (a is None and b is None) or (a is not None and b is not None and (a == b or (math.isnan(a) and math.isnan(b))))
+
+
+@given(st.lists(st.tuples(FAULTS, st.integers(1, 3), VALUE, VALUE), min_size=1, max_size=40),
+       st.lists(st.integers(0, 39), max_size=5))
+def test_merged_partial_rows_are_the_aggregates_over_every_file(facts, cuts):
+    """Facts cut into files at arbitrary points, aggregated per file and fault as Spark does, then
+    merged (results.tables.merge_rows): the aggregates of all the facts at once, per fault."""
+    bounds = sorted({0, len(facts), *(c for c in cuts if c < len(facts))})
+    files = [facts[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def aggregated(chunk):
+        by_fault = {}
+        for fault, n, low, high in chunk:
+            by_fault.setdefault(fault, []).append((n, low, high))
+        return [{"fault": fault, "n": sum(n for n, _, _ in rows), "low": spark_min([v for _, v, _ in rows]),
+                 "high": spark_max([v for _, _, v in rows]), "total": spark_sum([v for _, v, _ in rows]),
+                 "other": "kept"}
+                for fault, rows in by_fault.items()]
+
+    merged = T.merge_rows([row for chunk in files for row in aggregated(chunk)], "fault",
+                          summed=("n", "total"), smallest=("low",), largest=("high",))
+    whole = {row["fault"]: row for row in aggregated(facts)}
+    assert sorted(row["fault"] for row in merged) == sorted(whole)
+    for row in merged:
+        expected = whole[row["fault"]]
+        assert row["n"] == expected["n"] and row["other"] == "kept"
+        assert all(same_value(row[k], expected[k]) for k in ("low", "high", "total")), (row, expected)
