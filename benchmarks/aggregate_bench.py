@@ -4,13 +4,15 @@ current code and, with ``--before REV``, for an earlier revision measured the sa
 
     .venv/bin/python benchmarks/aggregate_bench.py [--sizes 100000,1000000,3000000]
         [--report-records 3500 | --report-dir RESULTS_DIR] [--repeat N] [--before d164377] [--master local[2]]
-        [--stages]
+        [--stages] [--cached [--records-per-run 100000]]
 
 Records are generated (results.synthetic) into a temp dir, removed afterwards.  Each code version
 aggregates every size in one Spark session of its own process (``--worker``), started once, so
 its start-up is printed apart.  ``--before REV`` extracts REV with ``git archive`` into a temp
 dir (the working tree is not touched).  ``--stages`` also times, per size and for the current
-code only, reading and parsing alone (docs/report.md, "Why 30 s is out of reach").  Prints one
+code only, reading and parsing alone (docs/report.md, "Why 30 s is out of reach").  ``--cached``
+times, instead, whole reports over each size split into runs, with and without the per-file
+cache of partial aggregates (results.partials_cache).  Prints one
 line per figure; no assertions.  The machine is shared: the load average is printed with every figure.
 """
 
@@ -116,7 +118,7 @@ def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_
     spark.stop()
 
 
-def one_run_report(root: Path, run_dir: Path, out: Path) -> tuple[float, dict[str, float]]:
+def one_run_report(root: Path, run_dir: Path, out: Path, *extra: str) -> tuple[float, dict[str, float]]:
     """Wall time of ``kafka-chaos report RUN_DIR`` in a fresh process of ``root``'s code, and the
     CPU seconds of its process tree: the report's Python process and, apart, the Spark driver JVM
     (``RUSAGE_CHILDREN`` would miss the JVM, which pyspark does not wait for)."""
@@ -124,7 +126,7 @@ def one_run_report(root: Path, run_dir: Path, out: Path) -> tuple[float, dict[st
 
     env = dict(os.environ, PYTHONPATH=str(root))
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out), *extra],
                             cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     cpu: dict[int, tuple[str, float]] = {}
     tree = psutil.Process(proc.pid)
@@ -171,6 +173,12 @@ def main() -> int:
     parser.add_argument("--tmp", default=None, help="where to write the generated records (default: system temp)")
     parser.add_argument("--stages", action="store_true",
                         help="also time reading and parsing alone per size (current code)")
+    parser.add_argument("--cached", action="store_true",
+                        help="instead of the aggregation figures: whole reports (fresh processes, current code) over "
+                             "each size split into runs of --records-per-run, without the per-file cache, cold, "
+                             "warm, and with one new run of --report-records")
+    parser.add_argument("--records-per-run", type=int, default=100_000,
+                        help="with --cached: the size of each generated run (one records.jsonl each)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--files", default="", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
@@ -195,6 +203,10 @@ def main() -> int:
             write_synthetic_results(work / "one-run", args.report_records, seed=1, records_per_run=args.report_records)
         elif not args.report_dir:
             run_dir = None  # --report-records 0: aggregation figures only
+        if args.cached:
+            for size in sizes:
+                cache_figures(work / f"runs-{size}", size, args.records_per_run, args.report_records)
+            return 0
         files = []
         for size in sizes:
             started = time.monotonic()
@@ -222,6 +234,41 @@ def report_figures(name: str, root: Path, run_dir: Path, out: Path) -> None:
           f"{timings['python_cpu_s']:.1f} s, JVM {timings['jvm_cpu_s']:.1f} s) in a fresh process "
           f"(Spark start {spark_s:.1f} s, aggregate {aggregate_s:.1f} s, the rest {wall_s - spark_s - aggregate_s:.1f} s: "
           f"Python start-up and imports, Spark stop, charts, HTML); {load()}", flush=True)
+
+
+def cache_figures(runs_dir: Path, size: int, records_per_run: int, new_run_records: int) -> None:
+    """Whole reports, each a fresh ``kafka-chaos report`` process, over ``size`` records split into
+    runs (one records.jsonl each, as nightly runs accumulate): with ``--no-cache`` (every file
+    parsed, nothing kept), cold (every file parsed and its partials stored), warm (every file's
+    partials from the cache: no JVM), and after one more run of ``new_run_records`` is added
+    (only it parsed: last night's run).  The entries are removed at the end: the cache is the
+    user's own (~/.cache/kafka-chaos)."""
+    from results.partials_cache import PartialsCache
+    from results.synthetic import write_synthetic_results
+
+    runs = -(-size // records_per_run)
+    paths = [write_synthetic_results(runs_dir / f"run-{i:04d}", min(records_per_run, size - i * records_per_run),
+                                     seed=i, records_per_run=5_000, run_prefix=f"r{i}")
+             for i in range(runs)]
+    out = runs_dir.parent / "cache-out"
+    cache = PartialsCache()
+    try:
+        for label, extra in (("--no-cache", ("--no-cache",)), ("cold cache", ()), ("warm cache", ())):
+            cached_report_figure(f"{size:,} records in {runs} runs, {label}", runs_dir, out, *extra)
+        paths.append(write_synthetic_results(runs_dir / f"run-{runs:04d}", new_run_records, seed=runs,
+                                             records_per_run=new_run_records, run_prefix=f"r{runs}"))
+        cached_report_figure(f"{size + new_run_records:,} records, one new run of {new_run_records:,}", runs_dir, out)
+    finally:
+        for path in paths:
+            cache.discard(path)
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def cached_report_figure(label: str, runs_dir: Path, out: Path, *extra: str) -> None:
+    wall_s, timings = one_run_report(REPO, runs_dir, out, *extra)
+    print(f"[cache] {label}: report {wall_s:.1f} s wall (Spark start {timings.get('spark_start_s', 0):.1f} s, "
+          f"aggregate {timings.get('aggregate_s', 0):.1f} s, {timings.get('cached_inputs', 0)} inputs from the cache); "
+          f"{load()}", flush=True)
 
 
 def aggregation_figures(name: str, root: Path, files: list[Path], out: Path, master: str | None,
