@@ -118,13 +118,15 @@ def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_
     spark.stop()
 
 
-def one_run_report(root: Path, run_dir: Path, out: Path, *extra: str) -> tuple[float, dict[str, float]]:
+def one_run_report(root: Path, run_dir: Path, out: Path, report_cache: Path,
+                   *extra: str) -> tuple[float, dict[str, float]]:
     """Wall time of ``kafka-chaos report RUN_DIR`` in a fresh process of ``root``'s code, and the
     CPU seconds of its process tree: the report's Python process and, apart, the Spark driver JVM
-    (``RUSAGE_CHILDREN`` would miss the JVM, which pyspark does not wait for)."""
+    (``RUSAGE_CHILDREN`` would miss the JVM, which pyspark does not wait for).  ``report_cache``:
+    where its per-file partials are kept (never the user's own cache)."""
     import psutil
 
-    env = dict(os.environ, PYTHONPATH=str(root))
+    env = dict(os.environ, PYTHONPATH=str(root), KAFKA_CHAOS_REPORT_CACHE=str(report_cache))
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out), *extra],
                             cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -227,8 +229,10 @@ def main() -> int:
 
 
 def report_figures(name: str, root: Path, run_dir: Path, out: Path) -> None:
-    wall_s, timings = one_run_report(root, run_dir, out)
+    """One run's report as after a run: its records never reported before (an empty cache)."""
+    wall_s, timings = one_run_report(root, run_dir, out, out.parent / "empty-report-cache")
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(out.parent / "empty-report-cache", ignore_errors=True)
     spark_s, aggregate_s = timings.get("spark_start_s", float("nan")), timings.get("aggregate_s", float("nan"))
     print(f"[{name}] one run's report ({run_dir}): {wall_s:.1f} s wall, {timings['cpu_s']:.1f} s CPU (Python "
           f"{timings['python_cpu_s']:.1f} s, JVM {timings['jvm_cpu_s']:.1f} s) in a fresh process "
@@ -241,31 +245,24 @@ def cache_figures(runs_dir: Path, size: int, records_per_run: int, new_run_recor
     runs (one records.jsonl each, as nightly runs accumulate): with ``--no-cache`` (every file
     parsed, nothing kept), cold (every file parsed and its partials stored), warm (every file's
     partials from the cache: no JVM), and after one more run of ``new_run_records`` is added
-    (only it parsed: last night's run).  The entries are removed at the end: the cache is the
-    user's own (~/.cache/kafka-chaos)."""
-    from results.partials_cache import PartialsCache
+    (only it parsed: last night's run).  The cache is a temp dir of its own."""
     from results.synthetic import write_synthetic_results
 
     runs = -(-size // records_per_run)
-    paths = [write_synthetic_results(runs_dir / f"run-{i:04d}", min(records_per_run, size - i * records_per_run),
-                                     seed=i, records_per_run=5_000, run_prefix=f"r{i}")
-             for i in range(runs)]
-    out = runs_dir.parent / "cache-out"
-    cache = PartialsCache()
-    try:
-        for label, extra in (("--no-cache", ("--no-cache",)), ("cold cache", ()), ("warm cache", ())):
-            cached_report_figure(f"{size:,} records in {runs} runs, {label}", runs_dir, out, *extra)
-        paths.append(write_synthetic_results(runs_dir / f"run-{runs:04d}", new_run_records, seed=runs,
-                                             records_per_run=new_run_records, run_prefix=f"r{runs}"))
-        cached_report_figure(f"{size + new_run_records:,} records, one new run of {new_run_records:,}", runs_dir, out)
-    finally:
-        for path in paths:
-            cache.discard(path)
-        shutil.rmtree(out, ignore_errors=True)
+    for i in range(runs):
+        write_synthetic_results(runs_dir / f"run-{i:04d}", min(records_per_run, size - i * records_per_run), seed=i,
+                                records_per_run=5_000, run_prefix=f"r{i}")
+    out, cache = runs_dir.parent / "cache-out", runs_dir.parent / "report-cache"
+    for label, extra in (("--no-cache", ("--no-cache",)), ("cold cache", ()), ("warm cache", ())):
+        cached_report_figure(f"{size:,} records in {runs} runs, {label}", runs_dir, out, cache, *extra)
+    write_synthetic_results(runs_dir / f"run-{runs:04d}", new_run_records, seed=runs, records_per_run=new_run_records,
+                            run_prefix=f"r{runs}")
+    cached_report_figure(f"{size + new_run_records:,} records, one new run of {new_run_records:,}", runs_dir, out,
+                         cache)
 
 
-def cached_report_figure(label: str, runs_dir: Path, out: Path, *extra: str) -> None:
-    wall_s, timings = one_run_report(REPO, runs_dir, out, *extra)
+def cached_report_figure(label: str, runs_dir: Path, out: Path, cache: Path, *extra: str) -> None:
+    wall_s, timings = one_run_report(REPO, runs_dir, out, cache, *extra)
     print(f"[cache] {label}: report {wall_s:.1f} s wall (Spark start {timings.get('spark_start_s', 0):.1f} s, "
           f"aggregate {timings.get('aggregate_s', 0):.1f} s, {timings.get('cached_inputs', 0)} inputs from the cache); "
           f"{load()}", flush=True)

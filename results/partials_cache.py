@@ -149,12 +149,6 @@ class PartialsCache:
             return
         self.prune()
 
-    def discard(self, path: Path) -> None:
-        """Forget ``path``'s current entry (a benchmark cleaning up after itself)."""
-        key = self.key(path)
-        if key is not None:
-            _remove(self._entry(key))
-
     def prune(self) -> None:
         """Remove the least recently used entries until the rest fit :attr:`limit_bytes`."""
         entries = []
