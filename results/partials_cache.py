@@ -100,7 +100,7 @@ class PartialsCache:
             return None
         entry = self._entry(key)
         try:
-            with pa.memory_map(str(entry)) as source:
+            with pa.OSFile(str(entry)) as source:  # read whole: the table outlives the file
                 table = pa.ipc.open_file(source).read_all()
         except FileNotFoundError:
             return None
