@@ -6,8 +6,8 @@ input :func:`golden_input` builds — generated runs plus every awkward line the
 (malformed, rejected, blank, NaN latency, failures with JSON expected/observed, unknowns).  The
 current code must reproduce every row, in order, value for value (sums of doubles to 12 significant
 digits: they are added per file, then across files) — since the tables are finished in Python
-from one query's partial aggregates (results.tables), and from cached per-file partials, too.  Changed on purpose once:
-the histogram's bin edges are 10^(k/20) correctly rounded (results.tables.bin_edge) where Spark's
+from one query's partial aggregates (results.tables), and from cached per-file partials, too.
+Changed on purpose once: the histogram's bin edges are 10^(k/20) correctly rounded (results.tables.bin_edge) where Spark's
 ``pow`` differed from it in the last bit (same bins, same counts).  Regenerate the file only when
 an aggregate's meaning changes on purpose:
 
@@ -64,14 +64,17 @@ def comparable(result: Aggregates, root: Path) -> dict[str, Any]:
     return json.loads(json.dumps(document, sort_keys=True))
 
 
-def test_the_aggregates_are_the_ones_the_previous_code_gave(spark, tmp_path):
-    files = golden_input(tmp_path)
-    result = aggregate(spark, files, tmp_path / "tables")
+def assert_golden(result: Aggregates, root: Path) -> None:
+    """Every table of ``result`` (its inputs' paths relative to ``root``) as the golden file has it."""
     expected = json.loads(GOLDEN.read_text(encoding="utf-8"))
-    actual = comparable(result, tmp_path)
+    actual = comparable(result, root)
     assert sorted(actual) == sorted(expected)
     for key in expected:  # one table at a time: a failure names the table
         assert same(actual[key], expected[key]), key
+
+
+def test_the_aggregates_are_the_ones_the_previous_code_gave(spark, tmp_path):
+    assert_golden(aggregate(spark, golden_input(tmp_path), tmp_path / "tables"), tmp_path)
 
 
 def same(actual: Any, expected: Any) -> bool:
@@ -92,11 +95,7 @@ def test_the_large_input_way_gives_the_same_aggregates(spark, tmp_path, monkeypa
     import results.aggregate as A
 
     monkeypatch.setattr(A, "SMALL_INPUT_BYTES", 0)
-    result = aggregate(spark, golden_input(tmp_path), tmp_path / "tables")
-    expected = json.loads(GOLDEN.read_text(encoding="utf-8"))
-    actual = comparable(result, tmp_path)
-    for key in expected:
-        assert same(actual[key], expected[key]), key
+    assert_golden(aggregate(spark, golden_input(tmp_path), tmp_path / "tables"), tmp_path)
 
 
 def test_partials_from_the_cache_give_the_same_aggregates(spark, tmp_path):
@@ -105,15 +104,12 @@ def test_partials_from_the_cache_give_the_same_aggregates(spark, tmp_path):
     and with all three cached and no Spark session at all."""
     files = golden_input(tmp_path / "in")
     cache = PartialsCache(tmp_path / "cache")
-    expected = json.loads(GOLDEN.read_text(encoding="utf-8"))
     aggregate(spark, files[:1], cache=cache)
     mixed = aggregate(spark, files, tmp_path / "mixed", cache=cache)
     warm = aggregate(None, files, tmp_path / "warm", cache=cache)
     assert (mixed.cached_files, warm.cached_files) == (1, 3)
-    for result in (mixed, warm):
-        actual = comparable(result, tmp_path / "in")
-        for key in expected:
-            assert same(actual[key], expected[key]), key
+    assert_golden(mixed, tmp_path / "in")
+    assert_golden(warm, tmp_path / "in")
 
 
 def test_a_file_changed_since_it_was_cached_is_read_again(spark, tmp_path):
