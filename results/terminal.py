@@ -31,9 +31,11 @@ def _columns(rows: Sequence[Row], spec: Sequence[tuple[str, str, int, Callable[[
 
 def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) -> str:
     totals = summary["totals"]
+    cached = summary.get("timings", {}).get("cached_inputs", 0)
     lines = [
         f"kafka-chaos report: {fmt.count(totals.get('records'))} records, {fmt.count(totals.get('runs'))} run(s), "
-        f"{len(summary['files'])} file(s); {fmt.epoch(totals.get('first_started_at'))} … "
+        f"{len(summary['files'])} file(s){f' ({cached} from the cache)' if cached else ''}; "
+        f"{fmt.epoch(totals.get('first_started_at'))} … "
         f"{fmt.epoch(totals.get('last_finished_at'))}",
         f"checks: {fmt.count(totals.get('passed'))} passed, {fmt.count(totals.get('failed'))} failed, "
         f"{fmt.count(totals.get('unknown'))} unknown; pass rate {fmt.rate(totals.get('pass_rate'))} "

@@ -79,6 +79,12 @@ def test_terminal_table_of_an_empty_report():
     assert "0 records" in text and "pass rate –" in text and "CI gate" not in text
 
 
+def test_the_first_line_says_how_many_inputs_came_from_the_cache():
+    fresh = render_terminal(summary_document(timings={"cached_inputs": 0})).splitlines()[0]
+    cached = render_terminal(summary_document(timings={"cached_inputs": 2})).splitlines()[0]
+    assert "from the cache" not in fresh and "file(s) (2 from the cache);" in cached
+
+
 SVG = "{http://www.w3.org/2000/svg}"
 
 
