@@ -14,7 +14,7 @@
 * **Kept** — each file's share of the partials (:func:`split_by_file`) can be kept between
   reports (:mod:`results.partials_cache`): a later report reads only the files it has not seen.
 
-Percentiles are nearest-rank (:func:`results.tables.nearest_rank`), exact: pXX is the smallest
+Percentiles are nearest-rank (:func:`results.samples.nearest_ranks`), exact: pXX is the smallest
 sample with at least XX % of the samples at or below it.  Pass rates exclude unknown results
 (``passed`` null) and carry a 95 % Wilson score interval.
 """
@@ -29,7 +29,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -349,16 +349,18 @@ def _interpreted(spark: "SparkSession", enabled: bool) -> Iterator[None]:
                 spark.conf.set(key, before)
 
 
-def aggregate(spark: "SparkSession | None", files: Sequence[Path], tables_dir: Path | None = None,
-              failing_limit: int = 500, cache: PartialsCache | None = None) -> Aggregates:
+def aggregate(spark: "SparkSession | Callable[[], SparkSession] | None", files: Sequence[Path],
+              tables_dir: Path | None = None, failing_limit: int = 500, cache: PartialsCache | None = None) -> Aggregates:
     """Run the whole ETL over ``files``; write Parquet tables to ``tables_dir`` if given.
 
     One Spark query reads, parses and classifies every line and reduces it to partial aggregates
     (:func:`facts`, :func:`partials`), collected as Arrow; :mod:`results.tables` finishes every
     table from them.  A second, small query runs only when some lines are malformed or rejected
     (:func:`problem_examples`).  With ``cache``, the files it holds are not read at all: their
-    partials come from it, the others' are stored in it (:mod:`results.partials_cache`);
-    ``spark`` may then be None when every file is cached.
+    partials come from it, the others' are stored in it (:mod:`results.partials_cache`).
+    ``spark``: a session, or a function that starts one, called only when some file has to be
+    read (whether one has is known only once the cache's entries were read back); None when
+    every file is known to be cached.
     """
     started = time.monotonic()
     result = Aggregates(totals=dict(EMPTY_TOTALS))
@@ -368,10 +370,8 @@ def aggregate(spark: "SparkSession | None", files: Sequence[Path], tables_dir: P
     parts = list(loaded.values())
     fresh = [path for path in files if path not in loaded]
     if fresh:
-        if spark is None:
-            raise AssertionError("aggregate: uncached files need a Spark session")
         read_keys = {path: cache.key(path) for path in fresh} if cache is not None else {}
-        computed = _spark_partials(spark, fresh)
+        computed = _spark_partials(_session(spark), fresh)
         parts.append(computed)
         if cache is not None:
             for path, partials in split_by_file(computed, fresh).items():
@@ -382,6 +382,14 @@ def aggregate(spark: "SparkSession | None", files: Sequence[Path], tables_dir: P
     log.debug("aggregated %s records from %d file(s) (%d cached) in %.1f s", result.totals.get("records"),
               len(files), result.cached_files, result.seconds)
     return result
+
+
+def _session(spark: "SparkSession | Callable[[], SparkSession] | None") -> "SparkSession":
+    from pyspark.sql import SparkSession
+
+    if spark is None:
+        raise AssertionError("aggregate: uncached files need a Spark session")
+    return spark if isinstance(spark, SparkSession) else spark()
 
 
 def _spark_partials(spark: "SparkSession", files: Sequence[Path]) -> FilePartials:

@@ -6,12 +6,13 @@ with a report, and the CLI answers bad arguments before any JVM starts.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,28 +161,36 @@ def run_report(
 def _aggregate(files: Sequence[Path], baseline_files: Sequence[Path], out_dir: Path, master: str | None,
                spark: "SparkSession | None",
                cache: "PartialsCache | None") -> tuple["Aggregates", "Aggregates | None", float]:
-    """Run the Spark job over this run's files (Parquet tables) and the baseline's (none); no
-    files at all, or only files ``cache`` holds -> no JVM started."""
-    from results.aggregate import Aggregates, EMPTY_TOTALS, aggregate
+    """Run the Spark job over this run's files (Parquet tables) and the baseline's (none).  The
+    session starts only when some file is not in ``cache`` (an entry that cannot be read back
+    counts as missing): no files at all, or only cached ones -> no JVM."""
+    from results.aggregate import Aggregates, EMPTY_TOTALS, SMALL_INPUT_BYTES, aggregate
+    from results.spark_session import spark_session
 
     if not files and not baseline_files:
         return Aggregates(totals=dict(EMPTY_TOTALS)), None, 0.0
 
-    def both(session: "SparkSession | None") -> tuple["Aggregates", "Aggregates | None"]:
+    def both(session: "SparkSession | Callable[[], SparkSession]") -> tuple["Aggregates", "Aggregates | None"]:
         mine = aggregate(session, files, out_dir / TABLES_DIR, cache=cache)
         return mine, (aggregate(session, baseline_files, cache=cache) if baseline_files else None)
 
-    to_read = [*files, *baseline_files] if cache is None else cache.missing([*files, *baseline_files])
-    if spark is not None or not to_read:
+    if spark is not None:
         return (*both(spark), 0.0)
-    from results.aggregate import SMALL_INPUT_BYTES
-    from results.spark_session import spark_session
-
+    # What will be read decides the JVM's flags only (an entry found unreadable later adds a file).
+    to_read = [*files, *baseline_files] if cache is None else cache.missing([*files, *baseline_files])
     small = sum(f.stat().st_size for f in to_read) <= SMALL_INPUT_BYTES
-    started = time.monotonic()
-    with spark_session(master, log_path=out_dir / SPARK_LOG_FILE, small_input=small) as session:
-        spark_seconds = time.monotonic() - started
-        return (*both(session), spark_seconds)
+    started: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+
+        def session() -> "SparkSession":
+            if "session" not in started:
+                began = time.monotonic()
+                started["session"] = stack.enter_context(
+                    spark_session(master, log_path=out_dir / SPARK_LOG_FILE, small_input=small))
+                started["seconds"] = time.monotonic() - began
+            return started["session"]  # type: ignore[no-any-return]
+
+        return (*both(session), started.get("seconds", 0.0))
 
 
 def _comparison(aggregates: "Aggregates", baseline_aggregates: "Aggregates | None",

@@ -145,3 +145,30 @@ def test_a_second_report_takes_every_input_from_the_cache_and_starts_no_jvm(resu
         assert second[key] == first[key], key
     assert run_report([results_root / "nightly"], tmp_path / "third", spark=spark, use_cache=False)
     assert json.loads((tmp_path / "third" / "summary.json").read_text())["timings"]["cached_inputs"] == 0
+
+
+def test_an_entry_unreadable_when_the_report_reads_it_starts_spark_after_all(results_root, spark, tmp_path,
+                                                                             monkeypatch):
+    """The cache holds both files when the report looks, but their entries turn out unreadable:
+    the report starts its session then, reads the files and gives the same tables."""
+    import contextlib
+
+    import results.spark_session
+
+    monkeypatch.setenv("KAFKA_CHAOS_REPORT_CACHE", str(tmp_path / "cache"))
+    run_report([results_root / "nightly"], tmp_path / "first", spark=spark)
+    for entry in (tmp_path / "cache").glob("*.arrow"):
+        entry.write_bytes(entry.read_bytes()[:40])  # present, so counted as cached, but truncated
+    started = []
+
+    @contextlib.contextmanager
+    def shared_session(*args, **kwargs):  # the module's session, left running for the other tests
+        started.append(kwargs)
+        yield spark
+
+    monkeypatch.setattr(results.spark_session, "spark_session", shared_session)
+    run_report([results_root / "nightly"], tmp_path / "second")
+    first, second = (json.loads((tmp_path / name / "summary.json").read_text()) for name in ("first", "second"))
+    assert len(started) == 1 and second["timings"]["cached_inputs"] == 0
+    for key in ("files", "totals", "pass_rates", "latency", "failing_checks"):
+        assert second[key] == first[key], key
