@@ -140,7 +140,7 @@ def group_sums(groups: Groups, n: Ints) -> tuple[Ints, Ints, Ints]:
 def nearest_ranks(groups: Groups, ms: Floats, n: Ints, percent: int) -> Floats:
     """pXX per group of (value, count) rows sorted by value within the group: the smallest value
     with at least XX % of the group's samples at or below it (rank ceil(XX * total / 100), in
-    integer arithmetic), as :func:`results.tables.nearest_rank` walks it."""
+    integer arithmetic; what Spark's ``percentile_disc`` gives)."""
     running, before, totals = group_sums(groups, n)
     rank = np.maximum(1, (percent * totals + 99) // 100)
     return ms[groups.order][np.searchsorted(running, before + rank, side="left")]

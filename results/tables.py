@@ -190,19 +190,6 @@ def outcome_tables(groups: Sequence[Row]) -> dict[str, list[Row]]:
 # ----------------------------------------------------------------------------------- latency
 
 
-def nearest_rank(values: Sequence[float], counts: Sequence[int], percent: int) -> float:
-    """pXX of a sample given as its distinct values ascending and their counts: the smallest
-    value with at least XX % of the samples at or below it (rank ceil(XX * n / 100), in integer
-    arithmetic; what Spark's ``percentile_disc`` gives)."""
-    rank = max(1, -(-percent * sum(counts) // 100))
-    seen = 0
-    for value, count in zip(values, counts):
-        seen += count
-        if seen >= rank:
-            return value
-    return values[-1]
-
-
 def latency_tables(samples: Samples) -> dict[str, list[Row]]:
     """Samples counted per fault x phase x partitions x session timeout x exact value (``ms``,
     ``n``) -> count, p50, p90, p99 and max per fault x phase (``latency``), also per partition

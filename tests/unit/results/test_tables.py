@@ -8,6 +8,7 @@ import json
 import math
 from decimal import Decimal, localcontext
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,8 +67,11 @@ def test_latency_rows_go_by_fault_then_a_leader_switchs_phase_order_then_the_key
 
 
 def test_nearest_rank_on_known_values():
-    values, counts = [1.0, 2.0, 3.0, 10.0], [5, 3, 1, 1]  # ten samples
-    assert [T.nearest_rank(values, counts, pct) for pct in (1, 50, 51, 80, 81, 90, 91, 99, 100)] == [
+    from results.samples import grouped, nearest_ranks
+
+    ms, counts = np.array([1.0, 2.0, 3.0, 10.0]), np.array([5, 3, 1, 1], dtype=np.int64)  # ten samples
+    one_group = grouped([np.zeros(4, dtype=np.int64)], within=np.arange(4, dtype=np.int64))
+    assert [nearest_ranks(one_group, ms, counts, pct)[0] for pct in (1, 50, 51, 80, 81, 90, 91, 99, 100)] == [
         1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 10.0, 10.0, 10.0]
 
 
