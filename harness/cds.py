@@ -26,6 +26,7 @@ from pathlib import Path
 from harness.cds_paths import ROLES, archive_options, archive_path
 from harness.config import ClusterConfig
 from harness.distribution import KafkaDistribution, java_executable
+from harness.errors import HarnessError
 from harness.local import LocalCluster
 
 __all__ = ["ROLES", "archive_options", "archive_path", "build_archives"]
@@ -34,7 +35,23 @@ log = logging.getLogger(__name__)
 
 
 def build_archives(distribution: KafkaDistribution) -> list[Path]:
-    """Make the broker and ZooKeeper archives unless they exist; returns their paths."""
+    """Make the broker and ZooKeeper archives unless they exist; returns their paths, or none.
+
+    Never fatal: the archives only speed start-up up, so a build that fails for any reason
+    (another JVM, a JVM flag from the environment, a full disk) logs one warning and returns
+    ``[]``; :func:`archive_options` then finds no archive and the nodes start without one."""
+    try:
+        return _build_archives(distribution)
+    except (HarnessError, OSError) as exc:
+        log.warning("no class-data-sharing archives (%s); the brokers start without them", _one_line(exc))
+        return []
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:500] or type(exc).__name__
+
+
+def _build_archives(distribution: KafkaDistribution) -> list[Path]:
     java = java_executable()
     finals = {role: archive_path(distribution, role, java) for role in ROLES}
     if all(p.is_file() for p in finals.values()):
@@ -48,7 +65,13 @@ def build_archives(distribution: KafkaDistribution) -> list[Path]:
         partial = {role: p.with_suffix(f".{os.getpid()}.partial") for role, p in finals.items()}
         log.info("building class-data-sharing archives for Kafka %s in %s (one 1-broker cluster start)",
                  distribution.version, directory)
-        cluster = LocalCluster(ClusterConfig(brokers=1), distribution, class_data_sharing=False,
+        # metrics=False: a JVM dumping an archive refuses a Java agent ("Must enable
+        # AllowArchivingWithJavaAgent in order to run Java agent during CDS dumping"), while a JVM
+        # *using* one accepts it, so the brokers keep their JMX exporter agent. The diagnostic
+        # -XX:+AllowArchivingWithJavaAgent would let the dump run, but it archives classes as an
+        # agent may have transformed them and is not for production use; the exporter's own few
+        # classes are not worth it.
+        cluster = LocalCluster(ClusterConfig(brokers=1), distribution, class_data_sharing=False, metrics=False,
                                node_jvm_options={role: [f"-XX:ArchiveClassesAtExit={partial[role]}"]
                                                  for role in ROLES})
         try:

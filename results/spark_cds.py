@@ -78,17 +78,22 @@ def build_archive() -> Path | None:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
-        spark = start_spark(None, log_path=Path(work) / "spark.log", cds=False,
-                            extra_java_options=[f"-XX:ArchiveClassesAtExit={partial}"])
-        # A small report's whole aggregation (parse, every aggregate, Parquet tables), so the
-        # classes it loads are the ones archived — on both the small and the large input path.
-        records = write_synthetic_results(Path(work) / "in", 2_000, seed=1)
-        aggregate(spark, [records], Path(work) / "tables")
-        _stop_jvm(spark)
-    if not partial.is_file():
-        raise RuntimeError(f"the JVM wrote no archive ({partial}); see -Xlog:cds in its output")
-    partial.replace(path)
+    try:
+        with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
+            spark = start_spark(None, log_path=Path(work) / "spark.log", cds=False,
+                                extra_java_options=[f"-XX:ArchiveClassesAtExit={partial}"])
+            try:
+                # A small report's whole aggregation (parse, every aggregate, Parquet tables), so the
+                # classes it loads are the ones archived — on both the small and the large input path.
+                records = write_synthetic_results(Path(work) / "in", 2_000, seed=1)
+                aggregate(spark, [records], Path(work) / "tables")
+            finally:
+                _stop_jvm(spark)
+        if not partial.is_file():
+            raise RuntimeError(f"the JVM wrote no archive ({partial}); see -Xlog:cds in its output")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)  # a failed build's half-written ~180 MB
     _remove_older_archives(path)
     return path
 
@@ -119,8 +124,16 @@ def _stop_jvm(spark: object) -> None:
 
 
 def main() -> int:
+    """Set-up's step: never fatal, since the archive only speeds the report's start-up up; a
+    build that fails for any reason (another JVM, a JVM flag, a full disk, Spark itself) is one
+    warning, and reports start Spark without the archive."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    path = build_archive()
+    try:
+        path = build_archive()
+    except Exception as exc:  # noqa: BLE001 - any failure of the optional build is only a warning
+        log.warning("no Spark class-data archive (%s: %s); reports start Spark without it",
+                    type(exc).__name__, " ".join(str(exc).split())[:500])
+        return 0
     print(f"Spark class-data archive: {path}" if path else "no java: no Spark class-data archive", file=sys.stderr)
     return 0
 

@@ -278,9 +278,15 @@ def test_first_broker_id_numbers_real_brokers(tmp_path: Path) -> None:
         metadata.create_topic(cluster.bootstrap_servers, "kip291", {0: [5, 4]}, timeout=TIMEOUT)
         leader_in_broker_metadata(cluster, 4, "kip291", 5)  # the election's UpdateMetadata arrived
         log_file = cluster.run_dir / "broker-5" / "logs" / "kafka-request.log"
-        controller_requests = [e for e in parse_request_lines(log_file.read_text().splitlines(), 5)
-                               if e.api == "LeaderAndIsr"]
-        assert controller_requests and {e.listener for e in controller_requests} == {"CONTROL_PLANE"}
+
+        def controller_requests() -> list[str]:
+            return [e.listener for e in parse_request_lines(log_file.read_text().splitlines(), 5)
+                    if e.api == "LeaderAndIsr"]
+        # The request log's line is written once the request's response is sent, and not
+        # necessarily before broker 4 has the UpdateMetadata that follows it: wait for it.
+        wait_until(lambda: bool(controller_requests()), timeout=TIMEOUT, interval=0.1, retry_on=(FileNotFoundError,),
+                   description="broker 5's request log to show the controller's LeaderAndIsr")
+        assert set(controller_requests()) == {"CONTROL_PLANE"}
         if partition_problem() is None:
             controller_cut_holds_back_its_requests(cluster, snapshot.controller)
         attached = LocalCluster.attach(cluster.run_dir)
