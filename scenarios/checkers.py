@@ -36,7 +36,7 @@ from scenarios.checks import (
     check_single_controller,
     compare_partitions,
 )
-from scenarios.expectations import Expectation, Predictor, expectations, matching
+from scenarios.expectations import Expectation, Predictor, epochs_exact, expectations, matching
 from scenarios.history import (
     Observation,
     ScenarioAborted,
@@ -135,14 +135,8 @@ def evaluate(obs: Observation, ctx: CheckContext) -> list[CheckResult]:
 # --- steps: the oracle and the cluster-wide checks ----------------------------------------------
 
 def _exact_epochs(obs: StepObserved) -> bool:
-    """Topic creation always; a fault when its path is modelled write by write (its trait), no
-    follow-up event is pending, and the controller is known and not hit (a failover's
-    writes are counted differently)."""
-    if obs.index is None:
-        return True
-    controller = obs.oracle_state.controller
-    return (obs.traits.exact_epochs and not obs.then and controller is not None
-            and controller not in obs.target.brokers)
+    return epochs_exact(obs.index, obs.traits.exact_epochs, obs.then, obs.oracle_state.controller,
+                        obs.target.brokers)
 
 
 @register_check("converged", StepObserved)

@@ -154,6 +154,16 @@ def check_epoch(topic: str, partition: int, before: Any, predicted: Any, observe
                                             "predicted": p}, o, detail, topic, partition)
 
 
+def epochs_not_reached(before: Mapping[tuple[str, int], Any], predicted: Mapping[tuple[str, int], Any],
+                       observed: Mapping[tuple[str, int], Any], *, exact: bool) -> list[str]:
+    """Why :func:`check_epoch` would fail now, one line per predicted partition it would fail
+    (a partition missing from ``observed`` is the other comparisons' to report): what a step
+    waits on besides leaders and ISRs, so it is not judged before the controller's last write."""
+    return [result.detail for (topic, p), want in sorted(predicted.items()) if (got := observed.get((topic, p)))
+            and not (result := check_epoch(topic, p, before.get((topic, p)) or _NEW_PARTITION, want, got,
+                                           exact=exact)).passed]
+
+
 def predicted_class(outcomes: Iterable[Any], topic: str, partition: int) -> str:
     """The class of the last event that did more than keep the leader for this partition."""
     klass = LEADER_KEPT

@@ -112,7 +112,7 @@ def ack_to_list(a: Ack) -> list[Any]:
 
 
 def ack_from_list(v: list[Any]) -> Ack:
-    return Ack(int(v[0]), int(v[1]), str(v[2]), float(v[3]))
+    return Ack(int(v[0]), None if v[1] is None else int(v[1]), str(v[2]), float(v[3]))
 
 
 def report_to_dict(r: DeliveryReport) -> JsonDict:

@@ -193,7 +193,7 @@ def _poll_of(name: str, msg: Message, now: float) -> tuple[int, Poll] | None:
     partition, offset = msg.partition(), msg.offset()
     if partition is None or offset is None:
         return None
-    key = msg.key()
+    key = msg.key()  # keyless: not the workload's (it keys every message); kept under the empty key
     kind, ms = msg.timestamp()
     created = None if kind == TIMESTAMP_NOT_AVAILABLE else ms / 1000.0
     return partition, Poll(name, offset, key.decode(errors="replace") if key else "", now, created)

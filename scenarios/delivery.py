@@ -19,12 +19,22 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Ack:
-    """One successful delivery report (``acks=all``): the broker wrote ``key`` at ``offset``."""
+    """One successful delivery report (``acks=all``): the broker wrote ``key`` at ``offset``.
+
+    ``offset`` is None when the report named none: an idempotent producer acknowledges a
+    message *implicitly* when a later batch of its own succeeds after the message's own batch
+    failed (librdkafka's "implicitly acked by subsequent batch success"), and never learns its
+    offset. Such a message must still be read, once, in its partition; no rule that compares
+    offsets may use it."""
 
     partition: int
-    offset: int
+    offset: int | None
     key: str
     acked_at: float  # time.time() when the delivery callback ran
+
+    def log_order(self) -> tuple[int, bool, int]:
+        """Sort key: by partition, then offset; acknowledgements without one last."""
+        return (self.partition, self.offset is None, -1 if self.offset is None else self.offset)
 
 
 def _frozen(counts: Mapping[int, int]) -> Mapping[int, int]:
@@ -43,7 +53,8 @@ class DeliveryReport:
     broker cannot deduplicate (librdkafka INTRODUCTION.md "Idempotent Producer", issue #4953).
     ``misplaced``: acknowledged keys read back at another
     partition/offset than the delivery report named — with an idempotent producer the offset in
-    the report is the offset in the log, so anything else means the log was rewritten.
+    the report is the offset in the log, so anything else means the log was rewritten (an
+    acknowledgement without an offset is misplaced only when read in another partition).
     ``unacked_consumed``: keys in the log the producer never saw acknowledged (failed or still
     in flight when the workload stopped); normal, and never counted as a problem.
     """
@@ -120,20 +131,12 @@ def validate_delivery(
         copies[key] += 1
         first_position.setdefault(key, (partition, offset))
 
-    lost = sorted(
-        (ack for key, ack in acks_by_key.items() if key not in copies),
-        key=lambda a: (a.partition, a.offset),
-    )
+    lost = sorted((ack for key, ack in acks_by_key.items() if key not in copies), key=Ack.log_order)
     copied = [key for key, n in copies.items() if n > 1]  # already in log order
     duplicated = [key for key in copied if key in acks_by_key]
-    misplaced = sorted(
-        (
-            ack
-            for key, ack in acks_by_key.items()
-            if key in first_position and first_position[key] != (ack.partition, ack.offset)
-        ),
-        key=lambda a: (a.partition, a.offset),
-    )
+    misplaced = sorted((ack for key, ack in acks_by_key.items()
+                        if key in first_position and not _read_where_acknowledged(ack, first_position[key])),
+                       key=Ack.log_order)
 
     lost_by_partition: defaultdict[int, int] = defaultdict(int)
     for ack in lost:
@@ -158,6 +161,11 @@ def validate_delivery(
         duplicated_unacked=tuple(key for key in copied if key not in acks_by_key),
         acked_by_partition=_frozen(acked_by_partition),
     )
+
+
+def _read_where_acknowledged(ack: Ack, position: tuple[int, int]) -> bool:
+    partition, offset = position
+    return partition == ack.partition and (ack.offset is None or offset == ack.offset)
 
 
 def largest_gap(
@@ -186,4 +194,4 @@ def largest_gap(
 def first_ack_after(acks: Iterable[Ack], partition: int, t: float) -> Ack | None:
     """The earliest acknowledgement on ``partition`` strictly after ``t``, if any."""
     later = [a for a in acks if a.partition == partition and a.acked_at > t]
-    return min(later, key=lambda a: (a.acked_at, a.offset), default=None)
+    return min(later, key=lambda a: (a.acked_at, a.log_order()), default=None)

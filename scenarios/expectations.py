@@ -10,7 +10,8 @@ from typing import Any
 
 from oracle import ClusterState, Event, PartitionOutcome, Prediction
 from scenarios import isr_rules
-from scenarios.observation import mismatches
+from scenarios.checks import epochs_not_reached
+from scenarios.observation import mismatches, observed_partitions, predicted_partitions
 
 Predictor = Callable[[ClusterState, Sequence[Event]], Prediction]
 
@@ -47,6 +48,34 @@ def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Eve
         ruled = tuple(isr_rules.changed_partitions(oracle_state, expected, topics))
         result.append(Expectation(label, oracle_state, expected, outcomes, ruled))
     return tuple(result)
+
+
+def epochs_exact(index: int | None, fault_exact: bool, then: Sequence[str], controller: int | None,
+                 targets: Iterable[int]) -> bool:
+    """Whether a step's leader epochs are judged exactly (else: increased where the oracle
+    predicts a write, never decreased). Topic creation (``index`` None) always; a fault when its
+    path is modelled write by write (``fault_exact``), no follow-up event is pending, and the
+    controller is known and not hit (a failover's writes are counted differently)."""
+    if index is None:
+        return True
+    return fault_exact and not then and controller is not None and controller not in set(targets)
+
+
+def converged_to(snapshot: Any, options: Sequence[Expectation], before: Any, topics: Iterable[str], *,
+                 exact_epochs: bool) -> Expectation | None:
+    """The first expectation ``snapshot`` matches in every predicted field: leaders, ISRs and
+    replicas (:func:`matching`) and leader epochs under the rule the ``oracle_epoch`` check
+    applies (``before``: the snapshot before the fault). Leaders and ISRs often match one write
+    before the last one the controller makes for the event (a second write of the same event,
+    a new controller's failover rewrite), so a step waits for this, not for :func:`matching`."""
+    topics = list(topics)
+    was = observed_partitions(before, topics)
+    now = observed_partitions(snapshot, topics)
+    for e in options:
+        if not mismatches(snapshot, e.state, topics) and not epochs_not_reached(
+                was, predicted_partitions(e.state, topics), now, exact=exact_epochs):
+            return e
+    return None
 
 
 def matching(snapshot: Any, options: Sequence[Expectation], topics: Iterable[str]) -> Expectation | None:

@@ -44,6 +44,11 @@ Anomaly classes (:data:`ANOMALIES`):
     Timeouts, purges and most broker errors are indefinite (an earlier attempt may have been
     written) and never count: only :data:`DEFINITE_FAILURES` do.
 
+An acknowledgement without an offset (an idempotent producer's implicit acknowledgement,
+:class:`scenarios.delivery.Ack`) says only that the message is in the partition: it takes part
+in ``unseen`` and ``duplicate`` (it must be read, and at one offset), never in a rule that
+compares offsets (``inconsistent_offsets``, ``lost_write``'s bound, ``nonmonotonic_send``).
+
 An unclean election truncates the log of a partition: it must cause lost writes, unseen
 messages, inconsistent offsets, non-monotonic polls (a position beyond the new log end is
 reset to the earliest offset) and non-monotonic sends. Those classes
@@ -109,6 +114,10 @@ def _sequence(key: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
+def _where(offset: int | None) -> str:
+    return "without an offset" if offset is None else f"at offset {offset}"
+
+
 def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: bool = False,
                     final_read: bool = True) -> tuple[list[Anomaly], PartitionSummary]:
     """Every anomaly of one partition's history, in :data:`ANOMALIES` order, and its counts.
@@ -122,7 +131,8 @@ def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: 
 
     at_offset: dict[int, set[str]] = {}
     offsets_of: dict[str, set[int]] = {}
-    for offset, key in [(a.offset, a.key) for a in acks] + [(p.offset, p.key) for p in polls]:
+    positioned = [(a.offset, a.key) for a in acks if a.offset is not None]
+    for offset, key in positioned + [(p.offset, p.key) for p in polls]:
         at_offset.setdefault(offset, set()).add(key)
         offsets_of.setdefault(key, set()).add(offset)
     polled = {p.key for p in polls}
@@ -139,19 +149,21 @@ def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: 
 
     # Jepsen's bound: the highest of the first offsets of every message read.
     bound = max((min(offsets_of[k]) for k in polled), default=-1)
-    acked_keys: dict[str, int] = {}
+    acked_keys: dict[str, int | None] = {}
     for a in acks:
-        acked_keys.setdefault(a.key, a.offset)
-    for key, offset in acked_keys.items():
-        if key not in polled and max(offsets_of[key]) <= bound:
-            found.append((LOST_WRITE, f"{key} acked at offset {offset}, below offset {bound} read, never read"))
+        if acked_keys.get(a.key) is None:  # the first acknowledgement that names an offset
+            acked_keys[a.key] = a.offset
+    for key, acked_at in acked_keys.items():
+        if acked_at is not None and key not in polled and max(offsets_of[key]) <= bound:
+            found.append((LOST_WRITE, f"{key} acked at offset {acked_at}, below offset {bound} read, never read"))
         if final_read and key not in read_at_end:
-            found.append((UNSEEN, f"{key} acked at offset {offset}, not in the final read-back"
+            found.append((UNSEEN, f"{key} acked {_where(acked_at)}, not in the final read-back"
                                   + (" (read earlier)" if key in polled else "")))
 
     found += _poll_anomalies(polls, resets, known)
 
-    by_sequence = sorted((s, a.offset, a.key) for a in acks if (s := _sequence(a.key)) is not None)
+    by_sequence = sorted((s, a.offset, a.key) for a in acks
+                         if a.offset is not None and (s := _sequence(a.key)) is not None)
     for (_, o1, k1), (_, o2, k2) in zip(by_sequence, by_sequence[1:]):
         if o2 <= o1 and k1 != k2:
             found.append((NONMONOTONIC_SEND, f"{k2} acked at offset {o2}, after {k1} at offset {o1}"))

@@ -65,7 +65,7 @@ class LeaderChange:
 class MisplacedEvidence:
     key: str
     partition: str  # "topic-p", as the history names it
-    acked_offset: int
+    acked_offset: int | None  # None: acknowledged without an offset (scenarios.delivery.Ack)
     acked_at: float
     reads_of_key: tuple[Read, ...]  # every read of this key, in this partition
     reads_at_acked_offset: tuple[Read, ...]  # every read of the acknowledged offset
@@ -90,11 +90,13 @@ def _reads(stretches: Sequence[ClientOps]) -> list[Read]:
     return [Read(p.consumer, p.offset, p.key, p.polled_at) for ops in stretches for p in ops.polls]
 
 
-def classify(key: str, acked_offset: int, reads_of_key: Sequence[Read], reads_at_offset: Sequence[Read],
+def classify(key: str, acked_offset: int | None, reads_of_key: Sequence[Read], reads_at_offset: Sequence[Read],
              other_acks_at_offset: Sequence[str], read_elsewhere: bool) -> tuple[str, str]:
     """Who moved the message, from what the readers saw (see the module's docstring)."""
     if read_elsewhere and not reads_of_key:
         return HARNESS, "read only in another partition than the one it was acknowledged in"
+    if acked_offset is None:  # no offset to have moved from: only the partition could differ
+        return HARNESS, "acknowledged without an offset and read in its own partition: not misplaced"
     if any(r.offset == acked_offset for r in reads_of_key):
         moved_to = sorted({r.offset for r in reads_of_key if r.offset != acked_offset})
         return KAFKA, (f"read at its acknowledged offset {acked_offset} and later at {moved_to}: the log "
@@ -121,11 +123,12 @@ def explain(ack: Ack, name: str, partitions: Mapping[str, Sequence[ClientOps]],
     ``partitions`` holds every recorded stretch of every partition of the topic."""
     reads = _reads(partitions.get(name, ()))
     reads_of_key = tuple(r for r in reads if r.key == ack.key)
-    reads_at_offset = tuple(r for r in reads if r.offset == ack.offset)
+    reads_at_offset = tuple(r for r in reads if ack.offset is not None and r.offset == ack.offset)
     read_elsewhere = any(p.key == ack.key for other, ops in partitions.items() if other != name
                          for o in ops for p in o.polls)
     acks = [a for ops in partitions.get(name, ()) for a in ops.acks]
-    others = tuple(sorted({a.key for a in acks if a.offset == ack.offset and a.key != ack.key}))
+    others = tuple(sorted({a.key for a in acks
+                           if ack.offset is not None and a.offset == ack.offset and a.key != ack.key}))
     failed = tuple(sorted(((f.key, f.error, f.at) for ops in partitions.get(name, ()) for f in ops.failed
                            if abs(f.at - ack.acked_at) <= FAILED_WINDOW_S), key=lambda f: f[2]))
     near = tuple(sorted((c for c in leader_changes if abs(c.at - ack.acked_at) <= EPOCH_WINDOW_S),

@@ -94,4 +94,6 @@ def _record_of(msg: Message) -> tuple[int, int, str] | None:
     partition, offset = msg.partition(), msg.offset()
     if partition is None or offset is None:  # not a record: nothing to account for
         return None
+    # The workload keys every message; a keyless record (another writer's) is kept under the
+    # empty key, which no acknowledgement carries, so it counts as consumed and never matches.
     return (partition, offset, key.decode(errors="replace") if key else "")

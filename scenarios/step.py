@@ -24,7 +24,7 @@ from scenarios.catalogue import Step
 from scenarios.clientops import ClientOps
 from scenarios.controller_log import LogEvent, parse_lines
 from scenarios.controller_metrics import FaultMetrics, MetricsScrape
-from scenarios.expectations import Expectation, Predictor, expectations, matching
+from scenarios.expectations import Expectation, Predictor, converged_to, epochs_exact, expectations, matching
 from scenarios.faults import Fault, Nemesis
 from scenarios.history import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
 from scenarios.observation import cluster_state_of, is_settled, observed_partitions, unsettled
@@ -144,17 +144,20 @@ class StepCore:
             logs = LogCursor(self.cluster)
             logs.mark()
             fault_at = self.nemesis.inject(fault)
+            exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before.controller,
+                                 prepared.target.brokers)
             try:
-                after = self.observer.wait_until(lambda s: matching(s, options, self.topics) is not None,
-                                                 timeout=self.timeouts.convergence,
-                                                 description=f"the predicted state after {label}")
+                after = self.observer.wait_until(
+                    lambda s: converged_to(s, options, prepared.before_snap, self.topics, exact_epochs=exact) is not None,
+                    timeout=self.timeouts.convergence, description=f"the predicted state after {label}")
                 converged = True
             except ConvergenceTimeout as exc:
                 after, converged = exc.last, False
             waited = time.time() - fault_at
             self.progress(f"{label}: {'converged' if converged else 'DID NOT converge'} in {waited:.1f}s")
             metadata = self._metadata(poller, after) if converged and after is not None else None
-            expected = matching(after, options, self.topics) if after is not None else None
+            expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
+                        or matching(after, options, self.topics)) if after is not None else None
             clients.after_converged(prepared, expected or options[0], fault_at)
             measured_at = time.time()
             metrics_after = scrape_metrics(self.cluster)

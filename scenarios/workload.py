@@ -335,7 +335,7 @@ class Workload:
         try:
             producer.produce(
                 self.topic, key=key, value=key.encode(), partition=partition,
-                on_delivery=self._on_delivery,
+                on_delivery=lambda err, msg: self._on_delivery(partition, key, err, msg),
             )
         except BufferError:
             # librdkafka's local queue is full (a long outage): skip this slot, keep serving.
@@ -350,19 +350,18 @@ class Workload:
             self._produced += 1
         return True
 
-    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+    def _on_delivery(self, partition: int, key: str, err: KafkaError | None, msg: Message) -> None:
+        """``partition`` and ``key`` are the ones the message was sent with (explicit partition,
+        so the report's cannot differ). ``msg.offset()`` is None when the acknowledgement named
+        no offset: an idempotent producer acknowledges a message implicitly when a later batch
+        of its own succeeds, and then does not know where it was written (:class:`Ack`)."""
         now = time.time()
-        # A delivery report always names the partition it was produced to (and, when
-        # acknowledged, the offset and our key): the client's types just cannot say so.
-        partition = int(msg.partition() or 0)
         with self._lock:
             if err is None:
-                self._acks.setdefault(partition, []).append(
-                    Ack(partition, int(msg.offset() or 0), (msg.key() or b"").decode(), now)
-                )
+                self._acks.setdefault(partition, []).append(Ack(partition, msg.offset(), key, now))
             else:
                 self._failures.append((partition, err.name(), now))
-                self._failed_keys.append((msg.key() or b"").decode(errors="replace"))
+                self._failed_keys.append(key)
             self._lock.notify_all()
         if err is not None:
             log.debug("delivery to %s-%d failed: %s", self.topic, partition, err)

@@ -29,8 +29,13 @@ def _ops(since: float, until: float | None, start: int, n: int, t: float) -> Cli
                      (ConsumerReset("group", since + 0.001, "assigned"),) if start == 0 else ())
 
 
-def _scenario(unseen: bool = False) -> list:
-    step = hard_kill_step(ops={"t-0": _ops(T0 - 1, T0 + 7, 0, 50, T0 + 0.6)})
+def _scenario(unseen: bool = False, implicit: int | None = None) -> list:
+    """``implicit``: that message's acknowledgement named no offset (an idempotent producer's
+    implicit acknowledgement), as the workload records it."""
+    ops = _ops(T0 - 1, T0 + 7, 0, 50, T0 + 0.6)
+    if implicit is not None:
+        ops = replace(ops, acks=tuple(replace(a, offset=None) if a.key == f"r-0-{implicit}" else a for a in ops.acks))
+    step = hard_kill_step(ops={"t-0": ops})
     last = _ops(T0 + 7, None, 50, 10, T0 + 8)
     if unseen:  # nobody reads the last acked message
         last = replace(last, polls=tuple(p for p in last.polls if p.offset != 59))
@@ -47,6 +52,17 @@ def test_ops_round_trip_under_the_current_version() -> None:
         line = observation_to_json(obs)
         assert json.loads(line)["history_version"] == HISTORY_VERSION >= 2  # ops came with version 2
         assert observation_from_json(line) == obs
+
+
+def test_an_acknowledgement_without_an_offset_round_trips_as_null_and_is_checked_clean() -> None:
+    step, finished = _scenario(implicit=7)
+    line = observation_to_json(step)
+    assert json.loads(line)["history_version"] == HISTORY_VERSION == 4
+    assert [None, "r-0-7"] == json.loads(line)["ops"]["t-0"]["acks"][7][1:3]
+    assert observation_from_json(line) == step
+    results = [r for _, rs in check_history([step, finished]) for r in rs]
+    assert {"delivery", "history_duplicate", "history_inconsistent_offsets"} <= {r.check for r in results}
+    assert [(r.check, r.detail) for r in results if r.passed is False] == []
 
 
 def test_version_1_lines_are_read_without_ops_and_give_no_client_results() -> None:

@@ -32,6 +32,14 @@ CASES = [
     ("acked key read back at another offset",
      [A0, A1], [A0, (0, 1, "other-0-9"), (0, 2, "r-0-1")], (), (), ("r-0-1",), {}, {}, 1),
     ("acked key seen on another partition", [A0], [(1, 0, "r-0-0")], (), (), ("r-0-0",), {}, {}, 0),
+    # An implicit acknowledgement (no offset): read anywhere in its partition is where it belongs.
+    ("offset unknown, read at its true offset", [A0, (0, None, "r-0-1"), A2], [A0, A1, A2], (), (), (),
+     {}, {}, 0),
+    ("offset unknown, never read", [A0, (0, None, "r-0-1")], [A0], ("r-0-1",), (), (), {0: 1}, {}, 0),
+    ("offset unknown, read twice", [(0, None, "r-0-1")], [A1, (0, 7, "r-0-1")], (), ("r-0-1",), (),
+     {}, {0: 1}, 0),
+    ("offset unknown, read in another partition", [(0, None, "r-0-1")], [(1, 1, "r-0-1")], (), (), ("r-0-1",),
+     {}, {}, 0),
 ]
 
 
@@ -58,6 +66,12 @@ def test_validate_delivery(acked, consumed, lost, duplicated, misplaced, lost_by
 def test_lost_keys_come_in_log_order_whatever_the_ack_order() -> None:
     acked = [Ack(0, 5, "e", 1.0), Ack(1, 0, "x", 2.0), Ack(0, 2, "b", 3.0)]
     assert validate_delivery(acked, []).lost == ("b", "e", "x")
+
+
+def test_acknowledgements_without_an_offset_come_last_in_their_partition() -> None:
+    acked = [Ack(0, None, "u", 1.0), Ack(1, 0, "x", 2.0), Ack(0, 2, "b", 3.0)]
+    assert validate_delivery(acked, []).lost == ("b", "u", "x")
+    assert first_ack_after(acked + [Ack(0, 9, "c", 1.0)], 0, 0.5) == Ack(0, 9, "c", 1.0)
 
 
 def test_three_copies_count_once_as_duplicated_and_twice_as_extra_copies() -> None:
