@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import UsageError
+from oracle import AddPartitions, Reassign
 from scenarios import targets as tg
 from scenarios.catalogue import ClusterNeeds, Scenario, Step, TopicSpec, validate_steps
-from scenarios.faults import fault_kinds
+from scenarios.faults import fault_kinds, make_fault
 
 SCHEDULE_VERSION = 1
 MAX_BROKERS = 9
@@ -263,7 +264,82 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:
         raise _fail(f"{where}.steps", str(exc).removeprefix(f"scenario {name}: ")) from exc
+    check_runnable(s, where)
     return s
+
+
+# --- what the file alone decides: refused before a cluster starts ------------------------------
+
+def _static_brokers(steps: Sequence[Step], index: int) -> tuple[int, ...] | None:
+    """The brokers step ``index`` targets when the file alone says which (explicit ids, or an
+    earlier step's explicit ids); None when only the cluster can say (a leader, the controller)."""
+    target = steps[index].target
+    if isinstance(target, tg.Brokers):
+        return tuple(target.broker_ids)
+    if isinstance(target, tg.BrokerId):
+        return (target.broker_id,)
+    if isinstance(target, tg.EarlierTarget) and 0 <= target.step < index:
+        return _static_brokers(steps, target.step)
+    return None
+
+
+def _fault_of(s: Schedule, step: Step, brokers: tuple[int, ...]) -> Any:
+    return make_fault(step.fault, tg.Target(brokers, "validation"), step.options,
+                      topic_names={t.name: t.name for t in s.topics},
+                      topic_partitions={t.name: t.partitions for t in s.topics})
+
+
+def check_runnable(s: Schedule, where: str = "schedule") -> None:
+    """Refuse, naming the field, what cannot run on the schedule's own cluster: a target broker
+    or a replica outside it, an ``earlier`` step that is not earlier, and a ``start`` of a broker
+    no earlier step left down. Each would otherwise fail only once a cluster is up (or end
+    "not judged" after the convergence timeout)."""
+    cluster = set(s.brokers)
+    down: set[int] | None = set()  # brokers left down by earlier steps; None: only the cluster knows
+    for i, step in enumerate(s.steps):
+        at = f"{where}.steps[{i}]"
+        target = step.target
+        if isinstance(target, tg.EarlierTarget) and not target.step < i:
+            raise _fail(f"{at}.target.earlier", f"step {target.step} is not an earlier step (this is step {i})")
+        named = _static_brokers(s.steps, i)
+        if named is not None and not set(named) <= cluster:
+            raise _fail(f"{at}.target", f"broker(s) {sorted(set(named) - cluster)} not in the cluster {list(s.brokers)}")
+        fault = _fault_of(s, step, named or (s.brokers[0],))
+        for event in fault.oracle_events() if not fault.offline_replicas else ():
+            _check_replicas(event, cluster, s.brokers, f"{at}.options")
+        if step.fault == "start":
+            _check_start(s, i, named, down, at)
+        if down is None:
+            continue
+        if fault.holds and named is None:
+            down = None  # a broker the cluster picks stays down
+        else:
+            down = (down | set(fault.holds)) - set(fault.releases)
+
+
+def _check_replicas(event: Any, cluster: set[int], brokers: Sequence[int], where: str) -> None:
+    if isinstance(event, Reassign):
+        moves = {event.partition: event.replicas}
+    elif isinstance(event, AddPartitions):
+        moves = dict(event.replicas)
+    else:
+        return
+    for partition, replicas in sorted(moves.items()):
+        outside = sorted(set(replicas) - cluster)
+        if outside:
+            raise _fail(where, f"partition {partition}'s replicas {list(replicas)} name broker(s) {outside} "
+                               f"not in the cluster {list(brokers)}")
+
+
+def _check_start(s: Schedule, index: int, named: tuple[int, ...] | None, down: set[int] | None, at: str) -> None:
+    target = s.steps[index].target
+    if isinstance(target, tg.EarlierTarget):
+        earlier = s.steps[target.step]
+        if not _fault_of(s, earlier, (s.brokers[0],)).holds:
+            raise _fail(f"{at}.target.earlier", f"step {target.step} ({earlier.fault}) leaves no broker down to start")
+    if named is not None and down is not None and not set(named) <= down:
+        raise _fail(f"{at}.target", f"broker(s) {sorted(set(named) - down)} are running here: no earlier step "
+                                    f"left them down")
 
 
 def load(path: Path) -> Schedule:

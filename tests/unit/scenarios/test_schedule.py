@@ -82,6 +82,20 @@ def _with(path: str, value):
     ("steps.0", {"fault": "hard_kill", "then": ["nap"]}, "only 'auto_rebalance'"),
     ("steps.2", {"fault": "reassignment", "options": {"topic": "zz", "moves": []}}, "option 'topic' must be one of"),
     ("extra", 1, "schedule: unknown field(s) 'extra'"),
+    # What the file alone decides cannot run on its cluster [4, 5, 9]: refused before a cluster starts.
+    ("steps.2", {"fault": "reassignment", "options": {"topic": "t", "moves": [[0, [7, 8]]]}},
+     "schedule.steps[2].options: partition 0's replicas [7, 8] name broker(s) [7, 8] not in the cluster [4, 5, 9]"),
+    ("steps.0", {"fault": "hard_kill", "target": {"brokers": [4, 6]}},
+     "schedule.steps[0].target: broker(s) [6] not in the cluster [4, 5, 9]"),
+    ("steps.0", {"fault": "controlled_shutdown", "target": {"broker": {"broker_id": 1}}},
+     "schedule.steps[0].target: broker(s) [1] not in the cluster"),
+    ("steps.1", {"fault": "start", "target": {"earlier": 2}},
+     "schedule.steps[1].target.earlier: step 2 is not an earlier step (this is step 1)"),
+    ("steps.1", {"fault": "start", "target": {"earlier": 1}}, "step 1 is not an earlier step"),
+    ("steps.1", {"fault": "start", "target": {"brokers": [9]}},
+     "schedule.steps[1].target: broker(s) [9] are running here: no earlier step left them down"),
+    ("steps.0", {"fault": "restart", "target": {"brokers": [4]}},
+     "schedule.steps[1].target.earlier: step 0 (restart) leaves no broker down to start"),
 ])
 def test_bad_schedules_are_one_line_naming_the_field(path: str, value, message: str) -> None:
     with pytest.raises(UsageError) as info:
@@ -122,6 +136,34 @@ def test_files_and_the_cli(tmp_path: Path, capsys) -> None:
     assert main(["schedule", "export", "leader_hard_kill", "--out", str(tmp_path / "out")]) == 0
     assert load(tmp_path / "out" / "leader_hard_kill.json").steps[0].target == LeaderOf("t", 0)
     assert main(["run", "--schedule", str(good), "--scenario", "leader_hard_kill"]) == 2
+
+
+TOTAL_OUTAGE = [{"fault": "hard_kill", "target": {"brokers": [4, 5, 9]}},
+                {"fault": "start", "target": {"brokers": [5]}}, {"fault": "start", "target": {"brokers": [4, 9]}}]
+
+
+@pytest.mark.parametrize("steps", [
+    TOTAL_OUTAGE,  # every broker killed, then started again: legal, judged by the checks
+    [{"fault": "controller_kill", "target": {"controller": {}}}, {"fault": "start", "target": {"earlier": 0}}],
+    # only the cluster knows which broker the controller was: a named start cannot be refused
+    [{"fault": "controller_kill", "target": {"controller": {}}}, {"fault": "start", "target": {"brokers": [9]}}],
+    [{"fault": "controlled_shutdown", "target": {"broker": 5}}, {"fault": "start", "target": {"brokers": [5]}}],
+    [{"fault": "add_partitions", "options": {"topic": "t", "add": [[2, [9, 5]]], "via": "znode"}}],
+])
+def test_legal_schedules_are_not_refused(steps: list) -> None:
+    data = _valid()
+    data["steps"] = steps
+    assert len(schedule_from_json(data).steps) == len(steps)
+
+
+def test_a_start_of_a_broker_started_already_is_refused() -> None:
+    data = _valid()
+    data["steps"] = TOTAL_OUTAGE + [{"fault": "start", "target": {"brokers": [5]}}]
+    with pytest.raises(UsageError, match=r"schedule.steps\[3\].target: broker\(s\) \[5\] are running here"):
+        schedule_from_json(data)
+    data["steps"][1] = {"fault": "add_partitions", "options": {"topic": "t", "add": [[2, [9, 6]]], "via": "znode"}}
+    with pytest.raises(UsageError, match=r"schedule.steps\[1\].options: partition 2's replicas \[9, 6\]"):
+        schedule_from_json(data)
 
 
 def test_named_ids_are_never_grown() -> None:
