@@ -166,7 +166,7 @@ def oracle_partitions(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
     return compare_partitions(observed_partitions(obs.before, obs.topics),
                               predicted_partitions(expected.state, obs.topics),
                               observed_partitions(obs.after, obs.topics), expected.outcomes,
-                              exact_epochs=_exact_epochs(obs))
+                              exact_epochs=_exact_epochs(obs), live_after=obs.after.live_brokers)
 
 
 @register_check("single_controller", StepObserved)

@@ -196,10 +196,15 @@ def observed_class(before: Any, after: Any) -> str:
 
 
 def check_outcome(topic: str, partition: int, outcomes: Iterable[Any], before: Any, observed: Any,
-                  predicted_leader: int | None = None) -> CheckResult:
+                  predicted_leader: int | None = None, live_after: Iterable[int] | None = None) -> CheckResult:
     want = predicted_class(outcomes, topic, partition)
     got = observed_class(before, observed)
     ok = (want == got
+          # The leader znode still names a broker that is down, and nothing else is live to lead:
+          # when every broker died no controller is left to write, so ZooKeeper keeps the old
+          # leader. Leaderless is what that shows (the oracle predicts the same unchanged state).
+          or (want == LEADERLESS and got == LEADER_KEPT and live_after is not None
+              and observed.leader not in set(live_after))
           # A leaderless partition whose leader was already gone (e.g. a dead ISR member restarted
           # elsewhere) and a "kept" prediction are the same observation: nothing was elected.
           or (want == LEADER_KEPT and got == LEADERLESS and before.leader == NO_LEADER)
@@ -215,8 +220,10 @@ def check_outcome(topic: str, partition: int, outcomes: Iterable[Any], before: A
 
 def compare_partitions(before: Mapping[tuple[str, int], Any], predicted: Mapping[tuple[str, int], Any],
                        observed: Mapping[tuple[str, int], Any], outcomes: Iterable[Any], *,
-                       exact_epochs: bool) -> list[CheckResult]:
-    """Every oracle-vs-observed check for each predicted partition, each run check-safe."""
+                       exact_epochs: bool, live_after: Iterable[int] | None = None) -> list[CheckResult]:
+    """Every oracle-vs-observed check for each predicted partition, each run check-safe
+    (``live_after``: the brokers live in the observed state)."""
+    live = None if live_after is None else frozenset(live_after)
     outcomes = list(outcomes)
     results: list[CheckResult] = []
     for (topic, p), want in sorted(predicted.items()):
@@ -234,7 +241,7 @@ def compare_partitions(before: Mapping[tuple[str, int], Any], predicted: Mapping
             results += check_safe(name, fn, *args, topic=topic, partition=p)
         results += check_safe("oracle_epoch", check_epoch, topic, p, was, want, got, exact=exact_epochs,
                               topic=topic, partition=p)
-        results += check_safe("oracle_outcome", check_outcome, topic, p, outcomes, was, got, want.leader,
+        results += check_safe("oracle_outcome", check_outcome, topic, p, outcomes, was, got, want.leader, live,
                               topic=topic, partition=p)
     return results
 
@@ -269,7 +276,12 @@ def check_single_controller(controller: int | None, live_brokers: Iterable[int],
     live = sorted(set(live_brokers))
     allowed_set = sorted(set(allowed) if allowed is not None else set(live))
     problems = []
-    if controller is None or controller < 0:
+    if not live:
+        # Every broker is down: none is left to win KafkaController.elect, so no controller is
+        # what Kafka must show (and a stale /controller of a dead broker would be wrong).
+        if controller is not None and controller >= 0:
+            problems.append(f"controller {controller} named while no broker is live")
+    elif controller is None or controller < 0:
         problems.append("no /controller in ZooKeeper")
     elif controller not in live:
         problems.append(f"controller {controller} is not a live broker {live}")

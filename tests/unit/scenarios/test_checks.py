@@ -124,6 +124,17 @@ def test_a_restart_that_re_elects_the_same_leader_is_seen_as_kept() -> None:
     assert check_outcome("t", 0, path, before, after).passed is False
 
 
+def test_a_total_outage_keeps_a_dead_leader_in_zookeeper_and_that_is_leaderless() -> None:
+    """Every broker killed: no controller is left to write, ZooKeeper keeps leader 1 (dead)."""
+    before = after = ps((1, 2, 3), 1, (1, 2, 3), 4)
+    gone = [outcome("t", 0, "no_replica_online")]
+    assert check_outcome("t", 0, gone, before, after, 1, live_after=[]).passed is True
+    # the same ZooKeeper state with the old leader live is a kept leader, not leaderless
+    r = check_outcome("t", 0, gone, before, after, 1, live_after=[1, 2])
+    assert r.passed is False and "oracle says leaderless, cluster shows leader_kept" in r.detail
+    assert check_outcome("t", 0, gone, before, after, 1).passed is False  # liveness unknown: not excused
+
+
 def test_unknown_oracle_outcome_is_unknown_not_pass() -> None:
     results = check_safe("oracle_outcome", check_outcome, "t", 0, [outcome("t", 0, "bogus")],
                          ps((1,), 1, (1,), 0), ps((1,), 1, (1,), 0), topic="t", partition=0)
@@ -146,6 +157,10 @@ def test_single_controller() -> None:
     assert check_single_controller(3, [1, 2, 3], allowed=[2]).passed is False
     assert check_single_controller(None, [1, 2]).passed is False
     assert check_single_controller(4, [1, 2]).passed is False
+    # no live broker: no controller is right, and one named would be a dead broker's
+    assert check_single_controller(None, []).passed is True
+    r = check_single_controller(2, [])
+    assert r.passed is False and "while no broker is live" in r.detail
     r = check_single_controller(2, [1, 2], metadata_controllers={1: 2, 2: 1})
     assert r.passed is False and "another controller" in r.detail
 
