@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import logging
 import platform
 import random
@@ -236,6 +237,7 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(options).items()}, "deflake": deflake,
     }
     writer.write_run_info(info)
+    _keep_schedules(Path(results_dir), sources or {})
     print(f"kafka-chaos run {run_id}: {len(cases_planned)} scenario iteration(s), seed {seed}, "
           f"results in {results_dir}", flush=True)
     pool = ClusterPool(backend, distribution, progress, open_cluster=open_cluster,
@@ -328,6 +330,17 @@ class TeeWriter:
     def write(self, record: Any) -> None:
         self.writer.write(record)
         self.records.append(record)
+
+
+def _keep_schedules(results_dir: Path, sources: dict[str, str]) -> None:
+    """Each schedule file the run reads, as ``DIR/schedules/<name>.json`` (as ``explore`` keeps
+    its schedules): the report's replay command names it there, where the results are."""
+    if not sources:
+        return
+    kept = results_dir / "schedules"
+    kept.mkdir(parents=True, exist_ok=True)
+    for name, path in sources.items():
+        shutil.copyfile(path, kept / f"{name}.json")
 
 
 def _write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Case], sources: dict[str, str]) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -196,21 +197,21 @@ def _problems(problems: Sequence[str]) -> str:
     return f'<h2>Input problems</h2><ul class="problems">{items}</ul>'
 
 
-def replay_command(row: Row) -> str:
-    """How to run a failing check's scenario iteration again with the same choices: generated
-    schedules are replayed from the run's ``schedules/`` (``kafka-chaos explore`` keeps them)."""
+def replay_command(row: Row, schedule: str | None = None) -> str:
+    """How to run a failing check's scenario iteration again with the same choices: a scenario
+    that came from a schedule file (``schedule``: where its run kept it, ``DIR/schedules/``, as
+    ``run --schedule`` and ``explore`` do) from that file, a catalogue scenario by name."""
     scenario, seed, backend = row.get("scenario"), row.get("seed"), row.get("backend") or "local"
-    if str(scenario).startswith("explore-"):
-        return f"kafka-chaos run --schedule schedules/{scenario}.json --seed {seed} --backend {backend}"
     iterations = int(row.get("iteration") or 0) + 1
     more = f" --iterations {iterations}" if iterations > 1 else ""
-    return f"kafka-chaos run --scenario {scenario} --seed {seed} --backend {backend}{more}"
+    which = f"--schedule {shlex.quote(schedule)}" if schedule else f"--scenario {scenario}"
+    return f"kafka-chaos run {which} --seed {seed} --backend {backend}{more}"
 
 
 def _failures(failures: Sequence[Row], total: int) -> str:
     if not failures:
         return '<h2 id="failing">Failing checks</h2><p class="ok">none</p>'
-    shown = [{**row, "replay": replay_command(row)} for row in failures[:HTML_FAILURE_LIMIT]]
+    shown = [{**row, "replay": row.get("replay") or replay_command(row)} for row in failures[:HTML_FAILURE_LIMIT]]
     note = (f"<p class=\"note\">Showing the newest {len(shown)} of {total:,}; all are in "
             "tables/failing_checks (Parquet).</p>" if total > len(shown) else "")
     return ('<h2 id="failing">Failing checks</h2><p class="note">Newest first, each with what was expected, what '

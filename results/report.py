@@ -220,6 +220,19 @@ def _line_problems(file_counts: Sequence[Mapping[str, Any]]) -> list[str]:
     return problems
 
 
+def with_replay_commands(failures: Sequence[Mapping[str, Any]], files: Sequence[Path]) -> list[dict[str, Any]]:
+    """Each failing check with the command that replays its scenario iteration (``replay``):
+    a scenario a run kept in ``DIR/schedules/`` (schedule files, explore) is replayed from that
+    file, named by the path the report was given, so the command runs as printed from here."""
+    from results.html import replay_command
+
+    kept: dict[str, str] = {}
+    for directory in sorted({f.parent for f in files}):
+        for path in sorted((directory / "schedules").glob("*.json")):
+            kept.setdefault(path.stem, str(path))
+    return [{**row, "replay": replay_command(row, kept.get(str(row.get("scenario"))))} for row in failures]
+
+
 def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems: Sequence[str],
                       min_pass_rate: float | None, limits: Sequence[LatencyLimit],
                       failures: Sequence[str]) -> dict[str, Any]:
@@ -244,7 +257,7 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
         "controller": aggregates.controller,
         "trend_by_day": aggregates.trend_by_day,
         "trend_by_run": aggregates.trend_by_run,
-        "failing_checks": aggregates.failing_checks,
+        "failing_checks": with_replay_commands(aggregates.failing_checks, files),
         "failing_checks_total": aggregates.failing_checks_total,
         # The samples of every latency phase, rounded to 3 significant digits and counted: what a
         # later report needs to compare with this one (--baseline this summary.json).

@@ -162,8 +162,23 @@ def test_the_verdict_and_the_failing_checks_come_first_with_replay_commands() ->
 
     assert replay_command({"scenario": "leader_hard_kill", "seed": 7, "backend": "local", "iteration": 2}) == (
         "kafka-chaos run --scenario leader_hard_kill --seed 7 --backend local --iterations 3")
-    assert replay_command({"scenario": "explore-5-12", "seed": 5, "backend": "containers", "iteration": 0}) == (
-        "kafka-chaos run --schedule schedules/explore-5-12.json --seed 5 --backend containers")
+    explored = {"scenario": "explore-5-12", "seed": 5, "backend": "containers", "iteration": 0}
+    assert replay_command(explored, "night 1/schedules/explore-5-12.json") == (
+        "kafka-chaos run --schedule 'night 1/schedules/explore-5-12.json' --seed 5 --backend containers")
+
+
+def test_replay_commands_name_the_schedule_the_run_kept_where_the_report_found_it(tmp_path) -> None:
+    from results.report import with_replay_commands
+
+    run = tmp_path / "results-1"
+    (run / "schedules").mkdir(parents=True)
+    (run / "schedules" / "h2026s3.json").write_text("{}")
+    failures = [{"scenario": "h2026s3", "seed": 2026, "backend": "local", "iteration": 1},
+                {"scenario": "leader_hard_kill", "seed": 2026, "backend": "local", "iteration": 0}]
+    rows = with_replay_commands(failures, [run / "records.jsonl"])
+    assert [r["replay"] for r in rows] == [
+        f"kafka-chaos run --schedule {run}/schedules/h2026s3.json --seed 2026 --backend local --iterations 2",
+        "kafka-chaos run --scenario leader_hard_kill --seed 2026 --backend local"]
 
 
 def test_the_heatmap_draws_any_number_of_cells() -> None:
