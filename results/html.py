@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import html
+import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,8 +32,52 @@ details > summary { cursor: pointer; margin: 0.5em 0; }
 """
 
 
+class Html(str):
+    """A cell's text that is markup already (made here from escaped parts): not escaped again."""
+
+
 def _escape(value: Any) -> str:
-    return html.escape(fmt.text(value))
+    return value if isinstance(value, Html) else html.escape(fmt.text(value))
+
+
+_FOLD_OVER = 120  # characters: a longer value is folded, its first line shown
+
+
+def _json_or_text(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _fact(value: Any) -> str:
+    """One value of the evidence: compact JSON, or folded and indented when long."""
+    compact = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    if len(compact) <= _FOLD_OVER:
+        return html.escape(compact)
+    pretty = value if isinstance(value, str) else json.dumps(value, indent=1, sort_keys=True)
+    return (f"<details><summary>{html.escape(compact[:_FOLD_OVER - 20])}…</summary>"
+            f"<pre>{html.escape(pretty)}</pre></details>")
+
+
+def evidence(row: Row) -> Html:
+    """A failed check's evidence as a reader wants it: the sentence, then what was expected and
+    what was observed, field by field, long values folded (a check's ``observed`` can be ~2,000
+    characters of JSON)."""
+    expected, observed = _json_or_text(row.get("expected")), _json_or_text(row.get("observed"))
+    if isinstance(expected, dict) and isinstance(observed, dict):
+        keys = list(dict.fromkeys([*expected, *observed]))
+        facts = [(k, expected.get(k), observed.get(k)) for k in keys]
+    else:
+        facts = [("", expected, observed)]
+    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{'' if e is None else _fact(e)}</td>"
+                   f"<td>{'' if o is None else _fact(o)}</td></tr>" for k, e, o in facts)
+    sentence = html.escape(fmt.text(row.get("detail")) or "(no detail)")
+    return Html(f"{sentence}<details><summary>expected / observed ({len(facts)} field(s))</summary>"
+                f"<table><thead><tr><th></th><th>expected</th><th>observed</th></tr></thead>"
+                f"<tbody>{body}</tbody></table></details>")
 
 
 def _table(rows: Sequence[Row], columns: Sequence[Column], row_class: Callable[[Row], str] | None = None) -> str:
@@ -211,15 +256,15 @@ def replay_command(row: Row, schedule: str | None = None) -> str:
 def _failures(failures: Sequence[Row], total: int) -> str:
     if not failures:
         return '<h2 id="failing">Failing checks</h2><p class="ok">none</p>'
-    shown = [{**row, "replay": row.get("replay") or replay_command(row)} for row in failures[:HTML_FAILURE_LIMIT]]
+    shown = [{**row, "replay": row.get("replay") or replay_command(row), "evidence": evidence(row)}
+             for row in failures[:HTML_FAILURE_LIMIT]]
     note = (f"<p class=\"note\">Showing the newest {len(shown)} of {total:,}; all are in "
             "tables/failing_checks (Parquet).</p>" if total > len(shown) else "")
     return ('<h2 id="failing">Failing checks</h2><p class="note">Newest first, each with what was expected, what '
             "was observed and the command that replays its scenario iteration with the same choices.</p>" + note
             + _table(shown, [
                 ("scenario", "scenario", fmt.text), ("iteration", "iteration", fmt.text),
-                ("check", "check", fmt.text), ("fault", "fault", fmt.text), ("detail", "detail", fmt.text),
-                ("expected", "expected", fmt.text), ("observed", "observed", fmt.text),
+                ("check", "check", fmt.text), ("fault", "fault", fmt.text), ("evidence", "evidence", Html),
                 ("replay", "replay", fmt.text), ("started_at", "started (UTC)", fmt.epoch),
                 ("run_id", "run", fmt.text), ("backend", "backend", fmt.text), ("target", "target", fmt.text),
             ]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -208,3 +209,14 @@ def test_the_controller_table_shows_each_fault_and_older_summaries_render_withou
     assert cells == ["hard_kill", "2", "1", "4", "150", "1,234", "20.5", "0", "–", "1", "6", "9", "0", "1"]
     older = render_html(summary_document(), {})  # a summary.json written before the table existed
     assert "What the controller said" in older and "No data." in older[older.index("What the controller said"):]
+
+
+def test_a_failed_checks_evidence_is_the_sentence_then_its_fields_long_ones_folded() -> None:
+    from results.html import evidence
+
+    observed = {"misplaced": 1, "misplaced_evidence": [{"key": f"k-{i}", "why": "<x>" * 5} for i in range(30)]}
+    cell = evidence({"detail": "t-0: 1 misplaced <k>", "expected": '{"misplaced": 0}', "observed": json.dumps(observed)})
+    assert cell.startswith("t-0: 1 misplaced &lt;k&gt;<details>") and "<x>" not in cell
+    assert "<th>misplaced</th><td>0</td><td>1</td>" in cell  # short values side by side
+    assert cell.count("<pre>") == 1 and "&quot;k-29&quot;" in cell  # the long one folded, whole
+    assert "(no detail)" in evidence({"expected": 2, "observed": 3})
