@@ -334,7 +334,7 @@ def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
         unclean = unclean_partitions(ctx, d.topic)
         evidence = _misplaced_evidence(obs, ctx, d.topic, d.report.misplaced) if d.report.misplaced and not unclean \
             else []
-        results += check_delivery(d.topic, d.report, unclean, evidence)
+        results += check_delivery(d.topic, d.report, unclean, evidence, d.resent)
     return results
 
 

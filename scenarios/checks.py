@@ -343,12 +343,16 @@ def _misplaced_summary(evidence: Sequence[Any]) -> str:
 
 
 def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = (),
-                   misplaced_evidence: Sequence[Any] = ()) -> list[CheckResult]:
+                   misplaced_evidence: Sequence[Any] = (), resent: Mapping[str, str] | None = None
+                   ) -> list[CheckResult]:
     """No acknowledged message lost and none duplicated (idempotent producer, ``acks=all``).
 
     Where the oracle predicted an unclean election (``unclean_partitions``) a loss is expected:
     it is counted and reported (``delivery_unclean_loss`` measurement-like check that passes),
-    but losses on any other partition, and duplicates anywhere, fail.
+    but losses on any other partition, and duplicates anywhere, fail. A duplicated message the
+    producer itself sent again under a bumped epoch after its batch was possibly persisted
+    (``resent``: key -> the producer's lines, :mod:`scenarios.producer_log`) still fails, with
+    that evidence in ``observed.client_evidence`` (triage: ``client``, librdkafka#4953).
     """
     unclean = set(unclean_partitions)
     lost = {int(p): n for p, n in report.lost_by_partition.items() if n}
@@ -360,9 +364,15 @@ def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = 
     problems = []
     if unexpected_loss:
         problems.append(f"lost acknowledged messages on partitions {unexpected_loss}")
-    if duplicated:
-        problems.append(f"duplicated messages on partitions {duplicated}")
     observed = report.as_dict()
+    if duplicated:
+        explained = [{"key": k, "evidence": (resent or {})[k]} for k in report.duplicated if k in (resent or {})]
+        why = (f" ({len(explained)} of them sent again by the producer under a bumped epoch after a possibly "
+               f"persisted batch: librdkafka#4953)" if explained else "")
+        problems.append(f"duplicated messages on partitions {duplicated}{why}")
+        if explained:
+            observed["resent_by_producer"] = len(explained)
+            observed["client_evidence"] = explained[:MISPLACED_EVIDENCE_KEPT]
     if misplaced and not unclean:
         problems.append(f"{misplaced} acknowledged messages read back at another offset"
                         + _misplaced_summary(misplaced_evidence))

@@ -233,15 +233,19 @@ class TopicDelivery:
     topic: str
     report: DeliveryReport | None
     problem: str | None = None  # "workload failed: …" / "could not read back: …"
+    # Keys the producer sent again under a bumped epoch after their batch was possibly
+    # persisted, with its own log lines (Workload.resent_keys; history v4, absent before).
+    resent: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "problem": self.problem,
-                "report": None if self.report is None else codec.report_to_dict(self.report)}
+                "report": None if self.report is None else codec.report_to_dict(self.report),
+                **({"resent": dict(sorted(self.resent.items()))} if self.resent else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TopicDelivery:
         report = None if d["report"] is None else codec.report_from_dict(d["report"])
-        return cls(d["topic"], report, d["problem"])
+        return cls(d["topic"], report, d["problem"], dict(d.get("resent") or {}))
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,9 @@ def unsettled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int
             missing = [r for r in ps.replicas if r in catching_up and r not in ps.isr]
             if missing:
                 reasons.append(f"{name} ISR {list(ps.isr)} lacks live {missing}")
-        elif ps.leader != NO_LEADER:
+        elif ps.leader != NO_LEADER and live:
+            # With no broker live no controller is left to move it (a total outage keeps the
+            # last leaders in ZooKeeper): that state is as settled as it will get.
             reasons.append(f"{name} leader {ps.leader} is not live")
     return reasons
 

@@ -228,7 +228,8 @@ class Runner:
                 continue
             self._step_progress(ctx, f"reading {physical} back")
             try:
-                deliveries.append(TopicDelivery(physical, w.verify(timeout=self.options.verify_timeout)))
+                deliveries.append(TopicDelivery(physical, w.verify(timeout=self.options.verify_timeout),
+                                                resent=w.resent_keys()))
             except HarnessError as exc:
                 deliveries.append(TopicDelivery(physical, None, f"could not read back: {exc}"))
         ops = client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import UsageError
+from harness.cluster import Capability
 from oracle import AddPartitions, Reassign
 from scenarios import targets as tg
 from scenarios.catalogue import ClusterNeeds, Scenario, Step, TopicSpec, validate_steps
@@ -121,7 +122,8 @@ def from_scenario(s: Scenario) -> Schedule:
 # --- from JSON, validated -------------------------------------------------------------------------
 
 def _fail(where: str, message: str) -> UsageError:
-    return UsageError(f"{where}: {message}")
+    """One line, whatever the file's keys and values hold (a key may contain a newline)."""
+    return UsageError(f"{where}: {message}".replace("\r", "\\r").replace("\n", "\\n"))
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -309,8 +311,8 @@ def check_runnable(s: Schedule, where: str = "schedule") -> None:
             _check_replicas(event, cluster, s.brokers, f"{at}.options")
         if step.fault == "start":
             _check_start(s, i, named, down, at)
-        if down is None:
-            continue
+        if down is None or Capability.BROKER_CONTROL not in fault.requires:
+            continue  # only process faults take brokers down and start them (a heal releases a cut)
         if fault.holds and named is None:
             down = None  # a broker the cluster picks stays down
         else:

@@ -5,12 +5,16 @@
 * ``kafka`` — Kafka broke a documented guarantee: acknowledged data lost or duplicated with
   clean elections only (the read-back or the consumers' history), brokers' metadata disagreeing
   with ZooKeeper after the bounded wait, not exactly one live controller;
-* ``client`` — the client library said what the log contradicts: every message the
-  ``delivery`` check found misplaced is classified ``client`` by its evidence
-  (:mod:`scenarios.misplaced`: the log never changed, the delivery report named an offset that
-  holds another message), nothing was lost or duplicated, and the clients' history anomalies of
-  the same iteration (an ack at an offset holding another message reads as a duplicate, an
-  inconsistent offset and a non-monotonic send) follow from those reports;
+* ``client`` — the client library, by its own account: every message the ``delivery`` check
+  found duplicated was sent again by the idempotent producer under a bumped epoch after its
+  batch was possibly persisted (the producer's debug lines, :mod:`scenarios.producer_log`:
+  librdkafka#4953), nothing was lost or misplaced, and the same iteration's ``history_duplicate``
+  holds no more duplicates than that; or every message ``delivery`` found misplaced is
+  classified ``client`` by its evidence (:mod:`scenarios.misplaced`: the log never changed, the
+  delivery report named an offset that holds another message), nothing was lost or duplicated,
+  and the history anomalies such a report makes by itself (a duplicate, an inconsistent offset,
+  a non-monotonic send) follow from it. An acknowledgement without an offset is never such a
+  report: it is recorded without one (:class:`scenarios.delivery.Ack`);
 * ``harness`` — the run could not judge: the scenario aborted, the cluster never healed, a
   checker crashed (an unknown verdict);
 * ``unknown`` — anything else.
@@ -56,11 +60,15 @@ def classify(record: Any, run: Sequence[Any] = ()) -> Triaged:
     if record.passed is None:
         return Triaged(HARNESS, record.check, record.fault, f"no verdict: {evidence}")
     klass = _BY_CHECK.get(record.check)
-    if record.check == "delivery" and _misreported_acks_only(record):
+    if record.check == "delivery" and (_misreported_acks_only(record) or _resent_duplicates_only(record)):
         klass = CLIENT
-    if record.check in _ACK_ARTEFACTS and any(
-            r.check == "delivery" and r.passed is False and r.started_at == record.started_at
-            and _misreported_acks_only(r) for r in run):
+    same_finish = [r for r in run if r.check == "delivery" and r.passed is False and r.started_at == record.started_at
+                   and r.topic == record.topic]
+    if record.check in _ACK_ARTEFACTS and any(_misreported_acks_only(r) for r in same_finish):
+        klass = CLIENT
+    if record.check == "history_duplicate" and any(
+            _resent_duplicates_only(r) and _anomalies(record) <= _observed(r).get("resent_by_producer", 0)
+            for r in same_finish):
         klass = CLIENT
     if record.check == "converged":
         same_step = [r for r in run if r.started_at == record.started_at and r.passed is False]
@@ -68,6 +76,23 @@ def classify(record: Any, run: Sequence[Any] = ()) -> Triaged:
         model_side = [r for r in same_step if _BY_CHECK.get(r.check) == MODEL]
         klass = KAFKA if kafka_side else MODEL if model_side else UNKNOWN
     return Triaged(klass or UNKNOWN, record.check, record.fault, evidence)
+
+
+def _observed(record: Any) -> dict[str, Any]:
+    return record.observed if isinstance(record.observed, dict) else {}
+
+
+def _anomalies(record: Any) -> int:
+    return int(_observed(record).get("anomalies") or 0)
+
+
+def _resent_duplicates_only(delivery: Any) -> bool:
+    """A failed ``delivery`` record whose only finding is duplicates, every one of them a
+    message the producer's own lines show it sent again under a bumped epoch."""
+    observed = _observed(delivery)
+    duplicated = int(observed.get("duplicated") or 0)
+    return (duplicated > 0 and not observed.get("lost") and not observed.get("misplaced")
+            and observed.get("resent_by_producer") == duplicated)
 
 
 def _misreported_acks_only(delivery: Any) -> bool:

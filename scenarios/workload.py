@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -31,6 +31,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from harness.errors import HarnessError, UsageError
 from scenarios.debug_ring import DebugRing
 from scenarios.delivery import Ack, DeliveryReport, validate_delivery
+from scenarios.producer_log import possibly_persisted_resends
 from scenarios.readback import consume_all
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,10 @@ class Workload:
         self._error: BaseException | None = None
         self._debug = DebugRing(f"{__name__}.librdkafka.{self.run_id}", _DEBUG_LINES,
                                 forward=logging.getLogger(f"{__name__}.librdkafka"))
+        # Each producer instance's start (time.time()) and the next sequence number of every
+        # partition then: librdkafka numbers a producer's messages per partition from MsgId 1
+        # (rd_kafka_toppar_enq_msg), so MsgId m of generation g is sequence base_g + m - 1.
+        self._generations: list[tuple[float, dict[int, int]]] = []
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -284,14 +289,14 @@ class Workload:
                 self._lock.notify_all()
 
     def _produce_until_stopped(self) -> None:
-        producer = self._new_producer()
-        interval = 1.0 / (self.rate_per_partition * len(self.partitions))
         next_seq = dict.fromkeys(self.partitions, 0)
+        producer = self._new_producer(next_seq)
+        interval = 1.0 / (self.rate_per_partition * len(self.partitions))
         slot = 0
         due = time.monotonic()
         while not self._stopping.is_set():
             if self._replace_producer.is_set():
-                producer = self._replace(producer)
+                producer = self._replace(producer, next_seq)
             now = time.monotonic()
             if now - due > _MAX_SCHEDULE_LAG_S:
                 due = now
@@ -317,21 +322,46 @@ class Workload:
             if not self._replace_producer.is_set():  # error_cb has not reported it yet
                 self._on_client_error(error)
 
-    def _new_producer(self) -> Producer:
+    def _new_producer(self, next_seq: Mapping[int, int]) -> Producer:
         # librdkafka's own account of its idempotent sends (producer id, sequences, retries,
         # which batch each ProduceResponse delivered) goes to a ring, its critical lines on to our log:
         # a delivery report naming the wrong offset was seen twice and only the client can say why.
-        return Producer(
+        producer = Producer(
             {**self.producer_config, "error_cb": self._on_client_error, "debug": _DEBUG_CONTEXTS, "log_level": 7},
             logger=self._debug.logger,
         )
+        with self._lock:
+            self._generations.append((time.time(), dict(next_seq)))
+        return producer
 
     def debug_lines(self) -> list[str]:
         """The producer's librdkafka debug lines (the last ``_DEBUG_LINES``)."""
         return self._debug.lines()
 
+    def key_of(self, partition: int, seq: int) -> str:
+        """The key (and value) of the partition's message number ``seq``."""
+        return f"{self.run_id}-{partition}-{seq}"
+
+    def resent_keys(self) -> dict[str, str]:
+        """Keys of messages librdkafka sent again under a bumped producer epoch after their
+        batch was possibly persisted (:mod:`scenarios.producer_log`, librdkafka#4953), each with
+        the producer's own lines as evidence: a duplicate among them is the client's."""
+        resends = possibly_persisted_resends(self._debug.lines())
+        with self._lock:
+            generations = list(self._generations)
+        keys: dict[str, str] = {}
+        for resend in resends:
+            batch = resend.batch
+            started = [bases for at, bases in generations if at <= batch.at]
+            if batch.topic != self.topic or not started or batch.partition not in started[-1]:
+                continue
+            base = started[-1][batch.partition]
+            for msgid in range(batch.first_msgid, batch.first_msgid + batch.count):
+                keys.setdefault(self.key_of(batch.partition, base + msgid - 1), resend.evidence())
+        return keys
+
     def _send(self, producer: Producer, partition: int, seq: int) -> bool:
-        key = f"{self.run_id}-{partition}-{seq}"
+        key = self.key_of(partition, seq)
         try:
             producer.produce(
                 self.topic, key=key, value=key.encode(), partition=partition,
@@ -376,15 +406,17 @@ class Workload:
                         self.run_id, err)
             self._replace_producer.set()
         else:
-            log.info("workload %s client error: %s", self.run_id, err)
+            # Recorded in the history; at INFO, a total outage's connection refusals (three a
+            # second per broker) would drown the run's progress lines.
+            log.debug("workload %s client error: %s", self.run_id, err)
 
-    def _replace(self, producer: Producer) -> Producer:
+    def _replace(self, producer: Producer, next_seq: Mapping[int, int]) -> Producer:
         # A fatally failed producer delivers nothing more: fail its backlog at once (reported as
         # failures) rather than wait, so the new producer starts within the fault's window.
         producer.purge()
         self._drain(producer, 1.0)
         self._replace_producer.clear()
-        return self._new_producer()
+        return self._new_producer(next_seq)
 
     @staticmethod
     def _drain(producer: Producer, timeout: float) -> None:

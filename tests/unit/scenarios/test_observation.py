@@ -44,6 +44,11 @@ def test_settled() -> None:
     leaderless = snap([zk("t", 0, (1, 2), -1, (1,))], live=(2, 3))
     assert is_settled(leaderless, None)  # leaderless partitions are legal and settled
     assert not is_settled(snap(SETTLED.partitions.values(), controller=None), None)
+    # a dead leader left in ZooKeeper: in motion while a controller may act, settled when no
+    # broker is live (a total outage: no controller is left to write)
+    stale = [zk("t", 0, (1, 2), 1, (1, 2), 3)]
+    assert unsettled(snap(stale, live=(2,), controller=2), None) == ["t-0 leader 1 is not live"]
+    assert is_settled(snap(stale, live=(), controller=None), None)
 
 
 def test_matches_prediction() -> None:

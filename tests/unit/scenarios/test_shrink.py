@@ -87,8 +87,9 @@ def test_generated_failing_schedules_shrink_to_at_most_two_steps() -> None:
 
 
 class R:
-    def __init__(self, check, passed, fault="hard_kill", started_at=1.0, detail="", kind="check"):
+    def __init__(self, check, passed, fault="hard_kill", started_at=1.0, detail="", kind="check", topic="t"):
         self.check, self.passed, self.fault, self.started_at, self.detail, self.kind = check, passed, fault, started_at, detail, kind
+        self.topic = topic
         self.expected = self.observed = None
 
 
@@ -128,6 +129,32 @@ def test_a_delivery_report_naming_the_wrong_offset_is_the_clients() -> None:
     for other in (_delivery(["client", "kafka"]), _delivery(["client"], lost=1), _delivery(["harness"])):
         assert classify(other, [other]).klass == KAFKA
         assert classify(artefacts[0], [other, artefacts[0]]).klass == KAFKA
+
+
+def _duplicates(n: int, resent: int, lost: int = 0) -> R:
+    r = R("delivery", False, started_at=5.0)
+    r.observed = {"lost": lost, "duplicated": n, "misplaced": 0,
+                  **({"resent_by_producer": resent, "client_evidence": [{"key": "k", "evidence": "librdkafka#4953"}]}
+                     if resent else {})}
+    return r
+
+
+def _history_duplicates(n: int, topic: str = "t") -> R:
+    r = R("history_duplicate", False, started_at=5.0, topic=topic)
+    r.observed = {"anomalies": n}
+    return r
+
+
+def test_a_duplicate_the_producer_sent_again_under_a_bumped_epoch_is_the_clients() -> None:
+    """librdkafka#4953: a possibly persisted batch re-sent after an epoch bump, by the producer's
+    own lines (scenarios.producer_log); anything the resends do not explain keeps it Kafka's."""
+    delivery, history = _duplicates(1, 1), _history_duplicates(1)
+    assert [classify(r, [delivery, history]).klass for r in (delivery, history)] == [CLIENT, CLIENT]
+    for other in (_duplicates(2, 1), _duplicates(1, 0), _duplicates(1, 1, lost=1)):
+        assert classify(other, [other]).klass == KAFKA
+        assert classify(history, [other, history]).klass == KAFKA
+    assert classify(_history_duplicates(2), [delivery, _history_duplicates(2)]).klass == KAFKA  # one more than resent
+    assert classify(_history_duplicates(1, "u"), [delivery]).klass == KAFKA  # another topic's
 
 
 def test_failure_keys_are_failed_checks_only() -> None:

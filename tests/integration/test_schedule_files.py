@@ -1,0 +1,85 @@
+"""Hand-written schedule files on a real cluster, as a user runs them (``kafka-chaos run
+--schedule``): schedules that raised false alarms pass, and a failing schedule-file run prints a
+replay command that replays it, run as printed.
+
+The schedules live beside this file (``schedules/``):
+
+* ``controller_failover_rewrites_offline_rf1.json`` — five brokers with odd ids; an RF-1
+  partition loses its only replica, then the controller is killed: the new controller's failover
+  writes that partition's state once more (leader epoch + 1) after leader and ISR already match,
+  and the step must not be judged before that write (it failed ``oracle_epoch`` when it was);
+* ``total_outage.json`` — every broker killed (the last two at once: no controller is left to
+  write, so ZooKeeper keeps the old leaders), then started again, a broker outside the ISRs first.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from cli.run import run_scenarios
+from results.report import run_report
+from results.writer import read_records
+from scenarios.schedule import load
+from tests.integration.test_deflake import FailsOnce
+
+SCHEDULES = Path(__file__).parent / "schedules"
+REPO = Path(__file__).parents[2]
+
+
+def kafka_chaos(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A printed ``kafka-chaos ...`` command, run as printed from ``cwd`` (the console script is
+    this interpreter's ``cli.main``)."""
+    assert argv[0] == "kafka-chaos", argv
+    return subprocess.run([sys.executable, "-m", "cli.main", *argv[1:]], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, env=_with_repo_on_path())
+
+
+def _with_repo_on_path() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+def failed_checks(results: Path) -> list[tuple[str, str | None, str]]:
+    return [(r.check, r.topic, r.detail) for r in read_records(results).records
+            if r.kind == "check" and r.passed is not True]
+
+
+def test_the_schedules_that_raised_false_alarms_pass(tmp_path: Path) -> None:
+    results = tmp_path / "run"
+    files = [SCHEDULES / "controller_failover_rewrites_offline_rf1.json", SCHEDULES / "total_outage.json"]
+    rc = run_scenarios([load(f).scenario() for f in files], seed=2026, results_dir=results, report=False,
+                       sources={load(f).name: str(f) for f in files})
+    assert rc == 0, failed_checks(results)
+    records = read_records(results).records
+    failover = [r for r in records if r.scenario == "controller_failover_rewrites_offline_rf1"
+                and r.check == "oracle_epoch" and r.fault == "controller_kill" and r.topic == "t0"]
+    assert failover and all(r.passed for r in failover)
+    outage = [r for r in records if r.scenario == "total_outage" and r.fault == "hard_kill"
+              and r.check in ("single_controller", "oracle_outcome")]
+    assert {r.check for r in outage} == {"single_controller", "oracle_outcome"} and all(r.passed for r in outage)
+    assert sorted(p.name for p in (results / "schedules").iterdir()) == sorted(f.name for f in files)
+
+
+def test_a_failing_schedule_file_run_prints_a_replay_command_that_replays_it(tmp_path: Path) -> None:
+    schedule = tmp_path / "mine.json"
+    schedule.write_text(json.dumps({
+        "schedule_version": 1, "name": "h2026s3", "cluster": {"brokers": [2, 5, 9]},
+        "topics": [{"name": "t", "assignment": {"0": [5, 9, 2], "1": [9, 2, 5]}}],
+        "steps": [{"fault": "controlled_shutdown", "target": {"leader_of": {"topic": "t", "partition": 0}}}]}))
+    results = tmp_path / "results"
+    rc = run_scenarios([load(schedule).scenario()], seed=2026, results_dir=results, report=False,
+                       predictor=FailsOnce(), sources={"h2026s3": str(schedule)})
+    assert rc == 1 and any(check == "oracle_outcome" for check, _, _ in failed_checks(results))
+    summary = run_report([results], out=results / "report")
+    replays = {row["replay"] for row in json.loads(summary.summary_json.read_text())["failing_checks"]}
+    assert replays == {f"kafka-chaos run --schedule {results}/schedules/h2026s3.json --seed 2026 --backend local"}
+    again = kafka_chaos(shlex.split(replays.pop()) + ["--no-report", "--results", str(tmp_path / "again")],
+                        cwd=tmp_path)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    info = json.loads((tmp_path / "again" / "run.json").read_text())
+    assert info["scenarios"] == ["h2026s3"] and info["seed"] == 2026
