@@ -62,6 +62,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
     parser.add_argument("--kafka-home", default=None, metavar="DIR", help="an extracted Apache Kafka tarball")
     parser.add_argument("--no-report", action="store_true", help="skip the Spark report at the end")
+    parser.add_argument("--tolerate", choices=("client",), default=None,
+                        help="'client': a scenario iteration whose every failed check triage classes client (a "
+                             "known client-library defect, e.g. librdkafka#4953) does not fail the run; it is "
+                             "listed as CLIENT, in run.json and as a skipped JUnit case with its failures")
     parser.add_argument("--deflake", type=int, default=0, metavar="N",
                         help="rerun a failing scenario iteration up to N times: passing once makes it flaky")
     parser.add_argument("--rerun", type=Path, default=None, metavar="FILE",
@@ -108,7 +112,7 @@ def _summary_table(cases: list[Case]) -> str:
         ok, bad, unknown = o.counts
         skipped = bool(o.results) and all(r.check == "backend_supports_scenario" for r in o.results)
         result = ("PASS" if o.passed else "SKIP" if skipped else "FLAKY" if c.verdict == "flaky"
-                  else "ERROR" if o.error and not bad else "FAIL")
+                  else "CLIENT" if c.verdict == "client" else "ERROR" if o.error and not bad else "FAIL")
         rows.append((o.scenario, str(o.iteration), result, str(ok), str(bad), str(unknown), f"{o.seconds:.1f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
@@ -166,7 +170,8 @@ def run_command(args: argparse.Namespace) -> int:
                          iterations=args.iterations, junit=args.junit, kafka_version=args.kafka_version,
                          kafka_home=args.kafka_home, report=not args.no_report,
                          suite=args.suite or ("conformance" if not (args.scenario or args.schedule) else None),
-                         command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake, sources=sources)
+                         command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake, sources=sources,
+                         tolerate=args.tolerate)
 
 
 def quiet_client_logs() -> None:
@@ -192,12 +197,16 @@ class Case:
 
     outcome: Any  # scenarios.runner.ScenarioOutcome of the first attempt (the run's records)
     reruns: list[Any] = field(default_factory=list)
+    # Why every failed check of the first attempt is a known client defect the run tolerates.
+    tolerated: str | None = None
 
     @property
     def verdict(self) -> str:
         if self.outcome.passed:
             return "pass"
-        return "flaky" if any(r.passed for r in self.reruns) else "fail"
+        if any(r.passed for r in self.reruns):
+            return "flaky"
+        return "client" if self.tolerated else "fail"
 
 
 def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend: str = "local",
@@ -205,7 +214,8 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
                   kafka_home: str | None = None, report: bool = True, suite: str | None = None,
                   command: list[str] | None = None, predictor: Any = None,
                   runner_options: dict[str, Any] | None = None, open_cluster: Any = None, deflake: int = 0,
-                  plan: list[tuple[Any, int]] | None = None, sources: dict[str, str] | None = None) -> int:
+                  plan: list[tuple[Any, int]] | None = None, sources: dict[str, str] | None = None,
+                  tolerate: str | None = None) -> int:
     """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle). ``plan``:
     explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times."""
     from harness.distribution import resolve_distribution
@@ -243,14 +253,18 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     pool = ClusterPool(backend, distribution, progress, open_cluster=open_cluster,
                        settle_timeout=options.settle_timeout)
     kwargs = {"predictor": predictor} if predictor is not None else {}
-    runner = Runner(options, pool, writer, progress, history=history, **kwargs)
+    tee = TeeWriter(writer)  # each case's records, for triage (--tolerate client)
+    runner = Runner(options, pool, tee, progress, history=history, **kwargs)
     cases: list[Case] = []
     status = "interrupted"
     try:
         for s, i in cases_planned:
             progress.case_started(f"{s.name}#{i}")
             progress(f"{s.name}#{i}: start ({s.needs.describe()})")
+            first = len(tee.records)
             case = Case(runner.run(s, i))
+            if tolerate == "client":
+                case.tolerated = client_defects_only(case.outcome, tee.records[first:])
             for attempt in range(1, deflake + 1):
                 if case.outcome.passed or any(r.passed for r in case.reruns):
                     break
@@ -268,14 +282,16 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
         history.close()
         info.update(status=status, finished_at=time.time(), wall_seconds=round(time.monotonic() - t0, 1),
                     passed=bool(cases) and all(c.verdict != "fail" for c in cases) and status == "finished",
+                    tolerate=tolerate,
                     outcomes=[{"scenario": c.outcome.scenario, "iteration": c.outcome.iteration,
-                               "passed": c.outcome.passed, "verdict": c.verdict, "reruns": len(c.reruns),
+                               "passed": c.outcome.passed, "verdict": c.verdict, "tolerated": c.tolerated,
+                               "reruns": len(c.reruns),
                                "seconds": round(c.outcome.seconds, 1), "error": c.outcome.error} for c in cases])
         writer.write_run_info(info)
         _write_rerun_file(Path(results_dir), seed, backend, cases, sources or {})
         if junit is not None:
             write_junit(junit, [JUnitCase(c.outcome.scenario, c.outcome.iteration, c.outcome.seconds, c.outcome.results,
-                                          c.outcome.error, tuple((r.results, r.error) for r in c.reruns))
+                                          c.outcome.error, tuple((r.results, r.error) for r in c.reruns), c.tolerated)
                                 for c in cases])
     print(_summary_table(cases), flush=True)
     print(f"wall time {time.monotonic() - t0:.1f}s; records in {Path(results_dir) / 'records.jsonl'}", flush=True)
@@ -285,6 +301,19 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
 
 
 RERUN_FILE = "rerun.json"
+
+
+def client_defects_only(outcome: Any, records: list[Any]) -> str | None:
+    """Why every failed check of a scenario iteration is a known client-library defect (the
+    triage's ``client`` class, with its evidence), or None when any is not (or it broke)."""
+    from scenarios.triage import CLIENT, triage
+
+    if outcome.passed or outcome.error is not None:
+        return None
+    triaged = triage(records)
+    if not triaged or any(t.klass != CLIENT for t in triaged):
+        return None
+    return "; ".join(dict.fromkeys(f"{t.check}: {t.evidence}" for t in triaged))[:2000]
 
 
 def _rerun_once(options: Any, pool: Any, progress: Any, kwargs: dict[str, Any], scenario: Any, iteration: int,
@@ -376,7 +405,8 @@ def _rerun(args: argparse.Namespace) -> int:
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
                          junit=args.junit, kafka_version=args.kafka_version, kafka_home=args.kafka_home,
                          report=not args.no_report, command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake,
-                         plan=plan, sources={s.name: e["schedule"] for (s, _), e in zip(plan, listed) if e.get("schedule")})
+                         plan=plan, sources={s.name: e["schedule"] for (s, _), e in zip(plan, listed) if e.get("schedule")},
+                         tolerate=args.tolerate)
 
 
 def write_report(results_dir: Path) -> None:

@@ -28,6 +28,9 @@ class JUnitCase:
     results: Sequence[CheckResult] = field(default_factory=tuple)
     error: str | None = None  # the run of the scenario itself broke (harness error, timeout)
     reruns: Sequence[tuple[Sequence[CheckResult], str | None]] = ()  # (results, error) per rerun
+    # Every failed check is a known client-library defect the run tolerates (run --tolerate
+    # client): reported as skipped with the failures as its text, so CI stays green and sees it.
+    tolerated: str | None = None
 
     @property
     def flaky(self) -> bool:
@@ -64,7 +67,7 @@ def _line(r: CheckResult) -> str:
 
 
 def junit_xml(cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> ET.ElementTree:
-    failures = sum(1 for c in cases if c.failed and not c.flaky)
+    failures = sum(1 for c in cases if c.failed and not c.flaky and not c.tolerated)
     errors = sum(1 for c in cases if not c.failed and (c.error or c.unknown) and not c.flaky)
     root = ET.Element("testsuites", name=suite, tests=str(len(cases)), failures=str(failures),
                       errors=str(errors), time=f"{sum(c.seconds for c in cases):.3f}")
@@ -79,7 +82,10 @@ def junit_xml(cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> ET.Elem
                     message, text = _attempt_text(results, error)
                     ET.SubElement(tc, "flakyFailure", message=message, type="CheckFailed").text = text
             continue
-        if case.failed:
+        if case.tolerated and case.failed:
+            el = ET.SubElement(tc, "skipped", message=f"tolerated: {case.tolerated}"[:300])
+            el.text = "\n".join(_line(r) for r in case.failed)
+        elif case.failed:
             el = ET.SubElement(tc, "failure", message=f"{len(case.failed)} check(s) failed", type="CheckFailed")
             el.text = "\n".join(_line(r) for r in case.failed + case.unknown)
         elif case.error or case.unknown:

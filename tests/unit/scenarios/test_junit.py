@@ -49,3 +49,33 @@ def test_reruns_are_reported_the_surefire_way() -> None:
     assert f.findall("rerunFailure")[1].get("message") == "aborted: not settled"
     assert flaky.flaky and not failing.flaky
     ET.tostring(root)  # serialises
+
+
+def test_a_tolerated_client_defect_is_skipped_with_its_failures(tmp_path) -> None:
+    dup = CheckResult("delivery", False, {"duplicated": 0}, {"duplicated": 1}, "duplicated messages (librdkafka#4953)", "t")
+    path = write_junit(tmp_path / "junit.xml", [JUnitCase("a", 0, 1.0, [dup], tolerated="delivery: librdkafka#4953"),
+                                                JUnitCase("b", 0, 1.0, [dup])])
+    root = ET.parse(path).getroot()
+    assert root.get("failures") == "1"  # b only
+    cases = {tc.get("name"): tc for tc in root.iter("testcase")}
+    skipped = cases["a[0]"].find("skipped")
+    assert cases["a[0]"].find("failure") is None and "librdkafka#4953" in skipped.get("message")
+    assert "duplicated messages" in skipped.text
+
+
+def test_only_an_iteration_whose_every_failure_is_the_clients_is_tolerated() -> None:
+    from types import SimpleNamespace as NS
+
+    from cli.run import client_defects_only
+
+    def rec(check, observed, passed=False):
+        return NS(kind="check", check=check, passed=passed, observed=observed, detail=check, fault=None,
+                  started_at=5.0, topic="t", expected=None)
+
+    delivery = rec("delivery", {"lost": 0, "duplicated": 1, "misplaced": 0, "resent_by_producer": 1})
+    history = rec("history_duplicate", {"anomalies": 1})
+    failing = NS(passed=False, error=None)
+    assert "delivery" in client_defects_only(failing, [delivery, history, rec("oracle_leader", None, True)])
+    assert client_defects_only(failing, [delivery, history, rec("oracle_leader", None)]) is None  # the model's too
+    assert client_defects_only(NS(passed=False, error="aborted"), [delivery]) is None
+    assert client_defects_only(NS(passed=True, error=None), []) is None
