@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set as AbstractSet
 from typing import Any
 
 from results import formatting as fmt
@@ -117,7 +117,7 @@ _LATENCY_COLUMNS: list[Column] = [
 
 def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
     """``summary``: the summary.json content; ``images``: ``latency`` {fault: SVG text},
-    ``breakdown``, ``trend``, ``heatmap``: SVG text | None; ``timelines``: (title, SVG)."""
+    ``breakdown``, ``trend``, ``heatmap``: SVG text | None; ``timelines``: (anchor, SVG)."""
     totals = summary["totals"]
     gates = summary.get("gates", {})
     parts = [
@@ -130,7 +130,8 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         "Pass rates exclude unknown results; the interval is the 95 % Wilson score interval.</p>",
         _overview(totals, gates),
         _problems(summary.get("problems", [])),
-        _failures(summary["failing_checks"], summary["failing_checks_total"]),
+        _failures(summary["failing_checks"], summary["failing_checks_total"],
+                  {anchor for anchor, _ in images.get("timelines", [])}),
         _baseline(summary.get("baseline")),
         "<h2 id=\"heatmap\">Scenario × check</h2>",
         "<p class=\"note\">Pass rate of every check of every scenario over all runs read (red: failures, "
@@ -253,11 +254,21 @@ def replay_command(row: Row, schedule: str | None = None) -> str:
     return f"kafka-chaos run {which} --seed {seed} --backend {backend}{more}"
 
 
-def _failures(failures: Sequence[Row], total: int) -> str:
+def timeline_anchor(run_id: Any, scenario: Any, iteration: Any) -> str:
+    """The id of a scenario iteration's timeline in the page (letters, digits, '-', '_')."""
+    return "timeline-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{run_id}-{scenario}-{iteration}")
+
+
+def _timeline_link(row: Row, anchors: AbstractSet[str]) -> Html:
+    anchor = timeline_anchor(row.get("run_id"), row.get("scenario"), row.get("iteration"))
+    return Html(f'<a href="#{anchor}">timeline</a>' if anchor in anchors else "")
+
+
+def _failures(failures: Sequence[Row], total: int, timelines: AbstractSet[str] = frozenset()) -> str:
     if not failures:
         return '<h2 id="failing">Failing checks</h2><p class="ok">none</p>'
-    shown = [{**row, "replay": row.get("replay") or replay_command(row), "evidence": evidence(row)}
-             for row in failures[:HTML_FAILURE_LIMIT]]
+    shown = [{**row, "replay": row.get("replay") or replay_command(row), "evidence": evidence(row),
+              "timeline": _timeline_link(row, timelines)} for row in failures[:HTML_FAILURE_LIMIT]]
     note = (f"<p class=\"note\">Showing the newest {len(shown)} of {total:,}; all are in "
             "tables/failing_checks (Parquet).</p>" if total > len(shown) else "")
     return ('<h2 id="failing">Failing checks</h2><p class="note">Newest first, each with what was expected, what '
@@ -265,12 +276,14 @@ def _failures(failures: Sequence[Row], total: int) -> str:
             + _table(shown, [
                 ("scenario", "scenario", fmt.text), ("iteration", "iteration", fmt.text),
                 ("check", "check", fmt.text), ("fault", "fault", fmt.text), ("evidence", "evidence", Html),
+                ("timeline", "timeline", Html),
                 ("replay", "replay", fmt.text), ("started_at", "started (UTC)", fmt.epoch),
                 ("run_id", "run", fmt.text), ("backend", "backend", fmt.text), ("target", "target", fmt.text),
             ]))
 
 
 def _timelines(timelines: Sequence[tuple[str, str]]) -> str:
+    """``timelines``: (anchor, SVG), the anchor from :func:`timeline_anchor`."""
     if not timelines:
         return ""
     parts = ["<h2>Timelines</h2>",
@@ -278,7 +291,7 @@ def _timelines(timelines: Sequence[tuple[str, str]]) -> str:
              "history.jsonl: fault steps shaded (fault to end of measurement), the leader of each partition "
              "(ZooKeeper), acknowledged produces and failed sends per second, end-to-end latency of each "
              "message's first poll by the assign-mode consumer.</p>"]
-    parts += [chart for _, chart in timelines]
+    parts += [f'<div id="{html.escape(anchor)}">{chart}</div>' for anchor, chart in timelines]
     return "\n".join(parts)
 
 

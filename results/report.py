@@ -308,7 +308,7 @@ class _Prefetch:
 
 def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]],
                prefetch: _Prefetch | None = None) -> list[tuple[str, str]]:
-    """(title, SVG) of the timelines the report shows (:mod:`results.timeline`), from the
+    """(anchor, SVG) of the timelines the report shows (:mod:`results.timeline`), from the
     ``history.jsonl`` beside each records file; none when there is no history."""
     from results import plots
     from results.timeline import choose_timelines, timelines
@@ -321,7 +321,9 @@ def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]],
     except (OSError, ValueError) as exc:  # the report goes on without timelines
         log.warning("no timelines: %s", exc)
         return []
-    return [(t.title, plots.timeline(t)) for t in chosen]
+    from results.html import timeline_anchor
+
+    return [(timeline_anchor(t.run_id, t.scenario, t.iteration), plots.timeline(t)) for t in chosen]
 
 
 def _render_html(summary: Mapping[str, Any], timelines: Sequence[tuple[str, str]] = ()) -> str:

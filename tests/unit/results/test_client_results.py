@@ -13,6 +13,7 @@ from results import plots
 from results.gates import latency_failures, parse_latency_limit
 from results.html import render_html
 from results.svg import FALLBACK_COLOURS
+from results.html import timeline_anchor
 from results.timeline import timeline_of, timelines
 from scenarios.clientops import ClientOps, FailedSend, Poll
 from scenarios.delivery import Ack
@@ -71,8 +72,14 @@ def test_timelines_pick_the_failing_iterations_and_the_html_shows_them(tmp_path:
     summary = {"totals": {}, "generated_at": "now", "files": [], "percentile_method": "nearest",
                "pass_rates": [], "latency": [], "latency_by_partitions": [], "latency_by_session_timeout": [],
                "trend_by_day": [], "trend_by_run": [], "failing_checks": [], "failing_checks_total": 0}
-    page = render_html(summary, {"timelines": [(chosen.title, plots.timeline(chosen))]})
+    anchor = timeline_anchor(RUN.run_id, RUN.scenario, RUN.iteration)
+    failing = {"run_id": RUN.run_id, "scenario": RUN.scenario, "iteration": RUN.iteration, "check": "delivery",
+               "seed": 7, "backend": "local", "detail": "lost", "expected": "{}", "observed": "{}"}
+    page = render_html({**summary, "failing_checks": [failing], "failing_checks_total": 1},
+                       {"timelines": [(anchor, plots.timeline(chosen))]})
     assert "<h2>Timelines</h2>" in page and f'aria-label="Timeline — {chosen.title}"' in page
+    # the failing check links to its iteration's timeline, next to its evidence
+    assert f'<div id="{anchor}">' in page and f'<a href="#{anchor}">timeline</a>' in page
 
 
 def test_damaged_history_lines_are_skipped_and_only_drawn_iterations_parsed(tmp_path: Path) -> None:
