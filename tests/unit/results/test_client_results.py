@@ -11,9 +11,8 @@ import pytest
 from common.errors import UsageError
 from results import plots
 from results.gates import latency_failures, parse_latency_limit
-from results.html import render_html
+from results.html import render_html, timeline_anchor
 from results.svg import FALLBACK_COLOURS
-from results.html import timeline_anchor
 from results.timeline import timeline_of, timelines
 from scenarios.clientops import ClientOps, FailedSend, Poll
 from scenarios.delivery import Ack
