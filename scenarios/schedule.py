@@ -307,7 +307,7 @@ def check_runnable(s: Schedule, where: str = "schedule") -> None:
         if named is not None and not set(named) <= cluster:
             raise _fail(f"{at}.target", f"broker(s) {sorted(set(named) - cluster)} not in the cluster {list(s.brokers)}")
         fault = _fault_of(s, step, named or (s.brokers[0],))
-        for event in fault.oracle_events() if not fault.offline_replicas else ():
+        for event in fault.oracle_events():
             _check_replicas(event, cluster, s.brokers, f"{at}.options")
         if step.fault == "start":
             _check_start(s, i, named, down, at)
