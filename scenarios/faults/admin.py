@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from common.errors import UsageError
 from harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from oracle import ClusterState, Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
-from scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
+from scenarios.faults.base import NO_ANSWER_WAIT_S, FaultBase, FaultEnv, StepTopics, register_fault
 from scenarios.targets import Target
 
 if TYPE_CHECKING:
@@ -28,11 +28,6 @@ def _admin_errors(result: Mapping[Any, str | None], what: str, tolerated: frozen
            if e is not None and e not in tolerated}
     if bad:
         log.warning("%s: partitions answered with errors %s", what, bad)
-
-
-# A request the controller never answers (below) is given up on after this long: the AdminClient
-# would wait its whole default timeout for nothing.
-_NO_ANSWER_WAIT_S = 10.0
 
 
 def _unanswerable(state: ClusterState, partitions: tuple[TopicPartition, ...]) -> bool:
@@ -51,7 +46,7 @@ def _elect(env: FaultEnv, election: "Election", partitions: tuple[TopicPartition
 
     pairs = [(tp.topic, tp.partition) for tp in partitions]
     try:
-        result = elect_leaders(env.bootstrap, election, pairs, timeout=_NO_ANSWER_WAIT_S if unanswerable else 30.0)
+        result = elect_leaders(env.bootstrap, election, pairs, timeout=NO_ANSWER_WAIT_S if unanswerable else 30.0)
     except MetadataError as exc:
         if not unanswerable:
             raise

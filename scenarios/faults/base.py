@@ -73,6 +73,12 @@ class StepTopics:
         return tuple(int(p) for p in (options.get("partitions") or self.partitions[options["topic"]]))
 
 
+# An admin request Kafka is known not to answer in time (an election naming a partition without
+# state, partitions added while an old one is leaderless) is given up on after this long,
+# instead of the client's default timeout.
+NO_ANSWER_WAIT_S = 10.0
+
+
 @runtime_checkable
 class Fault(Protocol):
     """Everything the step pipeline needs from a fault."""

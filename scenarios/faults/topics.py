@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from common.errors import HarnessError, UsageError
-from oracle import AddPartitions, DeleteTopic, Event
-from scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
+from oracle import NO_LEADER, AddPartitions, ClusterState, DeleteTopic, Event
+from scenarios.faults.base import NO_ANSWER_WAIT_S, FaultBase, FaultEnv, StepTopics, register_fault
 from scenarios.targets import Target
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class AddPartitionsFault(FaultBase):
     additions: tuple[tuple[int, tuple[int, ...]], ...] = ()
     via: str = "admin"
     kind: ClassVar[str] = "add_partitions"
+    _leaderless_before: bool = field(default=False, init=False)
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> AddPartitionsFault:
@@ -95,13 +96,29 @@ class AddPartitionsFault(FaultBase):
     def oracle_events(self) -> list[Event]:
         return [AddPartitions(self.topic, dict(self.additions))]
 
-    def inject(self, env: FaultEnv) -> None:
-        if self.via == "admin":
-            from harness.metadata import create_partitions
+    def prepare(self, env: FaultEnv, state: ClusterState) -> None:
+        topic = state.topics.get(self.topic)
+        self._leaderless_before = topic is not None and any(
+            p.leader == NO_LEADER or p.leader not in state.live_brokers for p in topic.partitions.values())
 
-            create_partitions(env.bootstrap, self.topic, dict(self.additions))
+    def inject(self, env: FaultEnv) -> None:
+        if self.via == "znode":
+            write_partitions_znode(env.admin.zk_connect, self.topic, dict(self.additions))
             return
-        write_partitions_znode(env.admin.zk_connect, self.topic, dict(self.additions))
+        from harness.metadata import MetadataError, create_partitions
+
+        # ZkAdminManager.createPartitions answers through DelayedCreatePartitions, which waits
+        # for a leader in every partition of the topic (CreatePartitionsMetadata holds the
+        # combined assignment, old partitions too), not only the new ones: with an old partition
+        # leaderless the request times out although the new partitions were written.
+        try:
+            create_partitions(env.bootstrap, self.topic, dict(self.additions),
+                              timeout=NO_ANSWER_WAIT_S if self._leaderless_before else 30.0)
+        except MetadataError as exc:
+            if not self._leaderless_before:
+                raise
+            log.info("add_partitions %s: no answer, as Kafka gives none while an old partition is leaderless (%s)",
+                     self.topic, exc)
 
 
 def _topic_znode(client: Any, topic: str) -> tuple[dict[str, Any], Any]:
