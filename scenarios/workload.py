@@ -324,8 +324,8 @@ class Workload:
 
     def _new_producer(self, next_seq: Mapping[int, int]) -> Producer:
         # librdkafka's own account of its idempotent sends (producer id, sequences, retries,
-        # which batch each ProduceResponse delivered) goes to a ring, its critical lines on to our log:
-        # a delivery report naming the wrong offset was seen twice and only the client can say why.
+        # which batch each ProduceResponse delivered) goes to a ring, its critical lines on to our
+        # log: only the client can say that it sent a message twice (resent_keys).
         producer = Producer(
             {**self.producer_config, "error_cb": self._on_client_error, "debug": _DEBUG_CONTEXTS, "log_level": 7},
             logger=self._debug.logger,
