@@ -90,7 +90,7 @@ class _Controller:
             if tp.topic in self.deleting
             for r in p.replicas
             if r in self.online_for(tp)
-        }
+        } | set(state.deleted_offline_replicas)
 
     # --- ControllerContext ---------------------------------------------------------------------
 
@@ -129,6 +129,13 @@ class _Controller:
                 for b, tps in self.offline_dirs.items()
                 if b in self.live
             },
+            # the deleted replicas a settled state cannot show: those whose broker is down now (and
+            # none once no controller is left: the next one starts without memory)
+            deleted_offline_replicas=frozenset(
+                (tp, r) for tp, r in self.deleted_replicas
+                if self.controller is not None and tp.topic in self.deleting and tp in self.partitions
+                and r not in self.online_for(tp)
+            ),
         )
 
     # --- PartitionStateMachine -----------------------------------------------------------------
@@ -871,6 +878,7 @@ def state_key(state: ClusterState) -> Hashable:
         tuple(state.partitions()),
         tuple(sorted(state.topics_being_deleted)),
         tuple(sorted((b, tuple(sorted(tps))) for b, tps in state.offline_replicas.items())),
+        tuple(sorted(state.deleted_offline_replicas)),
     )
 
 

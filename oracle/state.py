@@ -139,12 +139,21 @@ class ClusterState:
     config: Mapping[str, str] = field(default_factory=dict)
     topics_being_deleted: frozenset[str] = frozenset()
     offline_replicas: Mapping[int, frozenset[TopicPartition]] = field(default_factory=dict)
+    # Controller memory carried from one event to the next of a prediction: replicas of topics
+    # queued for deletion that the controller deleted (ReplicaDeletionSuccessful) and whose
+    # broker is down since. They stay deleted through the broker's failure and restart (neither
+    # OfflineReplica, OnlineReplica nor ReplicaDeletionIneligible may follow
+    # ReplicaDeletionSuccessful: ReplicaStateMachine.scala 3.9 lines 463-486). An observed state
+    # has none: there every replica of a queued topic on an online broker counts as deleted.
+    deleted_offline_replicas: frozenset[tuple[TopicPartition, int]] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "live_brokers", frozenset(int(b) for b in self.live_brokers))
         object.__setattr__(self, "topics", _frozen_mapping(self.topics))
         object.__setattr__(self, "config", _frozen_mapping(self.config))
         object.__setattr__(self, "topics_being_deleted", frozenset(self.topics_being_deleted))
+        object.__setattr__(self, "deleted_offline_replicas",
+                           frozenset((tp, int(b)) for tp, b in self.deleted_offline_replicas))
         object.__setattr__(
             self,
             "offline_replicas",
@@ -155,6 +164,10 @@ class ClusterState:
         unknown = sorted(self.topics_being_deleted - set(self.topics))
         if unknown:
             raise ValueError(f"topic {unknown[0]} is being deleted but does not exist")
+        for tp, broker in self.deleted_offline_replicas:
+            if tp.topic not in self.topics_being_deleted or not self.has_partition(tp) \
+                    or broker not in self.partition(tp).replicas:
+                raise ValueError(f"{tp} on broker {broker} is no replica of a topic being deleted")
         for broker, tps in self.offline_replicas.items():
             if broker not in self.live_brokers:
                 raise ValueError(f"broker {broker} has offline log directories but is not live")

@@ -116,7 +116,7 @@ class StepCore:
             why = "; ".join(unsettled(exc.last, self.oracle_topics, excused)) if exc.last else str(exc)
             raise self.error(f"not settled before {label}: {why}") from exc
         # Replicas on failed log directories are controller memory, not in ZooKeeper.
-        before = self.nemesis.with_offline_replicas(
+        before = self.nemesis.with_controller_memory(
             cluster_state_of(before_snap, self.oracle_topics, dict(self.cluster.broker_settings())))
         target = resolve(before_snap)
         fault = make(target, before_snap)
@@ -158,6 +158,7 @@ class StepCore:
             metadata = self._metadata(poller, after) if converged and after is not None else None
             expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
                         or matching(after, options, self.topics)) if after is not None else None
+            self.nemesis.remember(expected.state if converged and expected is not None else None)
             clients.after_converged(prepared, expected or options[0], fault_at)
             measured_at = time.time()
             metrics_after = scrape_metrics(self.cluster)

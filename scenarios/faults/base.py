@@ -259,6 +259,10 @@ class Nemesis:
         self._active: dict[int, Fault] = {}
         self._injected_at: dict[int, float] = {}  # broker -> when the fault holding it began
         self._others: list[Fault] = []  # faults holding no broker but with something to undo
+        # The last step's predicted controller memory of deleted replicas on down brokers
+        # (ClusterState.deleted_offline_replicas) and the controller that holds it.
+        self._deleted_offline: frozenset[tuple[TopicPartition, int]] = frozenset()
+        self._memory_of: int | None = None
 
     @property
     def faulted_brokers(self) -> frozenset[int]:
@@ -276,10 +280,28 @@ class Nemesis:
         fault.prepare(self.env, state)
         return list(fault.oracle_events())
 
-    def with_offline_replicas(self, state: ClusterState) -> ClusterState:
-        """``state`` (read from ZooKeeper) plus the replicas active faults keep on failed log
-        directories, which ZooKeeper does not record (the controller's memory): for live brokers
-        and partitions ``state`` has."""
+    def remember(self, predicted: ClusterState | None) -> None:
+        """Keep the controller memory ``predicted`` (the expectation the last step converged
+        to) carries into the next step; None (it did not converge) forgets it."""
+        self._deleted_offline = predicted.deleted_offline_replicas if predicted is not None else frozenset()
+        self._memory_of = predicted.controller if predicted is not None else None
+
+    def with_controller_memory(self, state: ClusterState) -> ClusterState:
+        """``state`` (read from ZooKeeper) plus what the controller remembers and ZooKeeper does
+        not record: the replicas active faults keep on failed log directories, and the replicas
+        of topics queued for deletion that the same controller deleted before their broker went
+        down (kept as the last step's prediction had them)."""
+        state = self._with_offline_replicas(state)
+        kept = frozenset(
+            (tp, r) for tp, r in self._deleted_offline
+            if state.controller is not None and state.controller == self._memory_of
+            and tp.topic in state.topics_being_deleted and state.has_partition(tp)
+            and r in state.partition(tp).replicas and not state.is_replica_online(r, tp))
+        return dataclasses.replace(state, deleted_offline_replicas=kept) if kept else state
+
+    def _with_offline_replicas(self, state: ClusterState) -> ClusterState:
+        """``state`` plus the replicas active faults keep on failed log directories: for live
+        brokers and partitions ``state`` has."""
         offline: dict[int, set[TopicPartition]] = {b: set(tps) for b, tps in state.offline_replicas.items()}
         for fault in {id(f): f for f in self._active.values()}.values():
             for broker, tps in fault.offline_replicas.items():

@@ -245,3 +245,40 @@ def test_one_startup_resumes_every_queued_topic_with_a_replica_on_it():
     assert queued.topics_being_deleted == {"a", "b", "c"}
     after = apply_event(queued, BrokerStartup((3,)))[0]
     assert set(after.topics) == {"c"} and after.topics_being_deleted == {"c"}  # c waits for broker 4
+
+
+# --- deleted replicas stay deleted through their broker's restart (controller memory) ----------
+# Found by `kafka-chaos explore --seed 27003` (schedule 19): t queued for deletion while broker 8
+# is down, so t-1 = [8, 6] keeps its ISR [8] and waits; broker 6's replicas were deleted when 6
+# came back. A restart of 6 (controlled shutdown, then start) writes nothing for t: the deleted
+# replicas stay ReplicaDeletionSuccessful (no OfflineReplica, OnlineReplica or ReplicaDeletionIneligible
+# may follow it, ReplicaStateMachine.scala 3.9 lines 463-486), so onBrokerStartup's
+# resumeDeletionForTopics finds nothing to delete again and no failed replica to retry: the dead
+# replica's ISR removal is not written once more.
+DELETION_WAITING = _queued(cluster([6, 9], {"t": {0: part([6, 9], -1, [9], 4), 1: part([8, 6], -1, [8], 4)}},
+                                   controller=9))
+
+
+def test_a_restart_of_a_broker_whose_replicas_were_deleted_writes_nothing_for_the_topic():
+    after = predict(DELETION_WAITING, [ControlledShutdown(6), BrokerStartup((6,))]).state
+    assert [_z(after.partition(TopicPartition("t", p))) for p in (0, 1)] == [
+        _z(DELETION_WAITING.partition(TopicPartition("t", p))) for p in (0, 1)]
+    assert after.topics_being_deleted == {"t"}
+
+
+def test_the_controller_remembers_deleted_replicas_across_events_and_forgets_them_on_failover():
+    down, _ = apply_event(DELETION_WAITING, ControlledShutdown(6))
+    down, _ = apply_event(down, BrokerFailure((6,)))  # the broker exits after its controlled shutdown
+    t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert down.deleted_offline_replicas == {(t0, 6), (t1, 6)}
+    back, _ = apply_event(down, BrokerStartup((6,)))
+    assert _z(back.partition(t1)) == _z(DELETION_WAITING.partition(t1))  # nothing deleted again, no retry
+    # observed from ZooKeeper alone (no memory), the same start deletes 6's replicas and retries 8's
+    forgotten = ClusterState(down.live_brokers, down.topics, down.controller, down.config, down.topics_being_deleted)
+    retried, _ = apply_event(forgotten, BrokerStartup((6,)))
+    assert retried.partition(t1).leader_epoch == 5
+    # a new controller does not know what its predecessor deleted; with no broker left, no one does
+    with_3 = ClusterState(down.live_brokers | {3}, down.topics, down.controller, down.config, down.topics_being_deleted,
+                          deleted_offline_replicas=down.deleted_offline_replicas)
+    assert apply_event(with_3, BrokerFailure((9,)))[0].deleted_offline_replicas == frozenset()
+    assert apply_event(down, BrokerFailure((9,)))[0].deleted_offline_replicas == frozenset()

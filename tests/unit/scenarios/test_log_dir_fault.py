@@ -123,14 +123,14 @@ def test_later_steps_see_the_replicas_on_the_failed_directory() -> None:
     state = ClusterState(frozenset({1, 2, 3}), {"phys-t": t}, controller=2)
     f = _fault(topic="t", partition=3)
     nemesis.prepare(f, state)
-    assert nemesis.with_offline_replicas(state) == state  # not injected yet
+    assert nemesis.with_controller_memory(state) == state  # not injected yet
     nemesis.inject(f)
-    assert nemesis.with_offline_replicas(state).offline_replicas == {
+    assert nemesis.with_controller_memory(state).offline_replicas == {
         1: frozenset(TopicPartition("phys-t", p) for p in range(1, 6))}
     gone = ClusterState(frozenset({2, 3}), {"phys-t": t}, controller=2)
-    assert nemesis.with_offline_replicas(gone).offline_replicas == {}  # a dead broker has no entry
+    assert nemesis.with_controller_memory(gone).offline_replicas == {}  # a dead broker has no entry
     nemesis.heal_all()
-    assert nemesis.with_offline_replicas(state) == state
+    assert nemesis.with_controller_memory(state) == state
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -201,3 +201,23 @@ def test_a_follower_log_created_late_is_waited_for() -> None:
     cluster.log_dir_partitions = listing  # type: ignore[method-assign]
     [event] = Nemesis(_env(cluster)).prepare(_fault(dir=1), STATE)
     assert isinstance(event, LogDirFailure) and TopicPartition(*late) in event.partitions
+
+
+def test_later_steps_see_the_replicas_the_same_controller_deleted_before_their_broker_went_down() -> None:
+    """The last converged step's predicted memory (ClusterState.deleted_offline_replicas) goes
+    into the next step's oracle input while it still holds: the topic still queued, the replica's
+    broker still down, the same controller; a step that did not converge forgets it."""
+    nemesis = Nemesis(_env(FakeCluster()))
+    tp0, tp1 = TopicPartition("d", 0), TopicPartition("d", 1)
+    d = TopicState({0: PartitionState((6, 9), -1, (9,), 4), 1: PartitionState((8, 6), -1, (8,), 4)})
+    predicted = ClusterState(frozenset({9}), {"d": d}, controller=9, topics_being_deleted=frozenset({"d"}),
+                             deleted_offline_replicas=frozenset({(tp0, 6), (tp1, 6)}))
+    observed = ClusterState(frozenset({9}), {"d": d}, controller=9, topics_being_deleted=frozenset({"d"}))
+    nemesis.remember(predicted)
+    assert nemesis.with_controller_memory(observed) == predicted
+    moved = ClusterState(frozenset({9, 3}), {"d": d}, controller=3, topics_being_deleted=frozenset({"d"}))
+    assert nemesis.with_controller_memory(moved) == moved  # another controller knows nothing of it
+    back = ClusterState(frozenset({9, 6}), {"d": d}, controller=9, topics_being_deleted=frozenset({"d"}))
+    assert nemesis.with_controller_memory(back) == back  # 6 is up: the settled rule covers it
+    nemesis.remember(None)
+    assert nemesis.with_controller_memory(observed) == observed
