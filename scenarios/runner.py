@@ -353,8 +353,11 @@ class Runner:
         self.progress(f"{ctx.scenario.name}#{ctx.iteration}: {what}")
 
     def _collect_logs(self, scenario: str, iteration: int, ctx: _Context | None) -> None:
-        """Every node's log and the producers' and group consumers' librdkafka debug lines, into
-        ``logs/<scenario>-<iteration>/`` (a failed iteration only)."""
+        """Every node's log, every broker's controller and state-change logs (what the controller
+        decided and sent, where a failure is triaged), and the producers' and group consumers'
+        librdkafka debug lines, into ``logs/<scenario>-<iteration>/`` (a failed iteration only)."""
+        from harness.node_logs import CONTROLLER_LOGS
+
         target = Path(self.options.results_dir) / "logs" / f"{scenario}-{iteration}"
         try:
             files = self.pool.cluster.log_files()
@@ -362,6 +365,9 @@ class Runner:
             for node, path in files.items():
                 if Path(path).is_file():
                     shutil.copyfile(path, target / f"{node}.log")
+                for name in CONTROLLER_LOGS if str(node).startswith("broker-") else ():
+                    if (Path(path).parent / name).is_file():
+                        shutil.copyfile(Path(path).parent / name, target / f"{node}-{name}")
             clients = [(f"consumer-group-{topic}", c) for topic, c in (ctx.consumers if ctx is not None else {}).items()]
             clients += [(f"producer-{topic}", w) for topic, w in (ctx.workloads if ctx is not None else {}).items()]
             for name, client in clients:

@@ -75,6 +75,8 @@ def test_a_failing_schedule_file_run_prints_a_replay_command_that_replays_it(tmp
     rc = run_scenarios([load(schedule).scenario()], seed=2026, results_dir=results, report=False,
                        predictor=FailsOnce(), sources={"h2026s3": str(schedule)})
     assert rc == 1 and any(check == "oracle_outcome" for check, _, _ in failed_checks(results))
+    kept = {p.name for p in (results / "logs" / "h2026s3-0").iterdir()}  # what a failure is triaged from
+    assert {f"broker-{b}{suffix}" for b in (2, 5, 9) for suffix in (".log", "-controller.log", "-state-change.log")} <= kept
     summary = run_report([results], out=results / "report")
     replays = {row["replay"] for row in json.loads(summary.summary_json.read_text())["failing_checks"]}
     assert replays == {f"kafka-chaos run --schedule {results}/schedules/h2026s3.json --seed 2026 --backend local"}
