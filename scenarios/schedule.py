@@ -19,10 +19,10 @@ from typing import Any
 
 from common.errors import UsageError
 from harness.cluster import Capability
-from oracle import AddPartitions, Reassign
+from oracle import AddPartitions, Event, Reassign
 from scenarios import targets as tg
 from scenarios.catalogue import ClusterNeeds, Scenario, Step, TopicSpec, validate_steps
-from scenarios.faults import fault_kinds, make_fault
+from scenarios.faults import Fault, fault_kinds, make_fault
 
 SCHEDULE_VERSION = 1
 MAX_BROKERS = 9
@@ -285,7 +285,7 @@ def _static_brokers(steps: Sequence[Step], index: int) -> tuple[int, ...] | None
     return None
 
 
-def _fault_of(s: Schedule, step: Step, brokers: tuple[int, ...]) -> Any:
+def _fault_of(s: Schedule, step: Step, brokers: tuple[int, ...]) -> Fault:
     return make_fault(step.fault, tg.Target(brokers, "validation"), step.options,
                       topic_names={t.name: t.name for t in s.topics},
                       topic_partitions={t.name: t.partitions for t in s.topics})
@@ -319,7 +319,7 @@ def check_runnable(s: Schedule, where: str = "schedule") -> None:
             down = (down | set(fault.holds)) - set(fault.releases)
 
 
-def _check_replicas(event: Any, cluster: set[int], brokers: Sequence[int], where: str) -> None:
+def _check_replicas(event: Event, cluster: set[int], brokers: Sequence[int], where: str) -> None:
     if isinstance(event, Reassign):
         moves = {event.partition: event.replicas}
     elif isinstance(event, AddPartitions):
