@@ -43,7 +43,7 @@ def _escape(value: Any) -> str:
 _FOLD_OVER = 120  # characters: a longer value is folded, its first line shown
 
 
-def _json_or_text(value: Any) -> Any:
+def _json_or_text(value: object) -> object:
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -52,7 +52,7 @@ def _json_or_text(value: Any) -> Any:
     return value
 
 
-def _fact(value: Any) -> str:
+def _fact(value: object) -> str:
     """One value of the evidence: compact JSON, or folded and indented when long."""
     compact = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     if len(compact) <= _FOLD_OVER:
@@ -254,7 +254,7 @@ def replay_command(row: Row, schedule: str | None = None) -> str:
     return f"kafka-chaos run {which} --seed {seed} --backend {backend}{more}"
 
 
-def timeline_anchor(run_id: Any, scenario: Any, iteration: Any) -> str:
+def timeline_anchor(run_id: object, scenario: object, iteration: object) -> str:
     """The id of a scenario iteration's timeline in the page (letters, digits, '-', '_')."""
     return "timeline-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{run_id}-{scenario}-{iteration}")
 
