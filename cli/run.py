@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import logging
 import platform
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -369,7 +369,9 @@ def _keep_schedules(results_dir: Path, sources: dict[str, str]) -> None:
     kept = results_dir / "schedules"
     kept.mkdir(parents=True, exist_ok=True)
     for name, path in sources.items():
-        shutil.copyfile(path, kept / f"{name}.json")
+        target = kept / f"{name}.json"
+        if not (target.exists() and target.samefile(path)):  # a replay from the kept file into the same dir
+            shutil.copyfile(path, target)
 
 
 def _write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Case], sources: dict[str, str]) -> None:

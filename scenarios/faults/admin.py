@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from common.errors import UsageError
 from harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from oracle import ClusterState, Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
-from scenarios.faults.base import NO_ANSWER_WAIT_S, FaultBase, FaultEnv, StepTopics, register_fault
+from scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
 from scenarios.targets import Target
 
 if TYPE_CHECKING:
@@ -42,18 +42,13 @@ def _unanswerable(state: ClusterState, partitions: tuple[TopicPartition, ...]) -
 
 def _elect(env: FaultEnv, election: "Election", partitions: tuple[TopicPartition, ...], unanswerable: bool,
            tolerated: frozenset[str]) -> None:
-    from harness.metadata import MetadataError, elect_leaders
+    from harness.metadata import elect_leaders
 
     pairs = [(tp.topic, tp.partition) for tp in partitions]
-    try:
-        result = elect_leaders(env.bootstrap, election, pairs, timeout=NO_ANSWER_WAIT_S if unanswerable else 30.0)
-    except MetadataError as exc:
-        if not unanswerable:
-            raise
-        log.info("%s election: no answer, as predicted for a request naming a partition without state (%s)",
-                 election, exc)
-        return
-    _admin_errors(result, f"{election} election", tolerated)
+    result = admin_request(lambda timeout: elect_leaders(env.bootstrap, election, pairs, timeout=timeout),
+                           unanswered=unanswerable, what=f"{election} election naming a partition without state")
+    if result is not None:
+        _admin_errors(result, f"{election} election", tolerated)
 
 
 def _via(kind: str, options: Mapping[str, Any], allowed: tuple[str, ...]) -> str:

@@ -77,6 +77,24 @@ class StepTopics:
 # state, partitions added while an old one is leaderless) is given up on after this long,
 # instead of the client's default timeout.
 NO_ANSWER_WAIT_S = 10.0
+ADMIN_TIMEOUT_S = 30.0  # any other admin request's bound
+
+_R = TypeVar("_R")
+
+
+def admin_request(request: Callable[[float], _R], *, unanswered: bool, what: str) -> _R | None:
+    """``request(timeout)``, an AdminClient call; when Kafka is known to leave it unanswered
+    (``unanswered``), waiting ``NO_ANSWER_WAIT_S`` and getting no answer is that outcome (None),
+    not a failure of the step."""
+    from harness.metadata import MetadataError
+
+    try:
+        return request(NO_ANSWER_WAIT_S if unanswered else ADMIN_TIMEOUT_S)
+    except MetadataError as exc:
+        if not unanswered:
+            raise
+        log.info("%s: no answer, as Kafka gives none here (%s)", what, exc)
+        return None
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from common.errors import HarnessError, UsageError
 from oracle import NO_LEADER, AddPartitions, ClusterState, DeleteTopic, Event
-from scenarios.faults.base import NO_ANSWER_WAIT_S, FaultBase, FaultEnv, StepTopics, register_fault
+from scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
 from scenarios.targets import Target
 
 log = logging.getLogger(__name__)
@@ -105,20 +105,16 @@ class AddPartitionsFault(FaultBase):
         if self.via == "znode":
             write_partitions_znode(env.admin.zk_connect, self.topic, dict(self.additions))
             return
-        from harness.metadata import MetadataError, create_partitions
+        from harness.metadata import create_partitions
 
         # ZkAdminManager.createPartitions answers through DelayedCreatePartitions, which waits
         # for a leader in every partition of the topic (CreatePartitionsMetadata holds the
         # combined assignment, old partitions too), not only the new ones: with an old partition
         # leaderless the request times out although the new partitions were written.
-        try:
-            create_partitions(env.bootstrap, self.topic, dict(self.additions),
-                              timeout=NO_ANSWER_WAIT_S if self._leaderless_before else 30.0)
-        except MetadataError as exc:
-            if not self._leaderless_before:
-                raise
-            log.info("add_partitions %s: no answer, as Kafka gives none while an old partition is leaderless (%s)",
-                     self.topic, exc)
+        admin_request(lambda timeout: create_partitions(env.bootstrap, self.topic, dict(self.additions),
+                                                        timeout=timeout),
+                      unanswered=self._leaderless_before,
+                      what=f"add_partitions {self.topic} while an old partition is leaderless")
 
 
 def _topic_znode(client: Any, topic: str) -> tuple[dict[str, Any], Any]:
