@@ -135,6 +135,31 @@ def test_scenario_end_checks() -> None:
     assert [(r.check, r.passed) for r in skipped] == [("backend_supports_scenario", None)]
 
 
+def test_a_re_check_recomputes_the_delivery_report_from_the_recorded_client_ops() -> None:
+    """The report stored by the code that recorded the run is not the verdict: the history's
+    acknowledgements and read-back decide, with today's rules. k0-1 was acknowledged implicitly
+    (no offset); the accounting of its day called it misplaced."""
+    from scenarios.clientops import READBACK, ClientOps, Poll
+    from scenarios.delivery import Ack
+
+    sent = (Ack(0, 0, "k0-0", T0 + 1), Ack(0, None, "k0-1", T0 + 2))
+    read = [(0, 0, "k0-0"), (0, 1, "k0-1")]
+    ops = {"t-0": ClientOps(T0, None, acks=sent, polls=tuple(Poll(READBACK, o, k, T0 + 9) for _, o, k in read))}
+    stored = replace(validate_delivery(sent, read), misplaced=("k0-1",))
+    finished = ScenarioFinished(RUN, T0 + 10, T0 + 20, None, (TopicDelivery("t", stored),), ops)
+    [verdict] = by_check(evaluate(finished, CheckContext()))["delivery"]
+    assert verdict.passed is True and verdict.observed["misplaced"] == 0
+
+    # ... and a loss the ops show fails although the stored report passed it.
+    lossy = {"t-0": replace(ops["t-0"], polls=ops["t-0"].polls[:1])}
+    [verdict] = by_check(evaluate(replace(finished, ops=lossy), CheckContext()))["delivery"]
+    assert verdict.passed is False and "lost acknowledged messages on partitions {0: 1}" in verdict.detail
+
+    # A history without a read-back in its ops (version 1) keeps its stored report.
+    [verdict] = by_check(evaluate(replace(finished, ops={}), CheckContext()))["delivery"]
+    assert verdict.passed is False and verdict.observed["misplaced"] == 1
+
+
 def test_loss_is_tolerated_only_where_an_earlier_step_predicted_an_unclean_election() -> None:
     # t-0: ISR [1]; kill 1 with unclean election enabled -> 2 elected uncleanly.
     before = snapshot((1, 2, 3), [zk_partition(0, (1, 2), 1, (1,), 4), zk_partition(1, (2, 3), 2, (2, 3), 0)])
