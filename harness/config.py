@@ -61,6 +61,7 @@ CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"
 CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"
 CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS = "controlled.shutdown.retry.backoff.ms"
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+CONTROLLER_SOCKET_TIMEOUT_MS = "controller.socket.timeout.ms"
 REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = "replica.high.watermark.checkpoint.interval.ms"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 DEFAULT_REPLICATION_FACTOR = "default.replication.factor"
@@ -98,6 +99,8 @@ ZK_4LW_WHITELIST = "4lw.commands.whitelist"
 
 # Kafka's default when zookeeper.session.timeout.ms is unset (KIP-537).
 KAFKA_DEFAULT_SESSION_TIMEOUT_MS = 18000
+# ReplicationConfigs.CONTROLLER_SOCKET_TIMEOUT_MS_DEFAULT (3.9).
+KAFKA_DEFAULT_CONTROLLER_SOCKET_TIMEOUT_MS = 30000
 TEST_SESSION_TIMEOUT_MS = 6000
 MAX_BROKERS = 9
 MAX_LOG_DIRS = 4

@@ -30,6 +30,23 @@ Progress = Callable[[str], None]
 # restarted follower rejoins the small internal topics' ISRs within a few seconds, and every
 # ISR expansion, registration or controller change is a visible change that restarts the clock.
 STALL_TIMEOUT_S = 20.0
+# ... except where Kafka itself stays silent longer. A leader whose AlterPartition reached a
+# controller that then lost its ZooKeeper session gets no answer: the old controller's session
+# expiry clears its event queue (KafkaController's beforeInitializingSession → clearAndPut(Expire))
+# and AlterPartitionReceived.preempt() answers nothing. The leader's alter-partition channel
+# (NodeToControllerRequestThread) turns to the new controller only when that request times out,
+# after controller.socket.timeout.ms; until then none of its partitions' ISRs can grow
+# (Partition.canAddReplicaToIsr: not while an update is in flight). Seen: explore-27005-6.
+STALL_MARGIN_S = 5.0
+
+
+def stall_timeout_for(settings: Mapping[str, str], floor: float = STALL_TIMEOUT_S) -> float:
+    """How long a restore may see no change before giving up: ``floor``, or longer than the
+    brokers' controller.socket.timeout.ms by :data:`STALL_MARGIN_S`."""
+    from harness.config import CONTROLLER_SOCKET_TIMEOUT_MS, KAFKA_DEFAULT_CONTROLLER_SOCKET_TIMEOUT_MS
+
+    timeout_ms = int(settings.get(CONTROLLER_SOCKET_TIMEOUT_MS, KAFKA_DEFAULT_CONTROLLER_SOCKET_TIMEOUT_MS))
+    return max(floor, timeout_ms / 1000 + STALL_MARGIN_S)
 
 
 class StallWatch:
@@ -138,7 +155,8 @@ class ClusterPool:
                 cluster.start_broker(b)
         wanted = set(cluster.broker_ids)
         healthy = StallWatch(lambda s: set(s.live_brokers) == wanted and s.controller in wanted
-                             and is_settled(s, INTERNAL_TOPICS), self.stall_timeout)
+                             and is_settled(s, INTERNAL_TOPICS),
+                             stall_timeout_for(dict(cluster.broker_settings()), self.stall_timeout))
         with ZkObserver(cluster.zookeeper_connect, topics=list(INTERNAL_TOPICS)) as observer:
             try:
                 observer.wait_until(healthy, timeout=self.settle_timeout,

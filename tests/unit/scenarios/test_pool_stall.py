@@ -6,7 +6,7 @@ import pytest
 
 from common.errors import HarnessError
 from harness.zksnapshot import ZkSnapshot
-from scenarios.pool import StallWatch
+from scenarios.pool import StallWatch, stall_timeout_for
 
 
 def snapshot(live: dict[int, int], controller: int | None = 1) -> ZkSnapshot:
@@ -50,3 +50,15 @@ def test_a_controller_change_is_progress() -> None:
     watch(snapshot({1: 10}, controller=None))
     clock.now = 38.0
     assert watch(snapshot({1: 10}, controller=None)) is False
+
+
+@pytest.mark.parametrize("settings, floor, expected", [
+    ({}, 20.0, 35.0),  # Kafka's default controller.socket.timeout.ms, 30 s, plus the margin
+    ({"controller.socket.timeout.ms": "60000"}, 20.0, 65.0),
+    ({"controller.socket.timeout.ms": "5000"}, 20.0, 20.0),  # never below the floor
+    ({"controller.socket.timeout.ms": "5000"}, 3.0, 10.0),
+])
+def test_a_restore_outwaits_the_controller_socket_timeout(settings, floor, expected) -> None:
+    """A leader whose AlterPartition the old controller dropped on its session expiry retries at
+    the new one only after controller.socket.timeout.ms: the stall window must outlast it."""
+    assert stall_timeout_for(settings, floor) == expected
