@@ -64,7 +64,7 @@ def stage_figures(spark: object, path: Path) -> list[dict[str, object]]:
     sink (computed, then dropped): reading the lines, Spark's JSON source with the record schema
     (the faster reader the report does not use: it skips blank lines, which the report counts),
     ``from_json`` over the lines (what the report does) and the one pass's whole query."""
-    from results import aggregate as A
+    from kafka_chaos.results import aggregate as A
 
     session: Any = spark
     lines = A.read_lines(session, [path])
@@ -93,8 +93,8 @@ def worker(root: Path, files: list[Path], out: Path, master: str | None, driver_
            stages: bool = False) -> None:
     """In a process of its own: ``root``'s aggregation over each file, one Spark session."""
     sys.path.insert(0, str(root))
-    from results.aggregate import aggregate
-    from results.spark_session import start_spark
+    from kafka_chaos.results.aggregate import aggregate
+    from kafka_chaos.results.spark_session import start_spark
 
     started = time.monotonic()
     spark = start_spark(master, log_path=out / "spark.log", driver_memory=driver_memory)
@@ -128,7 +128,7 @@ def one_run_report(root: Path, run_dir: Path, out: Path, report_cache: Path,
 
     env = dict(os.environ, PYTHONPATH=str(root), KAFKA_CHAOS_REPORT_CACHE=str(report_cache))
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "report", str(run_dir), "--out", str(out), *extra],
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_chaos.cli.main", "report", str(run_dir), "--out", str(out), *extra],
                             cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     cpu: dict[int, tuple[str, float]] = {}
     tree = psutil.Process(proc.pid)
@@ -191,7 +191,7 @@ def main() -> int:
         return 0
 
     sys.path.insert(0, str(REPO))
-    from results.synthetic import write_synthetic_results
+    from kafka_chaos.results.synthetic import write_synthetic_results
 
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     work = Path(tempfile.mkdtemp(prefix="aggregate-bench-", dir=args.tmp))
@@ -246,7 +246,7 @@ def cache_figures(runs_dir: Path, size: int, records_per_run: int, new_run_recor
     parsed, nothing kept), cold (every file parsed and its partials stored), warm (every file's
     partials from the cache: no JVM), and after one more run of ``new_run_records`` is added
     (only it parsed: last night's run).  The cache is a temp dir of its own."""
-    from results.synthetic import write_synthetic_results
+    from kafka_chaos.results.synthetic import write_synthetic_results
 
     runs = -(-size // records_per_run)
     for i in range(runs):

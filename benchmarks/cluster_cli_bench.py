@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-KAFKA_CHAOS = [sys.executable, "-m", "cli.main"]
+KAFKA_CHAOS = [sys.executable, "-m", "kafka_chaos.cli.main"]
 VERB_TIMEOUT_S = 240.0
 TOPIC = "bench"
 
@@ -54,7 +54,7 @@ def run_verb(args: list[str], state_dir: Path, *, expect_exit: int = 0, expect_t
 def create_topic_of(state_dir: Path) -> None:
     """One partition on every broker, for add-partitions and delete-topic."""
     sys.path.insert(0, str(ROOT))
-    from harness.metadata import create_topic
+    from kafka_chaos.harness.metadata import create_topic
 
     bootstrap = json.loads((state_dir / "cluster.json").read_text())["bootstrap_servers"]
     create_topic(bootstrap, TOPIC, {0: [1, 2, 3]})

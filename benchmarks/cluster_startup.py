@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.processes import processes_mentioning, rss_bytes  # noqa: E402
+from kafka_chaos.harness.processes import processes_mentioning, rss_bytes  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -64,7 +64,7 @@ class RssSampler:
 
 def kafka_chaos(*args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
     began = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=600)
     return time.monotonic() - began, done
 
@@ -86,9 +86,9 @@ def one_cli_run(brokers: int, settle: float) -> tuple[float, float, int, int]:
 
 
 def in_process_start(jvm_options: tuple[str, ...], brokers: int = 3, cds: bool = True) -> float:
-    from harness.config import ClusterConfig
-    from harness.distribution import resolve_distribution
-    from harness.local import LocalCluster
+    from kafka_chaos.harness.config import ClusterConfig
+    from kafka_chaos.harness.distribution import resolve_distribution
+    from kafka_chaos.harness.local import LocalCluster
 
     cluster = LocalCluster(ClusterConfig(brokers=brokers, jvm_options=jvm_options), resolve_distribution(),
                            class_data_sharing=cds)
@@ -112,7 +112,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
 
-    subprocess.run([sys.executable, "-m", "cli.main", "fetch-kafka"], cwd=ROOT, check=True,
+    subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", "fetch-kafka"], cwd=ROOT, check=True,
                    capture_output=True)  # a first download is not start-up time
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     for brokers in args.brokers:
@@ -126,7 +126,7 @@ def main() -> None:
               f"peak RSS {max(peaks) / MIB:.0f} MiB over {count} JVMs "
               f"({max(peaks) / MIB / count:.0f} MiB each)")
     if args.compare_jvm_options:
-        from harness.config import DEFAULT_JVM_OPTIONS
+        from kafka_chaos.harness.config import DEFAULT_JVM_OPTIONS
 
         variants = {"default (SerialGC, C1 only, CDS archive)": (DEFAULT_JVM_OPTIONS, True),
                     "SerialGC, C1 only, no CDS archive": (DEFAULT_JVM_OPTIONS, False),

@@ -23,8 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cli.run import run_scenarios  # noqa: E402
-from scenarios.catalogue import by_names, select  # noqa: E402
+from kafka_chaos.cli.run import run_scenarios  # noqa: E402
+from kafka_chaos.scenarios.catalogue import by_names, select  # noqa: E402
 
 
 def one(scenarios: list[Any], consumers: bool, out: Path) -> dict[str, float]:
@@ -50,7 +50,7 @@ def main() -> int:
     parser.add_argument("--suite", default=None, help="a whole suite instead (local backend: what it can run)")
     args = parser.parse_args()
     if args.suite:
-        from harness.backends import missing_capabilities
+        from kafka_chaos.harness.backends import missing_capabilities
 
         names = select(args.suite, missing=dict(missing_capabilities("local"))).scenarios
     else:

@@ -33,17 +33,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.backends import open_cluster  # noqa: E402
-from harness.config import ClusterConfig, session_timeout_ms, tick_time_ms  # noqa: E402
-from harness.distribution import resolve_distribution  # noqa: E402
-from harness.metadata import create_topic  # noqa: E402
-from harness.observer import ZkObserver  # noqa: E402
+from kafka_chaos.harness.backends import open_cluster  # noqa: E402
+from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, tick_time_ms  # noqa: E402
+from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
+from kafka_chaos.harness.metadata import create_topic  # noqa: E402
+from kafka_chaos.harness.observer import ZkObserver  # noqa: E402
 
 CONFIG = ClusterConfig(brokers=3)
 
 
 def bench_image_build(distribution: Any, cold: bool) -> dict[str, float | None]:
-    from harness.containers import image
+    from kafka_chaos.harness.containers import image
 
     client = image.docker_client()
     figures: dict[str, float | None] = {"cold_s": None}

@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scenarios import history_checker as hc  # noqa: E402
-from scenarios.clientops import ClientOps, ConsumerReset, Poll  # noqa: E402
-from scenarios.delivery import Ack  # noqa: E402
+from kafka_chaos.scenarios import history_checker as hc  # noqa: E402
+from kafka_chaos.scenarios.clientops import ClientOps, ConsumerReset, Poll  # noqa: E402
+from kafka_chaos.scenarios.delivery import Ack  # noqa: E402
 
 STRETCH = 1_000
 

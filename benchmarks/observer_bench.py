@@ -26,13 +26,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import metadata  # noqa: E402
-from harness.config import ClusterConfig  # noqa: E402
-from harness.distribution import resolve_distribution  # noqa: E402
-from harness.local import LocalCluster  # noqa: E402
-from harness.observer import TOPIC_CONFIG, ZkObserver, ZkSnapshot  # noqa: E402
-from harness.zkadmin import ZkAdmin  # noqa: E402
-from harness.zkevents import TopicConfigChanged  # noqa: E402
+from kafka_chaos.harness import metadata  # noqa: E402
+from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
+from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
+from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.observer import TOPIC_CONFIG, ZkObserver, ZkSnapshot  # noqa: E402
+from kafka_chaos.harness.zkadmin import ZkAdmin  # noqa: E402
+from kafka_chaos.harness.zkevents import TopicConfigChanged  # noqa: E402
 
 
 def os_threads() -> int:

@@ -30,12 +30,12 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from common.waits import WaitTimeout, wait_until  # noqa: E402
-from harness.config import ClusterConfig  # noqa: E402
-from harness.distribution import resolve_distribution  # noqa: E402
-from harness.local import LocalCluster  # noqa: E402
-from harness.local_network import redirect_problem  # noqa: E402
-from harness.zkclient import close_bounded, connect  # noqa: E402
+from kafka_chaos.common.waits import WaitTimeout, wait_until  # noqa: E402
+from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
+from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
+from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.local_network import redirect_problem  # noqa: E402
+from kafka_chaos.harness.zkclient import close_bounded, connect  # noqa: E402
 
 TOPIC = "f"
 ASSIGNMENT = [[1, 2, 3], [1, 3, 2], [1, 2, 3]]

@@ -111,7 +111,7 @@ def main() -> int:
     if not 1 <= args.samples <= 100:
         print("--samples must be between 1 and 100", file=sys.stderr)
         return 2
-    from harness.containers.image import docker_client, ensure_jre_image
+    from kafka_chaos.harness.containers.image import docker_client, ensure_jre_image
 
     client = docker_client()
     image = ensure_jre_image(client).tag

@@ -22,12 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results.schema import LATENCY_PHASES  # noqa: E402
-from results.writer import read_records  # noqa: E402
+from kafka_chaos.results.schema import LATENCY_PHASES  # noqa: E402
+from kafka_chaos.results.writer import read_records  # noqa: E402
 
 
 def run_suite(suite: str, seed: int, results: Path) -> tuple[int, float]:
-    from cli.main import main
+    from kafka_chaos.cli.main import main
 
     start = time.monotonic()
     rc = main(["run", "--suite", suite, "--seed", str(seed), "--results", str(results), "--no-report"])

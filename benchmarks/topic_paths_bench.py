@@ -30,14 +30,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import metadata  # noqa: E402
-from harness.config import ClusterConfig  # noqa: E402
-from harness.distribution import resolve_distribution  # noqa: E402
-from harness.local import LocalCluster  # noqa: E402
-from harness.observer import ZkObserver  # noqa: E402
-from harness.zksnapshot import ZkSnapshot  # noqa: E402
-from oracle import BrokerFailure, predict  # noqa: E402
-from scenarios.observation import cluster_state_of, mismatches  # noqa: E402
+from kafka_chaos.harness import metadata  # noqa: E402
+from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
+from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
+from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.observer import ZkObserver  # noqa: E402
+from kafka_chaos.harness.zksnapshot import ZkSnapshot  # noqa: E402
+from kafka_chaos.oracle import BrokerFailure, predict  # noqa: E402
+from kafka_chaos.scenarios.observation import cluster_state_of, mismatches  # noqa: E402
 
 
 def _online(snapshot: ZkSnapshot, topic: str, partitions: int = 3) -> bool:

@@ -46,12 +46,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common.waits import WaitTimeout, wait_until  # noqa: E402
-from harness.config import ClusterConfig  # noqa: E402
-from harness.distribution import resolve_distribution  # noqa: E402
-from harness.local import LocalCluster  # noqa: E402
-from harness.nodes import zookeeper_four_letter  # noqa: E402
-from harness.zkclient import close_bounded, connect  # noqa: E402
+from kafka_chaos.common.waits import WaitTimeout, wait_until  # noqa: E402
+from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
+from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
+from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.nodes import zookeeper_four_letter  # noqa: E402
+from kafka_chaos.harness.zkclient import close_bounded, connect  # noqa: E402
 
 TIMED_OUT = "WARN Client session timed out"  # once per drop (the stack trace repeats the text)
 LEAD_IN_S = 1.5  # captured before the onset: the undelayed pings
@@ -63,7 +63,7 @@ CONS_LINE = re.compile(r":(\d+)\[\d+\]\(.*?sid=0x([0-9a-f]+)")
 
 # --- --capture: tcpdump of the broker's ZooKeeper links, decoded (root + tcpdump) ----------------
 #
-# The link proxy (harness/link_proxy.py) is not touched: the packets are read off lo.  Two sides:
+# The link proxy (kafka_chaos/harness/link_proxy.py) is not touched: the packets are read off lo.  Two sides:
 # "client" = the broker <-> its proxy port (what the broker's ZooKeeper client sent, and when),
 # "server" = the proxy <-> ZooKeeper's port, only the connections of the broker's session (what
 # the server received, and when: each request it reads touches the session).  The ZooKeeper 3.8

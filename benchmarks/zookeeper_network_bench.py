@@ -38,12 +38,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common.waits import WaitTimeout, wait_until  # noqa: E402
-from harness.config import REPLICA_LAG_TIME_MAX_MS, ClusterConfig  # noqa: E402
-from harness.distribution import resolve_distribution  # noqa: E402
-from harness.local import LocalCluster  # noqa: E402
-from harness.metadata import create_topic  # noqa: E402
-from harness.zkclient import close_bounded, connect  # noqa: E402
+from kafka_chaos.common.waits import WaitTimeout, wait_until  # noqa: E402
+from kafka_chaos.harness.config import REPLICA_LAG_TIME_MAX_MS, ClusterConfig  # noqa: E402
+from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
+from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.metadata import create_topic  # noqa: E402
+from kafka_chaos.harness.zkclient import close_bounded, connect  # noqa: E402
 
 log = logging.getLogger("zookeeper_network_bench")
 
@@ -171,7 +171,7 @@ def conformance(results: Path | None) -> None:
     if results is None:
         import tempfile
 
-        from cli.main import main as kafka_chaos
+        from kafka_chaos.cli.main import main as kafka_chaos
 
         results = Path(tempfile.mkdtemp(prefix="bench-conformance-"))
         kafka_chaos(["run", "--suite", "conformance", "--backend", "local", "--no-report", "--results", str(results)])

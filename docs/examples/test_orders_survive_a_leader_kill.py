@@ -7,8 +7,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from oracle import BrokerFailure
-from scenarios.targets import LeaderOf
+from kafka_chaos.oracle import BrokerFailure
+from kafka_chaos.scenarios.targets import LeaderOf
 
 pytestmark = pytest.mark.kafka_chaos
 

@@ -17,8 +17,8 @@ REQUIRE_DOCKER_ENV = "KAFKA_CHAOS_REQUIRE_DOCKER"
 
 def docker_problem() -> str | None:
     """None when a Docker engine answers, else why not (one line)."""
-    from harness.containers.image import docker_client
-    from harness.errors import HarnessError
+    from kafka_chaos.harness.containers.image import docker_client
+    from kafka_chaos.harness.errors import HarnessError
 
     try:
         docker_client().close()
@@ -39,7 +39,7 @@ def docker_engine() -> None:
 
 @pytest.fixture(scope="session")
 def kafka_distribution():  # type: ignore[no-untyped-def]
-    from harness.distribution import resolve_distribution
+    from kafka_chaos.harness.distribution import resolve_distribution
 
     return resolve_distribution()
 
@@ -48,9 +48,9 @@ def kafka_distribution():  # type: ignore[no-untyped-def]
 def kafka_image(docker_engine: None, kafka_distribution) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """Build (or reuse) the image and its class-data layer once per session, so no test's
     timeout pays for them; yields the Kafka image's tag."""
-    from harness.config import ClusterConfig
-    from harness.containers.cds import ensure_cds_image
-    from harness.containers.image import docker_client, ensure_kafka_image
+    from kafka_chaos.harness.config import ClusterConfig
+    from kafka_chaos.harness.containers.cds import ensure_cds_image
+    from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 
     tag = ensure_kafka_image(kafka_distribution).tag
     client = docker_client()
@@ -63,8 +63,8 @@ def kafka_image(docker_engine: None, kafka_distribution) -> Iterator[str]:  # ty
 
 def assert_nothing_left(run_id: str) -> None:
     """No container, network or volume with the run's label remains."""
-    from harness.containers.image import docker_client
-    from harness.containers.prune import labelled_objects
+    from kafka_chaos.harness.containers.image import docker_client
+    from kafka_chaos.harness.containers.prune import labelled_objects
 
     client = docker_client()
     try:
@@ -96,9 +96,9 @@ def containers_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -
     """One `kafka-chaos run --backend containers` of the smoke suite's scenarios and the
     partition scenarios, shared by the tests that check it: a container cluster costs a start
     per distinct set of needs, so the two groups share the default one."""
-    import harness.containers.cluster as cluster_module
-    from cli.main import main
-    from results.writer import read_records
+    import kafka_chaos.harness.containers.cluster as cluster_module
+    from kafka_chaos.cli.main import main
+    from kafka_chaos.results.writer import read_records
 
     made: list[str] = []
     original = cluster_module.new_run_id

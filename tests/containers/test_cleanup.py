@@ -12,15 +12,15 @@ import time
 
 import pytest
 
-from harness.config import ClusterConfig
-from harness.errors import HarnessError
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.errors import HarnessError
 from tests.containers.conftest import assert_nothing_left
 
 ONE_BROKER = ClusterConfig(brokers=1)
 
 
 def test_a_failed_start_removes_what_it_started(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
-    from harness.containers.cluster import ContainerCluster
+    from kafka_chaos.harness.containers.cluster import ContainerCluster
 
     # Kafka refuses to start with a non-numeric thread count: the broker container exits.
     broken = ClusterConfig(brokers=1, cluster_overrides={"num.io.threads": "many"})
@@ -32,7 +32,7 @@ def test_a_failed_start_removes_what_it_started(kafka_image: str, kafka_distribu
 
 
 def test_ctrl_c_inside_the_with_block_removes_everything(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
-    from harness.containers.cluster import ContainerCluster
+    from kafka_chaos.harness.containers.cluster import ContainerCluster
 
     cluster = ContainerCluster(ONE_BROKER, kafka_distribution)
     with pytest.raises(KeyboardInterrupt):
@@ -62,9 +62,9 @@ def _read_run_id(child: subprocess.Popen[str], timeout: float = 180) -> str:
 def test_sigterm_tears_the_cluster_down(kafka_image: str) -> None:
     child = _child("""
         import sys, time
-        from harness.config import ClusterConfig
-        from harness.containers.cluster import ContainerCluster
-        from harness.distribution import resolve_distribution
+        from kafka_chaos.harness.config import ClusterConfig
+        from kafka_chaos.harness.containers.cluster import ContainerCluster
+        from kafka_chaos.harness.distribution import resolve_distribution
         cluster = ContainerCluster(ClusterConfig(brokers=1), resolve_distribution())
         cluster.start()  # no `with`: teardown's atexit + SIGTERM handling must clean up
         print("run", cluster.run_id, flush=True)
@@ -77,14 +77,14 @@ def test_sigterm_tears_the_cluster_down(kafka_image: str) -> None:
 
 
 def test_prune_removes_a_killed_runs_objects_and_keeps_live_ones(docker_engine: None) -> None:
-    from harness.containers.image import docker_client
-    from harness.containers.labels import new_run_id, run_labels
-    from harness.containers.prune import labelled_objects, prune
+    from kafka_chaos.harness.containers.image import docker_client
+    from kafka_chaos.harness.containers.labels import new_run_id, run_labels
+    from kafka_chaos.harness.containers.prune import labelled_objects, prune
 
     # A run whose owner dies by SIGKILL: no handler runs, its network stays.
     child = _child("""
-        from harness.containers.image import docker_client
-        from harness.containers.labels import new_run_id, run_labels
+        from kafka_chaos.harness.containers.image import docker_client
+        from kafka_chaos.harness.containers.labels import new_run_id, run_labels
         run = new_run_id()
         docker_client().networks.create(f"kafka-chaos-{run}-net", labels=run_labels(run))
         print("run", run, flush=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
+from kafka_chaos.cli.main import main
 from tests.containers.conftest import assert_nothing_left
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_cluster_up_outlives_the_command_and_down_removes_it(
         kafka_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.containers.cluster import ContainerCluster
-    from harness.containers.prune import prune
-    from harness.metadata import fetch_metadata
+    from kafka_chaos.harness.containers.cluster import ContainerCluster
+    from kafka_chaos.harness.containers.prune import prune
+    from kafka_chaos.harness.metadata import fetch_metadata
 
     state_dir = tmp_path / "cluster"
     # A process of its own: what it started must survive its exit (no atexit teardown, no Ryuk).
-    up = subprocess.run([sys.executable, "-m", "cli.main", "cluster", "up", "--backend", "containers",
+    up = subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", "cluster", "up", "--backend", "containers",
                          "--brokers", "1", "--state-dir", str(state_dir)],
                         cwd=ROOT, capture_output=True, text=True, timeout=180,
                         env={**os.environ, "TESTCONTAINERS_RYUK_DISABLED": "false"})

@@ -11,18 +11,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.backends import open_cluster
-from harness.cluster import BrokerControl, Capability, Cluster, NetworkPartitioner, ZooKeeperControl, capabilities_of
-from harness.config import (
+from kafka_chaos.harness.backends import open_cluster
+from kafka_chaos.harness.cluster import BrokerControl, Capability, Cluster, NetworkPartitioner, ZooKeeperControl, capabilities_of
+from kafka_chaos.harness.config import (
     REPLICA_LAG_TIME_MAX_MS,
     ZOOKEEPER_SESSION_TIMEOUT_MS,
     ClusterConfig,
     shared_broker_settings,
     tick_time_ms,
 )
-from harness.errors import UsageError
-from harness.metadata import fetch_metadata
-from harness.observer import ConvergenceTimeout, ZkObserver
+from kafka_chaos.harness.errors import UsageError
+from kafka_chaos.harness.metadata import fetch_metadata
+from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
 from tests.containers.conftest import assert_nothing_left
 
 CONFIG = ClusterConfig(brokers=3, cluster_overrides={REPLICA_LAG_TIME_MAX_MS: "10000"})
@@ -69,7 +69,7 @@ def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:
     assert isinstance(cluster, NetworkPartitioner)
     both = set(Capability) - {Capability.LINK_DELAY}
     local_only = {Capability.LINK_DELAY}
-    from harness.cluster import capability_problems
+    from kafka_chaos.harness.cluster import capability_problems
 
     lacking = set(capability_problems(cluster))  # without root: no cuts, no containers' log dirs
     expected = both | (local_only if cluster.backend == "local" else set())
@@ -175,8 +175,8 @@ def test_every_broker_exports_the_controller_metrics_and_a_paused_one_is_absent(
     """The JMX exporter agent (harness.jmx_exporter) on every broker, scraped by harness.metrics:
     one active controller among them; a SIGSTOPped / docker-paused broker misses the bounded
     scrape instead of stalling it."""
-    from harness.metrics import endpoints_of, scrape_brokers
-    from scenarios.controller_metrics import MEASURED, active_controller
+    from kafka_chaos.harness.metrics import endpoints_of, scrape_brokers
+    from kafka_chaos.scenarios.controller_metrics import MEASURED, active_controller
 
     endpoints = endpoints_of(cluster)
     assert sorted(endpoints) == cluster.broker_ids

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError
 
 
 def _run(client, image: str, *command: str) -> str:  # type: ignore[no-untyped-def]
@@ -14,7 +14,7 @@ def _run(client, image: str, *command: str) -> str:  # type: ignore[no-untyped-d
 
 
 def test_the_image_runs_kafka_from_the_distribution_jars(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
-    from harness.containers.image import docker_client, ensure_kafka_image
+    from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 
     client = docker_client()
     assert "openjdk version \"17" in _run(client, kafka_image, "java", "-version")
@@ -26,10 +26,10 @@ def test_the_image_runs_kafka_from_the_distribution_jars(kafka_image: str, kafka
 
 
 def test_the_class_data_layer_serves_both_roles_and_is_reused(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
-    from harness.config import ClusterConfig
-    from harness.containers.cds import cds_image_tag, ensure_cds_image
-    from harness.containers.image import CDS_IMAGE_ROLE, IMAGE_LABEL, docker_client
-    from harness.containers.nodes import archive_options
+    from kafka_chaos.harness.config import ClusterConfig
+    from kafka_chaos.harness.containers.cds import cds_image_tag, ensure_cds_image
+    from kafka_chaos.harness.containers.image import CDS_IMAGE_ROLE, IMAGE_LABEL, docker_client
+    from kafka_chaos.harness.containers.nodes import archive_options
 
     client = docker_client()
     tag = ensure_cds_image(kafka_distribution, kafka_image, ClusterConfig(), client=client)
@@ -44,8 +44,8 @@ def test_the_class_data_layer_serves_both_roles_and_is_reused(kafka_image: str, 
 
 
 def test_base_image_builds_the_kafka_layer_on_the_given_jre(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
-    from harness.containers.image import IMAGE_LABEL, docker_client, ensure_jre_image, ensure_kafka_image
-    from harness.containers.labels import new_run_id
+    from kafka_chaos.harness.containers.image import IMAGE_LABEL, docker_client, ensure_jre_image, ensure_kafka_image
+    from kafka_chaos.harness.containers.labels import new_run_id
 
     client = docker_client()
     # Stand-in for a pulled JRE image (no registry here): our JRE plus a label, so its id
@@ -66,7 +66,7 @@ def test_base_image_builds_the_kafka_layer_on_the_given_jre(kafka_image: str, ka
 
 
 def test_a_base_image_that_is_not_present_is_a_one_line_error(docker_engine: None, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
-    from harness.containers.image import ensure_kafka_image
+    from kafka_chaos.harness.containers.image import ensure_kafka_image
 
     with pytest.raises(HarnessError, match="not present locally"):
         ensure_kafka_image(kafka_distribution, base_image="kafka-chaos-no-such-image:1")

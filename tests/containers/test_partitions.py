@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from common.waits import wait_until
-from harness.config import REPLICA_LAG_TIME_MAX_MS, ClusterConfig, tick_time_ms
-from harness.metadata import MetadataError, broker_view, create_topic, fetch_metadata
-from harness.observer import ZkObserver
+from kafka_chaos.common.waits import wait_until
+from kafka_chaos.harness.config import REPLICA_LAG_TIME_MAX_MS, ClusterConfig, tick_time_ms
+from kafka_chaos.harness.metadata import MetadataError, broker_view, create_topic, fetch_metadata
+from kafka_chaos.harness.observer import ZkObserver
 from tests.containers.conftest import assert_nothing_left
 
 # A follower leaves the ISR after 3 s without fetching (Partition.getOutOfSyncReplicas).
@@ -24,7 +24,7 @@ TOPIC = "partitioned"
 
 @pytest.fixture(scope="module")
 def cluster(kafka_image: str, kafka_distribution):  # type: ignore[no-untyped-def]
-    from harness.containers.cluster import ContainerCluster
+    from kafka_chaos.harness.containers.cluster import ContainerCluster
 
     with ContainerCluster(CONFIG, kafka_distribution) as started:
         yield started
@@ -132,8 +132,8 @@ def test_the_controllers_requests_arrive_on_control_plane_and_a_peer_cut_holds_t
     the broker's namespace, from the controller's address: ControllerChannelManager.addNewBroker);
     the controller cut from its peers (by address) sends a new topic's LeaderAndIsr in vain — the
     peer creates no log for it — until healed.  ~5 s on the module's cluster."""
-    from harness.containers.network import established_connections
-    from harness.containers.nodes import BROKER_DATA_DIR, CONTROL_PLANE_PORT, container_pid
+    from kafka_chaos.harness.containers.network import established_connections
+    from kafka_chaos.harness.containers.nodes import BROKER_DATA_DIR, CONTROL_PLANE_PORT, container_pid
 
     controller = observer.snapshot().controller
     peers = [b for b in cluster.broker_ids if b != controller]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from scenarios.catalogue import suite
+from kafka_chaos.scenarios.catalogue import suite
 from tests.containers.conftest import SMOKE_SCENARIOS, SuiteRun
 
 
@@ -14,8 +14,8 @@ def test_the_shared_run_holds_the_whole_smoke_suite() -> None:
 
 
 def test_smoke_suite_passes_on_containers_and_leaves_nothing(containers_run: SuiteRun) -> None:
-    from harness.containers.image import docker_client
-    from harness.containers.labels import OWNER_LABEL, current_owner
+    from kafka_chaos.harness.containers.image import docker_client
+    from kafka_chaos.harness.containers.labels import OWNER_LABEL, current_owner
 
     smoke = [r for r in containers_run.records if r.scenario in SMOKE_SCENARIOS]
     failed = [(r.scenario, r.check, r.detail) for r in smoke if r.kind == "check" and r.passed is not True]

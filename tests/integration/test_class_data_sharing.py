@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from common.waits import wait_until
-from harness.cds import ROLES, archive_path, build_archives
-from harness.config import ClusterConfig
-from harness.distribution import CACHE_ENV, KafkaDistribution, resolve_distribution
-from harness.local import LocalCluster
-from harness.metrics import MetricsEndpoint, scrape_one
+from kafka_chaos.common.waits import wait_until
+from kafka_chaos.harness.cds import ROLES, archive_path, build_archives
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.distribution import CACHE_ENV, KafkaDistribution, resolve_distribution
+from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.metrics import MetricsEndpoint, scrape_one
 
 TIMEOUT = 120.0  # generous bound for a busy shared 2-core machine; never a speed assertion
 # A JVM flag from the environment that every JVM honours: with it a JVM runs fine but cannot
@@ -68,7 +68,7 @@ def test_a_failing_archive_build_warns_and_leaves_set_up_and_the_cluster_working
         distribution: KafkaDistribution, empty_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_TOOL_OPTIONS", NO_SHARING)
     # Set-up's own command, as scripts/setup.sh runs it: exit 0 and one warning.
-    done = subprocess.run([sys.executable, "-m", "cli.main", "fetch-kafka"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", "fetch-kafka"], capture_output=True, text=True,
                           timeout=TIMEOUT, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr[-3000:]
     warnings = [line for line in done.stderr.splitlines() if "no class-data-sharing archives" in line]

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from oracle import Outcome, predict
-from results.writer import read_records
-from scenarios.catalogue import Step, by_names
-from scenarios.targets import EarlierTarget
-from scenarios.checkers import check_history
-from scenarios.history import HistoryProblem, ScenarioFinished, StepObserved, read_history
+from kafka_chaos.oracle import Outcome, predict
+from kafka_chaos.results.writer import read_records
+from kafka_chaos.scenarios.catalogue import Step, by_names
+from kafka_chaos.scenarios.targets import EarlierTarget
+from kafka_chaos.scenarios.checkers import check_history
+from kafka_chaos.scenarios.history import HistoryProblem, ScenarioFinished, StepObserved, read_history
 
 
 def _withheld(state, events):
@@ -29,7 +29,7 @@ def _withheld(state, events):
 
 
 def test_unclean_truncation_is_allowed_where_predicted_and_fails_when_withheld(tmp_path: Path) -> None:
-    from cli.run import run_scenarios
+    from kafka_chaos.cli.run import run_scenarios
 
     # unclean_admin_election, then the old leader restarts: the producer writes to the unclean
     # leader meanwhile, so the offsets the old leader had acknowledged get new messages.

@@ -16,11 +16,11 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from common.waits import wait_until
-from harness.config import ClusterConfig
-from harness.distribution import resolve_distribution
-from harness.local import LocalCluster
-from harness.local_network import our_chains, redirect_problem
+from kafka_chaos.common.waits import wait_until
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.distribution import resolve_distribution
+from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local_network import our_chains, redirect_problem
 
 pytestmark = pytest.mark.skipif(redirect_problem() is not None, reason=str(redirect_problem()))
 
@@ -85,8 +85,8 @@ def test_a_killed_runs_nat_chain_is_removed_with_the_other_stale_chains() -> Non
     ZooKeeper listens on the port it is named after (no cluster needed, < 1 s)."""
     import subprocess
 
-    from harness.local_network import remove_stale_chains
-    from harness.nodes import free_ports
+    from kafka_chaos.harness.local_network import remove_stale_chains
+    from kafka_chaos.harness.nodes import free_ports
 
     [unused] = free_ports(1)
     stale = f"KCHAOS-{unused}"

@@ -17,15 +17,15 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from common.waits import wait_until
-from harness.local import STATE_FILE
-from harness.local_network import our_chains, redirect_problem
-from harness.processes import processes_mentioning
-from harness.zkclient import close_bounded, connect
+from kafka_chaos.common.waits import wait_until
+from kafka_chaos.harness.local import STATE_FILE
+from kafka_chaos.harness.local_network import our_chains, redirect_problem
+from kafka_chaos.harness.processes import processes_mentioning
+from kafka_chaos.harness.zkclient import close_bounded, connect
 
 
 def kafka_chaos(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", *args], capture_output=True, text=True,
                           timeout=240, cwd=Path(__file__).parents[2])
 
 

@@ -22,10 +22,10 @@ import pytest
 from kazoo.client import KazooClient
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from common.waits import wait_until
-from harness import metadata, processes
-from harness.cluster import BrokerControl, Cluster
-from harness.config import (
+from kafka_chaos.common.waits import wait_until
+from kafka_chaos.harness import metadata, processes
+from kafka_chaos.harness.cluster import BrokerControl, Cluster
+from kafka_chaos.harness.config import (
     KNOWN_BROKER_PROPERTIES,
     KNOWN_PROPERTIES_VERSION,
     NUM_NETWORK_THREADS,
@@ -33,14 +33,14 @@ from harness.config import (
     dump_broker_property_names,
     chaos_cluster_defaults,
 )
-from harness.distribution import resolve_distribution
-from harness.local import STATE_FILE, LocalCluster, NodeStartFailed
-from harness.local_network import partition_problem
-from harness.nodes import zookeeper_four_letter
-from harness.observer import ZkObserver, ZkSnapshot
-from harness.processes import processes_mentioning
-from scenarios.kip291_bench import REQUEST_LOG4J
-from scenarios.request_log import parse_request_lines
+from kafka_chaos.harness.distribution import resolve_distribution
+from kafka_chaos.harness.local import STATE_FILE, LocalCluster, NodeStartFailed
+from kafka_chaos.harness.local_network import partition_problem
+from kafka_chaos.harness.nodes import zookeeper_four_letter
+from kafka_chaos.harness.observer import ZkObserver, ZkSnapshot
+from kafka_chaos.harness.processes import processes_mentioning
+from kafka_chaos.scenarios.kip291_bench import REQUEST_LOG4J
+from kafka_chaos.scenarios.request_log import parse_request_lines
 
 TIMEOUT = 60.0  # generous bound for a busy shared 2-core machine; never a speed assertion
 
@@ -164,7 +164,7 @@ def test_pause_and_resume_a_broker_and_zookeeper(cluster: LocalCluster) -> None:
 
 
 def test_controls_refuse_what_cannot_be_done(cluster: LocalCluster) -> None:
-    from harness.errors import HarnessError, UsageError
+    from kafka_chaos.harness.errors import HarnessError, UsageError
 
     with pytest.raises(UsageError, match="unknown broker id 7"):
         cluster.kill_broker(7)
@@ -201,7 +201,7 @@ def test_teardown_leaves_nothing_behind(cluster: LocalCluster) -> None:
 
 
 def kafka_chaos(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", *args], capture_output=True, text=True,
                           timeout=240, cwd=Path(__file__).parents[2])
 
 

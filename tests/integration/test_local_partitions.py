@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from common.waits import wait_until
-from harness.config import ClusterConfig
-from harness.distribution import resolve_distribution
-from harness.local import LocalCluster
-from harness.local_network import our_chains, partition_problem
-from harness.nodes import free_ports
-from harness.zkclient import close_bounded, connect
+from kafka_chaos.common.waits import wait_until
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.distribution import resolve_distribution
+from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local_network import our_chains, partition_problem
+from kafka_chaos.harness.nodes import free_ports
+from kafka_chaos.harness.zkclient import close_bounded, connect
 
 pytestmark = pytest.mark.skipif(partition_problem() is not None, reason=str(partition_problem()))
 

@@ -14,17 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common.waits import wait_until
-from harness import metadata
-from harness.local import STATE_FILE, LocalCluster
-from harness.observer import ZkObserver
-from harness.processes import processes_mentioning
-from oracle import BrokerFailure, predict
-from scenarios.observation import cluster_state_of, mismatches
+from kafka_chaos.common.waits import wait_until
+from kafka_chaos.harness import metadata
+from kafka_chaos.harness.local import STATE_FILE, LocalCluster
+from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.harness.processes import processes_mentioning
+from kafka_chaos.oracle import BrokerFailure, predict
+from kafka_chaos.scenarios.observation import cluster_state_of, mismatches
 
 
 def kafka_chaos(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", *args], capture_output=True, text=True,
                           timeout=240, cwd=Path(__file__).parents[2])
 
 

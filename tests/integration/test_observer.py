@@ -11,12 +11,12 @@ import pytest
 from kazoo.client import KazooClient
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from harness import metadata, zkpaths
-from harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
-from harness.distribution import resolve_distribution
-from harness.errors import HarnessError
-from harness.local import LocalCluster
-from harness.observer import (
+from kafka_chaos.harness import metadata, zkpaths
+from kafka_chaos.harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
+from kafka_chaos.harness.distribution import resolve_distribution
+from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.observer import (
     BROKER_GONE,
     BROKER_REGISTERED,
     PARTITION_STATE,
@@ -27,8 +27,8 @@ from harness.observer import (
     ZkObserver,
     ZkSnapshot,
 )
-from harness.zkadmin import ZkAdmin
-from harness.zkevents import (
+from kafka_chaos.harness.zkadmin import ZkAdmin
+from kafka_chaos.harness.zkevents import (
     AdminZnodeChanged,
     BrokerGone,
     PartitionStateWritten,

@@ -16,14 +16,14 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
 
-from harness import metadata
-from harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
-from harness.distribution import resolve_distribution
-from harness.local import LocalCluster
-from harness.metadata import MetadataError
-from harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
-from harness.zkadmin import ZkAdmin
-from oracle import (
+from kafka_chaos.harness import metadata
+from kafka_chaos.harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
+from kafka_chaos.harness.distribution import resolve_distribution
+from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.metadata import MetadataError
+from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
+from kafka_chaos.harness.zkadmin import ZkAdmin
+from kafka_chaos.oracle import (
     Alternative,
     BrokerFailure,
     BrokerStartup,

@@ -20,10 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli.run import run_scenarios
-from results.report import run_report
-from results.writer import read_records
-from scenarios.schedule import load
+from kafka_chaos.cli.run import run_scenarios
+from kafka_chaos.results.report import run_report
+from kafka_chaos.results.writer import read_records
+from kafka_chaos.scenarios.schedule import load
 from tests.integration.test_deflake import FailsOnce
 
 SCHEDULES = Path(__file__).parent / "schedules"
@@ -34,7 +34,7 @@ def kafka_chaos(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """A printed ``kafka-chaos ...`` command, run as printed from ``cwd`` (the console script is
     this interpreter's ``cli.main``)."""
     assert argv[0] == "kafka-chaos", argv
-    return subprocess.run([sys.executable, "-m", "cli.main", *argv[1:]], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", *argv[1:]], capture_output=True, text=True,
                           timeout=600, cwd=cwd, env=_with_repo_on_path())
 
 

@@ -6,13 +6,13 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from cli.main import main
-from oracle import BrokerFailure, predict
-from results.verdicts import verdict_changes
-from results.writer import read_records
-from scenarios.catalogue import by_names, suite
-from scenarios.checkers import check_history, to_records
-from scenarios.history import HistoryProblem, read_history
+from kafka_chaos.cli.main import main
+from kafka_chaos.oracle import BrokerFailure, predict
+from kafka_chaos.results.verdicts import verdict_changes
+from kafka_chaos.results.writer import read_records
+from kafka_chaos.scenarios.catalogue import by_names, suite
+from kafka_chaos.scenarios.checkers import check_history, to_records
+from kafka_chaos.scenarios.history import HistoryProblem, read_history
 
 
 def test_smoke_suite_passes_and_records_everything(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def _wrong_leader(state, events):
 
 
 def test_a_wrong_expectation_fails_the_run(tmp_path: Path) -> None:
-    from cli.run import run_scenarios
+    from kafka_chaos.cli.run import run_scenarios
 
     results = tmp_path / "results"
     rc = run_scenarios(by_names(["leader_hard_kill"]), seed=7, results_dir=results, report=False,

@@ -20,15 +20,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness import metadata
-from harness.config import ClusterConfig
-from harness.distribution import resolve_distribution
-from harness.local import LocalCluster
-from harness.observer import ZkObserver
-from harness.zksnapshot import ZkSnapshot
-from oracle import AddPartitions, BrokerFailure, BrokerStartup, ClusterState, DeleteTopic, predict
-from scenarios.faults.topics import write_partitions_znode
-from scenarios.observation import cluster_state_of, mismatches
+from kafka_chaos.harness import metadata
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.distribution import resolve_distribution
+from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
+from kafka_chaos.oracle import AddPartitions, BrokerFailure, BrokerStartup, ClusterState, DeleteTopic, predict
+from kafka_chaos.scenarios.faults.topics import write_partitions_znode
+from kafka_chaos.scenarios.observation import cluster_state_of, mismatches
 
 DOWN = 3
 

@@ -12,14 +12,14 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from harness import zkpaths
-from harness.config import AUTO_LEADER_REBALANCE_ENABLE, ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
-from harness.distribution import resolve_distribution
-from harness.local import LocalCluster
-from harness.metadata import alter_topic_config, create_topic
-from harness.observer import ZkObserver
-from scenarios.delivery import Ack, largest_gap, validate_delivery
-from scenarios.workload import Workload, WorkloadError
+from kafka_chaos.harness import zkpaths
+from kafka_chaos.harness.config import AUTO_LEADER_REBALANCE_ENABLE, ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
+from kafka_chaos.harness.distribution import resolve_distribution
+from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.metadata import alter_topic_config, create_topic
+from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.scenarios.delivery import Ack, largest_gap, validate_delivery
+from kafka_chaos.scenarios.workload import Workload, WorkloadError
 
 log = logging.getLogger(__name__)
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from harness.local_network import partition_problem
-from oracle import BrokerFailure, predict
-from results.verdicts import verdict_changes
-from results.writer import read_records
-from scenarios.checkers import check_history, to_records
-from scenarios.history import HistoryProblem, read_history
+from kafka_chaos.cli.main import main
+from kafka_chaos.harness.local_network import partition_problem
+from kafka_chaos.oracle import BrokerFailure, predict
+from kafka_chaos.results.verdicts import verdict_changes
+from kafka_chaos.results.writer import read_records
+from kafka_chaos.scenarios.checkers import check_history, to_records
+from kafka_chaos.scenarios.history import HistoryProblem, read_history
 
 SCENARIOS = ["zookeeper_leader_killed", "zookeeper_quorum_lost_leader_dies", "controller_cut_from_zookeeper_leader"]
 

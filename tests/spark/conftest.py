@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from results.spark_session import start_spark
+    from kafka_chaos.results.spark_session import start_spark
 
     # small_input: the C1 compiler only, as a one-run report's JVM has.  The suite's inputs are a
     # few thousand records; C2's compilations cost more CPU than they win back on this 2-core machine.

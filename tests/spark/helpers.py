@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from results.aggregate import record_schema
-from results.schema import FIELD_NAMES, Record
+from kafka_chaos.results.aggregate import record_schema
+from kafka_chaos.results.schema import FIELD_NAMES, Record
 
 DAY = 86_400.0
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -35,7 +35,7 @@ def records_frame(spark, records):
 def tables_of(spark, records):
     """Every report table over ``records`` (a records frame, as valid lines of one file), as the
     one-pass aggregation finishes them."""
-    from results.aggregate import aggregate_tables
+    from kafka_chaos.results.aggregate import aggregate_tables
 
     frame = records_frame(spark, records).selectExpr(
         "'file:/r/records.jsonl' as source", "'valid' as status", "cast(null as string) as problem",

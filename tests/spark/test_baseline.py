@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from results.report import run_report
-from results.synthetic import write_synthetic_results
+from kafka_chaos.results.report import run_report
+from kafka_chaos.results.synthetic import write_synthetic_results
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = ["*:election:p99=20%,p<0.01", "pass_rate"]
@@ -58,7 +58,7 @@ def cli_process(runs, tmp_path_factory):
     work = tmp_path_factory.mktemp("cli")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "report", str(runs / "after"), "--out", str(work / "out"),
+        [sys.executable, "-m", "kafka_chaos.cli.main", "report", str(runs / "after"), "--out", str(work / "out"),
          "--min-pass-rate", "0.999", "--max-latency", "*:election:p50=0.5",
          "--max-latency", "hard_kill:first_produce:max=1e9", "--baseline", str(runs / "before"),
          *[argument for rule in RULES for argument in ("--max-regression", rule)]],

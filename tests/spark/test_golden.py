@@ -23,10 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from results.aggregate import Aggregates, aggregate
-from results.partials_cache import PartialsCache
-from results.synthetic import write_synthetic_results
-from results.writer import RecordWriter
+from kafka_chaos.results.aggregate import Aggregates, aggregate
+from kafka_chaos.results.partials_cache import PartialsCache
+from kafka_chaos.results.synthetic import write_synthetic_results
+from kafka_chaos.results.writer import RecordWriter
 from tests.spark.helpers import record
 
 GOLDEN = Path(__file__).with_name("golden") / "aggregates.json"
@@ -92,7 +92,7 @@ def same(actual: Any, expected: Any) -> bool:
 def test_the_large_input_way_gives_the_same_aggregates(spark, tmp_path, monkeypatch):
     """Past SMALL_INPUT_BYTES the query is compiled, runs in several tasks, and its partials go
     through Parquet files instead of the driver (results.aggregate.collect_partials)."""
-    import results.aggregate as A
+    import kafka_chaos.results.aggregate as A
 
     monkeypatch.setattr(A, "SMALL_INPUT_BYTES", 0)
     assert_golden(aggregate(spark, golden_input(tmp_path), tmp_path / "tables"), tmp_path)
@@ -127,7 +127,7 @@ def test_a_file_changed_since_it_was_cached_is_read_again(spark, tmp_path):
 def _write_golden() -> None:  # pragma: no cover - run by hand
     import tempfile
 
-    from results.spark_session import start_spark
+    from kafka_chaos.results.spark_session import start_spark
 
     with tempfile.TemporaryDirectory() as work:
         root = Path(work)

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from results.report import run_report
-from results.synthetic import write_synthetic_results
-from results.writer import RecordWriter
+from kafka_chaos.results.report import run_report
+from kafka_chaos.results.synthetic import write_synthetic_results
+from kafka_chaos.results.writer import RecordWriter
 from tests.spark.helpers import record
 
 
@@ -153,7 +153,7 @@ def test_an_entry_unreadable_when_the_report_reads_it_starts_spark_after_all(res
     the report starts its session then, reads the files and gives the same tables."""
     import contextlib
 
-    import results.spark_session
+    import kafka_chaos.results.spark_session
 
     monkeypatch.setenv("KAFKA_CHAOS_REPORT_CACHE", str(tmp_path / "cache"))
     run_report([results_root / "nightly"], tmp_path / "first", spark=spark)
@@ -166,7 +166,7 @@ def test_an_entry_unreadable_when_the_report_reads_it_starts_spark_after_all(res
         started.append(kwargs)
         yield spark
 
-    monkeypatch.setattr(results.spark_session, "spark_session", shared_session)
+    monkeypatch.setattr(kafka_chaos.results.spark_session, "spark_session", shared_session)
     run_report([results_root / "nightly"], tmp_path / "second")
     first, second = (json.loads((tmp_path / name / "summary.json").read_text()) for name in ("first", "second"))
     assert len(started) == 1 and second["timings"]["cached_inputs"] == 0

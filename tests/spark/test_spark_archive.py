@@ -13,7 +13,7 @@ def test_a_failing_spark_archive_build_is_one_warning_and_exit_0(tmp_path: Path)
     # -Xshare:off from the environment: the JVM runs, but cannot dump an archive, so the
     # Spark JVM that would build it does not start at all.
     env = dict(os.environ, KAFKA_CHAOS_CACHE=str(tmp_path / "cache"), JAVA_TOOL_OPTIONS="-Xshare:off")
-    done = subprocess.run([sys.executable, "-m", "results.spark_cds"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "kafka_chaos.results.spark_cds"], capture_output=True, text=True,
                           timeout=300, env=env, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr[-3000:]
     assert [line for line in done.stderr.splitlines() if line.startswith("no Spark class-data archive (")], \

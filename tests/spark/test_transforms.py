@@ -1,4 +1,4 @@
-"""results.aggregate's extract and its one pass on small inputs: every table, from records."""
+"""kafka_chaos.results.aggregate's extract and its one pass on small inputs: every table, from records."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
-from results import aggregate as A
-from results.schema import FIELD_NAMES
-from results.tables import FAILURE_COLUMNS
+from kafka_chaos.results import aggregate as A
+from kafka_chaos.results.schema import FIELD_NAMES
+from kafka_chaos.results.tables import FAILURE_COLUMNS
 from tests.spark.helpers import DAY, T0, record, tables_of
 
 
@@ -184,7 +184,7 @@ def test_one_query_and_no_shuffle_for_a_small_input(spark, tmp_path):
 def test_a_failed_spark_query_is_one_line_of_harness_error(spark, tmp_path, monkeypatch):
     """A job Spark aborts (here as py4j reports it: a Java stack trace in the message) reaches
     the user as one line naming the reason, not a traceback."""
-    from common.errors import HarnessError
+    from kafka_chaos.common.errors import HarnessError
 
     path = tmp_path / "records.jsonl"
     path.write_text(record().to_json() + "\n", encoding="utf-8")

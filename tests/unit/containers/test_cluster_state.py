@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cli.cluster import check_up_options
-from cli.main import main
-from harness.config import ClusterConfig
-from harness.containers.labels import OWNER_LABEL, RUN_LABEL, STATE_DIR_LABEL, detached_labels, owner_alive
-from harness.containers.state import (
+from kafka_chaos.cli.cluster import check_up_options
+from kafka_chaos.cli.main import main
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.containers.labels import OWNER_LABEL, RUN_LABEL, STATE_DIR_LABEL, detached_labels, owner_alive
+from kafka_chaos.harness.containers.state import (
     ContainerState,
     NodeContainer,
     parse_container_state,
@@ -23,9 +23,9 @@ from harness.containers.state import (
     state_backend,
     state_names_run,
 )
-from harness.distribution import KafkaDistribution
-from harness.errors import HarnessError, UsageError
-from harness.local_state import STATE_FILE, write_state
+from kafka_chaos.harness.distribution import KafkaDistribution
+from kafka_chaos.harness.errors import HarnessError, UsageError
+from kafka_chaos.harness.local_state import STATE_FILE, write_state
 
 
 def described(tmp_path: Path, config: ClusterConfig) -> ContainerState:

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.backends import resolve_backend
-from harness.config import ClusterConfig, broker_properties
-from harness.containers.cluster import broker_listeners
-from harness.containers.image import DebPackage, _first_alternatives, jre_image_tag
-from harness.containers.labels import OWNER_LABEL, RUN_LABEL, current_owner, owner_alive, run_labels
-from harness.containers.network import (
+from kafka_chaos.harness.backends import resolve_backend
+from kafka_chaos.harness.config import ClusterConfig, broker_properties
+from kafka_chaos.harness.containers.cluster import broker_listeners
+from kafka_chaos.harness.containers.image import DebPackage, _first_alternatives, jre_image_tag
+from kafka_chaos.harness.containers.labels import OWNER_LABEL, RUN_LABEL, current_owner, owner_alive, run_labels
+from kafka_chaos.harness.containers.network import (
     CHAIN,
     SHAPER_CHAIN,
     Peers,
@@ -26,7 +26,7 @@ from harness.containers.network import (
     loss_rules,
     shaper_commands,
 )
-from harness.containers.nodes import (
+from kafka_chaos.harness.containers.nodes import (
     SUBNET_CANDIDATES,
     container_ensemble_properties,
     free_subnets,
@@ -35,7 +35,7 @@ from harness.containers.nodes import (
     zookeeper_alias,
     zookeeper_connect_string,
 )
-from harness.errors import HarnessError, UsageError
+from kafka_chaos.harness.errors import HarnessError, UsageError
 
 APT_CACHE_DEPENDS = """\
 openjdk-17-jre-headless
@@ -109,7 +109,7 @@ def test_container_listeners_inter_broker_on_the_network_clients_on_loopback() -
 
 
 def test_a_control_plane_listener_is_a_third_listener_on_the_network_only() -> None:
-    from harness.containers.nodes import bind_listeners
+    from kafka_chaos.harness.containers.nodes import bind_listeners
 
     props = broker_properties(ClusterConfig(brokers=3, control_plane_listener=True), 2,
                               zookeeper_connect="zookeeper:2181", listeners=broker_listeners(2, 40002, True),
@@ -199,7 +199,7 @@ def test_a_rate_limit_is_an_htb_class_and_classify_rules_to_each_address() -> No
 
 
 def test_established_connections_are_read_from_proc_net_tcp_of_either_family() -> None:
-    from harness.containers.network import established_from
+    from kafka_chaos.harness.containers.network import established_from
 
     header = "  sl  local_address rem_address   st tx_queue ...\n"
     tcp = header + "   0: 0B00E70A:2385 0A00E70A:A1B2 01 00000000:00000000\n"  # 10.231.0.11:9093 <- .10
@@ -213,8 +213,8 @@ def test_established_connections_are_read_from_proc_net_tcp_of_either_family() -
 
 
 def test_class_data_archives_are_named_per_role_and_only_when_the_image_has_them() -> None:
-    from harness.containers.cds import cds_image_tag
-    from harness.containers.nodes import archive_options
+    from kafka_chaos.harness.containers.cds import cds_image_tag
+    from kafka_chaos.harness.containers.nodes import archive_options
 
     assert archive_options("broker", True) == ["-XX:SharedArchiveFile=/opt/kafka/cds/broker.jsa"]
     assert archive_options("zookeeper", True) == ["-XX:SharedArchiveFile=/opt/kafka/cds/zookeeper.jsa"]

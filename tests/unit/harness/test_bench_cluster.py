@@ -1,4 +1,4 @@
-"""harness.backends.open_bench_cluster: the one place the benchmarks build a cluster on either
+"""kafka_chaos.harness.backends.open_bench_cluster: the one place the benchmarks build a cluster on either
 launcher (bench failover, bench kip291): unstarted, so nothing runs here."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 @pytest.mark.parametrize("backend", ["local", "containers"])
 def test_a_bench_cluster_logs_to_files_with_the_benchs_timeouts(backend: str, tmp_path: Path) -> None:
-    from harness.backends import open_bench_cluster
-    from harness.config import ClusterConfig
-    from harness.distribution import KafkaDistribution
+    from kafka_chaos.harness.backends import open_bench_cluster
+    from kafka_chaos.harness.config import ClusterConfig
+    from kafka_chaos.harness.distribution import KafkaDistribution
 
     config = ClusterConfig(brokers=3, broker_heap="448m", zookeeper_heap="512m")
     cluster = open_bench_cluster(backend, config, KafkaDistribution("3.9.2", tmp_path, "test"), start_timeout=300.0,

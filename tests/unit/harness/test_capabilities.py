@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.backends import NAMESPACE_RULES, missing_capabilities
-from harness.cluster import (
+from kafka_chaos.harness.backends import NAMESPACE_RULES, missing_capabilities
+from kafka_chaos.harness.cluster import (
     CAPABILITY_PROTOCOLS,
     BrokerControl,
     Capability,
@@ -13,7 +13,7 @@ from harness.cluster import (
     ZooKeeperControl,
     capabilities_of,
 )
-from harness.errors import HarnessError, UsageError
+from kafka_chaos.harness.errors import HarnessError, UsageError
 
 
 class _Partitioner:
@@ -42,15 +42,15 @@ def test_capabilities_need_every_member_of_the_protocol() -> None:
 
 
 def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.local
+    import kafka_chaos.harness.local
 
-    monkeypatch.setattr(harness.local, "partition_problem", lambda: "needs root (iptables on loopback)")
+    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: "needs root (iptables on loopback)")
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
                              Capability.NETWORK_DEGRADE]
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
-    monkeypatch.setattr(harness.local, "partition_problem", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: None)
     assert dict(missing_capabilities("local")) == {}
 
 
@@ -70,21 +70,21 @@ def test_an_unknown_backend_is_a_usage_error() -> None:
 
 
 def test_containers_have_the_ensemble_and_link_capabilities(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.containers.network
+    import kafka_chaos.harness.containers.network
 
-    monkeypatch.setattr(harness.containers.network, "check_partition_tools", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", lambda: None)
     missing = missing_capabilities("containers")
     assert not set(missing) & {Capability.ZOOKEEPER_ENSEMBLE, Capability.ZOOKEEPER_LINK_PARTITION,
                                Capability.NETWORK_DEGRADE, Capability.NETWORK_PARTITION}
 
 
 def test_containers_without_root_lack_every_namespace_rule_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.containers.network
+    import kafka_chaos.harness.containers.network
 
     def no_root() -> None:
         raise HarnessError("network partitions need root on the host")
 
-    monkeypatch.setattr(harness.containers.network, "check_partition_tools", no_root)
+    monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", no_root)
     missing = missing_capabilities("containers")
     assert {c: missing[c] for c in NAMESPACE_RULES} == {c: "network partitions need root on the host"
                                                         for c in NAMESPACE_RULES}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import config as c
-from harness.config import ClusterConfig, broker_properties, parse_set_options, zookeeper_properties
-from harness.errors import UsageError
+from kafka_chaos.harness import config as c
+from kafka_chaos.harness.config import ClusterConfig, broker_properties, parse_set_options, zookeeper_properties
+from kafka_chaos.harness.errors import UsageError
 
 
 def props(cfg: ClusterConfig, broker_id: int = 1) -> dict[str, str]:

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from harness.kafka_wire import (
+from kafka_chaos.harness.kafka_wire import (
     CLIENT_ID,
     WireFormatError,
     WirePartition,

@@ -1,4 +1,4 @@
-"""harness.link_proxy: the pure delivery schedule (tables, Hypothesis) and the proxy itself on
+"""kafka_chaos.harness.link_proxy: the pure delivery schedule (tables, Hypothesis) and the proxy itself on
 real loopback sockets (an echo server behind it)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from common.errors import HarnessError
-from harness.link_proxy import HEALTHY, DeliveryClock, Faults, LinkProxy, RemoteLinkProxy
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.harness.link_proxy import HEALTHY, DeliveryClock, Faults, LinkProxy, RemoteLinkProxy
 
 # ---------------------------------------------------------------- the schedule (pure)
 

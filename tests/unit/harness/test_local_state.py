@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import ClusterConfig
-from harness.distribution import KafkaDistribution
-from harness.errors import HarnessError, UsageError
-from harness.local_nodes import LocalNode
-from harness.local_state import STATE_FILE, read_state, render_state, write_state
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.distribution import KafkaDistribution
+from kafka_chaos.harness.errors import HarnessError, UsageError
+from kafka_chaos.harness.local_nodes import LocalNode
+from kafka_chaos.harness.local_state import STATE_FILE, read_state, render_state, write_state
 
 
 def node(tmp_path: Path, name: str, port: int) -> LocalNode:

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from common.errors import HarnessError, UsageError
-from harness import config as c
-from harness.local_log_dirs import LocalLogDirControls
-from harness.log_dirs import fail_directory, is_failed, partition_of, partitions_in, repair_directory
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness import config as c
+from kafka_chaos.harness.local_log_dirs import LocalLogDirControls
+from kafka_chaos.harness.log_dirs import fail_directory, is_failed, partition_of, partitions_in, repair_directory
 
 
 @pytest.mark.parametrize(("count", "expected"), [

@@ -1,11 +1,11 @@
-"""harness.metadata refuses bad arguments before talking to any broker."""
+"""kafka_chaos.harness.metadata refuses bad arguments before talking to any broker."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness import metadata
-from harness.errors import UsageError
+from kafka_chaos.harness import metadata
+from kafka_chaos.harness.errors import UsageError
 
 
 @pytest.mark.parametrize("bootstrap", ["127.0.0.1:1,127.0.0.1:2", "127.0.0.1", "", "host:port"])

@@ -1,11 +1,11 @@
-"""harness.node_logs: which files hold the controller lines, and reading only what was appended
+"""kafka_chaos.harness.node_logs: which files hold the controller lines, and reading only what was appended
 after a mark (a broker restarted appends to the same files)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.node_logs import JVM_TIMEZONE_FLAG, LogCursor, controller_log_files
+from kafka_chaos.harness.node_logs import JVM_TIMEZONE_FLAG, LogCursor, controller_log_files
 
 
 class _Cluster:
@@ -49,8 +49,8 @@ def test_only_lines_appended_after_the_mark_are_read(tmp_path: Path) -> None:
 
 def test_every_node_jvm_logs_in_utc() -> None:
     """The controller-log parser reads timestamps as UTC: both launchers must start every JVM so."""
-    from harness.containers.nodes import java_command
-    from harness.local_nodes import jvm_command
+    from kafka_chaos.harness.containers.nodes import java_command
+    from kafka_chaos.harness.local_nodes import jvm_command
 
     local = jvm_command("java", "1g", [], "cp", Path("l.properties"), Path("logs"), "kafka.Kafka", Path("s.properties"))
     container = java_command("1g", [], "kafka.Kafka", "s.properties")

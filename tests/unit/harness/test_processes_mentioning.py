@@ -7,7 +7,7 @@ import subprocess
 import sys
 import uuid
 
-PROBE = ("import sys; from harness.processes import processes_mentioning; "
+PROBE = ("import sys; from kafka_chaos.harness.processes import processes_mentioning; "
          "print(sorted(processes_mentioning(sys.argv[1])))")
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.cluster import (
+from kafka_chaos.harness.cluster import (
     CAPABILITY_PROTOCOLS,
     BrokerControl,
     Capability,
@@ -30,8 +30,8 @@ from harness.cluster import (
     capabilities_of,
     protocol_members,
 )
-from harness.containers.cluster import ContainerCluster
-from harness.local import LocalCluster
+from kafka_chaos.harness.containers.cluster import ContainerCluster
+from kafka_chaos.harness.local import LocalCluster
 
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
@@ -105,11 +105,11 @@ def test_every_protocol_member_is_implemented_compatibly(case: tuple[type, type]
 
 @pytest.mark.parametrize("launcher", list(CLAIMS), ids=lambda c: c.__name__)
 def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.containers.cluster
-    import harness.local
+    import kafka_chaos.harness.containers.cluster
+    import kafka_chaos.harness.local
 
-    monkeypatch.setattr(harness.local, "partition_problem", lambda: None)  # as on a root host
-    monkeypatch.setattr(harness.containers.cluster, "log_dir_problem", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: None)  # as on a root host
+    monkeypatch.setattr(kafka_chaos.harness.containers.cluster, "log_dir_problem", lambda: None)
     claimed = {c for c, protocol in CAPABILITY_PROTOCOLS.items() if protocol in CLAIMS[launcher]}
     assert capabilities_of(launcher) == claimed
     unclaimed = [p for p in PROTOCOLS if p not in CLAIMS[launcher]]
@@ -119,11 +119,11 @@ def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeyp
 
 
 def test_the_local_launcher_cuts_networks_only_where_the_host_can(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.local
+    import kafka_chaos.harness.local
 
-    monkeypatch.setattr(harness.local, "partition_problem", lambda: "needs root")
+    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: "needs root")
     assert Capability.NETWORK_PARTITION not in capabilities_of(LocalCluster)
-    monkeypatch.setattr(harness.local, "partition_problem", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: None)
     assert Capability.NETWORK_PARTITION in capabilities_of(LocalCluster)
     assert Capability.NETWORK_PARTITION in capabilities_of(ContainerCluster)
 
@@ -146,8 +146,8 @@ def test_a_launcher_missing_a_method_or_with_an_incompatible_one_is_caught() -> 
 
 def test_the_containers_launcher_fails_log_dirs_only_as_root(monkeypatch: pytest.MonkeyPatch) -> None:
     # It reaches a container's directories through /proc/<pid>/root (harness.containers.log_dirs).
-    import harness.containers.cluster
+    import kafka_chaos.harness.containers.cluster
 
-    monkeypatch.setattr(harness.containers.cluster, "log_dir_problem", lambda: "needs root")
+    monkeypatch.setattr(kafka_chaos.harness.containers.cluster, "log_dir_problem", lambda: "needs root")
     assert Capability.LOG_DIR_FAILURE not in capabilities_of(ContainerCluster)
     assert Capability.BROKER_CONTROL in capabilities_of(ContainerCluster)

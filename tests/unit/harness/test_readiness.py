@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import readiness
+from kafka_chaos.harness import readiness
 
 
 def test_a_broker_whose_registration_expires_during_the_wait_is_no_longer_expected(

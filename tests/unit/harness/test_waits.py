@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from common.errors import HarnessError
-from common.waits import WaitTimeout, wait_until
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.common.waits import WaitTimeout, wait_until
 
 
 def test_returns_the_first_accepted_value() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from common.errors import HarnessError, UsageError
-from harness.config import ClusterConfig
-from harness.zk_ensemble import ZkServer, ensemble_properties, parse_mode, quorum_size
-from scenarios.faults.zookeeper import choose_servers, majority
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.zk_ensemble import ZkServer, ensemble_properties, parse_mode, quorum_size
+from kafka_chaos.scenarios.faults.zookeeper import choose_servers, majority
 
 
 def test_a_lone_server_stays_standalone_and_an_ensemble_lists_every_server() -> None:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import zkpaths
-from harness.zkadmin import merge_config
-from harness.zkevents import (
+from kafka_chaos.harness import zkpaths
+from kafka_chaos.harness.zkadmin import merge_config
+from kafka_chaos.harness.zkevents import (
     ADMIN_ZNODE_KINDS,
     EVENT_KINDS,
     AdminZnodeChanged,
@@ -29,7 +29,7 @@ from harness.zkevents import (
     event_from_dict,
     event_to_dict,
 )
-from harness.zksnapshot import PartitionZkState, ZkSnapshot
+from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 
 stamps = st.floats(min_value=0, max_value=4e9, allow_nan=False)
 ids = st.integers(min_value=-1, max_value=2**31 - 1)

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness import zkpaths
-from harness.errors import UsageError
-from harness.observer import PartitionZkState, ZkSnapshot, partition_zk_state
-from harness.zkpaths import LeaderIsrState, TopicAssignment, ZnodeFormatError
+from kafka_chaos.harness import zkpaths
+from kafka_chaos.harness.errors import UsageError
+from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot, partition_zk_state
+from kafka_chaos.harness.zkpaths import LeaderIsrState, TopicAssignment, ZnodeFormatError
 
 TOPIC_ZNODE = (b'{"partitions":{"0":[3,1,2],"1":[1,2,3],"10":[2,3,1]},"topic_id":"eXvbBOQOSb2yPSpx0Gf1Jw",'
                b'"adding_replicas":{},"removing_replicas":{},"version":3}')

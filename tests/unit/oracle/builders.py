@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from oracle import ClusterState, PartitionPhase, PartitionState, TopicPartition, TopicState
-from oracle.controller import apply_event
+from kafka_chaos.oracle import ClusterState, PartitionPhase, PartitionState, TopicPartition, TopicState
+from kafka_chaos.oracle.controller import apply_event
 
 ONLINE, OFFLINE, NEW = PartitionPhase.ONLINE, PartitionPhase.OFFLINE, PartitionPhase.NEW
 

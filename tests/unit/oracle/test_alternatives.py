@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import (
+from kafka_chaos.oracle import (
     Alternative,
     BrokerFailure,
     BrokerStartup,
@@ -16,7 +16,7 @@ from oracle import (
     apply_event_alternatives,
     predict,
 )
-from oracle.controller import MAX_UNORDERED_BROKERS, _broker_orders, _failure_orders, ordered_set_partitions
+from kafka_chaos.oracle.controller import MAX_UNORDERED_BROKERS, _broker_orders, _failure_orders, ordered_set_partitions
 from tests.unit.oracle.builders import cluster, lit, new_part, one, part
 
 UNCLEAN_ON = {"t": {"unclean.leader.election.enable": "true"}}

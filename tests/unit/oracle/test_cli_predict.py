@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
+from kafka_chaos.cli.main import main
 from tests.unit.oracle.test_jsonio import ISSUE_EXAMPLE
 
 REPO = Path(__file__).resolve().parents[3]
@@ -70,7 +70,7 @@ def test_missing_file(tmp_path, capsys):
 
 def _run(payload: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "cli.main", "predict", *args, "-"],
+        [sys.executable, "-m", "kafka_chaos.cli.main", "predict", *args, "-"],
         input=payload, capture_output=True, text=True, cwd=REPO, timeout=60,
     )
 

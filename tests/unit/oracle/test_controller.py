@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import (
+from kafka_chaos.oracle import (
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,

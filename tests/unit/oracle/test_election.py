@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import election
+from kafka_chaos.oracle import election
 from tests.unit.oracle.builders import NEW, ONLINE, lit, new_part, part
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import BrokerFailure, BrokerStartup, ControlledShutdown, PreferredElection, Reassign, UncleanElection
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ControlledShutdown, PreferredElection, Reassign, UncleanElection
 from tests.unit.oracle.builders import T0, one, part, run
 
 EPOCH_PATHS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import (
+from kafka_chaos.oracle import (
     BrokerFailure,
     BrokerStartup,
     ControlledShutdown,
@@ -19,8 +19,8 @@ from oracle import (
     apply_event,
     predict,
 )
-from oracle import config as cfg
-from oracle.scala_order import hash_map_order
+from kafka_chaos.oracle import config as cfg
+from kafka_chaos.oracle.scala_order import hash_map_order
 from tests.unit.oracle.builders import NEW, ONLINE, cluster, lit, new_part, one, part, run
 
 N, U, E = Outcome.NO_REPLICA_ONLINE, Outcome.UNCHANGED, Outcome.ELECTED

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from oracle import BrokerFailure, ControlledShutdown, CreateTopic, PartitionPhase, TopicConfigChange, predict
-from oracle.jsonio import OracleInputError, parse_json_text, parse_request, render_prediction
+from kafka_chaos.oracle import BrokerFailure, ControlledShutdown, CreateTopic, PartitionPhase, TopicConfigChange, predict
+from kafka_chaos.oracle.jsonio import OracleInputError, parse_json_text, parse_request, render_prediction
 
 ISSUE_EXAMPLE = {
     "brokers": [1, 2, 3],

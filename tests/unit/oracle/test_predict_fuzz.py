@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.main import main
+from kafka_chaos.cli.main import main
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -215,6 +215,6 @@ def test_huge_integer_literal(capsys, monkeypatch):
 
 def test_as_a_process_no_traceback():
     for payload in ('{"brokers":[1],"events":[{"type":[1]}]}', "[" * 100000):
-        done = subprocess.run([sys.executable, "-m", "cli.main", "predict", "-"], input=payload,
+        done = subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", "predict", "-"], input=payload,
                               capture_output=True, text=True, cwd=REPO, timeout=60)
         assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1

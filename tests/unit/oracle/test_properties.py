@@ -8,7 +8,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oracle import (
+from kafka_chaos.oracle import (
     AddPartitions,
     AutoRebalance,
     BrokerFailure,
@@ -29,9 +29,9 @@ from oracle import (
     apply_event,
     settled,
 )
-from oracle import config as cfg
-from oracle import election
-from oracle.state import NO_LEADER, PartitionPhase
+from kafka_chaos.oracle import config as cfg
+from kafka_chaos.oracle import election
+from kafka_chaos.oracle.state import NO_LEADER, PartitionPhase
 
 BROKERS = (1, 2, 3, 4)
 # ORACLE_HYPOTHESIS_EXAMPLES=5000 for a deeper hunt; the default keeps the suite well under a minute.

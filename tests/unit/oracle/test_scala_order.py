@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oracle.scala_order import _BIT_PARTITION_MASK, hash_map_order, improve
+from kafka_chaos.oracle.scala_order import _BIT_PARTITION_MASK, hash_map_order, improve
 
 TABLE = Path(__file__).parent / "data" / "scala_groupby_order.txt"
 

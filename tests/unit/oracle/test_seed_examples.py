@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oracle import BrokerFailure, BrokerStartup, Outcome, PreferredElection, Reassign, predict
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Outcome, PreferredElection, Reassign, predict
 from tests.unit.oracle.builders import T0, lit, one, part
 
 UNCLEAN_ON = {"t": {"unclean.leader.election.enable": "true"}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle.selectors import (
+from kafka_chaos.oracle.selectors import (
     controlled_shutdown_partition_leader_election,
     offline_partition_leader_election,
     preferred_replica_partition_leader_election,

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from oracle import (
+from kafka_chaos.oracle import (
     AddPartitions,
     BrokerFailure,
     BrokerStartup,
@@ -25,7 +25,7 @@ from oracle import (
     apply_event,
     predict,
 )
-from oracle.jsonio import OracleInputError, parse_request, render_state
+from kafka_chaos.oracle.jsonio import OracleInputError, parse_request, render_state
 from tests.unit.oracle.builders import NEW, ONLINE, cluster, new_part, part
 
 T0 = TopicPartition("t", 0)

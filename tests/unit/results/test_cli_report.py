@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cli.main import main
+from kafka_chaos.cli.main import main
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -53,7 +53,7 @@ def test_gate_on_an_empty_report_fails(tmp_path):
 
 
 def test_importing_the_report_api_does_not_load_spark_or_matplotlib():
-    code = ("import sys, results.report, cli.report; "
+    code = ("import sys, kafka_chaos.results.report, kafka_chaos.cli.report; "
             "heavy = [m for m in ('pyspark', 'matplotlib', 'py4j') if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from common.errors import UsageError
-from results import plots
-from results.gates import latency_failures, parse_latency_limit
-from results.html import render_html, timeline_anchor
-from results.svg import FALLBACK_COLOURS
-from results.timeline import timeline_of, timelines
-from scenarios.clientops import ClientOps, FailedSend, Poll
-from scenarios.delivery import Ack
-from scenarios.history import HistoryWriter, ScenarioFinished
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.results import plots
+from kafka_chaos.results.gates import latency_failures, parse_latency_limit
+from kafka_chaos.results.html import render_html, timeline_anchor
+from kafka_chaos.results.svg import FALLBACK_COLOURS
+from kafka_chaos.results.timeline import timeline_of, timelines
+from kafka_chaos.scenarios.clientops import ClientOps, FailedSend, Poll
+from kafka_chaos.scenarios.delivery import Ack
+from kafka_chaos.scenarios.history import HistoryWriter, ScenarioFinished
 from tests.unit.scenarios.histories import RUN, T0, hard_kill_step
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -82,7 +82,7 @@ def test_timelines_pick_the_failing_iterations_and_the_html_shows_them(tmp_path:
 
 
 def test_damaged_history_lines_are_skipped_and_only_drawn_iterations_parsed(tmp_path: Path) -> None:
-    from results.timeline import load_histories
+    from kafka_chaos.results.timeline import load_histories
 
     writer = HistoryWriter(tmp_path)
     for obs in _scenario():

@@ -1,4 +1,4 @@
-"""results.comparison: the baseline statistics (tables and Hypothesis properties)."""
+"""kafka_chaos.results.comparison: the baseline statistics (tables and Hypothesis properties)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from common.errors import UsageError
-from results.comparison import (DEFAULT_RULES, LatencyRule, PassRateRule, Side, ValueCounts, compare,
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.results.comparison import (DEFAULT_RULES, LatencyRule, PassRateRule, Side, ValueCounts, compare,
                                 comparison_document, mann_whitney_greater, outcomes_from_pass_rates, parse_rule,
                                 round_significant, samples_document, samples_from_document,
                                 value_counts_from_spark_rows, wilson_interval)

@@ -1,11 +1,11 @@
-"""results.gates: parsing the CLI's limits and deciding the CI gate."""
+"""kafka_chaos.results.gates: parsing the CLI's limits and deciding the CI gate."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.errors import UsageError
-from results.gates import (LatencyLimit, gate_failures, latency_failures, parse_latency_limit,
+from kafka_chaos.harness.errors import UsageError
+from kafka_chaos.results.gates import (LatencyLimit, gate_failures, latency_failures, parse_latency_limit,
                            parse_min_pass_rate, pass_rate_failure)
 
 LATENCY = [

@@ -1,11 +1,11 @@
-"""results.inputs: which files a report reads; missing and empty inputs become problems."""
+"""kafka_chaos.results.inputs: which files a report reads; missing and empty inputs become problems."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.errors import UsageError
-from results.inputs import empty_file_problems, locate_inputs, record_files
+from kafka_chaos.harness.errors import UsageError
+from kafka_chaos.results.inputs import empty_file_problems, locate_inputs, record_files
 
 
 def test_run_dir_dir_of_runs_and_file(tmp_path):

@@ -1,4 +1,4 @@
-"""results.partials_cache: per-file partial aggregates kept between reports (no Spark here: the
+"""kafka_chaos.results.partials_cache: per-file partial aggregates kept between reports (no Spark here: the
 golden tests in tests/spark check what a cached report computes)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 
 import pyarrow as pa
 
-from results.partials_cache import FilePartials, PartialsCache, merged
+from kafka_chaos.results.partials_cache import FilePartials, PartialsCache, merged
 
 
 def records(tmp_path, name="records.jsonl", text='{"a": 1}\n'):
@@ -61,7 +61,7 @@ def test_other_code_finds_none_of_the_entries(tmp_path, monkeypatch):
     cache = PartialsCache(tmp_path / "cache")
     path = records(tmp_path)
     cache.store(path, partials(), cache.key(path))
-    monkeypatch.setattr("results.partials_cache.code_version", lambda: "another query")
+    monkeypatch.setattr("kafka_chaos.results.partials_cache.code_version", lambda: "another query")
     assert PartialsCache(tmp_path / "cache").load(path) is None
 
 

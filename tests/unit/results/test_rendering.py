@@ -7,9 +7,9 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-from results import plots, svg
-from results.html import render_html
-from results.terminal import render_terminal
+from kafka_chaos.results import plots, svg
+from kafka_chaos.results.html import render_html
+from kafka_chaos.results.terminal import render_terminal
 
 
 
@@ -159,7 +159,7 @@ def test_html_is_self_contained_and_escaped():
 
 
 def test_the_verdict_and_the_failing_checks_come_first_with_replay_commands() -> None:
-    from results.html import replay_command
+    from kafka_chaos.results.html import replay_command
 
     assert replay_command({"scenario": "leader_hard_kill", "seed": 7, "backend": "local", "iteration": 2}) == (
         "kafka-chaos run --scenario leader_hard_kill --seed 7 --backend local --iterations 3")
@@ -169,7 +169,7 @@ def test_the_verdict_and_the_failing_checks_come_first_with_replay_commands() ->
 
 
 def test_replay_commands_name_the_schedule_the_run_kept_where_the_report_found_it(tmp_path) -> None:
-    from results.report import with_replay_commands
+    from kafka_chaos.results.report import with_replay_commands
 
     run = tmp_path / "results-1"
     (run / "schedules").mkdir(parents=True)
@@ -183,7 +183,7 @@ def test_replay_commands_name_the_schedule_the_run_kept_where_the_report_found_i
 
 
 def test_the_heatmap_draws_any_number_of_cells() -> None:
-    from results.plots import pass_rate_heatmap
+    from kafka_chaos.results.plots import pass_rate_heatmap
 
     assert pass_rate_heatmap([]) is None
     rows = [{"scenario": f"s{i}", "check": f"c{j}", "passed": (i + j) % 3, "failed": int(i == j), "unknown": 0}
@@ -212,7 +212,7 @@ def test_the_controller_table_shows_each_fault_and_older_summaries_render_withou
 
 
 def test_a_failed_checks_evidence_is_the_sentence_then_its_fields_long_ones_folded() -> None:
-    from results.html import evidence
+    from kafka_chaos.results.html import evidence
 
     observed = {"misplaced": 1, "misplaced_evidence": [{"key": f"k-{i}", "why": "<x>" * 5} for i in range(30)]}
     cell = evidence({"detail": "t-0: 1 misplaced <k>", "expected": '{"misplaced": 0}', "observed": json.dumps(observed)})

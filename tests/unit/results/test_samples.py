@@ -1,4 +1,4 @@
-"""results.samples: the vectorised latency kernels give what the per-value definitions give,
+"""kafka_chaos.results.samples: the vectorised latency kernels give what the per-value definitions give,
 bit for bit (numpy's log10 is not C's: values at a decade or bin boundary are the hard cases)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from results import tables as T
-from results.comparison import mantissa_exponent
-from results.samples import Samples, log_buckets, mantissas_exponents
+from kafka_chaos.results import tables as T
+from kafka_chaos.results.comparison import mantissa_exponent
+from kafka_chaos.results.samples import Samples, log_buckets, mantissas_exponents
 
 # Latencies as records hold them (0.1 ms steps), any double, and the boundaries: powers of ten,
 # histogram edges, halves at the third significant digit, and their neighbours one ulp away.
@@ -80,7 +80,7 @@ def test_no_samples_make_empty_tables():
        st.booleans())
 def test_grouping_keeps_equal_keys_together_in_key_order_and_the_given_order_within(rows, wide):
     """Both ways of grouping (one mixed-radix key, or lexsort when its width would overflow)."""
-    from results.samples import grouped
+    from kafka_chaos.results.samples import grouped
 
     scale = 1 << 40 if wide else 1  # two keys 2^40 wide: past 2^62, the lexsort way
     first = np.array([a * scale for a, _, _ in rows], dtype=np.int64)

@@ -1,10 +1,10 @@
-"""results.synthetic: generated lines are valid records of every kind the report needs."""
+"""kafka_chaos.results.synthetic: generated lines are valid records of every kind the report needs."""
 
 from __future__ import annotations
 
-from results.schema import LATENCY_PHASES
-from results.synthetic import write_synthetic_results
-from results.writer import read_records
+from kafka_chaos.results.schema import LATENCY_PHASES
+from kafka_chaos.results.synthetic import write_synthetic_results
+from kafka_chaos.results.writer import read_records
 
 
 def test_generated_records_parse_and_cover_outcomes_and_phases(tmp_path):

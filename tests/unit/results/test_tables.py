@@ -1,4 +1,4 @@
-"""results.tables: the report's tables finished from partial aggregates, against plain definitions
+"""kafka_chaos.results.tables: the report's tables finished from partial aggregates, against plain definitions
 computed from the individual samples and records."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from results import tables as T
-from results.comparison import round_significant, value_counts_from_spark_rows
+from kafka_chaos.results import tables as T
+from kafka_chaos.results.comparison import round_significant, value_counts_from_spark_rows
 
 FAULTS = st.sampled_from(["hard_kill", "controlled_shutdown", "none"])
 PHASES = st.sampled_from(["detection", "election", "client_gap", "zz_custom"])
@@ -67,7 +67,7 @@ def test_latency_rows_go_by_fault_then_a_leader_switchs_phase_order_then_the_key
 
 
 def test_nearest_rank_on_known_values():
-    from results.samples import grouped, nearest_ranks
+    from kafka_chaos.results.samples import grouped, nearest_ranks
 
     ms, counts = np.array([1.0, 2.0, 3.0, 10.0]), np.array([5, 3, 1, 1], dtype=np.int64)  # ten samples
     one_group = grouped([np.zeros(4, dtype=np.int64)], within=np.arange(4, dtype=np.int64))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from results.schema import Record
-from results.verdicts import verdict_changes
+from kafka_chaos.results.schema import Record
+from kafka_chaos.results.verdicts import verdict_changes
 
 BASE = Record(run_id="r", scenario="s", iteration=0, seed=1, backend="local", kafka_version="3.9.2", brokers=3,
               partitions=6, kind="check", check="oracle_leader", passed=True, started_at=10.0, finished_at=11.0,

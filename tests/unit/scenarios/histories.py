@@ -6,19 +6,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from harness.observer import PartitionZkState, ZkSnapshot
-from harness.zkevents import BrokerGone, PartitionStateWritten
-from oracle import BrokerFailure
-from scenarios.delivery import Ack
-from scenarios.history import (
+from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot
+from kafka_chaos.harness.zkevents import BrokerGone, PartitionStateWritten
+from kafka_chaos.oracle import BrokerFailure
+from kafka_chaos.scenarios.delivery import Ack
+from kafka_chaos.scenarios.history import (
     ClientActivity,
     FaultTraits,
     PartitionSeen,
     ScenarioRun,
     StepObserved,
 )
-from scenarios.observation import cluster_state_of
-from scenarios.targets import Target
+from kafka_chaos.scenarios.observation import cluster_state_of
+from kafka_chaos.scenarios.targets import Target
 
 T0 = 1000.0
 TOPIC = "t"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scenarios import latency as lat
-from scenarios.controller_log import LogEvent, parse_line, parse_lines, partition_phases
+from kafka_chaos.scenarios import latency as lat
+from kafka_chaos.scenarios.controller_log import LogEvent, parse_line, parse_lines, partition_phases
 
 DATA = Path(__file__).parent / "data" / "controller_logs"
 FAULTS = {"hard_kill": 1795404797.484, "controlled_shutdown": 1795404812.384, "controller_kill": 1795404818.856}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.jmx_exporter import agent_option, metrics_port_of
-from harness.metrics import parse_exposition
-from scenarios import controller_metrics as cm
-from scenarios.controller_metrics import FaultMetrics, MetricsScrape
+from kafka_chaos.harness.jmx_exporter import agent_option, metrics_port_of
+from kafka_chaos.harness.metrics import parse_exposition
+from kafka_chaos.scenarios import controller_metrics as cm
+from kafka_chaos.scenarios.controller_metrics import FaultMetrics, MetricsScrape
 
 DATA = Path(__file__).parent / "data" / "metrics"
 ELECTION = cm.MEASURED["leader_election"][0]

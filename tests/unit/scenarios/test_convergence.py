@@ -10,15 +10,15 @@ from dataclasses import replace
 
 import pytest
 
-from oracle import BrokerFailure, predict
-from scenarios.expectations import converged_to, epochs_exact, expectations, matching
+from kafka_chaos.oracle import BrokerFailure, predict
+from kafka_chaos.scenarios.expectations import converged_to, epochs_exact, expectations, matching
 from tests.unit.scenarios.histories import AFTER, BEFORE, TOPIC, snapshot, zk_partition
 
 TOPICS = [TOPIC]
 
 
 def options_after(*events: object) -> tuple:
-    from scenarios.observation import cluster_state_of
+    from kafka_chaos.scenarios.observation import cluster_state_of
 
     return expectations(predict, cluster_state_of(BEFORE, TOPICS, {}), list(events), rule=None, rule_brokers=(),
                         topics=TOPICS)

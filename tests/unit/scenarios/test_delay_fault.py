@@ -1,4 +1,4 @@
-"""scenarios.faults.delay (network_delay): options, oracle events, holds, and what it asks of
+"""kafka_chaos.scenarios.faults.delay (network_delay): options, oracle events, holds, and what it asks of
 the cluster (a recording stand-in for the LinkDelayer capability: the real proxy is tested in
 tests/unit/harness/test_link_proxy.py and on a real cluster by the benchmark)."""
 
@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from common.errors import UsageError
-from oracle import BrokerFailure, BrokerStartup
-from scenarios.catalogue import by_names
-from scenarios.faults import make_fault
-from scenarios.faults.base import FaultEnv
-from scenarios.schedule import from_scenario, schedule_from_json, schedule_to_json
-from scenarios.targets import Target
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup
+from kafka_chaos.scenarios.catalogue import by_names
+from kafka_chaos.scenarios.faults import make_fault
+from kafka_chaos.scenarios.faults.base import FaultEnv
+from kafka_chaos.scenarios.schedule import from_scenario, schedule_from_json, schedule_to_json
+from kafka_chaos.scenarios.targets import Target
 
 TWO = Target((2,), "broker 2")
 TOPICS: dict[str, Any] = {"topic_names": {}, "topic_partitions": {}}
@@ -72,7 +72,7 @@ def test_bad_options_are_one_line_errors(options: dict[str, Any], message: str) 
 
 
 def test_inject_delays_and_heal_undoes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("scenarios.faults.degrade.time.sleep", lambda s: None)  # LinkFault.inject
+    monkeypatch.setattr("kafka_chaos.scenarios.faults.degrade.time.sleep", lambda s: None)  # LinkFault.inject
     cluster = RecordingCluster()
     fault = make_fault("network_delay", TWO, {"delay_ms": 1500, "jitter_ms": 100}, **TOPICS)
     fault.inject(_env(cluster))
@@ -84,7 +84,7 @@ def test_inject_delays_and_heal_undoes(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(("to", "links"), [("peers", ("peers",)), ("clients", ("clients",)),
                                            ("everyone", ("zookeeper", "peers", "clients"))])
 def test_each_to_names_its_links(monkeypatch: pytest.MonkeyPatch, to: str, links: tuple[str, ...]) -> None:
-    monkeypatch.setattr("scenarios.faults.degrade.time.sleep", lambda s: None)
+    monkeypatch.setattr("kafka_chaos.scenarios.faults.degrade.time.sleep", lambda s: None)
     cluster = RecordingCluster()
     fault = make_fault("network_delay", TWO, {"to": to, "delay_ms": 300}, **TOPICS)
     fault.inject(_env(cluster))
@@ -93,7 +93,7 @@ def test_each_to_names_its_links(monkeypatch: pytest.MonkeyPatch, to: str, links
 
 
 def test_isr_shrink_is_checked_by_the_documented_rules() -> None:
-    from scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
+    from kafka_chaos.scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
 
     options = {"to": "peers", "delay_ms": 2000, "expect": "isr_shrink"}
     assert make_fault("network_delay", TWO, options, **TOPICS).isr_rule == LEADER_ISR_SHRINK
@@ -118,7 +118,7 @@ def test_schedule_link_proxies_must_be_a_boolean() -> None:
 
 
 def test_peer_link_delay_scenarios_need_what_a_cut_needs_and_zookeeper_ones_do_not() -> None:
-    from harness.cluster import Capability
+    from kafka_chaos.harness.cluster import Capability
 
     peer, zk = by_names(["follower_link_delayed_past_lag_time", "leader_zookeeper_link_delayed"])
     assert peer.needs.link_proxies and dict(peer.needs.overrides)["replica.lag.time.max.ms"] == "3000"

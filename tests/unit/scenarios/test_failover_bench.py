@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
-from results.schema import Record
-from scenarios import failover_bench as fb
-from scenarios.controller_log import parse_lines
+from kafka_chaos.cli.main import main
+from kafka_chaos.results.schema import Record
+from kafka_chaos.scenarios import failover_bench as fb
+from kafka_chaos.scenarios.controller_log import parse_lines
 
 DATA = Path(__file__).parent / "data" / "controller_logs"
 HARD_KILL = 1795404797.484  # broker 2 SIGKILLed; it led t-1 and t-4
@@ -30,7 +30,7 @@ def _iteration(events: tuple[object, ...], fault: str, at: float, moved: dict[tu
 
 
 def test_queue_wait_is_measured_from_zookeepers_session_expiry(events: tuple[object, ...]) -> None:
-    from scenarios.controller_log import LogEvent
+    from kafka_chaos.scenarios.controller_log import LogEvent
     start = HARD_KILL + fb.failover_phases(_iteration(events, "hard_kill", HARD_KILL, {("t", 1): 2}, None))[
         "controller_start"] / 1000.0  # type: ignore[operator]
     expiry = LogEvent(round(start - 0.021, 3), "session_expired", -1)

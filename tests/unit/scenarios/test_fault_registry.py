@@ -10,15 +10,15 @@ from typing import Any, ClassVar
 
 import pytest
 
-from common.errors import UsageError
-from harness.cluster import Capability
-from oracle import BrokerFailure, Event
-from scenarios import faults as faults_pkg
-from scenarios.catalogue import Scenario, Step, TopicSpec, validate_steps
-from scenarios.faults import FAULTS, Fault, FaultEnv, StepTopics, fault_kinds, make_fault, register_fault, requirements_of
-from scenarios.targets import Target
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.oracle import BrokerFailure, Event
+from kafka_chaos.scenarios import faults as faults_pkg
+from kafka_chaos.scenarios.catalogue import Scenario, Step, TopicSpec, validate_steps
+from kafka_chaos.scenarios.faults import FAULTS, Fault, FaultEnv, StepTopics, fault_kinds, make_fault, register_fault, requirements_of
+from kafka_chaos.scenarios.targets import Target
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[3] / "kafka_chaos"
 ONE = Target((1,), "broker 1")
 TOPICS = {"topic_names": {"t": "phys-t"}, "topic_partitions": {"t": (0, 1)}}
 OPTIONS: Mapping[str, Mapping[str, Any]] = {

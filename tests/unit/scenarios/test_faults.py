@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import HarnessError, UsageError
-from oracle import BrokerFailure, BrokerStartup, ControlledShutdown, PreferredElection, Reassign, TopicConfigChange
-from scenarios.faults import FaultEnv, Nemesis, make_fault
-from scenarios.targets import Target
+from kafka_chaos.harness.errors import HarnessError, UsageError
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ControlledShutdown, PreferredElection, Reassign, TopicConfigChange
+from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault
+from kafka_chaos.scenarios.targets import Target
 from tests.unit.scenarios.fakes import FakeBrokers
 
 
@@ -121,7 +121,7 @@ def test_unclean_config_heal_removes_the_override() -> None:
 
 def test_short_pause_keeps_the_session_and_predicts_nothing(monkeypatch) -> None:
     slept: list[float] = []
-    monkeypatch.setattr("scenarios.faults.process.time.sleep", slept.append)
+    monkeypatch.setattr("kafka_chaos.scenarios.faults.process.time.sleep", slept.append)
     e = env()
     nemesis = Nemesis(e)
     f = fault("short_pause", (2,), seconds=1.5)

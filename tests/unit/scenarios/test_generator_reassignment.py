@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scenarios.catalogue import Step, TopicSpec
-from scenarios.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _candidates, generate
-from scenarios.schedule import Schedule
-from scenarios.targets import Brokers
+from kafka_chaos.scenarios.catalogue import Step, TopicSpec
+from kafka_chaos.scenarios.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _candidates, generate
+from kafka_chaos.scenarios.schedule import Schedule
+from kafka_chaos.scenarios.targets import Brokers
 
 
 def _model() -> ClusterModel:

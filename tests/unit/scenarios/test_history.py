@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oracle import EVENT_TYPES
-from scenarios import codec
-from scenarios.delivery import validate_delivery
-from scenarios.history import (
+from kafka_chaos.oracle import EVENT_TYPES
+from kafka_chaos.scenarios import codec
+from kafka_chaos.scenarios.delivery import validate_delivery
+from kafka_chaos.scenarios.history import (
     HISTORY_FILE,
     HistoryProblem,
     HistoryWriter,

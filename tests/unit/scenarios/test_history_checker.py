@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios import history_checker as hc
-from scenarios.clientops import ClientOps, ConsumerReset, FailedSend, Poll
-from scenarios.delivery import Ack
+from kafka_chaos.scenarios import history_checker as hc
+from kafka_chaos.scenarios.clientops import ClientOps, ConsumerReset, FailedSend, Poll
+from kafka_chaos.scenarios.delivery import Ack
 
 
 def key(seq: int) -> str:

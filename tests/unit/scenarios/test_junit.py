@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from scenarios.checks import CheckResult
-from scenarios.junit import JUnitCase, write_junit
+from kafka_chaos.scenarios.checks import CheckResult
+from kafka_chaos.scenarios.junit import JUnitCase, write_junit
 
 
 def test_junit_cases(tmp_path) -> None:
@@ -32,8 +32,8 @@ def test_junit_cases(tmp_path) -> None:
 def test_reruns_are_reported_the_surefire_way() -> None:
     import xml.etree.ElementTree as ET
 
-    from scenarios.checks import CheckResult
-    from scenarios.junit import JUnitCase, junit_xml
+    from kafka_chaos.scenarios.checks import CheckResult
+    from kafka_chaos.scenarios.junit import JUnitCase, junit_xml
 
     bad = (CheckResult("oracle_leader", False, 2, 1, "t-0: leader expected 2, observed 1", "t", 0),)
     good = (CheckResult("oracle_leader", True),)
@@ -66,7 +66,7 @@ def test_a_tolerated_client_defect_is_skipped_with_its_failures(tmp_path) -> Non
 def test_only_an_iteration_whose_every_failure_is_the_clients_is_tolerated() -> None:
     from types import SimpleNamespace as NS
 
-    from cli.run import client_defects_only
+    from kafka_chaos.cli.run import client_defects_only
 
     def rec(check, observed, passed=False):
         return NS(kind="check", check=check, passed=passed, observed=observed, detail=check, fault=None,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from cli.main import main
-from scenarios import kip291_bench as kb
-from scenarios.controller_log import LogEvent
-from scenarios.failover_bench import Iteration
-from scenarios.produce_load import LoadSample, rate
-from scenarios.request_log import RequestEntry
+from kafka_chaos.cli.main import main
+from kafka_chaos.scenarios import kip291_bench as kb
+from kafka_chaos.scenarios.controller_log import LogEvent
+from kafka_chaos.scenarios.failover_bench import Iteration
+from kafka_chaos.scenarios.produce_load import LoadSample, rate
+from kafka_chaos.scenarios.request_log import RequestEntry
 
 FAULT = 1000.0
 
@@ -103,6 +103,6 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys:
 
 
 def test_bench_settings_are_broker_properties_kafka_knows() -> None:
-    from harness.config import ClusterConfig
+    from kafka_chaos.harness.config import ClusterConfig
 
     ClusterConfig(brokers=3, cluster_overrides=kb.bench_settings(), control_plane_listener=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.zkevents import BrokerGone, PartitionStateWritten
-from scenarios.delivery import Ack
-from scenarios.latency import LatencyBreakdown, breakdown, detection_at, election_at, median, propagation_at
+from kafka_chaos.harness.zkevents import BrokerGone, PartitionStateWritten
+from kafka_chaos.scenarios.delivery import Ack
+from kafka_chaos.scenarios.latency import LatencyBreakdown, breakdown, detection_at, election_at, median, propagation_at
 
 T0 = 1000.0
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from common.errors import HarnessError, UsageError
-from oracle import (
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.oracle import (
     BrokerFailure,
     BrokerStartup,
     ClusterState,
@@ -20,8 +20,8 @@ from oracle import (
     TopicPartition,
     TopicState,
 )
-from scenarios.faults import FaultEnv, Nemesis, make_fault
-from scenarios.targets import Target
+from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault
+from kafka_chaos.scenarios.targets import Target
 from tests.unit.scenarios.fakes import FakeBrokers
 
 
@@ -157,8 +157,8 @@ def test_one_broker_only_and_a_partition_it_does_not_hold() -> None:
 def test_the_catalogue_scenarios_round_trip_as_schedules_with_their_two_log_dirs() -> None:
     import json
 
-    from scenarios.catalogue import by_names
-    from scenarios.schedule import dumps, from_scenario, schedule_from_json
+    from kafka_chaos.scenarios.catalogue import by_names
+    from kafka_chaos.scenarios.schedule import dumps, from_scenario, schedule_from_json
 
     [s] = by_names(["leader_log_dir_failure"])
     text = dumps(from_scenario(s))
@@ -172,7 +172,7 @@ def test_the_catalogue_scenarios_round_trip_as_schedules_with_their_two_log_dirs
 
 
 def test_the_cluster_verbs_refuse_bad_input_in_one_line(tmp_path: Any, capsys: Any) -> None:
-    from cli.main import main
+    from kafka_chaos.cli.main import main
 
     assert main(["cluster", "fail-log-dir", "1", "--state-dir", str(tmp_path)]) == 2  # no cluster there
     assert main(["cluster", "repair-log-dir", "1", "--state-dir", str(tmp_path)]) == 2

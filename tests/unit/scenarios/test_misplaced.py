@@ -7,10 +7,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from scenarios.checks import check_delivery
-from scenarios.clientops import ASSIGN, GROUP, READBACK, ClientOps, FailedSend, Poll
-from scenarios.delivery import Ack, validate_delivery
-from scenarios.misplaced import CLIENT, HARNESS, KAFKA, LeaderChange, explain
+from kafka_chaos.scenarios.checks import check_delivery
+from kafka_chaos.scenarios.clientops import ASSIGN, GROUP, READBACK, ClientOps, FailedSend, Poll
+from kafka_chaos.scenarios.delivery import Ack, validate_delivery
+from kafka_chaos.scenarios.misplaced import CLIENT, HARNESS, KAFKA, LeaderChange, explain
 
 T0 = 1_000.0
 

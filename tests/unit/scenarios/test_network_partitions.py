@@ -8,16 +8,16 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from harness.errors import HarnessError, UsageError
-from harness.observer import PartitionZkState, ZkSnapshot
-from oracle import BrokerFailure, BrokerStartup, ClusterState, PartitionState, TopicState, predict
-from scenarios import isr_rules
-from scenarios.checks import check_isr_rule
-from scenarios.delivery import Ack
-from scenarios.faults import FaultEnv, Nemesis, make_fault
-from scenarios.latency import client_window, isr_written_at
-from scenarios.observation import is_settled, unsettled
-from scenarios.targets import FollowerOf, NonControllerLeaderOf, PartitionView, Target, TargetView
+from kafka_chaos.harness.errors import HarnessError, UsageError
+from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ClusterState, PartitionState, TopicState, predict
+from kafka_chaos.scenarios import isr_rules
+from kafka_chaos.scenarios.checks import check_isr_rule
+from kafka_chaos.scenarios.delivery import Ack
+from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault
+from kafka_chaos.scenarios.latency import client_window, isr_written_at
+from kafka_chaos.scenarios.observation import is_settled, unsettled
+from kafka_chaos.scenarios.targets import FollowerOf, NonControllerLeaderOf, PartitionView, Target, TargetView
 
 # --- targeting --------------------------------------------------------------------------------
 
@@ -138,9 +138,9 @@ def test_heal_of_a_cut_is_idempotent() -> None:
 @pytest.fixture
 def host_cannot_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     """The local launcher on a machine without root/iptables (this one may have both)."""
-    import harness.local
+    import kafka_chaos.harness.local
 
-    monkeypatch.setattr(harness.local, "partition_problem",
+    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem",
                         lambda: "network partitions on the local launcher need root (iptables on loopback)")
 
 
@@ -264,10 +264,10 @@ def test_client_window_of_a_stalled_leader_reports_the_open_silence() -> None:
 
 def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_record(tmp_path,
                                                                                       host_cannot_cut) -> None:
-    from results.writer import RecordWriter, read_records
-    from scenarios.catalogue import by_names
-    from scenarios.pool import ClusterPool
-    from scenarios.runner import Runner, RunOptions
+    from kafka_chaos.results.writer import RecordWriter, read_records
+    from kafka_chaos.scenarios.catalogue import by_names
+    from kafka_chaos.scenarios.pool import ClusterPool
+    from kafka_chaos.scenarios.runner import Runner, RunOptions
 
     lines: list[str] = []
     pool = ClusterPool("local", None, lines.append)

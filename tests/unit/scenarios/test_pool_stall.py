@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from common.errors import HarnessError
-from harness.zksnapshot import ZkSnapshot
-from scenarios.pool import StallWatch, stall_timeout_for
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
+from kafka_chaos.scenarios.pool import StallWatch, stall_timeout_for
 
 
 def snapshot(live: dict[int, int], controller: int | None = 1) -> ZkSnapshot:

@@ -7,8 +7,8 @@ import calendar
 import pytest
 from hypothesis import given, strategies as st
 
-from scenarios.controller_log import LogEvent
-from scenarios.request_log import (
+from kafka_chaos.scenarios.controller_log import LogEvent
+from kafka_chaos.scenarios.request_log import (
     RequestEntry,
     pair_with_sends,
     parse_request_line,

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cli.main import main
-from common.errors import UsageError
-from scenarios import catalogue
-from scenarios.schedule import dumps, from_scenario, load, load_all, schedule_from_json, schedule_to_json
-from scenarios.targets import Brokers, EarlierTarget, LeaderOf
+from kafka_chaos.cli.main import main
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.scenarios import catalogue
+from kafka_chaos.scenarios.schedule import dumps, from_scenario, load, load_all, schedule_from_json, schedule_to_json
+from kafka_chaos.scenarios.targets import Brokers, EarlierTarget, LeaderOf
 
 
 @pytest.mark.parametrize("name", catalogue.scenario_names())

@@ -3,12 +3,12 @@ an illegal candidate, and stops at its budget."""
 
 from __future__ import annotations
 
-from scenarios.catalogue import Step, TopicSpec
-from scenarios.generator import GeneratorConfig, REPERTOIRE, generate, problems
-from scenarios.schedule import Schedule
-from scenarios.shrink import failure_keys, legal, shrink
-from scenarios.targets import Brokers, Controller, EarlierTarget, NoTarget
-from scenarios.triage import CLIENT, HARNESS, KAFKA, MODEL, UNKNOWN, classify, summary, triage
+from kafka_chaos.scenarios.catalogue import Step, TopicSpec
+from kafka_chaos.scenarios.generator import GeneratorConfig, REPERTOIRE, generate, problems
+from kafka_chaos.scenarios.schedule import Schedule
+from kafka_chaos.scenarios.shrink import failure_keys, legal, shrink
+from kafka_chaos.scenarios.targets import Brokers, Controller, EarlierTarget, NoTarget
+from kafka_chaos.scenarios.triage import CLIENT, HARNESS, KAFKA, MODEL, UNKNOWN, classify, summary, triage
 
 KEY = ("oracle_epoch", "controlled_shutdown")
 

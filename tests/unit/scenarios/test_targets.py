@@ -8,8 +8,8 @@ from typing import Mapping
 
 import pytest
 
-from harness.errors import UsageError
-from scenarios.targets import (
+from kafka_chaos.harness.errors import UsageError
+from kafka_chaos.scenarios.targets import (
     BrokerId,
     Controller,
     EarlierTarget,

@@ -8,17 +8,17 @@ import json
 
 import pytest
 
-from common.errors import UsageError
-from harness.zksnapshot import PartitionZkState, ZkSnapshot
-from oracle import AddPartitions, ClusterState, DeleteTopic, PartitionPhase, PartitionState, TopicPartition, TopicState
-from scenarios.catalogue import Step, TopicSpec
-from scenarios.checks import ELECTED, UNCLEAN_ELECTED, check_epoch, observed_class
-from scenarios.codec import state_from_dict, state_to_dict
-from scenarios.faults import make_fault
-from scenarios.generator import ClusterModel, IllegalStep
-from scenarios.observation import cluster_state_of, mismatches
-from scenarios.schedule import Schedule, dumps, schedule_from_json
-from scenarios.targets import Brokers, NoTarget, Target
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
+from kafka_chaos.oracle import AddPartitions, ClusterState, DeleteTopic, PartitionPhase, PartitionState, TopicPartition, TopicState
+from kafka_chaos.scenarios.catalogue import Step, TopicSpec
+from kafka_chaos.scenarios.checks import ELECTED, UNCLEAN_ELECTED, check_epoch, observed_class
+from kafka_chaos.scenarios.codec import state_from_dict, state_to_dict
+from kafka_chaos.scenarios.faults import make_fault
+from kafka_chaos.scenarios.generator import ClusterModel, IllegalStep
+from kafka_chaos.scenarios.observation import cluster_state_of, mismatches
+from kafka_chaos.scenarios.schedule import Schedule, dumps, schedule_from_json
+from kafka_chaos.scenarios.targets import Brokers, NoTarget, Target
 
 TOPICS = {"topic_names": {"t": "phys-t", "d": "phys-d"}, "topic_partitions": {"t": (0, 1), "d": (0,)}}
 ONE = Target((1,), "broker 1")
@@ -109,7 +109,7 @@ def test_a_new_partition_without_state_is_checked_as_such() -> None:
 
 
 def test_the_cluster_verbs_refuse_bad_input_in_one_line(tmp_path, capsys) -> None:
-    from cli.main import main
+    from kafka_chaos.cli.main import main
 
     assert main(["cluster", "add-partitions", "t", "--replicas", "1,a", "--state-dir", str(tmp_path)]) == 2
     assert main(["cluster", "add-partitions", "t", "--replicas", "1,1", "--state-dir", str(tmp_path)]) == 2

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import ClusterState, PartitionPhase, PartitionState, TopicPartition, TopicState
-from scenarios.faults.admin import _unanswerable
+from kafka_chaos.oracle import ClusterState, PartitionPhase, PartitionState, TopicPartition, TopicState
+from kafka_chaos.scenarios.faults.admin import _unanswerable
 
 
 def state(phase_of_1: PartitionPhase, deleting: bool = False) -> ClusterState:
@@ -38,8 +38,8 @@ def test_a_request_naming_a_partition_without_state_gets_no_answer(phase, asked,
 def test_partitions_added_while_an_old_one_is_leaderless_get_no_answer(leader_of_0, live, unanswered) -> None:
     """ZkAdminManager.createPartitions waits for a leader in every partition of the topic, old
     ones included (found by `kafka-chaos explore --seed 27003`)."""
-    from scenarios.faults.topics import AddPartitionsFault
-    from scenarios.targets import Target
+    from kafka_chaos.scenarios.faults.topics import AddPartitionsFault
+    from kafka_chaos.scenarios.targets import Target
 
     parts = {0: PartitionState(replicas=(1,), leader=leader_of_0, isr=(1,), leader_epoch=1)}
     before = ClusterState(frozenset(live), {"d": TopicState(parts)})

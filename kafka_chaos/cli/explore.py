@@ -1,0 +1,252 @@
+"""`kafka-chaos explore`: generated fault schedules run on a real cluster, every step checked by
+the oracle; a failing schedule is shrunk to a minimal one, triaged and written as a replayable
+schedule file.
+
+    kafka-chaos explore --seed S [--schedules N | --time-limit 30m] [--steps K] [--brokers B]
+                        [--faults KIND,...] [--weights KIND=W,...] [--backend local|containers]
+                        [--shard I/N] [--shrink-budget 10m] [--confirm 3] [--results DIR]
+
+Writes ``DIR/schedules/<name>.json`` (every schedule it ran), ``DIR/records.jsonl`` and
+``DIR/history.jsonl`` as `run` does, ``DIR/failures/<name>.json`` (the minimal failing schedule,
+its triage in ``doc``) with ``DIR/failures/index.json``, shrink trials under ``DIR/shrink/``
+(records in ``trial.jsonl``, so reports over DIR leave them out),
+``DIR/run.json`` and the report. Exit 0 only when no schedule failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from kafka_chaos.cli.args import duration, shard
+from kafka_chaos.common.errors import UsageError
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = sub.add_parser(
+        "explore", help="run generated fault schedules, shrink and triage what fails",
+        description="Generate seeded fault schedules (docs/schedules.md), run each on a real cluster with every "
+                    "step checked by the oracle, shrink failures to a minimal replayable schedule.")
+    parser.add_argument("--seed", type=int, default=None, help="[default: random, printed]")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--schedules", type=int, default=None, metavar="N", help="how many schedules [default: 5]")
+    budget.add_argument("--time-limit", type=duration, default=None, metavar="DURATION",
+                        help="start new schedules until this much time has passed (e.g. 30m)")
+    parser.add_argument("--steps", type=int, default=6, metavar="K", help="steps per schedule [default: 6]")
+    parser.add_argument("--brokers", type=int, default=3, metavar="B", help="brokers per cluster, 3-9 [default: 3]")
+    parser.add_argument("--max-partitions", type=int, default=12, metavar="P", help="per topic [default: 12]")
+    parser.add_argument("--faults", default=None, metavar="KIND,...",
+                        help="fault kinds to draw from [default: all the backend can do]")
+    parser.add_argument("--weights", default="", metavar="KIND=W,...", help="relative weights (0 leaves a kind out)")
+    parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local")
+    parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
+                        help="run schedules I, I+N, I+2N, ... of the seed (split a night across machines)")
+    parser.add_argument("--shrink-budget", type=duration, default=600.0, metavar="DURATION",
+                        help="time to shrink each failure; 0 skips shrinking [default: 10m]")
+    parser.add_argument("--confirm", type=int, default=3, metavar="N",
+                        help="replays of the minimal schedule; all failing = confirmed [default: 3]")
+    parser.add_argument("--results", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--kafka-version", default=None, metavar="V")
+    parser.add_argument("--kafka-home", default=None, metavar="DIR")
+    parser.add_argument("--no-report", action="store_true")
+    parser.set_defaults(func=explore_command)
+
+
+def _config(args: argparse.Namespace, can_cut: bool) -> Any:
+    from kafka_chaos.scenarios.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig
+
+    if args.steps < 1 or not 3 <= args.brokers <= 9 or not 1 <= args.max_partitions <= 1000:
+        raise UsageError("--steps must be >= 1, --brokers 3..9, --max-partitions 1..1000")
+    if args.schedules is not None and args.schedules < 1 or args.confirm < 0:
+        raise UsageError("--schedules must be >= 1 and --confirm >= 0")
+    # log_dir_failure only when named: it needs clusters with two log directories, which would
+    # change every seed's schedules (scenarios.generator.LOG_DIR_CLUSTER).
+    # network_delay only when named too: it needs clusters with link proxies.
+    faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else tuple(
+        k for k in REPERTOIRE if (can_cut or k != "network_partition") and k not in ("log_dir_failure", "network_delay"))
+    unknown = [f for f in faults if f not in REPERTOIRE]
+    if unknown:
+        raise UsageError(f"--faults: {', '.join(unknown)} not in the generator's repertoire: {', '.join(REPERTOIRE)}")
+    if "network_partition" in faults and not can_cut:
+        raise UsageError(f"--faults network_partition needs a backend that can cut networks, not {args.backend}")
+    delay_links = _delay_links(args.backend) if "network_delay" in faults else DELAY_LINKS
+    weights = dict(DEFAULT_WEIGHTS)
+    for item in filter(None, (w.strip() for w in args.weights.split(","))):
+        kind, _, value = item.partition("=")
+        try:
+            weights[kind] = float(value)
+        except ValueError:
+            raise UsageError(f"--weights: {item!r} is not KIND=NUMBER") from None
+        if kind not in REPERTOIRE or weights[kind] < 0:
+            raise UsageError(f"--weights: {item!r}: unknown kind or negative weight")
+    return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
+                           max_partitions=args.max_partitions, delay_links=delay_links)
+
+
+def _delay_links(backend: str) -> tuple[str, ...]:
+    """Which links generated network_delay steps may delay on ``backend`` (local without root:
+    ZooKeeper links only, the others cannot be redirected through the link proxy)."""
+    from kafka_chaos.harness.backends import missing_capabilities
+    from kafka_chaos.harness.cluster import Capability
+    from kafka_chaos.scenarios.generator import DELAY_LINKS
+
+    missing = missing_capabilities(backend)
+    if Capability.LINK_DELAY in missing:
+        raise UsageError(f"--faults network_delay: {missing[Capability.LINK_DELAY]}")
+    if backend == "local":
+        from kafka_chaos.harness.local_network import redirect_problem
+
+        if redirect_problem() is not None:
+            return ("zookeeper",)
+    return DELAY_LINKS
+
+
+TRIAL_RECORDS = "trial.jsonl"
+
+
+@dataclass
+class Explorer:
+    """One pool (one cluster at a time), one results dir; runs schedules and shrink trials."""
+
+    results: Path
+    pool: Any
+    options: Any
+    progress: Callable[[str], None]
+    predictor: Any = None
+    trials: int = 0
+
+    def run(self, schedule: Any, directory: Path, iteration: int, records_file: str = "records.jsonl"
+            ) -> tuple[Any, list[Any]]:
+        from kafka_chaos.cli.run import run_in_directory
+
+        kwargs = {"predictor": self.predictor} if self.predictor is not None else {}
+        return run_in_directory(self.options, self.pool, self.progress, kwargs, schedule.scenario(), iteration,
+                                directory, records_file)
+
+    def trial(self, schedule: Any) -> frozenset[tuple[str, str | None]]:
+        from kafka_chaos.scenarios.shrink import failure_keys
+
+        self.trials += 1
+        # trial.jsonl, not records.jsonl: reports over the results dir leave trials out.
+        _, records = self.run(schedule, self.results / "shrink" / schedule.name / f"trial-{self.trials}",
+                              self.trials, TRIAL_RECORDS)
+        return failure_keys(records)
+
+
+def _primary(records: list[Any]) -> tuple[str, str | None]:
+    first = next(r for r in records if r.kind == "check" and r.passed is False)
+    return (first.check, first.fault)
+
+
+def explore_command(args: argparse.Namespace) -> int:
+    from kafka_chaos.cli.run import git_revision, progress_printer, quiet_client_logs, write_report
+    from kafka_chaos.harness.backends import missing_capabilities
+    from kafka_chaos.harness.cluster import Capability
+    from kafka_chaos.harness.distribution import resolve_distribution
+    from kafka_chaos.results.writer import RecordWriter
+    from kafka_chaos.scenarios.pool import ClusterPool
+    from kafka_chaos.scenarios.runner import RunOptions
+
+    can_cut = Capability.NETWORK_PARTITION not in missing_capabilities(args.backend)
+    config = _config(args, can_cut)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    results = args.results or Path(f"explore-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    t0 = time.monotonic()
+    quiet_client_logs()
+    progress = progress_printer(t0)
+    distribution = resolve_distribution(args.kafka_version, args.kafka_home)
+    options = RunOptions(run_id=uuid.uuid4().hex[:12], seed=seed, backend=args.backend, results_dir=results,
+                         kafka_version=distribution.version, git_revision=git_revision())
+    pool = ClusterPool(args.backend, distribution, progress)
+    explorer = Explorer(results, pool, options, progress)
+    limit = args.schedules if args.schedules is not None else (None if args.time_limit else 5)
+    index, ran, steps, failures = args.shard[0], 0, 0, []
+    RecordWriter(results).close()  # the results dir exists (and holds records.jsonl) from the start
+    print(f"kafka-chaos explore {options.run_id}: seed {seed}, shard {args.shard[0]}/{args.shard[1]}, "
+          f"results in {results}", flush=True)
+    try:
+        while (limit is None or ran < limit) and (args.time_limit is None or time.monotonic() - t0 < args.time_limit):
+            failure = explore_one(explorer, seed, index, config, args)
+            ran += 1
+            steps += failure.pop("steps_checked")
+            if failure.get("failed"):
+                failures.append(failure)
+            index += args.shard[1]
+    finally:
+        pool.release()
+        _write_summary(results, options, seed, args, ran, steps, failures, time.monotonic() - t0)
+    by_class: dict[str, int] = {}
+    for f in failures:
+        by_class[f["class"]] = by_class.get(f["class"], 0) + 1
+    print(f"explored {ran} schedule(s), {steps} checked step(s), {len(failures)} failure(s) "
+          f"{by_class or ''} in {time.monotonic() - t0:.0f}s".rstrip(), flush=True)
+    for f in failures:
+        print(f"  {f['name']}: {f['class']} ({f['check']} after {f['fault']}), "
+              f"{'confirmed' if f['confirmed'] else 'not confirmed'} {f['reproduced']}; replay: {f['replay']}")
+    if not args.no_report:
+        write_report(results)
+    return 1 if failures else 0
+
+
+def explore_one(explorer: Explorer, seed: int, index: int, config: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Generate schedule ``index`` of ``seed``, run it, and when it fails shrink, triage, confirm
+    and write it (``args``: ``shrink_budget``, ``confirm``); a summary of what happened."""
+    from kafka_chaos.scenarios.generator import generate
+    from kafka_chaos.scenarios.schedule import dumps
+    from kafka_chaos.scenarios.shrink import shrink
+    from kafka_chaos.scenarios.triage import classify
+
+    schedule = generate(seed, index, config)
+    (explorer.results / "schedules").mkdir(parents=True, exist_ok=True)
+    (explorer.results / "schedules" / f"{schedule.name}.json").write_text(dumps(schedule), encoding="utf-8")
+    explorer.progress(f"{schedule.name}: {len(schedule.steps)} steps on brokers {list(schedule.brokers)}: "
+                      + ", ".join(s.fault for s in schedule.steps))
+    outcome, records = explorer.run(schedule, explorer.results, 0)
+    checked = sum(1 for r in records if r.check == "converged" and r.fault != "create_topic")
+    if outcome.passed:
+        return {"steps_checked": checked}
+    failed = [r for r in records if r.kind == "check" and r.passed is False]
+    if not failed:  # unknown verdicts only: the harness could not judge
+        first = next((r for r in records if r.kind == "check" and r.passed is None), None)
+        explorer.progress(f"{schedule.name}: no verdict ({first.detail if first else outcome.error}); not shrunk")
+        return {"steps_checked": checked}
+    key = _primary(records)
+    triaged = classify(failed[0], records)
+    minimal = schedule
+    if args.shrink_budget > 0:
+        explorer.progress(f"{schedule.name}: {key[0]} failed after {key[1]}; shrinking (budget {args.shrink_budget:.0f}s)")
+        result = shrink(schedule, key, explorer.trial, budget_s=args.shrink_budget,
+                        progress=lambda m: explorer.progress(f"{schedule.name}: {m}"))
+        minimal = result.schedule
+    reproduced = sum(key in explorer.trial(minimal) for _ in range(args.confirm))
+    confirmed = args.confirm > 0 and reproduced == args.confirm
+    path = explorer.results / "failures" / f"{schedule.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = (f"{triaged.klass}: {key[0]} failed after {key[1]} ({triaged.evidence}); shrunk from "
+           f"{len(schedule.steps)} to {len(minimal.steps)} step(s); reproduced {reproduced}/{args.confirm}")
+    path.write_text(dumps(replace(minimal, name=f"{schedule.name}-min", doc=doc)), encoding="utf-8")
+    return {"failed": True, "steps_checked": checked, "name": schedule.name, "class": triaged.klass,
+            "check": key[0], "fault": key[1], "evidence": triaged.evidence, "steps": len(schedule.steps),
+            "minimal_steps": len(minimal.steps), "reproduced": f"{reproduced}/{args.confirm}",
+            "confirmed": confirmed, "file": str(path), "replay": f"kafka-chaos run --schedule {path}"}
+
+
+def _write_summary(results: Path, options: Any, seed: int, args: argparse.Namespace, ran: int, steps: int,
+                   failures: list[dict[str, Any]], seconds: float) -> None:
+    from kafka_chaos.results.writer import RecordWriter
+
+    (results / "failures").mkdir(parents=True, exist_ok=True)
+    (results / "failures" / "index.json").write_text(json.dumps(failures, indent=2) + "\n", encoding="utf-8")
+    with RecordWriter(results) as writer:
+        writer.write_run_info({
+            "run_id": options.run_id, "command": ["kafka-chaos", *sys.argv[1:]], "mode": "explore", "seed": seed,
+            "shard": list(args.shard), "schedules": ran, "steps_checked": steps, "failures": len(failures),
+            "backend": args.backend, "kafka_version": options.kafka_version, "git_revision": options.git_revision,
+            "wall_seconds": round(seconds, 1), "passed": not failures, "status": "finished"})

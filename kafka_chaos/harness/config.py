@@ -1,0 +1,391 @@
+"""Broker and ZooKeeper settings of a test cluster, layered and checked before anything starts.
+
+Layers, later wins (as kafkatest's ``services/kafka/kafka.py`` ``prop_file``):
+
+1. what the launcher decides per node (``broker.id``, ``zookeeper.connect``, listeners,
+   ``log.dirs``) — not overridable, the launcher depends on them;
+2. :func:`chaos_cluster_defaults` — small and fast, after Kafka's own
+   ``TestUtils.createBrokerConfig``, plus the settings the oracle reads stated explicitly;
+3. ``ClusterConfig.cluster_overrides`` (``--set key=value``);
+4. ``ClusterConfig.broker_overrides[id]`` (``--set ID:key=value``).
+
+Property names are constants here (a typo such as ``zookeeper.session.tmeout.ms`` is silently
+ignored by Kafka), and every key of layers 3 and 4 must be a name Kafka 3.9's broker accepts:
+:data:`KNOWN_BROKER_PROPERTIES` is ``AbstractKafkaConfig.CONFIG_DEF.names()`` (internal configs
+included) dumped once into ``kafka_broker_properties.json`` so validation needs no JVM;
+:func:`dump_broker_property_names` re-derives it from a distribution (an integration test keeps
+the file honest).  Values are not checked here: Kafka refuses bad values at start-up, and the
+launcher then reports that node's log.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafka_chaos.harness.errors import HarnessError, UsageError
+
+if TYPE_CHECKING:
+    from kafka_chaos.harness.distribution import KafkaDistribution
+
+# ---------------------------------------------------------------- broker property names
+BROKER_ID = "broker.id"
+ZOOKEEPER_CONNECT = "zookeeper.connect"
+ZOOKEEPER_SESSION_TIMEOUT_MS = "zookeeper.session.timeout.ms"
+ZOOKEEPER_CONNECTION_TIMEOUT_MS = "zookeeper.connection.timeout.ms"
+LISTENERS = "listeners"
+ADVERTISED_LISTENERS = "advertised.listeners"
+LISTENER_SECURITY_PROTOCOL_MAP = "listener.security.protocol.map"
+INTER_BROKER_LISTENER_NAME = "inter.broker.listener.name"
+CONTROL_PLANE_LISTENER_NAME = "control.plane.listener.name"
+# KIP-291's listener, when ClusterConfig.control_plane_listener: the controller's requests
+# (LeaderAndIsr, UpdateMetadata, StopReplica) get their own acceptor, processor, queue and
+# handler thread (3.9 SocketServer.controlPlaneRequestChannelOpt, KafkaServer's
+# controlPlaneRequestHandlerPool); ControllerChannelManager.addNewBroker connects to it.
+CONTROL_PLANE_LISTENER = "CONTROL_PLANE"
+LOG_DIR = "log.dir"
+LOG_DIRS = "log.dirs"
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"
+LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = "leader.imbalance.check.interval.seconds"
+LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = "leader.imbalance.per.broker.percentage"
+CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"
+CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"
+CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS = "controlled.shutdown.retry.backoff.ms"
+REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+CONTROLLER_SOCKET_TIMEOUT_MS = "controller.socket.timeout.ms"
+REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = "replica.high.watermark.checkpoint.interval.ms"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+DEFAULT_REPLICATION_FACTOR = "default.replication.factor"
+OFFSETS_TOPIC_REPLICATION_FACTOR = "offsets.topic.replication.factor"
+OFFSETS_TOPIC_NUM_PARTITIONS = "offsets.topic.num.partitions"
+TRANSACTION_STATE_LOG_REPLICATION_FACTOR = "transaction.state.log.replication.factor"
+TRANSACTION_STATE_LOG_MIN_ISR = "transaction.state.log.min.isr"
+TRANSACTION_STATE_LOG_NUM_PARTITIONS = "transaction.state.log.num.partitions"
+GROUP_INITIAL_REBALANCE_DELAY_MS = "group.initial.rebalance.delay.ms"
+NUM_NETWORK_THREADS = "num.network.threads"
+NUM_IO_THREADS = "num.io.threads"
+BACKGROUND_THREADS = "background.threads"
+NUM_RECOVERY_THREADS_PER_DATA_DIR = "num.recovery.threads.per.data.dir"
+LOG_CLEANER_DEDUPE_BUFFER_SIZE = "log.cleaner.dedupe.buffer.size"
+LOG_INITIAL_TASK_DELAY_MS = "log.initial.task.delay.ms"
+DELETE_TOPIC_ENABLE = "delete.topic.enable"
+AUTO_CREATE_TOPICS_ENABLE = "auto.create.topics.enable"
+
+# Set by the launcher for each node; an override would break it (ports, data, ZK address).
+LAUNCHER_PROPERTIES = frozenset({BROKER_ID, ZOOKEEPER_CONNECT, LISTENERS, ADVERTISED_LISTENERS,
+                                 LOG_DIR, LOG_DIRS, CONTROL_PLANE_LISTENER_NAME})
+# Per-listener overrides ("listener.name.<name>.<config>") are not in CONFIG_DEF by name.
+KNOWN_PROPERTY_PREFIXES = ("listener.name.",)
+
+# ---------------------------------------------------------------- ZooKeeper property names
+ZK_TICK_TIME = "tickTime"
+ZK_DATA_DIR = "dataDir"
+ZK_CLIENT_PORT = "clientPort"
+ZK_CLIENT_PORT_ADDRESS = "clientPortAddress"
+ZK_MAX_CLIENT_CNXNS = "maxClientCnxns"
+ZK_MIN_SESSION_TIMEOUT = "minSessionTimeout"
+ZK_MAX_SESSION_TIMEOUT = "maxSessionTimeout"
+ZK_ADMIN_ENABLE_SERVER = "admin.enableServer"
+ZK_4LW_WHITELIST = "4lw.commands.whitelist"
+
+# Kafka's default when zookeeper.session.timeout.ms is unset (KIP-537).
+KAFKA_DEFAULT_SESSION_TIMEOUT_MS = 18000
+# ReplicationConfigs.CONTROLLER_SOCKET_TIMEOUT_MS_DEFAULT (3.9).
+KAFKA_DEFAULT_CONTROLLER_SOCKET_TIMEOUT_MS = 30000
+TEST_SESSION_TIMEOUT_MS = 6000
+MAX_BROKERS = 9
+MAX_LOG_DIRS = 4
+# JVM flags for every node: serial GC and C1 only start faster and use less CPU and memory on
+# a small shared machine than G1 + C2 (benchmarks/cluster_startup.py measures it).
+DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+
+_HEAP = re.compile(r"^\d+[kmgKMG]$")
+_PROPERTIES_FILE = "kafka_broker_properties.json"
+
+
+def _load_known_properties() -> tuple[str, frozenset[str]]:
+    text = resources.files("kafka_chaos.harness").joinpath(_PROPERTIES_FILE).read_text(encoding="utf-8")
+    doc = json.loads(text)
+    return str(doc["kafka_version"]), frozenset(doc["names"])
+
+
+KNOWN_PROPERTIES_VERSION, KNOWN_BROKER_PROPERTIES = _load_known_properties()
+
+
+def check_property_name(name: str, where: str = "broker property") -> None:
+    """UsageError unless ``name`` is a broker property Kafka knows and the launcher allows."""
+    if name in LAUNCHER_PROPERTIES:
+        raise UsageError(f"{where} {name!r} is set by the launcher for each node and cannot be overridden")
+    if name in KNOWN_BROKER_PROPERTIES or name.startswith(KNOWN_PROPERTY_PREFIXES):
+        return
+    close = difflib.get_close_matches(name, KNOWN_BROKER_PROPERTIES, n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UsageError(f"unknown {where} {name!r}{hint}: not a Kafka {KNOWN_PROPERTIES_VERSION} broker config")
+
+
+def _check_overrides(overrides: Mapping[str, str], where: str) -> dict[str, str]:
+    checked: dict[str, str] = {}
+    for key, value in overrides.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise UsageError(f"{where}: {key!r}={value!r}: keys and values must be strings")
+        check_property_name(key, f"{where} property")
+        if "\n" in value or "\r" in value:
+            raise UsageError(f"{where}: value of {key!r} must be one line")
+        checked[key] = value
+    return checked
+
+
+ZOOKEEPER_ENSEMBLE_SIZES = (1, 3, 5)  # odd: a majority survives the loss of a minority
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """What to start; validated on construction, so a bad config never starts a JVM."""
+
+    brokers: int = 3  # 1..9
+    cluster_overrides: Mapping[str, str] = field(default_factory=dict)
+    broker_overrides: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    zk_tick_time_ms: int = 500  # ZooKeeper grants sessions in [2, 20] ticks: 6 s needs tick <= 3 s
+    broker_heap: str = "384m"
+    zookeeper_heap: str = "128m"
+    first_broker_id: int = 1
+    # Explicit broker ids (distinct, >= 0, gaps allowed: generated schedules use them); empty:
+    # first_broker_id .. first_broker_id + brokers - 1.
+    ids: tuple[int, ...] = ()
+    jvm_options: tuple[str, ...] = DEFAULT_JVM_OPTIONS
+    zookeepers: int = 1  # ZooKeeper ensemble size (harness.zk_ensemble): 1, 3 or 5
+    # Log directories per broker (``log.dirs``): 1 keeps ``<data>``; more give ``<data>/a,<data>/b``
+    # so one can fail while the broker keeps running (``ReplicaManager.handleLogDirFailure``).
+    log_dirs: int = 1
+    # Local launcher: each broker reaches each ZooKeeper server through a link proxy of its own
+    # (harness.link_proxy), so its ZooKeeper links can be delayed or cut without root.
+    link_proxies: bool = False
+    # KIP-291: each broker also listens on CONTROL_PLANE_LISTENER (its own port), named by
+    # control.plane.listener.name, so controller requests do not queue behind data requests.
+    control_plane_listener: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.log_dirs, bool) or not isinstance(self.log_dirs, int) or not 1 <= self.log_dirs <= MAX_LOG_DIRS:
+            raise UsageError(f"log_dirs must be between 1 and {MAX_LOG_DIRS}, got {self.log_dirs!r}")
+        if self.zookeepers not in ZOOKEEPER_ENSEMBLE_SIZES or isinstance(self.zookeepers, bool):
+            raise UsageError(f"zookeepers must be one of {', '.join(map(str, ZOOKEEPER_ENSEMBLE_SIZES))}, "
+                             f"got {self.zookeepers!r}")
+        if isinstance(self.brokers, bool) or not isinstance(self.brokers, int) or not 1 <= self.brokers <= MAX_BROKERS:
+            raise UsageError(f"brokers must be between 1 and {MAX_BROKERS}, got {self.brokers!r}")
+        if (isinstance(self.first_broker_id, bool) or not isinstance(self.first_broker_id, int)
+                or self.first_broker_id < 0):
+            raise UsageError(f"first_broker_id must be an integer >= 0, got {self.first_broker_id!r}")
+        if self.ids and (len(self.ids) != self.brokers or len(set(self.ids)) != len(self.ids)
+                         or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in self.ids)):
+            raise UsageError(f"ids must be {self.brokers} distinct broker ids >= 0, got {list(self.ids)!r}")
+        if self.zk_tick_time_ms <= 0:
+            raise UsageError(f"zk_tick_time_ms must be positive, got {self.zk_tick_time_ms}")
+        for name in ("broker_heap", "zookeeper_heap"):
+            if not _HEAP.match(getattr(self, name)):
+                raise UsageError(f"{name} {getattr(self, name)!r} is not a JVM size like 384m or 1g")
+        _check_overrides(self.cluster_overrides, "cluster")
+        for broker_id, overrides in self.broker_overrides.items():
+            if broker_id not in self.broker_ids():
+                raise UsageError(f"override for broker {broker_id}, but the brokers are "
+                                 f"{', '.join(map(str, self.broker_ids()))}")
+            _check_overrides(overrides, f"broker {broker_id}")
+        session = session_timeout_ms(self)
+        if session < 2 * self.zk_tick_time_ms:
+            raise UsageError(f"{ZOOKEEPER_SESSION_TIMEOUT_MS}={session} is below ZooKeeper's minimum of "
+                             f"2 x tickTime ({2 * self.zk_tick_time_ms} ms): lower zk_tick_time_ms")
+
+    def broker_ids(self) -> list[int]:
+        if self.ids:
+            return list(self.ids)
+        return list(range(self.first_broker_id, self.first_broker_id + self.brokers))
+
+
+def chaos_cluster_defaults(brokers: int) -> dict[str, str]:
+    """Layer 2: fast, small, deterministic; every value here may be overridden."""
+    replication = str(min(3, brokers))
+    return {
+        ZOOKEEPER_SESSION_TIMEOUT_MS: str(TEST_SESSION_TIMEOUT_MS),
+        # The oracle's inputs, stated even where they equal Kafka's defaults.
+        AUTO_LEADER_REBALANCE_ENABLE: "false",  # rebalances only when a scenario asks
+        UNCLEAN_LEADER_ELECTION_ENABLE: "false",
+        CONTROLLED_SHUTDOWN_ENABLE: "true",
+        LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: "300",
+        LEADER_IMBALANCE_PER_BROKER_PERCENTAGE: "10",
+        REPLICA_LAG_TIME_MAX_MS: "30000",
+        MIN_INSYNC_REPLICAS: "1",
+        # Internal topics fit the cluster (a 1-broker cluster could not create RF 3 ones).
+        OFFSETS_TOPIC_REPLICATION_FACTOR: replication,
+        OFFSETS_TOPIC_NUM_PARTITIONS: "5",
+        TRANSACTION_STATE_LOG_REPLICATION_FACTOR: replication,
+        TRANSACTION_STATE_LOG_MIN_ISR: str(min(2, brokers)),
+        TRANSACTION_STATE_LOG_NUM_PARTITIONS: "5",
+        # Kafka's TestUtils.createBrokerConfig: quick and light.
+        GROUP_INITIAL_REBALANCE_DELAY_MS: "0",
+        CONTROLLED_SHUTDOWN_RETRY_BACKOFF_MS: "100",
+        LOG_INITIAL_TASK_DELAY_MS: "100",
+        NUM_NETWORK_THREADS: "2",
+        NUM_IO_THREADS: "2",
+        BACKGROUND_THREADS: "2",
+        NUM_RECOVERY_THREADS_PER_DATA_DIR: "1",
+        LOG_CLEANER_DEDUPE_BUFFER_SIZE: str(2 * 1024 * 1024),  # default 128 MiB > our heap share
+    }
+
+
+def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connect: str,
+                      listeners: Mapping[str, str], log_dir: str,
+                      bind_listeners: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The layered ``server.properties`` of one broker, sorted by key.
+
+    ``listeners`` maps a listener name to the ``host:port`` clients are told (advertised);
+    ``bind_listeners`` (default: the same) to where the broker binds.  The first listener is
+    the inter-broker one; every listener is PLAINTEXT.  With ``config.control_plane_listener``
+    ``listeners`` must hold :data:`CONTROL_PLANE_LISTENER` (not first: 3.9
+    ``KafkaConfig.validateValues`` requires it to differ from the inter-broker listener).
+    """
+    if broker_id not in config.broker_ids():
+        raise UsageError(f"unknown broker id {broker_id}: the brokers are "
+                         f"{', '.join(map(str, config.broker_ids()))}")
+    if not listeners:
+        raise HarnessError("broker_properties needs at least one listener")
+    bind = dict(bind_listeners) if bind_listeners is not None else dict(listeners)
+    if set(bind) != set(listeners):
+        raise HarnessError(f"bind listeners {sorted(bind)} differ from advertised {sorted(listeners)}")
+    props = {
+        BROKER_ID: str(broker_id),
+        ZOOKEEPER_CONNECT: zookeeper_connect,
+        LISTENERS: ",".join(f"{name}://{bind[name]}" for name in listeners),
+        ADVERTISED_LISTENERS: ",".join(f"{name}://{address}" for name, address in listeners.items()),
+        LISTENER_SECURITY_PROTOCOL_MAP: ",".join(f"{name}:PLAINTEXT" for name in listeners),
+        INTER_BROKER_LISTENER_NAME: next(iter(listeners)),
+        LOG_DIRS: ",".join(log_dir_paths(log_dir, config.log_dirs)),
+    }
+    if config.control_plane_listener:
+        if CONTROL_PLANE_LISTENER not in listeners or next(iter(listeners)) == CONTROL_PLANE_LISTENER:
+            raise HarnessError(f"control_plane_listener needs a {CONTROL_PLANE_LISTENER} listener after the "
+                               f"inter-broker one, got {list(listeners)}")
+        props[CONTROL_PLANE_LISTENER_NAME] = CONTROL_PLANE_LISTENER
+    props.update(chaos_cluster_defaults(config.brokers))
+    props.update(_check_overrides(config.cluster_overrides, "cluster"))
+    props.update(_check_overrides(config.broker_overrides.get(broker_id, {}), f"broker {broker_id}"))
+    return dict(sorted(props.items()))
+
+
+def log_dir_paths(data_dir: str, count: int) -> list[str]:
+    """A broker's ``log.dirs`` under its data directory, in order: the directory itself when it
+    has one (as before log directories could fail), else ``<data>/a``, ``<data>/b``, ..."""
+    if count <= 1:
+        return [data_dir]
+    return [f"{data_dir.rstrip('/')}/{chr(ord('a') + i)}" for i in range(count)]
+
+
+def shared_broker_settings(config: ClusterConfig) -> dict[str, str]:
+    """Layers 2 and 3: what every broker has in common (``Cluster.broker_settings``)."""
+    props = chaos_cluster_defaults(config.brokers)
+    props.update(config.cluster_overrides)
+    return dict(sorted(props.items()))
+
+
+def session_timeout_ms(config: ClusterConfig) -> int:
+    """The session timeout the brokers ask for (the cluster-wide value)."""
+    raw = config.cluster_overrides.get(ZOOKEEPER_SESSION_TIMEOUT_MS, str(TEST_SESSION_TIMEOUT_MS))
+    try:
+        return int(raw)
+    except ValueError:
+        raise UsageError(f"{ZOOKEEPER_SESSION_TIMEOUT_MS}={raw!r} is not a number of milliseconds") from None
+
+
+def tick_time_ms(config: ClusterConfig) -> int:
+    return config.zk_tick_time_ms
+
+
+def zookeeper_properties(config: ClusterConfig, *, port: int, data_dir: str,
+                         host: str = "127.0.0.1") -> dict[str, str]:
+    """A standalone ZooKeeper that honours the brokers' session timeout.
+
+    ZooKeeper clamps a requested session timeout to [min, max]SessionTimeout, 2 and 20 ticks by
+    default; the maximum is raised so a longer ``zookeeper.session.timeout.ms`` override is
+    honoured rather than silently clamped.
+    """
+    tick = config.zk_tick_time_ms
+    longest = max([session_timeout_ms(config)] + [
+        int(o[ZOOKEEPER_SESSION_TIMEOUT_MS]) for o in config.broker_overrides.values()
+        if ZOOKEEPER_SESSION_TIMEOUT_MS in o and o[ZOOKEEPER_SESSION_TIMEOUT_MS].isdigit()])
+    return {
+        ZK_TICK_TIME: str(tick),
+        ZK_DATA_DIR: data_dir,
+        ZK_CLIENT_PORT: str(port),
+        ZK_CLIENT_PORT_ADDRESS: host,
+        ZK_MAX_CLIENT_CNXNS: "0",
+        ZK_MIN_SESSION_TIMEOUT: str(2 * tick),
+        ZK_MAX_SESSION_TIMEOUT: str(max(20 * tick, longest)),
+        ZK_ADMIN_ENABLE_SERVER: "false",  # else it binds :8080
+        ZK_4LW_WHITELIST: "ruok,srvr,stat,mntr,cons",  # readiness probe and debugging
+    }
+
+
+def render_properties(props: Mapping[str, str]) -> str:
+    """``key=value`` lines, sorted, escaped as java.util.Properties reads them."""
+    def escape(text: str, is_key: bool) -> str:
+        text = text.replace("\\", "\\\\")
+        if is_key:
+            text = text.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+        return text
+    return "".join(f"{escape(k, True)}={escape(v, False)}\n" for k, v in sorted(props.items()))
+
+
+def parse_set_options(items: Iterable[str], config_brokers: Iterable[int] | None = None
+                      ) -> tuple[dict[str, str], dict[int, dict[str, str]]]:
+    """``--set key=value`` (every broker) and ``--set ID:key=value`` (broker ID only)."""
+    cluster: dict[str, str] = {}
+    per_broker: dict[int, dict[str, str]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {item!r}: expected key=value or BROKER_ID:key=value")
+        key = key.strip()
+        target, colon, name = key.partition(":")
+        if colon and target.isdigit():
+            per_broker.setdefault(int(target), {})[name] = value
+        else:
+            cluster[key] = value
+    return cluster, per_broker
+
+
+_DUMP_SOURCE = """
+public class DumpBrokerConfigNames {
+    public static void main(String[] args) {
+        new java.util.TreeSet<>(org.apache.kafka.server.config.AbstractKafkaConfig.CONFIG_DEF.names())
+            .forEach(System.out::println);
+    }
+}
+"""
+
+
+def dump_broker_property_names(distribution: KafkaDistribution, java: str | None = None) -> list[str]:
+    """Every broker config name the distribution's Kafka accepts (needs a JDK: java runs a
+    source file).  Used to regenerate ``kafka_broker_properties.json`` and to test it."""
+    from kafka_chaos.harness.distribution import java_executable
+
+    with tempfile.TemporaryDirectory(prefix="kafka-config-names-") as tmp:
+        source = Path(tmp) / "DumpBrokerConfigNames.java"
+        source.write_text(_DUMP_SOURCE)
+        done = subprocess.run([java or java_executable(), "-cp", distribution.classpath, str(source)],
+                              capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise HarnessError(f"could not list Kafka {distribution.version}'s broker configs: "
+                           f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return [line.strip() for line in done.stdout.splitlines() if line.strip()]

@@ -1,0 +1,356 @@
+"""The brokers' side of the story.
+
+:func:`broker_view` asks exactly one broker for its metadata cache, so each broker can be
+compared with ZooKeeper (the truth, :mod:`harness.observer`); the cache is filled by the
+controller's UpdateMetadata requests and lags behind ZK.  It speaks the Metadata API directly
+(:mod:`harness.kafka_wire` says why librdkafka cannot be pinned to one broker).
+
+The admin operations the scenarios need go through confluent-kafka's AdminClient.  Every call
+uses a short-lived client with bounded timeouts, released before returning so no librdkafka
+threads outlive the call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import socket
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
+
+from kafka_chaos.harness import kafka_wire
+from kafka_chaos.harness.errors import HarnessError, UsageError
+
+log = logging.getLogger(__name__)
+_librdkafka_log = logging.getLogger(__name__ + ".librdkafka")
+
+NO_LEADER = -1
+
+Election = Literal["preferred", "unclean"]
+_ELECTION_TYPES: dict[str, ElectionType] = {
+    "preferred": ElectionType.PREFERRED,
+    "unclean": ElectionType.UNCLEAN,
+}
+
+
+_correlation_ids = itertools.count(1)
+
+
+class MetadataError(HarnessError):
+    """A broker did not answer, or answered with an error, within the bounded time."""
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    topic: str
+    partition: int
+    leader: int  # -1 when the answering broker knows no live leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error: str | None = None  # e.g. "LEADER_NOT_AVAILABLE" as the broker reported it
+    leader_epoch: int = -1  # broker_view only: the epoch in that broker's cache
+    offline_replicas: tuple[int, ...] = ()  # broker_view only
+
+
+def _single_host_port(bootstrap: str) -> str:
+    hosts = [h.strip() for h in bootstrap.split(",") if h.strip()]
+    if len(hosts) != 1 or ":" not in hosts[0] or not hosts[0].rpartition(":")[2].isdigit():
+        raise UsageError(f"broker_view needs exactly one broker address host:port, got {bootstrap!r}")
+    return hosts[0]
+
+
+@contextmanager
+def admin_client(bootstrap: str, timeout: float) -> Iterator[AdminClient]:
+    """A short-lived AdminClient; its log lines go to :mod:`logging`, not stderr."""
+    timeout_ms = max(1000, int(timeout * 1000))
+    # Any values: "logger" takes a logging.Logger, which the client's own typing leaves out.
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "socket.timeout.ms": timeout_ms,
+        "socket.connection.setup.timeout.ms": timeout_ms,
+        # Don't keep reconnecting to a killed broker in the background for long.
+        "reconnect.backoff.max.ms": 1000,
+        "logger": _librdkafka_log,
+    }
+    client = AdminClient(config)
+    try:
+        yield client
+    finally:
+        client.poll(0)  # delivers queued log lines to the logger
+        # AdminClient has no close(): dropping the last reference destroys the handle and joins
+        # librdkafka's threads (rd_kafka_destroy) here rather than at some later GC.
+        del client
+
+
+def _kafka_error_name(error: Any) -> str:
+    if isinstance(error, KafkaException):
+        error = error.args[0] if error.args else error
+    if isinstance(error, KafkaError):
+        return str(error.name())
+    return str(error)
+
+
+def _result(future: Any, timeout: float, what: str) -> Any:
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as exc:
+        raise MetadataError(f"{what} failed: {_kafka_error_name(exc)}: {exc.args[0] if exc.args else exc}") from exc
+    except TimeoutError:
+        raise MetadataError(f"{what}: no answer within {timeout:.0f} s") from None
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ConnectionError("connection closed by the broker")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def fetch_metadata(bootstrap: str, topics: Sequence[str] | None,
+                   timeout: float = 5.0) -> kafka_wire.WireMetadata:
+    """One Metadata request to the one broker at ``host:port``, on its own connection."""
+    host, _, port = _single_host_port(bootstrap).rpartition(":")
+    correlation_id = next(_correlation_ids)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+            sock.settimeout(timeout)  # each send/recv; the whole exchange is a few of them
+            sock.sendall(kafka_wire.encode_metadata_request(correlation_id, topics))
+            (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+            payload = _recv_exactly(sock, size)
+    except (OSError, ValueError) as exc:
+        raise MetadataError(f"broker at {bootstrap} did not answer a metadata request within "
+                            f"{timeout:.0f} s: {type(exc).__name__}: {exc}") from exc
+    try:
+        metadata = kafka_wire.decode_metadata_response(payload)
+    except kafka_wire.WireFormatError as exc:
+        raise MetadataError(f"broker at {bootstrap}: {exc}") from exc
+    if metadata.correlation_id != correlation_id:
+        raise MetadataError(f"broker at {bootstrap} answered request {metadata.correlation_id}, "
+                            f"expected {correlation_id}")
+    return metadata
+
+
+def error_name(code: int) -> str:
+    """Kafka protocol error code -> name (librdkafka's broker error codes are the same)."""
+    return str(KafkaError(code).name())
+
+
+def broker_view(bootstrap: str, topics: Iterable[str],
+                timeout: float = 5.0) -> dict[tuple[str, int], PartitionMetadata]:
+    """The partitions of ``topics`` as the one broker at ``bootstrap`` has them in its cache.
+
+    A topic the broker does not know (UNKNOWN_TOPIC_OR_PARTITION) is absent from the result;
+    it is never auto-created.  Raises MetadataError when the broker does not answer in time.
+    """
+    if isinstance(topics, str):
+        raise UsageError(f"topics must be a list of names, not the string {topics!r}")
+    # An empty list still asks (and so proves the broker answers); it returns no topics.
+    metadata = fetch_metadata(bootstrap, sorted(set(topics)), timeout)
+    view: dict[tuple[str, int], PartitionMetadata] = {}
+    for topic in metadata.topics:
+        if topic.error_code != 0:
+            continue
+        for part in topic.partitions:
+            view[(topic.name, part.partition)] = PartitionMetadata(
+                topic=topic.name, partition=part.partition,
+                leader=part.leader if part.leader >= 0 else NO_LEADER,
+                replicas=part.replicas, isr=part.isr,
+                error=error_name(part.error_code) if part.error_code else None,
+                leader_epoch=part.leader_epoch, offline_replicas=part.offline_replicas)
+    return view
+
+
+def _assignment_list(topic: str, assignment: Mapping[int, Sequence[int]]) -> list[list[int]]:
+    """NewTopic wants a list indexed by partition: partitions must be 0..n-1."""
+    if not assignment:
+        raise UsageError(f"topic {topic!r}: the assignment is empty")
+    if sorted(assignment) != list(range(len(assignment))):
+        raise UsageError(f"topic {topic!r}: partitions must be numbered 0..{len(assignment) - 1}, "
+                         f"got {sorted(assignment)}")
+    result = []
+    for partition in range(len(assignment)):
+        replicas = [int(r) for r in assignment[partition]]
+        if not replicas or len(set(replicas)) != len(replicas):
+            raise UsageError(f"topic {topic!r} partition {partition}: replicas {replicas} must be "
+                             f"non-empty and distinct")
+        result.append(replicas)
+    return result
+
+
+def create_topic(bootstrap: str, topic: str, assignment: Mapping[int, Sequence[int]],
+                 config: Mapping[str, str] | None = None, *, timeout: float = 30.0) -> None:
+    """Create ``topic`` with an explicit replica assignment ({partition: [broker, ...]}, AR
+    order), so the test knows the preferred leaders instead of Kafka's random placement."""
+    replicas = _assignment_list(topic, assignment)
+    new_topic = NewTopic(topic, num_partitions=len(replicas), replica_assignment=replicas,
+                         config={str(k): str(v) for k, v in (config or {}).items()})
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.create_topics([new_topic], operation_timeout=timeout, request_timeout=timeout)
+        _result(futures[topic], timeout + 1, f"creating topic {topic!r}")
+    log.info("created topic %s: %s", topic, describe_assignment(replicas))
+
+
+ASSIGNMENT_SHOWN = 12  # partitions a log line spells out; a bench's 10,000 made a 160 kB line
+
+
+def describe_assignment(replicas: Sequence[Sequence[int]], shown: int = ASSIGNMENT_SHOWN) -> str:
+    """A topic's replica assignment (indexed by partition) for a log line: whole when short,
+    else its first ``shown`` partitions and how many more."""
+    head = ", ".join(f"{partition}: {list(brokers)}" for partition, brokers in enumerate(replicas[:shown]))
+    more = f", ... {len(replicas) - shown} more" if len(replicas) > shown else ""
+    return f"{len(replicas)} partition(s), assignment {{{head}{more}}}"
+
+
+def delete_topics(bootstrap: str, topics: Iterable[str], *, timeout: float = 30.0) -> None:
+    names = list(topics)
+    if not names:
+        return
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.delete_topics(names, operation_timeout=timeout, request_timeout=timeout)
+        for name, future in futures.items():
+            _result(future, timeout + 1, f"deleting topic {name!r}")
+
+
+def elect_leaders(bootstrap: str, election: Election, partitions: Iterable[tuple[str, int]], *,
+                  timeout: float = 30.0) -> dict[tuple[str, int], str | None]:
+    """Admin ElectLeaders; returns each partition's error name (e.g. "ELECTION_NOT_NEEDED",
+    "PREFERRED_LEADER_NOT_AVAILABLE", "ELIGIBLE_LEADERS_NOT_AVAILABLE") or None on success."""
+    if election not in _ELECTION_TYPES:
+        raise UsageError(f"election must be 'preferred' or 'unclean', not {election!r}")
+    wanted = list(dict.fromkeys(partitions))
+    if not wanted:
+        raise UsageError("elect_leaders: no partitions given")
+    tps = [TopicPartition(t, p) for t, p in wanted]
+    with admin_client(bootstrap, timeout) as client:
+        # No request_timeout/operation_timeout kwargs: confluent-kafka 2.16.1 rejects them
+        # ("more argument specifiers than keyword list entries"); both default to the
+        # client's socket.timeout.ms, which admin_client() sets from ``timeout``.
+        future = client.elect_leaders(_ELECTION_TYPES[election], tps)
+        results = _result(future, timeout + 1, f"{election} leader election")
+    outcome: dict[tuple[str, int], str | None] = {}
+    for tp, error in results.items():
+        outcome[(tp.topic, tp.partition)] = None if error is None else _kafka_error_name(error)
+    return outcome
+
+
+def describe_topics(bootstrap: str, topics: Iterable[str], *,
+                    timeout: float = 10.0) -> dict[tuple[str, int], PartitionMetadata]:
+    """DescribeTopics through any broker of ``bootstrap`` (one cache among many; prefer
+    :func:`broker_view` for per-broker comparisons)."""
+    names = list(topics)
+    if not names:
+        return {}
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.describe_topics(TopicCollection(names), request_timeout=timeout)
+        described = {name: _result(f, timeout + 1, f"describing topic {name!r}")
+                     for name, f in futures.items()}
+    view: dict[tuple[str, int], PartitionMetadata] = {}
+    for name, description in described.items():
+        for info in description.partitions:
+            view[(name, info.id)] = PartitionMetadata(
+                topic=name, partition=info.id,
+                leader=info.leader.id if info.leader is not None else NO_LEADER,
+                replicas=tuple(n.id for n in info.replicas), isr=tuple(n.id for n in info.isr))
+    return view
+
+
+def describe_topic_config(bootstrap: str, topic: str, *, timeout: float = 10.0) -> dict[str, str]:
+    """The topic's dynamic overrides as the answering broker has loaded them (DescribeConfigs,
+    entries whose source is DYNAMIC_TOPIC_CONFIG) — shows a ZK config change took effect."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.describe_configs([resource], request_timeout=timeout)
+        entries = _result(futures[resource], timeout + 1, f"describing config of topic {topic!r}")
+    return {name: str(entry.value) for name, entry in entries.items()
+            if _source(entry.source) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and entry.value is not None}
+
+
+def _source(source: Any) -> int:
+    # ConfigEntry.source is a ConfigSource from Python but a plain int from the C layer.
+    return int(getattr(source, "value", source))
+
+
+def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | None], *,
+                       timeout: float = 30.0) -> None:
+    """IncrementalAlterConfigs on a topic (the broker writes ``/config/topics/<t>`` and the
+    change notification itself); None deletes a key."""
+    if not changes:
+        raise UsageError(f"alter_topic_config {topic!r}: no changes given")
+    entries = [
+        ConfigEntry(key, value if value is not None else "",
+                    incremental_operation=AlterConfigOpType.SET if value is not None
+                    else AlterConfigOpType.DELETE)
+        for key, value in changes.items()
+    ]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.incremental_alter_configs([resource], request_timeout=timeout)
+        for future in futures.values():
+            _result(future, timeout + 1, f"altering config of topic {topic!r}")
+
+
+# --- topic deletion and partition growth during faults (issue 14) ------------------------------
+
+DeletionAnswer = Literal["answered", "timed_out"]
+
+
+def request_topic_deletion(bootstrap: str, topic: str, *, wait: float = 3.0,
+                           timeout: float = 15.0) -> DeletionAnswer:
+    """AdminClient ``deleteTopics`` for one topic. In ZooKeeper mode the broker creates
+    ``/admin/delete_topics/<topic>`` and waits up to ``wait`` s until its *metadata cache* no
+    longer has the topic (``ZkAdminManager.deleteTopics`` + ``DelayedDeleteTopics``). The
+    controller drops the topic from every cache as soon as the deletion starts (UpdateMetadata
+    with LeaderDuringDelete), so "answered" does not mean the topic is gone: a replica's broker
+    down, it stays in ``/brokers/topics`` until that broker returns (``TopicDeletionManager``).
+    "timed_out" (REQUEST_TIMED_OUT): queued but not started within ``wait``. ZooKeeper is the
+    truth. Any other error is a :class:`MetadataError`."""
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.delete_topics([topic], operation_timeout=wait, request_timeout=timeout)
+        try:
+            futures[topic].result(timeout=timeout + 1)
+        except KafkaException as exc:
+            name = _kafka_error_name(exc)
+            if name == "REQUEST_TIMED_OUT":
+                return "timed_out"
+            raise MetadataError(f"deleting topic {topic!r} failed: {name}") from exc
+        except TimeoutError:
+            raise MetadataError(f"deleting topic {topic!r}: no answer within {timeout:.0f} s") from None
+    return "answered"
+
+
+def create_partitions(bootstrap: str, topic: str, additions: Mapping[int, Sequence[int]], *,
+                      timeout: float = 30.0) -> None:
+    """AdminClient ``createPartitions`` with an explicit assignment of the new partitions
+    ({partition: [broker, ...]} numbered from the current count, AR order). The brokers validate
+    the ids against *registered* brokers only when no assignment is given, so replicas on
+    stopped brokers are accepted (``AdminZkClient.addPartitions``)."""
+    numbers = sorted(additions)
+    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        raise UsageError(f"topic {topic!r}: new partitions must be consecutive, got {numbers}")
+    replicas = [[int(r) for r in additions[n]] for n in numbers]
+    for n, rs in zip(numbers, replicas):
+        if not rs or len(set(rs)) != len(rs):
+            raise UsageError(f"topic {topic!r} partition {n}: replicas {rs} must be non-empty and distinct")
+    request = NewPartitions(topic, numbers[-1] + 1, replica_assignment=replicas)
+    with admin_client(bootstrap, timeout) as client:
+        futures = client.create_partitions([request], operation_timeout=timeout, request_timeout=timeout)
+        _result(futures[topic], timeout + 1, f"adding partitions {numbers} to {topic!r}")
+    log.info("added partitions %s to %s", dict(additions), topic)

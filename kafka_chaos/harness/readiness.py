@@ -1,0 +1,166 @@
+"""Start-up readiness shared by every launcher: what "a broker is up" means in ZooKeeper."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.common.waits import WaitTimeout, wait_until
+from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, tick_time_ms
+from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
+
+log = logging.getLogger(__name__)
+
+# Grace on top of the session timeout + 2 ticks before an old registration must have expired.
+SESSION_EXPIRY_GRACE_SECONDS = 5.0
+
+
+def wait_registered(zookeeper_connect: str, broker_ids: Iterable[int], *, deadline: float,
+                    newer_than: Mapping[int, int] | None = None,
+                    check_alive: Callable[[], None] = lambda: None) -> ZkSnapshot:
+    """Wait (watch-driven, until the ``time.monotonic()`` ``deadline``) until every broker is
+    registered in ``/brokers/ids`` — with a broker epoch newer than ``newer_than`` gives, so a
+    restarted broker's stale registration does not count — and a live controller is elected.
+
+    ``check_alive`` raises when a node died meanwhile, which ends the wait at once; a timeout
+    raises :class:`harness.observer.ConvergenceTimeout` with the last snapshot."""
+    wanted = set(broker_ids)
+    old = newer_than or {}
+
+    def ready(snapshot: ZkSnapshot) -> bool:
+        check_alive()
+        registered = {b for b in wanted if snapshot.live_brokers.get(b, -1) > old.get(b, -1)}
+        return registered == wanted and snapshot.controller in snapshot.live_brokers
+
+    with ZkObserver(zookeeper_connect, topics=[]) as observer:
+        return observer.wait_until(
+            ready, timeout=max(0.0, deadline - time.monotonic()),
+            description=f"brokers {sorted(wanted)} to register and a controller to be elected")
+
+
+def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> set[int]:
+    """The broker ids one broker's metadata cache lists (filled by the controller's
+    UpdateMetadata), asked of that broker alone."""
+    from kafka_chaos.harness.metadata import fetch_metadata
+
+    return set(fetch_metadata(bootstrap, [], timeout).brokers)
+
+
+def wait_metadata_lists(bootstrap: str, expected: set[int] | Callable[[], set[int]], *, deadline: float,
+                        check_alive: Callable[[], None] = lambda: None) -> str | None:
+    """Wait (until the ``time.monotonic()`` ``deadline``, at least one try) until the broker at
+    ``bootstrap`` answers metadata listing every broker in ``expected`` (a set, or asked again
+    at every try: see :func:`still_registered`).  Kafka registers in ZooKeeper before its
+    socket server accepts connections, and learns the other brokers only from the controller's
+    UpdateMetadata, so registration alone is not "ready".
+
+    Returns None when it answered, else the last reason it did not (the caller words the
+    failure with that node's log); ``check_alive`` raising ends the wait at once."""
+    last_error = ""
+
+    def answers() -> bool:
+        nonlocal last_error
+        check_alive()
+        try:
+            listed = metadata_brokers(bootstrap, timeout=2.0)
+        except HarnessError as exc:
+            last_error = str(exc)
+            raise ConnectionError(last_error) from exc
+        wanted = expected() if callable(expected) else expected
+        if not wanted <= listed:
+            last_error = f"its metadata lists brokers {sorted(listed)}, expected {sorted(wanted)}"
+            raise ConnectionError(last_error)
+        return True
+
+    try:
+        wait_until(answers, timeout=deadline - time.monotonic(), interval=0.2, retry_on=(ConnectionError,),
+                   description=f"the broker at {bootstrap} to list the registered brokers")
+    except WaitTimeout:
+        return last_error
+    return None
+
+
+def still_registered(observer: ZkObserver, registered: set[int]) -> Callable[[], set[int]]:
+    """The brokers of ``registered`` still in ``/brokers/ids`` now: a broker killed just before
+    a start keeps its registration until its session expires, and once the controller has
+    processed that, no broker's metadata lists it any more (waiting for it would never end)."""
+    return lambda: registered & set(observer.snapshot().live_brokers)
+
+
+def registration_expiry_bound_s(config: ClusterConfig) -> float:
+    """Seconds within which ZooKeeper surely expired a dead broker's session: the session
+    timeout, two ticks (the expirer runs per tick) and a grace for a busy machine."""
+    return session_timeout_ms(config) / 1000 + 2 * tick_time_ms(config) / 1000 + SESSION_EXPIRY_GRACE_SECONDS
+
+
+def wait_old_registration_gone(zookeeper_connect: str, broker_id: int, bound: float) -> int | None:
+    """Before restarting a stopped or killed broker: its old session may still hold
+    ``/brokers/ids/<id>`` until ZooKeeper expires it, and a start before that fails with
+    NODEEXISTS, so wait (bounded by ``bound`` seconds) as kafkatest's ``hard_bounce`` does.
+
+    Returns the old registration's broker epoch (None when there was none), so the caller can
+    wait for a *newer* one."""
+    with ZkObserver(zookeeper_connect, topics=[]) as observer:
+        old_epoch = observer.snapshot().live_brokers.get(broker_id)
+        if old_epoch is not None:
+            log.info("waiting up to %.0f s for broker %d's old ZooKeeper session to expire", bound, broker_id)
+            try:
+                observer.wait_broker_gone(broker_id, bound)
+            except ConvergenceTimeout as exc:
+                raise HarnessError(f"broker {broker_id} is still registered in /brokers/ids {bound:.0f} s "
+                                   f"after it stopped; not restarting it (it would fail with NODEEXISTS): "
+                                   f"{exc}") from None
+    return old_epoch
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def ensure_offsets_topic(bootstrap: str, zookeeper_connect: str, *, partitions: int, timeout: float = 60.0) -> None:
+    """Create ``__consumer_offsets`` now, while every broker is up, and wait (bounded) until
+    each of its ``partitions`` has a leader and a full ISR.
+
+    Kafka creates it lazily, on the first FindCoordinator, with
+    ``offsets.topic.replication.factor`` replicas — refused while fewer brokers are alive, so a
+    consumer group first used after a kill would wait for a coordinator until the broker is
+    back. Asking for a group's committed offsets (answered by its coordinator) is that first
+    FindCoordinator; it is repeated until answered (COORDINATOR_NOT_AVAILABLE while the topic
+    is being created)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    deadline = time.monotonic() + timeout
+    # Not AdminClient.describe_consumer_groups: librdkafka 2.x aborted the process
+    # (rd_kafka_enq_once_del_source_return assertion) while the coordinator was unavailable.
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "kafka-chaos-offsets-topic",
+                              "group.id": "kafka-chaos-offsets-topic", "enable.auto.commit": False,
+                              "logger": logging.getLogger(f"{__name__}.librdkafka")}
+    consumer = Consumer(config)
+
+    def coordinator_found() -> bool:
+        # Committed offsets come from the group coordinator: asking finds one (FindCoordinator).
+        consumer.committed([TopicPartition(OFFSETS_TOPIC, 0)], timeout=5.0)
+        return True
+
+    try:
+        wait_until(coordinator_found, timeout=max(0.0, deadline - time.monotonic()), interval=0.3,
+                   retry_on=(KafkaException,), description="a group coordinator (creates __consumer_offsets)")
+    except WaitTimeout as exc:
+        raise HarnessError(f"{OFFSETS_TOPIC} could not be created within {timeout:.0f} s: "
+                           f"{exc.last_error or exc}") from None
+    finally:
+        consumer.close()
+
+    def settled(snapshot: ZkSnapshot) -> bool:
+        states = [s for (t, _), s in snapshot.partitions.items() if t == OFFSETS_TOPIC]
+        return len(states) >= partitions and all(
+            s.leader in snapshot.live_brokers and set(s.isr) == set(s.replicas) for s in states)
+
+    with ZkObserver(zookeeper_connect, topics=[OFFSETS_TOPIC]) as observer:
+        try:
+            observer.wait_until(settled, timeout=max(0.0, deadline - time.monotonic()),
+                                description=f"{OFFSETS_TOPIC} led and fully in sync")
+        except ConvergenceTimeout as exc:
+            raise HarnessError(f"{OFFSETS_TOPIC} not settled within {timeout:.0f} s: {exc}") from None

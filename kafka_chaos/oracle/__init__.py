@@ -1,0 +1,64 @@
+"""A pure model of the Kafka 3.9 ZooKeeper-mode controller: given a settled cluster state and a
+fault or admin operation, the leader, ISR, epoch and replicas every partition must show once the
+cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
+
+from kafka_chaos.oracle.controller import apply_event, apply_event_alternatives, settled
+from kafka_chaos.oracle.events import (
+    EVENT_TYPES,
+    AddPartitions,
+    AutoRebalance,
+    BrokerFailure,
+    BrokerStartup,
+    ControlledShutdown,
+    CreateTopic,
+    DeleteTopic,
+    Event,
+    LogDirFailure,
+    PreferredElection,
+    Reassign,
+    TopicConfigChange,
+    UncleanElection,
+)
+from kafka_chaos.oracle.outcomes import Outcome, PartitionOutcome
+from kafka_chaos.oracle.prediction import Alternative, Prediction, predict
+from kafka_chaos.oracle.state import (
+    NO_LEADER,
+    ClusterState,
+    PartitionPhase,
+    PartitionState,
+    TopicPartition,
+    TopicState,
+    initial_phase,
+)
+
+__all__ = [
+    "NO_LEADER",
+    "EVENT_TYPES",
+    "AddPartitions",
+    "Alternative",
+    "AutoRebalance",
+    "BrokerFailure",
+    "BrokerStartup",
+    "ClusterState",
+    "ControlledShutdown",
+    "CreateTopic",
+    "DeleteTopic",
+    "Event",
+    "LogDirFailure",
+    "Outcome",
+    "PartitionOutcome",
+    "PartitionPhase",
+    "PartitionState",
+    "Prediction",
+    "PreferredElection",
+    "Reassign",
+    "TopicConfigChange",
+    "TopicPartition",
+    "TopicState",
+    "UncleanElection",
+    "apply_event",
+    "apply_event_alternatives",
+    "initial_phase",
+    "predict",
+    "settled",
+]

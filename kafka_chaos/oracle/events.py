@@ -1,0 +1,200 @@
+"""The faults and admin operations the oracle can predict, as frozen values.
+
+``KIND`` is the event's name in the ``kafka-chaos predict`` JSON (``{"type": "broker_failure"}``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import ClassVar, Iterable, Mapping, SupportsInt, Union
+
+from kafka_chaos.oracle.state import TopicPartition
+
+
+def _ints(values: Iterable[SupportsInt]) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+@dataclass(frozen=True)
+class BrokerFailure:
+    """The brokers' ZooKeeper sessions are gone in one controller event (kill -9 followed by session
+    expiry, an expired session, ...).  The controller broker may be among them."""
+
+    brokers: tuple[int, ...]
+    KIND: ClassVar[str] = "broker_failure"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "brokers", _ints(self.brokers))
+
+
+@dataclass(frozen=True)
+class ControlledShutdown:
+    """SIGTERM with ``controlled.shutdown.enable=true``: the controlled-shutdown requests, then the
+    broker's exit (its session closes at once, so the controller sees the broker gone)."""
+
+    broker: int
+    KIND: ClassVar[str] = "controlled_shutdown"
+
+
+@dataclass(frozen=True)
+class BrokerStartup:
+    """The brokers register in ``/brokers/ids`` again (or for the first time)."""
+
+    brokers: tuple[int, ...]
+    KIND: ClassVar[str] = "broker_startup"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "brokers", _ints(self.brokers))
+
+
+@dataclass(frozen=True)
+class Reassign:
+    """A reassignment of one partition to ``replicas`` (the target, in the given order), written to
+    ``/admin/reassign_partitions`` (no liveness validation on that path)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    KIND: ClassVar[str] = "reassign"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "replicas", _ints(self.replicas))
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class PreferredElection:
+    """Admin ``ElectLeaders(PREFERRED)`` for the given partitions."""
+
+    partitions: tuple[TopicPartition, ...]
+    KIND: ClassVar[str] = "preferred_election"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+
+
+@dataclass(frozen=True)
+class UncleanElection:
+    """Admin ``ElectLeaders(UNCLEAN)`` for the given partitions."""
+
+    partitions: tuple[TopicPartition, ...]
+    KIND: ClassVar[str] = "unclean_election"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+
+
+@dataclass(frozen=True)
+class AutoRebalance:
+    """One run of the controller's ``checkAndTriggerAutoLeaderRebalance`` task."""
+
+    KIND: ClassVar[str] = "auto_rebalance"
+
+
+@dataclass(frozen=True)
+class CreateTopic:
+    """A topic created with an explicit assignment ``{partition: replicas in AR order}``."""
+
+    topic: str
+    replicas: Mapping[int, tuple[int, ...]]
+    config: Mapping[str, str] = field(default_factory=dict)
+    KIND: ClassVar[str] = "create_topic"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "replicas", MappingProxyType({int(k): _ints(v) for k, v in self.replicas.items()})
+        )
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
+
+
+@dataclass(frozen=True)
+class TopicConfigChange:
+    """``kafka-configs --alter --add-config`` on a topic: ``config`` is merged over the topic's
+    overrides (a value of None deletes the override)."""
+
+    topic: str
+    config: Mapping[str, str | None]
+    KIND: ClassVar[str] = "topic_config_change"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
+
+
+@dataclass(frozen=True)
+class DeleteTopic:
+    """``/admin/delete_topics/<topic>`` created (``AdminClient.deleteTopics``):
+    ``processTopicDeletion`` queues it; ``TopicDeletionManager`` deletes it once every replica is
+    online, otherwise it waits (ReplicaDeletionIneligible) until a replica's broker returns."""
+
+    topic: str
+    KIND: ClassVar[str] = "delete_topic"
+
+
+@dataclass(frozen=True)
+class AddPartitions:
+    """``AdminClient.createPartitions`` with an explicit assignment of the *new* partitions
+    ``{partition: replicas in AR order}`` (``processPartitionModifications``)."""
+
+    topic: str
+    replicas: Mapping[int, tuple[int, ...]]
+    KIND: ClassVar[str] = "add_partitions"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "replicas", MappingProxyType({int(k): _ints(v) for k, v in self.replicas.items()})
+        )
+
+
+@dataclass(frozen=True)
+class LogDirFailure:
+    """A live broker's log directory fails; ``partitions`` are the replicas it held (the broker
+    writes ``/log_dir_event_notification``, the controller asks it with LeaderAndIsr and it answers
+    KAFKA_STORAGE_ERROR for them).  A broker whose every directory fails halts instead: that is a
+    ``BrokerFailure``."""
+
+    broker: int
+    partitions: tuple[TopicPartition, ...]
+    KIND: ClassVar[str] = "log_dir_failure"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+
+
+Event = Union[
+    BrokerFailure,
+    ControlledShutdown,
+    BrokerStartup,
+    Reassign,
+    PreferredElection,
+    UncleanElection,
+    AutoRebalance,
+    CreateTopic,
+    TopicConfigChange,
+    DeleteTopic,
+    AddPartitions,
+    LogDirFailure,
+]
+
+EVENT_TYPES: Mapping[str, type] = MappingProxyType(
+    {
+        cls.KIND: cls
+        for cls in (
+            BrokerFailure,
+            ControlledShutdown,
+            BrokerStartup,
+            Reassign,
+            PreferredElection,
+            UncleanElection,
+            AutoRebalance,
+            CreateTopic,
+            TopicConfigChange,
+            DeleteTopic,
+            AddPartitions,
+            LogDirFailure,
+        )
+    }
+)

@@ -1,0 +1,97 @@
+"""Run a sequence of events through the controller model, in every order Kafka allows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+from typing import Hashable, Sequence
+
+from kafka_chaos.oracle.controller import iter_event_alternatives, state_key
+from kafka_chaos.oracle.events import Event
+from kafka_chaos.oracle.outcomes import PartitionOutcome
+from kafka_chaos.oracle.state import ClusterState
+
+MAX_ALTERNATIVES = 256
+"""At most this many alternatives are kept after each event (the first ones, main first); further
+distinct ones are dropped.  One BrokerFailure of k <= 4 brokers yields at most 2 * Fubini(k) orders
+(times k + 1 when the controller is unknown), far below it."""
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One legal way the events may be processed and the settled state it leaves."""
+
+    label: str  # e.g. "one BrokerChange {2,3}", "BrokerChange {2} then {3}"; "as given" when no choice
+    state: ClusterState  # settled state after the last event
+    outcomes: tuple[PartitionOutcome, ...]  # every event's outcomes, in event order
+    steps: tuple[ClusterState, ...]  # settled state after each event (len == len(events))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The main alternative (every multi-broker event seen as one controller event, the controller
+    as given) in ``state``/``outcomes``/``steps``; ``alternatives[0]`` is that same alternative, the
+    others are every other settled state a legal interleaving leaves, each listed once."""
+
+    state: ClusterState  # settled state after the last event
+    outcomes: tuple[PartitionOutcome, ...]  # every event's outcomes, in event order
+    steps: tuple[ClusterState, ...]  # settled state after each event (len == len(events))
+    alternatives: tuple[Alternative, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.alternatives:
+            main = Alternative("as given", self.state, self.outcomes, self.steps)
+            object.__setattr__(self, "alternatives", (main,))
+
+    def matching(self, state: ClusterState) -> Alternative | None:
+        """The first alternative whose settled state equals ``state``, if any."""
+        return next((alt for alt in self.alternatives if alt.state == state), None)
+
+
+@dataclass(frozen=True)
+class _Path:
+    labels: tuple[str, ...]
+    state: ClusterState
+    outcomes: tuple[PartitionOutcome, ...]
+    steps: tuple[ClusterState, ...]
+
+
+def _label(labels: tuple[str, ...]) -> str:
+    return "; ".join(labels) if labels else "as given"
+
+
+def predict(state: ClusterState, events: Sequence[Event]) -> Prediction:
+    """Apply ``events`` in order, each to the settled state the previous one left, branching where
+    Kafka does not fix the order (:func:`oracle.controller.apply_event_alternatives`).  Branches that
+    reach an equal state are merged (the first label is kept), so alternatives have distinct final
+    states."""
+    paths = [_Path((), state, (), ())]
+    for index, event in enumerate(events):
+        next_paths: list[_Path] = []
+        seen: set[Hashable] = set()
+        for path in paths:
+            if len(next_paths) >= MAX_ALTERNATIVES:
+                break
+            choices = iter_event_alternatives(path.state, event, index)
+            first = next(choices)
+            second = next(choices, None)
+            branched = second is not None
+            for label, after, outcomes in chain((first,), () if second is None else (second,), choices):
+                key = state_key(after)
+                if key in seen:
+                    continue
+                if len(next_paths) >= MAX_ALTERNATIVES:
+                    break
+                seen.add(key)
+                labels = path.labels
+                if branched:
+                    labels += (f"event {index}: {label}" if len(events) > 1 else label,)
+                next_paths.append(_Path(labels, after, path.outcomes + outcomes, path.steps + (after,)))
+        paths = next_paths
+    alternatives = tuple(_alternative_of(path) for path in paths)
+    main = alternatives[0]
+    return Prediction(state=main.state, outcomes=main.outcomes, steps=main.steps, alternatives=alternatives)
+
+
+def _alternative_of(path: _Path) -> Alternative:
+    return Alternative(label=_label(path.labels), state=path.state, outcomes=path.outcomes, steps=path.steps)

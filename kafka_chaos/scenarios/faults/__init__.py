@@ -1,0 +1,48 @@
+"""Faults: one class per kind, registered in :data:`FAULTS` by :func:`register_fault`.
+
+``base`` holds the contract, the registry and the :class:`Nemesis`; ``process``, ``network``,
+``admin``, ``topics``, ``zookeeper``, ``degrade``, ``log_dirs`` and ``delay`` hold the kinds (importing them
+registers them). A new fault kind is one class with
+``@register_fault`` in one of those modules.
+"""
+
+# Importing registers the kinds; this order is the order `--list`, errors and docs show them.
+from kafka_chaos.scenarios.faults import process  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import admin  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import network  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import topics  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import zookeeper  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import degrade  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import log_dirs  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import delay  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults.base import (
+    FAULTS,
+    Fault,
+    FaultEnv,
+    FaultKind,
+    Nemesis,
+    StepTopics,
+    fault_kind,
+    fault_kinds,
+    make_fault,
+    register_fault,
+    requirements_of,
+)
+from kafka_chaos.scenarios.faults.network import CUTS, HEAL, PARTITION_VARIANTS
+
+__all__ = [
+    "CUTS",
+    "FAULTS",
+    "HEAL",
+    "PARTITION_VARIANTS",
+    "Fault",
+    "FaultEnv",
+    "FaultKind",
+    "Nemesis",
+    "StepTopics",
+    "fault_kind",
+    "fault_kinds",
+    "make_fault",
+    "register_fault",
+    "requirements_of",
+]

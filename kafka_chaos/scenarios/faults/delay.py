@@ -1,0 +1,130 @@
+"""Delayed links: a broker's links to ZooKeeper, its peers and/or clients slowed by ``delay_ms`` ±
+``jitter_ms`` each way (order kept), until healed (``harness.cluster.LinkDelayer``; the local
+launcher's link proxies, :mod:`harness.link_proxy` — no netem on this kernel; ZooKeeper links
+need no root, peer and client links are redirected to the proxy by nat rules as root,
+docs/local-network.md).
+
+Whether the delay crosses a threshold is the scenario's claim (``expect``), then checked:
+
+``session_expiry`` (``to: zookeeper``).  From ZooKeeper 3.8 ``ClientCnxn.SendThread.run`` with a
+one-way delay D on every link of the broker (docs/zookeeper-faults.md, "R5"):
+
+the session lives while the server hears from the client at least once per session timeout
+(:func:`scenarios.zk_delay_rule.predict`, where the derivation is).  A non-controller broker's
+idle client pings every ``readTimeout/2 = session/3`` (2 s of our 6 s), so the first ping sent
+after the onset reaches the server ``session/3 + D`` after the last undelayed one: from ``D ≥
+2/3 × session`` (+ up to one tick, by the server's expiry buckets) the session expires 4–6.5 s
+after the onset.  Below that it survives the onset; the client gives up connections (Kafka 3.9's
+``ZooKeeperClient`` ignores ``Disconnected``) and, with one server, once ``2D ≥ connectTimeout
+= session`` no reconnect completes and its ConnectRequests arrive > 7 s apart: the session
+expires ~``D + 9`` to ``D + 12.6`` s after the onset.  Expiry: ``/brokers/ids/N`` vanishes → the
+controller's ``onBrokerFailure`` (oracle ``BrokerFailure``); after the heal the broker reads
+``Expired`` and re-registers (``BrokerStartup``).  :meth:`NetworkDelay.prepare` refuses a claim
+R5 refutes for the cluster's session, tick and servers.
+
+``isr_shrink`` (``to: peers``, a follower).  Kafka 3.9 ``Replica.updateFetchStateOrThrow``: a
+fetch at the leader asking for the leader's log end is caught up now; one asking for the log end
+as of the previous fetch t_{k-1} is caught up as of t_{k-1}; ``Partition.getOutOfSyncReplicas``
+(``isReplicaOutOfSync``, every ``replica.lag.time.max.ms / 2`` by ``maybeShrinkIsr``) drops it
+once ``now - lastCaughtUpTimeMs > replica.lag.time.max.ms`` while the leader's log end moved.
+With a one-way delay D on the follower's peer links its fetches are a round trip 2D apart: the
+lag reaches ≈ 4D under arbitrary traffic, but ≈ 2D under one ``acks=all`` producer (the
+broker reads a connection's next request only after answering the previous one,
+``SocketServer.Processor``, and the answer waits for the follower's fetch, so the leader's log
+moves in step with the fetches), which is the harness's workload: the ISR shrinks once 2D
+exceeds ``replica.lag.time.max.ms``, never below D = lag / 4 (measured: docs/local-network.md;
+documented rule ``rule_leader_isr_shrink``; healed, ``Partition.maybeExpandIsr`` adds it back,
+``rule_leader_isr_expand``).  Peer links include the controller's channel to the follower,
+which only makes its LeaderAndIsr late.
+
+``nothing``: below the thresholds — no event, observed one session window after the fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.scenarios.faults.base import FaultEnv, StepTopics, register_fault
+from kafka_chaos.scenarios.faults.degrade import LINKS, LinkFault
+from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.zk_delay_rule import ZkTiming, refuted_claim
+
+KIND = "network_delay"
+EXPECTS = ("nothing", "session_expiry", "isr_shrink")
+TO = tuple(LINKS)  # zookeeper, peers, clients, everyone
+MAX_DELAY_MS = 60_000
+
+
+def _milliseconds(options: Mapping[str, Any], name: str) -> float:
+    value = options.get(name, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_DELAY_MS:
+        raise UsageError(f"{KIND}: {name!r} must be milliseconds in [0, {MAX_DELAY_MS}], not {value!r}")
+    return float(value)
+
+
+def delay_arguments(to: str) -> dict[str, bool]:
+    """``to`` (zookeeper, peers, clients, everyone) as ``LinkDelayer.delay_links`` arguments."""
+    if to not in LINKS:
+        raise UsageError(f"{KIND}: 'to' must be one of {TO}, not {to!r}")
+    return dict(LINKS[to])
+
+
+@register_fault
+@dataclass
+class NetworkDelay(LinkFault):
+    """Delay both directions of the target broker's links (``to``: ``zookeeper``, ``peers``,
+    ``clients``, ``everyone``) by ``delay_ms`` ± ``jitter_ms``; ``variant: heal`` removes it.
+    ``expect`` states which threshold the delay crosses (``nothing``, ``session_expiry``,
+    ``isr_shrink``) and so the oracle events / ISR rule it is checked against."""
+
+    kind: ClassVar[str] = KIND
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.LINK_DELAY})
+    link_capability: ClassVar[Capability] = Capability.LINK_DELAY
+    client_windows: ClassVar[bool] = True
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    expect: str = "nothing"
+    healing: bool = False
+    to: str = "zookeeper"
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> NetworkDelay:
+        variant = options.get("variant", "delay")
+        if variant not in ("delay", "heal"):
+            raise UsageError(f"{KIND}: 'variant' must be 'delay' or 'heal', not {variant!r}")
+        to = str(options.get("to", "zookeeper"))
+        delay_arguments(to)
+        expect = options.get("expect", "nothing")
+        if expect not in EXPECTS:
+            raise UsageError(f"{KIND}: 'expect' must be one of {EXPECTS}, not {expect!r}")
+        healing = variant == "heal"
+        if not healing and expect == "session_expiry" and not LINKS[to]["to_zookeeper"]:
+            raise UsageError(f"{KIND}: 'expect: session_expiry' needs the ZooKeeper links delayed, not 'to: {to}'")
+        if not healing and expect == "isr_shrink" and not LINKS[to]["to_brokers"]:
+            raise UsageError(f"{KIND}: 'expect: isr_shrink' needs the peer links delayed, not 'to: {to}'")
+        delay, jitter = _milliseconds(options, "delay_ms"), _milliseconds(options, "jitter_ms")
+        if not healing and delay <= 0:
+            raise UsageError(f"{KIND}: give 'delay_ms' > 0")
+        return cls(target, delay, jitter, str(expect), healing, to)
+
+    @property
+    def label(self) -> str:
+        return f"{KIND}/heal" if self.healing else f"{KIND}/{self.to}"
+
+    def prepare(self, env: FaultEnv, state: Any) -> None:
+        """Before the oracle is asked: a ``session_expiry``/``nothing`` claim on the ZooKeeper
+        links that R5 refutes for this cluster's session, tick and servers is a schedule error."""
+        if self.healing or not LINKS[self.to]["to_zookeeper"]:  # zookeeper and everyone
+            return
+        servers = len(str(env.cluster.zookeeper_connect).split(","))
+        timing = ZkTiming(env.session_timeout_ms, env.tick_time_ms, servers)
+        problem = refuted_claim(self.expect, self.delay_ms, self.jitter_ms, timing)
+        if problem is not None:
+            raise UsageError(f"{KIND}: {problem}")
+
+    def worsen(self, cluster: Any, broker: int) -> None:
+        cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms, **delay_arguments(self.to))

@@ -1,0 +1,214 @@
+"""Process faults on brokers: hard kill, controller kill, controlled shutdown, pause, restart,
+start. Each needs the ``broker_control`` capability (``harness.cluster.BrokerControl``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ControlledShutdown, Event
+from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
+from kafka_chaos.scenarios.targets import Target
+
+log = logging.getLogger(__name__)
+
+_BROKERS = frozenset({Capability.BROKER_CONTROL})
+
+
+@dataclass
+class _ProcessFault(FaultBase):
+    """Holds its target until healed, which starts the stopped brokers again."""
+
+    requires: ClassVar[frozenset[Capability]] = _BROKERS
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    def heal(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            if not env.cluster.broker_running(b):
+                log.info("heal %s: starting broker %d", self.kind, b)
+                env.cluster.start_broker(b)
+
+
+@register_fault
+@dataclass
+class HardKill(_ProcessFault):
+    """SIGKILL; the ZK session lives on until it expires (detection = session timeout)."""
+
+    kind: ClassVar[str] = "hard_kill"
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerFailure(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            env.cluster.kill_broker(b)
+
+
+@register_fault
+@dataclass
+class ControllerKill(HardKill):
+    """SIGKILL of the active controller: a controller failover on the survivors."""
+
+    kind: ClassVar[str] = "controller_kill"
+    # Failover writes the removal before the election (+2), resumes reassignments and schedules
+    # the auto-rebalance check: the oracle's epoch count is not exact on this path.
+    exact_epochs: ClassVar[bool] = False
+
+
+@register_fault
+@dataclass
+class ControlledShutdownFault(_ProcessFault):
+    """SIGTERM with ``controlled.shutdown.enable=true``; returns when the process has exited."""
+
+    kind: ClassVar[str] = "controlled_shutdown"
+
+    def oracle_events(self) -> list[Event]:
+        return [ControlledShutdown(b) for b in self.target.brokers]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            env.cluster.stop_broker(b)
+
+
+@register_fault
+@dataclass
+class Start(_ProcessFault):
+    """Start brokers an earlier fault took down (waits for the old registration to vanish)."""
+
+    kind: ClassVar[str] = "start"
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerStartup(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            if env.cluster.broker_running(b):
+                raise HarnessError(f"cannot start broker {b}: it is running")
+            env.cluster.start_broker(b)
+
+    def heal(self, env: FaultEnv) -> None:
+        return None
+
+
+@register_fault
+@dataclass
+class Restart(_ProcessFault):
+    """Stop (controlled, or SIGKILL with ``hard``) then start again; the broker ends up live."""
+
+    hard: bool = False
+    kind: ClassVar[str] = "restart"
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Restart:
+        return cls(target, hard=bool(options.get("hard", False)))
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return ()
+
+    def oracle_events(self) -> list[Event]:
+        down: list[Event] = ([BrokerFailure(tuple(self.target.brokers))] if self.hard
+                             else [ControlledShutdown(b) for b in self.target.brokers])
+        return down + [BrokerStartup(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            (env.cluster.kill_broker if self.hard else env.cluster.stop_broker)(b)
+            env.cluster.start_broker(b)
+
+
+@register_fault
+@dataclass
+class Pause(_ProcessFault):
+    """SIGSTOP long enough for ZooKeeper to expire the broker's session, then SIGCONT.
+
+    The wait is event-driven (the broker's ``/brokers/ids/N`` disappearing) and bounded by the
+    session timeout + tick + margin; the broker then re-registers by itself."""
+
+    kind: ClassVar[str] = "pause"
+    _paused: set[int] = field(default_factory=set, init=False)
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return tuple(self._paused)
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerFailure(tuple(self.target.brokers)), BrokerStartup(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        for b in self.target.brokers:
+            env.cluster.pause_broker(b)
+            self._paused.add(b)
+        try:
+            for b in self.target.brokers:
+                env.observer.wait_broker_gone(b, timeout=env.session_expiry_bound_s)
+        finally:
+            self.heal(env)
+
+    def heal(self, env: FaultEnv) -> None:
+        for b in sorted(self._paused):
+            env.cluster.resume_broker(b)
+            self._paused.discard(b)
+
+
+# A paused broker sends no ZooKeeper pings; the session survives a pause shorter than the
+# client's read timeout (2/3 of the session timeout, ClientCnxn), whatever the server's ticks.
+_SAFE_SHARE_OF_SESSION = 2 / 3
+
+
+@register_fault
+@dataclass
+class ShortPause(Pause):
+    """SIGSTOP shorter than the ZooKeeper session (option ``seconds``, default 2), then SIGCONT:
+    the session survives, so the controller sees no ``BrokerChange`` and nothing moves.
+
+    The pause must stay under 2/3 of ``zookeeper.session.timeout.ms`` (when the client would
+    give up on the server) and under ``replica.lag.time.max.ms`` (default 30 s; longer, a paused
+    follower leaves ISRs by the leaders' rule, which this fault does not predict)."""
+
+    seconds: float = 2.0
+    kind: ClassVar[str] = "short_pause"
+    # Nothing moves in ZooKeeper: the clients' produce gap is the whole cost, so measure it.
+    client_windows: ClassVar[bool] = True
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ShortPause:
+        try:
+            seconds = float(options.get("seconds", 2.0))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{cls.kind}: 'seconds' must be a number, not {options.get('seconds')!r}") from exc
+        if not 0 < seconds <= 60:
+            raise UsageError(f"{cls.kind}: 'seconds' must be in (0, 60], not {seconds}")
+        return cls(target, seconds)
+
+    def oracle_events(self) -> list[Event]:
+        return []
+
+    def inject(self, env: FaultEnv) -> None:
+        limit = env.session_timeout_ms / 1000.0 * _SAFE_SHARE_OF_SESSION
+        if self.seconds >= limit:
+            raise HarnessError(f"{self.kind}: {self.seconds:g} s would let the ZooKeeper session "
+                               f"({env.session_timeout_ms} ms) expire; keep it under {limit:.1f} s or use pause")
+        for b in self.target.brokers:
+            env.cluster.pause_broker(b)
+            self._paused.add(b)
+        try:
+            time.sleep(self.seconds)  # the fault itself: a bounded, deliberate stop
+        finally:
+            self.heal(env)

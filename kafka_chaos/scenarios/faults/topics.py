@@ -1,0 +1,184 @@
+"""Topic admin operations during faults (issue 14): deleting a topic while a replica's broker is
+down (Kafka 3.9 ``TopicDeletionManager``: the deletion waits, ReplicaDeletionIneligible, and
+completes when the broker returns) and adding partitions (``processPartitionModifications`` →
+``onNewPartitionCreation``: a new partition with no live replica stays NewPartition until one
+starts). Neither needs a capability beyond a running cluster.
+
+The deleted topic must carry no workload: a producer on it would fail with
+UNKNOWN_TOPIC_OR_PARTITION once the deletion starts and its acknowledged messages could not be
+read back. Catalogue scenarios therefore delete a topic declared ``workload=False``
+(``scenarios.catalogue.TopicSpec``); the runner starts no producer or consumers on it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.oracle import NO_LEADER, AddPartitions, ClusterState, DeleteTopic, Event
+from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
+from kafka_chaos.scenarios.targets import Target
+
+log = logging.getLogger(__name__)
+
+
+@register_fault
+@dataclass
+class DeleteTopicFault(FaultBase):
+    """Delete a topic by AdminClient ``deleteTopics`` (``/admin/delete_topics/<t>``). Options:
+    ``topic`` (an unproduced one). Nothing to heal: the deletion completes on its own once every
+    replica's broker is up."""
+
+    topic: str = ""
+    kind: ClassVar[str] = "delete_topic"
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> DeleteTopicFault:
+        unknown = sorted(set(options) - {"topic"})
+        if unknown:
+            raise UsageError(f"{cls.kind}: unknown option {unknown[0]!r} (expected topic)")
+        return cls(target, topics.physical(cls.kind, options))
+
+    def oracle_events(self) -> list[Event]:
+        return [DeleteTopic(self.topic)]
+
+    def inject(self, env: FaultEnv) -> None:
+        from kafka_chaos.harness.metadata import request_topic_deletion
+
+        # The answer says little (see request_topic_deletion); the step's convergence wait on
+        # ZooKeeper decides whether the deletion completed or waits, as the oracle predicts.
+        answer = request_topic_deletion(env.bootstrap, self.topic)
+        log.info("deleting topic %s: %s", self.topic, answer)
+
+
+def _additions(kind: str, options: Mapping[str, Any]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    try:
+        additions = tuple((int(p), tuple(int(r) for r in replicas)) for p, replicas in options["add"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{kind}: 'add' must be a list of (new partition, [replicas]) pairs") from exc
+    if not additions:
+        raise UsageError(f"{kind}: 'add' names no partition")
+    for number, replicas in additions:
+        if not replicas or len(set(replicas)) != len(replicas):
+            raise UsageError(f"{kind}: partition {number} needs distinct replicas, got {list(replicas)}")
+    return additions
+
+
+@register_fault
+@dataclass
+class AddPartitionsFault(FaultBase):
+    """Add partitions with an explicit assignment. Options: ``topic``, ``add`` (a list of (new
+    partition, replicas in AR order), numbered on from the topic's partitions) and ``via``:
+    ``admin`` (AdminClient ``createPartitions``; ZkAdminManager.createPartitions accepts only
+    *registered* brokers) or ``znode`` (rewrite ``/brokers/topics/<t>`` as the pre-3.0
+    ``kafka-topics --zookeeper --alter`` did: replicas on stopped brokers allowed)."""
+
+    topic: str = ""
+    additions: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    via: str = "admin"
+    kind: ClassVar[str] = "add_partitions"
+    _leaderless_before: bool = field(default=False, init=False)
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> AddPartitionsFault:
+        unknown = sorted(set(options) - {"topic", "add", "via"})
+        if unknown:
+            raise UsageError(f"{cls.kind}: unknown option {unknown[0]!r} (expected topic, add, via)")
+        via = options.get("via", "admin")
+        if via not in ("admin", "znode"):
+            raise UsageError(f"{cls.kind}: 'via' must be 'admin' or 'znode', not {via!r}")
+        return cls(target, topics.physical(cls.kind, options), _additions(cls.kind, options), str(via))
+
+    def oracle_events(self) -> list[Event]:
+        return [AddPartitions(self.topic, dict(self.additions))]
+
+    def prepare(self, env: FaultEnv, state: ClusterState) -> None:
+        topic = state.topics.get(self.topic)
+        self._leaderless_before = topic is not None and any(
+            p.leader == NO_LEADER or p.leader not in state.live_brokers for p in topic.partitions.values())
+
+    def inject(self, env: FaultEnv) -> None:
+        if self.via == "znode":
+            write_partitions_znode(env.admin.zk_connect, self.topic, dict(self.additions))
+            return
+        from kafka_chaos.harness.metadata import create_partitions
+
+        # ZkAdminManager.createPartitions answers through DelayedCreatePartitions, which waits
+        # for a leader in every partition of the topic (CreatePartitionsMetadata holds the
+        # combined assignment, old partitions too), not only the new ones: with an old partition
+        # leaderless the request times out although the new partitions were written.
+        admin_request(lambda timeout: create_partitions(env.bootstrap, self.topic, dict(self.additions),
+                                                        timeout=timeout),
+                      unanswered=self._leaderless_before,
+                      what=f"add_partitions {self.topic} while an old partition is leaderless")
+
+
+def _topic_znode(client: Any, topic: str) -> tuple[dict[str, Any], Any]:
+    from kazoo.exceptions import NoNodeError
+
+    try:
+        data, stat = client.get(f"/brokers/topics/{topic}")
+    except NoNodeError:
+        raise UsageError(f"no topic {topic!r} in ZooKeeper") from None
+    znode = json.loads(data.decode("utf-8"))
+    if not isinstance(znode, dict) or not isinstance(znode.get("partitions"), dict):
+        raise HarnessError(f"/brokers/topics/{topic} is not a topic znode")
+    return znode, stat
+
+
+def topic_exists(zk_connect: str, topic: str) -> bool:
+    """Whether ``/brokers/topics/<topic>`` exists (a deleted topic's znode goes last but one)."""
+    try:
+        partition_count(zk_connect, topic)
+    except UsageError:
+        return False
+    return True
+
+
+def partition_count(zk_connect: str, topic: str, timeout: float = 10.0) -> int:
+    """How many partitions ``/brokers/topics/<topic>`` assigns (new ones are numbered on from it)."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    client = KazooClient(hosts=zk_connect, timeout=timeout)
+    try:
+        client.start(timeout=timeout)
+        znode, _ = _topic_znode(client, topic)
+        return len(znode["partitions"])
+    except (KazooException, KazooTimeoutError, OSError, ValueError) as exc:
+        raise HarnessError(f"reading /brokers/topics/{topic} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        client.stop()
+        client.close()
+
+
+def write_partitions_znode(zk_connect: str, topic: str, additions: Mapping[int, tuple[int, ...]],
+                           timeout: float = 10.0) -> None:
+    """Add ``additions`` to ``/brokers/topics/<topic>`` with a versioned write (the controller's
+    ``PartitionModificationsHandler`` fires on the data change). Refuses existing partitions."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    path = f"/brokers/topics/{topic}"
+    client = KazooClient(hosts=zk_connect, timeout=timeout)
+    try:
+        client.start(timeout=timeout)
+        znode, stat = _topic_znode(client, topic)
+        partitions = znode["partitions"]
+        clash = sorted(str(p) for p in additions if str(p) in partitions)
+        if clash:
+            raise UsageError(f"add_partitions: {topic}-{clash[0]} already exists")
+        for number, replicas in sorted(additions.items()):
+            partitions[str(number)] = [int(r) for r in replicas]
+        client.set(path, json.dumps(znode, separators=(",", ":")).encode("utf-8"), version=stat.version)
+    except (KazooException, KazooTimeoutError, OSError, ValueError) as exc:
+        raise HarnessError(f"add_partitions: writing {path} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        client.stop()
+        client.close()

@@ -1,0 +1,153 @@
+"""From what ZooKeeper showed to what the oracle and the waits need: pure functions.
+
+* :func:`cluster_state_of` turns the snapshot taken *before* a fault into the oracle's
+  ``ClusterState`` (the oracle never sees anything observed after the fault).
+* :func:`is_settled` is the oracle's precondition ("settled": every live replica of a
+  partition with a live leader is back in the ISR; no reassignment or preferred election
+  pending; a controller elected).
+* :func:`matches_prediction` is the convergence predicate: leaders exactly, ISRs as sets,
+  replica lists in order, the predicted live brokers registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafka_chaos.oracle import ClusterState, PartitionPhase, PartitionState, TopicState
+
+NO_LEADER = -1
+
+
+def _wanted(snapshot: Any, topics: Iterable[str] | None) -> list[tuple[str, int]]:
+    names = None if topics is None else set(topics)
+    return sorted(k for k in snapshot.partitions if names is None or k[0] in names)
+
+
+def partition_state_of(ps: Any) -> PartitionState:
+    if ps.version < 0:
+        phase = PartitionPhase.NEW
+    elif ps.leader == NO_LEADER:
+        phase = PartitionPhase.OFFLINE
+    else:
+        phase = PartitionPhase.ONLINE
+    return PartitionState(replicas=tuple(ps.replicas), leader=ps.leader, isr=tuple(ps.isr),
+                          leader_epoch=ps.leader_epoch, leader_recovery_state=ps.leader_recovery_state,
+                          phase=phase, adding_replicas=tuple(ps.adding_replicas),
+                          removing_replicas=tuple(ps.removing_replicas))
+
+
+def cluster_state_of(snapshot: Any, topics: Iterable[str] | None, broker_config: Mapping[str, str]) -> ClusterState:
+    """The oracle's input: live brokers, controller, the named topics' partitions and configs,
+    and the (controller's) broker config that decides e.g. unclean election."""
+    by_topic: dict[str, dict[int, PartitionState]] = {}
+    for topic, p in _wanted(snapshot, topics):
+        by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)])
+    return ClusterState(
+        live_brokers=frozenset(snapshot.live_brokers),
+        topics={t: TopicState(partitions=parts, config=dict(snapshot.topic_configs.get(t, {})))
+                for t, parts in by_topic.items()},
+        # A dead controller's /controller lingers until its session expires: unknown then.
+        controller=snapshot.controller if snapshot.controller in snapshot.live_brokers else None,
+        config=dict(broker_config),
+        # a deletion in flight (/admin/delete_topics/<t> while the topic still exists)
+        topics_being_deleted=frozenset(getattr(snapshot, "topics_being_deleted", ())) & frozenset(by_topic),
+    )
+
+
+def unsettled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> list[str]:
+    """Why the snapshot is not settled (empty when it is). ``excused`` brokers are live but
+    cannot catch up while a fault holds them (a follower cut off from its peers): their absence
+    from an ISR does not count."""
+    reasons: list[str] = []
+    live = set(snapshot.live_brokers)
+    catching_up = live - set(excused)
+    if live and snapshot.controller is None:
+        reasons.append("no controller")
+    if snapshot.pending_reassignment:
+        reasons.append("reassignment pending")
+    if getattr(snapshot, "pending_preferred_election", False):
+        reasons.append("preferred election pending")
+    for key in _wanted(snapshot, topics):
+        ps = snapshot.partitions[key]
+        name = f"{key[0]}-{key[1]}"
+        if ps.version < 0:
+            if any(r in live for r in ps.replicas):
+                reasons.append(f"{name} has no state yet")
+            continue
+        if ps.adding_replicas or ps.removing_replicas:
+            reasons.append(f"{name} is being reassigned")
+        if ps.leader != NO_LEADER and ps.leader in live:
+            missing = [r for r in ps.replicas if r in catching_up and r not in ps.isr]
+            if missing:
+                reasons.append(f"{name} ISR {list(ps.isr)} lacks live {missing}")
+        elif ps.leader != NO_LEADER and live:
+            # With no broker live no controller is left to move it (a total outage keeps the
+            # last leaders in ZooKeeper): that state is as settled as it will get.
+            reasons.append(f"{name} leader {ps.leader} is not live")
+    return reasons
+
+
+def is_settled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> bool:
+    return not unsettled(snapshot, topics, excused)
+
+
+def mismatches(snapshot: Any, predicted: ClusterState, topics: Iterable[str]) -> list[str]:
+    """How the snapshot differs from the predicted state (empty when it matches)."""
+    diffs: list[str] = []
+    if set(snapshot.live_brokers) != set(predicted.live_brokers):
+        diffs.append(f"live brokers {sorted(snapshot.live_brokers)} != {sorted(predicted.live_brokers)}")
+    if snapshot.live_brokers and snapshot.controller not in snapshot.live_brokers:
+        # Every predicted state has a controller once the election ran: a hard-killed
+        # controller's /controller and /brokers/ids go with its session, and for a few ms, until
+        # a survivor's KafkaController.elect wins, nothing leads (and with no partition to move
+        # the partitions already match): checked then, single_controller failed.
+        diffs.append("no live controller")
+    if snapshot.pending_reassignment:
+        diffs.append("reassignment pending")
+    if getattr(snapshot, "pending_preferred_election", False):
+        diffs.append("preferred election pending")
+    deleting = set(getattr(snapshot, "topics_being_deleted", ()))
+    for topic in topics:
+        ts = predicted.topics.get(topic)
+        if ts is None:
+            # predicted gone (a completed deletion): the topic znode must be gone too
+            if snapshot.has_topic(topic):
+                diffs.append(f"topic {topic} still exists")
+            continue
+        if (topic in predicted.topics_being_deleted) != (topic in deleting):
+            diffs.append(f"topic {topic} {'not ' if topic in predicted.topics_being_deleted else ''}queued for deletion")
+        for p, want in ts.partitions.items():
+            got = snapshot.partitions.get((topic, p))
+            name = f"{topic}-{p}"
+            if got is None:
+                diffs.append(f"{name} missing")
+                continue
+            diffs += partition_differences(name, got, want)
+    return diffs
+
+
+def partition_differences(name: str, got: Any, want: Any, *, versus: str = "") -> list[str]:
+    """The comparison every partition check makes: leader exact, ISR as a set (controller-made
+    ISRs keep their order, leader-made ones append in catch-up order), replicas in order (AR
+    order is the preference order).  ``got``/``want`` have ``leader``, ``isr``, ``replicas``."""
+    diffs = []
+    if got.leader != want.leader:
+        diffs.append(f"{name} leader {got.leader} != {versus}{want.leader}")
+    if set(got.isr) != set(want.isr):
+        diffs.append(f"{name} ISR {sorted(got.isr)} != {versus}{sorted(want.isr)}")
+    if tuple(got.replicas) != tuple(want.replicas):
+        diffs.append(f"{name} replicas {list(got.replicas)} != {versus}{list(want.replicas)}")
+    return diffs
+
+
+def matches_prediction(snapshot: Any, predicted: ClusterState, topics: Iterable[str]) -> bool:
+    return not mismatches(snapshot, predicted, list(topics))
+
+
+def predicted_partitions(state: ClusterState, topics: Iterable[str]) -> dict[tuple[str, int], PartitionState]:
+    return {(t, p): ps for t in topics if t in state.topics for p, ps in state.topics[t].partitions.items()}
+
+
+def observed_partitions(snapshot: Any, topics: Iterable[str]) -> dict[tuple[str, int], Any]:
+    return {k: snapshot.partitions[k] for k in _wanted(snapshot, list(topics))}
