@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kafka_chaos.cli.run import run_scenarios  # noqa: E402
-from kafka_chaos.scenarios.catalogue import by_names, select  # noqa: E402
+from kafka_chaos.scenarios.plans.catalogue import by_names, select  # noqa: E402
 
 
 def one(scenarios: list[Any], consumers: bool, out: Path) -> dict[str, float]:

@@ -26,9 +26,9 @@ from kafka_chaos.cli.explore import Explorer, explore_one  # noqa: E402
 from kafka_chaos.cli.run import quiet_client_logs  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
 from kafka_chaos.oracle import ClusterState, ControlledShutdown, Outcome, Prediction, predict  # noqa: E402
-from kafka_chaos.scenarios.generator import REPERTOIRE, GeneratorConfig, generate  # noqa: E402
-from kafka_chaos.scenarios.pool import ClusterPool  # noqa: E402
-from kafka_chaos.scenarios.runner import RunOptions  # noqa: E402
+from kafka_chaos.scenarios.plans.generator import REPERTOIRE, GeneratorConfig, generate  # noqa: E402
+from kafka_chaos.scenarios.run.pool import ClusterPool  # noqa: E402
+from kafka_chaos.scenarios.run.runner import RunOptions  # noqa: E402
 
 LOCAL_FAULTS = tuple(k for k in REPERTOIRE if k != "network_partition")
 

@@ -1,4 +1,4 @@
-"""Throughput of the history checker (``scenarios.history_checker``) over a synthetic history.
+"""Throughput of the history checker (``scenarios.checks.client_history``) over a synthetic history.
 
     .venv/bin/python benchmarks/history_checker_bench.py [--events 1000000] [--partitions 10]
 
@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kafka_chaos.scenarios import history_checker as hc  # noqa: E402
-from kafka_chaos.scenarios.clientops import ClientOps, ConsumerReset, Poll  # noqa: E402
-from kafka_chaos.scenarios.delivery import Ack  # noqa: E402
+from kafka_chaos.scenarios.checks import client_history as hc  # noqa: E402
+from kafka_chaos.scenarios.clients.ops import ClientOps, ConsumerReset, Poll  # noqa: E402
+from kafka_chaos.scenarios.clients.delivery import Ack  # noqa: E402
 
 STRETCH = 1_000
 

@@ -32,7 +32,7 @@ from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
 from kafka_chaos.harness.local import LocalCluster  # noqa: E402
 from kafka_chaos.harness.observer import ZkObserver  # noqa: E402
 from kafka_chaos.oracle import LogDirFailure, TopicPartition, predict  # noqa: E402
-from kafka_chaos.scenarios.observation import cluster_state_of, mismatches  # noqa: E402
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, mismatches  # noqa: E402
 
 BROKER = 2
 

@@ -6,7 +6,7 @@
 A tiny Java program (compiled here with ``javac``) writes ``System.currentTimeMillis()`` from a
 shutdown hook, i.e. once SIGTERM reached the JVM.  The figure is that stamp minus the host's
 ``time.time()`` just before the harness asks for the signal, which is where
-``scenarios.failover_bench.one_fault`` stamps ``fault_at``:
+``benches.failover.one_fault`` stamps ``fault_at``:
 
 * ``kill -TERM`` (``os.kill``) of a local JVM — what the local launcher's ``stop_broker`` does;
 * ``docker stop`` of a container running the same JVM — the containers launcher's ``stop_broker``;

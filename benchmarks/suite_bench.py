@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kafka_chaos.results.schema import LATENCY_PHASES  # noqa: E402
-from kafka_chaos.results.writer import read_records  # noqa: E402
+from kafka_chaos.records.schema import LATENCY_PHASES  # noqa: E402
+from kafka_chaos.records.writer import read_records  # noqa: E402
 
 
 def run_suite(suite: str, seed: int, results: Path) -> tuple[int, float]:

@@ -37,7 +37,7 @@ from kafka_chaos.harness.local import LocalCluster  # noqa: E402
 from kafka_chaos.harness.observer import ZkObserver  # noqa: E402
 from kafka_chaos.harness.zksnapshot import ZkSnapshot  # noqa: E402
 from kafka_chaos.oracle import BrokerFailure, predict  # noqa: E402
-from kafka_chaos.scenarios.observation import cluster_state_of, mismatches  # noqa: E402
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, mismatches  # noqa: E402
 
 
 def _online(snapshot: ZkSnapshot, topic: str, partitions: int = 3) -> bool:

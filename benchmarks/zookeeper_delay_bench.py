@@ -8,7 +8,7 @@ One 3-broker cluster with link proxies (``ClusterConfig(link_proxies=True)``, se
 tickTime 500 ms, one ZooKeeper server).  For each delay D = factor × session timeout, repeated:
 after a random pause of up to one ping period (session/3; ``--seed``) — the onset's phase
 against the client's pings decides near the thresholds (docs/zookeeper-faults.md R5,
-:mod:`scenarios.zk_delay_rule`) — a broker that is not the controller gets both directions of its
+:mod:`scenarios.model.zk_delay_rule`) — a broker that is not the controller gets both directions of its
 ZooKeeper link delayed by D (``LocalCluster.delay_links``, :mod:`harness.link_proxy`; no root, no
 netem), and for ``--window`` seconds the harness watches ``/brokers/ids/N`` (directly, not through
 the proxy): the row says whether and when it vanished (the session expired), and how many times

@@ -17,13 +17,13 @@ import importlib
 from typing import Any
 
 _PUBLIC: dict[str, str] = {
-    **{name: "kafka_chaos.scenarios.targets" for name in (
+    **{name: "kafka_chaos.scenarios.model.targets" for name in (
         "LeaderOf", "FollowerOf", "Controller", "NonControllerLeaderOf", "IsrAllButOne", "BrokerId", "Brokers",
         "FollowerLeadingNothing", "NonReplicaOf", "Target")},
     **{name: "kafka_chaos.oracle" for name in (
         "ClusterState", "TopicState", "PartitionState", "Prediction", "predict", "BrokerFailure",
         "ControlledShutdown", "BrokerStartup", "NO_LEADER")},
-    "StepVerdict": "kafka_chaos.scenarios.probe",
+    "StepVerdict": "kafka_chaos.scenarios.run.probe",
     "Chaos": "kafka_chaos.pytest_plugin.plugin",
     "ClusterOracle": "kafka_chaos.pytest_plugin.plugin",
 }

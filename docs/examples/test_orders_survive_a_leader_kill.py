@@ -8,7 +8,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_chaos.oracle import BrokerFailure
-from kafka_chaos.scenarios.targets import LeaderOf
+from kafka_chaos.scenarios.model.targets import LeaderOf
 
 pytestmark = pytest.mark.kafka_chaos
 

@@ -1,6 +1,6 @@
 """`kafka-chaos bench failover --partitions 10,100,1000,10000 [--brokers 3,5,9] [--faults
 hard_kill,controlled_shutdown,controller_kill] [--repeat N] [--backend local|containers|auto]
-[--results DIR]`: time per failover phase against the partition count (:mod:`scenarios.failover_bench`).
+[--results DIR]`: time per failover phase against the partition count (:mod:`benches.failover`).
 
 Writes ``DIR/records.jsonl`` (one ``failover_scaling`` measurement per fault iteration),
 ``DIR/scaling.json`` (median and p99 per fault, broker count, partition count and phase),
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from kafka_chaos.common.errors import UsageError
 
 if TYPE_CHECKING:
-    from kafka_chaos.results.schema import Record
-    from kafka_chaos.scenarios.failover_bench import Cell
+    from kafka_chaos.records.schema import Record
+    from kafka_chaos.benches.failover import Cell
 
 MAX_PARTITIONS = 20000
 
@@ -95,7 +95,7 @@ def _int_list(flag: str, low: int, high: int) -> Callable[[str], list[int]]:
 
 
 def _faults(text: str | None) -> list[str]:
-    from kafka_chaos.scenarios.failover_bench import FAULTS
+    from kafka_chaos.benches.failover import FAULTS
 
     return list(FAULTS) if text is None else _names("--faults", text, FAULTS)
 
@@ -103,8 +103,8 @@ def _faults(text: str | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.results.scaling_chart import scaling_chart
-    from kafka_chaos.results.writer import RecordWriter
-    from kafka_chaos.scenarios.failover_bench import CHART_PHASES, BenchOptions, run_bench, summarise
+    from kafka_chaos.records.writer import RecordWriter
+    from kafka_chaos.benches.failover import CHART_PHASES, BenchOptions, run_bench, summarise
 
     faults = _faults(args.faults)
     if args.repeat < 1:
@@ -151,7 +151,7 @@ def _results_dir(args: argparse.Namespace, prefix: str) -> tuple[Path, list[Reco
 
 
 def _records(out: Path) -> list[Record]:
-    from kafka_chaos.results.schema import Record
+    from kafka_chaos.records.schema import Record
 
     path = out / "records.jsonl"
     if not path.is_file():
@@ -182,8 +182,8 @@ def _names(flag: str, text: str, known: Sequence[str]) -> list[str]:
 
 
 def run_kip291(args: argparse.Namespace) -> int:
-    from kafka_chaos.scenarios.kip291_bench import CONFIGURATIONS, FAULTS, Kip291Options, run_bench, summarise, table
-    from kafka_chaos.scenarios.produce_load import LoadSettings
+    from kafka_chaos.benches.kip291 import CONFIGURATIONS, FAULTS, Kip291Options, run_bench, summarise, table
+    from kafka_chaos.benches.produce_load import LoadSettings
 
     faults = _names("--faults", args.faults, FAULTS)
     configurations = _names("--configurations", args.configurations, CONFIGURATIONS)
@@ -199,7 +199,7 @@ def run_kip291(args: argparse.Namespace) -> int:
     else:
         from kafka_chaos.harness.backends import resolve_backend
         from kafka_chaos.harness.distribution import resolve_distribution
-        from kafka_chaos.results.writer import RecordWriter
+        from kafka_chaos.records.writer import RecordWriter
 
         options = Kip291Options(configurations=configurations, faults=faults, repeat=args.repeat,
                                 partitions=args.partitions, load=LoadSettings(producers=args.producers, acks=args.acks),

@@ -1,7 +1,7 @@
 """`kafka-chaos check RESULTS_DIR... [--out DIR]`: run the checks again over stored histories.
 
 Reads each results dir's ``history.jsonl`` (what every step observed), runs today's check
-registry and oracle over it (:func:`scenarios.checkers.check_history`), writes
+registry and oracle over it (:func:`scenarios.checks.registry.check_history`), writes
 ``OUT/records.jsonl`` and ``OUT/run.json``, says which verdicts differ from the records stored
 beside the history, and ends with the Spark report. With unchanged checks the records are the
 stored ones again; with a corrected oracle or a new check, this is how it applies to old runs.
@@ -34,7 +34,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _histories(dirs: list[Path]) -> list[Path]:
-    from kafka_chaos.scenarios.history import HISTORY_FILE
+    from kafka_chaos.scenarios.history.observations import HISTORY_FILE
 
     paths = []
     for d in dirs:
@@ -47,9 +47,9 @@ def _histories(dirs: list[Path]) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from kafka_chaos.results.verdicts import verdict_changes
-    from kafka_chaos.results.writer import RecordWriter, read_records
-    from kafka_chaos.scenarios.checkers import check_history, to_records
-    from kafka_chaos.scenarios.history import HistoryProblem, Observation, read_history
+    from kafka_chaos.records.writer import RecordWriter, read_records
+    from kafka_chaos.scenarios.checks.registry import check_history, to_records
+    from kafka_chaos.scenarios.history.observations import HistoryProblem, Observation, read_history
 
     histories = _histories(list(args.results_dirs))
     out = args.out or Path(f"check-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")

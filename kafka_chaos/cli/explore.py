@@ -60,14 +60,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _config(args: argparse.Namespace, can_cut: bool) -> Any:
-    from kafka_chaos.scenarios.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig
+    from kafka_chaos.scenarios.plans.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig
 
     if args.steps < 1 or not 3 <= args.brokers <= 9 or not 1 <= args.max_partitions <= 1000:
         raise UsageError("--steps must be >= 1, --brokers 3..9, --max-partitions 1..1000")
     if args.schedules is not None and args.schedules < 1 or args.confirm < 0:
         raise UsageError("--schedules must be >= 1 and --confirm >= 0")
     # log_dir_failure only when named: it needs clusters with two log directories, which would
-    # change every seed's schedules (scenarios.generator.LOG_DIR_CLUSTER).
+    # change every seed's schedules (scenarios.plans.generator.LOG_DIR_CLUSTER).
     # network_delay only when named too: it needs clusters with link proxies.
     faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else tuple(
         k for k in REPERTOIRE if (can_cut or k != "network_partition") and k not in ("log_dir_failure", "network_delay"))
@@ -95,7 +95,7 @@ def _delay_links(backend: str) -> tuple[str, ...]:
     ZooKeeper links only, the others cannot be redirected through the link proxy)."""
     from kafka_chaos.harness.backends import missing_capabilities
     from kafka_chaos.harness.cluster import Capability
-    from kafka_chaos.scenarios.generator import DELAY_LINKS
+    from kafka_chaos.scenarios.plans.generator import DELAY_LINKS
 
     missing = missing_capabilities(backend)
     if Capability.LINK_DELAY in missing:
@@ -131,7 +131,7 @@ class Explorer:
                                 directory, records_file)
 
     def trial(self, schedule: Any) -> frozenset[tuple[str, str | None]]:
-        from kafka_chaos.scenarios.shrink import failure_keys
+        from kafka_chaos.scenarios.plans.shrink import failure_keys
 
         self.trials += 1
         # trial.jsonl, not records.jsonl: reports over the results dir leave trials out.
@@ -150,9 +150,9 @@ def explore_command(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.backends import missing_capabilities
     from kafka_chaos.harness.cluster import Capability
     from kafka_chaos.harness.distribution import resolve_distribution
-    from kafka_chaos.results.writer import RecordWriter
-    from kafka_chaos.scenarios.pool import ClusterPool
-    from kafka_chaos.scenarios.runner import RunOptions
+    from kafka_chaos.records.writer import RecordWriter
+    from kafka_chaos.scenarios.run.pool import ClusterPool
+    from kafka_chaos.scenarios.run.runner import RunOptions
 
     can_cut = Capability.NETWORK_PARTITION not in missing_capabilities(args.backend)
     config = _config(args, can_cut)
@@ -198,10 +198,10 @@ def explore_command(args: argparse.Namespace) -> int:
 def explore_one(explorer: Explorer, seed: int, index: int, config: Any, args: argparse.Namespace) -> dict[str, Any]:
     """Generate schedule ``index`` of ``seed``, run it, and when it fails shrink, triage, confirm
     and write it (``args``: ``shrink_budget``, ``confirm``); a summary of what happened."""
-    from kafka_chaos.scenarios.generator import generate
-    from kafka_chaos.scenarios.schedule import dumps
-    from kafka_chaos.scenarios.shrink import shrink
-    from kafka_chaos.scenarios.triage import classify
+    from kafka_chaos.scenarios.plans.generator import generate
+    from kafka_chaos.scenarios.plans.schedule import dumps
+    from kafka_chaos.scenarios.plans.shrink import shrink
+    from kafka_chaos.scenarios.checks.triage import classify
 
     schedule = generate(seed, index, config)
     (explorer.results / "schedules").mkdir(parents=True, exist_ok=True)
@@ -240,7 +240,7 @@ def explore_one(explorer: Explorer, seed: int, index: int, config: Any, args: ar
 
 def _write_summary(results: Path, options: Any, seed: int, args: argparse.Namespace, ran: int, steps: int,
                    failures: list[dict[str, Any]], seconds: float) -> None:
-    from kafka_chaos.results.writer import RecordWriter
+    from kafka_chaos.records.writer import RecordWriter
 
     (results / "failures").mkdir(parents=True, exist_ok=True)
     (results / "failures" / "index.json").write_text(json.dumps(failures, indent=2) + "\n", encoding="utf-8")

@@ -132,7 +132,7 @@ def _summary_table(cases: list[Case]) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from kafka_chaos.scenarios import catalogue
+    from kafka_chaos.scenarios.plans import catalogue
 
     if args.list:
         for s in catalogue.all_scenarios():
@@ -145,7 +145,7 @@ def run_command(args: argparse.Namespace) -> int:
         return _rerun(args)
     sources: dict[str, str] = {}
     if args.schedule:  # named, so never left out: the runner says why it skips one
-        from kafka_chaos.scenarios.schedule import load_all
+        from kafka_chaos.scenarios.plans.schedule import load_all
 
         schedules = load_all(args.schedule)
         chosen = [s.scenario() for s in schedules]
@@ -182,8 +182,8 @@ def quiet_client_logs() -> None:
     # The workload's client sees brokers disconnect during every fault: that is the experiment,
     # and the delivery checks and client_errors() account for it. Keep its chatter for -v.
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
-        logging.getLogger("kafka_chaos.scenarios.workload.librdkafka").setLevel(logging.CRITICAL)
-        logging.getLogger("kafka_chaos.scenarios.readback.librdkafka").setLevel(logging.CRITICAL)
+        logging.getLogger("kafka_chaos.scenarios.clients.workload.librdkafka").setLevel(logging.CRITICAL)
+        logging.getLogger("kafka_chaos.scenarios.clients.readback.librdkafka").setLevel(logging.CRITICAL)
 
 
 def progress_printer(t0: float) -> Callable[[str], None]:
@@ -195,7 +195,7 @@ def progress_printer(t0: float) -> Callable[[str], None]:
 class Case:
     """One scenario iteration and its reruns (``--deflake``): pass, flaky (a rerun passed) or fail."""
 
-    outcome: Any  # scenarios.runner.ScenarioOutcome of the first attempt (the run's records)
+    outcome: Any  # scenarios.run.runner.ScenarioOutcome of the first attempt (the run's records)
     reruns: list[Any] = field(default_factory=list)
     # Why every failed check of the first attempt is a known client defect the run tolerates.
     tolerated: str | None = None
@@ -219,11 +219,11 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
     """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle). ``plan``:
     explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times."""
     from kafka_chaos.harness.distribution import resolve_distribution
-    from kafka_chaos.results.writer import RecordWriter
-    from kafka_chaos.scenarios.history import HistoryWriter
-    from kafka_chaos.scenarios.junit import JUnitCase, write_junit
-    from kafka_chaos.scenarios.pool import ClusterPool
-    from kafka_chaos.scenarios.runner import Runner, RunOptions
+    from kafka_chaos.records.writer import RecordWriter
+    from kafka_chaos.scenarios.history.observations import HistoryWriter
+    from kafka_chaos.scenarios.run.junit import JUnitCase, write_junit
+    from kafka_chaos.scenarios.run.pool import ClusterPool
+    from kafka_chaos.scenarios.run.runner import Runner, RunOptions
 
     cases_planned = plan if plan is not None else [(s, i) for s in scenarios for i in range(iterations)]
     progress = Progress(total=len(cases_planned))
@@ -306,7 +306,7 @@ RERUN_FILE = "rerun.json"
 def client_defects_only(outcome: Any, records: list[Any]) -> str | None:
     """Why every failed check of a scenario iteration is a known client-library defect (the
     triage's ``client`` class, with its evidence), or None when any is not (or it broke)."""
-    from kafka_chaos.scenarios.triage import CLIENT, triage
+    from kafka_chaos.scenarios.checks.triage import CLIENT, triage
 
     if outcome.passed or outcome.error is not None:
         return None
@@ -334,9 +334,9 @@ def run_in_directory(options: Any, pool: Any, progress: Any, kwargs: dict[str, A
     pool; the outcome and the records written."""
     from dataclasses import replace
 
-    from kafka_chaos.results.writer import RecordWriter
-    from kafka_chaos.scenarios.history import HistoryWriter
-    from kafka_chaos.scenarios.runner import Runner
+    from kafka_chaos.records.writer import RecordWriter
+    from kafka_chaos.scenarios.history.observations import HistoryWriter
+    from kafka_chaos.scenarios.run.runner import Runner
 
     history = HistoryWriter(directory)
     with RecordWriter(directory, records_file) as records:
@@ -385,8 +385,8 @@ def _write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Ca
 def _rerun(args: argparse.Namespace) -> int:
     """``run --rerun FILE``: the listed scenario iterations with the file's seed (and backend
     unless --backend says otherwise)."""
-    from kafka_chaos.scenarios import catalogue
-    from kafka_chaos.scenarios.schedule import load
+    from kafka_chaos.scenarios.plans import catalogue
+    from kafka_chaos.scenarios.plans.schedule import load
 
     try:
         data = json.loads(args.rerun.read_text(encoding="utf-8"))

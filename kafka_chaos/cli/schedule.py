@@ -24,8 +24,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from kafka_chaos.scenarios import catalogue
-    from kafka_chaos.scenarios.schedule import dumps, from_scenario
+    from kafka_chaos.scenarios.plans import catalogue
+    from kafka_chaos.scenarios.plans.schedule import dumps, from_scenario
 
     chosen = catalogue.by_names(args.names) if args.names else catalogue.all_scenarios()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -37,7 +37,7 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    from kafka_chaos.scenarios.schedule import load_all
+    from kafka_chaos.scenarios.plans.schedule import load_all
 
     for s in load_all(args.files):
         print(f"{s.name}: {len(s.brokers)} brokers {list(s.brokers)}, {len(s.topics)} topic(s), "

@@ -235,7 +235,6 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
             _register_owned(self)
         layout = self._layout(self._run_dir)
         servers = self._plan_ensemble()
-        zk_port = servers[0].client_port
         n = self.config.brokers
         ports = free_ports((3 if self.config.control_plane_listener else 2) * n)  # one set: all distinct
         broker_ports, metrics_ports = ports[:n], ports[n:2 * n]

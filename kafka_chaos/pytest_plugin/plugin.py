@@ -136,12 +136,12 @@ class Chaos:
     def step(self, fault: str, target: Any = None, *, topics: tuple[str, ...] | list[str] = (), then: tuple[str, ...] = (),
              **options: Any) -> Any:
         """Inject ``fault`` (a registered kind) on ``target`` (a selector from
-        ``scenarios.targets``, e.g. ``LeaderOf("orders", 0)``, or broker ids) and check what the
+        ``scenarios.model.targets``, e.g. ``LeaderOf("orders", 0)``, or broker ids) and check what the
         cluster does against the oracle for the partitions of ``topics``. Returns a
         ``StepVerdict``: ``.passed``, ``.describe()``, ``.assert_ok()``, ``.observation``."""
-        from kafka_chaos.scenarios.catalogue import Step
-        from kafka_chaos.scenarios.history import ScenarioRun
-        from kafka_chaos.scenarios.probe import Probe
+        from kafka_chaos.scenarios.plans.spec import Step
+        from kafka_chaos.scenarios.history.observations import ScenarioRun
+        from kafka_chaos.scenarios.run.probe import Probe
 
         self._open()
         wanted = tuple(topics)
@@ -156,7 +156,7 @@ class Chaos:
     def inject(self, fault: str, target: Any = None, **options: Any) -> Any:
         """Inject ``fault`` without checking anything; healed at teardown (or by ``heal_all``)."""
         from kafka_chaos.scenarios.faults import make_fault
-        from kafka_chaos.scenarios.targets import view_of
+        from kafka_chaos.scenarios.model.targets import view_of
 
         self._open()
         snapshot = self._observer.snapshot()
@@ -186,7 +186,7 @@ class Chaos:
 
 
 def _selector(target: Any) -> Any:
-    from kafka_chaos.scenarios.targets import Brokers, NoTarget
+    from kafka_chaos.scenarios.model.targets import Brokers, NoTarget
 
     if target is None:
         return NoTarget()
@@ -215,7 +215,7 @@ class ClusterOracle:
     def state(self, topics: list[str] | None = None) -> Any:
         """The oracle's ``ClusterState`` now (every topic when ``topics`` is None)."""
         from kafka_chaos.harness.observer import ZkObserver
-        from kafka_chaos.scenarios.observation import cluster_state_of
+        from kafka_chaos.scenarios.model.snapshots import cluster_state_of
 
         with ZkObserver(self.cluster.zookeeper_connect, topics=topics) as observer:
             snapshot = observer.snapshot()

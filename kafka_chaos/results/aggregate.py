@@ -1,7 +1,7 @@
 """Spark ETL of records.jsonl files: extract, one pass to partial aggregates, load.
 
 * **Extract** — lines are read as text and parsed with ``from_json`` against an explicit schema
-  mirroring ``results.schema.Record`` (no inference pass).  ``expected``/``observed`` hold any
+  mirroring ``records.schema.Record`` (no inference pass).  ``expected``/``observed`` hold any
   JSON; they are typed as strings, which Spark's JSON parser fills with the value's compact JSON
   text for objects and arrays (and the plain text for scalars).  Every non-blank line ends up
   ``valid``, ``malformed`` (not JSON, a wrongly typed field, a missing required field) or
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from kafka_chaos.common.errors import HarnessError
-from kafka_chaos.results.schema import FIELD_NAMES, READABLE_VERSIONS, REQUIRED_FIELDS
+from kafka_chaos.records.schema import FIELD_NAMES, READABLE_VERSIONS, REQUIRED_FIELDS
 from kafka_chaos.results.partials_cache import FilePartials, PartialsCache, merged
 from kafka_chaos.results.samples import Samples
 from kafka_chaos.results.tables import FAILURE_COLUMNS
@@ -69,7 +69,7 @@ def record_schema(with_corrupt: bool = False) -> "StructType":
     from pyspark.sql import types as T
 
     if tuple(RECORD_TYPES) != FIELD_NAMES:
-        raise AssertionError("RECORD_TYPES no longer mirrors results.schema.Record")
+        raise AssertionError("RECORD_TYPES no longer mirrors records.schema.Record")
     spark_types = {
         "string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType(),
         "boolean": T.BooleanType(), "double": T.DoubleType(),
@@ -187,7 +187,7 @@ def _observed(path: str, kind: str = "DOUBLE") -> str:
 
 
 def _controller_values() -> str:
-    """A ``controller_metrics`` measurement's figures (:mod:`scenarios.controller_metrics`: JMX
+    """A ``controller_metrics`` measurement's figures (:mod:`scenarios.history.controller_metrics`: JMX
     timers' running sums differenced between the scrape before the fault and the one when the
     step's measurement closed).  BrokerChange events are the ones ``LeaderElectionRateAndTimeMs``
     times (Kafka 3.9 ``ControllerState.BrokerChange``); counts, and gauges that count partitions

@@ -36,7 +36,7 @@ from statistics import NormalDist
 from typing import Any
 
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.results.schema import LATENCY_PHASES
+from kafka_chaos.records.schema import LATENCY_PHASES
 
 SIGNIFICANT_DIGITS = 3
 DEFAULT_ALPHA = 0.01

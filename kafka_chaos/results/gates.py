@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.results.schema import LATENCY_PHASES
+from kafka_chaos.records.schema import LATENCY_PHASES
 
 STATS = ("p50", "p90", "p99", "max")
 ANY_FAULT = "*"

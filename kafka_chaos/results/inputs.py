@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.results.writer import RECORDS_FILE
+from kafka_chaos.records.writer import RECORDS_FILE
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from kafka_chaos.results.spark_cds import cache_root
 log = logging.getLogger(__name__)
 
 # The modules whose code decides what a partial holds: the query (aggregate.py), the record
-# layout it parses (schema.py) and the failed checks' columns (tables.FAILURE_COLUMNS).
-CODE_MODULES = ("aggregate.py", "schema.py", "tables.py")
+# layout it parses (records/schema.py) and the failed checks' columns (tables.FAILURE_COLUMNS).
+CODE_MODULES = ("results/aggregate.py", "records/schema.py", "results/tables.py")  # under kafka_chaos/
 DIR_ENV = "KAFKA_CHAOS_REPORT_CACHE"  # where the entries go (default: <cache root>/report-partials)
 LIMIT_BYTES = 2 << 30  # 2 GiB; beyond it, the least recently used entries go
 SUFFIX = ".arrow"
@@ -55,7 +55,7 @@ def code_version() -> str:
     import pyarrow  # type: ignore[import-untyped]
     import pyspark
 
-    here = Path(__file__).parent
+    here = Path(__file__).parents[1]
     digest = hashlib.sha256(f"{pyspark.__version__}\0{pyarrow.__version__}".encode())
     for name in CODE_MODULES:
         digest.update((here / name).read_bytes())

@@ -10,7 +10,7 @@ from typing import Any
 
 def scaling_chart(cells: Sequence[Any], phases: Sequence[str], faults: Sequence[str], path: Path,
                   title: str = "Where a leader switch spends its time") -> Path:
-    """``cells``: :class:`scenarios.failover_bench.Cell` rows (fault, brokers, partitions,
+    """``cells``: :class:`benches.failover.Cell` rows (fault, brokers, partitions,
     phase, median_ms, p99_ms, and ``label``: the fault and its launcher when not local);
     ``faults``: the labels to draw, one panel each, in order.  Writes a PNG; phases with no
     positive value are left out (a log axis cannot show 0)."""

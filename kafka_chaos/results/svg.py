@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_chaos.results.schema import LATENCY_PHASES
+from kafka_chaos.records.schema import LATENCY_PHASES
 
 Row = Mapping[str, Any]
 

@@ -2,7 +2,7 @@
 
 Lines are assembled from pre-serialised fragments instead of ``json.dumps`` per record: the
 benchmark writes millions of them and generation must not dominate its wall time.  The output
-is ordinary records.jsonl that ``results.writer.read_records`` parses like any other.
+is ordinary records.jsonl that ``records.writer.read_records`` parses like any other.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_chaos.results.schema import SCHEMA_VERSION
-from kafka_chaos.results.writer import RECORDS_FILE
+from kafka_chaos.records.schema import SCHEMA_VERSION
+from kafka_chaos.records.writer import RECORDS_FILE
 
 DAY_S = 86_400.0
 FIRST_DAY = 1_767_225_600.0  # 2026-01-01T00:00:00Z

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka_chaos.results.samples import Samples, group_sums, grouped, log_buckets, mantissas_exponents, nearest_ranks
-from kafka_chaos.results.schema import LATENCY_PHASES
+from kafka_chaos.records.schema import LATENCY_PHASES
 
 Row = dict[str, Any]
 

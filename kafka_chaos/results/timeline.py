@@ -49,10 +49,9 @@ class Timeline:
 
 
 def timeline_of(observations: Sequence[Any], failed: bool) -> Timeline:
-    """The timeline of one scenario iteration's observations (``scenarios.history`` objects)."""
-    from kafka_chaos.harness.zkevents import PartitionStateWritten
-    from kafka_chaos.scenarios.clientops import ASSIGN
-    from kafka_chaos.scenarios.history import ScenarioFinished, StepObserved
+    """The timeline of one scenario iteration's observations (``scenarios.history.observations`` objects)."""
+    from kafka_chaos.scenarios.clients.ops import ASSIGN
+    from kafka_chaos.scenarios.history.observations import ScenarioFinished, StepObserved
 
     first = observations[0]
     origin = float(getattr(first, "started_at", getattr(first, "at", 0.0)))
@@ -76,8 +75,8 @@ def timeline_of(observations: Sequence[Any], failed: bool) -> Timeline:
             for (t, p), s in sorted(obs.before.partitions.items()):
                 if t in topics:
                     leader_at(f"{t}-{p}", obs.before.taken_at, s.leader)
-            for event in obs.events:
-                if isinstance(event, PartitionStateWritten) and event.topic in topics:
+            for event in obs.partition_state_writes():
+                if event.topic in topics:
                     leader_at(f"{event.topic}-{event.partition}", event.at, event.leader)
             if obs.after is not None:
                 for (t, p), s in sorted(obs.after.partitions.items()):
@@ -124,7 +123,7 @@ def load_histories(results_dirs: Iterable[Path]) -> list[HistoryGroups]:
     an observation when its iteration is drawn, as ``read_history`` skips both."""
     import json
 
-    from kafka_chaos.scenarios.history import HISTORY_FILE
+    from kafka_chaos.scenarios.history.observations import HISTORY_FILE
 
     loaded: list[HistoryGroups] = []
     for directory in results_dirs:
@@ -146,7 +145,7 @@ def load_histories(results_dirs: Iterable[Path]) -> list[HistoryGroups]:
 
 def _observations(lines: Sequence[str]) -> list[Any]:
     """The observations of one iteration's lines, skipping the unreadable ones (``read_history``)."""
-    from kafka_chaos.scenarios.history import observation_from_json
+    from kafka_chaos.scenarios.history.observations import observation_from_json
 
     observations = []
     for line in lines:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafka_chaos.results.schema import Record
+from kafka_chaos.records.schema import Record
 
 VerdictKey = tuple[str, str, int, float, str, str | None, str | None, int | None]
 

@@ -98,7 +98,7 @@ def containers_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -
     per distinct set of needs, so the two groups share the default one."""
     import kafka_chaos.harness.containers.cluster as cluster_module
     from kafka_chaos.cli.main import main
-    from kafka_chaos.results.writer import read_records
+    from kafka_chaos.records.writer import read_records
 
     made: list[str] = []
     original = cluster_module.new_run_id

@@ -176,7 +176,7 @@ def test_every_broker_exports_the_controller_metrics_and_a_paused_one_is_absent(
     one active controller among them; a SIGSTOPped / docker-paused broker misses the bounded
     scrape instead of stalling it."""
     from kafka_chaos.harness.metrics import endpoints_of, scrape_brokers
-    from kafka_chaos.scenarios.controller_metrics import MEASURED, active_controller
+    from kafka_chaos.scenarios.history.controller_metrics import MEASURED, active_controller
 
     endpoints = endpoints_of(cluster)
     assert sorted(endpoints) == cluster.broker_ids

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.cli.main import main
-from kafka_chaos.results.writer import read_records
+from kafka_chaos.records.writer import read_records
 from tests.containers.conftest import PARTITION_SCENARIOS, SMOKE_SCENARIOS, SuiteRun, assert_nothing_left
 
 

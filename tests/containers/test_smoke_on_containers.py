@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from kafka_chaos.scenarios.catalogue import suite
+from kafka_chaos.scenarios.plans.catalogue import suite
 from tests.containers.conftest import SMOKE_SCENARIOS, SuiteRun
 
 

@@ -8,11 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from kafka_chaos.oracle import Outcome, predict
-from kafka_chaos.results.writer import read_records
-from kafka_chaos.scenarios.catalogue import Step, by_names
-from kafka_chaos.scenarios.targets import EarlierTarget
-from kafka_chaos.scenarios.checkers import check_history
-from kafka_chaos.scenarios.history import HistoryProblem, ScenarioFinished, StepObserved, read_history
+from kafka_chaos.records.writer import read_records
+from kafka_chaos.scenarios.plans.spec import Step
+from kafka_chaos.scenarios.plans.catalogue import by_names
+from kafka_chaos.scenarios.model.targets import EarlierTarget
+from kafka_chaos.scenarios.checks.registry import check_history
+from kafka_chaos.scenarios.history.observations import HistoryProblem, ScenarioFinished, StepObserved, read_history
 
 
 def _withheld(state, events):

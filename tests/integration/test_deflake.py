@@ -10,7 +10,7 @@ from pathlib import Path
 from kafka_chaos.cli.main import main
 from kafka_chaos.cli.run import run_scenarios
 from kafka_chaos.oracle import ControlledShutdown, Outcome, predict
-from kafka_chaos.scenarios.catalogue import by_names
+from kafka_chaos.scenarios.plans.catalogue import by_names
 
 
 class FailsOnce:

@@ -11,7 +11,7 @@ import pytest
 
 from kafka_chaos.cli.main import main
 from kafka_chaos.harness.local_network import partition_problem, remove_htb
-from kafka_chaos.results.writer import read_records
+from kafka_chaos.records.writer import read_records
 
 pytestmark = pytest.mark.skipif(partition_problem() is not None, reason=str(partition_problem()))
 

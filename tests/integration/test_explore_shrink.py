@@ -12,10 +12,10 @@ from pathlib import Path
 from kafka_chaos.cli.explore import Explorer, explore_one
 from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.oracle import ClusterState, ControlledShutdown, Outcome, Prediction, predict
-from kafka_chaos.scenarios.generator import GeneratorConfig, generate
-from kafka_chaos.scenarios.pool import ClusterPool
-from kafka_chaos.scenarios.runner import RunOptions
-from kafka_chaos.scenarios.schedule import load
+from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate
+from kafka_chaos.scenarios.run.pool import ClusterPool
+from kafka_chaos.scenarios.run.runner import RunOptions
+from kafka_chaos.scenarios.plans.schedule import load
 
 SEED, INDEX = 11, 20  # hard_kill, restart, controlled_shutdown over brokers 1, 5, 11; RF 3
 CONFIG = GeneratorConfig(steps=3, brokers=3, max_partitions=3, topics=1,

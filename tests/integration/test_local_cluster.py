@@ -39,8 +39,8 @@ from kafka_chaos.harness.local_network import partition_problem
 from kafka_chaos.harness.nodes import zookeeper_four_letter
 from kafka_chaos.harness.observer import ZkObserver, ZkSnapshot
 from kafka_chaos.harness.processes import processes_mentioning
-from kafka_chaos.scenarios.kip291_bench import REQUEST_LOG4J
-from kafka_chaos.scenarios.request_log import parse_request_lines
+from kafka_chaos.benches.kip291 import REQUEST_LOG4J
+from kafka_chaos.benches.request_log import parse_request_lines
 
 TIMEOUT = 60.0  # generous bound for a busy shared 2-core machine; never a speed assertion
 

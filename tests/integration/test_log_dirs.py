@@ -20,7 +20,7 @@ from kafka_chaos.harness.local import STATE_FILE, LocalCluster
 from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.harness.processes import processes_mentioning
 from kafka_chaos.oracle import BrokerFailure, predict
-from kafka_chaos.scenarios.observation import cluster_state_of, mismatches
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, mismatches
 
 
 def kafka_chaos(*args: str) -> subprocess.CompletedProcess[str]:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from kafka_chaos.cli.run import run_scenarios
 from kafka_chaos.results.report import run_report
-from kafka_chaos.results.writer import read_records
-from kafka_chaos.scenarios.schedule import load
+from kafka_chaos.records.writer import read_records
+from kafka_chaos.scenarios.plans.schedule import load
 from tests.integration.test_deflake import FailsOnce
 
 SCHEDULES = Path(__file__).parent / "schedules"

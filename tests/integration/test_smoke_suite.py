@@ -9,10 +9,10 @@ from pathlib import Path
 from kafka_chaos.cli.main import main
 from kafka_chaos.oracle import BrokerFailure, predict
 from kafka_chaos.results.verdicts import verdict_changes
-from kafka_chaos.results.writer import read_records
-from kafka_chaos.scenarios.catalogue import by_names, suite
-from kafka_chaos.scenarios.checkers import check_history, to_records
-from kafka_chaos.scenarios.history import HistoryProblem, read_history
+from kafka_chaos.records.writer import read_records
+from kafka_chaos.scenarios.plans.catalogue import by_names, suite
+from kafka_chaos.scenarios.checks.registry import check_history, to_records
+from kafka_chaos.scenarios.history.observations import HistoryProblem, read_history
 
 
 def test_smoke_suite_passes_and_records_everything(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle import AddPartitions, BrokerFailure, BrokerStartup, ClusterState, DeleteTopic, predict
 from kafka_chaos.scenarios.faults.topics import write_partitions_znode
-from kafka_chaos.scenarios.observation import cluster_state_of, mismatches
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, mismatches
 
 DOWN = 3
 

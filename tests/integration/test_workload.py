@@ -18,8 +18,8 @@ from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.local import LocalCluster
 from kafka_chaos.harness.metadata import alter_topic_config, create_topic
 from kafka_chaos.harness.observer import ZkObserver
-from kafka_chaos.scenarios.delivery import Ack, largest_gap, validate_delivery
-from kafka_chaos.scenarios.workload import Workload, WorkloadError
+from kafka_chaos.scenarios.clients.delivery import Ack, largest_gap, validate_delivery
+from kafka_chaos.scenarios.clients.workload import Workload, WorkloadError
 
 log = logging.getLogger(__name__)
 

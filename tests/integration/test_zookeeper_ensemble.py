@@ -15,9 +15,9 @@ from kafka_chaos.cli.main import main
 from kafka_chaos.harness.local_network import partition_problem
 from kafka_chaos.oracle import BrokerFailure, predict
 from kafka_chaos.results.verdicts import verdict_changes
-from kafka_chaos.results.writer import read_records
-from kafka_chaos.scenarios.checkers import check_history, to_records
-from kafka_chaos.scenarios.history import HistoryProblem, read_history
+from kafka_chaos.records.writer import read_records
+from kafka_chaos.scenarios.checks.registry import check_history, to_records
+from kafka_chaos.scenarios.history.observations import HistoryProblem, read_history
 
 SCENARIOS = ["zookeeper_leader_killed", "zookeeper_quorum_lost_leader_dies", "controller_cut_from_zookeeper_leader"]
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 
 from kafka_chaos.results.aggregate import record_schema
-from kafka_chaos.results.schema import FIELD_NAMES, Record
+from kafka_chaos.records.schema import FIELD_NAMES, Record
 
 DAY = 86_400.0
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

@@ -16,7 +16,7 @@ import pytest
 
 from kafka_chaos.results.aggregate import aggregate
 from kafka_chaos.results.synthetic import write_synthetic_results
-from kafka_chaos.results.writer import read_records
+from kafka_chaos.records.writer import read_records
 
 Z = 1.959963984540054
 PERCENT = {"p50": 50, "p90": 90, "p99": 99}

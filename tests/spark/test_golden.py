@@ -26,7 +26,7 @@ from typing import Any
 from kafka_chaos.results.aggregate import Aggregates, aggregate
 from kafka_chaos.results.partials_cache import PartialsCache
 from kafka_chaos.results.synthetic import write_synthetic_results
-from kafka_chaos.results.writer import RecordWriter
+from kafka_chaos.records.writer import RecordWriter
 from tests.spark.helpers import record
 
 GOLDEN = Path(__file__).with_name("golden") / "aggregates.json"

@@ -12,7 +12,7 @@ import pytest
 
 from kafka_chaos.results.report import run_report
 from kafka_chaos.results.synthetic import write_synthetic_results
-from kafka_chaos.results.writer import RecordWriter
+from kafka_chaos.records.writer import RecordWriter
 from tests.spark.helpers import record
 
 

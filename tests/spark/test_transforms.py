@@ -10,7 +10,7 @@ from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from kafka_chaos.results import aggregate as A
-from kafka_chaos.results.schema import FIELD_NAMES
+from kafka_chaos.records.schema import FIELD_NAMES
 from kafka_chaos.results.tables import FAILURE_COLUMNS
 from tests.spark.helpers import DAY, T0, record, tables_of
 

@@ -136,7 +136,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         docstring; ``broker_log_files``: brokers log to host files (:meth:`broker_log_dir`),
         with ``log4j_extra`` appended to their log4j configuration; ``stop_timeout``: seconds
         ``stop_broker`` gives a broker before SIGKILL (a big one's controlled shutdown and log
-        closing take longer: :func:`scenarios.failover_bench.stop_timeout_for`)."""
+        closing take longer: :func:`benches.failover.stop_timeout_for`)."""
         self.config = config
         self.distribution = distribution
         self.base_image = base_image

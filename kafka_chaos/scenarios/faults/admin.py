@@ -13,7 +13,7 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_chaos.oracle import ClusterState, Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.metadata import Election

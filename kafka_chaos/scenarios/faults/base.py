@@ -3,7 +3,7 @@
 As in Jepsen's ``nemesis.clj``: a fault has an effect (``inject``) and an undo (``heal``) that is
 idempotent and also runs at teardown; the nemesis refuses a second fault on a broker that is
 already faulted. As in kafkatest's ``replication_test.py`` the fault kinds are a small registry
-and *which* broker they hit is decided beforehand by a pure selector (:mod:`scenarios.targets`).
+and *which* broker they hit is decided beforehand by a pure selector (:mod:`scenarios.model.targets`).
 
 A fault kind is one class, registered with :func:`register_fault`; everything the step pipeline
 needs from it is declared on the class (:class:`Fault`): its oracle events, the brokers it holds
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar, runtim
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.oracle import ClusterState, Event, TopicPartition
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.observer import ZkObserver
@@ -129,7 +129,7 @@ class Fault(Protocol):
     @property
     def isr_rule(self) -> str | None:
         """A documented leader-side ISR rule the step is checked against on top of the oracle
-        (:mod:`scenarios.isr_rules`), or None."""
+        (:mod:`scenarios.model.isr_rules`), or None."""
 
     @property
     def offline_replicas(self) -> Mapping[int, frozenset[TopicPartition]]:

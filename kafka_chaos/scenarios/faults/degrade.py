@@ -28,8 +28,8 @@ from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.zookeeper import session_window_s
-from kafka_chaos.scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
+from kafka_chaos.scenarios.model.targets import Target
 
 KIND = "network_degrade"
 LINKS: Mapping[str, Mapping[str, bool]] = {

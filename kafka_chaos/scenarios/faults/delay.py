@@ -10,7 +10,7 @@ Whether the delay crosses a threshold is the scenario's claim (``expect``), then
 one-way delay D on every link of the broker (docs/zookeeper-faults.md, "R5"):
 
 the session lives while the server hears from the client at least once per session timeout
-(:func:`scenarios.zk_delay_rule.predict`, where the derivation is).  A non-controller broker's
+(:func:`scenarios.model.zk_delay_rule.predict`, where the derivation is).  A non-controller broker's
 idle client pings every ``readTimeout/2 = session/3`` (2 s of our 6 s), so the first ping sent
 after the onset reaches the server ``session/3 + D`` after the last undelayed one: from ``D ≥
 2/3 × session`` (+ up to one tick, by the server's expiry buckets) the session expires 4–6.5 s
@@ -50,8 +50,8 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.scenarios.faults.base import FaultEnv, StepTopics, register_fault
 from kafka_chaos.scenarios.faults.degrade import LINKS, LinkFault
-from kafka_chaos.scenarios.targets import Target
-from kafka_chaos.scenarios.zk_delay_rule import ZkTiming, refuted_claim
+from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.model.zk_delay_rule import ZkTiming, refuted_claim
 
 KIND = "network_delay"
 EXPECTS = ("nothing", "session_expiry", "isr_shrink")

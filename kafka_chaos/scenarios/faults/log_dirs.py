@@ -40,7 +40,7 @@ from kafka_chaos.oracle import (
     TopicPartition,
 )
 from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.targets import Target
 
 log = logging.getLogger(__name__)
 

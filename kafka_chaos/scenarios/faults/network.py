@@ -15,8 +15,8 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
 from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
-from kafka_chaos.scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
+from kafka_chaos.scenarios.model.targets import Target
 
 # What a variant cuts the broker off from, as ``isolate`` keyword arguments. "everyone"
 # includes the clients on the host.

@@ -7,7 +7,7 @@ starts). Neither needs a capability beyond a running cluster.
 The deleted topic must carry no workload: a producer on it would fail with
 UNKNOWN_TOPIC_OR_PARTITION once the deletion starts and its acknowledged messages could not be
 read back. Catalogue scenarios therefore delete a topic declared ``workload=False``
-(``scenarios.catalogue.TopicSpec``); the runner starts no producer or consumers on it.
+(``scenarios.plans.catalogue.TopicSpec``); the runner starts no producer or consumers on it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.oracle import NO_LEADER, AddPartitions, ClusterState, DeleteTopic, Event
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.targets import Target
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from kafka_chaos.results.gates import latency_failures, parse_latency_limit
 from kafka_chaos.results.html import render_html, timeline_anchor
 from kafka_chaos.results.svg import FALLBACK_COLOURS
 from kafka_chaos.results.timeline import timeline_of, timelines
-from kafka_chaos.scenarios.clientops import ClientOps, FailedSend, Poll
-from kafka_chaos.scenarios.delivery import Ack
-from kafka_chaos.scenarios.history import HistoryWriter, ScenarioFinished
+from kafka_chaos.scenarios.clients.ops import ClientOps, FailedSend, Poll
+from kafka_chaos.scenarios.clients.delivery import Ack
+from kafka_chaos.scenarios.history.observations import HistoryWriter, ScenarioFinished
 from tests.unit.scenarios.histories import RUN, T0, hard_kill_step
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -1,4 +1,4 @@
-"""kafka_chaos.results.schema: JSON round trip, version and required-field checks, docstring in sync."""
+"""kafka_chaos.records.schema: JSON round trip, version and required-field checks, docstring in sync."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kafka_chaos.results import schema
-from kafka_chaos.results.schema import FIELD_NAMES, LATENCY_PHASES, REQUIRED_FIELDS, SCHEMA_VERSION, Record
+from kafka_chaos.records import schema
+from kafka_chaos.records.schema import FIELD_NAMES, LATENCY_PHASES, REQUIRED_FIELDS, SCHEMA_VERSION, Record
 
 
 def make_record(**overrides):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kafka_chaos.results.schema import LATENCY_PHASES
+from kafka_chaos.records.schema import LATENCY_PHASES
 from kafka_chaos.results.synthetic import write_synthetic_results
-from kafka_chaos.results.writer import read_records
+from kafka_chaos.records.writer import read_records
 
 
 def test_generated_records_parse_and_cover_outcomes_and_phases(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kafka_chaos.results.schema import Record
+from kafka_chaos.records.schema import Record
 from kafka_chaos.results.verdicts import verdict_changes
 
 BASE = Record(run_id="r", scenario="s", iteration=0, seed=1, backend="local", kafka_version="3.9.2", brokers=3,

@@ -1,4 +1,4 @@
-"""kafka_chaos.results.writer: durable, thread-safe append; run.json; reading back with bad lines sorted out."""
+"""kafka_chaos.records.writer: durable, thread-safe append; run.json; reading back with bad lines sorted out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from kafka_chaos.results.writer import RECORDS_FILE, RUN_INFO_FILE, RecordWriter, read_records
+from kafka_chaos.records.writer import RECORDS_FILE, RUN_INFO_FILE, RecordWriter, read_records
 from tests.unit.results.test_schema import make_record
 
 

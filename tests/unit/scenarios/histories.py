@@ -9,16 +9,16 @@ from typing import Any
 from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot
 from kafka_chaos.harness.zkevents import BrokerGone, PartitionStateWritten
 from kafka_chaos.oracle import BrokerFailure
-from kafka_chaos.scenarios.delivery import Ack
-from kafka_chaos.scenarios.history import (
+from kafka_chaos.scenarios.clients.delivery import Ack
+from kafka_chaos.scenarios.history.observations import (
     ClientActivity,
     FaultTraits,
     PartitionSeen,
     ScenarioRun,
     StepObserved,
 )
-from kafka_chaos.scenarios.observation import cluster_state_of
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of
+from kafka_chaos.scenarios.model.targets import Target
 
 T0 = 1000.0
 TOPIC = "t"

@@ -6,8 +6,8 @@ import pytest
 
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.harness.errors import UsageError
-from kafka_chaos.scenarios import catalogue
-from kafka_chaos.scenarios.catalogue import CONFORMANCE, SMOKE, all_scenarios, by_names, select, suite
+from kafka_chaos.scenarios.plans import catalogue
+from kafka_chaos.scenarios.plans.catalogue import CONFORMANCE, SMOKE, all_scenarios, by_names, select, suite
 
 REQUIRED = {
     "leader_hard_kill", "follower_hard_kill", "controller_kill", "controlled_shutdown_leader",
@@ -40,7 +40,7 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
 
 def test_fault_kinds_and_options_are_known() -> None:
     from kafka_chaos.scenarios.faults import fault_kinds, make_fault
-    from kafka_chaos.scenarios.targets import Target
+    from kafka_chaos.scenarios.model.targets import Target
 
     from_kinds = set(fault_kinds())
     for s in all_scenarios():

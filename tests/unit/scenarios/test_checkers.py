@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from kafka_chaos.oracle import ClusterState, Prediction, predict
-from kafka_chaos.scenarios import checkers
-from kafka_chaos.scenarios.checkers import CHECKS, CheckContext, check_history, evaluate, register_check, to_records
-from kafka_chaos.scenarios.delivery import validate_delivery
-from kafka_chaos.scenarios.history import (
+from kafka_chaos.scenarios.checks import registry as checkers
+from kafka_chaos.scenarios.checks.registry import CHECKS, CheckContext, check_history, evaluate, register_check, to_records
+from kafka_chaos.scenarios.clients.delivery import validate_delivery
+from kafka_chaos.scenarios.history.observations import (
     ScenarioAborted,
     ScenarioFinished,
     ScenarioSkipped,
@@ -139,8 +139,8 @@ def test_a_re_check_recomputes_the_delivery_report_from_the_recorded_client_ops(
     """The report stored by the code that recorded the run is not the verdict: the history's
     acknowledgements and read-back decide, with today's rules. k0-1 was acknowledged implicitly
     (no offset); the accounting of its day called it misplaced."""
-    from kafka_chaos.scenarios.clientops import READBACK, ClientOps, Poll
-    from kafka_chaos.scenarios.delivery import Ack
+    from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps, Poll
+    from kafka_chaos.scenarios.clients.delivery import Ack
 
     sent = (Ack(0, 0, "k0-0", T0 + 1), Ack(0, None, "k0-1", T0 + 2))
     read = [(0, 0, "k0-0"), (0, 1, "k0-1")]
@@ -166,7 +166,7 @@ def test_loss_is_tolerated_only_where_an_earlier_step_predicted_an_unclean_elect
     step = hard_kill_step(before=before, oracle_state=replace(
         hard_kill_step().oracle_state, topics={"t": replace(hard_kill_step().oracle_state.topics["t"], config={
             "unclean.leader.election.enable": "true"})}))
-    from kafka_chaos.scenarios.observation import cluster_state_of
+    from kafka_chaos.scenarios.model.snapshots import cluster_state_of
 
     step = replace(step, oracle_state=cluster_state_of(before, ["t"], {"unclean.leader.election.enable": "true"}))
     report = validate_delivery(acks(0, 1.0, 2.0), [(0, 0, "k0-0")])
@@ -196,9 +196,9 @@ def test_of_interleavings_ending_alike_the_one_with_the_observed_epochs_is_chose
     event 2 is elected with ISR [2] (+1); in two, whichever goes first costs a write of its own
     (+2). Every alternative ends with leader 2, ISR [2]: only the epoch tells them apart."""
     from kafka_chaos.oracle import BrokerFailure
-    from kafka_chaos.scenarios.history import FaultTraits
-    from kafka_chaos.scenarios.observation import cluster_state_of
-    from kafka_chaos.scenarios.targets import Target
+    from kafka_chaos.scenarios.history.observations import FaultTraits
+    from kafka_chaos.scenarios.model.snapshots import cluster_state_of
+    from kafka_chaos.scenarios.model.targets import Target
     from tests.unit.scenarios.histories import zk_partition as zp
 
     before = snapshot((1, 2, 3), [zp(0, (1, 3, 2), 1, (1, 3, 2), 4)])

@@ -6,7 +6,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from kafka_chaos.scenarios.checks import (
+from kafka_chaos.scenarios.checks.functions import (
     CheckResult,
     all_passed,
     check_converged,
@@ -20,7 +20,7 @@ from kafka_chaos.scenarios.checks import (
     observed_class,
     predicted_class,
 )
-from kafka_chaos.scenarios.delivery import Ack, validate_delivery
+from kafka_chaos.scenarios.clients.delivery import Ack, validate_delivery
 
 
 def ps(replicas, leader, isr, epoch):
@@ -234,6 +234,6 @@ def test_new_partitions_are_checked_against_the_creation_prediction() -> None:
 
 def test_every_oracle_outcome_has_an_observable_class() -> None:
     from kafka_chaos.oracle import Outcome
-    from kafka_chaos.scenarios.checks import OUTCOME_CLASS
+    from kafka_chaos.scenarios.checks.functions import OUTCOME_CLASS
 
     assert {o.value for o in Outcome} == set(OUTCOME_CLASS)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_chaos.cli.main import main
-from kafka_chaos.results.writer import RecordWriter, read_records
-from kafka_chaos.scenarios.checkers import check_history, to_records
-from kafka_chaos.scenarios.history import HistoryWriter
+from kafka_chaos.records.writer import RecordWriter, read_records
+from kafka_chaos.scenarios.checks.registry import check_history, to_records
+from kafka_chaos.scenarios.history.observations import HistoryWriter
 from tests.unit.scenarios.histories import hard_kill_step, snapshot, zk_partition
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from kafka_chaos.scenarios.availability import measure, nearest_rank
-from kafka_chaos.scenarios.checkers import check_history, to_records
-from kafka_chaos.scenarios.clientops import ClientOps, ConsumerReset, FailedSend, Poll
-from kafka_chaos.scenarios.delivery import Ack, validate_delivery
-from kafka_chaos.scenarios.history import (
+from kafka_chaos.scenarios.checks.availability import measure, nearest_rank
+from kafka_chaos.scenarios.checks.registry import check_history, to_records
+from kafka_chaos.scenarios.clients.ops import ClientOps, ConsumerReset, FailedSend, Poll
+from kafka_chaos.scenarios.clients.delivery import Ack, validate_delivery
+from kafka_chaos.scenarios.history.observations import (
     HISTORY_VERSION,
     ScenarioFinished,
     TopicDelivery,

@@ -1,4 +1,4 @@
-"""The controller-log parser (scenarios.controller_log) and the phases it adds to the latency
+"""The controller-log parser (scenarios.history.controller_log) and the phases it adds to the latency
 breakdown, on real logs of a 3-broker local cluster (tests/unit/scenarios/data/controller_logs:
 topic t, 6 partitions, RF 3; broker 1 the controller; broker 2 hard-killed at FAULTS["hard_kill"],
 restarted, shut down (SIGTERM) at FAULTS["controlled_shutdown"], restarted; the controller,
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos.scenarios import latency as lat
-from kafka_chaos.scenarios.controller_log import LogEvent, parse_line, parse_lines, partition_phases
+from kafka_chaos.scenarios.checks import latency as lat
+from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_line, parse_lines, partition_phases
 
 DATA = Path(__file__).parent / "data" / "controller_logs"
 FAULTS = {"hard_kill": 1795404797.484, "controlled_shutdown": 1795404812.384, "controller_kill": 1795404818.856}

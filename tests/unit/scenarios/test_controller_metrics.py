@@ -1,4 +1,4 @@
-"""The controller's figures around a fault (scenarios.controller_metrics) and the exporter
+"""The controller's figures around a fault (scenarios.history.controller_metrics) and the exporter
 scrape parser (harness.metrics), on a real exposition and real scrapes of a kafka-chaos run
 (tests/unit/scenarios/data/metrics: leader_hard_kill and controller_kill on 3 local brokers)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from kafka_chaos.harness.jmx_exporter import agent_option, metrics_port_of
 from kafka_chaos.harness.metrics import parse_exposition
-from kafka_chaos.scenarios import controller_metrics as cm
-from kafka_chaos.scenarios.controller_metrics import FaultMetrics, MetricsScrape
+from kafka_chaos.scenarios.history import controller_metrics as cm
+from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape
 
 DATA = Path(__file__).parent / "data" / "metrics"
 ELECTION = cm.MEASURED["leader_election"][0]

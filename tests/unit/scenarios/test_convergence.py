@@ -1,5 +1,5 @@
 """A step is judged once the cluster matches the prediction in every predicted field, leader
-epochs included (:func:`scenarios.expectations.converged_to`): leaders and ISRs often match one
+epochs included (:func:`scenarios.checks.expectations.converged_to`): leaders and ISRs often match one
 controller write before the last one (a second write of the same event, a new controller's
 failover rewrite), and a step that stopped looking then failed ``oracle_epoch`` although the
 cluster went on to do what the oracle said. The wait and the check apply one epoch rule."""
@@ -11,14 +11,14 @@ from dataclasses import replace
 import pytest
 
 from kafka_chaos.oracle import BrokerFailure, predict
-from kafka_chaos.scenarios.expectations import converged_to, epochs_exact, expectations, matching
+from kafka_chaos.scenarios.checks.expectations import converged_to, epochs_exact, expectations, matching
 from tests.unit.scenarios.histories import AFTER, BEFORE, TOPIC, snapshot, zk_partition
 
 TOPICS = [TOPIC]
 
 
 def options_after(*events: object) -> tuple:
-    from kafka_chaos.scenarios.observation import cluster_state_of
+    from kafka_chaos.scenarios.model.snapshots import cluster_state_of
 
     return expectations(predict, cluster_state_of(BEFORE, TOPICS, {}), list(events), rule=None, rule_brokers=(),
                         topics=TOPICS)

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from kafka_chaos.scenarios.debug_ring import DebugRing
+from kafka_chaos.scenarios.clients.debug_ring import DebugRing
 
 
 def test_the_ring_keeps_the_last_lines_only() -> None:

@@ -10,11 +10,11 @@ import pytest
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup
-from kafka_chaos.scenarios.catalogue import by_names
+from kafka_chaos.scenarios.plans.catalogue import by_names
 from kafka_chaos.scenarios.faults import make_fault
 from kafka_chaos.scenarios.faults.base import FaultEnv
-from kafka_chaos.scenarios.schedule import from_scenario, schedule_from_json, schedule_to_json
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.plans.schedule import from_scenario, schedule_from_json, schedule_to_json
+from kafka_chaos.scenarios.model.targets import Target
 
 TWO = Target((2,), "broker 2")
 TOPICS: dict[str, Any] = {"topic_names": {}, "topic_partitions": {}}
@@ -93,7 +93,7 @@ def test_each_to_names_its_links(monkeypatch: pytest.MonkeyPatch, to: str, links
 
 
 def test_isr_shrink_is_checked_by_the_documented_rules() -> None:
-    from kafka_chaos.scenarios.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
+    from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
 
     options = {"to": "peers", "delay_ms": 2000, "expect": "isr_shrink"}
     assert make_fault("network_delay", TWO, options, **TOPICS).isr_rule == LEADER_ISR_SHRINK

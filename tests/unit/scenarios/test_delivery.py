@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kafka_chaos.scenarios.delivery import Ack, DeliveryReport, first_ack_after, largest_gap, validate_delivery
+from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport, first_ack_after, largest_gap, validate_delivery
 
 
 def acks(*triples: tuple[int, int, str]) -> list[Ack]:

@@ -1,4 +1,4 @@
-"""The pure parts of `kafka-chaos bench failover` (scenarios.failover_bench): the phases of one
+"""The pure parts of `kafka-chaos bench failover` (benches.failover): the phases of one
 failover from real controller logs (tests/unit/scenarios/data/controller_logs, see
 test_controller_log), the scaling table, sizing, and the CLI's refusals."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.cli.main import main
-from kafka_chaos.results.schema import Record
-from kafka_chaos.scenarios import failover_bench as fb
-from kafka_chaos.scenarios.controller_log import parse_lines
+from kafka_chaos.records.schema import Record
+from kafka_chaos.benches import failover as fb
+from kafka_chaos.scenarios.history.controller_log import parse_lines
 
 DATA = Path(__file__).parent / "data" / "controller_logs"
 HARD_KILL = 1795404797.484  # broker 2 SIGKILLed; it led t-1 and t-4
@@ -30,7 +30,7 @@ def _iteration(events: tuple[object, ...], fault: str, at: float, moved: dict[tu
 
 
 def test_queue_wait_is_measured_from_zookeepers_session_expiry(events: tuple[object, ...]) -> None:
-    from kafka_chaos.scenarios.controller_log import LogEvent
+    from kafka_chaos.scenarios.history.controller_log import LogEvent
     start = HARD_KILL + fb.failover_phases(_iteration(events, "hard_kill", HARD_KILL, {("t", 1): 2}, None))[
         "controller_start"] / 1000.0  # type: ignore[operator]
     expiry = LogEvent(round(start - 0.021, 3), "session_expired", -1)

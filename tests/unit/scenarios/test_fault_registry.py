@@ -14,9 +14,9 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import BrokerFailure, Event
 from kafka_chaos.scenarios import faults as faults_pkg
-from kafka_chaos.scenarios.catalogue import Scenario, Step, TopicSpec, validate_steps
+from kafka_chaos.scenarios.plans.spec import Scenario, Step, TopicSpec, validate_steps
 from kafka_chaos.scenarios.faults import FAULTS, Fault, FaultEnv, StepTopics, fault_kinds, make_fault, register_fault, requirements_of
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.targets import Target
 
 ROOT = Path(__file__).resolve().parents[3] / "kafka_chaos"
 ONE = Target((1,), "broker 1")

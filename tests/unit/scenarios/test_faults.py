@@ -7,7 +7,7 @@ import pytest
 from kafka_chaos.harness.errors import HarnessError, UsageError
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ControlledShutdown, PreferredElection, Reassign, TopicConfigChange
 from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.targets import Target
 from tests.unit.scenarios.fakes import FakeBrokers
 
 

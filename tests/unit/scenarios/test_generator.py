@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_chaos.scenarios.catalogue import Step, TopicSpec
-from kafka_chaos.scenarios.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _assignment, generate, problems
-from kafka_chaos.scenarios.schedule import Schedule, dumps, schedule_from_json
-from kafka_chaos.scenarios.targets import Brokers, Controller, EarlierTarget
+from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.plans.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _assignment, generate, problems
+from kafka_chaos.scenarios.plans.schedule import Schedule, dumps, schedule_from_json
+from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget
 
 WITH_NETWORK = GeneratorConfig(faults=REPERTOIRE)
 CONFIGS = st.builds(GeneratorConfig, steps=st.integers(1, 12), brokers=st.integers(3, 9),
@@ -69,7 +69,7 @@ def test_assignment_is_kafkas_round_robin() -> None:
 
 
 def _model(*brokers: int) -> ClusterModel:
-    from kafka_chaos.scenarios.catalogue import TopicSpec
+    from kafka_chaos.scenarios.plans.spec import TopicSpec
 
     return ClusterModel(tuple(brokers), {"t": TopicSpec("t", {0: brokers[:2]})}, live=set(brokers))
 
@@ -171,7 +171,7 @@ def test_delayed_links_stay_below_every_threshold_one_at_a_time_and_never_with_a
 
 
 def test_network_delay_is_drawn_only_when_named_and_then_with_link_proxies() -> None:
-    from kafka_chaos.scenarios.generator import DELAY_LINKS
+    from kafka_chaos.scenarios.plans.generator import DELAY_LINKS
 
     assert all("network_delay" not in {st.fault for st in generate(5, i).steps} for i in range(30))
     named = GeneratorConfig(faults=("hard_kill", "start", "network_delay"), steps=8)

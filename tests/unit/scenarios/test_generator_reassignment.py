@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_chaos.scenarios.catalogue import Step, TopicSpec
-from kafka_chaos.scenarios.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _candidates, generate
-from kafka_chaos.scenarios.schedule import Schedule
-from kafka_chaos.scenarios.targets import Brokers
+from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.plans.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _candidates, generate
+from kafka_chaos.scenarios.plans.schedule import Schedule
+from kafka_chaos.scenarios.model.targets import Brokers
 
 
 def _model() -> ClusterModel:

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_chaos.oracle import EVENT_TYPES
-from kafka_chaos.scenarios import codec
-from kafka_chaos.scenarios.delivery import validate_delivery
-from kafka_chaos.scenarios.history import (
+from kafka_chaos.scenarios.clients import codec
+from kafka_chaos.scenarios.clients.delivery import validate_delivery
+from kafka_chaos.scenarios.history.observations import (
     HISTORY_FILE,
     HistoryProblem,
     HistoryWriter,

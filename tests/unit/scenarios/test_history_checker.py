@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_chaos.scenarios import history_checker as hc
-from kafka_chaos.scenarios.clientops import ClientOps, ConsumerReset, FailedSend, Poll
-from kafka_chaos.scenarios.delivery import Ack
+from kafka_chaos.scenarios.checks import client_history as hc
+from kafka_chaos.scenarios.clients.ops import ClientOps, ConsumerReset, FailedSend, Poll
+from kafka_chaos.scenarios.clients.delivery import Ack
 
 
 def key(seq: int) -> str:

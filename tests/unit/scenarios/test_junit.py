@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from kafka_chaos.scenarios.checks import CheckResult
-from kafka_chaos.scenarios.junit import JUnitCase, write_junit
+from kafka_chaos.scenarios.checks.functions import CheckResult
+from kafka_chaos.scenarios.run.junit import JUnitCase, write_junit
 
 
 def test_junit_cases(tmp_path) -> None:
@@ -32,8 +32,8 @@ def test_junit_cases(tmp_path) -> None:
 def test_reruns_are_reported_the_surefire_way() -> None:
     import xml.etree.ElementTree as ET
 
-    from kafka_chaos.scenarios.checks import CheckResult
-    from kafka_chaos.scenarios.junit import JUnitCase, junit_xml
+    from kafka_chaos.scenarios.checks.functions import CheckResult
+    from kafka_chaos.scenarios.run.junit import JUnitCase, junit_xml
 
     bad = (CheckResult("oracle_leader", False, 2, 1, "t-0: leader expected 2, observed 1", "t", 0),)
     good = (CheckResult("oracle_leader", True),)

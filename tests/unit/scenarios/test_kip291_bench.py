@@ -1,4 +1,4 @@
-"""The pure parts of `kafka-chaos bench kip291` (scenarios.kip291_bench): one iteration's
+"""The pure parts of `kafka-chaos bench kip291` (benches.kip291): one iteration's
 record from a failover, request-log entries and load samples; the table; the CLI's refusals."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from kafka_chaos.cli.main import main
-from kafka_chaos.scenarios import kip291_bench as kb
-from kafka_chaos.scenarios.controller_log import LogEvent
-from kafka_chaos.scenarios.failover_bench import Iteration
-from kafka_chaos.scenarios.produce_load import LoadSample, rate
-from kafka_chaos.scenarios.request_log import RequestEntry
+from kafka_chaos.benches import kip291 as kb
+from kafka_chaos.scenarios.history.controller_log import LogEvent
+from kafka_chaos.benches.failover import Iteration
+from kafka_chaos.benches.produce_load import LoadSample, rate
+from kafka_chaos.benches.request_log import RequestEntry
 
 FAULT = 1000.0
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kafka_chaos.harness.zkevents import BrokerGone, PartitionStateWritten
-from kafka_chaos.scenarios.delivery import Ack
-from kafka_chaos.scenarios.latency import LatencyBreakdown, breakdown, detection_at, election_at, median, propagation_at
+from kafka_chaos.scenarios.clients.delivery import Ack
+from kafka_chaos.scenarios.checks.latency import LatencyBreakdown, breakdown, detection_at, election_at, median, propagation_at
 
 T0 = 1000.0
 

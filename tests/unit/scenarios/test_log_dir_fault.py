@@ -21,7 +21,7 @@ from kafka_chaos.oracle import (
     TopicState,
 )
 from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault
-from kafka_chaos.scenarios.targets import Target
+from kafka_chaos.scenarios.model.targets import Target
 from tests.unit.scenarios.fakes import FakeBrokers
 
 
@@ -157,8 +157,8 @@ def test_one_broker_only_and_a_partition_it_does_not_hold() -> None:
 def test_the_catalogue_scenarios_round_trip_as_schedules_with_their_two_log_dirs() -> None:
     import json
 
-    from kafka_chaos.scenarios.catalogue import by_names
-    from kafka_chaos.scenarios.schedule import dumps, from_scenario, schedule_from_json
+    from kafka_chaos.scenarios.plans.catalogue import by_names
+    from kafka_chaos.scenarios.plans.schedule import dumps, from_scenario, schedule_from_json
 
     [s] = by_names(["leader_log_dir_failure"])
     text = dumps(from_scenario(s))

@@ -1,4 +1,4 @@
-"""Classifying a misplaced acknowledgement from the recorded history (scenarios.misplaced), and
+"""Classifying a misplaced acknowledgement from the recorded history (scenarios.checks.misplaced), and
 the delivery check carrying that evidence."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from kafka_chaos.scenarios.checks import check_delivery
-from kafka_chaos.scenarios.clientops import ASSIGN, GROUP, READBACK, ClientOps, FailedSend, Poll
-from kafka_chaos.scenarios.delivery import Ack, validate_delivery
-from kafka_chaos.scenarios.misplaced import CLIENT, HARNESS, KAFKA, LeaderChange, explain
+from kafka_chaos.scenarios.checks.functions import check_delivery
+from kafka_chaos.scenarios.clients.ops import ASSIGN, GROUP, READBACK, ClientOps, FailedSend, Poll
+from kafka_chaos.scenarios.clients.delivery import Ack, validate_delivery
+from kafka_chaos.scenarios.checks.misplaced import CLIENT, HARNESS, KAFKA, LeaderChange, explain
 
 T0 = 1_000.0
 

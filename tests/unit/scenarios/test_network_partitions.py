@@ -11,13 +11,13 @@ import pytest
 from kafka_chaos.harness.errors import HarnessError, UsageError
 from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ClusterState, PartitionState, TopicState, predict
-from kafka_chaos.scenarios import isr_rules
-from kafka_chaos.scenarios.checks import check_isr_rule
-from kafka_chaos.scenarios.delivery import Ack
+from kafka_chaos.scenarios.model import isr_rules
+from kafka_chaos.scenarios.checks.functions import check_isr_rule
+from kafka_chaos.scenarios.clients.delivery import Ack
 from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault
-from kafka_chaos.scenarios.latency import client_window, isr_written_at
-from kafka_chaos.scenarios.observation import is_settled, unsettled
-from kafka_chaos.scenarios.targets import FollowerOf, NonControllerLeaderOf, PartitionView, Target, TargetView
+from kafka_chaos.scenarios.checks.latency import client_window, isr_written_at
+from kafka_chaos.scenarios.model.snapshots import is_settled, unsettled
+from kafka_chaos.scenarios.model.targets import FollowerOf, NonControllerLeaderOf, PartitionView, Target, TargetView
 
 # --- targeting --------------------------------------------------------------------------------
 
@@ -264,10 +264,10 @@ def test_client_window_of_a_stalled_leader_reports_the_open_silence() -> None:
 
 def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_record(tmp_path,
                                                                                       host_cannot_cut) -> None:
-    from kafka_chaos.results.writer import RecordWriter, read_records
-    from kafka_chaos.scenarios.catalogue import by_names
-    from kafka_chaos.scenarios.pool import ClusterPool
-    from kafka_chaos.scenarios.runner import Runner, RunOptions
+    from kafka_chaos.records.writer import RecordWriter, read_records
+    from kafka_chaos.scenarios.plans.catalogue import by_names
+    from kafka_chaos.scenarios.run.pool import ClusterPool
+    from kafka_chaos.scenarios.run.runner import Runner, RunOptions
 
     lines: list[str] = []
     pool = ClusterPool("local", None, lines.append)

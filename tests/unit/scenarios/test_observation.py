@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import BrokerFailure, PartitionPhase, predict
-from kafka_chaos.scenarios.observation import cluster_state_of, is_settled, matches_prediction, mismatches, unsettled
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, is_settled, matches_prediction, mismatches, unsettled
 
 
 def zk(t, p, replicas, leader, isr, epoch=0, version=1):

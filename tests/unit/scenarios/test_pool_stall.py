@@ -6,7 +6,7 @@ import pytest
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
-from kafka_chaos.scenarios.pool import StallWatch, stall_timeout_for
+from kafka_chaos.scenarios.run.pool import StallWatch, stall_timeout_for
 
 
 def snapshot(live: dict[int, int], controller: int | None = 1) -> ZkSnapshot:

@@ -4,7 +4,7 @@ path: a possibly persisted batch, then an epoch bump that sends it again."""
 
 from __future__ import annotations
 
-from kafka_chaos.scenarios.producer_log import explaining, possibly_persisted_resends
+from kafka_chaos.scenarios.clients.producer_log import explaining, possibly_persisted_resends
 
 PREFIX = "MSGSET [rdkafka#producer-1] [thrd:127.0.0.1:40001/0]: 127.0.0.1:40001/0: "
 

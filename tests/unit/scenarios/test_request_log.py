@@ -7,8 +7,8 @@ import calendar
 import pytest
 from hypothesis import given, strategies as st
 
-from kafka_chaos.scenarios.controller_log import LogEvent
-from kafka_chaos.scenarios.request_log import (
+from kafka_chaos.scenarios.history.controller_log import LogEvent
+from kafka_chaos.benches.request_log import (
     RequestEntry,
     pair_with_sends,
     parse_request_line,

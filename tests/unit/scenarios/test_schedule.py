@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from kafka_chaos.cli.main import main
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.scenarios import catalogue
-from kafka_chaos.scenarios.schedule import dumps, from_scenario, load, load_all, schedule_from_json, schedule_to_json
-from kafka_chaos.scenarios.targets import Brokers, EarlierTarget, LeaderOf
+from kafka_chaos.scenarios.plans import catalogue
+from kafka_chaos.scenarios.plans.schedule import dumps, from_scenario, load, load_all, schedule_from_json, schedule_to_json
+from kafka_chaos.scenarios.model.targets import Brokers, EarlierTarget, LeaderOf
 
 
 @pytest.mark.parametrize("name", catalogue.scenario_names())

@@ -3,12 +3,12 @@ an illegal candidate, and stops at its budget."""
 
 from __future__ import annotations
 
-from kafka_chaos.scenarios.catalogue import Step, TopicSpec
-from kafka_chaos.scenarios.generator import GeneratorConfig, REPERTOIRE, generate, problems
-from kafka_chaos.scenarios.schedule import Schedule
-from kafka_chaos.scenarios.shrink import failure_keys, legal, shrink
-from kafka_chaos.scenarios.targets import Brokers, Controller, EarlierTarget, NoTarget
-from kafka_chaos.scenarios.triage import CLIENT, HARNESS, KAFKA, MODEL, UNKNOWN, classify, summary, triage
+from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.plans.generator import GeneratorConfig, REPERTOIRE, generate, problems
+from kafka_chaos.scenarios.plans.schedule import Schedule
+from kafka_chaos.scenarios.plans.shrink import failure_keys, legal, shrink
+from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, NoTarget
+from kafka_chaos.scenarios.checks.triage import CLIENT, HARNESS, KAFKA, MODEL, UNKNOWN, classify, summary, triage
 
 KEY = ("oracle_epoch", "controlled_shutdown")
 
@@ -147,7 +147,7 @@ def _history_duplicates(n: int, topic: str = "t") -> R:
 
 def test_a_duplicate_the_producer_sent_again_under_a_bumped_epoch_is_the_clients() -> None:
     """librdkafka#4953: a possibly persisted batch re-sent after an epoch bump, by the producer's
-    own lines (scenarios.producer_log); anything the resends do not explain keeps it Kafka's."""
+    own lines (scenarios.clients.producer_log); anything the resends do not explain keeps it Kafka's."""
     delivery, history = _duplicates(1, 1), _history_duplicates(1)
     assert [classify(r, [delivery, history]).klass for r in (delivery, history)] == [CLIENT, CLIENT]
     for other in (_duplicates(2, 1), _duplicates(1, 0), _duplicates(1, 1, lost=1)):

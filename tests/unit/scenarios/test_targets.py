@@ -9,7 +9,7 @@ from typing import Mapping
 import pytest
 
 from kafka_chaos.harness.errors import UsageError
-from kafka_chaos.scenarios.targets import (
+from kafka_chaos.scenarios.model.targets import (
     BrokerId,
     Controller,
     EarlierTarget,

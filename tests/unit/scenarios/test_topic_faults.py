@@ -11,14 +11,14 @@ import pytest
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import AddPartitions, ClusterState, DeleteTopic, PartitionPhase, PartitionState, TopicPartition, TopicState
-from kafka_chaos.scenarios.catalogue import Step, TopicSpec
-from kafka_chaos.scenarios.checks import ELECTED, UNCLEAN_ELECTED, check_epoch, observed_class
-from kafka_chaos.scenarios.codec import state_from_dict, state_to_dict
+from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.checks.functions import ELECTED, UNCLEAN_ELECTED, check_epoch, observed_class
+from kafka_chaos.scenarios.clients.codec import state_from_dict, state_to_dict
 from kafka_chaos.scenarios.faults import make_fault
-from kafka_chaos.scenarios.generator import ClusterModel, IllegalStep
-from kafka_chaos.scenarios.observation import cluster_state_of, mismatches
-from kafka_chaos.scenarios.schedule import Schedule, dumps, schedule_from_json
-from kafka_chaos.scenarios.targets import Brokers, NoTarget, Target
+from kafka_chaos.scenarios.plans.generator import ClusterModel, IllegalStep
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, mismatches
+from kafka_chaos.scenarios.plans.schedule import Schedule, dumps, schedule_from_json
+from kafka_chaos.scenarios.model.targets import Brokers, NoTarget, Target
 
 TOPICS = {"topic_names": {"t": "phys-t", "d": "phys-d"}, "topic_partitions": {"t": (0, 1), "d": (0,)}}
 ONE = Target((1,), "broker 1")

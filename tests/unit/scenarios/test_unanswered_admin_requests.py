@@ -39,7 +39,7 @@ def test_partitions_added_while_an_old_one_is_leaderless_get_no_answer(leader_of
     """ZkAdminManager.createPartitions waits for a leader in every partition of the topic, old
     ones included (found by `kafka-chaos explore --seed 27003`)."""
     from kafka_chaos.scenarios.faults.topics import AddPartitionsFault
-    from kafka_chaos.scenarios.targets import Target
+    from kafka_chaos.scenarios.model.targets import Target
 
     parts = {0: PartitionState(replicas=(1,), leader=leader_of_0, isr=(1,), leader_epoch=1)}
     before = ClusterState(frozenset(live), {"d": TopicState(parts)})

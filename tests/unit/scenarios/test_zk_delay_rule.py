@@ -1,4 +1,4 @@
-"""kafka_chaos.scenarios.zk_delay_rule (docs/zookeeper-faults.md R5): tables of the regimes and thresholds
+"""kafka_chaos.scenarios.model.zk_delay_rule (docs/zookeeper-faults.md R5): tables of the regimes and thresholds
 against what the benchmark measured on a real cluster, Hypothesis properties of the rule, and
 the network_delay fault refusing a claim the rule refutes."""
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.scenarios.faults import make_fault
 from kafka_chaos.scenarios.faults.base import FaultEnv
-from kafka_chaos.scenarios.targets import Target
-from kafka_chaos.scenarios.zk_delay_rule import Regime, ZkTiming, predict, refuted_claim, thresholds_ms
+from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.model.zk_delay_rule import Regime, ZkTiming, predict, refuted_claim, thresholds_ms
 
 OURS = ZkTiming(session_ms=6000, tick_ms=500, servers=1)  # the test clusters' settings
 

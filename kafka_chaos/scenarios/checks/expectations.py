@@ -1,0 +1,87 @@
+"""What a step must end in: the oracle's prediction (every allowed alternative), with the fault's
+documented leader-side ISR rule applied on top. Pure; used by the runner to wait and by the
+checks to judge, so both read one answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_chaos.oracle import ClusterState, Event, PartitionOutcome, Prediction
+from kafka_chaos.scenarios.model import isr_rules
+from kafka_chaos.scenarios.checks.functions import epochs_not_reached
+from kafka_chaos.scenarios.model.snapshots import mismatches, observed_partitions, predicted_partitions
+
+Predictor = Callable[[ClusterState, Sequence[Event]], Prediction]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One allowed settled state after the step."""
+
+    label: str  # which interleaving of the events (``oracle.Alternative.label``)
+    oracle: ClusterState  # the oracle's state
+    state: ClusterState  # ``oracle`` with the leader-side ISR rule applied (== ``oracle`` without one)
+    outcomes: tuple[PartitionOutcome, ...]
+    ruled: tuple[tuple[str, int], ...] = ()  # partitions whose ISR the rule changes
+
+
+def _alternatives(prediction: Prediction) -> list[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]]:
+    """The prediction's allowed settled states, the main one first (``Prediction.alternatives``
+    lists every legal interleaving of events Kafka does not order)."""
+    return [(a.label, a.state, tuple(a.outcomes)) for a in prediction.alternatives]
+
+
+def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Event], *,
+                 rule: str | None, rule_brokers: Iterable[int], topics: Iterable[str]) -> tuple[Expectation, ...]:
+    """Every allowed outcome of ``events`` applied to ``state`` (main first), each with ``rule``
+    applied for ``rule_brokers``."""
+    topics = list(topics)
+    brokers = tuple(rule_brokers)
+    result = []
+    for label, oracle_state, outcomes in _alternatives(predictor(state, list(events))):
+        if rule is None:
+            result.append(Expectation(label, oracle_state, oracle_state, outcomes))
+            continue
+        expected = isr_rules.apply_rule(rule, oracle_state, brokers)
+        ruled = tuple(isr_rules.changed_partitions(oracle_state, expected, topics))
+        result.append(Expectation(label, oracle_state, expected, outcomes, ruled))
+    return tuple(result)
+
+
+def epochs_exact(index: int | None, fault_exact: bool, then: Sequence[str], controller: int | None,
+                 targets: Iterable[int]) -> bool:
+    """Whether a step's leader epochs are judged exactly (else: increased where the oracle
+    predicts a write, never decreased). Topic creation (``index`` None) always; a fault when its
+    path is modelled write by write (``fault_exact``), no follow-up event is pending, and the
+    controller is known and not hit (a failover's writes are counted differently)."""
+    if index is None:
+        return True
+    return fault_exact and not then and controller is not None and controller not in set(targets)
+
+
+def converged_to(snapshot: Any, options: Sequence[Expectation], before: Any, topics: Iterable[str], *,
+                 exact_epochs: bool) -> Expectation | None:
+    """The first expectation ``snapshot`` matches in every predicted field: leaders, ISRs and
+    replicas (:func:`matching`) and leader epochs under the rule the ``oracle_epoch`` check
+    applies (``before``: the snapshot before the fault). Leaders and ISRs often match one write
+    before the last one the controller makes for the event (a second write of the same event,
+    a new controller's failover rewrite), so a step waits for this, not for :func:`matching`."""
+    topics = list(topics)
+    was = observed_partitions(before, topics)
+    now = observed_partitions(snapshot, topics)
+    for e in options:
+        if not mismatches(snapshot, e.state, topics) and not epochs_not_reached(
+                was, predicted_partitions(e.state, topics), now, exact=exact_epochs):
+            return e
+    return None
+
+
+def matching(snapshot: Any, options: Sequence[Expectation], topics: Iterable[str]) -> Expectation | None:
+    """The first expectation ``snapshot`` matches (leaders, ISRs as sets, replicas), or None."""
+    topics = list(topics)
+    for e in options:
+        if not mismatches(snapshot, e.state, topics):
+            return e
+    return None

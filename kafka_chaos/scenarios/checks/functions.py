@@ -1,0 +1,395 @@
+"""Checks: pure functions of what a scenario recorded, each returning pass / fail / unknown.
+
+Modelled on Jepsen's ``checker.clj``: a check never talks to the cluster, it reads recorded
+data (the ZooKeeper snapshot before the fault, the oracle's prediction, the snapshot after
+convergence, every broker's metadata, the delivery report) and returns a :class:`CheckResult`
+with what was expected, what was observed and a readable diff. :func:`check_safe` turns a
+checker that raises into ``passed=None`` (unknown) — never a false pass.
+
+Comparison rules follow ``shared/docs/kafka-3.9-zk-controller.md`` §3: leaders exactly, ISRs as
+sets (controller-made ISRs keep order, leader-made ones append), replica lists in order (AR
+order decides the preferred leader), leader epochs exactly where the oracle models every write
+and "strictly increased" where only an election is known to have happened.
+
+The partition states are duck-typed: anything with ``replicas``, ``leader``, ``isr``,
+``leader_epoch`` (an oracle ``PartitionState`` or an observer ``PartitionZkState``) will do.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_chaos.scenarios.model.snapshots import partition_differences
+
+log = logging.getLogger(__name__)
+
+NO_LEADER = -1
+
+# Outcome classes: what an observer can tell apart from before/after states. The oracle's
+# outcomes map onto them (its `Outcome` values are these strings).
+LEADER_KEPT = "leader_kept"
+ELECTED = "elected"
+UNCLEAN_ELECTED = "unclean_elected"
+LEADERLESS = "leaderless"
+
+OUTCOME_CLASS = {
+    "elected": ELECTED,
+    "unclean_elected": UNCLEAN_ELECTED,
+    "no_replica_online": LEADERLESS,
+    "unchanged": LEADER_KEPT,
+    "election_not_needed": LEADER_KEPT,
+    "preferred_leader_not_available": LEADER_KEPT,
+    # An admin election naming a partition without leadership information fails whole: nothing
+    # in the request is elected (oracle/README.md, processReplicaLeaderElection).
+    "request_failed": LEADER_KEPT,
+}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict. ``passed`` is True, False, or None for unknown."""
+
+    check: str
+    passed: bool | None
+    expected: Any = None
+    observed: Any = None
+    detail: str = ""
+    topic: str | None = None
+    partition: int | None = None
+    # Measurements ("latency", "client_window") are results too, with passed None and the
+    # phases in ``latency_ms`` (records.schema); they are not verdicts and count as neither.
+    kind: str = "check"
+    latency_ms: dict[str, float | None] | None = None
+    timestamps: dict[str, float] | None = None
+
+    @property
+    def is_measurement(self) -> bool:
+        return self.kind == "measurement"
+
+    @property
+    def verdict(self) -> str:
+        return {True: "pass", False: "FAIL", None: "unknown"}[self.passed]
+
+
+def check_safe(check: str, fn: Callable[..., CheckResult | list[CheckResult]], *args: Any,
+               topic: str | None = None, partition: int | None = None, **kwargs: Any) -> list[CheckResult]:
+    """Run a checker; if it raises, the verdict is unknown with the exception as detail."""
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - any crash must become "unknown", never a pass
+        log.warning("check %s crashed: %s", check, exc, exc_info=True)
+        return [CheckResult(check, None, detail=f"checker crashed: {type(exc).__name__}: {exc}",
+                            topic=topic, partition=partition)]
+    return list(result) if isinstance(result, list) else [result]
+
+
+def _tp(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+# A partition that did not exist before the event (topic creation): no leader, no epoch yet.
+class _NewPartition:
+    replicas: tuple[int, ...] = ()
+    leader = NO_LEADER
+    isr: tuple[int, ...] = ()
+    leader_epoch = -1
+
+
+_NEW_PARTITION = _NewPartition()
+
+
+# --- oracle vs observed, per partition ------------------------------------------------------
+
+def check_leader(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+    ok = observed.leader == predicted.leader
+    detail = "" if ok else f"{_tp(topic, partition)}: leader expected {predicted.leader}, observed {observed.leader}"
+    return CheckResult("oracle_leader", ok, predicted.leader, observed.leader, detail, topic, partition)
+
+
+def check_isr(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+    want, got = set(predicted.isr), set(observed.isr)
+    ok = want == got
+    detail = ""
+    if not ok:
+        missing, extra = sorted(want - got), sorted(got - want)
+        detail = (f"{_tp(topic, partition)}: ISR expected {sorted(want)}, observed {list(observed.isr)}"
+                  f" (missing {missing}, unexpected {extra})")
+    return CheckResult("oracle_isr", ok, sorted(want), list(observed.isr), detail, topic, partition)
+
+
+def check_replicas(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+    want, got = list(predicted.replicas), list(observed.replicas)
+    ok = want == got
+    detail = "" if ok else f"{_tp(topic, partition)}: replicas expected {want} (in order), observed {got}"
+    return CheckResult("oracle_replicas", ok, want, got, detail, topic, partition)
+
+
+def check_epoch(topic: str, partition: int, before: Any, predicted: Any, observed: Any, *,
+                exact: bool) -> CheckResult:
+    """Exactly the predicted epoch when ``exact`` (the oracle models every controller write on
+    this path); otherwise strictly greater than before when the oracle predicts a new epoch,
+    and never smaller than before."""
+    b, p, o = before.leader_epoch, predicted.leader_epoch, observed.leader_epoch
+    if not getattr(predicted, "has_leader_and_isr", True):
+        # the oracle's NewPartition (no state znode: a new partition with no live replica) is
+        # what a snapshot shows as version -1 (epoch -1)
+        ok = getattr(observed, "version", 0) < 0
+        detail = "" if ok else f"{_tp(topic, partition)}: no state znode expected, observed epoch {o}"
+        return CheckResult("oracle_epoch", ok, {"rule": "no state znode", "before": b, "predicted": p}, o,
+                           detail, topic, partition)
+    if exact:
+        ok = o == p
+        rule = f"exactly {p}"
+    elif p > b:
+        ok = o > b
+        rule = f"> {b} (was {b}; oracle's own count {p})"
+    else:
+        ok = o >= b
+        rule = f">= {b} (no controller write predicted)"
+    detail = "" if ok else f"{_tp(topic, partition)}: leader_epoch expected {rule}, observed {o}"
+    return CheckResult("oracle_epoch", ok, {"rule": "exact" if exact else "increased", "before": b,
+                                            "predicted": p}, o, detail, topic, partition)
+
+
+def epochs_not_reached(before: Mapping[tuple[str, int], Any], predicted: Mapping[tuple[str, int], Any],
+                       observed: Mapping[tuple[str, int], Any], *, exact: bool) -> list[str]:
+    """Why :func:`check_epoch` would fail now, one line per predicted partition it would fail
+    (a partition missing from ``observed`` is the other comparisons' to report): what a step
+    waits on besides leaders and ISRs, so it is not judged before the controller's last write."""
+    return [result.detail for (topic, p), want in sorted(predicted.items()) if (got := observed.get((topic, p)))
+            and not (result := check_epoch(topic, p, before.get((topic, p)) or _NEW_PARTITION, want, got,
+                                           exact=exact)).passed]
+
+
+def predicted_class(outcomes: Iterable[Any], topic: str, partition: int) -> str:
+    """The class of the last event that did more than keep the leader for this partition."""
+    klass = LEADER_KEPT
+    for o in outcomes:
+        if o.topic == topic and o.partition == partition:
+            value = getattr(o.outcome, "value", o.outcome)
+            mapped = OUTCOME_CLASS.get(value)
+            if mapped is None:
+                raise ValueError(f"unknown oracle outcome {value!r}")
+            if mapped != LEADER_KEPT:
+                klass = mapped
+    return klass
+
+
+def observed_class(before: Any, after: Any) -> str:
+    """What the before/after states show: leaderless; a new leader taken from outside the old
+    ISR while the old leader is gone from the ISR too (unclean, ``Election.leaderForOffline``
+    with unclean on: ISR becomes [leader]); a new leader; or the same leader.
+
+    A replica that was out of the ISR only because it was down, restarted, caught up and was
+    then elected (preferred election, auto-rebalance) keeps the old leader in the ISR: clean."""
+    if after.leader == NO_LEADER:
+        return LEADERLESS
+    if after.leader != before.leader:
+        if (after.leader in before.replicas and after.leader not in before.isr
+                and before.leader not in after.isr and before.isr):  # no ISR yet: initialisation
+            return UNCLEAN_ELECTED
+        return ELECTED
+    return LEADER_KEPT
+
+
+def check_outcome(topic: str, partition: int, outcomes: Iterable[Any], before: Any, observed: Any,
+                  predicted_leader: int | None = None, live_after: Iterable[int] | None = None) -> CheckResult:
+    want = predicted_class(outcomes, topic, partition)
+    got = observed_class(before, observed)
+    ok = (want == got
+          # The leader znode still names a broker that is down, and nothing else is live to lead:
+          # when every broker died no controller is left to write, so ZooKeeper keeps the old
+          # leader. Leaderless is what that shows (the oracle predicts the same unchanged state).
+          or (want == LEADERLESS and got == LEADER_KEPT and live_after is not None
+              and observed.leader not in set(live_after))
+          # A leaderless partition whose leader was already gone (e.g. a dead ISR member restarted
+          # elsewhere) and a "kept" prediction are the same observation: nothing was elected.
+          or (want == LEADER_KEPT and got == LEADERLESS and before.leader == NO_LEADER)
+          # Several events in one step re-electing the leader it had (a restart of an RF = 1
+          # partition's only replica: leaderless at the shutdown, elected again at the startup)
+          # look like a kept leader from before/after; the epoch check counts the writes.
+          # Found by `kafka-chaos explore --seed 1`.
+          or (want == ELECTED and got == LEADER_KEPT and predicted_leader == before.leader != NO_LEADER))
+    detail = "" if ok else (f"{_tp(topic, partition)}: oracle says {want}, cluster shows {got} "
+                            f"(leader {before.leader} -> {observed.leader})")
+    return CheckResult("oracle_outcome", ok, want, got, detail, topic, partition)
+
+
+def compare_partitions(before: Mapping[tuple[str, int], Any], predicted: Mapping[tuple[str, int], Any],
+                       observed: Mapping[tuple[str, int], Any], outcomes: Iterable[Any], *,
+                       exact_epochs: bool, live_after: Iterable[int] | None = None) -> list[CheckResult]:
+    """Every oracle-vs-observed check for each predicted partition, each run check-safe
+    (``live_after``: the brokers live in the observed state)."""
+    live = None if live_after is None else frozenset(live_after)
+    outcomes = list(outcomes)
+    results: list[CheckResult] = []
+    for (topic, p), want in sorted(predicted.items()):
+        got = observed.get((topic, p))
+        if got is None:
+            results.append(CheckResult("oracle_partition", False, "present", None,
+                                       f"{_tp(topic, p)} missing from the observed state", topic, p))
+            continue
+        was = before.get((topic, p)) or _NEW_PARTITION
+        for name, fn, args in (
+            ("oracle_leader", check_leader, (topic, p, want, got)),
+            ("oracle_isr", check_isr, (topic, p, want, got)),
+            ("oracle_replicas", check_replicas, (topic, p, want, got)),
+        ):
+            results += check_safe(name, fn, *args, topic=topic, partition=p)
+        results += check_safe("oracle_epoch", check_epoch, topic, p, was, want, got, exact=exact_epochs,
+                              topic=topic, partition=p)
+        results += check_safe("oracle_outcome", check_outcome, topic, p, outcomes, was, got, want.leader, live,
+                              topic=topic, partition=p)
+    return results
+
+
+def check_isr_rule(rule: str, source: str, topic: str, partition: int, before: Any, expected: Any,
+                   observed: Any) -> CheckResult:
+    """A leader-side ISR change the oracle does not model (:mod:`scenarios.model.isr_rules`): the ISR
+    as a set is the rule's, while the leader and the leader epoch stay as they were (an
+    AlterPartition never changes them)."""
+    problems = []
+    if set(observed.isr) != set(expected.isr):
+        problems.append(f"ISR expected {sorted(expected.isr)}, observed {list(observed.isr)}")
+    if observed.leader != before.leader:
+        problems.append(f"leader moved {before.leader} -> {observed.leader}")
+    if observed.leader_epoch != before.leader_epoch:
+        problems.append(f"leader_epoch changed {before.leader_epoch} -> {observed.leader_epoch}")
+    detail = f"{_tp(topic, partition)}: {'; '.join(problems)} ({source})" if problems else source
+    return CheckResult(rule, not problems,
+                       {"isr": sorted(expected.isr), "leader": before.leader, "leader_epoch": before.leader_epoch},
+                       {"isr": list(observed.isr), "leader": observed.leader, "leader_epoch": observed.leader_epoch},
+                       detail, topic, partition)
+
+
+# --- cluster-wide ----------------------------------------------------------------------------
+
+def check_single_controller(controller: int | None, live_brokers: Iterable[int],
+                            allowed: Iterable[int] | None = None,
+                            metadata_controllers: Mapping[int, int | None] | None = None) -> CheckResult:
+    """Exactly one controller: ZK names one, it is live, it is one of ``allowed`` (the oracle's
+    controller when it survives; any live broker when it failed — Kafka's election race is
+    nondeterministic), and every broker that answered names the same one."""
+    live = sorted(set(live_brokers))
+    allowed_set = sorted(set(allowed) if allowed is not None else set(live))
+    problems = []
+    if not live:
+        # Every broker is down: none is left to win KafkaController.elect, so no controller is
+        # what Kafka must show (and a stale /controller of a dead broker would be wrong).
+        if controller is not None and controller >= 0:
+            problems.append(f"controller {controller} named while no broker is live")
+    elif controller is None or controller < 0:
+        problems.append("no /controller in ZooKeeper")
+    elif controller not in live:
+        problems.append(f"controller {controller} is not a live broker {live}")
+    elif controller not in allowed_set:
+        problems.append(f"controller {controller} not among the allowed {allowed_set}")
+    disagree = {b: c for b, c in (metadata_controllers or {}).items() if c != controller}
+    if disagree:
+        problems.append(f"brokers name another controller: {disagree}")
+    return CheckResult("single_controller", not problems, allowed_set,
+                       {"zk": controller, "brokers": dict(metadata_controllers or {})}, "; ".join(problems))
+
+
+def check_metadata_agrees(zk_partitions: Mapping[tuple[str, int], Any],
+                          broker_views: Mapping[int, Mapping[tuple[str, int], Any] | BaseException | str]
+                          ) -> CheckResult:
+    """After settling, every live broker's metadata cache shows ZooKeeper's leader, replicas
+    (in order) and ISR (as a set) for each partition. A broker that could not be asked (an
+    exception, or its text as a history stores it) makes the verdict unknown unless another
+    disagreement already fails it."""
+    diffs: list[str] = []
+    unanswered: list[str] = []
+    for broker, view in sorted(broker_views.items()):
+        if isinstance(view, (BaseException, str)):
+            unanswered.append(f"broker {broker}: {view}")
+            continue
+        for key, zk in sorted(zk_partitions.items()):
+            md = view.get(key)
+            name = _tp(*key)
+            if md is None:
+                diffs.append(f"broker {broker} has no metadata for {name}")
+                continue
+            diffs += partition_differences(f"broker {broker} {name}:", md, zk, versus="ZK ")
+    passed: bool | None = False if diffs else (None if unanswered else True)
+    expected = {_tp(*k): {"leader": v.leader, "replicas": list(v.replicas), "isr": sorted(v.isr)}
+                for k, v in sorted(zk_partitions.items())}
+    observed = {"disagreements": diffs, "unanswered": unanswered, "brokers": sorted(broker_views)}
+    return CheckResult("metadata_agrees_zk", passed, expected, observed, "; ".join(diffs + unanswered))
+
+
+def check_converged(description: str, converged: bool, waited_s: float, last: str = "") -> CheckResult:
+    """A bounded wait for the predicted state: a timeout is a failure carrying the last state."""
+    detail = "" if converged else f"timed out after {waited_s:.1f}s waiting for {description}; last: {last}"
+    return CheckResult("converged", converged, description, last if not converged else None, detail)
+
+
+# --- delivery ---------------------------------------------------------------------------------
+
+MISPLACED_EVIDENCE_KEPT = 20  # per topic, in the record (the history keeps everything)
+
+
+def _misplaced_summary(evidence: Sequence[Any]) -> str:
+    """" (client 1: <why>)": each class with its count and the first explanation of it."""
+    if not evidence:
+        return ""
+    classes: dict[str, list[Any]] = {}
+    for e in evidence:
+        classes.setdefault(e.classification, []).append(e)
+    return " (" + "; ".join(f"{c} {len(es)}: {es[0].key} {es[0].why}" for c, es in sorted(classes.items())) + ")"
+
+
+def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = (),
+                   misplaced_evidence: Sequence[Any] = (), resent: Mapping[str, str] | None = None
+                   ) -> list[CheckResult]:
+    """No acknowledged message lost and none duplicated (idempotent producer, ``acks=all``).
+
+    Where the oracle predicted an unclean election (``unclean_partitions``) a loss is expected:
+    it is counted and reported (``delivery_unclean_loss`` measurement-like check that passes),
+    but losses on any other partition, and duplicates anywhere, fail. A duplicated message the
+    producer itself sent again under a bumped epoch after its batch was possibly persisted
+    (``resent``: key -> the producer's lines, :mod:`scenarios.clients.producer_log`) still fails, with
+    that evidence in ``observed.client_evidence`` (triage: ``client``, librdkafka#4953).
+    """
+    unclean = set(unclean_partitions)
+    lost = {int(p): n for p, n in report.lost_by_partition.items() if n}
+    unexpected_loss = {p: n for p, n in lost.items() if p not in unclean}
+    tolerated_loss = {p: n for p, n in lost.items() if p in unclean}
+    duplicated = {int(p): n for p, n in report.duplicated_by_partition.items() if n}
+    misplaced = len(report.misplaced)
+    results = []
+    problems = []
+    if unexpected_loss:
+        problems.append(f"lost acknowledged messages on partitions {unexpected_loss}")
+    observed = report.as_dict()
+    if duplicated:
+        explained = [{"key": k, "evidence": (resent or {})[k]} for k in report.duplicated if k in (resent or {})]
+        why = (f" ({len(explained)} of them sent again by the producer under a bumped epoch after a possibly "
+               f"persisted batch: librdkafka#4953)" if explained else "")
+        problems.append(f"duplicated messages on partitions {duplicated}{why}")
+        if explained:
+            observed["resent_by_producer"] = len(explained)
+            observed["client_evidence"] = explained[:MISPLACED_EVIDENCE_KEPT]
+    if misplaced and not unclean:
+        problems.append(f"{misplaced} acknowledged messages read back at another offset"
+                        + _misplaced_summary(misplaced_evidence))
+        observed["misplaced_evidence"] = [e.to_dict() for e in misplaced_evidence[:MISPLACED_EVIDENCE_KEPT]]
+    results.append(CheckResult(
+        "delivery", not problems,
+        {"lost": 0, "duplicated": 0, "unclean_partitions": sorted(unclean)},
+        observed, "; ".join(problems) or report.describe(), topic, None))
+    if unclean:
+        results.append(CheckResult(
+            "delivery_unclean_loss", True, {"unclean_partitions": sorted(unclean)},
+            {"lost_by_partition": {str(p): n for p, n in tolerated_loss.items()},
+             "lost_total": sum(tolerated_loss.values()), "misplaced": misplaced},
+            f"unclean election predicted on {sorted(unclean)}: {sum(tolerated_loss.values())} acknowledged "
+            f"messages lost {tolerated_loss or ''}".rstrip(), topic, None))
+    return results
+
+
+def all_passed(results: Iterable[CheckResult]) -> bool:
+    return all(r.passed is True for r in results)

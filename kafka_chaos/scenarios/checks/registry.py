@@ -1,0 +1,516 @@
+"""The check registry: every check is a pure function of one recorded observation
+(:mod:`scenarios.history.observations`), registered here, run by :func:`evaluate`.
+
+The runner only observes; ``kafka-chaos check`` runs the same :func:`evaluate` over a stored
+history, so a corrected oracle or a new check applies to old runs. A check that raises yields
+one unknown result (Jepsen's ``check-safe``), never a pass. Registration order is the order
+results (and records) come out in.
+
+Step checks compare against the step's :class:`~scenarios.checks.expectations.Expectation` that the
+snapshot after the step matches — one per legal interleaving of the step's events — or the main
+one when none matches; which one matched is said in the ``converged`` result.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from kafka_chaos.oracle import predict
+from kafka_chaos.records.schema import Record
+from kafka_chaos.harness.zkevents import PartitionStateWritten
+from kafka_chaos.scenarios.checks import availability
+from kafka_chaos.scenarios.model import isr_rules
+from kafka_chaos.scenarios.checks import misplaced
+from kafka_chaos.scenarios.history import controller_log
+from kafka_chaos.scenarios.history import controller_metrics as cm
+from kafka_chaos.scenarios.checks import client_history as hc
+from kafka_chaos.scenarios.checks import latency as lat
+from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps
+from kafka_chaos.scenarios.clients.delivery import DeliveryReport, validate_delivery
+from kafka_chaos.scenarios.checks.functions import (
+    CheckResult,
+    check_converged,
+    check_delivery,
+    check_isr_rule,
+    check_metadata_agrees,
+    check_single_controller,
+    compare_partitions,
+)
+from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, epochs_exact, expectations, matching
+from kafka_chaos.scenarios.history.observations import (
+    Observation,
+    ScenarioAborted,
+    ScenarioFinished,
+    ScenarioSkipped,
+    StepObserved,
+)
+from kafka_chaos.scenarios.model.snapshots import mismatches, observed_partitions, predicted_partitions
+
+log = logging.getLogger(__name__)
+
+UNCLEAN_ELECTED = "unclean_elected"
+
+O = TypeVar("O", StepObserved, ScenarioFinished, ScenarioAborted, ScenarioSkipped)
+
+
+@dataclass
+class CheckContext:
+    """What checks share: the predictor (the oracle, or a deliberately wrong one in tests), the
+    scenario's earlier observations, and each step's expectations computed once."""
+
+    predictor: Predictor = predict
+    earlier: list[Observation] = field(default_factory=list)
+    _expectations: dict[int, tuple[Expectation, ...]] = field(default_factory=dict)
+
+    def remember(self, obs: StepObserved, computed: tuple[Expectation, ...]) -> None:
+        """The expectations the runner already computed for ``obs`` from its own oracle input,
+        with this context's predictor: not computed twice (enumerating interleavings of large
+        clusters takes seconds)."""
+        self._expectations[id(obs)] = computed
+
+    def expectations(self, obs: StepObserved) -> tuple[Expectation, ...]:
+        key = id(obs)
+        if key not in self._expectations:
+            topics = obs.topics
+            self._expectations[key] = expectations(
+                self.predictor, obs.oracle_state, obs.oracle_events, rule=obs.traits.isr_rule,
+                rule_brokers=obs.target.brokers, topics=topics)
+        return self._expectations[key]
+
+    def expected(self, obs: StepObserved) -> tuple[Expectation, bool]:
+        """The expectation the snapshot after matches (True) or the main one (False). Where
+        epochs are exact, an alternative matching them too is preferred: interleavings often end
+        in the same leaders and ISRs and differ only in how many writes it took."""
+        options = self.expectations(obs)
+        if obs.after is None:
+            return options[0], False
+        found = [e for e in options if matching(obs.after, (e,), obs.topics) is not None]
+        if not found:
+            return options[0], False
+        if _exact_epochs(obs):
+            after = obs.after
+            same_epochs = [e for e in found if all(
+                (t, p) in after.partitions and after.partitions[(t, p)].leader_epoch == want.leader_epoch
+                for (t, p), want in predicted_partitions(e.state, obs.topics).items())]
+            if same_epochs:
+                return same_epochs[0], True
+        return found[0], True
+
+
+@dataclass(frozen=True)
+class RegisteredCheck(Generic[O]):
+    name: str
+    applies_to: type[O]
+    fn: Callable[[O, CheckContext], list[CheckResult]]
+
+
+CHECKS: list[RegisteredCheck[Any]] = []
+
+
+def register_check(name: str, applies_to: type[O]) -> Callable[[Callable[[O, CheckContext], list[CheckResult]]],
+                                                               Callable[[O, CheckContext], list[CheckResult]]]:
+    def register(fn: Callable[[O, CheckContext], list[CheckResult]]) -> Callable[[O, CheckContext], list[CheckResult]]:
+        if any(c.name == name for c in CHECKS):
+            raise ValueError(f"check {name!r} registered twice")
+        CHECKS.append(RegisteredCheck(name, applies_to, fn))
+        return fn
+    return register
+
+
+def evaluate(obs: Observation, ctx: CheckContext) -> list[CheckResult]:
+    """Every registered check that applies to ``obs``, in registration order; a check that
+    raises gives one unknown result with the exception."""
+    results: list[CheckResult] = []
+    for check in CHECKS:
+        if not isinstance(obs, check.applies_to):
+            continue
+        try:
+            results += check.fn(obs, ctx)
+        except Exception as exc:  # noqa: BLE001 - a crashing check is unknown, never a pass
+            log.warning("check %s crashed: %s", check.name, exc, exc_info=True)
+            results.append(CheckResult(check.name, None, detail=f"checker crashed: {type(exc).__name__}: {exc}"))
+    return results
+
+
+# --- steps: the oracle and the cluster-wide checks ----------------------------------------------
+
+def _exact_epochs(obs: StepObserved) -> bool:
+    return epochs_exact(obs.index, obs.traits.exact_epochs, obs.then, obs.oracle_state.controller,
+                        obs.target.brokers)
+
+
+@register_check("converged", StepObserved)
+def converged(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    description = f"the predicted state after {obs.label}"
+    if obs.after is None:
+        return [check_converged(description, False, obs.convergence_timeout_s, "no snapshot could be read")]
+    expected, matched = ctx.expected(obs)
+    if not matched:
+        last = "; ".join(mismatches(obs.after, expected.state, obs.topics))
+        return [check_converged(description, False, obs.waited_s, last)]
+    result = check_converged(description, True, obs.waited_s)
+    options = ctx.expectations(obs)
+    if len(options) > 1:  # say which legal interleaving the cluster took
+        result = CheckResult(result.check, True, description, {"alternative": expected.label,
+                                                               "alternatives": len(options)},
+                             f"matched \"{expected.label}\" ({options.index(expected) + 1} of {len(options)})")
+    return [result]
+
+
+@register_check("oracle", StepObserved)
+def oracle_partitions(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """Leader, ISR, replicas, epoch and outcome class of every predicted partition."""
+    if obs.after is None:
+        return []
+    expected, _ = ctx.expected(obs)
+    return compare_partitions(observed_partitions(obs.before, obs.topics),
+                              predicted_partitions(expected.state, obs.topics),
+                              observed_partitions(obs.after, obs.topics), expected.outcomes,
+                              exact_epochs=_exact_epochs(obs), live_after=obs.after.live_brokers)
+
+
+@register_check("single_controller", StepObserved)
+def single_controller(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """One live controller; the predicted one unless the fault hit the controller (then Kafka's
+    election race picks any live broker)."""
+    if obs.after is None:
+        return []
+    expected, _ = ctx.expected(obs)
+    controller_hit = obs.before.controller in obs.target.brokers
+    allowed = None if controller_hit or expected.state.controller is None else [expected.state.controller]
+    return [check_single_controller(obs.after.controller, sorted(obs.after.live_brokers), allowed)]
+
+
+@register_check("metadata_agrees_zk", StepObserved)
+def metadata_agrees(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    if obs.after is None:
+        return []
+    if obs.metadata is None:
+        return [CheckResult("metadata_agrees_zk", None, detail="not checked: ZooKeeper never converged")]
+    # Not compared: a topic queued for deletion (the controller sends it with leader
+    # LeaderDuringDelete and ZkMetadataCache.updateMetadata drops it) and a partition without a
+    # state znode (UpdateMetadata carries only partitions with leadership information).
+    deleting = set(getattr(obs.after, "topics_being_deleted", ()))
+    zk = {k: v for k, v in observed_partitions(obs.after, obs.topics).items()
+          if k[0] not in deleting and v.version >= 0}
+    return [check_metadata_agrees(zk, obs.metadata)]
+
+
+@register_check("isr_rule", StepObserved)
+def isr_rule(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """The documented leader-side ISR rule, per partition it changes (:mod:`scenarios.model.isr_rules`)."""
+    rule = obs.traits.isr_rule
+    if rule is None or obs.after is None:
+        return []
+    expected, _ = ctx.expected(obs)
+    results = []
+    for t, p in expected.ruled:
+        if (t, p) not in obs.after.partitions:
+            continue  # the oracle check already reports the partition missing
+        results.append(check_isr_rule(rule, isr_rules.RULE_SOURCES[rule], t, p, obs.before.partitions[(t, p)],
+                                      expected.state.topics[t].partitions[p], obs.after.partitions[(t, p)]))
+    return results
+
+
+# --- steps: measurements ------------------------------------------------------------------------
+
+def _acks(obs: StepObserved, topic: str, partition: int) -> list[Any]:
+    activity = obs.clients.get(f"{topic}-{partition}")
+    return list(activity.acks) if activity is not None else []
+
+
+@register_check("latency", StepObserved)
+def latency(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """One measurement per partition whose leader the oracle moves to a live broker: when the
+    controller noticed, wrote the new leader, the brokers showed it, clients got acks again."""
+    if obs.index is None:
+        return []
+    expected, _ = ctx.expected(obs)
+    live = sorted(obs.after.live_brokers) if obs.after is not None else []
+    results = []
+    for (t, p), want in sorted(predicted_partitions(expected.state, obs.topics).items()):
+        was = obs.before.partitions.get((t, p))
+        if was is None or want.leader == -1 or want.leader == was.leader:
+            continue
+        breakdown = lat.breakdown(
+            obs.fault_at,
+            detection=lat.detection_at(obs.events, obs.target.brokers, obs.fault_at),
+            election=lat.election_at(obs.events, t, p, want.leader, obs.fault_at),
+            propagation=lat.propagation_at(list(obs.sightings.get(f"{t}-{p}", ())), live, want.leader, obs.fault_at),
+            acks=_acks(obs, t, p), partition=p, window_end=obs.measured_at,
+            controller=None if obs.controller_log is None else controller_log.partition_phases(
+                obs.controller_log, t, p, want.leader, obs.fault_at))
+        got = obs.after.partitions.get((t, p)) if obs.after is not None else None
+        results.append(CheckResult(
+            "latency", None, {"leader": want.leader}, {"leader": got.leader if got is not None else None},
+            f"{t}-{p} leader {was.leader} -> {want.leader}", t, p, kind="measurement",
+            latency_ms=breakdown.ms(), timestamps=breakdown.timestamps()))
+    return results
+
+
+@register_check("client_window", StepObserved)
+def client_window(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """Faults that leave brokers running but unreachable: one measurement per partition with a
+    replica on the hit broker whose leader stays (those whose leader moves have a ``latency``
+    result). A cut partition may stall with nothing moving in ZooKeeper (a leader cut off from
+    its followers cannot commit ``acks=all``), so the window runs to the end of the step; a
+    heal's window starts at the cut, covering the whole episode."""
+    if not obs.traits.client_windows or obs.index is None:
+        return []
+    expected, _ = ctx.expected(obs)
+    hit = set(obs.target.brokers)
+    healing = bool(obs.traits.releases)
+    results = []
+    for (t, p), want in sorted(predicted_partitions(expected.state, obs.topics).items()):
+        was = obs.before.partitions.get((t, p))
+        if was is None or not hit & set(was.replicas) or want.leader not in (was.leader, -1):
+            continue
+        isr_change = (lat.isr_written_at(obs.events, t, p, want.isr, obs.fault_at)
+                      if set(want.isr) != set(was.isr) else None)
+        window = lat.client_window(obs.episode_started_at, obs.measured_at, _acks(obs, t, p), p,
+                                   fault_at=obs.fault_at, isr_change_at=isr_change)
+        role = "leader" if was.leader in hit else "follower"
+        got = obs.after.partitions.get((t, p)) if obs.after is not None else None
+        ms = window.ms()
+        detail = (f"{t}-{p} (the {role} {'healed' if healing else 'hit'} by {obs.traits.label}): "
+                  f"largest produce gap {ms['client_gap']} ms"
+                  + (f", ISR changed after {round((isr_change - obs.fault_at) * 1000)} ms" if isr_change else "")
+                  + (f"; no ack for {round((obs.measured_at - window.silent_since) * 1000)} ms at the step's end"
+                     if window.silent_since is not None else ""))
+        results.append(CheckResult(
+            "client_window", None, {"leader": want.leader, "isr": sorted(want.isr)},
+            {"leader": got.leader if got else None, "isr": list(got.isr) if got else None,
+             "stalled_at_end": window.silent_since is not None},
+            detail, t, p, kind="measurement", latency_ms=ms, timestamps=window.timestamps()))
+    return results
+
+
+@register_check("controller_metrics", StepObserved)
+def controller_metrics(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """One measurement per fault step from the brokers' JMX exporters scraped before the fault
+    and when the step's measurement closed (:mod:`scenarios.history.controller_metrics`): controller
+    events processed and their time, queue waits, unclean elections, the gauges before/after.
+    No ``latency_ms``: the report counts records carrying it as leader switches."""
+    if obs.index is None or obs.metrics is None:
+        return []
+    summary = cm.summarise(obs.metrics)
+    return [CheckResult("controller_metrics", None, None, summary, cm.describe(summary), kind="measurement",
+                        timestamps={"before": obs.metrics.before.at, "after": obs.metrics.after.at,
+                                    "fault": obs.fault_at})]
+
+
+# --- the end of a scenario ----------------------------------------------------------------------
+
+@register_check("healed", ScenarioFinished)
+def healed(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    if obs.healed is None:
+        return []
+    return [CheckResult("healed", False, "settled", None, obs.healed)]
+
+
+def unclean_partitions(ctx: CheckContext, topic: str) -> list[int]:
+    """Partitions of ``topic`` where an earlier step's expectation says unclean election."""
+    found: set[int] = set()
+    for obs in ctx.earlier:
+        if not isinstance(obs, StepObserved) or obs.index is None:
+            continue
+        expected, _ = ctx.expected(obs)
+        found |= {o.partition for o in expected.outcomes
+                  if o.topic == topic and getattr(o.outcome, "value", o.outcome) == UNCLEAN_ELECTED}
+    return sorted(found)
+
+
+@register_check("delivery", ScenarioFinished)
+def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    """No acknowledged message lost or duplicated; loss allowed where an unclean election was
+    predicted (:func:`scenarios.checks.functions.check_delivery`)."""
+    if obs.healed is not None:
+        return []
+    results: list[CheckResult] = []
+    for d in obs.deliveries:
+        if d.report is None:
+            results.append(CheckResult("delivery", None, detail=d.problem or "no read-back", topic=d.topic))
+            continue
+        report = _report_from_ops(obs, ctx, d.topic) or d.report
+        unclean = unclean_partitions(ctx, d.topic)
+        evidence = _misplaced_evidence(obs, ctx, d.topic, report.misplaced) if report.misplaced and not unclean \
+            else []
+        results += check_delivery(d.topic, report, unclean, evidence, d.resent)
+    return results
+
+
+def _report_from_ops(obs: ScenarioFinished, ctx: CheckContext, topic: str) -> DeliveryReport | None:
+    """The topic's delivery report recomputed from what the history holds — every
+    acknowledgement (the run's stretches leave no gap) and the read-back (the ``readback``
+    consumer's polls) — so a re-check applies today's accounting rules to the observations, not
+    the verdict of the code that recorded them. None when the history holds no read-back of the
+    topic (version 1, or nothing read): then the stored report is all there is."""
+    stretches = {n: ops for n, ops in _ops_by_partition(ctx, obs).items() if _split(n)[0] == topic}
+    consumed = [(_split(n)[1], p.offset, p.key) for n, ops in stretches.items() for o in ops for p in o.polls
+                if p.consumer == READBACK]
+    if not consumed:
+        return None
+    return validate_delivery((a for ops in stretches.values() for o in ops for a in o.acks), consumed)
+
+
+def _misplaced_evidence(obs: ScenarioFinished, ctx: CheckContext, topic: str,
+                        keys: Sequence[str]) -> list[misplaced.MisplacedEvidence]:
+    """What the history holds about each misplaced message (:mod:`scenarios.checks.misplaced`): every
+    read of it and of its acknowledged offset, and the partition's leader epochs around it."""
+    stretches = {n: ops for n, ops in _ops_by_partition(ctx, obs).items() if _split(n)[0] == topic}
+    acks = {a.key: (n, a) for n, ops in stretches.items() for o in ops for a in o.acks}
+    changes: dict[int, list[misplaced.LeaderChange]] = {}
+    for o in ctx.earlier:
+        if isinstance(o, StepObserved):
+            for e in o.events:
+                if isinstance(e, PartitionStateWritten) and e.topic == topic:
+                    changes.setdefault(e.partition, []).append(
+                        misplaced.LeaderChange(e.at, e.leader, e.leader_epoch))
+    return [misplaced.explain(ack, name, stretches, changes.get(ack.partition, ()))
+            for name, ack in (acks[k] for k in keys if k in acks)]
+
+
+@register_check("scenario_completed", ScenarioAborted)
+def scenario_completed(obs: ScenarioAborted, ctx: CheckContext) -> list[CheckResult]:
+    return [CheckResult("scenario_completed", False, detail=obs.why)]
+
+
+@register_check("backend_supports_scenario", ScenarioSkipped)
+def backend_supports(obs: ScenarioSkipped, ctx: CheckContext) -> list[CheckResult]:
+    return [CheckResult("backend_supports_scenario", None, list(obs.requirements), obs.run.backend, obs.why)]
+
+
+# --- records ------------------------------------------------------------------------------------
+
+def _when(obs: Observation) -> tuple[float, float]:
+    if isinstance(obs, ScenarioSkipped):
+        return obs.at, obs.at
+    return obs.started_at, obs.finished_at
+
+
+def to_records(obs: Observation, results: Sequence[CheckResult]) -> list[Record]:
+    """The records of one observation's results: a pure function, so a stored history gives the
+    same records again (``kafka-chaos check``)."""
+    run = obs.run
+    started, finished = _when(obs)
+    fault = target = None
+    if isinstance(obs, StepObserved):
+        fault = obs.traits.label
+        target = obs.target.description
+    return [Record(
+        run_id=run.run_id, scenario=run.scenario, iteration=run.iteration, seed=run.seed, backend=run.backend,
+        kafka_version=run.kafka_version, brokers=run.brokers, partitions=run.partitions,
+        kind="measurement" if r.is_measurement else "check", check=r.check, passed=r.passed,
+        started_at=started, finished_at=finished, fault=fault, target=target, expected=r.expected,
+        observed=r.observed, detail=r.detail, topic=r.topic, partition=r.partition, latency_ms=r.latency_ms,
+        timestamps=r.timestamps, session_timeout_ms=run.session_timeout_ms, tick_time_ms=run.tick_time_ms,
+        git_revision=run.git_revision) for r in results]
+
+
+def check_history(observations: Sequence[Observation], predictor: Predictor = predict
+                  ) -> list[tuple[Observation, list[CheckResult]]]:
+    """Evaluate a whole history (several scenarios, in order): each observation with the
+    earlier observations of its own scenario iteration as context."""
+    contexts: dict[tuple[str, str, int], CheckContext] = {}
+    out = []
+    for obs in observations:
+        key = (obs.run.run_id, obs.run.scenario, obs.run.iteration)
+        ctx = contexts.setdefault(key, CheckContext(predictor))
+        out.append((obs, evaluate(obs, ctx)))
+        ctx.earlier.append(obs)
+    return out
+
+
+# --- the clients' history (issue 12): consumers through every step ----------------------------
+
+def _ops_by_partition(ctx: CheckContext, obs: Observation) -> dict[str, list[ClientOps]]:
+    """Every recorded stretch per "t-p", in order: the earlier steps', then ``obs``'s."""
+    out: dict[str, list[ClientOps]] = {}
+    for o in [*ctx.earlier, obs]:
+        if isinstance(o, (StepObserved, ScenarioFinished)):
+            for name, ops in o.ops.items():
+                out.setdefault(name, []).append(ops)
+    return out
+
+
+def _split(name: str) -> tuple[str, int]:
+    topic, _, partition = name.rpartition("-")
+    return topic, int(partition)
+
+
+@register_check("client_availability", StepObserved)
+def client_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """Per partition of a fault step: produce / consume availability in fixed windows, the
+    unavailability window and end-to-end latency (:mod:`scenarios.checks.availability`), from the fault
+    to the end of the step's measurement. Histories without client ops (version 1) give none."""
+    if obs.index is None or not obs.ops:
+        return []
+    results = []
+    for name, ops in sorted(obs.ops.items()):
+        topic, partition = _split(name)
+        a = availability.measure([ops], obs.fault_at, obs.measured_at)
+        e2e = a.latency_ms()
+        results.append(CheckResult(
+            "client_availability", None, None,
+            {"produce_availability": round(a.produce, 4),
+             "consume_availability": None if a.consume is None else round(a.consume, 4),
+             "windows": a.windows, "window_s": availability.WINDOW_S, "e2e_samples": len(a.e2e_ms)},
+            f"{name} during {obs.traits.label}: produce {a.produce:.0%} / consume "
+            f"{'-' if a.consume is None else f'{a.consume:.0%}'} of {a.windows} windows of "
+            f"{availability.WINDOW_S:g} s; longest without ack {e2e['unavailable']} ms; e2e p99 {e2e['e2e_p99']} ms",
+            topic, partition, kind="measurement", latency_ms=e2e,
+            timestamps={"start": obs.fault_at, "end": obs.measured_at}))
+    return results
+
+
+def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    stretches = _ops_by_partition(ctx, obs)
+    if not stretches:
+        return []  # a version-1 history: nothing recorded to check
+    read_back = {d.topic for d in obs.deliveries if d.report is not None}
+    results: list[CheckResult] = []
+    for topic in obs.run.topics:
+        names = sorted((n for n in stretches if _split(n)[0] == topic), key=lambda n: _split(n)[1])
+        if not names:
+            continue
+        allowed = set(unclean_partitions(ctx, topic))
+        found: list[hc.Anomaly] = []
+        summaries = {}
+        for name in names:
+            anomalies, summary = hc.check_partition(name, stretches[name],
+                                                    truncation_allowed=_split(name)[1] in allowed,
+                                                    final_read=topic in read_back)
+            found += anomalies
+            summaries[name] = summary
+        for kind in hc.ANOMALIES:
+            of_kind = [a for a in found if a.kind == kind]
+            bad = [a for a in of_kind if not a.allowed]
+            ok = [a for a in of_kind if a.allowed]
+            observed = {"anomalies": len(bad), "allowed": len(ok),
+                        "by_partition": {n: sum(1 for a in of_kind if a.partition == n) for n in names
+                                         if any(a.partition == n for a in of_kind)},
+                        "sample": [f"{a.partition}: {a.detail}" for a in (bad or ok)[:5]]}
+            if kind == hc.UNSEEN and topic not in read_back:
+                results.append(CheckResult(f"history_{kind}", None, 0, observed,
+                                           "not judged: no final read-back", topic))
+                continue
+            polls = sum(s.polls for s in summaries.values())
+            detail = (f"{len(bad)} {kind.replace('_', ' ')} anomal{'y' if len(bad) == 1 else 'ies'}"
+                      + (f" ({len(ok)} more allowed: unclean election predicted on "
+                         f"{sorted({a.partition for a in ok})})" if ok else "")
+                      + f" over {sum(s.acks for s in summaries.values())} acks and {polls} polls"
+                      + (f"; e.g. {bad[0].partition}: {bad[0].detail}" if bad else ""))
+            results.append(CheckResult(f"history_{kind}", not bad, 0, observed, detail, topic))
+    return results
+
+
+@register_check("history", ScenarioFinished)
+def history(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    """The Jepsen-style history checker (:mod:`scenarios.checks.client_history`) over every send and
+    poll of the scenario: one result per anomaly class and topic, ``history_<class>``; the
+    anomalies an unclean election the oracle predicted must cause are allowed there and
+    counted apart (``observed.allowed``)."""
+    return _history_results(obs, ctx)

@@ -1,0 +1,136 @@
+"""Lossless JSON forms of what a step observes, so a stored history can be checked again.
+
+The oracle's values (``ClusterState``, its events) and the harness's readings (metadata
+answers, acknowledgements, delivery reports) go to plain JSON and back unchanged: a check run
+over a history read back from disk must see exactly what the runner saw. ZooKeeper snapshots and
+events have their own ``to_dict``/``from_dict`` in :mod:`harness.observer` /
+:mod:`harness.zkevents`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from kafka_chaos.oracle import EVENT_TYPES, ClusterState, Event, PartitionPhase, PartitionState, TopicPartition, TopicState
+from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
+
+JsonDict = dict[str, Any]
+
+
+# --- oracle states ------------------------------------------------------------------------------
+
+def partition_to_dict(p: PartitionState) -> JsonDict:
+    return {"replicas": list(p.replicas), "leader": p.leader, "isr": list(p.isr), "leader_epoch": p.leader_epoch,
+            "leader_recovery_state": p.leader_recovery_state, "phase": p.phase.value,
+            "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas)}
+
+
+def partition_from_dict(d: Mapping[str, Any]) -> PartitionState:
+    return PartitionState(
+        replicas=tuple(d["replicas"]), leader=int(d["leader"]), isr=tuple(d["isr"]),
+        leader_epoch=int(d["leader_epoch"]), leader_recovery_state=int(d["leader_recovery_state"]),
+        phase=PartitionPhase(d["phase"]), adding_replicas=tuple(d["adding_replicas"]),
+        removing_replicas=tuple(d["removing_replicas"]))
+
+
+def state_to_dict(state: ClusterState) -> JsonDict:
+    d: JsonDict = {
+        "live_brokers": sorted(state.live_brokers),
+        "controller": state.controller,
+        "config": dict(state.config),
+        "topics": {name: {"config": dict(ts.config),
+                          "partitions": {str(p): partition_to_dict(ps) for p, ps in sorted(ts.partitions.items())}}
+                   for name, ts in sorted(state.topics.items())},
+    }
+    # Only when set, so histories without a deletion or a failed log directory stay byte for byte.
+    if state.topics_being_deleted:
+        d["topics_being_deleted"] = sorted(state.topics_being_deleted)
+    if state.offline_replicas:
+        d["offline_replicas"] = {str(b): [_encode(tp) for tp in sorted(tps)]
+                                 for b, tps in sorted(state.offline_replicas.items())}
+    return d
+
+
+def state_from_dict(d: Mapping[str, Any]) -> ClusterState:
+    return ClusterState(
+        live_brokers=frozenset(int(b) for b in d["live_brokers"]),
+        controller=d["controller"],
+        config=dict(d["config"]),
+        topics={name: TopicState({int(p): partition_from_dict(ps) for p, ps in t["partitions"].items()},
+                                 dict(t["config"]))
+                for name, t in d["topics"].items()},
+        topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
+        offline_replicas={int(b): frozenset(TopicPartition(str(tp["topic"]), int(tp["partition"])) for tp in tps)
+                          for b, tps in d.get("offline_replicas", {}).items()},
+    )
+
+
+# --- oracle events: generic over the frozen event dataclasses -----------------------------------
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, TopicPartition):
+        return {"topic": value.topic, "partition": value.partition}
+    if isinstance(value, Mapping):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    """The inverse of :func:`_encode` for the shapes events use: tuples of ints, tuples of
+    topic-partitions, int-keyed assignments, string-keyed configs."""
+    if isinstance(value, list):
+        if value and all(isinstance(v, dict) and set(v) == {"topic", "partition"} for v in value):
+            return tuple(TopicPartition(v["topic"], int(v["partition"])) for v in value)
+        return tuple(_decode(v) for v in value)
+    if isinstance(value, dict):
+        if value and all(k.lstrip("-").isdigit() and isinstance(v, list) for k, v in value.items()):
+            return {int(k): _decode(v) for k, v in value.items()}
+        return dict(value)
+    return value
+
+
+def event_to_dict(event: Event) -> JsonDict:
+    return {"type": type(event).KIND, **{f.name: _encode(getattr(event, f.name)) for f in fields(event)}}
+
+
+def event_from_dict(d: Mapping[str, Any]) -> Event:
+    cls = EVENT_TYPES.get(d.get("type", ""))
+    if cls is None:
+        raise ValueError(f"unknown oracle event type {d.get('type')!r}")
+    event: Event = cls(**{k: _decode(v) for k, v in d.items() if k != "type"})
+    return event
+
+
+# --- harness readings ----------------------------------------------------------------------------
+
+def ack_to_list(a: Ack) -> list[Any]:
+    return [a.partition, a.offset, a.key, a.acked_at]
+
+
+def ack_from_list(v: list[Any]) -> Ack:
+    return Ack(int(v[0]), None if v[1] is None else int(v[1]), str(v[2]), float(v[3]))
+
+
+def report_to_dict(r: DeliveryReport) -> JsonDict:
+    return {"acked": r.acked, "consumed": r.consumed, "lost": list(r.lost), "duplicated": list(r.duplicated),
+            "lost_by_partition": {str(p): n for p, n in r.lost_by_partition.items()},
+            "duplicated_by_partition": {str(p): n for p, n in r.duplicated_by_partition.items()},
+            "misplaced": list(r.misplaced), "unacked_consumed": r.unacked_consumed,
+            "duplicate_copies": r.duplicate_copies, "duplicated_unacked": list(r.duplicated_unacked),
+            "acked_by_partition": {str(p): n for p, n in r.acked_by_partition.items()}}
+
+
+def report_from_dict(d: Mapping[str, Any]) -> DeliveryReport:
+    def counts(m: Mapping[str, int]) -> dict[int, int]:
+        return {int(p): int(n) for p, n in m.items()}
+
+    return DeliveryReport(
+        acked=int(d["acked"]), consumed=int(d["consumed"]), lost=tuple(d["lost"]), duplicated=tuple(d["duplicated"]),
+        lost_by_partition=counts(d["lost_by_partition"]), duplicated_by_partition=counts(d["duplicated_by_partition"]),
+        misplaced=tuple(d["misplaced"]), unacked_consumed=int(d["unacked_consumed"]),
+        duplicate_copies=int(d["duplicate_copies"]), duplicated_unacked=tuple(d["duplicated_unacked"]),
+        acked_by_partition=counts(d["acked_by_partition"]))

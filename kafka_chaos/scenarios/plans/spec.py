@@ -1,0 +1,110 @@
+"""The types a plan is made of: topics with an explicit assignment, what a cluster must have, a
+step (fault kind + pure target selector + options) and a scenario. The catalogue, schedule files,
+the generator and the shrinker build them; the runner executes them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.scenarios.faults import make_fault, requirements_of
+from kafka_chaos.scenarios.model.targets import NoTarget, Selector, Target
+
+
+def frozen(mapping: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    assignment: Mapping[int, tuple[int, ...]]  # partition -> replicas in AR order
+    config: Mapping[str, str] = field(default_factory=frozen)
+    # False: no producer or consumers on it (a topic a step deletes: its clients would only fail)
+    workload: bool = True
+
+    @property
+    def partitions(self) -> tuple[int, ...]:
+        return tuple(sorted(self.assignment))
+
+
+@dataclass(frozen=True)
+class ClusterNeeds:
+    """Cluster settings a scenario needs; scenarios with equal needs share one cluster."""
+
+    brokers: int = 3
+    overrides: tuple[tuple[str, str], ...] = ()  # sorted (property, value) pairs: hashable
+    broker_ids: tuple[int, ...] = ()  # explicit ids (schedules); empty: 1..brokers
+    zookeepers: int = 1  # ZooKeeper ensemble size (1, 3 or 5); `run --zookeepers N` raises it
+    log_dirs: int = 1  # log.dirs per broker (harness.config.log_dir_paths); 2: one can fail, the broker runs on
+    link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (harness.link_proxy): delayable
+
+    @property
+    def overrides_dict(self) -> dict[str, str]:
+        return dict(self.overrides)
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return self.broker_ids or tuple(range(1, self.brokers + 1))
+
+    def describe(self) -> str:
+        extra = ", ".join(f"{k}={v}" for k, v in self.overrides)
+        named = f" {list(self.broker_ids)}" if self.broker_ids else ""
+        ensemble = f", {self.zookeepers} ZooKeeper servers" if self.zookeepers > 1 else ""
+        dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
+        dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
+        return f"{self.brokers} brokers{named}{ensemble}{dirs}" + (f" ({extra})" if extra else "")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One fault: its kind (``scenarios.faults.FAULT_KINDS``), the pure target selector, options
+    (e.g. ``replicas`` of a reassignment, ``via`` of an election), and oracle events the cluster
+    will run on its own after the fault (``auto_rebalance``)."""
+
+    fault: str
+    target: Selector = NoTarget()
+    options: Mapping[str, Any] = field(default_factory=frozen)
+    then: tuple[str, ...] = ()  # extra oracle events by name, e.g. ("auto_rebalance",)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    doc: str
+    topics: tuple[TopicSpec, ...]
+    steps: tuple[Step, ...]
+    suites: frozenset[str]
+    needs: ClusterNeeds = ClusterNeeds()
+
+    @property
+    def requirements(self) -> frozenset[Capability]:
+        """The cluster capabilities its faults need (the union over its steps); a delay of peer
+        or client links also needs what a cut needs on the local launcher, root with iptables
+        (its links are redirected through the link proxy by nat rules, docs/local-network.md)."""
+        needs = requirements_of([step.fault for step in self.steps])
+        if any(step.fault == "network_delay" and step.options.get("to", "zookeeper") != "zookeeper"
+               for step in self.steps):
+            needs |= {Capability.NETWORK_PARTITION}
+        return needs
+
+    def topic(self, logical: str) -> TopicSpec:
+        for t in self.topics:
+            if t.name == logical:
+                return t
+        raise KeyError(logical)
+
+
+def validate_steps(s: Scenario) -> None:
+    """Every step names a registered fault kind whose options build a fault."""
+    for step in s.steps:
+        try:
+            make_fault(step.fault, Target((1,), "validation"), step.options,
+                       topic_names={t.name: t.name for t in s.topics},
+                       topic_partitions={t.name: t.partitions for t in s.topics})
+        except UsageError as exc:
+            raise TypeError(f"scenario {s.name}: {exc}") from exc

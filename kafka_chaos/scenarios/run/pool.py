@@ -1,0 +1,173 @@
+"""One cluster at a time (2-core machine), reused across scenarios with equal needs.
+
+Between scenarios the cluster is restored (every stopped broker started, every broker
+registered, a controller, settled internal topics); a cluster that cannot be restored is
+recreated. The pool also answers which capabilities (``harness.cluster.Capability``) its
+clusters lack, so scenarios needing them are skipped with one line why.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.harness.cluster import Capability, capabilities_of
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
+from kafka_chaos.scenarios.plans.spec import ClusterNeeds
+from kafka_chaos.scenarios.model.snapshots import is_settled
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = ("__consumer_offsets",)
+
+Progress = Callable[[str], None]
+
+# A restore that makes no progress this long will not make any: give up and recreate the cluster
+# (about 14 s on containers, 10 s locally) instead of waiting out the whole settle timeout.  A
+# restarted follower rejoins the small internal topics' ISRs within a few seconds, and every
+# ISR expansion, registration or controller change is a visible change that restarts the clock.
+STALL_TIMEOUT_S = 20.0
+# ... except where Kafka itself stays silent longer. A leader whose AlterPartition reached a
+# controller that then lost its ZooKeeper session gets no answer: the old controller's session
+# expiry clears its event queue (KafkaController's beforeInitializingSession → clearAndPut(Expire))
+# and AlterPartitionReceived.preempt() answers nothing. The leader's alter-partition channel
+# (NodeToControllerRequestThread) turns to the new controller only when that request times out,
+# after controller.socket.timeout.ms; until then none of its partitions' ISRs can grow
+# (Partition.canAddReplicaToIsr: not while an update is in flight). Seen: explore-27005-6.
+STALL_MARGIN_S = 5.0
+
+
+def stall_timeout_for(settings: Mapping[str, str], floor: float = STALL_TIMEOUT_S) -> float:
+    """How long a restore may see no change before giving up: ``floor``, or longer than the
+    brokers' controller.socket.timeout.ms by :data:`STALL_MARGIN_S`."""
+    from kafka_chaos.harness.config import CONTROLLER_SOCKET_TIMEOUT_MS, KAFKA_DEFAULT_CONTROLLER_SOCKET_TIMEOUT_MS
+
+    timeout_ms = int(settings.get(CONTROLLER_SOCKET_TIMEOUT_MS, KAFKA_DEFAULT_CONTROLLER_SOCKET_TIMEOUT_MS))
+    return max(floor, timeout_ms / 1000 + STALL_MARGIN_S)
+
+
+class StallWatch:
+    """A wait predicate that raises :class:`HarnessError` once the ZooKeeper state it watches
+    (brokers, controller, internal topics' partition states) stayed the same, unhealthy, for
+    ``stall_s`` — monotonic clock, so it belongs here and not in the pure checks."""
+
+    def __init__(self, healthy: Callable[[ZkSnapshot], bool], stall_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._healthy = healthy
+        self._stall_s = stall_s
+        self._clock = clock
+        self._last: tuple[object, ...] | None = None
+        self._since = clock()
+
+    def __call__(self, snapshot: ZkSnapshot) -> bool:
+        if self._healthy(snapshot):
+            return True
+        state = (tuple(sorted(snapshot.live_brokers.items())), snapshot.controller,
+                 tuple(sorted((k, str(v)) for k, v in snapshot.partitions.items())))
+        now = self._clock()
+        if state != self._last:
+            self._last, self._since = state, now
+        elif now - self._since >= self._stall_s:
+            raise HarnessError(f"cluster not healthy: nothing changed for {now - self._since:.0f} s "
+                               f"(ZooKeeper shows {snapshot.summary()})")
+        return False
+
+
+class ClusterPool:
+    def __init__(self, backend: str, distribution: Any, progress: Progress,
+                 open_cluster: Callable[..., Any] | None = None, settle_timeout: float = 90.0,
+                 stall_timeout: float = STALL_TIMEOUT_S) -> None:
+        self.backend = backend
+        self.distribution = distribution
+        self.progress = progress
+        self._open = open_cluster
+        self.settle_timeout = settle_timeout
+        self.stall_timeout = stall_timeout
+        self.cluster: Any = None
+        self.needs: ClusterNeeds | None = None
+        self._missing: Mapping[Capability, str] | None = None
+
+    def missing_capabilities(self) -> Mapping[Capability, str]:
+        """What this pool's clusters cannot do, each with a one-line reason. A caller-supplied
+        launcher's clusters say it themselves once one exists (its faults will tell before)."""
+        if self.cluster is not None:
+            have = capabilities_of(self.cluster)
+            backend = getattr(self.cluster, "backend", self.backend)
+            return {c: f"the {backend} launcher lacks {c.value}" for c in Capability if c not in have}
+        if self._open is not None:
+            return {}
+        if self._missing is None:
+            from kafka_chaos.harness.backends import missing_capabilities
+
+            self._missing = missing_capabilities(self.backend)  # asked once: "auto" pings Docker
+        return self._missing
+
+    def acquire(self, needs: ClusterNeeds) -> Any:
+        if self.cluster is not None and self.needs == needs:
+            try:
+                self.restore()
+                return self.cluster
+            except HarnessError as exc:
+                self.progress(f"cluster could not be restored ({exc}); recreating it")
+        self.release()
+        from kafka_chaos.harness.config import ClusterConfig
+
+        from kafka_chaos.harness.backends import open_cluster
+
+        config = ClusterConfig(brokers=needs.brokers, cluster_overrides=needs.overrides_dict, ids=needs.broker_ids,
+                               zookeepers=needs.zookeepers, log_dirs=needs.log_dirs,
+                               link_proxies=needs.link_proxies)
+        opener = self._open or open_cluster
+        self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
+        cluster: Any = opener(self.backend, config, self.distribution)  # a launcher: a context manager
+        cluster.__enter__()  # starts; cleans up itself when starting fails
+        self.cluster, self.needs = cluster, needs
+        self._create_offsets_topic(cluster)
+        return cluster
+
+    def _create_offsets_topic(self, cluster: Any) -> None:
+        """The scenarios' consumer groups must work from the first fault on: create
+        ``__consumer_offsets`` while every broker is up (Kafka would create it lazily, refused
+        while a broker is down). A failure here is a cluster that cannot be used."""
+        from kafka_chaos.harness.config import OFFSETS_TOPIC_NUM_PARTITIONS
+        from kafka_chaos.harness.readiness import ensure_offsets_topic
+
+        partitions = int(dict(cluster.broker_settings()).get(OFFSETS_TOPIC_NUM_PARTITIONS, "50"))
+        try:
+            ensure_offsets_topic(cluster.bootstrap_servers, cluster.zookeeper_connect, partitions=partitions,
+                                 timeout=self.settle_timeout)
+        except HarnessError:
+            self.release()
+            raise
+
+    def restore(self) -> None:
+        """Start every stopped broker and wait for all registered, a controller, and settled
+        internal topics."""
+        from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
+
+        cluster = self.cluster
+        for b in cluster.broker_ids:
+            if not cluster.broker_running(b):
+                self.progress(f"restoring: starting broker {b}")
+                cluster.start_broker(b)
+        wanted = set(cluster.broker_ids)
+        healthy = StallWatch(lambda s: set(s.live_brokers) == wanted and s.controller in wanted
+                             and is_settled(s, INTERNAL_TOPICS),
+                             stall_timeout_for(dict(cluster.broker_settings()), self.stall_timeout))
+        with ZkObserver(cluster.zookeeper_connect, topics=list(INTERNAL_TOPICS)) as observer:
+            try:
+                observer.wait_until(healthy, timeout=self.settle_timeout,
+                                    description="every broker registered and settled")
+            except ConvergenceTimeout as exc:
+                raise HarnessError(f"cluster not healthy: {exc}") from exc
+
+    def release(self) -> None:
+        cluster, self.cluster, self.needs = self.cluster, None, None
+        if cluster is not None:
+            try:
+                cluster.__exit__(None, None, None)
+            except Exception as exc:  # noqa: BLE001 - teardown goes on
+                log.warning("destroying the cluster failed: %s", exc)

@@ -1,0 +1,457 @@
+"""Run catalogue scenarios against a real cluster: observe every step, record it, check it.
+
+The runner only *observes*. Per scenario iteration:
+
+1. get a cluster with the scenario's needs from the :class:`~scenarios.run.pool.ClusterPool`; a
+   scenario whose faults need a capability the backend lacks is skipped with one line why;
+2. create the topics with their explicit assignment (itself an observed step, checked against
+   the oracle's ``CreateTopic``) and start the workload (idempotent ``acks=all`` producer);
+3. for each step: wait (ZK watches, bounded) until the cluster is *settled*, build the oracle's
+   input from that observation — the state BEFORE the fault, never anything later — resolve
+   the target with the seeded RNG, ask the oracle for every allowed outcome (its alternatives,
+   plus the fault's leader-side ISR rule), inject, wait (bounded) for one of them, wait for
+   every broker's metadata to agree, and for faults that leave brokers unreachable, for the
+   clients to recover;
+4. stop the workload, heal every fault, wait until settled, read every acknowledged message
+   back, delete the topics; failed scenarios get their node logs copied to
+   ``RESULTS_DIR/logs/<scenario>-<i>/``.
+
+Each step's :mod:`observation <scenarios.history.observations>` is appended (fsync'ed) to
+``history.jsonl``, then handed to the check registry (:func:`scenarios.checks.registry.evaluate`),
+whose results become records (fsync'ed) — the same function ``kafka-chaos check`` runs later.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.oracle import CreateTopic, Event, predict
+from kafka_chaos.scenarios.plans.spec import Scenario, Step
+from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate, to_records
+from kafka_chaos.scenarios.checks.functions import CheckResult
+from kafka_chaos.scenarios.clients.ops import ClientOps
+from kafka_chaos.scenarios.run.client_cuts import client_activity, client_ops, wait_for_clients, with_read_back
+from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, expectations, matching
+from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault, requirements_of
+from kafka_chaos.scenarios.history.observations import (
+    ClientActivity,
+    FaultTraits,
+    HistoryWriter,
+    Observation,
+    ScenarioAborted,
+    ScenarioFinished,
+    ScenarioRun,
+    ScenarioSkipped,
+    StepObserved,
+    TopicDelivery,
+)
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, is_settled, observed_partitions
+from kafka_chaos.scenarios.run.poller import MetadataPoller
+from kafka_chaos.scenarios.run.pool import INTERNAL_TOPICS, ClusterPool
+from kafka_chaos.scenarios.run.step import Prepared, StepClients, StepCore, StepTimeouts
+from kafka_chaos.scenarios.model.targets import Target, view_of
+
+log = logging.getLogger(__name__)
+
+SESSION_TIMEOUT_KEY = "zookeeper.session.timeout.ms"
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunOptions:
+    run_id: str
+    seed: int = 0
+    backend: str = "local"
+    iterations: int = 1
+    results_dir: Path = Path("results")
+    kafka_version: str = "3.9.2"
+    git_revision: str | None = None
+    rate_per_partition: float = 20.0
+    settle_timeout: float = 90.0
+    convergence_timeout: float = 90.0
+    metadata_timeout: float = 20.0
+    verify_timeout: float = 60.0
+    # Faults with client windows (network partitions): how long a step waits for the clients to
+    # get acks again (a cut leader's clients hang until their own timeouts: socket.timeout.ms is 10 s).
+    client_recovery_timeout: float = 45.0
+    # Consumers (assign + group) through every step, their polls in the history (issue 12).
+    consumers: bool = True
+
+
+@dataclass
+class ScenarioOutcome:
+    scenario: str
+    iteration: int
+    seconds: float
+    results: list[CheckResult] = field(default_factory=list)  # verdicts only, no measurements
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and bool(self.results) and all(r.passed is True for r in self.results)
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        return (sum(r.passed is True for r in self.results), sum(r.passed is False for r in self.results),
+                sum(r.passed is None for r in self.results))
+
+
+class ScenarioAbortedError(HarnessError):
+    """A scenario could not go on (the cluster never settled, the oracle refused the input)."""
+
+
+class Runner:
+    def __init__(self, options: RunOptions, pool: ClusterPool, writer: Any, progress: Progress,
+                 predictor: Predictor = predict, history: HistoryWriter | None = None) -> None:
+        self.options = options
+        self.pool = pool
+        self.writer = writer
+        self.progress = progress
+        self.predictor = predictor
+        self.history = history if history is not None else HistoryWriter(Path(options.results_dir))
+
+    # one scenario ----------------------------------------------------------------------------
+
+    def run(self, scenario: Scenario, iteration: int, attempt: int = 0) -> ScenarioOutcome:
+        """Run one scenario iteration; ``attempt`` > 0 is a rerun (``--deflake``): the same
+        seeded choices on topics of its own."""
+        started = time.monotonic()
+        outcome = ScenarioOutcome(scenario.name, iteration, 0.0)
+        checks = CheckContext(self.predictor)
+        requirements = requirements_of([s.fault for s in scenario.steps])
+        missing = {c: why for c, why in self.pool.missing_capabilities().items() if c in requirements}
+        if missing:
+            why = "; ".join(missing.values())
+            self.progress(f"{scenario.name}#{iteration}: skipped: {why}")
+            run = scenario_run(self.options, scenario, iteration, None, ())
+            self._emit(checks, outcome, ScenarioSkipped(run, time.time(), tuple(sorted(c.value for c in missing)), why))
+            return outcome
+        interrupted = False
+        ctx: _Context | None = None
+        try:
+            cluster = self.pool.acquire(scenario.needs)
+            ctx = _Context.build(scenario, iteration, cluster, outcome, checks, self.options, attempt)
+            self._run_in(ctx)
+        except KeyboardInterrupt:
+            interrupted = True
+            outcome.error = "interrupted"
+            raise
+        except HarnessError as exc:
+            outcome.error = str(exc)
+            self.progress(f"{scenario.name}#{iteration}: aborted: {exc}")
+            if ctx is not None:
+                self._emit(checks, outcome, ScenarioAborted(ctx.run, ctx.started_at, time.time(), str(exc)))
+        finally:
+            outcome.seconds = time.monotonic() - started
+            if not interrupted and not outcome.passed and self.pool.cluster is not None:
+                self._collect_logs(scenario.name, iteration, ctx)
+        return outcome
+
+    def _emit(self, checks: CheckContext, outcome: ScenarioOutcome, obs: Observation,
+              computed: tuple[Expectation, ...] | None = None) -> None:
+        """Store the observation, check it (with the expectations the step already ``computed``
+        from the same oracle input), write its records."""
+        self.history.append(obs)
+        if computed is not None and isinstance(obs, StepObserved):
+            checks.remember(obs, computed)
+        results = evaluate(obs, checks)
+        checks.earlier.append(obs)
+        for record in to_records(obs, results):
+            self.writer.write(record)
+        outcome.results += [r for r in results if not r.is_measurement]
+
+    def _run_in(self, ctx: _Context) -> None:
+        from kafka_chaos.harness.observer import ZkObserver
+        from kafka_chaos.harness.zkadmin import ZkAdmin
+
+        cluster = ctx.cluster
+        watched = list(ctx.topic_names.values()) + list(INTERNAL_TOPICS)
+        with ZkObserver(cluster.zookeeper_connect, topics=watched) as observer, \
+                ZkAdmin(cluster.zookeeper_connect) as admin:
+            ctx.observer = observer
+            nemesis = Nemesis(FaultEnv(cluster, observer, admin, ctx.run.session_timeout_ms or 6000,
+                                       ctx.run.tick_time_ms or 500))
+            interrupted = aborted = False
+            try:
+                self._create_topics(ctx)
+                self._start_workloads(ctx)
+                for index, step in enumerate(ctx.scenario.steps):
+                    self._run_step(ctx, nemesis, index, step)
+            except KeyboardInterrupt:
+                interrupted = True  # leave at once: the pool destroys the cluster
+                raise
+            except BaseException:
+                aborted = True  # no _finish: the consumers are stopped here
+                raise
+            finally:
+                for w in ctx.workloads.values():
+                    try:
+                        w.stop(drain_timeout=2.0 if interrupted else 5.0)
+                    except Exception as exc:  # noqa: BLE001 - recorded below as unknown delivery
+                        ctx.workload_errors[w.topic] = str(exc)
+                if interrupted:
+                    self._stop_consumers(ctx)
+                if not interrupted:
+                    self._step_progress(ctx, "healing")
+                    for err in nemesis.heal_all():
+                        ctx.outcome.error = ctx.outcome.error or f"heal failed: {err}"
+                    if aborted:
+                        self._stop_consumers(ctx)
+            self._finish(ctx)
+
+    def _finish(self, ctx: _Context) -> None:
+        """After healing: settled again, then the read-back, then topic deletion."""
+        started = time.time()
+        try:
+            self.pool.restore()
+            ctx.observer.wait_until(lambda s: is_settled(s, ctx.physical_topics), timeout=self.options.settle_timeout,
+                                    description="settled after healing")
+        except HarnessError as exc:
+            self._stop_consumers(ctx)
+            self._emit(ctx.checks, ctx.outcome, ScenarioFinished(
+                ctx.run, started, time.time(), str(exc), (), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)))
+            return
+        self._stop_consumers(ctx)  # healed: a group member leaves its group at once
+        deliveries = []
+        for physical, w in ctx.workloads.items():
+            if physical in ctx.workload_errors:
+                deliveries.append(TopicDelivery(physical, None, f"workload failed: {ctx.workload_errors[physical]}"))
+                continue
+            self._step_progress(ctx, f"reading {physical} back")
+            try:
+                deliveries.append(TopicDelivery(physical, w.verify(timeout=self.options.verify_timeout),
+                                                resent=w.resent_keys()))
+            except HarnessError as exc:
+                deliveries.append(TopicDelivery(physical, None, f"could not read back: {exc}"))
+        ops = client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)
+        for physical, w in ctx.workloads.items():  # the read-back is the last poll of every partition
+            ops = with_read_back(ops, physical, w.read_back, time.time())
+        self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, time.time(), None, tuple(deliveries),
+                                                             ops))
+        try:
+            from kafka_chaos.harness.metadata import delete_topics
+
+            delete_topics(ctx.cluster.bootstrap_servers, ctx.physical_topics, timeout=15.0)
+        except HarnessError as exc:
+            log.info("deleting topics %s: %s", ctx.physical_topics, exc)
+
+    def _stop_consumers(self, ctx: _Context) -> None:
+        """Stop the consumers (after healing, so they catch up and close quickly). A consumer
+        that failed leaves its polls incomplete, which the history checks tolerate (every
+        anomaly they report is still one), so it is said, not turned into a verdict."""
+        for topic, c in ctx.consumers.items():
+            try:
+                c.stop()
+            except Exception as exc:  # noqa: BLE001 - reported; the polls so far are kept
+                log.warning("consumers of %s: %s", topic, exc)
+                self._step_progress(ctx, f"consumers of {topic} failed: {exc}")
+
+    # topics and workload -------------------------------------------------------------------
+
+    def _create_topics(self, ctx: _Context) -> None:
+        from kafka_chaos.harness.metadata import create_topic
+        from kafka_chaos.harness.observer import ConvergenceTimeout
+
+        self._step_progress(ctx, "creating topics")
+        started = time.time()
+        snapshot = ctx.observer.snapshot()
+        before = cluster_state_of(snapshot, ctx.physical_topics, ctx.broker_config)
+        events: list[Event] = [CreateTopic(ctx.topic_names[t.name], {p: tuple(r) for p, r in t.assignment.items()},
+                                           dict(t.config)) for t in ctx.scenario.topics]
+        options = expectations(self.predictor, before, events, rule=None, rule_brokers=(), topics=ctx.physical_topics)
+        created_at = time.time()
+        for t in ctx.scenario.topics:
+            create_topic(ctx.cluster.bootstrap_servers, ctx.topic_names[t.name], t.assignment, t.config)
+        try:
+            after = ctx.observer.wait_until(
+                lambda s: matching(s, options, ctx.physical_topics) is not None
+                and is_settled(s, ctx.physical_topics),
+                timeout=self.options.settle_timeout, description="the created topics' predicted state")
+            converged = True
+        except ConvergenceTimeout as exc:
+            after, converged = exc.last, False
+        waited = time.time() - started
+        metadata = None
+        if converged and after is not None:
+            with MetadataPoller(ctx.cluster, sorted(after.live_brokers), ctx.physical_topics) as poller:
+                metadata = poller.wait_agreement(observed_partitions(after, ctx.physical_topics),
+                                                 sorted(after.live_brokers), timeout=self.options.metadata_timeout)
+        now = time.time()
+        traits = FaultTraits("create_topic", "create_topic", exact_epochs=True)
+        self._emit(ctx.checks, ctx.outcome, StepObserved(
+            ctx.run, None, "create_topic", traits, Target((), "cluster"), (), started, snapshot, before,
+            tuple(events), created_at, created_at, after, waited, self.options.settle_timeout, (), metadata,
+            {}, (), {}, now, now), options)
+        if not converged:
+            raise ScenarioAbortedError("the topics never reached their predicted initial state")
+
+    def _start_workloads(self, ctx: _Context) -> None:
+        from kafka_chaos.scenarios.clients.consumers import Consumers
+        from kafka_chaos.scenarios.clients.workload import Workload
+
+        ctx.ops_cut = time.time()
+        for t in ctx.scenario.topics:
+            physical = ctx.topic_names[t.name]
+            if self.options.consumers and t.workload:
+                c = Consumers(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
+                              client_id=f"kafka-chaos-{ctx.scenario.name}")
+                ctx.consumers[physical] = c
+                c.start()
+        for t in ctx.scenario.topics:
+            if not t.workload:  # a topic a step deletes (scenarios.faults.topics)
+                continue
+            physical = ctx.topic_names[t.name]
+            w = Workload(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
+                         rate_per_partition=self.options.rate_per_partition,
+                         client_id=f"kafka-chaos-{ctx.scenario.name}")
+            ctx.workloads[physical] = w
+            w.start()
+        for w in ctx.workloads.values():  # the workload is really flowing before any fault
+            w.wait_for_acks(timeout=30.0)
+
+    # steps ----------------------------------------------------------------------------------
+
+    def _run_step(self, ctx: _Context, nemesis: Nemesis, index: int, step: Step) -> None:
+        variant = step.options.get("variant")
+        label = f"step {index + 1}/{len(ctx.scenario.steps)} {step.fault}" + (f"/{variant}" if variant else "")
+        progress: Progress = lambda what: self._step_progress(ctx, what)  # noqa: E731
+        core = StepCore(ctx.cluster, ctx.observer, nemesis, ctx.physical_topics, self.predictor,
+                        StepTimeouts(self.options.settle_timeout, self.options.convergence_timeout,
+                                     self.options.metadata_timeout),
+                        progress=progress, error=ScenarioAbortedError)
+        prepared = core.prepare(label, step, lambda snap: self._resolve(ctx, step, snap),
+                                lambda target, _: make_fault(
+                                    step.fault, target, step.options, topic_names=ctx.topic_names,
+                                    topic_partitions={t.name: t.partitions for t in ctx.scenario.topics}))
+        observed = core.observe(ctx.run, index, prepared,
+                                _WorkloadClients(ctx, self.options.client_recovery_timeout, progress))
+        self._emit(ctx.checks, ctx.outcome, observed, prepared.options)
+        ctx.ops_cut = observed.measured_at
+
+    def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
+        selector = step.target
+        logical = getattr(selector, "topic", None)
+        if isinstance(logical, str):  # logical topic -> this iteration's topic
+            # Selectors naming a topic are frozen dataclasses with a ``topic`` field.
+            selector = replace(cast(Any, selector), topic=ctx.topic_names.get(logical, logical))
+        target = selector.resolve(view_of(before_snap, ctx.cluster.broker_ids), ctx.rng, ctx.targets)
+        ctx.targets.append(target)
+        return target
+
+    # misc -------------------------------------------------------------------------------------
+
+    def _step_progress(self, ctx: _Context, what: str) -> None:
+        self.progress(f"{ctx.scenario.name}#{ctx.iteration}: {what}")
+
+    def _collect_logs(self, scenario: str, iteration: int, ctx: _Context | None) -> None:
+        """Every node's log, every broker's controller and state-change logs (what the controller
+        decided and sent, where a failure is triaged), and the producers' and group consumers'
+        librdkafka debug lines, into ``logs/<scenario>-<iteration>/`` (a failed iteration only)."""
+        from kafka_chaos.harness.node_logs import CONTROLLER_LOGS
+
+        target = Path(self.options.results_dir) / "logs" / f"{scenario}-{iteration}"
+        try:
+            files = self.pool.cluster.log_files()
+            target.mkdir(parents=True, exist_ok=True)
+            for node, path in files.items():
+                if Path(path).is_file():
+                    shutil.copyfile(path, target / f"{node}.log")
+                for name in CONTROLLER_LOGS if str(node).startswith("broker-") else ():
+                    if (Path(path).parent / name).is_file():
+                        shutil.copyfile(Path(path).parent / name, target / f"{node}-{name}")
+            clients = [(f"consumer-group-{topic}", c) for topic, c in (ctx.consumers if ctx is not None else {}).items()]
+            clients += [(f"producer-{topic}", w) for topic, w in (ctx.workloads if ctx is not None else {}).items()]
+            for name, client in clients:
+                lines = client.debug_lines()
+                if lines:
+                    (target / f"{name}.log").write_text("\n".join(lines) + "\n")
+        except Exception as exc:  # noqa: BLE001 - logs are a courtesy
+            log.warning("collecting node logs into %s failed: %s", target, exc)
+
+
+class _WorkloadClients(StepClients):
+    """The runner's workload and consumers, as a step sees them."""
+
+    def __init__(self, ctx: _Context, recovery_timeout: float, progress: Progress) -> None:
+        self._ctx = ctx
+        self._recovery_timeout = recovery_timeout
+        self._progress = progress
+
+    def after_converged(self, prepared: Prepared, expected: Expectation, fault_at: float) -> None:
+        """A fault with client windows waits (bounded) for the clients to recover, so the
+        measurement holds their whole unavailability."""
+        if not prepared.fault.client_windows:
+            return
+        ctx = self._ctx
+        waiting = wait_for_clients(ctx.workloads, ctx.observer.events_since(fault_at), prepared.fault,
+                                   prepared.before_snap, expected, fault_at, self._recovery_timeout)
+        if waiting:
+            self._progress(f"clients of {', '.join(waiting)} got no ack within "
+                           f"{self._recovery_timeout:.0f}s; measuring anyway")
+
+    def activity(self, since: float, until: float) -> Mapping[str, ClientActivity]:
+        return client_activity(self._ctx.workloads, since, until)
+
+    def ops(self, until: float) -> Mapping[str, ClientOps]:
+        return client_ops(self._ctx.workloads, self._ctx.consumers, self._ctx.ops_cut, until)
+
+
+@dataclass
+class _Context:
+    scenario: Scenario
+    iteration: int
+    cluster: Any
+    outcome: ScenarioOutcome
+    checks: CheckContext
+    run: ScenarioRun
+    rng: random.Random
+    topic_names: dict[str, str]
+    broker_config: dict[str, str]
+    started_at: float
+    observer: Any = None
+    targets: list[Target] = field(default_factory=list)
+    workloads: dict[str, Any] = field(default_factory=dict)
+    workload_errors: dict[str, str] = field(default_factory=dict)
+    consumers: dict[str, Any] = field(default_factory=dict)  # topic -> scenarios.clients.consumers.Consumers
+    ops_cut: float = 0.0  # the clients' operations up to here are in an emitted observation
+
+    @property
+    def physical_topics(self) -> list[str]:
+        return list(self.topic_names.values())
+
+    @classmethod
+    def build(cls, scenario: Scenario, iteration: int, cluster: Any, outcome: ScenarioOutcome,
+              checks: CheckContext, options: RunOptions, attempt: int = 0) -> _Context:
+        # Same seed, scenario and iteration → same choices (str seeds hash with SHA-512).
+        rng = random.Random(f"{options.seed}:{scenario.name}:{iteration}")
+        # A rerun's topics are its own: the earlier attempt's may still be being deleted.
+        prefix = f"{scenario.name}-{iteration}" + (f"-r{attempt}" if attempt else "")
+        names = {t.name: f"{prefix}-{t.name}".replace("_", "-") for t in scenario.topics}
+        run = scenario_run(options, scenario, iteration, cluster, tuple(names.values()))
+        return cls(scenario, iteration, cluster, outcome, checks, run, rng, names, dict(cluster.broker_settings()),
+                   time.time())
+
+
+def scenario_run(options: RunOptions, scenario: Scenario, iteration: int, cluster: Any,
+                 topics: Sequence[str]) -> ScenarioRun:
+    """What every record of this scenario iteration repeats (timing settings: the cluster's)."""
+    session = tick = None
+    if cluster is not None:
+        session = int(dict(cluster.broker_settings()).get(SESSION_TIMEOUT_KEY, 6000))
+        config = getattr(cluster, "config", None)
+        if config is not None:
+            from kafka_chaos.harness.config import tick_time_ms
+
+            tick = int(tick_time_ms(config))
+    return ScenarioRun(options.run_id, scenario.name, iteration, options.seed, options.backend,
+                       options.kafka_version, scenario.needs.brokers, sum(len(t.assignment) for t in scenario.topics),
+                       options.git_revision, session, tick, tuple(topics))

@@ -1,0 +1,209 @@
+"""One fault step, observed: the part the scenario runner (:mod:`scenarios.run.runner`) and the
+pytest plugin's probe (:mod:`scenarios.run.probe`) share, so a rule about *how* a step is observed
+lives in one place.
+
+The order is the oracle's contract: wait until the cluster is settled, build the oracle's input
+from that snapshot only, resolve the target, ask the oracle, and only then inject the fault and
+wait (bounded) for one of the predicted outcomes; then every unheld broker's metadata, the
+controller's metrics and log lines. What the clients did is the caller's (the runner has a
+workload, the probe none): it comes in through :class:`StepClients`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.harness.node_logs import LogCursor
+from kafka_chaos.oracle import AutoRebalance, ClusterState, Event
+from kafka_chaos.scenarios.plans.spec import Step
+from kafka_chaos.scenarios.clients.ops import ClientOps
+from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_lines
+from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape
+from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, converged_to, epochs_exact, expectations, matching
+from kafka_chaos.scenarios.faults import Fault, Nemesis
+from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
+from kafka_chaos.scenarios.model.snapshots import cluster_state_of, is_settled, observed_partitions, unsettled
+from kafka_chaos.scenarios.run.poller import MetadataPoller
+from kafka_chaos.scenarios.model.targets import Target
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = ("__consumer_offsets",)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StepTimeouts:
+    settle: float = 90.0
+    convergence: float = 90.0
+    metadata: float = 20.0
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the step knew before the fault: the settled snapshot, the oracle's input, the
+    target, the fault, the events the oracle was asked about and its answers."""
+
+    label: str
+    started: float
+    before_snap: Any  # harness.zksnapshot.ZkSnapshot
+    before: ClusterState
+    target: Target
+    fault: Fault
+    events: tuple[Event, ...]
+    options: tuple[Expectation, ...]
+    then: tuple[str, ...]
+
+
+class StepClients:
+    """What the caller's clients did; the probe has none (these defaults)."""
+
+    def after_converged(self, prepared: Prepared, expected: Expectation, fault_at: float) -> None:
+        """Called once the cluster converged (or gave up), before the measurement closes."""
+
+    def activity(self, since: float, until: float) -> Mapping[str, ClientActivity]:
+        return {}
+
+    def ops(self, until: float) -> Mapping[str, ClientOps]:
+        return {}
+
+
+def traits_of(fault: Fault) -> FaultTraits:
+    return FaultTraits(fault.kind, fault.label, fault.exact_epochs, fault.client_windows, fault.isr_rule,
+                       tuple(fault.holds), tuple(fault.releases))
+
+
+@dataclass
+class StepCore:
+    """Observes fault steps on one cluster through one ZooKeeper observer and one nemesis.
+    ``error`` is the exception type raised when the step cannot go on (the runner's
+    ScenarioAbortedError, a plain HarnessError for the probe)."""
+
+    cluster: Any
+    observer: Any
+    nemesis: Nemesis
+    topics: Sequence[str]  # the topics the oracle and the checks look at (physical names)
+    predictor: Predictor
+    timeouts: StepTimeouts = StepTimeouts()
+    progress: Progress = field(default=lambda _: None)
+    error: type[HarnessError] = HarnessError
+
+    @property
+    def oracle_topics(self) -> list[str]:
+        return list(self.topics) + list(INTERNAL_TOPICS)
+
+    def prepare(self, label: str, step: Step, resolve: Callable[[Any], Target],
+                make: Callable[[Target, Any], Fault]) -> Prepared:
+        """Wait for a settled state, then everything the oracle needs, and its answer:
+        ``resolve`` picks the target and ``make`` the fault, both from the settled snapshot."""
+        from kafka_chaos.harness.observer import ConvergenceTimeout
+
+        self.progress(f"{label}: waiting for a settled state")
+        started = time.time()
+        # A follower cut off from its peers is live but cannot catch up until healed.
+        excused = self.nemesis.faulted_brokers
+        try:
+            before_snap = self.observer.wait_until(lambda s: is_settled(s, self.oracle_topics, excused),
+                                                   timeout=self.timeouts.settle,
+                                                   description=f"a settled state before {label}")
+        except ConvergenceTimeout as exc:
+            why = "; ".join(unsettled(exc.last, self.oracle_topics, excused)) if exc.last else str(exc)
+            raise self.error(f"not settled before {label}: {why}") from exc
+        # Replicas on failed log directories are controller memory, not in ZooKeeper.
+        before = self.nemesis.with_controller_memory(
+            cluster_state_of(before_snap, self.oracle_topics, dict(self.cluster.broker_settings())))
+        target = resolve(before_snap)
+        fault = make(target, before_snap)
+        events = self.nemesis.prepare(fault, before) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
+        try:
+            options = expectations(self.predictor, before, events, rule=fault.isr_rule,
+                                   rule_brokers=target.brokers, topics=list(self.topics))
+        except Exception as exc:  # noqa: BLE001 - an oracle that cannot answer decides nothing
+            raise self.error(f"the oracle could not predict {label} ({type(exc).__name__}: {exc})") from exc
+        return Prepared(label, started, before_snap, before, target, fault, tuple(events), tuple(options),
+                        tuple(step.then))
+
+    def observe(self, run: ScenarioRun, index: int | None, prepared: Prepared,
+                clients: StepClients | None = None) -> StepObserved:
+        """Inject the prepared fault and observe until the predicted state (bounded), every
+        unheld broker's metadata, the controller's metrics and log lines, and the clients."""
+        from kafka_chaos.harness.observer import ConvergenceTimeout
+
+        clients = clients or StepClients()
+        label, fault, options = prepared.label, prepared.fault, list(prepared.options)
+        self.progress(f"{fault.label} on {prepared.target.description}")
+        episode = self.nemesis.episode_start(fault)
+        with MetadataPoller(self.cluster, self.cluster.broker_ids, list(self.topics)) as poller:
+            metrics_before = scrape_metrics(self.cluster)
+            logs = LogCursor(self.cluster)
+            logs.mark()
+            fault_at = self.nemesis.inject(fault)
+            exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before.controller,
+                                 prepared.target.brokers)
+            try:
+                after = self.observer.wait_until(
+                    lambda s: converged_to(s, options, prepared.before_snap, self.topics, exact_epochs=exact) is not None,
+                    timeout=self.timeouts.convergence, description=f"the predicted state after {label}")
+                converged = True
+            except ConvergenceTimeout as exc:
+                after, converged = exc.last, False
+            waited = time.time() - fault_at
+            self.progress(f"{label}: {'converged' if converged else 'DID NOT converge'} in {waited:.1f}s")
+            metadata = self._metadata(poller, after) if converged and after is not None else None
+            expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
+                        or matching(after, options, self.topics)) if after is not None else None
+            self.nemesis.remember(expected.state if converged and expected is not None else None)
+            clients.after_converged(prepared, expected or options[0], fault_at)
+            measured_at = time.time()
+            metrics_after = scrape_metrics(self.cluster)
+            logged = controller_log(self.cluster, logs, fault_at, self.topics)
+            sightings = poller.sightings_by_partition(since=fault_at)
+        window_start = min(episode if episode is not None else fault_at, fault_at)
+        return StepObserved(
+            run, index, label, traits_of(fault), prepared.target, prepared.then, prepared.started,
+            prepared.before_snap, prepared.before, prepared.events, fault_at,
+            episode if episode is not None else fault_at, after, waited, self.timeouts.convergence,
+            tuple(sorted(self.nemesis.faulted_brokers)), metadata, sightings,
+            tuple(self.observer.events_since(fault_at)), clients.activity(window_start, measured_at),
+            measured_at, time.time(), clients.ops(measured_at),
+            FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None, logged)
+
+    def _metadata(self, poller: MetadataPoller, after: Any) -> dict[int, MetadataAnswer]:
+        # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their
+        # metadata is stale by design, so they are not asked.
+        asked = [b for b in sorted(after.live_brokers) if b not in self.nemesis.faulted_brokers]
+        # A topic queued for deletion, or a partition without a state znode, is in no broker's
+        # metadata cache: not awaited (scenarios.checks.registry.metadata_agrees).
+        zk_parts = {k: v for k, v in observed_partitions(after, list(self.topics)).items()
+                    if k[0] not in after.topics_being_deleted and v.version >= 0}
+        return poller.wait_agreement(zk_parts, asked, timeout=self.timeouts.metadata)
+
+
+def scrape_metrics(cluster: Any) -> MetricsScrape | None:
+    """Every live broker's JMX exporter (bounded: a paused or killed broker is absent); None
+    when the cluster's brokers run no exporter."""
+    from kafka_chaos.harness.metrics import endpoints_of, scrape_brokers
+
+    endpoints = endpoints_of(cluster)
+    if not endpoints:
+        return None
+    at, values = scrape_brokers(endpoints)
+    return MetricsScrape(at, values)
+
+
+def controller_log(cluster: Any, logs: LogCursor, fault_at: float, topics: Sequence[str]) -> tuple[LogEvent, ...] | None:
+    """The controller's and new leaders' lines about this step's topics since the fault
+    (None when they cannot be read: the logs are a measurement, never a reason to abort)."""
+    try:
+        lines = logs.lines_since_mark()
+    except Exception as exc:  # noqa: BLE001 - e.g. a container gone while dumping its log
+        log.warning("reading the controller logs: %s", exc)
+        return None
+    # A second of slack before the fault: the log's milliseconds against our clock.
+    return tuple(parse_lines(lines, after=fault_at - 1.0, topics=list(topics)))
