@@ -88,7 +88,7 @@ def one_cli_run(brokers: int, settle: float) -> tuple[float, float, int, int]:
 def in_process_start(jvm_options: tuple[str, ...], brokers: int = 3, cds: bool = True) -> float:
     from kafka_chaos.harness.config import ClusterConfig
     from kafka_chaos.harness.distribution import resolve_distribution
-    from kafka_chaos.harness.local import LocalCluster
+    from kafka_chaos.harness.local.cluster import LocalCluster
 
     cluster = LocalCluster(ClusterConfig(brokers=brokers, jvm_options=jvm_options), resolve_distribution(),
                            class_data_sharing=cds)

@@ -23,7 +23,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kafka_chaos.cli.run import run_scenarios  # noqa: E402
+from kafka_chaos.app.runs import run_scenarios  # noqa: E402
 from kafka_chaos.scenarios.plans.catalogue import by_names, select  # noqa: E402
 
 

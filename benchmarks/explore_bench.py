@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kafka_chaos.cli.explore import Explorer, explore_one  # noqa: E402
-from kafka_chaos.cli.run import quiet_client_logs  # noqa: E402
+from kafka_chaos.app.runs import quiet_client_logs  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
 from kafka_chaos.oracle import ClusterState, ControlledShutdown, Outcome, Prediction, predict  # noqa: E402
 from kafka_chaos.scenarios.plans.generator import REPERTOIRE, GeneratorConfig, generate  # noqa: E402

@@ -29,7 +29,7 @@ from kafka_chaos.common.waits import wait_until  # noqa: E402
 from kafka_chaos.harness import metadata  # noqa: E402
 from kafka_chaos.harness.config import REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, ClusterConfig  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
-from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.local.cluster import LocalCluster  # noqa: E402
 from kafka_chaos.harness.observer import ZkObserver  # noqa: E402
 from kafka_chaos.oracle import LogDirFailure, TopicPartition, predict  # noqa: E402
 from kafka_chaos.scenarios.model.snapshots import cluster_state_of, mismatches  # noqa: E402

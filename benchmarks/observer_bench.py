@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from kafka_chaos.harness import metadata  # noqa: E402
 from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
-from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.local.cluster import LocalCluster  # noqa: E402
 from kafka_chaos.harness.observer import TOPIC_CONFIG, ZkObserver, ZkSnapshot  # noqa: E402
 from kafka_chaos.harness.zkadmin import ZkAdmin  # noqa: E402
 from kafka_chaos.harness.zkevents import TopicConfigChanged  # noqa: E402

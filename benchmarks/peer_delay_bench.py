@@ -33,8 +33,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from kafka_chaos.common.waits import WaitTimeout, wait_until  # noqa: E402
 from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
-from kafka_chaos.harness.local import LocalCluster  # noqa: E402
-from kafka_chaos.harness.local_network import redirect_problem  # noqa: E402
+from kafka_chaos.harness.local.cluster import LocalCluster  # noqa: E402
+from kafka_chaos.harness.local.network import redirect_problem  # noqa: E402
 from kafka_chaos.harness.zkclient import close_bounded, connect  # noqa: E402
 
 TOPIC = "f"

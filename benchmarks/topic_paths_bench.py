@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kafka_chaos.harness import metadata  # noqa: E402
 from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
-from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.local.cluster import LocalCluster  # noqa: E402
 from kafka_chaos.harness.observer import ZkObserver  # noqa: E402
 from kafka_chaos.harness.zksnapshot import ZkSnapshot  # noqa: E402
 from kafka_chaos.oracle import BrokerFailure, predict  # noqa: E402

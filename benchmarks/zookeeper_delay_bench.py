@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from kafka_chaos.common.waits import WaitTimeout, wait_until  # noqa: E402
 from kafka_chaos.harness.config import ClusterConfig  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
-from kafka_chaos.harness.local import LocalCluster  # noqa: E402
+from kafka_chaos.harness.local.cluster import LocalCluster  # noqa: E402
 from kafka_chaos.harness.nodes import zookeeper_four_letter  # noqa: E402
 from kafka_chaos.harness.zkclient import close_bounded, connect  # noqa: E402
 

@@ -34,7 +34,7 @@ command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
 command -v mvn >/dev/null 2>&1 || apt_install maven
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || apt_install python3 python3-venv
 python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
-# As root the local launcher cuts loopback links with iptables (kafka_chaos/harness/local_network.py), so
+# As root the local launcher cuts loopback links with iptables (kafka_chaos/harness/local/network.py), so
 # the main job's conformance suite runs the network-partition scenarios too; without root it
 # leaves them out and says why, so iptables is not needed there.
 if [ "$(id -u)" -eq 0 ]; then

@@ -308,7 +308,7 @@ def _one_iteration(cluster: Any, observer: Any, load: Any, fault: str, control_p
 def _request_logs(cluster: Any) -> dict[int, Path]:
     if cluster.backend == "containers":  # the host directory mounted as the broker's log dir
         return {b: cluster.broker_log_dir(b) / REQUEST_LOG for b in cluster.broker_ids}
-    from kafka_chaos.harness.local_nodes import broker_node_name
+    from kafka_chaos.harness.local.nodes import broker_node_name
 
     return {b: Path(cluster.run_dir) / broker_node_name(b) / "logs" / REQUEST_LOG for b in cluster.broker_ids}
 

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if len(changes) > SHOWN_CHANGES:
         print(f"  … and {len(changes) - SHOWN_CHANGES} more")
     if not args.no_report:
-        from kafka_chaos.cli.run import write_report
+        from kafka_chaos.app.runs import write_report
 
         write_report(out)
     return 0 if failed == 0 and unknown == 0 and observations else 1

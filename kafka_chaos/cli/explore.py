@@ -101,7 +101,7 @@ def _delay_links(backend: str) -> tuple[str, ...]:
     if Capability.LINK_DELAY in missing:
         raise UsageError(f"--faults network_delay: {missing[Capability.LINK_DELAY]}")
     if backend == "local":
-        from kafka_chaos.harness.local_network import redirect_problem
+        from kafka_chaos.harness.local.network import redirect_problem
 
         if redirect_problem() is not None:
             return ("zookeeper",)
@@ -124,7 +124,7 @@ class Explorer:
 
     def run(self, schedule: Any, directory: Path, iteration: int, records_file: str = "records.jsonl"
             ) -> tuple[Any, list[Any]]:
-        from kafka_chaos.cli.run import run_in_directory
+        from kafka_chaos.app.runs import run_in_directory
 
         kwargs = {"predictor": self.predictor} if self.predictor is not None else {}
         return run_in_directory(self.options, self.pool, self.progress, kwargs, schedule.scenario(), iteration,
@@ -146,7 +146,7 @@ def _primary(records: list[Any]) -> tuple[str, str | None]:
 
 
 def explore_command(args: argparse.Namespace) -> int:
-    from kafka_chaos.cli.run import git_revision, progress_printer, quiet_client_logs, write_report
+    from kafka_chaos.app.runs import git_revision, progress_printer, quiet_client_logs, write_report
     from kafka_chaos.harness.backends import missing_capabilities
     from kafka_chaos.harness.cluster import Capability
     from kafka_chaos.harness.distribution import resolve_distribution

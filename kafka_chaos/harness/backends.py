@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from kafka_chaos.harness.config import ClusterConfig
     from kafka_chaos.harness.containers.cluster import ContainerCluster
     from kafka_chaos.harness.distribution import KafkaDistribution
-    from kafka_chaos.harness.local import LocalCluster
+    from kafka_chaos.harness.local.cluster import LocalCluster
 
     def _conformance(local: LocalCluster, containers: ContainerCluster) -> None:
         """Never runs: mypy checks here that each launcher satisfies the protocols it claims
@@ -72,7 +72,7 @@ def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDist
     if chosen == "local":
         if base_image is not None and backend == "local":
             raise UsageError("--base-image applies to --backend containers only")
-        from kafka_chaos.harness.local import LocalCluster
+        from kafka_chaos.harness.local.cluster import LocalCluster
 
         return LocalCluster(config, distribution)
     from kafka_chaos.harness.containers.cluster import ContainerCluster
@@ -94,7 +94,7 @@ def open_bench_cluster(backend: str, config: "ClusterConfig", distribution: "Kaf
 
         return ContainerCluster(config, distribution, start_timeout=start_timeout, stop_timeout=stop_timeout,
                                 broker_log_files=True, log4j_extra=log4j_extra)
-    from kafka_chaos.harness.local import LocalCluster
+    from kafka_chaos.harness.local.cluster import LocalCluster
 
     return LocalCluster(config, distribution, start_timeout=start_timeout, stop_timeout=stop_timeout,
                         log4j_extra=log4j_extra)
@@ -132,7 +132,7 @@ NAMESPACE_RULES = frozenset({Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_
 
 def _launcher_class(chosen: str) -> type:
     if chosen == "local":
-        from kafka_chaos.harness.local import LocalCluster
+        from kafka_chaos.harness.local.cluster import LocalCluster
 
         return LocalCluster
     from kafka_chaos.harness.containers.cluster import ContainerCluster

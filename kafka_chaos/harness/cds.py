@@ -13,7 +13,7 @@ archive exists; a JVM that cannot use an archive warns on stdout and runs withou
 stale one is harmless.
 
 Where the archives live is :mod:`harness.cds_paths`, which the local launcher reads; this module
-starts a :class:`harness.local.LocalCluster` to make them, so the two do not import each other.
+starts a :class:`harness.local.cluster.LocalCluster` to make them, so the two do not import each other.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from kafka_chaos.harness.cds_paths import ROLES, archive_options, archive_path
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.errors import HarnessError
-from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local.cluster import LocalCluster
 
 __all__ = ["ROLES", "archive_options", "archive_path", "build_archives"]
 

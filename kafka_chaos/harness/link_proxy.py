@@ -2,7 +2,7 @@
 
 This machine's kernel has no ``sch_netem`` (``tc qdisc add ... netem`` answers "unknown qdisc"),
 so a delayed link cannot be made in the kernel; and cutting loopback links with iptables needs
-root (:mod:`harness.local_network`).  Instead the local launcher can point each broker's
+root (:mod:`harness.local.network`).  Instead the local launcher can point each broker's
 ``zookeeper.connect`` at proxies of its own, one per ZooKeeper server (a *link*), and change
 what each link does while the cluster runs:
 
@@ -183,7 +183,7 @@ class LinkProxy:
                  seed: int | None = None, control: bool = True, upstream_mark: int | None = None) -> None:
         """``upstream_mark``: the ``SO_MARK`` of every connection the proxy opens to a target
         (needs CAP_NET_ADMIN), so that iptables rules redirecting a link *to* the proxy can leave
-        the proxy's own onward connection alone (:mod:`harness.local_network`)."""
+        the proxy's own onward connection alone (:mod:`harness.local.network`)."""
         if not links:
             raise HarnessError("a link proxy needs at least one link")
         self._targets = dict(links)

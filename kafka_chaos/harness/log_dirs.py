@@ -19,7 +19,7 @@ Kafka never brings a failed directory back online while running: the repair puts
 back and the broker must be restarted (both launchers' ``repair_log_dirs``).
 
 Pure file operations on host paths; the launchers resolve where a broker's directory is
-(:mod:`harness.local_log_dirs`, :mod:`harness.containers.log_dirs`).
+(:mod:`harness.local.log_dirs`, :mod:`harness.containers.log_dirs`).
 """
 
 from __future__ import annotations

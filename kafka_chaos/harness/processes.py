@@ -210,7 +210,7 @@ def spawn(name: str, argv: Sequence[str], *, output: Path, identity: str, cwd: P
 
     ``detached`` nodes outlive this Python process (``kafka-chaos cluster up``); the others are
     killed by the kernel if it dies.  ``group``: the group id to run it with (root only: the
-    loopback firewall of :mod:`harness.local_network` tells nodes apart by it).
+    loopback firewall of :mod:`harness.local.network` tells nodes apart by it).
     """
     if identity not in " ".join(argv):
         raise HarnessError(f"{name}: identity {identity!r} must appear in its command line")

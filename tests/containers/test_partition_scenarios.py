@@ -86,10 +86,10 @@ def test_controller_cut_from_zookeeper_is_replaced_by_exactly_one_other(containe
 
 def test_where_the_local_backend_cannot_cut_a_named_partition_scenario_is_an_unknown_verdict(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafka_chaos.harness.local
+    import kafka_chaos.harness.local.cluster
 
     # As on a machine without root or iptables (as root the local launcher cuts loopback links).
-    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem",
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem",
                         lambda: "network partitions on the local launcher need root (iptables on loopback)")
     results = tmp_path / "results"
     rc = main(["run", "--backend", "local", "--scenario", "follower_cut_from_leader", "--no-report",

@@ -18,7 +18,7 @@ from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness.cds import ROLES, archive_path, build_archives
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import CACHE_ENV, KafkaDistribution, resolve_distribution
-from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.metrics import MetricsEndpoint, scrape_one
 
 TIMEOUT = 120.0  # generous bound for a busy shared 2-core machine; never a speed assertion

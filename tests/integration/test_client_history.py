@@ -30,7 +30,7 @@ def _withheld(state, events):
 
 
 def test_unclean_truncation_is_allowed_where_predicted_and_fails_when_withheld(tmp_path: Path) -> None:
-    from kafka_chaos.cli.run import run_scenarios
+    from kafka_chaos.app.runs import run_scenarios
 
     # unclean_admin_election, then the old leader restarts: the producer writes to the unclean
     # leader meanwhile, so the offsets the old leader had acknowledged get new messages.

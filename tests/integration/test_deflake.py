@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kafka_chaos.cli.main import main
-from kafka_chaos.cli.run import run_scenarios
+from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.oracle import ControlledShutdown, Outcome, predict
 from kafka_chaos.scenarios.plans.catalogue import by_names
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.cli.main import main
-from kafka_chaos.harness.local_network import partition_problem, remove_htb
+from kafka_chaos.harness.local.network import partition_problem, remove_htb
 from kafka_chaos.records.writer import read_records
 
 pytestmark = pytest.mark.skipif(partition_problem() is not None, reason=str(partition_problem()))

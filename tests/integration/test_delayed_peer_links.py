@@ -19,8 +19,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
-from kafka_chaos.harness.local import LocalCluster
-from kafka_chaos.harness.local_network import our_chains, redirect_problem
+from kafka_chaos.harness.local.cluster import LocalCluster
+from kafka_chaos.harness.local.network import our_chains, redirect_problem
 
 pytestmark = pytest.mark.skipif(redirect_problem() is not None, reason=str(redirect_problem()))
 
@@ -85,7 +85,7 @@ def test_a_killed_runs_nat_chain_is_removed_with_the_other_stale_chains() -> Non
     ZooKeeper listens on the port it is named after (no cluster needed, < 1 s)."""
     import subprocess
 
-    from kafka_chaos.harness.local_network import remove_stale_chains
+    from kafka_chaos.harness.local.network import remove_stale_chains
     from kafka_chaos.harness.nodes import free_ports
 
     [unused] = free_ports(1)

@@ -18,8 +18,8 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from kafka_chaos.common.waits import wait_until
-from kafka_chaos.harness.local import STATE_FILE
-from kafka_chaos.harness.local_network import our_chains, redirect_problem
+from kafka_chaos.harness.local.cluster import STATE_FILE
+from kafka_chaos.harness.local.network import our_chains, redirect_problem
 from kafka_chaos.harness.processes import processes_mentioning
 from kafka_chaos.harness.zkclient import close_bounded, connect
 

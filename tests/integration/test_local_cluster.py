@@ -34,8 +34,8 @@ from kafka_chaos.harness.config import (
     chaos_cluster_defaults,
 )
 from kafka_chaos.harness.distribution import resolve_distribution
-from kafka_chaos.harness.local import STATE_FILE, LocalCluster, NodeStartFailed
-from kafka_chaos.harness.local_network import partition_problem
+from kafka_chaos.harness.local.cluster import STATE_FILE, LocalCluster, NodeStartFailed
+from kafka_chaos.harness.local.network import partition_problem
 from kafka_chaos.harness.nodes import zookeeper_four_letter
 from kafka_chaos.harness.observer import ZkObserver, ZkSnapshot
 from kafka_chaos.harness.processes import processes_mentioning

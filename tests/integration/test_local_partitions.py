@@ -16,8 +16,8 @@ import pytest
 from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
-from kafka_chaos.harness.local import LocalCluster
-from kafka_chaos.harness.local_network import our_chains, partition_problem
+from kafka_chaos.harness.local.cluster import LocalCluster
+from kafka_chaos.harness.local.network import our_chains, partition_problem
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.zkclient import close_bounded, connect
 

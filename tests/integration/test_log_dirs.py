@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness import metadata
-from kafka_chaos.harness.local import STATE_FILE, LocalCluster
+from kafka_chaos.harness.local.cluster import STATE_FILE, LocalCluster
 from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.harness.processes import processes_mentioning
 from kafka_chaos.oracle import BrokerFailure, predict

@@ -15,7 +15,7 @@ from kafka_chaos.harness import metadata, zkpaths
 from kafka_chaos.harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.errors import HarnessError
-from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.observer import (
     BROKER_GONE,
     BROKER_REGISTERED,

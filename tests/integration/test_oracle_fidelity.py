@@ -19,7 +19,7 @@ import pytest
 from kafka_chaos.harness import metadata
 from kafka_chaos.harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
-from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.metadata import MetadataError
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
 from kafka_chaos.harness.zkadmin import ZkAdmin

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kafka_chaos.cli.run import run_scenarios
+from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.results.report import run_report
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.plans.schedule import load

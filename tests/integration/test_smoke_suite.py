@@ -73,7 +73,7 @@ def _wrong_leader(state, events):
 
 
 def test_a_wrong_expectation_fails_the_run(tmp_path: Path) -> None:
-    from kafka_chaos.cli.run import run_scenarios
+    from kafka_chaos.app.runs import run_scenarios
 
     results = tmp_path / "results"
     rc = run_scenarios(by_names(["leader_hard_kill"]), seed=7, results_dir=results, report=False,

@@ -23,7 +23,7 @@ import pytest
 from kafka_chaos.harness import metadata
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
-from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle import AddPartitions, BrokerFailure, BrokerStartup, ClusterState, DeleteTopic, predict

@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from kafka_chaos.harness import zkpaths
 from kafka_chaos.harness.config import AUTO_LEADER_REBALANCE_ENABLE, ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
-from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.metadata import alter_topic_config, create_topic
 from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.scenarios.clients.delivery import Ack, largest_gap, validate_delivery

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.cli.main import main
-from kafka_chaos.harness.local_network import partition_problem
+from kafka_chaos.harness.local.network import partition_problem
 from kafka_chaos.oracle import BrokerFailure, predict
 from kafka_chaos.results.verdicts import verdict_changes
 from kafka_chaos.records.writer import read_records

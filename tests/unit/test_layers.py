@@ -21,7 +21,8 @@ LAYERS: dict[str, frozenset[str]] = {
     "results": frozenset({"common", "records", "scenarios"}),
     "benches": frozenset({"common", "oracle", "records", "harness", "scenarios"}),
     "pytest_plugin": frozenset({"common", "oracle", "records", "harness", "scenarios"}),
-    "cli": frozenset({"common", "oracle", "records", "harness", "scenarios", "results", "benches"}),
+    "app": frozenset({"common", "oracle", "records", "harness", "scenarios", "results"}),
+    "cli": frozenset({"common", "oracle", "records", "harness", "scenarios", "results", "benches", "app"}),
 }
 # scenarios' rooms -> the rooms they may import
 ROOMS: dict[str, frozenset[str]] = {
@@ -76,7 +77,7 @@ def upward(importer: str, imported: str) -> str | None:
 
 
 @pytest.mark.parametrize("importer, imported, verdict", [
-    ("kafka_chaos.scenarios.run.step", "kafka_chaos.harness.local", None),
+    ("kafka_chaos.scenarios.run.step", "kafka_chaos.harness.local.cluster", None),
     ("kafka_chaos.results.timeline", "kafka_chaos.harness.zkevents", "results may not import harness"),
     ("kafka_chaos.scenarios.checks.registry", "kafka_chaos.results.schema", "scenarios may not import results"),
     ("kafka_chaos.oracle.state", "kafka_chaos.scenarios.model.targets", "oracle may not import scenarios"),

@@ -1,7 +1,7 @@
 """``ContainerCluster``: a ZooKeeper ensemble (1, 3 or 5 servers) and N brokers, each in a
 Docker container.
 
-The same contract as :class:`harness.local.LocalCluster` (``harness.cluster.Cluster``,
+The same contract as :class:`harness.local.cluster.LocalCluster` (``harness.cluster.Cluster``,
 ``BrokerControl``, the ZooKeeper ensemble and link controls, degraded links) plus
 :class:`harness.cluster.NetworkPartitioner`, because every container has its own network
 namespace.  Layout:
@@ -84,7 +84,7 @@ from kafka_chaos.harness.containers.state import (
     read_container_state,
     render_container_state,
 )
-from kafka_chaos.harness.local_state import STATE_FILE, write_state
+from kafka_chaos.harness.local.state import STATE_FILE, write_state
 from kafka_chaos.harness.nodes import free_ports, zookeeper_four_letter
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
 from kafka_chaos.harness.readiness import (

@@ -134,7 +134,7 @@ def bind_listeners(control_plane: bool = False) -> dict[str, str]:
 def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str,
                  log4j: str = LOG4J_CONFIG) -> list[str]:
     """No shell in the image: java expands the ``libs/*`` class path wildcard itself."""
-    return ["java", f"-Xmx{heap}", JVM_TIMEZONE_FLAG, *jvm_options,  # as harness.local_nodes.jvm_command
+    return ["java", f"-Xmx{heap}", JVM_TIMEZONE_FLAG, *jvm_options,  # as harness.local.nodes.jvm_command
             f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
 
 

@@ -2,8 +2,8 @@
 left running: what another process needs to re-attach (the run id its Docker objects are
 labelled with, each node's container, the published ports, the run network).
 
-The local launcher's file is :mod:`harness.local_state`; both carry ``format`` and the cluster
-configuration (:func:`harness.local_state.config_state`), this one also ``"backend":
+The local launcher's file is :mod:`harness.local.state`; both carry ``format`` and the cluster
+configuration (:func:`harness.local.state.config_state`), this one also ``"backend":
 "containers"`` (a file without ``backend`` is a local cluster's).  Rendering and parsing are
 pure; :func:`read_container_state` reads the file.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.distribution import KafkaDistribution
-from kafka_chaos.harness.local_state import STATE_FILE, STATE_FORMAT, config_from_state, config_state, load_state_file
+from kafka_chaos.harness.local.state import STATE_FILE, STATE_FORMAT, config_from_state, config_state, load_state_file
 
 BACKEND = "containers"
 

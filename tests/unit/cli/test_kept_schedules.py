@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_chaos.cli.run import _keep_schedules
+from kafka_chaos.app.runs import keep_schedules as _keep_schedules
 
 
 def test_schedule_files_are_kept_in_the_results_dir_even_when_replayed_from_there(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from kafka_chaos.cli.progress import Progress
+from kafka_chaos.app.progress import Progress
 
 
 class Tty(io.StringIO):

@@ -25,7 +25,7 @@ from kafka_chaos.harness.containers.state import (
 )
 from kafka_chaos.harness.distribution import KafkaDistribution
 from kafka_chaos.harness.errors import HarnessError, UsageError
-from kafka_chaos.harness.local_state import STATE_FILE, write_state
+from kafka_chaos.harness.local.state import STATE_FILE, write_state
 
 
 def described(tmp_path: Path, config: ClusterConfig) -> ContainerState:

@@ -42,15 +42,15 @@ def test_capabilities_need_every_member_of_the_protocol() -> None:
 
 
 def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafka_chaos.harness.local
+    import kafka_chaos.harness.local.cluster
 
-    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: "needs root (iptables on loopback)")
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: "needs root (iptables on loopback)")
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
                              Capability.NETWORK_DEGRADE]
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
-    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
     assert dict(missing_capabilities("local")) == {}
 
 

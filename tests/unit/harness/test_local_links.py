@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.harness.config import ClusterConfig
-from kafka_chaos.harness.local_links import LocalLinkControls
-from kafka_chaos.harness.local_network import Cut, node_mark
-from kafka_chaos.harness.local_nodes import LocalNode
+from kafka_chaos.harness.local.links import LocalLinkControls
+from kafka_chaos.harness.local.network import Cut, node_mark
+from kafka_chaos.harness.local.nodes import LocalNode
 
 PORTS = {1: 9001, 2: 9002, 3: 9003}
 CONTROL_PORTS = {1: 9101, 2: 9102, 3: 9103}
@@ -43,7 +43,7 @@ class _Controls(LocalLinkControls):
 
 
 def _drops(cut: Cut) -> set[tuple[int, int]]:
-    from kafka_chaos.harness.local_network import link_matches
+    from kafka_chaos.harness.local.network import link_matches
 
     return {(int(m[m.index("--mark") + 1], 16), int(m[m.index("--ctorigdstport") + 1])) for m in link_matches(cut)}
 

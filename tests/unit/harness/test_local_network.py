@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_chaos.common.errors import HarnessError
-from kafka_chaos.harness.local_network import (
+from kafka_chaos.harness.local.network import (
     MARK_BASE,
     PROXY_MARK,
     Cut,
@@ -70,7 +70,7 @@ def test_the_proxys_own_connections_are_marked_apart_from_clients() -> None:
 
 
 def test_every_peer_and_client_link_of_a_cluster_is_redirected_to_its_own_link() -> None:
-    from kafka_chaos.harness.local_link_proxies import client_link_name, peer_link_name, peer_links, redirected_links
+    from kafka_chaos.harness.local.link_proxies import client_link_name, peer_link_name, peer_links, redirected_links
 
     ports = {1: 9001, 2: 9002, 3: 9003}
     links = redirected_links(ports)
@@ -108,7 +108,7 @@ def test_zookeeper_server_targets_of_cluster_verbs() -> None:
 
 
 def test_a_clusters_redirects_name_each_links_opener_listener_and_proxy_port() -> None:
-    from kafka_chaos.harness.local_link_proxies import ClusterLinkProxies, client_link_name, peer_link_name
+    from kafka_chaos.harness.local.link_proxies import ClusterLinkProxies, client_link_name, peer_link_name
 
     class Ports:  # the LinkControl members redirects() uses: each link's proxy port
         def port(self, link: str) -> int:
@@ -130,7 +130,7 @@ def test_a_cut_covers_the_other_ports_each_end_listens_on() -> None:
 
 
 def test_control_plane_ports_get_peer_and_client_links_of_their_own() -> None:
-    from kafka_chaos.harness.local_link_proxies import client_links, peer_link_name, peer_links, redirected_links
+    from kafka_chaos.harness.local.link_proxies import client_links, peer_link_name, peer_links, redirected_links
 
     links = redirected_links({1: 9001, 2: 9002}, {1: 9101, 2: 9102})
     assert len(links) == 2 * (2 + 2)
@@ -144,7 +144,7 @@ def test_control_plane_ports_get_peer_and_client_links_of_their_own() -> None:
 
 
 def test_a_clusters_redirects_send_the_controllers_connections_through_their_links() -> None:
-    from kafka_chaos.harness.local_link_proxies import ClusterLinkProxies, redirected_links
+    from kafka_chaos.harness.local.link_proxies import ClusterLinkProxies, redirected_links
 
     names = sorted(redirected_links({1: 9001, 2: 9002}, {1: 9101, 2: 9102}))
 

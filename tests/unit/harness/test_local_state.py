@@ -10,8 +10,8 @@ import pytest
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import KafkaDistribution
 from kafka_chaos.harness.errors import HarnessError, UsageError
-from kafka_chaos.harness.local_nodes import LocalNode
-from kafka_chaos.harness.local_state import STATE_FILE, read_state, render_state, write_state
+from kafka_chaos.harness.local.nodes import LocalNode
+from kafka_chaos.harness.local.state import STATE_FILE, read_state, render_state, write_state
 
 
 def node(tmp_path: Path, name: str, port: int) -> LocalNode:
@@ -58,7 +58,7 @@ def test_an_ensemble_and_the_firewall_groups_round_trip(tmp_path: Path) -> None:
 
 
 def test_the_control_plane_listener_and_its_ports_round_trip(tmp_path: Path) -> None:
-    """Another process's cuts need each broker's KIP-291 port (harness.local_links)."""
+    """Another process's cuts need each broker's KIP-291 port (harness.local.links)."""
     config = ClusterConfig(brokers=1, control_plane_listener=True)
     distribution = KafkaDistribution(version="3.9.2", libs_dir=tmp_path / "libs", source="test")
     broker = node(tmp_path, "broker-1", 9001)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness import config as c
-from kafka_chaos.harness.local_log_dirs import LocalLogDirControls
+from kafka_chaos.harness.local.log_dirs import LocalLogDirControls
 from kafka_chaos.harness.log_dirs import fail_directory, is_failed, partition_of, partitions_in, repair_directory
 
 

@@ -50,7 +50,7 @@ def test_only_lines_appended_after_the_mark_are_read(tmp_path: Path) -> None:
 def test_every_node_jvm_logs_in_utc() -> None:
     """The controller-log parser reads timestamps as UTC: both launchers must start every JVM so."""
     from kafka_chaos.harness.containers.nodes import java_command
-    from kafka_chaos.harness.local_nodes import jvm_command
+    from kafka_chaos.harness.local.nodes import jvm_command
 
     local = jvm_command("java", "1g", [], "cp", Path("l.properties"), Path("logs"), "kafka.Kafka", Path("s.properties"))
     container = java_command("1g", [], "kafka.Kafka", "s.properties")

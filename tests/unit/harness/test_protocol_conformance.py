@@ -31,7 +31,7 @@ from kafka_chaos.harness.cluster import (
     protocol_members,
 )
 from kafka_chaos.harness.containers.cluster import ContainerCluster
-from kafka_chaos.harness.local import LocalCluster
+from kafka_chaos.harness.local.cluster import LocalCluster
 
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
@@ -106,9 +106,9 @@ def test_every_protocol_member_is_implemented_compatibly(case: tuple[type, type]
 @pytest.mark.parametrize("launcher", list(CLAIMS), ids=lambda c: c.__name__)
 def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeypatch: pytest.MonkeyPatch) -> None:
     import kafka_chaos.harness.containers.cluster
-    import kafka_chaos.harness.local
+    import kafka_chaos.harness.local.cluster
 
-    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: None)  # as on a root host
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)  # as on a root host
     monkeypatch.setattr(kafka_chaos.harness.containers.cluster, "log_dir_problem", lambda: None)
     claimed = {c for c, protocol in CAPABILITY_PROTOCOLS.items() if protocol in CLAIMS[launcher]}
     assert capabilities_of(launcher) == claimed
@@ -119,11 +119,11 @@ def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeyp
 
 
 def test_the_local_launcher_cuts_networks_only_where_the_host_can(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafka_chaos.harness.local
+    import kafka_chaos.harness.local.cluster
 
-    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: "needs root")
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: "needs root")
     assert Capability.NETWORK_PARTITION not in capabilities_of(LocalCluster)
-    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
     assert Capability.NETWORK_PARTITION in capabilities_of(LocalCluster)
     assert Capability.NETWORK_PARTITION in capabilities_of(ContainerCluster)
 

@@ -66,7 +66,7 @@ def test_a_tolerated_client_defect_is_skipped_with_its_failures(tmp_path) -> Non
 def test_only_an_iteration_whose_every_failure_is_the_clients_is_tolerated() -> None:
     from types import SimpleNamespace as NS
 
-    from kafka_chaos.cli.run import client_defects_only
+    from kafka_chaos.app.runs import client_defects_only
 
     def rec(check, observed, passed=False):
         return NS(kind="check", check=check, passed=passed, observed=observed, detail=check, fault=None,

@@ -138,9 +138,9 @@ def test_heal_of_a_cut_is_idempotent() -> None:
 @pytest.fixture
 def host_cannot_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     """The local launcher on a machine without root/iptables (this one may have both)."""
-    import kafka_chaos.harness.local
+    import kafka_chaos.harness.local.cluster
 
-    monkeypatch.setattr(kafka_chaos.harness.local, "partition_problem",
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem",
                         lambda: "network partitions on the local launcher need root (iptables on loopback)")
 
 

@@ -1,9 +1,9 @@
-"""The nodes of a :class:`harness.local.LocalCluster`: one directory, port, command line and
+"""The nodes of a :class:`harness.local.cluster.LocalCluster`: one directory, port, command line and
 (while started) process each; how they are laid out in the run directory, and how their
 start-up is awaited and, when it fails, explained with the node's log.
 
 Kept apart from the cluster class so it stays the thin coordinator of what is here, the
-state file (:mod:`harness.local_state`) and the process controls (:mod:`harness.processes`).
+state file (:mod:`harness.local.state`) and the process controls (:mod:`harness.processes`).
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kafka_chaos.harness.config import ClusterConfig, log_dir_paths
-from kafka_chaos.harness.local_nodes import LocalNode
+from kafka_chaos.harness.local.nodes import LocalNode
 from kafka_chaos.harness.log_dirs import LogDirControls
 
 
 class LocalLogDirControls(LogDirControls):
-    """Needs the attributes below (:class:`harness.local.LocalCluster` has them)."""
+    """Needs the attributes below (:class:`harness.local.cluster.LocalCluster` has them)."""
 
     config: ClusterConfig
     _broker: Callable[[int], LocalNode]

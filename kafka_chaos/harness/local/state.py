@@ -1,7 +1,7 @@
 """``cluster.json``: what another process needs to control a running local cluster (the
 ``kafka-chaos cluster`` verbs re-attach through it), written and read back here.
 
-Pure of the cluster class: :class:`harness.local.LocalCluster` hands in its parts and gets
+Pure of the cluster class: :class:`harness.local.cluster.LocalCluster` hands in its parts and gets
 parts back, so the two modules do not import each other.
 """
 
@@ -17,7 +17,7 @@ from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness import processes
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings, tick_time_ms
 from kafka_chaos.harness.distribution import KafkaDistribution
-from kafka_chaos.harness.local_nodes import HOST, ZOOKEEPER, LocalNode, broker_node_name
+from kafka_chaos.harness.local.nodes import HOST, ZOOKEEPER, LocalNode, broker_node_name
 
 STATE_FILE = "cluster.json"
 STATE_FORMAT = 1

@@ -1,7 +1,7 @@
 """The network controls of the local launcher (:class:`harness.cluster.NetworkPartitioner`,
 :class:`harness.cluster.NetworkDegrader`, :class:`harness.cluster.ZooKeeperLinkPartitioner`),
-kept apart from :class:`harness.local.LocalCluster`, which mixes them in: which ports a broker's
-links go to; the rules themselves are :mod:`harness.local_network`.
+kept apart from :class:`harness.local.cluster.LocalCluster`, which mixes them in: which ports a broker's
+links go to; the rules themselves are :mod:`harness.local.network`.
 
 A cluster started with ``link_proxies`` has its brokers' ZooKeeper links go through
 :mod:`harness.link_proxy` (:class:`harness.cluster.LinkDelayer`): those links are delayed and cut
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.link_proxy import Faults
-from kafka_chaos.harness.local_link_proxies import ClusterLinkProxies, broker_links, client_links, link_name, peer_links
-from kafka_chaos.harness.local_network import Cut, LoopbackFirewall, partition_problem, redirect_problem
-from kafka_chaos.harness.local_nodes import LocalNode
+from kafka_chaos.harness.local.link_proxies import ClusterLinkProxies, broker_links, client_links, link_name, peer_links
+from kafka_chaos.harness.local.network import Cut, LoopbackFirewall, partition_problem, redirect_problem
+from kafka_chaos.harness.local.nodes import LocalNode
 
 
 class LocalLinkControls:
@@ -61,7 +61,7 @@ class LocalLinkControls:
         """Delay both directions of the named links of the broker by ``delay_ms`` ± ``jitter_ms``
         (order kept) until :meth:`heal_network`; needs a cluster started with ``link_proxies``,
         and for peer and client links root with iptables' nat table (the links' connections are
-        redirected through the proxy: :mod:`harness.local_link_proxies`)."""
+        redirected through the proxy: :mod:`harness.local.link_proxies`)."""
         proxies = self._proxies()
         self._broker(broker_id)
         if not (to_zookeeper or to_brokers or to_clients):
@@ -80,7 +80,7 @@ class LocalLinkControls:
     def degrade(self, broker_id: int, *, to_zookeeper: bool = False, to_brokers: bool = False,
                 to_clients: bool = False, loss_pct: float = 0.0, rate_kbit: int | None = None) -> None:
         """Lossy / rate-limited links of the broker until :meth:`heal_network`
-        (:meth:`harness.local_network.LoopbackFirewall.degrade`)."""
+        (:meth:`harness.local.network.LoopbackFirewall.degrade`)."""
         if to_zookeeper and self._link_proxies is not None:
             raise HarnessError("this cluster's ZooKeeper links go through link proxies, which iptables cannot "
                                "tell apart: degrade them with delay_links instead")

@@ -1,6 +1,6 @@
 """The ZooKeeper ensemble controls of the local launcher (:class:`harness.cluster.
 ZooKeeperEnsembleControl`), kept apart
-from :class:`harness.local.LocalCluster`, which mixes them in.
+from :class:`harness.local.cluster.LocalCluster`, which mixes them in.
 
 Each ZooKeeper server is a JVM of its own (``zookeeper-N``, ``myid`` N); killing or pausing one
 is SIGKILL / SIGSTOP of that JVM, a start reuses its data and ports.  Which server leads is read
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness import zk_ensemble
-from kafka_chaos.harness.local_nodes import LocalNode
+from kafka_chaos.harness.local.nodes import LocalNode
 from kafka_chaos.harness.processes import NodeProcess
 
 if TYPE_CHECKING:

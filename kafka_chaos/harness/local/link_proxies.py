@@ -1,17 +1,17 @@
-"""The link proxies of one :class:`harness.local.LocalCluster` (``ClusterConfig.link_proxies``).
+"""The link proxies of one :class:`harness.local.cluster.LocalCluster` (``ClusterConfig.link_proxies``).
 
 One link per (broker, ZooKeeper server): the broker's ``zookeeper.connect`` names its own
 proxy ports instead of the servers', so the harness can delay or cut *that broker's* ZooKeeper
 links without root (:mod:`harness.link_proxy`).  The observer, the admin writer and the other
 brokers still reach ZooKeeper directly.
 
-As root with iptables' nat table (:func:`harness.local_network.redirect_problem`) there are also
+As root with iptables' nat table (:func:`harness.local.network.redirect_problem`) there are also
 peer and client links: one per ordered pair of brokers (``broker-X->broker-Y``: connections X
 opens to Y's port) and one per broker for clients (``clients->broker-X``: connections no node
 opened).  A broker advertises one address, so these cannot be named in its configuration;
-instead nat rules (:class:`harness.local_network.Redirect`, from :meth:`ClusterLinkProxies.
+instead nat rules (:class:`harness.local.network.Redirect`, from :meth:`ClusterLinkProxies.
 redirects`) send each such connection to its link's port, and the proxy's onward connection
-carries ``SO_MARK`` :data:`harness.local_network.PROXY_MARK` so no rule redirects it again.
+carries ``SO_MARK`` :data:`harness.local.network.PROXY_MARK` so no rule redirects it again.
 A broker with KIP-291's control-plane listener has a second port, which the controller's
 connections go to (``ControllerChannelManager.addNewBroker``); each of those links has a proxy of
 its own (``broker-X->broker-Y/control-plane``, ``clients->broker-Y/control-plane``), delayed
@@ -37,7 +37,7 @@ from typing import Any
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness import processes
 from kafka_chaos.harness.link_proxy import HOST, LinkControl, LinkProxy, RemoteLinkProxy
-from kafka_chaos.harness.local_network import PROXY_MARK, Redirect, node_mark
+from kafka_chaos.harness.local.network import PROXY_MARK, Redirect, node_mark
 from kafka_chaos.harness.processes import NodeProcess
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ started at once, each is registered in ``/brokers/ids`` and a controller is elec
 through :class:`harness.observer.ZkObserver`), and each broker's metadata answers and lists
 all brokers.  A node that dies or does not come up is reported with the tail of its log.
 
-The nodes' layout and readiness are :mod:`harness.local_nodes`, ``cluster.json`` is
-:mod:`harness.local_state`; this module coordinates them.
+The nodes' layout and readiness are :mod:`harness.local.nodes`, ``cluster.json`` is
+:mod:`harness.local.state`; this module coordinates them.
 
 Faults keep data: ``kill``/``stop``/``start`` reuse the node's directory and port; only
 :meth:`LocalCluster.destroy` wipes the run directory.  Clusters this process owns are destroyed
@@ -46,18 +46,18 @@ from kafka_chaos.harness.cds_paths import archive_options
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
-from kafka_chaos.harness.local_ensemble import LocalEnsembleControls
-from kafka_chaos.harness.local_link_proxies import ClusterLinkProxies, attach_link_proxies, start_link_proxies
-from kafka_chaos.harness.local_links import LocalLinkControls
-from kafka_chaos.harness.local_log_dirs import LocalLogDirControls
-from kafka_chaos.harness.local_network import (
+from kafka_chaos.harness.local.ensemble import LocalEnsembleControls
+from kafka_chaos.harness.local.link_proxies import ClusterLinkProxies, attach_link_proxies, start_link_proxies
+from kafka_chaos.harness.local.links import LocalLinkControls
+from kafka_chaos.harness.local.log_dirs import LocalLogDirControls
+from kafka_chaos.harness.local.network import (
     LoopbackFirewall,
     node_mark,
     partition_problem,
     redirect_problem,
     remove_stale_chains,
 )
-from kafka_chaos.harness.local_nodes import (
+from kafka_chaos.harness.local.nodes import (
     HOST,
     ZOOKEEPER,
     LocalNode,
@@ -69,7 +69,7 @@ from kafka_chaos.harness.local_nodes import (
     wait_brokers_ready,
     wait_zookeeper_answers,
 )
-from kafka_chaos.harness.local_state import STATE_FILE, read_state, render_state, write_state
+from kafka_chaos.harness.local.state import STATE_FILE, read_state, render_state, write_state
 from kafka_chaos.harness.nodes import free_ports, zookeeper_four_letter
 from kafka_chaos.harness.processes import NodeProcess
 from kafka_chaos.harness.readiness import registration_expiry_bound_s, wait_old_registration_gone
@@ -105,8 +105,8 @@ def _register_owned(cluster: LocalCluster) -> None:
 class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ZooKeeperControl`, the ZooKeeper-ensemble controls
-    (:mod:`harness.local_ensemble`) and, as root with iptables, the network controls
-    (:mod:`harness.local_links`) and failed log directories (:mod:`harness.local_log_dirs`)
+    (:mod:`harness.local.ensemble`) and, as root with iptables, the network controls
+    (:mod:`harness.local.links`) and failed log directories (:mod:`harness.local.log_dirs`)
     on local JVMs.
 
     Over ~300 lines because it is the one coordinator of the node layout, processes, state file
