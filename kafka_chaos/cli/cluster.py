@@ -147,7 +147,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     prune.set_defaults(func=cluster_prune)
 
 
-def state_dir(args: argparse.Namespace) -> Path:
+def state_dir_of(args: argparse.Namespace) -> Path:
     return (args.state_dir or default_state_dir()).absolute()
 
 
@@ -168,7 +168,7 @@ def cluster_up(args: argparse.Namespace) -> int:
     backend = resolve_backend(args.backend)
     check_up_options(backend, link_proxies=args.link_proxies, base_image=args.base_image,
                      explicit=args.backend != "auto")
-    state_dir = state_dir(args)
+    state_dir = state_dir_of(args)
     cluster_overrides, broker_overrides = parse_set_options(args.settings)
     extra = {"broker_heap": args.broker_heap} if args.broker_heap else {}
     config = ClusterConfig(brokers=args.brokers, cluster_overrides=cluster_overrides,
@@ -241,7 +241,7 @@ def cluster_status(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.observer import ZkObserver
 
     quiet_clients(args)
-    state_dir = state_dir(args)
+    state_dir = state_dir_of(args)
     cluster = attach_running(state_dir)
     if isinstance(cluster, LocalCluster):
         serving = _print_local_zookeeper(cluster, state_dir)
@@ -350,7 +350,7 @@ def node_note(cluster: CliCluster, broker_id: int) -> str:
     return f"pid {endpoint.pid or '-'}"
 
 
-def broker_id(target: str, cluster: CliCluster) -> int:
+def resolve_broker_id(target: str, cluster: CliCluster) -> int:
     try:
         broker_id = int(target)
     except ValueError:
@@ -364,7 +364,7 @@ def broker_id(target: str, cluster: CliCluster) -> int:
 
 def cluster_control(args: argparse.Namespace) -> int:
     quiet_clients(args)
-    state_dir = state_dir(args)
+    state_dir = state_dir_of(args)
     cluster = attach_running(state_dir)
     action = args.action
     if args.target.startswith(ZOOKEEPER_SERVER_PREFIX):
@@ -375,7 +375,7 @@ def cluster_control(args: argparse.Namespace) -> int:
         (cluster.pause_zookeeper if action == "pause" else cluster.resume_zookeeper)()
         print(f"zookeeper {action}d")
         return 0
-    broker_id = broker_id(args.target, cluster)
+    broker_id = resolve_broker_id(args.target, cluster)
     {"kill": cluster.kill_broker, "stop": cluster.stop_broker, "pause": cluster.pause_broker,
      "resume": cluster.resume_broker, "start": cluster.start_broker}[action](broker_id)
     cluster.write_state()  # current pids (None for a broker that is down)
@@ -399,8 +399,8 @@ def cluster_cut(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.cluster import Capability, capabilities_of, capability_problems
 
     quiet_clients(args)
-    cluster = attach_running(state_dir(args))
-    broker_id = broker_id(args.target, cluster)
+    cluster = attach_running(state_dir_of(args))
+    broker_id = resolve_broker_id(args.target, cluster)
     peers = args.cut_from or []
     proxied_only = cluster.config.link_proxies and bool(peers) and set(peers) <= {"zookeeper", "zookeeper-leader"}
     if Capability.NETWORK_PARTITION not in capabilities_of(cluster) and not proxied_only:
@@ -428,8 +428,8 @@ def cluster_degrade(args: argparse.Namespace) -> int:
         raise UsageError("give --loss PCT and/or --rate KBIT")
     if not 0 <= args.loss <= 100:
         raise UsageError(f"--loss must be a percentage in (0, 100], not {args.loss:g}")
-    cluster = attach_running(state_dir(args))
-    broker_id = broker_id(args.target, cluster)
+    cluster = attach_running(state_dir_of(args))
+    broker_id = resolve_broker_id(args.target, cluster)
     if Capability.NETWORK_DEGRADE not in capabilities_of(cluster):
         raise HarnessError(capability_problems(cluster).get(Capability.NETWORK_DEGRADE)
                            or "this cluster cannot degrade links")
@@ -442,7 +442,7 @@ def cluster_degrade(args: argparse.Namespace) -> int:
 
 
 def cluster_heal(args: argparse.Namespace) -> int:
-    cluster = attach_running(state_dir(args))
+    cluster = attach_running(state_dir_of(args))
     cluster.heal_network()
     print("network healed")
     return 0
@@ -478,7 +478,7 @@ def _zookeeper_server_control(cluster: CliCluster, target: str, action: str) -> 
 def cluster_down(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.local.cluster import STATE_FILE
 
-    state_dir = state_dir(args)
+    state_dir = state_dir_of(args)
     if not (state_dir / STATE_FILE).exists():
         raise UsageError(f"nothing to stop: no cluster in {state_dir} (no {STATE_FILE})")
     cluster = _attach(state_dir)

@@ -33,7 +33,7 @@ def register_link_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def cluster_delay(args: argparse.Namespace) -> int:
-    from kafka_chaos.cli.cluster import attach_running, broker_id, state_dir, quiet_clients
+    from kafka_chaos.cli.cluster import attach_running, quiet_clients, resolve_broker_id, state_dir_of
     from kafka_chaos.harness.cluster import Capability, LinkDelayer, capabilities_of, capability_problems
 
     quiet_clients(args)
@@ -42,8 +42,8 @@ def cluster_delay(args: argparse.Namespace) -> int:
     for name, value in (("--ms", args.ms), ("--jitter", args.jitter)):
         if not 0 <= value <= MAX_DELAY_MS:
             raise UsageError(f"{name} must be in [0, {MAX_DELAY_MS:g}] milliseconds, not {value:g}")
-    cluster = attach_running(state_dir(args))
-    broker_id = broker_id(args.target, cluster)
+    cluster = attach_running(state_dir_of(args))
+    broker_id = resolve_broker_id(args.target, cluster)
     if Capability.LINK_DELAY not in capabilities_of(cluster):
         raise UsageError(capability_problems(cluster).get(Capability.LINK_DELAY)
                          or f"the {cluster.backend} launcher cannot delay links yet (docs/containers.md, \"Delayed "

@@ -37,12 +37,12 @@ def register_log_dir_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentP
 
 
 def _log_dir_cluster(args: argparse.Namespace) -> tuple[CliCluster, int]:
-    from kafka_chaos.cli.cluster import attach_running, broker_id, state_dir, quiet_clients
+    from kafka_chaos.cli.cluster import attach_running, quiet_clients, resolve_broker_id, state_dir_of
     from kafka_chaos.harness.cluster import Capability, capabilities_of, capability_problems
 
     quiet_clients(args)
-    cluster = attach_running(state_dir(args))
-    broker_id = broker_id(args.target, cluster)
+    cluster = attach_running(state_dir_of(args))
+    broker_id = resolve_broker_id(args.target, cluster)
     if Capability.LOG_DIR_FAILURE not in capabilities_of(cluster):
         raise HarnessError(capability_problems(cluster).get(Capability.LOG_DIR_FAILURE)
                            or "this cluster cannot fail log directories")

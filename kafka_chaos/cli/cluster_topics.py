@@ -38,7 +38,7 @@ def _replicas(text: str) -> tuple[int, ...]:
 
 
 def cluster_delete_topic(args: argparse.Namespace) -> int:
-    from kafka_chaos.cli.cluster import attach_running, state_dir
+    from kafka_chaos.cli.cluster import attach_running, state_dir_of
     from kafka_chaos.harness.metadata import request_topic_deletion
 
     import time
@@ -46,7 +46,7 @@ def cluster_delete_topic(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.zksnapshot import DELETE_TOPICS
     from kafka_chaos.scenarios.faults.topics import topic_exists
 
-    cluster = attach_running(state_dir(args))
+    cluster = attach_running(state_dir_of(args))
     if not topic_exists(cluster.zookeeper_connect, args.topic):
         raise UsageError(f"no topic {args.topic!r} in ZooKeeper")
     request_topic_deletion(cluster.bootstrap_servers, args.topic)
@@ -62,11 +62,11 @@ def cluster_delete_topic(args: argparse.Namespace) -> int:
 
 
 def cluster_add_partitions(args: argparse.Namespace) -> int:
-    from kafka_chaos.cli.cluster import attach_running, state_dir
+    from kafka_chaos.cli.cluster import attach_running, state_dir_of
     from kafka_chaos.scenarios.faults.topics import partition_count
 
     wanted = [_replicas(text) for text in args.replicas]
-    cluster = attach_running(state_dir(args))
+    cluster = attach_running(state_dir_of(args))
     first = partition_count(cluster.zookeeper_connect, args.topic)
     additions = {first + i: replicas for i, replicas in enumerate(wanted)}
     if args.via == "admin":
