@@ -126,16 +126,20 @@ def validate_delivery(
     consumed_list = list(consumed)
 
     first_position: dict[str, tuple[int, int]] = {}
+    positions: dict[str, list[tuple[int, int]]] = {}
     copies: Counter[str] = Counter()
     for partition, offset, key in sorted(consumed_list):
         copies[key] += 1
         first_position.setdefault(key, (partition, offset))
+        positions.setdefault(key, []).append((partition, offset))
 
     lost = sorted((ack for key, ack in acks_by_key.items() if key not in copies), key=Ack.log_order)
     copied = [key for key, n in copies.items() if n > 1]  # already in log order
     duplicated = [key for key in copied if key in acks_by_key]
+    # A duplicate whose acknowledgement names one of its copies is a duplicate, not misplaced (an
+    # idempotent producer's re-send under a bumped epoch is acknowledged at its second copy).
     misplaced = sorted((ack for key, ack in acks_by_key.items()
-                        if key in first_position and not _read_where_acknowledged(ack, first_position[key])),
+                        if key in positions and not any(_read_where_acknowledged(ack, p) for p in positions[key])),
                        key=Ack.log_order)
 
     lost_by_partition: defaultdict[int, int] = defaultdict(int)

@@ -3,19 +3,20 @@
 librdkafka (``debug=eos,msg``; the workload keeps the lines in a ring) logs every failed
 ProduceRequest's batch with the error's actions (``rd_kafka_handle_Produce_error``, MSGSET:
 "t [0]: MessageSet with 1 message(s) (MsgId 68, BaseSeq 67) encountered error: ... (actions
-Retry,MsgPossiblyPersisted)"), and a later request refused for a gap in the sequence numbers,
-after which it bumps the producer epoch and sends the messages again from sequence 0
-(``rd_kafka_handle_idempotent_Produce_error``, ERRSEQ: "ProduceRequest for t [0] with 3
-message(s) failed due to skipped sequence numbers (..., base seq 70 > next seq 67) caused by
-previous failed request (...): recovering and retrying").
+Retry,MsgPossiblyPersisted)"). When any partition's request is refused for a gap in the sequence
+numbers (``rd_kafka_handle_idempotent_Produce_error``, ERRSEQ) it bumps the producer epoch — for
+the whole producer, every partition — and renumbers each partition's unacknowledged messages from
+sequence 0 of the new epoch (``rd_kafka_idemp_drain_epoch_bump``; NEWPID per partition: "t [4]
+changed PID{Id:0,Epoch:0} -> PID{Id:0,Epoch:1} with base MsgId 100").
 
 A message whose batch was *possibly persisted* (a transport error or timeout: the broker may have
-appended it) and that the producer then sends again under a bumped epoch is written twice when
-the first attempt was in fact appended: the broker cannot deduplicate across producer epochs.
-That is librdkafka's open confluentinc/librdkafka#4953 ("Sporadic message duplication during
-leader transition with idempotent producer"), whose maintainers describe this epoch-bump path.
-:func:`possibly_persisted_resends` finds it, so a duplicate it explains is triaged ``client``
-with the producer's own lines as evidence.
+appended it) and that the producer then renumbers under a bumped epoch is written twice when the
+first attempt was in fact appended: the broker cannot deduplicate across producer epochs. That
+is librdkafka's open confluentinc/librdkafka#4953 ("Sporadic message duplication during leader
+transition with idempotent producer"), whose maintainers describe this epoch-bump path — and the
+bump may come from another partition's gap (seen: explore-27007-12, t0 [4]'s batch possibly
+persisted, the gap on t0 [7]). :func:`possibly_persisted_resends` finds it, so a duplicate it
+explains is triaged ``client`` with the producer's own lines as evidence.
 """
 
 from __future__ import annotations
@@ -25,12 +26,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 _TIME = r"^(?P<at>\d+(?:\.\d+)?) .*?"
+_CLIENT = r"\[(?P<client>[^\]\s]+#producer-\d+)\]"
 _FAILED_BATCH = re.compile(
     _TIME + r"(?P<topic>[^\s\[]+) \[(?P<partition>\d+)\]: MessageSet with (?P<count>\d+) message\(s\) "
     r"\(MsgId (?P<msgid>\d+), BaseSeq (?P<seq>-?\d+)\) encountered error: (?P<error>.*) \(actions (?P<actions>[^)]*)\)")
-_SKIPPED_SEQUENCE = re.compile(
-    _TIME + r"ProduceRequest for (?P<topic>[^\s\[]+) \[(?P<partition>\d+)\] with (?P<count>\d+) message\(s\) failed "
-    r"due to skipped sequence numbers")
+# A partition's messages renumbered under a new producer id/epoch, from ``base`` on. From
+# PID{Invalid} it is the producer's first id, not a bump: nothing was sent under an earlier one.
+_RENUMBERED = re.compile(
+    _TIME + r"(?P<topic>[^\s\[]+) \[(?P<partition>\d+)\] changed PID\{(?P<old>[^}]*)\} -> PID\{(?P<new>[^}]*)\} "
+    r"with base MsgId (?P<base>\d+)")
+_CLIENT_NAME = re.compile(_CLIENT)
 POSSIBLY_PERSISTED = "MsgPossiblyPersisted"
 
 
@@ -46,48 +51,66 @@ class FailedBatch:
     error: str
     actions: str
     line: str
+    client: str = ""  # the producer instance ("<client.id>#producer-N"): msgids are its own
 
     @property
     def possibly_persisted(self) -> bool:
         return POSSIBLY_PERSISTED in self.actions.split(",")
 
+    @property
+    def last_msgid(self) -> int:
+        return self.first_msgid + self.count - 1
+
     def holds(self, msgid: int) -> bool:
-        return self.first_msgid <= msgid < self.first_msgid + self.count
+        return self.first_msgid <= msgid <= self.last_msgid
 
 
 @dataclass(frozen=True)
 class Resend:
-    """A possibly persisted batch, then an epoch bump on its partition: its messages are sent
-    again under the new epoch, and written twice if the first attempt was appended."""
+    """A possibly persisted batch, then an epoch bump that renumbered its partition from
+    ``base_msgid`` on: its messages from there are sent again under the new epoch, and written
+    twice if the first attempt was appended."""
 
     batch: FailedBatch
     bump_at: float
     bump_line: str
+    base_msgid: int = 0
+
+    @property
+    def resent_msgids(self) -> range:
+        return range(max(self.batch.first_msgid, self.base_msgid), self.batch.last_msgid + 1)
 
     def evidence(self) -> str:
         return (f"librdkafka#4953: {self.batch.topic} [{self.batch.partition}] msgids {self.batch.first_msgid}.."
-                f"{self.batch.first_msgid + self.batch.count - 1} possibly persisted ({self.batch.error}), then an "
+                f"{self.batch.last_msgid} possibly persisted ({self.batch.error}), then an "
                 f"epoch bump re-sent them: «{self.batch.line.strip()}» «{self.bump_line.strip()}»")
 
 
+def _client(line: str) -> str:
+    m = _CLIENT_NAME.search(line)
+    return m["client"] if m else ""
+
+
 def possibly_persisted_resends(lines: Iterable[str]) -> list[Resend]:
-    """Every possibly persisted batch followed, on its partition, by an epoch bump for skipped
-    sequence numbers (the next bump after it)."""
-    open_batches: dict[tuple[str, int], list[FailedBatch]] = {}
+    """Every possibly persisted batch whose partition the same producer instance renumbered
+    under a bumped epoch from one of the batch's msgids or earlier (the next bump after it)."""
+    open_batches: dict[tuple[str, str, int], list[FailedBatch]] = {}
     found: list[Resend] = []
     for line in lines:
         if (m := _FAILED_BATCH.search(line)) is not None:
             batch = FailedBatch(float(m["at"]), m["topic"], int(m["partition"]), int(m["msgid"]), int(m["count"]),
-                                m["error"], m["actions"], line)
+                                m["error"], m["actions"], line, _client(line))
             if batch.possibly_persisted:
-                open_batches.setdefault((batch.topic, batch.partition), []).append(batch)
-        elif (m := _SKIPPED_SEQUENCE.search(line)) is not None:
-            for batch in open_batches.pop((m["topic"], int(m["partition"])), []):
-                found.append(Resend(batch, float(m["at"]), line))
+                open_batches.setdefault((batch.client, batch.topic, batch.partition), []).append(batch)
+        elif (m := _RENUMBERED.search(line)) is not None and m["old"] != "Invalid":
+            base = int(m["base"])
+            for batch in open_batches.pop((_client(line), m["topic"], int(m["partition"])), []):
+                if base <= batch.last_msgid:  # else acknowledged before the bump: not sent again
+                    found.append(Resend(batch, float(m["at"]), line, base))
     return found
 
 
 def explaining(resends: Iterable[Resend], topic: str, partition: int, msgid: int) -> Resend | None:
     """The resend that explains a duplicate of message ``msgid`` of the partition, if any."""
     return next((r for r in resends if r.batch.topic == topic and r.batch.partition == partition
-                 and r.batch.holds(msgid)), None)
+                 and msgid in r.resent_msgids), None)

@@ -356,7 +356,7 @@ class Workload:
             if batch.topic != self.topic or not started or batch.partition not in started[-1]:
                 continue
             base = started[-1][batch.partition]
-            for msgid in range(batch.first_msgid, batch.first_msgid + batch.count):
+            for msgid in resend.resent_msgids:
                 keys.setdefault(self.key_of(batch.partition, base + msgid - 1), resend.evidence())
         return keys
 

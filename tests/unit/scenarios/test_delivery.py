@@ -29,6 +29,12 @@ CASES = [
     ("duplicate written by a retry", [A0, A1], [A0, A1, (0, 2, "r-0-1")], (), ("r-0-1",), (),
      {}, {0: 1}, 0),
     ("unacked message in the log is fine", [A0], [A0, A1], (), (), (), {}, {}, 1),
+    # librdkafka#4953: appended at 1, re-sent under a bumped epoch, appended again at 2 and
+    # acknowledged there; a duplicate whose ack names one of its copies, not misplaced.
+    ("re-sent duplicate acknowledged at its second copy", [A0, (0, 2, "r-0-1")], [A0, A1, (0, 2, "r-0-1")],
+     (), ("r-0-1",), (), {}, {0: 1}, 0),
+    ("duplicate acknowledged at neither copy", [A0, (0, 5, "r-0-1")], [A0, A1, (0, 2, "r-0-1")],
+     (), ("r-0-1",), ("r-0-1",), {}, {0: 1}, 0),
     ("acked key read back at another offset",
      [A0, A1], [A0, (0, 1, "other-0-9"), (0, 2, "r-0-1")], (), (), ("r-0-1",), {}, {}, 1),
     ("acked key seen on another partition", [A0], [(1, 0, "r-0-0")], (), (), ("r-0-0",), {}, {}, 0),
