@@ -21,13 +21,14 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kafka_chaos.cli.args import duration, shard
 from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.cluster import Capability
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     parser = sub.add_parser(
@@ -59,22 +60,22 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.set_defaults(func=explore_command)
 
 
-def _config(args: argparse.Namespace, can_cut: bool) -> Any:
+def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Any:
+    from kafka_chaos.scenarios.faults import GENERATORS, requirements_of
     from kafka_chaos.scenarios.plans.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig
 
     if args.steps < 1 or not 3 <= args.brokers <= 9 or not 1 <= args.max_partitions <= 1000:
         raise UsageError("--steps must be >= 1, --brokers 3..9, --max-partitions 1..1000")
     if args.schedules is not None and args.schedules < 1 or args.confirm < 0:
         raise UsageError("--schedules must be >= 1 and --confirm >= 0")
-    # log_dir_failure only when named: it needs clusters with two log directories, which would
-    # change every seed's schedules (scenarios.plans.generator.LOG_DIR_CLUSTER).
-    # network_delay only when named too: it needs clusters with link proxies.
+    # By default every kind the backend can inject, but for those that shape the cluster (two log
+    # directories, link proxies): they would change every seed's clusters; named, they run.
     faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else tuple(
-        k for k in REPERTOIRE if (can_cut or k != "network_partition") and k not in ("log_dir_failure", "network_delay"))
+        k for k, side in GENERATORS.items() if not side.shapes_cluster and not requirements_of([k]) & set(missing))
     unknown = [f for f in faults if f not in REPERTOIRE]
     if unknown:
         raise UsageError(f"--faults: {', '.join(unknown)} not in the generator's repertoire: {', '.join(REPERTOIRE)}")
-    if "network_partition" in faults and not can_cut:
+    if "network_partition" in faults and Capability.NETWORK_PARTITION in missing:
         raise UsageError(f"--faults network_partition needs a backend that can cut networks, not {args.backend}")
     delay_links = _delay_links(args.backend) if "network_delay" in faults else DELAY_LINKS
     weights = dict(DEFAULT_WEIGHTS)
@@ -94,7 +95,6 @@ def _delay_links(backend: str) -> tuple[str, ...]:
     """Which links generated network_delay steps may delay on ``backend`` (local without root:
     ZooKeeper links only, the others cannot be redirected through the link proxy)."""
     from kafka_chaos.harness.backends import missing_capabilities
-    from kafka_chaos.harness.cluster import Capability
     from kafka_chaos.scenarios.plans.generator import DELAY_LINKS
 
     missing = missing_capabilities(backend)
@@ -148,14 +148,12 @@ def _primary(records: list[Any]) -> tuple[str, str | None]:
 def explore_command(args: argparse.Namespace) -> int:
     from kafka_chaos.app.runs import git_revision, progress_printer, quiet_client_logs, write_report
     from kafka_chaos.harness.backends import missing_capabilities
-    from kafka_chaos.harness.cluster import Capability
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.records.writer import RecordWriter
     from kafka_chaos.scenarios.run.pool import ClusterPool
     from kafka_chaos.scenarios.run.runner import RunOptions
 
-    can_cut = Capability.NETWORK_PARTITION not in missing_capabilities(args.backend)
-    config = _config(args, can_cut)
+    config = _config(args, set(missing_capabilities(args.backend)))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results = args.results or Path(f"explore-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     t0 = time.monotonic()

@@ -139,7 +139,7 @@ class Chaos:
         ``scenarios.model.targets``, e.g. ``LeaderOf("orders", 0)``, or broker ids) and check what the
         cluster does against the oracle for the partitions of ``topics``. Returns a
         ``StepVerdict``: ``.passed``, ``.describe()``, ``.assert_ok()``, ``.observation``."""
-        from kafka_chaos.scenarios.plans.spec import Step
+        from kafka_chaos.scenarios.model.steps import Step
         from kafka_chaos.scenarios.history.observations import ScenarioRun
         from kafka_chaos.scenarios.run.probe import Probe
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kafka_chaos.oracle import Outcome, predict
 from kafka_chaos.records.writer import read_records
-from kafka_chaos.scenarios.plans.spec import Step
+from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.plans.catalogue import by_names
 from kafka_chaos.scenarios.model.targets import EarlierTarget
 from kafka_chaos.scenarios.checks.registry import check_history

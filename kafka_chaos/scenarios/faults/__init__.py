@@ -2,8 +2,9 @@
 
 ``base`` holds the contract, the registry and the :class:`Nemesis`; ``process``, ``network``,
 ``admin``, ``topics``, ``zookeeper``, ``degrade``, ``log_dirs`` and ``delay`` hold the kinds (importing them
-registers them). A new fault kind is one class with
-``@register_fault`` in one of those modules.
+registers them). A new fault kind is one class with ``@register_fault`` in one of those modules;
+a generatable one also registers its generator side beside it (``generation``: weight, opt-in,
+legality rule, candidate steps), which ``explore`` and the shrinker read from :data:`GENERATORS`.
 """
 
 # Importing registers the kinds; this order is the order `--list`, errors and docs show them.
@@ -28,16 +29,19 @@ from kafka_chaos.scenarios.faults.base import (
     register_fault,
     requirements_of,
 )
+from kafka_chaos.scenarios.faults.generation import GENERATORS, GeneratorSide
 from kafka_chaos.scenarios.faults.network import CUTS, HEAL, PARTITION_VARIANTS
 
 __all__ = [
     "CUTS",
     "FAULTS",
+    "GENERATORS",
     "HEAL",
     "PARTITION_VARIANTS",
     "Fault",
     "FaultEnv",
     "FaultKind",
+    "GeneratorSide",
     "Nemesis",
     "StepTopics",
     "fault_kind",

@@ -13,7 +13,9 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_chaos.oracle import ClusterState, Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.model.targets import NoTarget, Target
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.metadata import Election
@@ -158,3 +160,64 @@ class UncleanElectionFault(FaultBase):
         if self._config_set:
             env.admin.set_topic_config(self.topic, {UNCLEAN_LEADER_ELECTION_ENABLE: None})
             self._config_set = False
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+def _admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    topic = step.options.get("topic")
+    if not isinstance(topic, str) or topic not in model.topics:
+        raise IllegalStep(f"{step.fault} on unknown topic {topic!r}")
+    if step.fault == ReassignmentFault.kind:
+        for p, replicas in step.options.get("moves", ()):
+            if p not in model.topics[topic].assignment:
+                raise IllegalStep(f"reassignment of {topic}-{p}: no such partition")
+            dead = [r for r in replicas if r not in model.live or r in model.cut]
+            if dead or model.unknown_down:  # a stalled reassignment never settles
+                raise IllegalStep(f"reassignment of {topic}-{p} onto brokers that may be down")
+            if not model.can_move(topic, p):
+                raise IllegalStep(f"reassignment of {topic}-{p}: a current replica is down or held, its leader "
+                                  "may be gone")
+            spec = model.topics[topic]  # the settled reassignment leaves the new replicas
+            model.topics = {**model.topics, topic: TopicSpec(spec.name, {**spec.assignment, p: tuple(replicas)},
+                                                             spec.config, spec.workload)}
+    for p in step.options.get("partitions", ()) or ():
+        if p not in model.topics[topic].assignment:
+            raise IllegalStep(f"{step.fault} of {topic}-{p}: no such partition")
+
+
+def _reassignment_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    """Only onto free brokers, of a partition whose replicas are all free: a reassignment that
+    stalls keeps ``/admin/reassign_partitions`` pending, which the next settle wait cannot pass."""
+    free, _ = model.drawable()
+    movable = [t for t in sorted(model.topics) if any(model.can_move(t, p) for p in model.topics[t].assignment)]
+    if model.unknown_down or not free or not movable:
+        return []
+    topic = draw.rng.choice(movable)
+    p = draw.rng.choice([p for p in sorted(model.topics[topic].assignment) if model.can_move(topic, p)])
+    size = draw.rng.randint(1, min(3, len(free)))
+    replicas = tuple(draw.rng.sample(free, size))
+    return [Step(ReassignmentFault.kind, NoTarget(f"{topic}-{p} -> {list(replicas)}"),
+                 {"topic": topic, "moves": [[p, list(replicas)]]})]
+
+
+def _preferred_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    topic = draw.rng.choice(sorted(model.topics))
+    return [Step(PreferredElectionFault.kind, NoTarget(f"{topic} (preferred)"),
+                 {"topic": topic, "via": draw.rng.choice(("admin", "znode"))})]
+
+
+def _unclean_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    topic = draw.rng.choice(sorted(model.topics))
+    via = draw.rng.choice(("admin", "config"))
+    options: dict[str, Any] = {"topic": topic, "via": via}
+    if via == "admin":
+        partitions = sorted(model.topics[topic].assignment)
+        options["partitions"] = sorted(draw.rng.sample(partitions, draw.rng.randint(1, len(partitions))))
+    return [Step(UncleanElectionFault.kind, NoTarget(f"{topic} (unclean, {via})"), options)]
+
+
+# Admin operations: drawn less often than process faults.
+register_generator(GeneratorSide(ReassignmentFault.kind, 2, _admin, _reassignment_candidates))
+register_generator(GeneratorSide(PreferredElectionFault.kind, 2, _admin, _preferred_candidates))
+register_generator(GeneratorSide(UncleanElectionFault.kind, 1, _admin, _unclean_candidates))

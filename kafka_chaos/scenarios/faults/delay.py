@@ -50,7 +50,9 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.scenarios.faults.base import FaultEnv, StepTopics, register_fault
 from kafka_chaos.scenarios.faults.degrade import LINKS, LinkFault
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.model.targets import Brokers, Target
 from kafka_chaos.scenarios.model.zk_delay_rule import ZkTiming, refuted_claim
 
 KIND = "network_delay"
@@ -128,3 +130,48 @@ class NetworkDelay(LinkFault):
 
     def worsen(self, cluster: Any, broker: int) -> None:
         cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms, **delay_arguments(self.to))
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+# Delays a generated step may add (links, one-way ms, ± jitter ms), each well below every
+# threshold, so the oracle's answer is "no event" whatever else the schedule does: a ZooKeeper
+# round trip of ~0.6 s against the 4 s readTimeout of a 6 s session (docs/zookeeper-faults.md R5;
+# also slow enough for a delayed controller's ZooKeeper writes to settle within the step's
+# bounded waits), a follower's lag of ~4 × 250 ms against replica.lag.time.max.ms.  A schedule
+# that may delay links runs with link proxies.
+GENERATED_DELAYS: tuple[tuple[str, int, int], ...] = (
+    ("zookeeper", 300, 100), ("peers", 200, 50), ("clients", 200, 50), ("everyone", 200, 50))
+DELAY_LINKS = tuple(links for links, _, _ in GENERATED_DELAYS)
+
+
+def _delay(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    """Delay one free broker's links below every threshold (it is not held: later steps may
+    kill, pause or restart it), or heal them.  Never with a cut: ``heal_network`` heals both."""
+    if step.options.get("variant") == "heal":
+        if target is None or len(target) != 1 or target[0] not in model.delayed:
+            raise IllegalStep(f"heal of {target}: no delayed links there")
+        del model.delayed[target[0]]
+        return
+    if target is None or len(target) != 1:
+        raise IllegalStep("network_delay acts on one named broker")
+    if model.delayed or model.cut:
+        raise IllegalStep("network_delay while links are delayed or cut")
+    if step.options.get("expect", "nothing") != "nothing":
+        raise IllegalStep("a generated network_delay stays below every threshold (expect: nothing)")
+    hit = model.need_free(step.fault, target, downs=False)
+    model.delayed[hit[0]] = str(step.options.get("to", "zookeeper"))
+
+
+def _delay_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    if model.delayed:
+        return [Step(KIND, Brokers((draw.rng.choice(sorted(model.delayed)),)), {"variant": "heal"})]
+    delays = [d for d in GENERATED_DELAYS if d[0] in draw.delay_links]
+    if not delays or model.cut or model.unknown_down or not model.free:
+        return []
+    links, delay_ms, jitter_ms = draw.rng.choice(delays)
+    return [Step(KIND, Brokers((draw.rng.choice(model.free),)),
+                 {"to": links, "delay_ms": delay_ms, "jitter_ms": jitter_ms, "expect": "nothing"})]
+
+
+register_generator(GeneratorSide(KIND, 1, _delay, _delay_candidates, opt_in=True, link_proxies=True))

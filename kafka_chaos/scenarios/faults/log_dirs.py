@@ -40,7 +40,9 @@ from kafka_chaos.oracle import (
     TopicPartition,
 )
 from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.model.targets import Brokers, Target
 
 log = logging.getLogger(__name__)
 
@@ -227,3 +229,39 @@ def log_dir_fault(target: Target, options: Mapping[str, Any], topics: StepTopics
 
 
 register_fault(LogDirFailureFault, build=log_dir_fault)
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+# A schedule that may fail a log directory gives every broker two (the broker keeps running on the
+# other) and checkpoints high watermarks every second, so Kafka notices the failed one within
+# about a second (as the catalogue's TWO_LOG_DIRS).
+GENERATED_CLUSTER = {"replica.high.watermark.checkpoint.interval.ms": "1000"}
+
+
+def _log_dir(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    """Fail log directory 0 of one free broker (it keeps running on directory 1, its replicas
+    there offline), or heal: restart it with the directory repaired."""
+    if step.options.get("variant") == HEAL:
+        if target is None or len(target) != 1 or target[0] not in model.failed_dir:
+            raise IllegalStep(f"heal of {target}: no failed log directory there")
+        model.failed_dir.discard(target[0])
+        return
+    if target is None or len(target) != 1:
+        raise IllegalStep("log_dir_failure acts on one named broker")
+    # Held like a cut broker; its other directory still serves, so it costs no spare broker.
+    hit = model.need_free(step.fault, target, downs=False)
+    model.failed_dir |= set(hit)
+
+
+def _log_dir_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    if model.failed_dir:
+        return [Step(KIND, Brokers((draw.rng.choice(sorted(model.failed_dir)),)), {"variant": HEAL})]
+    free, _ = model.drawable()
+    if free and not model.unknown_down:
+        return [Step(KIND, Brokers((draw.rng.choice(free),)), {"dir": 0})]
+    return []
+
+
+register_generator(GeneratorSide(KIND, 1, _log_dir, _log_dir_candidates, opt_in=True,
+                                 cluster_overrides=GENERATED_CLUSTER, log_dirs=2))

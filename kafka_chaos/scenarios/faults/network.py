@@ -16,7 +16,9 @@ from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
 from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.model.targets import Brokers, Target
 
 # What a variant cuts the broker off from, as ``isolate`` keyword arguments. "everyone"
 # includes the clients on the host.
@@ -132,3 +134,38 @@ def network_fault(target: Target, options: Mapping[str, Any], topics: StepTopics
 
 
 register_fault(NetworkPartition, build=network_fault)
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+# What a generated cut may cut: from peers only would need a short replica.lag.time.max.ms, which
+# makes a cut from everyone nondeterministic.
+GENERATED_CUTS = ("zookeeper", "everyone")
+
+
+def _network(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    variant = step.options.get("variant")
+    if variant == HEAL:
+        if target is None or not target or any(model.cut.get(b) != step.options.get("cut") for b in target):
+            raise IllegalStep(f"heal of {target}: not cut that way")
+        for b in target:
+            del model.cut[b]
+        return
+    if model.delayed:  # one heal_network undoes both: the model could not say what is left
+        raise IllegalStep("a cut while links are delayed")
+    hit = model.need_free(step.fault, target, downs=True)
+    for b in hit:
+        model.cut[b] = str(variant)
+
+
+def _network_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    if model.cut:
+        b, variant = draw.rng.choice(sorted(model.cut.items()))
+        return [Step(KIND, Brokers((b,)), {"variant": HEAL, "cut": variant})]
+    free, spare = model.drawable()
+    if free and spare >= 1 and not model.unknown_down and not model.delayed:
+        return [Step(KIND, Brokers((draw.rng.choice(free),)), {"variant": draw.rng.choice(GENERATED_CUTS)})]
+    return []
+
+
+register_generator(GeneratorSide(KIND, 2, _network, _network_candidates, opt_in=True))

@@ -13,7 +13,16 @@ from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ControlledShutdown, Event
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.faults.generation import (
+    Candidates,
+    ClusterModel,
+    Draw,
+    GeneratorSide,
+    IllegalStep,
+    register_generator,
+)
+from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, Target
 
 log = logging.getLogger(__name__)
 
@@ -212,3 +221,79 @@ class ShortPause(Pause):
             time.sleep(self.seconds)  # the fault itself: a bounded, deliberate stop
         finally:
             self.heal(env)
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+def _stop(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    if step.fault == ControllerKill.kind:
+        if target is not None or model.cut:  # a cut broker may be the controller ZK names
+            raise IllegalStep("controller_kill targets the controller, with no broker cut")
+        if model.spare < 1:
+            raise IllegalStep("controller_kill would leave no live broker")
+        model.unknown_down.append(len(model.targets))  # this step's index: `start` names it
+        return
+    hit = model.need_free(step.fault, target, downs=True)
+    model.live -= set(hit)
+    model.stopped |= set(hit)
+
+
+def _bounce(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    # The broker comes back by itself; a pause or restart still takes it away for a while.
+    model.need_free(step.fault, target, downs=step.fault != ShortPause.kind)
+
+
+def _start(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    if target is None:  # the controller an earlier step killed
+        if not isinstance(step.target, EarlierTarget) or step.target.step not in model.unknown_down:
+            raise IllegalStep(f"start of the broker step {getattr(step.target, 'step', -1) + 1} killed: not down")
+        model.unknown_down.remove(step.target.step)
+        return
+    if not target or any(b not in model.stopped for b in target):
+        raise IllegalStep(f"start on {list(target)}: not stopped")
+    model.stopped -= set(target)
+    model.live |= set(target)
+
+
+def _down_candidates(kind: str, most_at_once: int) -> Candidates:
+    def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+        free, spare = model.drawable()
+        if not free or spare < 1:
+            return []
+        most = min(spare, most_at_once, len(free))
+        return [Step(kind, Brokers(tuple(sorted(draw.rng.sample(free, draw.rng.randint(1, most))))))]
+    return candidates
+
+
+def _controller_kill_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    _, spare = model.drawable()
+    return [Step(ControllerKill.kind, Controller())] if spare >= 1 and not model.cut else []
+
+
+def _bounce_candidates(kind: str) -> Candidates:
+    def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+        free, spare = model.drawable()
+        if not free or (spare < 1 and kind != ShortPause.kind):
+            return []
+        hard = {"hard": draw.rng.random() < 0.5} if kind == Restart.kind else {}
+        return [Step(kind, Brokers((draw.rng.choice(free),)), hard)]
+    return candidates
+
+
+def _start_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    steps = [Step(Start.kind, EarlierTarget(i)) for i in model.unknown_down]
+    if model.stopped:
+        chosen = draw.rng.sample(sorted(model.stopped), draw.rng.randint(1, len(model.stopped)))
+        steps.append(Step(Start.kind, Brokers(tuple(sorted(chosen)))))
+    return steps
+
+
+# Weights: faults that move leaders most often. Registered in the order every draw walks.
+register_generator(GeneratorSide(HardKill.kind, 4, _stop, _down_candidates(HardKill.kind, 3)))
+register_generator(GeneratorSide(ControllerKill.kind, 2, _stop, _controller_kill_candidates))
+register_generator(GeneratorSide(ControlledShutdownFault.kind, 3, _stop,
+                                 _down_candidates(ControlledShutdownFault.kind, 1)))
+register_generator(GeneratorSide(Pause.kind, 1, _bounce, _bounce_candidates(Pause.kind)))
+register_generator(GeneratorSide(ShortPause.kind, 1, _bounce, _bounce_candidates(ShortPause.kind)))
+register_generator(GeneratorSide(Restart.kind, 2, _bounce, _bounce_candidates(Restart.kind)))
+register_generator(GeneratorSide(Start.kind, 4, _start, _start_candidates))

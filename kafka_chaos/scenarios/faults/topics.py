@@ -21,7 +21,9 @@ from typing import Any, ClassVar
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.oracle import NO_LEADER, AddPartitions, ClusterState, DeleteTopic, Event
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.model.targets import NoTarget, Target
 
 log = logging.getLogger(__name__)
 
@@ -182,3 +184,55 @@ def write_partitions_znode(zk_connect: str, topic: str, additions: Mapping[int, 
     finally:
         client.stop()
         client.close()
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+def _topic_admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    """Deleting an unproduced topic (its replicas may be down: the deletion waits for them) and
+    adding partitions (through the AdminClient only onto registered brokers; by rewriting the topic
+    znode onto any broker of the cluster, down ones included)."""
+    topic = step.options.get("topic")
+    if not isinstance(topic, str) or topic not in model.topics:
+        raise IllegalStep(f"{step.fault} on unknown topic {topic!r}")
+    spec = model.topics[topic]
+    if step.fault == DeleteTopicFault.kind:
+        if spec.workload:
+            raise IllegalStep(f"delete_topic of {topic}: it carries a workload")
+        model.topics = {name: t for name, t in model.topics.items() if name != topic}
+        return
+    additions = [(int(p), tuple(int(r) for r in rs)) for p, rs in step.options.get("add", ())]
+    rf = len(next(iter(spec.assignment.values())))
+    assignment = dict(spec.assignment)
+    for p, replicas in additions:
+        if p != len(assignment) or len(replicas) != rf or len(set(replicas)) != rf:
+            raise IllegalStep(f"add_partitions {topic}-{p}: not the next partition, or not {rf} distinct replicas")
+        registered = model.free if not model.unknown_down else []
+        if step.options.get("via", "admin") == "admin" and any(r not in registered for r in replicas):
+            raise IllegalStep(f"add_partitions {topic}-{p} by AdminClient onto brokers that may not be registered")
+        if any(r not in model.brokers for r in replicas):
+            raise IllegalStep(f"add_partitions {topic}-{p} onto brokers outside the cluster")
+        assignment[p] = replicas
+    model.topics = {**model.topics, topic: TopicSpec(spec.name, assignment, spec.config, spec.workload)}
+
+
+def _delete_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    unproduced = [t for t in sorted(model.topics) if not model.topics[t].workload]
+    return [Step(DeleteTopicFault.kind, NoTarget(t), {"topic": t}) for t in unproduced[:1]]
+
+
+def _add_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    topic = draw.rng.choice(sorted(model.topics))
+    spec = model.topics[topic]
+    rf, n = len(next(iter(spec.assignment.values()))), len(spec.assignment)
+    admin_ok = not model.unknown_down and len(model.free) >= rf
+    via = draw.rng.choice(("admin", "znode")) if admin_ok else "znode"
+    pool = model.free if via == "admin" else list(model.brokers)
+    chosen = draw.rng.sample(pool, rf)
+    return [Step(AddPartitionsFault.kind, NoTarget(f"{topic}-{n} -> {chosen}"),
+                 {"topic": topic, "add": [[n, chosen]], "via": via})]
+
+
+register_generator(GeneratorSide(DeleteTopicFault.kind, 1, _topic_admin, _delete_candidates, opt_in=True,
+                                 unproduced_topic=True))
+register_generator(GeneratorSide(AddPartitionsFault.kind, 1, _topic_admin, _add_candidates, opt_in=True))

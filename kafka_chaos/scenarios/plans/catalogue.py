@@ -52,7 +52,8 @@ from kafka_chaos.scenarios.model.targets import (
     NonReplicaOf,
     NoTarget,
 )
-from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, Step, TopicSpec, frozen, validate_steps
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
+from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, validate_steps
 
 SMOKE = "smoke"
 CONFORMANCE = "conformance"

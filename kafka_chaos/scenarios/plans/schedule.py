@@ -21,7 +21,8 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import AddPartitions, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
-from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, Step, TopicSpec, validate_steps
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, validate_steps
 from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault
 
 SCHEDULE_VERSION = 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.generator import problems
 from kafka_chaos.scenarios.plans.schedule import Schedule
 from kafka_chaos.scenarios.model.targets import Brokers, EarlierTarget

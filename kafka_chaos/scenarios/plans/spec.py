@@ -1,35 +1,16 @@
-"""The types a plan is made of: topics with an explicit assignment, what a cluster must have, a
-step (fault kind + pure target selector + options) and a scenario. The catalogue, schedule files,
+"""The types a plan is made of: what a cluster must have (``ClusterNeeds``) and a scenario — topics
+and steps (``scenarios.model.steps``) with the suites it belongs to. The catalogue, schedule files,
 the generator and the shrinker build them; the runner executes them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any
+from dataclasses import dataclass
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.scenarios.faults import make_fault, requirements_of
-from kafka_chaos.scenarios.model.targets import NoTarget, Selector, Target
-
-
-def frozen(mapping: Mapping[Any, Any] | None = None) -> Mapping[Any, Any]:
-    return MappingProxyType(dict(mapping or {}))
-
-
-@dataclass(frozen=True)
-class TopicSpec:
-    name: str
-    assignment: Mapping[int, tuple[int, ...]]  # partition -> replicas in AR order
-    config: Mapping[str, str] = field(default_factory=frozen)
-    # False: no producer or consumers on it (a topic a step deletes: its clients would only fail)
-    workload: bool = True
-
-    @property
-    def partitions(self) -> tuple[int, ...]:
-        return tuple(sorted(self.assignment))
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.model.targets import Target
 
 
 @dataclass(frozen=True)
@@ -58,18 +39,6 @@ class ClusterNeeds:
         dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
         dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
         return f"{self.brokers} brokers{named}{ensemble}{dirs}" + (f" ({extra})" if extra else "")
-
-
-@dataclass(frozen=True)
-class Step:
-    """One fault: its kind (``scenarios.faults.FAULT_KINDS``), the pure target selector, options
-    (e.g. ``replicas`` of a reassignment, ``via`` of an election), and oracle events the cluster
-    will run on its own after the fault (``auto_rebalance``)."""
-
-    fault: str
-    target: Selector = NoTarget()
-    options: Mapping[str, Any] = field(default_factory=frozen)
-    then: tuple[str, ...] = ()  # extra oracle events by name, e.g. ("auto_rebalance",)
 
 
 @dataclass(frozen=True)

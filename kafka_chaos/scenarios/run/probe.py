@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_chaos.oracle import predict
-from kafka_chaos.scenarios.plans.spec import Step
+from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.checks.expectations import Predictor

@@ -34,7 +34,8 @@ from typing import Any, cast
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.oracle import CreateTopic, Event, predict
-from kafka_chaos.scenarios.plans.spec import Scenario, Step
+from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.plans.spec import Scenario
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate, to_records
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.clients.ops import ClientOps

@@ -20,7 +20,7 @@ from typing import Any
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.node_logs import LogCursor
 from kafka_chaos.oracle import AutoRebalance, ClusterState, Event
-from kafka_chaos.scenarios.plans.spec import Step
+from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.clients.ops import ClientOps
 from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_lines
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape

@@ -14,7 +14,8 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import BrokerFailure, Event
 from kafka_chaos.scenarios import faults as faults_pkg
-from kafka_chaos.scenarios.plans.spec import Scenario, Step, TopicSpec, validate_steps
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.plans.spec import Scenario, validate_steps
 from kafka_chaos.scenarios.faults import FAULTS, Fault, FaultEnv, StepTopics, fault_kinds, make_fault, register_fault, requirements_of
 from kafka_chaos.scenarios.model.targets import Target
 

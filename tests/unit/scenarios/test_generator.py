@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _assignment, generate, problems
 from kafka_chaos.scenarios.plans.schedule import Schedule, dumps, schedule_from_json
 from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget
@@ -69,7 +69,7 @@ def test_assignment_is_kafkas_round_robin() -> None:
 
 
 def _model(*brokers: int) -> ClusterModel:
-    from kafka_chaos.scenarios.plans.spec import TopicSpec
+    from kafka_chaos.scenarios.model.steps import TopicSpec
 
     return ClusterModel(tuple(brokers), {"t": TopicSpec("t", {0: brokers[:2]})}, live=set(brokers))
 
@@ -183,3 +183,31 @@ def test_network_delay_is_drawn_only_when_named_and_then_with_link_proxies() -> 
     zk_only = GeneratorConfig(faults=("hard_kill", "start", "network_delay"), steps=8, delay_links=("zookeeper",))
     assert {st.options.get("to") for i in range(40) for st in generate(5, i, zk_only).steps
             if st.fault == "network_delay" and st.options.get("variant") != "heal"} == {"zookeeper"}
+
+
+def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -> None:
+    """A kind's generator side sits beside its fault class (scenarios.faults.generation); the
+    draw walks them in registration order, which every seed's schedules depend on."""
+    from kafka_chaos.scenarios.faults import FAULTS, GENERATORS
+
+    assert set(GENERATORS) <= set(FAULTS)
+    assert REPERTOIRE == tuple(GENERATORS) == (
+        "hard_kill", "controller_kill", "controlled_shutdown", "pause", "short_pause", "restart", "start",
+        "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
+        "add_partitions", "log_dir_failure", "network_delay")
+    assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == ["log_dir_failure", "network_delay"]
+
+
+def test_a_seeds_schedules_stay_what_they_were() -> None:
+    """The same schedules on every machine and across refactors: a digest of seed 2026's first
+    ten schedules, default and full repertoire (taken before the generator sides moved beside
+    the fault classes)."""
+    import hashlib
+
+    from kafka_chaos.scenarios.plans.schedule import dumps
+
+    digest = hashlib.sha256()
+    for config in (GeneratorConfig(), GeneratorConfig(faults=REPERTOIRE)):
+        for index in range(10):
+            digest.update(dumps(generate(2026, index, config)).encode())
+    assert digest.hexdigest() == "d2a02d711f261ffb5342139c5fcb3cec90e0d9d664eec8866a0078f755b4423f"

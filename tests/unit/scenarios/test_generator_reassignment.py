@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
-from kafka_chaos.scenarios.plans.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, _candidates, generate
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.faults import GENERATORS
+from kafka_chaos.scenarios.faults.generation import Draw
+from kafka_chaos.scenarios.plans.generator import REPERTOIRE, ClusterModel, GeneratorConfig, IllegalStep, generate
 from kafka_chaos.scenarios.plans.schedule import Schedule
 from kafka_chaos.scenarios.model.targets import Brokers
 
@@ -29,9 +31,9 @@ def test_a_partition_whose_replica_is_down_is_not_moved() -> None:
     with pytest.raises(IllegalStep, match="a current replica is down"):
         model.apply(Step("reassignment", options={"topic": "t0", "moves": [[0, [9]]]}))
     model.apply(Step("reassignment", options={"topic": "t0", "moves": [[1, [9]]]}))  # both replicas up
-    rng = random.Random(1)
+    draw = Draw(random.Random(1), ())
     for _ in range(50):  # t0-1 is the only partition the generator may move now
-        for step in _candidates(model, "reassignment", rng):
+        for step in GENERATORS["reassignment"].candidates(model, draw):
             assert step.options["moves"][0][0] == 1
 
 

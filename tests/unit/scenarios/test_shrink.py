@@ -3,7 +3,7 @@ an illegal candidate, and stops at its budget."""
 
 from __future__ import annotations
 
-from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.generator import GeneratorConfig, REPERTOIRE, generate, problems
 from kafka_chaos.scenarios.plans.schedule import Schedule
 from kafka_chaos.scenarios.plans.shrink import failure_keys, legal, shrink

@@ -11,7 +11,7 @@ import pytest
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import AddPartitions, ClusterState, DeleteTopic, PartitionPhase, PartitionState, TopicPartition, TopicState
-from kafka_chaos.scenarios.plans.spec import Step, TopicSpec
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.checks.functions import ELECTED, UNCLEAN_ELECTED, check_epoch, observed_class
 from kafka_chaos.scenarios.clients.codec import state_from_dict, state_to_dict
 from kafka_chaos.scenarios.faults import make_fault

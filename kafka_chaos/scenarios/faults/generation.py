@@ -1,0 +1,167 @@
+"""The generator side of the faults (pure): what ``explore`` may draw and when a step is legal.
+
+Each generatable fault kind registers a :class:`GeneratorSide` beside its fault class (in the
+same module): its weight, whether it is drawn only when named, what it needs of the cluster,
+its legality rule — how it advances the :class:`ClusterModel`, or :class:`IllegalStep` when the
+harness would refuse it — and its candidate steps now. The generator and ``explore`` loop over
+:data:`GENERATORS`; a new generatable kind is its fault class and its side, in one file.
+
+The :class:`ClusterModel` knows what the harness will let a step do without a cluster: who is
+alive, stopped, paused or cut, which target an earlier step hit. It is also the legality check
+the shrinker runs on every candidate before spending a cluster on it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, NoTarget
+
+
+class IllegalStep(ValueError):
+    """A step the harness would refuse, or that could not settle (one line why)."""
+
+
+class Plan(Protocol):
+    """What a model starts from: a schedule's brokers and topics."""
+
+    @property
+    def brokers(self) -> tuple[int, ...]: ...
+
+    @property
+    def topics(self) -> tuple[TopicSpec, ...]: ...
+
+
+@dataclass
+class ClusterModel:
+    """What the harness knows without a cluster: the brokers' process states."""
+
+    brokers: tuple[int, ...]
+    topics: Mapping[str, TopicSpec]
+    live: set[int] = field(default_factory=set)
+    stopped: set[int] = field(default_factory=set)  # killed or shut down, not started again
+    cut: dict[int, str] = field(default_factory=dict)  # broker -> network cut variant
+    failed_dir: set[int] = field(default_factory=set)  # brokers with a failed log directory, until healed
+    delayed: dict[int, str] = field(default_factory=dict)  # broker -> its delayed links, until healed
+    # Steps that killed the controller, not started again: which broker only the cluster knows.
+    unknown_down: list[int] = field(default_factory=list)
+    targets: list[tuple[int, ...] | None] = field(default_factory=list)  # per step; None: unknown
+
+    @classmethod
+    def of(cls, plan: Plan) -> ClusterModel:
+        return cls(plan.brokers, {t.name: t for t in plan.topics}, live=set(plan.brokers))
+
+    # what a step may target ------------------------------------------------------------------
+
+    def can_move(self, topic: str, partition: int) -> bool:
+        """Whether a reassignment of the partition is sure to complete: every current replica
+        is free. With one down, the ISR may hold only down replicas (the controller keeps the
+        last one: ``ZkReplicaStateMachine.doRemoveReplicasFromIsr``), so no leader serves the
+        new replicas' fetches, they never join the ISR, and ``onPartitionReassignment`` waits."""
+        return set(self.topics[topic].assignment[partition]) <= set(self.free)
+
+    @property
+    def free(self) -> list[int]:
+        """Live brokers no fault holds (a cut broker, or one with a failed log directory, is live
+        but held until healed)."""
+        return sorted(self.live - set(self.cut) - self.failed_dir)
+
+    @property
+    def spare(self) -> int:
+        """How many more brokers may go down or be cut (one must stay to serve and elect)."""
+        return len(self.free) - len(self.unknown_down) - 1
+
+    def drawable(self) -> tuple[list[int], int]:
+        """Free brokers and spare count a draw may name: none while a killed controller is down
+        (any named broker may be it)."""
+        return ([], 0) if self.unknown_down else (self.free, self.spare)
+
+    # replay -----------------------------------------------------------------------------------
+
+    def _target(self, step: Step) -> tuple[int, ...] | None:
+        t = step.target
+        if isinstance(t, Brokers):
+            return tuple(t.broker_ids)
+        if isinstance(t, EarlierTarget):
+            if not 0 <= t.step < len(self.targets):
+                raise IllegalStep(f"'earlier: {t.step}' names no earlier step")
+            return self.targets[t.step]
+        if isinstance(t, NoTarget):
+            return ()
+        if isinstance(t, Controller):
+            return None
+        raise IllegalStep(f"target {t} cannot be checked without a cluster")
+
+    def apply(self, step: Step) -> None:
+        """Advance the model by ``step``; IllegalStep when the harness would refuse it."""
+        side = GENERATORS.get(step.fault)
+        if side is None:
+            raise IllegalStep(f"{step.fault} is not in the generator's repertoire")
+        target = self._target(step)
+        side.apply(self, step, target)
+        self.targets.append(target)
+
+    def need_free(self, kind: str, target: tuple[int, ...] | None, downs: bool) -> tuple[int, ...]:
+        """``target``, when every broker of it is free (and, with ``downs``, enough stay up)."""
+        if target is None or not target:
+            raise IllegalStep(f"{kind} needs named brokers")
+        if self.unknown_down:
+            # Any named broker may be the controller an earlier step killed (found by
+            # `explore --seed 2026`: a controlled shutdown of the killed controller, refused).
+            raise IllegalStep(f"{kind} on named brokers while a killed controller's id is unknown")
+        busy = [b for b in target if b not in self.free]
+        if busy:
+            raise IllegalStep(f"{kind} on {busy}: not live, or held by another fault")
+        if downs and len(target) > self.spare:
+            raise IllegalStep(f"{kind} on {list(target)} would leave no live broker")
+        return target
+
+
+@dataclass(frozen=True)
+class Draw:
+    """What a candidate draw may use besides the model: the schedule's random stream and the
+    links ``network_delay`` may delay on the chosen backend."""
+
+    rng: random.Random
+    delay_links: tuple[str, ...]
+
+
+Rule = Callable[[ClusterModel, Step, "tuple[int, ...] | None"], None]
+Candidates = Callable[[ClusterModel, Draw], "list[Step]"]
+
+
+@dataclass(frozen=True)
+class GeneratorSide:
+    """One generatable fault kind: how often it is drawn, when it is legal, what it may be now."""
+
+    kind: str
+    weight: float
+    apply: Rule  # advance the model, or IllegalStep
+    candidates: Candidates  # legal steps of this kind now (a few, drawn with the Draw's stream)
+    # Drawn only when named (GeneratorConfig.faults), so the default schedules of a seed stay
+    # what they were before the kind joined the repertoire.
+    opt_in: bool = False
+    # What a schedule that may draw it needs of its cluster (explore leaves such a kind out
+    # unless named: it would change every seed's clusters).
+    cluster_overrides: Mapping[str, str] = field(default_factory=dict)
+    log_dirs: int = 1
+    link_proxies: bool = False
+    unproduced_topic: bool = False  # an unproduced topic to act on ("d")
+
+    @property
+    def shapes_cluster(self) -> bool:
+        return bool(self.cluster_overrides) or self.log_dirs > 1 or self.link_proxies
+
+
+GENERATORS: dict[str, GeneratorSide] = {}  # in registration order: the order of every draw
+
+
+def register_generator(side: GeneratorSide) -> GeneratorSide:
+    if side.kind in GENERATORS:
+        raise ValueError(f"generator side of {side.kind!r} registered twice")
+    GENERATORS[side.kind] = side
+    return side
