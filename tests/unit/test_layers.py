@@ -100,3 +100,14 @@ def test_every_import_points_down() -> None:
                  for path in files for line, imported in imports_of(path)
                  if (why := upward(module_name(path), imported)) is not None]
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_readme_maps_every_folder_of_the_package_and_no_other() -> None:
+    readme = (PACKAGE.parent / "README.md").read_text()
+    table = readme[readme.index("## Layout"):]
+    table = table[:table.index("\n## ", 1)]
+    mapped = {line.split("`")[1].rstrip("/") for line in table.splitlines()
+              if line.startswith("| `kafka_chaos")}
+    folders = {str(p.relative_to(PACKAGE.parent)) for p in [PACKAGE, *PACKAGE.rglob("*")]
+               if p.is_dir() and (p / "__init__.py").is_file()}
+    assert mapped == folders
