@@ -1,4 +1,4 @@
-"""What the consumers (issue 12: an assign-mode and a group consumer per topic, every poll
+"""What the consumers (an assign-mode and a group consumer per topic, every poll
 recorded) cost: the same scenarios run with and without them, on one local cluster each time.
 
     flock /tmp/kafka-chaos-cluster.lock .venv/bin/python benchmarks/consumers_overhead.py \

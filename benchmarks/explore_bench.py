@@ -1,4 +1,4 @@
-"""Figures for `kafka-chaos explore` on the local backend (issue 11):
+"""Figures for `kafka-chaos explore` on the local backend:
 
 * checked steps per 10 minutes with 3 and 6 brokers (explore for ``--minutes`` each, scaled);
 * disagreements per 100 generated steps, by triage class (the real oracle: every failure found);

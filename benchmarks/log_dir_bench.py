@@ -1,4 +1,4 @@
-"""Issue 14 figure: time from a log directory failing to its partitions' new leaders in ZooKeeper.
+"""Time from a log directory failing to its partitions' new leaders in ZooKeeper.
 
 A real local cluster (3 brokers, two ``log.dirs`` each, the harness's timing settings:
 zookeeper.session.timeout.ms=6000, tickTime=500). Each round creates a topic that broker 2 leads

@@ -1,4 +1,4 @@
-"""ISR-shrink time vs a follower's peer-link delay (issue 13's figure), local launcher as root.
+"""ISR-shrink time vs a follower's peer-link delay, local launcher as root.
 
     flock /tmp/kafka-chaos-cluster.lock .venv/bin/python benchmarks/peer_delay_bench.py \\
         [--delays 250,500,750,1000,1500,2000] [--repeats 3] [--lag-ms 3000] [--window 20] [--rate 50]

@@ -1,4 +1,4 @@
-"""Issue 14 figures on a real local cluster (3 brokers, the harness's timing settings:
+"""Topic deletion and partition growth figures on a real local cluster (3 brokers, the harness's timing settings:
 zookeeper.session.timeout.ms=6000, tickTime=500):
 
 1. topic deletion: broker 3 killed, a topic with replicas on it deleted (it waits, ineligible),

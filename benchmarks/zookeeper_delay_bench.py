@@ -1,4 +1,4 @@
-"""Broker session expiry vs broker↔ZooKeeper delay (issue 13's closing-note figure), local launcher.
+"""Broker session expiry vs broker↔ZooKeeper delay, local launcher.
 
     flock /tmp/kafka-chaos-cluster.lock .venv/bin/python benchmarks/zookeeper_delay_bench.py \\
         [--factors 0,0.25,0.4,0.5,0.75,1,1.5] [--repeats 3] [--window 25] [--jitter 0] [--seed 1] \\

@@ -1,4 +1,4 @@
-"""Figures for issue 13 (ZooKeeper ensembles, loopback partitions, degraded links), local launcher.
+"""Figures of ZooKeeper faults (ensembles, loopback partitions, degraded links), local launcher.
 
     flock /tmp/kafka-chaos-cluster.lock .venv/bin/python benchmarks/zookeeper_network_bench.py \\
         [--only expiry,isr,kill] [--kills 3]

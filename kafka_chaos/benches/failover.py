@@ -1,4 +1,4 @@
-"""``kafka-chaos bench failover`` (issue 15): where a leader switch spends its time as the
+"""``kafka-chaos bench failover``: where a leader switch spends its time as the
 partition count grows.
 
 Per broker count and partition count a fresh cluster (heap sized for the partitions:

@@ -1,4 +1,4 @@
-"""``kafka-chaos bench kip291`` (issue 15 item 4): does a separate control-plane listener
+"""``kafka-chaos bench kip291``: does a separate control-plane listener
 (KIP-291, ``control.plane.listener.name``) get the controller's LeaderAndIsr / UpdateMetadata
 to the brokers faster when their data-plane request queues are full?
 

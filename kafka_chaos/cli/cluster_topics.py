@@ -1,4 +1,4 @@
-"""``kafka-chaos cluster delete-topic`` and ``add-partitions``: the topic operations of issue 14 by
+"""``kafka-chaos cluster delete-topic`` and ``add-partitions``: the topic operations faults make, by
 hand, on the running CLI cluster (what the ``delete_topic`` and ``add_partitions`` fault kinds do)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Prometheus JMX exporter java agent every broker runs (issue 15): where its jar comes
+"""The Prometheus JMX exporter java agent every broker runs: where its jar comes
 from, its configuration, and the JVM flag that loads it.
 
 The jar is ``io.prometheus.jmx:jmx_prometheus_javaagent`` from Maven Central, copied once into

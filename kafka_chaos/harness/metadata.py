@@ -307,7 +307,7 @@ def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | N
             _result(future, timeout + 1, f"altering config of topic {topic!r}")
 
 
-# --- topic deletion and partition growth during faults (issue 14) ------------------------------
+# --- topic deletion and partition growth during faults ------------------------------
 
 DeletionAnswer = Literal["answered", "timed_out"]
 

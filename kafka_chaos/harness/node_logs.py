@@ -1,4 +1,4 @@
-"""The brokers' controller and state-change logs, read from a mark on (issue 15).
+"""The brokers' controller and state-change logs, read from a mark on.
 
 :func:`controller_log_files` names the files of a cluster that hold those lines: the local
 launcher's per-broker ``controller.log`` and ``state-change.log`` (harness/log4j.properties),

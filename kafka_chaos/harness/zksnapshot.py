@@ -151,7 +151,7 @@ class ZkSnapshot:
             pending_reassignment=_bool(d["pending_reassignment"]),
             pending_preferred_election=_bool(d["pending_preferred_election"]),
             topic_ids={str(t): None if i is None else str(i) for t, i in d["topic_ids"].items()},
-            # absent from histories written before issue 14
+            # absent from histories written before topic deletion was observed
             topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
         )
 

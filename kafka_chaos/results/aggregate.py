@@ -112,7 +112,7 @@ def classify(parsed: "DataFrame") -> "DataFrame":
 
     A readable JSON line with an unknown ``schema_version`` is *rejected* even if its fields do
     not fit version 1's types: a newer layout may change them.  Written as SQL text, as the one
-    pass is: one call into the JVM per column instead of one per function (issue 15 item 5).
+    pass is: one call into the JVM per column instead of one per function.
     """
     readable = ", ".join(map(str, sorted(READABLE_VERSIONS)))
     # concat_ws skips nulls: "" when nothing is missing (cheaper than an array + lambda filter).
@@ -217,7 +217,7 @@ def facts(classified: "DataFrame") -> "DataFrame":
     * ``failing`` — a failed check (``kind == "check"`` and ``passed`` false), whole.
 
     One SQL expression (an array of facts per line, ``inline`` makes them rows): one call into
-    the JVM where the same built from Column objects took over a thousand (issue 15 item 5).
+    the JVM where the same built from Column objects took over a thousand.
     Every fact carries its file's ``file_id`` (a 64-bit hash of the source), so the partials
     split by file (:func:`split_by_file`) without a string per row.
     """
@@ -324,7 +324,7 @@ EMPTY_TOTALS: Mapping[str, Any] = {
 # Up to this much input (one run is ~2.5-3 MB of records.jsonl), the aggregation is all fixed cost:
 # Spark's code generation (janino compiling each query's Java) costs more than interpreting a
 # few thousand rows, and the query runs as one task in one stage (no shuffle).  Not 64 MiB: the
-# synthetic 100k records (66 MB) ran faster compiled (issue 15 item 5).
+# synthetic 100k records (66 MB) ran faster compiled.
 SMALL_INPUT_BYTES = 16 << 20
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
@@ -556,7 +556,7 @@ def write_rows(rows: Sequence[Mapping[str, Any]], column_types: Sequence[tuple[s
     """Rows as a Parquet table directory (one file) with the given (name, Spark SQL type) columns,
     written by pyarrow: readable by ``spark.read.parquet(path)`` like a table Spark wrote.  Each
     table is a few hundred rows at most (failing checks aside); through Spark, writing the ten of
-    them cost a job each, 2 s in a warm JVM and 6 s in a fresh one (issue 15 item 5)."""
+    them cost a job each, 2 s in a warm JVM and 6 s in a fresh one."""
     import shutil
 
     import pyarrow as pa

@@ -1,4 +1,4 @@
-"""Each input file's partial aggregates, kept between reports (issue 15 item 5: large reports).
+"""Each input file's partial aggregates, kept between reports (large reports).
 
 A report over many runs — a nightly window, a baseline — reads the same records.jsonl files
 again and again, and parsing them is most of its cost (docs/report.md: ~22 s of Spark parsing

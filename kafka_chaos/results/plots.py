@@ -3,7 +3,7 @@ aggregates' Python rows as inline SVG text.
 
 They were matplotlib PNGs: importing matplotlib cost about 2 CPU-s and drawing and PNG-encoding
 the breakdown, trend, heatmap and three timelines about 5 CPU-s of a one-run report, on a
-2-core machine where the Spark JVM needs the other core (issue 15 item 5).  Written directly as
+2-core machine where the Spark JVM needs the other core.  Written directly as
 SVG elements they take milliseconds, stay sharp at any zoom, and the report imports no plotting
 library at all.  Each function returns the SVG text, or None when there is nothing to draw.
 """

@@ -276,7 +276,7 @@ PREFETCH_HISTORY_BYTES = 128 << 20  # more history than this is read after Spark
 class _Prefetch:
     """While Spark starts and aggregates (the JVM's work; this process mostly waits on a socket),
     a thread parses the history files the timelines come from — seconds of a one-run report's
-    wall time (issue 15).  Only a bounded amount of history is held."""
+    wall time.  Only a bounded amount of history is held."""
 
     def __init__(self, directories: Sequence[Path]) -> None:
         import threading

@@ -2,7 +2,7 @@
 
 For 3M records the one pass yields some 2.4M latency rows (fault x phase x partitions x session
 timeout x exact value, counted); as Python dicts, finishing the percentile, histogram and
-rounded-value tables from them took longer than Spark's whole query (issue 15 item 5).  Here
+rounded-value tables from them took longer than Spark's whole query.  Here
 each key column is integer codes into its distinct values (None among them), values and counts
 are arrays, and a table is one sort, one cumulative sum and a binary search per percentile.
 

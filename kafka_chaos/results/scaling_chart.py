@@ -1,4 +1,4 @@
-"""The failover scaling chart of ``kafka-chaos bench failover`` (issue 15): each phase's median
+"""The failover scaling chart of ``kafka-chaos bench failover``: each phase's median
 time against the partition count, log-log, one panel per fault (matplotlib, headless)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A class-data-sharing archive for the report's Spark driver JVM (issue 15: report speed).
+"""A class-data-sharing archive for the report's Spark driver JVM (report speed).
 
 Starting Spark loads and verifies some 20,000 classes; a dynamic AppCDS archive (JDK 13+,
 ``-XX:ArchiveClassesAtExit``) holds them pre-parsed and halves the session start-up (measured
@@ -41,7 +41,7 @@ def _java() -> str | None:
 
 
 # The modules whose Spark queries decide which classes the archive holds: when they change, so
-# may the classes a report loads (the one-pass query of issue 15 loads Arrow's and the
+# may the classes a report loads (the one-pass query loads Arrow's and the
 # higher-order functions' classes the earlier queries never did), and a new archive is built.
 QUERY_MODULES = ("aggregate.py",)
 

@@ -53,7 +53,7 @@ def spark_config(master: str | None = None, driver_memory: str = DEFAULT_DRIVER_
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
         # Adaptive execution re-plans a query after each shuffle stage, as a separate job: with
-        # 2 fixed shuffle partitions and tiny aggregates it only doubles the jobs (issue 15).
+        # 2 fixed shuffle partitions and tiny aggregates it only doubles the jobs.
         "spark.sql.adaptive.enabled": "false",
         # Each Parquet table is committed by renaming its task files once, not twice.
         "spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "2",

@@ -2,7 +2,7 @@
 
 A report draws one distribution per fault (up to ``plots.MAX_FAULT_PLOTS``).  Drawn with
 matplotlib, each cost about 0.7 s (log-axis minor ticks, text layout, the PNG encoder): 8–10 s
-of a one-run report's 26 s (issue 15 item 5).  The chart is simple — step lines on a log-scale x
+of a one-run report's 26 s.  The chart is simple — step lines on a log-scale x
 axis, two marker lines per phase, a legend — so it is written here as SVG elements directly, in
 milliseconds, and embedded in the HTML as text (sharp at any zoom, and smaller than the PNG).
 """
@@ -184,7 +184,7 @@ def _text(value: str) -> str:
 # ------------------------------------------------------------------- shared drawing primitives
 # The report's other charts (breakdown, trend, heatmap, timelines: results.plots) are SVG too, so
 # the report no longer imports matplotlib at all (its import alone was ~2 CPU-s, and drawing
-# and PNG-encoding five or six figures ~5 CPU-s of a one-run report: issue 15 item 5).
+# and PNG-encoding five or six figures ~5 CPU-s of a one-run report).
 
 
 class Canvas:

@@ -6,7 +6,7 @@ outcome x UTC day; per fault x phase x partition count x session timeout x exact
 per fault for the availability and controller measurements; one per failed check.  Every table
 the report shows follows from those rows exactly — counts add up, minima, maxima and sums carry
 over, and a nearest-rank percentile of a sample is a walk over its distinct values in order — so
-this module finishes them without another Spark job (issue 15 item 5: one pass over the input).
+this module finishes them without another Spark job (one pass over the input).
 
 Rows are plain dicts, except the latency samples: millions of rows for large inputs, they are
 columns (:class:`results.samples.Samples`, numpy).  The rows may come from several files'

@@ -119,7 +119,7 @@ def load_histories(results_dirs: Iterable[Path]) -> list[HistoryGroups]:
     report reads them while Spark aggregates: it needs no aggregate).  Lines stay text: only the
     few iterations drawn are turned into observations (:func:`choose_timelines`) — building
     every observation of a one-run history (125 lines, 11.7 MB) cost 1.8 of the 3.1 CPU-s
-    reading it took (issue 15 item 5).  A line that is not JSON is skipped here, one that is not
+    reading it took.  A line that is not JSON is skipped here, one that is not
     an observation when its iteration is drawn, as ``read_history`` skips both."""
     import json
 

@@ -1,5 +1,5 @@
 """A deliberately wrong oracle rule makes a generated schedule fail on a real cluster, and the
-shrinker brings it down to at most 2 steps that still fail the same check (issue 11)."""
+shrinker brings it down to at most 2 steps that still fail the same check."""
 
 from __future__ import annotations
 

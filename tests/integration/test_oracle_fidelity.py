@@ -1,4 +1,4 @@
-"""The oracle against a real cluster where Kafka's processing order matters (issue 10).
+"""The oracle against a real cluster where Kafka's processing order matters.
 
 Broker ids 4, 5, 6 (``ClusterConfig.first_broker_id``): with ids >= 5 the controller's
 ``replicas.groupBy(_.replica)`` (an immutable HashMap) does not visit brokers in ascending order,

@@ -1,4 +1,4 @@
-"""Topic deletion and partition growth during faults on a real cluster (issue 14): the oracle's
+"""Topic deletion and partition growth during faults on a real cluster: the oracle's
 prediction, computed from what ZooKeeper showed *before* each action, is what ZooKeeper shows
 after it.
 

@@ -1,4 +1,4 @@
-"""The faster aggregation (issue 15 item 5) gives exactly what the previous one gave.
+"""The faster aggregation gives exactly what the previous one gave.
 
 ``golden/aggregates.json`` was written by the aggregation as it was before the speed-up (commit
 d164377: one ``orderBy`` per table, one job after another, the whole records cached) over the

@@ -424,7 +424,7 @@ def check_history(observations: Sequence[Observation], predictor: Predictor = pr
     return out
 
 
-# --- the clients' history (issue 12): consumers through every step ----------------------------
+# --- the clients' history: consumers through every step ----------------------------
 
 def _ops_by_partition(ctx: CheckContext, obs: Observation) -> dict[str, list[ClientOps]]:
     """Every recorded stretch per "t-p", in order: the earlier steps', then ``obs``'s."""

@@ -43,7 +43,7 @@ _GROUP_SESSION_TIMEOUT_MS = 10_000
 _GROUP_HEARTBEAT_MS = 1_000
 # The group member's own account of itself (librdkafka debug "cgrp,fetch,consumer"): kept in a
 # bounded ring and written beside the node logs when a scenario fails, so a consumer that skips
-# or re-reads offsets can be classified from the run's files (issue 17) — about 50 lines a
+# or re-reads offsets can be classified from the run's files — about 50 lines a
 # second with 6 partitions, so the ring holds the last few minutes.
 _DEBUG_CONTEXTS = "cgrp,fetch,consumer"
 _DEBUG_LINES = 20_000

@@ -1,4 +1,4 @@
-"""A client's librdkafka debug lines, kept in a bounded ring (issue 17): written beside the node
+"""A client's librdkafka debug lines, kept in a bounded ring: written beside the node
 logs when a scenario fails, so an anomaly the history checker finds (a skipped offset, an ack
 naming the wrong offset) can be classified from the client's own account."""
 

@@ -1,4 +1,4 @@
-"""A failed log directory (issue 14): one of a broker's ``log.dirs`` made unusable while it runs
+"""A failed log directory: one of a broker's ``log.dirs`` made unusable while it runs
 (:mod:`harness.log_dirs`: moved aside, a regular file in its place), and its heal, the broker
 restarted with the directory repaired.
 

@@ -1,4 +1,4 @@
-"""Topic admin operations during faults (issue 14): deleting a topic while a replica's broker is
+"""Topic admin operations during faults: deleting a topic while a replica's broker is
 down (Kafka 3.9 ``TopicDeletionManager``: the deletion waits, ReplicaDeletionIneligible, and
 completes when the broker returns) and adding partitions (``processPartitionModifications`` →
 ``onNewPartitionCreation``: a new partition with no live replica stays NewPartition until one

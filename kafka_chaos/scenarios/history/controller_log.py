@@ -1,4 +1,4 @@
-"""What the controller itself logged about a fault (issue 15): a pure parser of the lines of
+"""What the controller itself logged about a fault: a pure parser of the lines of
 ``controller.log`` and ``state-change.log`` (or a container's single log, which holds both), and
 the per-partition controller phases computed from them.
 

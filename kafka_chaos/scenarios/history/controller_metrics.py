@@ -1,4 +1,4 @@
-"""The controller's own figures around one fault (issue 15): pure arithmetic over two scrapes of
+"""The controller's own figures around one fault: pure arithmetic over two scrapes of
 every broker's JMX exporter (:mod:`harness.metrics`), taken right before the fault and when the
 step's measurement window closes, and stored in the step's observation so ``kafka-chaos check``
 recomputes the same ``controller_metrics`` record.

@@ -685,7 +685,7 @@ def with_brokers(s: Scenario, brokers: int | None) -> Scenario:
     return replace(s, needs=replace(s.needs, brokers=brokers))
 
 
-# --- topic deletion and partition growth during faults (issue 14) -------------------------------
+# --- topic deletion and partition growth during faults -------------------------------
 
 
 @scenario(topics=[topic_t, topic_d])
@@ -738,7 +738,7 @@ _REPAIR = frozen({"variant": "heal"})
 
 @scenario(topics=[topic_t], needs=TWO_LOG_DIRS)
 def leader_log_dir_failure() -> list[Step]:
-    """The log directory holding t-0 on its leader fails (issue 14; Kafka's own
+    """The log directory holding t-0 on its leader fails (Kafka's own
     ``log_dir_failure_test``), then the broker restarts with it repaired. The broker's next write
     there fails (``LogDirFailureChannel``), ``ReplicaManager.handleLogDirFailure`` takes the
     directory's replicas offline and writes ``/log_dir_event_notification``; Kafka 3.9

@@ -84,7 +84,7 @@ class RunOptions:
     # Faults with client windows (network partitions): how long a step waits for the clients to
     # get acks again (a cut leader's clients hang until their own timeouts: socket.timeout.ms is 10 s).
     client_recovery_timeout: float = 45.0
-    # Consumers (assign + group) through every step, their polls in the history (issue 12).
+    # Consumers (assign + group) through every step, their polls in the history.
     consumers: bool = True
 
 
@@ -289,9 +289,11 @@ class Runner:
         now = time.time()
         traits = FaultTraits("create_topic", "create_topic", exact_epochs=True)
         self._emit(ctx.checks, ctx.outcome, StepObserved(
-            ctx.run, None, "create_topic", traits, Target((), "cluster"), (), started, snapshot, before,
-            tuple(events), created_at, created_at, after, waited, self.options.settle_timeout, (), metadata,
-            {}, (), {}, now, now), options)
+            run=ctx.run, index=None, label="create_topic", traits=traits, target=Target((), "cluster"), then=(),
+            started_at=started, before=snapshot, oracle_state=before, oracle_events=tuple(events), fault_at=created_at,
+            episode_started_at=created_at, after=after, waited_s=waited,
+            convergence_timeout_s=self.options.settle_timeout, excused=(), metadata=metadata, sightings={}, events=(),
+            clients={}, measured_at=now, finished_at=now), options)
         if not converged:
             raise ScenarioAbortedError("the topics never reached their predicted initial state")
 

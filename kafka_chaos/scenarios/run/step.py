@@ -166,13 +166,16 @@ class StepCore:
             sightings = poller.sightings_by_partition(since=fault_at)
         window_start = min(episode if episode is not None else fault_at, fault_at)
         return StepObserved(
-            run, index, label, traits_of(fault), prepared.target, prepared.then, prepared.started,
-            prepared.before_snap, prepared.before, prepared.events, fault_at,
-            episode if episode is not None else fault_at, after, waited, self.timeouts.convergence,
-            tuple(sorted(self.nemesis.faulted_brokers)), metadata, sightings,
-            tuple(self.observer.events_since(fault_at)), clients.activity(window_start, measured_at),
-            measured_at, time.time(), clients.ops(measured_at),
-            FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None, logged)
+            run=run, index=index, label=label, traits=traits_of(fault), target=prepared.target, then=prepared.then,
+            started_at=prepared.started, before=prepared.before_snap, oracle_state=prepared.before,
+            oracle_events=prepared.events, fault_at=fault_at,
+            episode_started_at=episode if episode is not None else fault_at, after=after, waited_s=waited,
+            convergence_timeout_s=self.timeouts.convergence, excused=tuple(sorted(self.nemesis.faulted_brokers)),
+            metadata=metadata, sightings=sightings, events=tuple(self.observer.events_since(fault_at)),
+            clients=clients.activity(window_start, measured_at), measured_at=measured_at, finished_at=time.time(),
+            ops=clients.ops(measured_at),
+            metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
+            controller_log=logged)
 
     def _metadata(self, poller: MetadataPoller, after: Any) -> dict[int, MetadataAnswer]:
         # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their

@@ -1,4 +1,4 @@
-"""Events whose processing order Kafka does not fix (issue 10 item 5): ``predict`` lists one
+"""Events whose processing order Kafka does not fix: ``predict`` lists one
 alternative per distinct settled state a legal order leaves, the main prediction first."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Table tests for the divergences issue 10 lists (items 1-4 and 6), each row a rule read from the
+"""Table tests for where Kafka 3.9 diverges from the seed documents, each row a rule read from the
 Kafka 3.9 source (branch 3.9, commit c821449fb7c1; line numbers in ``oracle/README.md``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Topic deletion and partition growth in the step pipeline (issue 14): the fault kinds, the
+"""Topic deletion and partition growth in the step pipeline: the fault kinds, the
 generator's rules, the history codec, the convergence predicate and the checks that a partition
 without a state znode or a topic queued for deletion needs."""
 
