@@ -468,7 +468,7 @@ class RemoteLinkProxy:
 def main(argv: list[str] | None = None) -> int:
     """``python -m harness.link_proxy --links JSON --ready FILE``: serve the links until SIGTERM;
     writes ``{"control_port": P, "ports": {link: port}}`` to FILE once listening."""
-    parser = argparse.ArgumentParser(prog="python -m harness.link_proxy")
+    parser = argparse.ArgumentParser(prog="python -m kafka_chaos.harness.link_proxy")
     parser.add_argument("--links", required=True, help='JSON: {"name": ["host", port], ...}')
     parser.add_argument("--ready", required=True, type=Path)
     parser.add_argument("--mark", type=int, default=None, help="SO_MARK of the proxy's onward connections")
