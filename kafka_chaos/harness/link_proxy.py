@@ -22,7 +22,7 @@ reading, so the sender sees TCP back-pressure).  Every link and connection lives
 loop in a background thread (:class:`LinkProxy`); :meth:`LinkProxy.stop` closes every socket and
 joins the thread.  A small JSON-lines control port lets another process change the faults
 (:class:`RemoteLinkProxy`): ``kafka-chaos cluster up`` runs the proxy as a detached process
-(``python -m harness.link_proxy``) so it outlives the command, and later ``cluster delay`` /
+(``python -m kafka_chaos.harness.link_proxy``) so it outlives the command, and later ``cluster delay`` /
 ``cluster heal`` commands reach it there.
 """
 
@@ -466,7 +466,7 @@ class RemoteLinkProxy:
 # ---------------------------------------------------------------------- detached process
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.link_proxy --links JSON --ready FILE``: serve the links until SIGTERM;
+    """``python -m kafka_chaos.harness.link_proxy --links JSON --ready FILE``: serve the links until SIGTERM;
     writes ``{"control_port": P, "ports": {link: port}}`` to FILE once listening."""
     parser = argparse.ArgumentParser(prog="python -m kafka_chaos.harness.link_proxy")
     parser.add_argument("--links", required=True, help='JSON: {"name": ["host", port], ...}')

@@ -2,7 +2,7 @@
 
 Starting Spark loads and verifies some 20,000 classes; a dynamic AppCDS archive (JDK 13+,
 ``-XX:ArchiveClassesAtExit``) holds them pre-parsed and halves the session start-up (measured
-on this 2-core machine: 14.6 s -> 7.9 s).  It is built once — ``python -m results.spark_cds``,
+on this 2-core machine: 14.6 s -> 7.9 s).  It is built once — ``python -m kafka_chaos.results.spark_cds``,
 which ``scripts/setup.sh`` runs — by a JVM that runs a small report's aggregation and exits
 cleanly, which is when the JVM writes the archive.  The file is keyed by the java binary and
 pyspark's jars, so another JDK or Spark version finds none; a JVM given an archive that does

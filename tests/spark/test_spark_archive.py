@@ -1,4 +1,4 @@
-"""Set-up's Spark class-data archive step (``python -m results.spark_cds``) is an optimisation:
+"""Set-up's Spark class-data archive step (``python -m kafka_chaos.results.spark_cds``) is an optimisation:
 when the archive cannot be built it warns once and set-up goes on."""
 
 from __future__ import annotations

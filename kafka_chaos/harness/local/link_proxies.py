@@ -19,7 +19,7 @@ with the broker's peer or client links.
 
 A cluster this process owns runs the proxy on a thread of its own (it dies with the process,
 like the owned JVMs); a detached one (``kafka-chaos cluster up``) runs it as a process
-(``python -m harness.link_proxy``) whose control port is in ``cluster.json``, so later
+(``python -m kafka_chaos.harness.link_proxy``) whose control port is in ``cluster.json``, so later
 ``cluster delay``/``cut``/``heal`` commands reach it; it is killed with the cluster.
 """
 
