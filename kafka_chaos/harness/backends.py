@@ -67,7 +67,7 @@ def resolve_backend(backend: str) -> str:
 
 
 def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDistribution",
-                 base_image: str | None = None) -> "Cluster":
+                 base_image: str | None = None) -> "LocalCluster | ContainerCluster":
     chosen = resolve_backend(backend)
     if chosen == "local":
         if base_image is not None and backend == "local":

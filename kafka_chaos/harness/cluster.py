@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from types import MappingProxyType, TracebackType
+from typing import Protocol, Self, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,9 @@ class ZooKeeperEnsembleControl(Protocol):
     def zookeeper_servers(self) -> list[int]:
         """The ensemble's server ids (``myid``)."""
 
+    def zookeeper_client_ports(self) -> dict[int, int]:
+        """Server id -> the port clients reach it on (what ``wait_serving`` polls)."""
+
     def zookeeper_leader(self) -> int | None:
         """The server leading now; None while no quorum serves."""
 
@@ -208,6 +211,30 @@ class LinkDelayer(Protocol):
         """Delay both directions of every named link between the broker and ZooKeeper / its
         peers / clients until ``heal_network`` (which every launcher with this capability also
         has)."""
+
+
+class NetworkHealer(Protocol):
+    """Undo every cut, degradation and delay: what every launcher with a network capability
+    (``NETWORK_PARTITION``, ``ZOOKEEPER_LINK_PARTITION``, ``NETWORK_DEGRADE``, ``LINK_DELAY``)
+    also has."""
+
+    def heal_network(self) -> None: ...
+
+
+@runtime_checkable
+class ChaosCluster(Cluster, BrokerControl, Protocol):
+    """What the step pipeline runs on: a cluster whose brokers it can stop and start (every
+    launcher is one). Optional capabilities are checked with :func:`capabilities_of`."""
+
+
+@runtime_checkable
+class ManagedCluster(ChaosCluster, Protocol):
+    """A launcher as the pool holds it: started by entering, torn down by leaving."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
 
 
 class Capability(StrEnum):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
-from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.cluster import Capability, ChaosCluster
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.oracle import ClusterState, Event, TopicPartition
 from kafka_chaos.scenarios.model.targets import Target
@@ -39,7 +39,7 @@ class FaultEnv:
     """What faults act through: the cluster (``Cluster`` + its capability protocols), the
     ZooKeeper observer (reads and waits only), the ZooKeeper admin writer, timing settings."""
 
-    cluster: Any  # Cluster & BrokerControl (& NetworkPartitioner): checked per capability
+    cluster: ChaosCluster  # optional capabilities: require_capability
     observer: ZkObserver
     admin: ZkAdmin
     session_timeout_ms: int = 6000
@@ -255,8 +255,9 @@ def requirements_of(kinds: Sequence[str]) -> frozenset[Capability]:
     return needs
 
 
-def require_capability(env: FaultEnv, capability: Capability, kind: str) -> Any:
-    """The cluster, when it has ``capability``; a one-line error otherwise."""
+def require_capability(env: FaultEnv, capability: Capability, kind: str) -> ChaosCluster:
+    """The cluster, when it has ``capability`` (the caller casts it to that capability's
+    protocol, ``harness.cluster.CAPABILITY_PROTOCOLS``); a one-line error otherwise."""
     from kafka_chaos.harness.cluster import capabilities_of
 
     if capability not in capabilities_of(env.cluster):

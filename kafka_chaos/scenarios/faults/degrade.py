@@ -21,10 +21,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.cluster import Capability, ChaosCluster, NetworkDegrader, NetworkHealer
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.zookeeper import session_window_s
@@ -86,7 +86,7 @@ class LinkFault(FaultBase):
     def inject(self, env: FaultEnv) -> None:
         cluster = require_capability(env, self.link_capability, self.label)
         if self.healing:
-            cluster.heal_network()
+            cast(NetworkHealer, cluster).heal_network()
             return
         for broker in self.target.brokers:
             self.worsen(cluster, broker)
@@ -95,9 +95,9 @@ class LinkFault(FaultBase):
 
     def heal(self, env: FaultEnv) -> None:
         if not self.healing:
-            env.cluster.heal_network()
+            cast(NetworkHealer, env.cluster).heal_network()
 
-    def worsen(self, cluster: Any, broker: int) -> None:
+    def worsen(self, cluster: ChaosCluster, broker: int) -> None:
         raise NotImplementedError
 
 
@@ -142,5 +142,5 @@ class NetworkDegrade(LinkFault):
     def label(self) -> str:
         return f"{KIND}/heal" if self.healing else f"{KIND}/{self.links}"
 
-    def worsen(self, cluster: Any, broker: int) -> None:
-        cluster.degrade(broker, loss_pct=self.loss_pct, rate_kbit=self.rate_kbit, **LINKS[self.links])
+    def worsen(self, cluster: ChaosCluster, broker: int) -> None:
+        cast(NetworkDegrader, cluster).degrade(broker, loss_pct=self.loss_pct, rate_kbit=self.rate_kbit, **LINKS[self.links])

@@ -44,10 +44,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.cluster import Capability, ChaosCluster, LinkDelayer
 from kafka_chaos.scenarios.faults.base import FaultEnv, StepTopics, register_fault
 from kafka_chaos.scenarios.faults.degrade import LINKS, LinkFault
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
@@ -128,8 +128,8 @@ class NetworkDelay(LinkFault):
         if problem is not None:
             raise UsageError(f"{KIND}: {problem}")
 
-    def worsen(self, cluster: Any, broker: int) -> None:
-        cluster.delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms, **delay_arguments(self.to))
+    def worsen(self, cluster: ChaosCluster, broker: int) -> None:
+        cast(LinkDelayer, cluster).delay_links(broker, delay_ms=self.delay_ms, jitter_ms=self.jitter_ms, **delay_arguments(self.to))
 
 
 # --- generator side (scenarios.faults.generation) ------------------------------------------------

@@ -25,10 +25,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import HarnessError, UsageError
-from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.cluster import Capability, LogDirFailer
 from kafka_chaos.oracle import (
     BrokerFailure,
     BrokerStartup,
@@ -65,14 +65,14 @@ def restart_repaired(env: FaultEnv, broker: int) -> None:
     repair comes first: on the containers backend the directories are reachable only while the
     container runs. A controlled shutdown (the broker leads nothing on the failed directory)."""
     cluster = require_capability(env, Capability.LOG_DIR_FAILURE, KIND)
-    repaired = cluster.repair_log_dirs(broker)
+    repaired = cast(LogDirFailer, cluster).repair_log_dirs(broker)
     if cluster.broker_running(broker):
         cluster.stop_broker(broker)
     log.info("broker %d: log directories %s repaired, starting it", broker, repaired)
     cluster.start_broker(broker)
 
 
-def _wait_logs_created(cluster: Any, broker: int, state: ClusterState, timeout: float = LOGS_TIMEOUT_S) -> None:
+def _wait_logs_created(cluster: LogDirFailer, broker: int, state: ClusterState, timeout: float = LOGS_TIMEOUT_S) -> None:
     """Wait (bounded) until the broker has created the log of every replica ``state`` gives it:
     ZooKeeper shows a new partition's ISR as the controller wrote it, and a follower creates its
     log only when its LeaderAndIsr arrives, a moment later (found by benchmarks/log_dir_bench.py:
@@ -132,7 +132,7 @@ class LogDirFailureFault(FaultBase):
     def prepare(self, env: FaultEnv, state: ClusterState | None = None) -> None:
         """Which directory fails, the partitions of ``state`` it holds (all it holds when None),
         and whether it is the broker's last live one (then Kafka halts the broker)."""
-        cluster = require_capability(env, Capability.LOG_DIR_FAILURE, KIND)
+        cluster = cast(LogDirFailer, require_capability(env, Capability.LOG_DIR_FAILURE, KIND))
         broker = self.broker
         if state is not None:
             _wait_logs_created(cluster, broker, state)
@@ -146,7 +146,7 @@ class LogDirFailureFault(FaultBase):
                  cluster.log_dirs(broker)[index], [f"{tp.topic}-{tp.partition}" for tp in self._partitions],
                  "; it is its last: the broker halts" if self._halts else "")
 
-    def _directory_of_partition(self, cluster: Any, broker: int) -> int:
+    def _directory_of_partition(self, cluster: LogDirFailer, broker: int) -> int:
         if self.topic is None:
             return 0
         for index in range(len(cluster.log_dirs(broker))):
@@ -165,7 +165,7 @@ class LogDirFailureFault(FaultBase):
         if self._index is None:
             self.prepare(env)
         assert self._index is not None
-        cluster = require_capability(env, Capability.LOG_DIR_FAILURE, KIND)
+        cluster = cast(LogDirFailer, require_capability(env, Capability.LOG_DIR_FAILURE, KIND))
         cluster.fail_log_dir(self.broker, self._index)
         self._failed = True
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import UsageError
-from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.cluster import Capability, NetworkPartitioner
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
 from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
@@ -78,14 +78,14 @@ class NetworkPartition(_NetworkFault):
         return [BrokerFailure(tuple(self.target.brokers))] if _cut_loses_session(self.variant) else []
 
     def inject(self, env: FaultEnv) -> None:
-        partitioner = require_capability(env, Capability.NETWORK_PARTITION, self.label)
+        partitioner = cast(NetworkPartitioner, require_capability(env, Capability.NETWORK_PARTITION, self.label))
         self._cut = True  # set first: a half-made cut is healed too
         for b in self.target.brokers:
             partitioner.isolate(b, **CUTS[self.variant])
 
     def heal(self, env: FaultEnv) -> None:
         if self._cut:
-            require_capability(env, Capability.NETWORK_PARTITION, self.label).heal_network()
+            cast(NetworkPartitioner, require_capability(env, Capability.NETWORK_PARTITION, self.label)).heal_network()
             self._cut = False
 
 
@@ -115,7 +115,7 @@ class NetworkHeal(_NetworkFault):
         return [BrokerStartup(tuple(self.target.brokers))] if _cut_loses_session(self.healed) else []
 
     def inject(self, env: FaultEnv) -> None:
-        require_capability(env, Capability.NETWORK_PARTITION, self.label).heal_network()
+        cast(NetworkPartitioner, require_capability(env, Capability.NETWORK_PARTITION, self.label)).heal_network()
 
 
 def network_fault(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:

@@ -24,10 +24,10 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 from kafka_chaos.common.errors import HarnessError, UsageError
-from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.cluster import Capability, NetworkHealer, ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner
 from kafka_chaos.oracle import BrokerFailure, Event
 from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.model.targets import Target
@@ -71,7 +71,11 @@ def session_window_s(env: FaultEnv) -> float:
     return (env.session_timeout_ms + 2 * env.tick_time_ms) / 1000.0 + 2.0
 
 
-def restore_servers(cluster: Any, servers: Sequence[int]) -> None:
+class _LeaderCutter(ZooKeeperLinkPartitioner, ZooKeeperEnsembleControl, NetworkHealer, Protocol):
+    """What the leader cut uses: a launcher with ZooKeeper link cuts has an ensemble and heals."""
+
+
+def restore_servers(cluster: ZooKeeperEnsembleControl, servers: Sequence[int]) -> None:
     """Start the killed and resume the paused among ``servers``; return once all serve."""
     for server in servers:
         if not cluster.zookeeper_server_running(server):
@@ -121,7 +125,7 @@ class ZooKeeperServerFault(FaultBase):
         return []
 
     def inject(self, env: FaultEnv) -> None:
-        cluster = require_capability(env, Capability.ZOOKEEPER_ENSEMBLE, self.label)
+        cluster = cast(ZooKeeperEnsembleControl, require_capability(env, Capability.ZOOKEEPER_ENSEMBLE, self.label))
         servers = cluster.zookeeper_servers()
         if self.action == "restore":
             restore_servers(cluster, servers)
@@ -139,7 +143,7 @@ class ZooKeeperServerFault(FaultBase):
 
     def heal(self, env: FaultEnv) -> None:
         if self._hit:
-            restore_servers(env.cluster, self._hit)
+            restore_servers(cast(ZooKeeperEnsembleControl, env.cluster), self._hit)
             self._hit = ()
 
 
@@ -187,7 +191,7 @@ class ZooKeeperQuorumLoss(FaultBase):
     def inject(self, env: FaultEnv) -> None:
         from kafka_chaos.harness import zk_ensemble
 
-        cluster = require_capability(env, Capability.ZOOKEEPER_ENSEMBLE, self.label)
+        cluster = cast(ZooKeeperEnsembleControl, require_capability(env, Capability.ZOOKEEPER_ENSEMBLE, self.label))
         servers = cluster.zookeeper_servers()
         if len(servers) < 3:
             raise HarnessError(f"{self.label} needs an ensemble of 3 or 5 ZooKeeper servers, this cluster "
@@ -212,7 +216,7 @@ class ZooKeeperQuorumLoss(FaultBase):
 
     def heal(self, env: FaultEnv) -> None:
         if self._hit:
-            restore_servers(env.cluster, self._hit)
+            restore_servers(cast(ZooKeeperEnsembleControl, env.cluster), self._hit)
             self._hit = ()
         for broker in self.target.brokers if self.kill_broker else ():
             if not env.cluster.broker_running(broker):
@@ -249,7 +253,7 @@ class ZooKeeperLeaderCut(FaultBase):
         return []
 
     def inject(self, env: FaultEnv) -> None:
-        cluster = require_capability(env, Capability.ZOOKEEPER_LINK_PARTITION, self.label)
+        cluster = cast(_LeaderCutter, require_capability(env, Capability.ZOOKEEPER_LINK_PARTITION, self.label))
         if self.variant == "heal":
             cluster.heal_network()
             return
@@ -263,4 +267,4 @@ class ZooKeeperLeaderCut(FaultBase):
 
     def heal(self, env: FaultEnv) -> None:
         if self.variant == "cut":
-            env.cluster.heal_network()
+            cast(NetworkHealer, env.cluster).heal_network()

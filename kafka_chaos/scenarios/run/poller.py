@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kafka_chaos.harness.cluster import ChaosCluster
 from kafka_chaos.scenarios.checks.functions import check_metadata_agrees
 from kafka_chaos.scenarios.history.observations import MetadataAnswer, PartitionSeen
 
@@ -20,7 +21,7 @@ class MetadataPoller:
     recording when each broker first showed each leader — the ``propagation`` phase — and the
     latest full answer for the agreement check."""
 
-    def __init__(self, cluster: Any, brokers: Iterable[int], topics: Sequence[str], interval: float = 0.2) -> None:
+    def __init__(self, cluster: ChaosCluster, brokers: Iterable[int], topics: Sequence[str], interval: float = 0.2) -> None:
         self.cluster = cluster
         self.brokers = sorted(brokers)
         self.topics = list(topics)

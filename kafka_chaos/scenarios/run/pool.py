@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafka_chaos.common.errors import HarnessError
-from kafka_chaos.harness.cluster import Capability, capabilities_of
+from kafka_chaos.harness.cluster import Capability, ManagedCluster, capabilities_of
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds
 from kafka_chaos.scenarios.model.snapshots import is_settled
@@ -78,7 +78,7 @@ class StallWatch:
 
 class ClusterPool:
     def __init__(self, backend: str, distribution: Any, progress: Progress,
-                 open_cluster: Callable[..., Any] | None = None, settle_timeout: float = 90.0,
+                 open_cluster: Callable[..., ManagedCluster] | None = None, settle_timeout: float = 90.0,
                  stall_timeout: float = STALL_TIMEOUT_S) -> None:
         self.backend = backend
         self.distribution = distribution
@@ -86,7 +86,7 @@ class ClusterPool:
         self._open = open_cluster
         self.settle_timeout = settle_timeout
         self.stall_timeout = stall_timeout
-        self.cluster: Any = None
+        self.cluster: ManagedCluster | None = None
         self.needs: ClusterNeeds | None = None
         self._missing: Mapping[Capability, str] | None = None
 
@@ -105,7 +105,7 @@ class ClusterPool:
             self._missing = missing_capabilities(self.backend)  # asked once: "auto" pings Docker
         return self._missing
 
-    def acquire(self, needs: ClusterNeeds) -> Any:
+    def acquire(self, needs: ClusterNeeds) -> ManagedCluster:
         if self.cluster is not None and self.needs == needs:
             try:
                 self.restore()
@@ -122,13 +122,13 @@ class ClusterPool:
                                link_proxies=needs.link_proxies)
         opener = self._open or open_cluster
         self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
-        cluster: Any = opener(self.backend, config, self.distribution)  # a launcher: a context manager
+        cluster: ManagedCluster = opener(self.backend, config, self.distribution)
         cluster.__enter__()  # starts; cleans up itself when starting fails
         self.cluster, self.needs = cluster, needs
         self._create_offsets_topic(cluster)
         return cluster
 
-    def _create_offsets_topic(self, cluster: Any) -> None:
+    def _create_offsets_topic(self, cluster: ManagedCluster) -> None:
         """The scenarios' consumer groups must work from the first fault on: create
         ``__consumer_offsets`` while every broker is up (Kafka would create it lazily, refused
         while a broker is down). A failure here is a cluster that cannot be used."""
@@ -143,12 +143,18 @@ class ClusterPool:
             self.release()
             raise
 
+    def held(self) -> ManagedCluster:
+        """The cluster the pool holds now (a HarnessError when it holds none)."""
+        if self.cluster is None:
+            raise HarnessError("the cluster pool holds no cluster")
+        return self.cluster
+
     def restore(self) -> None:
         """Start every stopped broker and wait for all registered, a controller, and settled
         internal topics."""
         from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
 
-        cluster = self.cluster
+        cluster = self.held()
         for b in cluster.broker_ids:
             if not cluster.broker_running(b):
                 self.progress(f"restoring: starting broker {b}")

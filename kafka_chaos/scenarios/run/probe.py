@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_chaos.harness.cluster import ChaosCluster
+from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.oracle import predict
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate
@@ -56,8 +58,8 @@ class Probe:
     the targets earlier steps hit (``EarlierTarget``); observed as the runner observes a
     scenario's steps (:class:`scenarios.run.step.StepCore`), without a workload."""
 
-    cluster: Any
-    observer: Any
+    cluster: ChaosCluster
+    observer: ZkObserver
     nemesis: Nemesis
     topics: Sequence[str]
     run: ScenarioRun

@@ -32,6 +32,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
+from kafka_chaos.harness.cluster import ChaosCluster, Cluster
+from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.oracle import CreateTopic, Event, predict
 from kafka_chaos.scenarios.model.steps import Step
@@ -214,7 +217,7 @@ class Runner:
         started = time.time()
         try:
             self.pool.restore()
-            ctx.observer.wait_until(lambda s: is_settled(s, ctx.physical_topics), timeout=self.options.settle_timeout,
+            ctx.zk.wait_until(lambda s: is_settled(s, ctx.physical_topics), timeout=self.options.settle_timeout,
                                     description="settled after healing")
         except HarnessError as exc:
             self._stop_consumers(ctx)
@@ -264,7 +267,7 @@ class Runner:
 
         self._step_progress(ctx, "creating topics")
         started = time.time()
-        snapshot = ctx.observer.snapshot()
+        snapshot = ctx.zk.snapshot()
         before = cluster_state_of(snapshot, ctx.physical_topics, ctx.broker_config)
         events: list[Event] = [CreateTopic(ctx.topic_names[t.name], {p: tuple(r) for p, r in t.assignment.items()},
                                            dict(t.config)) for t in ctx.scenario.topics]
@@ -272,8 +275,9 @@ class Runner:
         created_at = time.time()
         for t in ctx.scenario.topics:
             create_topic(ctx.cluster.bootstrap_servers, ctx.topic_names[t.name], t.assignment, t.config)
+        after: ZkSnapshot | None
         try:
-            after = ctx.observer.wait_until(
+            after = ctx.zk.wait_until(
                 lambda s: matching(s, options, ctx.physical_topics) is not None
                 and is_settled(s, ctx.physical_topics),
                 timeout=self.options.settle_timeout, description="the created topics' predicted state")
@@ -327,7 +331,7 @@ class Runner:
         variant = step.options.get("variant")
         label = f"step {index + 1}/{len(ctx.scenario.steps)} {step.fault}" + (f"/{variant}" if variant else "")
         progress: Progress = lambda what: self._step_progress(ctx, what)  # noqa: E731
-        core = StepCore(ctx.cluster, ctx.observer, nemesis, ctx.physical_topics, self.predictor,
+        core = StepCore(ctx.cluster, ctx.zk, nemesis, ctx.physical_topics, self.predictor,
                         StepTimeouts(self.options.settle_timeout, self.options.convergence_timeout,
                                      self.options.metadata_timeout),
                         progress=progress, error=ScenarioAbortedError)
@@ -363,7 +367,7 @@ class Runner:
 
         target = Path(self.options.results_dir) / "logs" / f"{scenario}-{iteration}"
         try:
-            files = self.pool.cluster.log_files()
+            files = self.pool.held().log_files()
             target.mkdir(parents=True, exist_ok=True)
             for node, path in files.items():
                 if Path(path).is_file():
@@ -395,7 +399,7 @@ class _WorkloadClients(StepClients):
         if not prepared.fault.client_windows:
             return
         ctx = self._ctx
-        waiting = wait_for_clients(ctx.workloads, ctx.observer.events_since(fault_at), prepared.fault,
+        waiting = wait_for_clients(ctx.workloads, ctx.zk.events_since(fault_at), prepared.fault,
                                    prepared.before_snap, expected, fault_at, self._recovery_timeout)
         if waiting:
             self._progress(f"clients of {', '.join(waiting)} got no ack within "
@@ -412,7 +416,7 @@ class _WorkloadClients(StepClients):
 class _Context:
     scenario: Scenario
     iteration: int
-    cluster: Any
+    cluster: ChaosCluster
     outcome: ScenarioOutcome
     checks: CheckContext
     run: ScenarioRun
@@ -420,7 +424,7 @@ class _Context:
     topic_names: dict[str, str]
     broker_config: dict[str, str]
     started_at: float
-    observer: Any = None
+    observer: ZkObserver | None = None
     targets: list[Target] = field(default_factory=list)
     workloads: dict[str, Any] = field(default_factory=dict)
     workload_errors: dict[str, str] = field(default_factory=dict)
@@ -431,8 +435,15 @@ class _Context:
     def physical_topics(self) -> list[str]:
         return list(self.topic_names.values())
 
+    @property
+    def zk(self) -> ZkObserver:
+        """The iteration's ZooKeeper observer (open from topic creation to the read-back)."""
+        if self.observer is None:
+            raise HarnessError(f"{self.scenario.name}#{self.iteration}: no ZooKeeper observer open")
+        return self.observer
+
     @classmethod
-    def build(cls, scenario: Scenario, iteration: int, cluster: Any, outcome: ScenarioOutcome,
+    def build(cls, scenario: Scenario, iteration: int, cluster: ChaosCluster, outcome: ScenarioOutcome,
               checks: CheckContext, options: RunOptions, attempt: int = 0) -> _Context:
         # Same seed, scenario and iteration → same choices (str seeds hash with SHA-512).
         rng = random.Random(f"{options.seed}:{scenario.name}:{iteration}")
@@ -444,7 +455,7 @@ class _Context:
                    time.time())
 
 
-def scenario_run(options: RunOptions, scenario: Scenario, iteration: int, cluster: Any,
+def scenario_run(options: RunOptions, scenario: Scenario, iteration: int, cluster: Cluster | None,
                  topics: Sequence[str]) -> ScenarioRun:
     """What every record of this scenario iteration repeats (timing settings: the cluster's)."""
     session = tick = None

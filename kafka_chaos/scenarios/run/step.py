@@ -17,6 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_chaos.harness.cluster import ChaosCluster, Cluster
+from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.node_logs import LogCursor
 from kafka_chaos.oracle import AutoRebalance, ClusterState, Event
@@ -85,8 +88,8 @@ class StepCore:
     ``error`` is the exception type raised when the step cannot go on (the runner's
     ScenarioAbortedError, a plain HarnessError for the probe)."""
 
-    cluster: Any
-    observer: Any
+    cluster: ChaosCluster
+    observer: ZkObserver
     nemesis: Nemesis
     topics: Sequence[str]  # the topics the oracle and the checks look at (physical names)
     predictor: Predictor
@@ -146,6 +149,7 @@ class StepCore:
             fault_at = self.nemesis.inject(fault)
             exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before.controller,
                                  prepared.target.brokers)
+            after: ZkSnapshot | None
             try:
                 after = self.observer.wait_until(
                     lambda s: converged_to(s, options, prepared.before_snap, self.topics, exact_epochs=exact) is not None,
@@ -188,7 +192,7 @@ class StepCore:
         return poller.wait_agreement(zk_parts, asked, timeout=self.timeouts.metadata)
 
 
-def scrape_metrics(cluster: Any) -> MetricsScrape | None:
+def scrape_metrics(cluster: Cluster) -> MetricsScrape | None:
     """Every live broker's JMX exporter (bounded: a paused or killed broker is absent); None
     when the cluster's brokers run no exporter."""
     from kafka_chaos.harness.metrics import endpoints_of, scrape_brokers
@@ -200,7 +204,7 @@ def scrape_metrics(cluster: Any) -> MetricsScrape | None:
     return MetricsScrape(at, values)
 
 
-def controller_log(cluster: Any, logs: LogCursor, fault_at: float, topics: Sequence[str]) -> tuple[LogEvent, ...] | None:
+def controller_log(cluster: Cluster, logs: LogCursor, fault_at: float, topics: Sequence[str]) -> tuple[LogEvent, ...] | None:
     """The controller's and new leaders' lines about this step's topics since the fault
     (None when they cannot be read: the logs are a measurement, never a reason to abort)."""
     try:
