@@ -6,21 +6,13 @@ docs/local-network.md).
 
 Whether the delay crosses a threshold is the scenario's claim (``expect``), then checked:
 
-``session_expiry`` (``to: zookeeper``).  From ZooKeeper 3.8 ``ClientCnxn.SendThread.run`` with a
-one-way delay D on every link of the broker (docs/zookeeper-faults.md, "R5"):
-
-the session lives while the server hears from the client at least once per session timeout
-(:func:`scenarios.model.zk_delay_rule.predict`, where the derivation is).  A non-controller broker's
-idle client pings every ``readTimeout/2 = session/3`` (2 s of our 6 s), so the first ping sent
-after the onset reaches the server ``session/3 + D`` after the last undelayed one: from ``D ≥
-2/3 × session`` (+ up to one tick, by the server's expiry buckets) the session expires 4–6.5 s
-after the onset.  Below that it survives the onset; the client gives up connections (Kafka 3.9's
-``ZooKeeperClient`` ignores ``Disconnected``) and, with one server, once ``2D ≥ connectTimeout
-= session`` no reconnect completes and its ConnectRequests arrive > 7 s apart: the session
-expires ~``D + 9`` to ``D + 12.6`` s after the onset.  Expiry: ``/brokers/ids/N`` vanishes → the
-controller's ``onBrokerFailure`` (oracle ``BrokerFailure``); after the heal the broker reads
-``Expired`` and re-registers (``BrokerStartup``).  :meth:`NetworkDelay.prepare` refuses a claim
-R5 refutes for the cluster's session, tick and servers.
+``session_expiry`` (``to: zookeeper``).  Whether and when a one-way delay on every ZooKeeper link
+of the broker expires its session is R5 (docs/zookeeper-faults.md), derived from ZooKeeper 3.8's
+``ClientCnxn.SendThread.run`` once, in :func:`scenarios.model.zk_delay_rule.predict`.  Expiry:
+``/brokers/ids/N`` vanishes → the controller's ``onBrokerFailure`` (oracle ``BrokerFailure``);
+after the heal the broker reads ``Expired`` and re-registers (``BrokerStartup``).
+:meth:`NetworkDelay.prepare` refuses a claim R5 refutes for the cluster's session, tick and
+servers.
 
 ``isr_shrink`` (``to: peers``, a follower).  Kafka 3.9 ``Replica.updateFetchStateOrThrow``: a
 fetch at the leader asking for the leader's log end is caught up now; one asking for the log end
