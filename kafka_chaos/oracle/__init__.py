@@ -2,7 +2,8 @@
 fault or admin operation, the leader, ISR, epoch and replicas every partition must show once the
 cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
 
-from kafka_chaos.oracle.controller import apply_event, apply_event_alternatives, settled
+from kafka_chaos.oracle.controller import settled
+from kafka_chaos.oracle.interleavings import apply_event, apply_event_alternatives
 from kafka_chaos.oracle.events import (
     EVENT_TYPES,
     AddPartitions,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Hashable, Sequence
 
-from kafka_chaos.oracle.controller import iter_event_alternatives, state_key
+from kafka_chaos.oracle.interleavings import iter_event_alternatives, state_key
 from kafka_chaos.oracle.events import Event
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.oracle.state import ClusterState
@@ -62,7 +62,7 @@ def _label(labels: tuple[str, ...]) -> str:
 
 def predict(state: ClusterState, events: Sequence[Event]) -> Prediction:
     """Apply ``events`` in order, each to the settled state the previous one left, branching where
-    Kafka does not fix the order (:func:`oracle.controller.apply_event_alternatives`).  Branches that
+    Kafka does not fix the order (:func:`oracle.interleavings.apply_event_alternatives`).  Branches that
     reach an equal state are merged (the first label is kept), so alternatives have distinct final
     states."""
     paths = [_Path((), state, (), ())]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from kafka_chaos.oracle import ClusterState, PartitionPhase, PartitionState, TopicPartition, TopicState
-from kafka_chaos.oracle.controller import apply_event
+from kafka_chaos.oracle.interleavings import apply_event
 
 ONLINE, OFFLINE, NEW = PartitionPhase.ONLINE, PartitionPhase.OFFLINE, PartitionPhase.NEW
 

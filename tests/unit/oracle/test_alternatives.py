@@ -16,7 +16,7 @@ from kafka_chaos.oracle import (
     apply_event_alternatives,
     predict,
 )
-from kafka_chaos.oracle.controller import MAX_UNORDERED_BROKERS, _broker_orders, _failure_orders, ordered_set_partitions
+from kafka_chaos.oracle.interleavings import MAX_UNORDERED_BROKERS, _broker_orders, _failure_orders, ordered_set_partitions
 from tests.unit.oracle.builders import cluster, lit, new_part, one, part
 
 UNCLEAN_ON = {"t": {"unclean.leader.election.enable": "true"}}

@@ -1,7 +1,7 @@
 """Table tests: topic deletion (TopicDeletionManager), partition growth (processPartitionModifications)
 and failed log directories (processLogDirEventNotification / replicasOnOfflineDirs), Kafka 3.9.
 
-Epochs are worked by hand from the Scala (see the docstrings of ``_Controller.resume_deletions``,
+Epochs are worked by hand from the Scala (see the docstrings of ``WorkingController.resume_deletions``,
 ``add_partitions`` and ``on_log_dir_failure``); ``groupBy`` over brokers {1, 2} visits 1 then 2."""
 
 from __future__ import annotations
