@@ -218,6 +218,17 @@ def test_a_follower_held_by_a_fault_is_excused_from_catching_up() -> None:
     assert not is_settled(snap, ["r"], excused={3})
 
 
+def test_the_followers_of_a_leader_held_by_a_fault_are_excused_too() -> None:
+    """A broker whose peer links lose 80 % leads a partition: its followers cannot fetch from it
+    until the links heal, so the step before the heal must not wait for them."""
+    snap = ZkSnapshot(taken_at=0.0, live_brokers={1: 1, 2: 2, 3: 3}, controller=1, controller_epoch=1,
+                      partitions={("__consumer_offsets", 3): zk("__consumer_offsets", 3, (2, 3, 1), 2, (2,))},
+                      topic_configs={}, pending_reassignment=False)
+    assert unsettled(snap, None) == ["__consumer_offsets-3 ISR [2] lacks live [3, 1]"]
+    assert is_settled(snap, None, excused={2})
+    assert not is_settled(snap, None, excused={3})
+
+
 # --- client windows ---------------------------------------------------------------------------------
 
 T0 = 1000.0
