@@ -68,10 +68,11 @@ class WorkingController:
         # (onPartitionDeletion, TopicDeletionManager.scala 3.9 lines 284-315).  Not so after a
         # failover that found the topic ineligible (README: what it cannot predict).
         self.deleting: set[str] = set(state.topics_being_deleted)
+        self.forgotten: set[str] = set(state.deletions_forgotten)  # see ClusterState.deletions_forgotten
         self.deleted_replicas: set[tuple[TopicPartition, int]] = {
             (tp, r)
             for tp, p in self.partitions.items()
-            if tp.topic in self.deleting
+            if tp.topic in self.deleting and tp.topic not in self.forgotten
             for r in p.replicas
             if r in self.online_for(tp)
         } | set(state.deleted_offline_replicas)
@@ -120,6 +121,7 @@ class WorkingController:
                 if self.controller is not None and tp.topic in self.deleting and tp in self.partitions
                 and r not in self.online_for(tp)
             ),
+            deletions_forgotten=frozenset(self.forgotten & self.deleting),
         )
 
     # --- PartitionStateMachine -----------------------------------------------------------------
@@ -287,6 +289,7 @@ class WorkingController:
         self.shutting_down.clear()
         # A new controller has no ReplicaDeletionSuccessful replicas (initializeReplicaState).
         self.deleted_replicas.clear()
+        self.forgotten = set(self.deleting)
         self.offline_replica_transitions(
             [(tp, r) for tp, p in sorted(self.partitions.items()) for r in p.replicas if r not in self.online_for(tp)]
         )
@@ -571,6 +574,7 @@ class WorkingController:
         ]
         self.offline_replica_transitions(alive)
         self.deleted_replicas |= set(alive)
+        self.forgotten -= set(topics)
         retry: list[tuple[TopicPartition, int]] = []
         for topic in topics:
             own = self.topic_partitions(topic)

@@ -213,6 +213,7 @@ def state_key(state: ClusterState) -> Hashable:
         tuple(sorted(state.topics_being_deleted)),
         tuple(sorted((b, tuple(sorted(tps))) for b, tps in state.offline_replicas.items())),
         tuple(sorted(state.deleted_offline_replicas)),
+        tuple(sorted(state.deletions_forgotten)),
     )
 
 

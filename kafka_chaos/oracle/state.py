@@ -146,6 +146,12 @@ class ClusterState:
     # ReplicaDeletionSuccessful: ReplicaStateMachine.scala 3.9 lines 463-486). An observed state
     # has none: there every replica of a queued topic on an online broker counts as deleted.
     deleted_offline_replicas: frozenset[tuple[TopicPartition, int]] = frozenset()
+    # Controller memory too: queued topics the current controller has deleted no replica of — a
+    # failover found them ineligible (an offline replica), so its replica states start without
+    # ReplicaDeletionSuccessful (ReplicaStateMachine.initializeReplicaState) and the next resume
+    # takes their online replicas offline again, writing their ISR removals (onPartitionDeletion,
+    # TopicDeletionManager.scala 3.9 lines 284-315). An observed state has none.
+    deletions_forgotten: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "live_brokers", frozenset(int(b) for b in self.live_brokers))
@@ -154,6 +160,7 @@ class ClusterState:
         object.__setattr__(self, "topics_being_deleted", frozenset(self.topics_being_deleted))
         object.__setattr__(self, "deleted_offline_replicas",
                            frozenset((tp, int(b)) for tp, b in self.deleted_offline_replicas))
+        object.__setattr__(self, "deletions_forgotten", frozenset(self.deletions_forgotten))
         object.__setattr__(
             self,
             "offline_replicas",
@@ -164,6 +171,8 @@ class ClusterState:
         unknown = sorted(self.topics_being_deleted - set(self.topics))
         if unknown:
             raise ValueError(f"topic {unknown[0]} is being deleted but does not exist")
+        if not self.deletions_forgotten <= self.topics_being_deleted:
+            raise ValueError(f"topics {sorted(self.deletions_forgotten - self.topics_being_deleted)} are not being deleted")
         for tp, broker in self.deleted_offline_replicas:
             if tp.topic not in self.topics_being_deleted or not self.has_partition(tp) \
                     or broker not in self.partition(tp).replicas:

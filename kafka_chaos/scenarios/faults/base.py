@@ -281,6 +281,7 @@ class Nemesis:
         # The last step's predicted controller memory of deleted replicas on down brokers
         # (ClusterState.deleted_offline_replicas) and the controller that holds it.
         self._deleted_offline: frozenset[tuple[TopicPartition, int]] = frozenset()
+        self._forgotten: frozenset[str] = frozenset()  # ClusterState.deletions_forgotten
         self._memory_of: int | None = None
 
     @property
@@ -303,6 +304,7 @@ class Nemesis:
         """Keep the controller memory ``predicted`` (the expectation the last step converged
         to) carries into the next step; None (it did not converge) forgets it."""
         self._deleted_offline = predicted.deleted_offline_replicas if predicted is not None else frozenset()
+        self._forgotten = predicted.deletions_forgotten if predicted is not None else frozenset()
         self._memory_of = predicted.controller if predicted is not None else None
 
     def with_controller_memory(self, state: ClusterState) -> ClusterState:
@@ -316,7 +318,11 @@ class Nemesis:
             if state.controller is not None and state.controller == self._memory_of
             and tp.topic in state.topics_being_deleted and state.has_partition(tp)
             and r in state.partition(tp).replicas and not state.is_replica_online(r, tp))
-        return dataclasses.replace(state, deleted_offline_replicas=kept) if kept else state
+        # What a failover forgot holds for whichever broker won it (the prediction cannot name it).
+        forgotten = frozenset(t for t in self._forgotten if state.controller is not None
+                              and self._memory_of in (None, state.controller) and t in state.topics_being_deleted)
+        return dataclasses.replace(state, deleted_offline_replicas=kept, deletions_forgotten=forgotten) \
+            if kept or forgotten else state
 
     def _with_offline_replicas(self, state: ClusterState) -> ClusterState:
         """``state`` plus the replicas active faults keep on failed log directories: for live

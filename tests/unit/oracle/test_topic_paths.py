@@ -6,6 +6,7 @@ Epochs are worked by hand from the Scala (see the docstrings of ``WorkingControl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -282,3 +283,27 @@ def test_the_controller_remembers_deleted_replicas_across_events_and_forgets_the
                           deleted_offline_replicas=down.deleted_offline_replicas)
     assert apply_event(with_3, BrokerFailure((9,)))[0].deleted_offline_replicas == frozenset()
     assert apply_event(down, BrokerFailure((9,)))[0].deleted_offline_replicas == frozenset()
+
+
+def test_a_failover_that_finds_a_deletion_ineligible_forgets_its_deleted_replicas_and_the_resume_rewrites_them():
+    """explore-27010-20 (seed 27010, 3 brokers [3, 9, 10]): d queued by controller 10 while 9 was
+    cut off; 3's replica of d-0 was deleted (ISR removal written, epoch 4). Controller 10 killed:
+    3 takes over and finds d ineligible (9 offline), its replica states start without
+    ReplicaDeletionSuccessful. 10 starts again: resumeDeletionForTopics → onPartitionDeletion takes
+    every online replica not yet deleted offline — 3's of d-0 too — and writes both ISR removals
+    (observed: d-0 4 → 5, d-1 3 → 4)."""
+    d0, d1 = TopicPartition("d", 0), TopicPartition("d", 1)
+    queued = _queued(cluster([3, 10], {"d": {0: part([3, 9], -1, [3], 4), 1: part([9, 10], -1, [10], 2)}},
+                             controller=10), "d")
+    failed_over, _ = apply_event(queued, BrokerFailure((10,)))
+    assert failed_over.deletions_forgotten == {"d"}
+    failed_over = dataclasses.replace(failed_over, controller=3)  # who won the election: observed
+    assert (failed_over.partition(d0).leader_epoch, failed_over.partition(d1).leader_epoch) == (4, 3)
+    back, _ = apply_event(failed_over, BrokerStartup((10,)))
+    assert (back.partition(d0).leader_epoch, back.partition(d1).leader_epoch) == (5, 4)
+    assert back.deletions_forgotten == frozenset()
+    # Without the failover the controller remembers 3's replica deleted: only d-1 is written.
+    same, _ = apply_event(dataclasses.replace(failed_over, deletions_forgotten=frozenset()), BrokerStartup((10,)))
+    assert (same.partition(d0).leader_epoch, same.partition(d1).leader_epoch) == (4, 4)
+    with pytest.raises(ValueError, match="not being deleted"):
+        dataclasses.replace(queued, deletions_forgotten=frozenset({"t"}))

@@ -5,6 +5,8 @@ offline for later steps' oracle input."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import pytest
@@ -221,3 +223,21 @@ def test_later_steps_see_the_replicas_the_same_controller_deleted_before_their_b
     assert nemesis.with_controller_memory(back) == back  # 6 is up: the settled rule covers it
     nemesis.remember(None)
     assert nemesis.with_controller_memory(observed) == observed
+
+
+def test_what_a_failover_forgot_holds_for_the_controller_that_won_it() -> None:
+    """A step whose controller failover found a deletion ineligible predicts the topic's deletions
+    forgotten (ClusterState.deletions_forgotten) without knowing who won: the next step's input
+    carries it for the observed controller, as long as the topic stays queued."""
+    nemesis = Nemesis(_env(FakeCluster()))
+    d = TopicState({0: PartitionState((3, 9), -1, (3,), 4), 1: PartitionState((9, 10), -1, (10,), 3)})
+    predicted = ClusterState(frozenset({3}), {"d": d}, controller=None, topics_being_deleted=frozenset({"d"}),
+                             deletions_forgotten=frozenset({"d"}))
+    observed = ClusterState(frozenset({3}), {"d": d}, controller=3, topics_being_deleted=frozenset({"d"}))
+    nemesis.remember(predicted)
+    assert nemesis.with_controller_memory(observed).deletions_forgotten == {"d"}
+    done = ClusterState(frozenset({3}), {"d": d}, controller=3)
+    assert nemesis.with_controller_memory(done) == done  # no longer queued
+    nemesis.remember(dataclasses.replace(predicted, controller=3))
+    moved = ClusterState(frozenset({3, 10}), {"d": d}, controller=10, topics_being_deleted=frozenset({"d"}))
+    assert nemesis.with_controller_memory(moved) == moved  # a controller the prediction did not name
