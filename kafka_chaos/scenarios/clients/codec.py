@@ -50,6 +50,12 @@ def state_to_dict(state: ClusterState) -> JsonDict:
     if state.offline_replicas:
         d["offline_replicas"] = {str(b): [_encode(tp) for tp in sorted(tps)]
                                  for b, tps in sorted(state.offline_replicas.items())}
+    # The controller memory the runner carried into the oracle's input, so a re-check predicts
+    # from the same input the run did.
+    if state.deleted_offline_replicas:
+        d["deleted_offline_replicas"] = [[_encode(tp), b] for tp, b in sorted(state.deleted_offline_replicas)]
+    if state.deletions_forgotten:
+        d["deletions_forgotten"] = sorted(state.deletions_forgotten)
     return d
 
 
@@ -64,6 +70,9 @@ def state_from_dict(d: Mapping[str, Any]) -> ClusterState:
         topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
         offline_replicas={int(b): frozenset(TopicPartition(str(tp["topic"]), int(tp["partition"])) for tp in tps)
                           for b, tps in d.get("offline_replicas", {}).items()},
+        deleted_offline_replicas=frozenset((TopicPartition(str(tp["topic"]), int(tp["partition"])), int(b))
+                                           for tp, b in d.get("deleted_offline_replicas", ())),
+        deletions_forgotten=frozenset(str(t) for t in d.get("deletions_forgotten", ())),
     )
 
 

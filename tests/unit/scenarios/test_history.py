@@ -39,6 +39,21 @@ def test_oracle_states_and_events_round_trip(data) -> None:
     assert codec.event_from_dict(codec.event_to_dict(event)) == event
 
 
+def test_the_controller_memory_in_the_oracles_input_round_trips() -> None:
+    """What the runner carried into a step's oracle input is in the history, so a re-check
+    predicts from the same input; a state without it is written as before (byte for byte)."""
+    from kafka_chaos.oracle import ClusterState, PartitionState, TopicPartition, TopicState
+
+    d = TopicState({0: PartitionState((3, 9), -1, (3,), 4), 1: PartitionState((9, 10), -1, (10,), 3)})
+    plain = ClusterState(frozenset({3, 10}), {"d": d}, controller=3, topics_being_deleted=frozenset({"d"}))
+    remembered = ClusterState(frozenset({3, 10}), {"d": d}, controller=3, topics_being_deleted=frozenset({"d"}),
+                              deleted_offline_replicas=frozenset({(TopicPartition("d", 0), 9)}),
+                              deletions_forgotten=frozenset({"d"}))
+    assert codec.state_from_dict(codec.state_to_dict(remembered)) == remembered
+    assert "deletions_forgotten" not in codec.state_to_dict(plain)
+    assert codec.state_from_dict(codec.state_to_dict(plain)) == plain
+
+
 def test_the_event_strategy_covers_every_event_type() -> None:
     # Derandomized: a fixed example sequence, so the test fails when a type becomes unreachable,
     # not when a random draw of 300 examples happens to miss a rare one.
