@@ -1,0 +1,34 @@
+"""free_ports picks ports below the kernel's ephemeral range (a client's local port cannot take
+them before the node binds), distinct and free; bind(0) only when the range leaves no room."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from kafka_chaos.harness import nodes
+
+
+def test_ports_are_distinct_free_and_below_the_ephemeral_range() -> None:
+    low = nodes._ephemeral_low()
+    ports = nodes.free_ports(18)
+    assert len(set(ports)) == 18 and all(nodes._LOWEST_PORT <= p < low for p in ports)
+    for p in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", p))  # free indeed
+
+
+def test_a_taken_port_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        taken = held.getsockname()[1]
+        monkeypatch.setattr(nodes, "_ephemeral_low", lambda: taken + 2)
+        monkeypatch.setattr(nodes, "_LOWEST_PORT", taken)
+        assert nodes.free_ports(1) == [taken + 1]
+
+
+def test_without_room_below_the_range_the_kernel_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nodes, "_ephemeral_low", lambda: 1024)
+    ports = nodes.free_ports(3)
+    assert len(set(ports)) == 3
