@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kafka_chaos.cli.explore import Explorer, explore_one  # noqa: E402
+from kafka_chaos.app.explore import Explorer, ShrinkBudget, explore_one  # noqa: E402
 from kafka_chaos.app.runs import quiet_client_logs  # noqa: E402
 from kafka_chaos.harness.distribution import resolve_distribution  # noqa: E402
 from kafka_chaos.oracle import ClusterState, ControlledShutdown, Outcome, Prediction, predict  # noqa: E402
@@ -55,7 +55,7 @@ def _explorer(directory: Path, seed: int, predictor=None) -> tuple[Explorer, Clu
 def steps_per_ten_minutes(brokers: int, minutes: float, seed: int, root: Path) -> None:
     config = GeneratorConfig(steps=6, brokers=brokers, faults=LOCAL_FAULTS)
     explorer, pool = _explorer(root / f"b{brokers}", seed)
-    ns = argparse.Namespace(shrink_budget=0.0, confirm=0)
+    ns = ShrinkBudget(0.0, confirm=0)
     started, steps, schedules, classes = time.monotonic(), 0, 0, {}
     try:
         while time.monotonic() - started < minutes * 60:
@@ -79,7 +79,7 @@ def shrink_ten_steps(seed: int, root: Path) -> None:
     explorer, pool = _explorer(root / "shrink", seed, unclean_after_controlled_shutdown)
     started = time.monotonic()
     try:
-        result = explore_one(explorer, seed, index, config, argparse.Namespace(shrink_budget=900.0, confirm=0))
+        result = explore_one(explorer, seed, index, config, ShrinkBudget(900.0, confirm=0))
     finally:
         pool.release()
     print(f"shrink: schedule {index} of seed {seed}, 10 steps -> {result.get('minimal_steps')} step(s) in "

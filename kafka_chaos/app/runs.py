@@ -15,9 +15,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.app.progress import Progress
+
+if TYPE_CHECKING:
+    from kafka_chaos.harness.cluster import ManagedCluster
+    from kafka_chaos.records.schema import Record
+    from kafka_chaos.records.writer import RecordSink
+    from kafka_chaos.scenarios.checks.expectations import Predictor
+    from kafka_chaos.scenarios.plans.spec import Scenario
+    from kafka_chaos.scenarios.run.pool import ClusterPool
+    from kafka_chaos.scenarios.run.runner import RunOptions, ScenarioOutcome
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,8 +99,8 @@ def progress_printer(t0: float) -> Callable[[str], None]:
 class Case:
     """One scenario iteration and its reruns (``--deflake``): pass, flaky (a rerun passed) or fail."""
 
-    outcome: Any  # scenarios.run.runner.ScenarioOutcome of the first attempt (the run's records)
-    reruns: list[Any] = field(default_factory=list)
+    outcome: ScenarioOutcome  # of the first attempt (the run's records)
+    reruns: list[ScenarioOutcome] = field(default_factory=list)
     # Why every failed check of the first attempt is a known client defect the run tolerates.
     tolerated: str | None = None
 
@@ -104,12 +113,13 @@ class Case:
         return "client" if self.tolerated else "fail"
 
 
-def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend: str = "local",
+def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, backend: str = "local",
                   iterations: int = 1, junit: Path | None = None, kafka_version: str | None = None,
                   kafka_home: str | None = None, report: bool = True, suite: str | None = None,
-                  command: list[str] | None = None, predictor: Any = None,
-                  runner_options: dict[str, Any] | None = None, open_cluster: Any = None, deflake: int = 0,
-                  plan: list[tuple[Any, int]] | None = None, sources: dict[str, str] | None = None,
+                  command: list[str] | None = None, predictor: Predictor | None = None,
+                  runner_options: dict[str, Any] | None = None,
+                  open_cluster: Callable[..., ManagedCluster] | None = None, deflake: int = 0,
+                  plan: list[tuple[Scenario, int]] | None = None, sources: dict[str, str] | None = None,
                   tolerate: str | None = None) -> int:
     """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle). ``plan``:
     explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times."""
@@ -147,9 +157,8 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
           f"results in {results_dir}", flush=True)
     pool = ClusterPool(backend, distribution, progress, open_cluster=open_cluster,
                        settle_timeout=options.settle_timeout)
-    kwargs = {"predictor": predictor} if predictor is not None else {}
     tee = TeeWriter(writer)  # each case's records, for triage (--tolerate client)
-    runner = Runner(options, pool, tee, progress, history=history, **kwargs)
+    runner = Runner(options, pool, tee, progress, history=history, **_predicting(predictor))
     cases: list[Case] = []
     status = "interrupted"
     try:
@@ -163,7 +172,7 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
             for attempt in range(1, deflake + 1):
                 if case.outcome.passed or any(r.passed for r in case.reruns):
                     break
-                case.reruns.append(_rerun_once(options, pool, progress, kwargs, s, i, attempt))
+                case.reruns.append(_rerun_once(options, pool, progress, predictor, s, i, attempt))
             cases.append(case)
             progress.case_done()
             ok, bad, unknown = case.outcome.counts
@@ -198,7 +207,7 @@ def run_scenarios(scenarios: list[Any], *, seed: int, results_dir: Path, backend
 RERUN_FILE = "rerun.json"
 
 
-def client_defects_only(outcome: Any, records: list[Any]) -> str | None:
+def client_defects_only(outcome: ScenarioOutcome, records: list[Record]) -> str | None:
     """Why every failed check of a scenario iteration is a known client-library defect (the
     triage's ``client`` class, with its evidence), or None when any is not (or it broke)."""
     from kafka_chaos.scenarios.checks.triage import CLIENT, triage
@@ -211,19 +220,25 @@ def client_defects_only(outcome: Any, records: list[Any]) -> str | None:
     return "; ".join(dict.fromkeys(f"{t.check}: {t.evidence}" for t in triaged))[:2000]
 
 
-def _rerun_once(options: Any, pool: Any, progress: Any, kwargs: dict[str, Any], scenario: Any, iteration: int,
-                attempt: int) -> Any:
+def _predicting(predictor: Predictor | None) -> dict[str, Predictor]:
+    """The Runner's predictor argument: the real oracle unless a test injects another."""
+    return {"predictor": predictor} if predictor is not None else {}
+
+
+def _rerun_once(options: RunOptions, pool: ClusterPool, progress: Callable[[str], None], predictor: Predictor | None,
+                scenario: Scenario, iteration: int, attempt: int) -> ScenarioOutcome:
     """One rerun in ``reruns/<scenario>-<iteration>-<attempt>/``: its own history and records
     (``rerun.jsonl``, which reports over the results dir leave out), the same seeded choices."""
     directory = Path(options.results_dir) / "reruns" / f"{scenario.name}-{iteration}-{attempt}"
     progress(f"{scenario.name}#{iteration}: rerun {attempt} (--deflake) into {directory}")
-    outcome, _ = run_in_directory(options, pool, progress, kwargs, scenario, iteration, directory, "rerun.jsonl",
+    outcome, _ = run_in_directory(options, pool, progress, predictor, scenario, iteration, directory, "rerun.jsonl",
                                   attempt)
     return outcome
 
 
-def run_in_directory(options: Any, pool: Any, progress: Any, kwargs: dict[str, Any], scenario: Any, iteration: int,
-                     directory: Path, records_file: str, attempt: int = 0) -> tuple[Any, list[Any]]:
+def run_in_directory(options: RunOptions, pool: ClusterPool, progress: Callable[[str], None],
+                     predictor: Predictor | None, scenario: Scenario, iteration: int, directory: Path,
+                     records_file: str, attempt: int = 0) -> tuple[ScenarioOutcome, list[Record]]:
     """One scenario iteration with its history and records in ``directory`` (``records_file``:
     another name than records.jsonl keeps it out of reports over the parent), on the caller's
     pool; the outcome and the records written."""
@@ -238,7 +253,7 @@ def run_in_directory(options: Any, pool: Any, progress: Any, kwargs: dict[str, A
         tee = TeeWriter(records)
         try:
             outcome = Runner(replace(options, results_dir=directory), pool, tee, progress, history=history,
-                             **kwargs).run(scenario, iteration, attempt)
+                             **_predicting(predictor)).run(scenario, iteration, attempt)
         finally:
             history.close()
     return outcome, tee.records
@@ -248,10 +263,10 @@ def run_in_directory(options: Any, pool: Any, progress: Any, kwargs: dict[str, A
 class TeeWriter:
     """Writes records durably and keeps them for the caller's own verdicts (explore's shrinker)."""
 
-    writer: Any
-    records: list[Any] = field(default_factory=list)
+    writer: RecordSink
+    records: list[Record] = field(default_factory=list)
 
-    def write(self, record: Any) -> None:
+    def write(self, record: Record) -> None:
         self.writer.write(record)
         self.records.append(record)
 

@@ -20,6 +20,13 @@ partition's new leader written, as the controller logged it), ``leader_and_isr``
 logged that it leads), ``metadata`` (every live broker's metadata shows a live leader for every
 partition), and the controller's own timers between two scrapes (:mod:`scenarios.history.controller_metrics`).
 
+Why an iteration is not a :class:`scenarios.run.step.StepCore` step: the step pipeline watches
+every partition znode and asks the oracle (with its interleavings) about every partition, and
+its convergence wait reads ZooKeeper while the controller writes to it — at thousands of
+partitions that load lands inside the very phases measured here. So the bench watches only
+``/brokers/ids`` and reads the brokers' metadata; the leader/ISR checks are the conformance
+suite's, on the same faults at small scale.
+
 Each iteration is one ``failover_scaling`` measurement record (``latency_ms`` the phases, the
 metrics in ``observed``); :func:`summarise` gives the median and p99 per fault, partition count
 and phase.  The driver is here (it composes harness pieces); the phases are pure functions.
@@ -40,13 +47,18 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.common.waits import WaitTimeout, wait_until
 from kafka_chaos.records.schema import Record
 from kafka_chaos.scenarios.history.controller_log import TRIGGERS, LogEvent, expiry_before, parse_lines
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape, summarise as summarise_metrics
+
+if TYPE_CHECKING:
+    from kafka_chaos.harness.cluster import BenchCluster
+    from kafka_chaos.harness.distribution import KafkaDistribution
+    from kafka_chaos.harness.observer import ZkObserver
 
 log = logging.getLogger(__name__)
 
@@ -262,7 +274,7 @@ class BenchOptions:
 Progress = Callable[[str], None]
 
 
-def run_bench(options: BenchOptions, distribution: Any, write: Callable[[Record], None], progress: Progress) -> int:
+def run_bench(options: BenchOptions, distribution: KafkaDistribution, write: Callable[[Record], None], progress: Progress) -> int:
     """Every (brokers, partitions) cluster in turn; returns the number of records written."""
     written = 0
     for brokers in options.brokers:
@@ -271,7 +283,7 @@ def run_bench(options: BenchOptions, distribution: Any, write: Callable[[Record]
     return written
 
 
-def _bench_cluster(options: BenchOptions, distribution: Any, brokers: int, partitions: int,
+def _bench_cluster(options: BenchOptions, distribution: KafkaDistribution, brokers: int, partitions: int,
                    write: Callable[[Record], None], progress: Progress) -> int:
     from kafka_chaos.harness.backends import open_bench_cluster
     from kafka_chaos.harness.config import ClusterConfig
@@ -315,7 +327,7 @@ def _with_version(record: Record, version: str) -> Record:
     return replace(record, kafka_version=version)
 
 
-def one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options: BenchOptions) -> Iteration:
+def one_fault(cluster: BenchCluster, observer: ZkObserver, fault: str, partitions: int, options: BenchOptions) -> Iteration:
     from kafka_chaos.harness.metadata import broker_view
     from kafka_chaos.harness.metrics import endpoints_of, scrape_brokers
     from kafka_chaos.harness.node_logs import LogCursor
@@ -367,7 +379,7 @@ def one_fault(cluster: Any, observer: Any, fault: str, partitions: int, options:
                      len(lines), sum(len(line) + 1 for line in lines))
 
 
-def _wait_leaders_moved(cluster: Any, live: Sequence[int], target: int, partitions: int,
+def _wait_leaders_moved(cluster: BenchCluster, live: Sequence[int], target: int, partitions: int,
                         timeout: float) -> float | None:
     """When every live broker's metadata first showed a live leader (not ``target``) for every
     partition; None when that did not happen within ``timeout``."""
@@ -395,7 +407,7 @@ def _wait_leaders_moved(cluster: Any, live: Sequence[int], target: int, partitio
     return max(seen_at.values())
 
 
-def wait_settled(cluster: Any, brokers: Sequence[int], partitions: int, timeout: float) -> None:
+def wait_settled(cluster: BenchCluster, brokers: Sequence[int], partitions: int, timeout: float) -> None:
     """Every partition's ISR is its full replica list and its leader the preferred one, as
     broker ``brokers[0]``'s metadata shows (bounded)."""
     from kafka_chaos.harness.metadata import MetadataError, broker_view
@@ -411,7 +423,7 @@ def wait_settled(cluster: Any, brokers: Sequence[int], partitions: int, timeout:
     wait_until(settled, timeout=timeout, interval=1.0, description=f"{partitions} partitions settled")
 
 
-def restore(cluster: Any, target: int, partitions: int, timeout: float) -> None:
+def restore(cluster: BenchCluster, target: int, partitions: int, timeout: float) -> None:
     """Start the target again, wait for full ISRs, elect the preferred leaders (the next
     iteration starts from the same leadership)."""
     from kafka_chaos.harness.metadata import MetadataError, broker_view, elect_leaders

@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.records.schema import Record
 from kafka_chaos.scenarios.history.controller_log import LogEvent
@@ -51,6 +51,12 @@ from kafka_chaos.benches.request_log import (
     request_stats,
     spread,
 )
+
+if TYPE_CHECKING:
+    from kafka_chaos.benches.produce_load import ProduceLoad
+    from kafka_chaos.harness.cluster import BenchCluster
+    from kafka_chaos.harness.distribution import KafkaDistribution
+    from kafka_chaos.harness.observer import ZkObserver
 
 log = logging.getLogger(__name__)
 
@@ -235,14 +241,14 @@ class Kip291Options:
 
 
 
-def run_bench(options: Kip291Options, distribution: Any, write: Callable[[Record], None], progress: Progress) -> int:
+def run_bench(options: Kip291Options, distribution: KafkaDistribution, write: Callable[[Record], None], progress: Progress) -> int:
     written = 0
     for conf in options.configurations:
         written += _bench_configuration(options, distribution, conf == "with", write, progress)
     return written
 
 
-def _bench_configuration(options: Kip291Options, distribution: Any, control_plane: bool,
+def _bench_configuration(options: Kip291Options, distribution: KafkaDistribution, control_plane: bool,
                          write: Callable[[Record], None], progress: Progress) -> int:
     from kafka_chaos.harness.backends import open_bench_cluster
     from kafka_chaos.harness.config import ClusterConfig
@@ -287,7 +293,7 @@ def _bench_configuration(options: Kip291Options, distribution: Any, control_plan
     return count
 
 
-def _one_iteration(cluster: Any, observer: Any, load: Any, fault: str, control_plane: bool,
+def _one_iteration(cluster: BenchCluster, observer: ZkObserver, load: ProduceLoad, fault: str, control_plane: bool,
                    options: Kip291Options, fault_options: BenchOptions) -> Kip291Iteration:
     from kafka_chaos.benches.failover import one_fault
 
@@ -305,12 +311,8 @@ def _one_iteration(cluster: Any, observer: Any, load: Any, fault: str, control_p
                            (warm_start, at_fault), ended)
 
 
-def _request_logs(cluster: Any) -> dict[int, Path]:
-    if cluster.backend == "containers":  # the host directory mounted as the broker's log dir
-        return {b: cluster.broker_log_dir(b) / REQUEST_LOG for b in cluster.broker_ids}
-    from kafka_chaos.harness.local.nodes import broker_node_name
-
-    return {b: Path(cluster.run_dir) / broker_node_name(b) / "logs" / REQUEST_LOG for b in cluster.broker_ids}
+def _request_logs(cluster: BenchCluster) -> dict[int, Path]:
+    return {b: cluster.broker_log_dir(b) / REQUEST_LOG for b in cluster.broker_ids}
 
 
 class RequestLogCursor:

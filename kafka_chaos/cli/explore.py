@@ -16,19 +16,22 @@ its triage in ``doc``) with ``DIR/failures/index.json``, shrink trials under ``D
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
 import uuid
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.cli.args import duration, shard
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
+
+if TYPE_CHECKING:
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig
+    from kafka_chaos.scenarios.run.runner import RunOptions
+
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     parser = sub.add_parser(
@@ -60,7 +63,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.set_defaults(func=explore_command)
 
 
-def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Any:
+def _config(args: argparse.Namespace, missing: Collection[Capability]) -> GeneratorConfig:
     from kafka_chaos.scenarios.faults import GENERATORS, requirements_of
     from kafka_chaos.scenarios.plans.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig
 
@@ -108,44 +111,8 @@ def _delay_links(backend: str) -> tuple[str, ...]:
     return DELAY_LINKS
 
 
-TRIAL_RECORDS = "trial.jsonl"
-
-
-@dataclass
-class Explorer:
-    """One pool (one cluster at a time), one results dir; runs schedules and shrink trials."""
-
-    results: Path
-    pool: Any
-    options: Any
-    progress: Callable[[str], None]
-    predictor: Any = None
-    trials: int = 0
-
-    def run(self, schedule: Any, directory: Path, iteration: int, records_file: str = "records.jsonl"
-            ) -> tuple[Any, list[Any]]:
-        from kafka_chaos.app.runs import run_in_directory
-
-        kwargs = {"predictor": self.predictor} if self.predictor is not None else {}
-        return run_in_directory(self.options, self.pool, self.progress, kwargs, schedule.scenario(), iteration,
-                                directory, records_file)
-
-    def trial(self, schedule: Any) -> frozenset[tuple[str, str | None]]:
-        from kafka_chaos.scenarios.plans.shrink import failure_keys
-
-        self.trials += 1
-        # trial.jsonl, not records.jsonl: reports over the results dir leave trials out.
-        _, records = self.run(schedule, self.results / "shrink" / schedule.name / f"trial-{self.trials}",
-                              self.trials, TRIAL_RECORDS)
-        return failure_keys(records)
-
-
-def _primary(records: list[Any]) -> tuple[str, str | None]:
-    first = next(r for r in records if r.kind == "check" and r.passed is False)
-    return (first.check, first.fault)
-
-
 def explore_command(args: argparse.Namespace) -> int:
+    from kafka_chaos.app.explore import Explorer, ShrinkBudget, explore_one
     from kafka_chaos.app.runs import git_revision, progress_printer, quiet_client_logs, write_report
     from kafka_chaos.harness.backends import missing_capabilities
     from kafka_chaos.harness.distribution import resolve_distribution
@@ -171,7 +138,7 @@ def explore_command(args: argparse.Namespace) -> int:
           f"results in {results}", flush=True)
     try:
         while (limit is None or ran < limit) and (args.time_limit is None or time.monotonic() - t0 < args.time_limit):
-            failure = explore_one(explorer, seed, index, config, args)
+            failure = explore_one(explorer, seed, index, config, ShrinkBudget(args.shrink_budget, args.confirm))
             ran += 1
             steps += failure.pop("steps_checked")
             if failure.get("failed"):
@@ -193,55 +160,12 @@ def explore_command(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def explore_one(explorer: Explorer, seed: int, index: int, config: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Generate schedule ``index`` of ``seed``, run it, and when it fails shrink, triage, confirm
-    and write it (``args``: ``shrink_budget``, ``confirm``); a summary of what happened."""
-    from kafka_chaos.scenarios.plans.generator import generate
-    from kafka_chaos.scenarios.plans.schedule import dumps
-    from kafka_chaos.scenarios.plans.shrink import shrink
-    from kafka_chaos.scenarios.checks.triage import classify
-
-    schedule = generate(seed, index, config)
-    (explorer.results / "schedules").mkdir(parents=True, exist_ok=True)
-    (explorer.results / "schedules" / f"{schedule.name}.json").write_text(dumps(schedule), encoding="utf-8")
-    explorer.progress(f"{schedule.name}: {len(schedule.steps)} steps on brokers {list(schedule.brokers)}: "
-                      + ", ".join(s.fault for s in schedule.steps))
-    outcome, records = explorer.run(schedule, explorer.results, 0)
-    checked = sum(1 for r in records if r.check == "converged" and r.fault != "create_topic")
-    if outcome.passed:
-        return {"steps_checked": checked}
-    failed = [r for r in records if r.kind == "check" and r.passed is False]
-    if not failed:  # unknown verdicts only: the harness could not judge
-        first = next((r for r in records if r.kind == "check" and r.passed is None), None)
-        explorer.progress(f"{schedule.name}: no verdict ({first.detail if first else outcome.error}); not shrunk")
-        return {"steps_checked": checked}
-    key = _primary(records)
-    triaged = classify(failed[0], records)
-    minimal = schedule
-    if args.shrink_budget > 0:
-        explorer.progress(f"{schedule.name}: {key[0]} failed after {key[1]}; shrinking (budget {args.shrink_budget:.0f}s)")
-        result = shrink(schedule, key, explorer.trial, budget_s=args.shrink_budget,
-                        progress=lambda m: explorer.progress(f"{schedule.name}: {m}"))
-        minimal = result.schedule
-    reproduced = sum(key in explorer.trial(minimal) for _ in range(args.confirm))
-    confirmed = args.confirm > 0 and reproduced == args.confirm
-    path = explorer.results / "failures" / f"{schedule.name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = (f"{triaged.klass}: {key[0]} failed after {key[1]} ({triaged.evidence}); shrunk from "
-           f"{len(schedule.steps)} to {len(minimal.steps)} step(s); reproduced {reproduced}/{args.confirm}")
-    path.write_text(dumps(replace(minimal, name=f"{schedule.name}-min", doc=doc)), encoding="utf-8")
-    return {"failed": True, "steps_checked": checked, "name": schedule.name, "class": triaged.klass,
-            "check": key[0], "fault": key[1], "evidence": triaged.evidence, "steps": len(schedule.steps),
-            "minimal_steps": len(minimal.steps), "reproduced": f"{reproduced}/{args.confirm}",
-            "confirmed": confirmed, "file": str(path), "replay": f"kafka-chaos run --schedule {path}"}
-
-
-def _write_summary(results: Path, options: Any, seed: int, args: argparse.Namespace, ran: int, steps: int,
+def _write_summary(results: Path, options: RunOptions, seed: int, args: argparse.Namespace, ran: int, steps: int,
                    failures: list[dict[str, Any]], seconds: float) -> None:
+    from kafka_chaos.app.explore import write_failures
     from kafka_chaos.records.writer import RecordWriter
 
-    (results / "failures").mkdir(parents=True, exist_ok=True)
-    (results / "failures" / "index.json").write_text(json.dumps(failures, indent=2) + "\n", encoding="utf-8")
+    write_failures(results, failures)
     with RecordWriter(results) as writer:
         writer.write_run_info({
             "run_id": options.run_id, "command": ["kafka-chaos", *sys.argv[1:]], "mode": "explore", "seed": seed,

@@ -237,6 +237,17 @@ class ManagedCluster(ChaosCluster, Protocol):
                  tb: TracebackType | None) -> None: ...
 
 
+@runtime_checkable
+class BenchCluster(ManagedCluster, Protocol):
+    """A launcher as the benchmarks drive it: brokers log to files this process reads, and a
+    SIGTERMed broker gets ``stop_timeout`` seconds before SIGKILL."""
+
+    stop_timeout: float
+
+    def broker_log_dir(self, broker_id: int) -> Path:
+        """The directory holding the broker's log4j files (controller, state-change, requests)."""
+
+
 class Capability(StrEnum):
     """What an optional protocol lets a scenario do; one per optional protocol."""
 

@@ -21,13 +21,24 @@ them out with ``-m``). See ``docs/pytest.md``.
 from __future__ import annotations
 
 import os
-import random
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import pytest
+
+if TYPE_CHECKING:  # the plugin loads into every test run: the package is imported only when used
+    from kafka_chaos.harness.cluster import ManagedCluster
+    from kafka_chaos.harness.observer import ZkObserver
+    from kafka_chaos.harness.zkadmin import ZkAdmin
+    from kafka_chaos.oracle import ClusterState, Event, Prediction
+    from kafka_chaos.scenarios.faults import Fault, Nemesis
+    from kafka_chaos.scenarios.model.targets import Selector
+    from kafka_chaos.scenarios.run.probe import Probe, StepVerdict
+
+# A fault's target: a selector (``LeaderOf("orders", 0)``), a broker id, broker ids, or None.
+Targeted: TypeAlias = "Selector | int | tuple[int, ...] | list[int] | None"
 
 Scope = Literal["session", "package", "module", "class", "function"]
 SCOPES: tuple[Scope, ...] = ("session", "package", "module", "class", "function")
@@ -60,7 +71,8 @@ def _scope(fixture_name: str, config: pytest.Config) -> Scope:
     raise pytest.UsageError(f"KAFKA_CHAOS_SCOPE must be one of {', '.join(SCOPES)}, not {wanted!r}")
 
 
-def _start(config: pytest.Config, brokers: int | None = None, overrides: Mapping[str, str] | None = None) -> Any:
+def _start(config: pytest.Config, brokers: int | None = None,
+           overrides: Mapping[str, str] | None = None) -> ManagedCluster:
     from kafka_chaos.common.errors import HarnessError
     from kafka_chaos.harness.backends import open_cluster
     from kafka_chaos.harness.config import ClusterConfig
@@ -69,20 +81,20 @@ def _start(config: pytest.Config, brokers: int | None = None, overrides: Mapping
     backend = _setting(config, "--kafka-chaos-backend", "KAFKA_CHAOS_BACKEND", "local")
     count = brokers if brokers is not None else int(_setting(config, "--kafka-chaos-brokers", "KAFKA_CHAOS_BROKERS", "3"))
     try:
-        cluster: Any = open_cluster(backend, ClusterConfig(brokers=count, cluster_overrides=dict(overrides or {})),
-                                    resolve_distribution(None, os.environ.get("KAFKA_HOME")))
+        cluster: ManagedCluster = open_cluster(backend, ClusterConfig(brokers=count, cluster_overrides=dict(overrides or {})),
+                                               resolve_distribution(None, os.environ.get("KAFKA_HOME")))
         cluster.__enter__()  # launchers are context managers: starts, cleans up if starting fails
     except HarnessError as exc:
         pytest.fail(f"kafka-chaos could not start a cluster: {exc}", pytrace=False)
     return cluster
 
 
-def _stop(cluster: Any) -> None:
+def _stop(cluster: ManagedCluster) -> None:
     cluster.__exit__(None, None, None)
 
 
 @pytest.fixture(scope=_scope)
-def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[ManagedCluster]:
     """A started cluster (``harness.cluster.Cluster``): ``bootstrap_servers``, ``zookeeper_connect``,
     ``broker_ids``, and the broker controls of its launcher."""
     cluster = _start(request.config)
@@ -93,11 +105,11 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 @pytest.fixture
-def kafka_cluster_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+def kafka_cluster_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., ManagedCluster]]:
     """``kafka_cluster_factory(brokers=N, overrides={...})``: a cluster of that shape for this test."""
-    started: list[Any] = []
+    started: list[ManagedCluster] = []
 
-    def make(brokers: int = 3, overrides: Mapping[str, str] | None = None) -> Any:
+    def make(brokers: int = 3, overrides: Mapping[str, str] | None = None) -> ManagedCluster:
         cluster = _start(request.config, brokers, overrides)
         started.append(cluster)
         return cluster
@@ -113,28 +125,33 @@ def kafka_cluster_factory(request: pytest.FixtureRequest) -> Iterator[Callable[.
 class Chaos:
     """Faults from kafka-chaos's registry on one cluster, healed at teardown."""
 
-    cluster: Any
-    _observer: Any = None
-    _admin: Any = None
-    _probe: Any = None
+    cluster: ManagedCluster
+    _observer: ZkObserver | None = None
+    _admin: ZkAdmin | None = None
+    _nemesis: Nemesis | None = None
+    _probe: Probe | None = None
     _probe_topics: tuple[str, ...] | None = None
-    _faults: list[Any] = field(default_factory=list)
 
-    def _open(self) -> None:
-        if self._observer is not None:
-            return
-        from kafka_chaos.harness.observer import ZkObserver
-        from kafka_chaos.harness.zkadmin import ZkAdmin
-        from kafka_chaos.scenarios.faults import FaultEnv, Nemesis
+    @property
+    def nemesis(self) -> Nemesis:
+        """The faults injected so far (opens the ZooKeeper handles on first use)."""
+        return self._open()[1]
 
-        self._observer = ZkObserver(self.cluster.zookeeper_connect).__enter__()
-        self._admin = ZkAdmin(self.cluster.zookeeper_connect).__enter__()
-        settings = dict(self.cluster.broker_settings())
-        self.nemesis = Nemesis(FaultEnv(self.cluster, self._observer, self._admin,
-                                        int(settings.get("zookeeper.session.timeout.ms", 6000))))
+    def _open(self) -> tuple[ZkObserver, Nemesis]:
+        if self._observer is None or self._nemesis is None:
+            from kafka_chaos.harness.observer import ZkObserver
+            from kafka_chaos.harness.zkadmin import ZkAdmin
+            from kafka_chaos.scenarios.faults import FaultEnv, Nemesis
 
-    def step(self, fault: str, target: Any = None, *, topics: tuple[str, ...] | list[str] = (), then: tuple[str, ...] = (),
-             **options: Any) -> Any:
+            self._observer = ZkObserver(self.cluster.zookeeper_connect).__enter__()
+            self._admin = ZkAdmin(self.cluster.zookeeper_connect).__enter__()
+            settings = dict(self.cluster.broker_settings())
+            self._nemesis = Nemesis(FaultEnv(self.cluster, self._observer, self._admin,
+                                             int(settings.get("zookeeper.session.timeout.ms", 6000))))
+        return self._observer, self._nemesis
+
+    def step(self, fault: str, target: Targeted = None, *, topics: tuple[str, ...] | list[str] = (),
+             then: tuple[str, ...] = (), **options: object) -> StepVerdict:
         """Inject ``fault`` (a registered kind) on ``target`` (a selector from
         ``scenarios.model.targets``, e.g. ``LeaderOf("orders", 0)``, or broker ids) and check what the
         cluster does against the oracle for the partitions of ``topics``. Returns a
@@ -143,35 +160,33 @@ class Chaos:
         from kafka_chaos.scenarios.history.observations import ScenarioRun
         from kafka_chaos.scenarios.run.probe import Probe
 
-        self._open()
+        observer, nemesis = self._open()
         wanted = tuple(topics)
         if self._probe is None or self._probe_topics != wanted:
-            run = ScenarioRun(uuid.uuid4().hex[:12], "pytest", 0, 0, getattr(self.cluster, "backend", "?"),
-                              str(getattr(self.cluster, "kafka_version", "?")), len(self.cluster.broker_ids), 0,
-                              topics=wanted)
-            self._probe = Probe(self.cluster, self._observer, self.nemesis, wanted, run)
+            run = ScenarioRun(uuid.uuid4().hex[:12], "pytest", 0, 0, self.cluster.backend, self.cluster.kafka_version,
+                              len(self.cluster.broker_ids), 0, topics=wanted)
+            self._probe = Probe(self.cluster, observer, nemesis, wanted, run)
             self._probe_topics = wanted
         return self._probe.step(Step(fault, _selector(target), options, tuple(then)))
 
-    def inject(self, fault: str, target: Any = None, **options: Any) -> Any:
+    def inject(self, fault: str, target: Targeted = None, **options: object) -> Fault:
         """Inject ``fault`` without checking anything; healed at teardown (or by ``heal_all``)."""
-        from kafka_chaos.scenarios.faults import make_fault
-        from kafka_chaos.scenarios.model.targets import view_of
+        from kafka_chaos.scenarios.model.steps import Step
+        from kafka_chaos.scenarios.run.step import StepNaming
 
-        self._open()
-        snapshot = self._observer.snapshot()
-        resolved = _selector(target).resolve(view_of(snapshot, self.cluster.broker_ids), random.Random(0), [])
-        topics = {t for (t, _) in snapshot.partitions}
-        built = make_fault(fault, resolved, options, topic_names={t: t for t in topics},
-                           topic_partitions={t: sorted(p for (n, p) in snapshot.partitions if n == t) for t in topics})
-        self.nemesis.inject(built)
+        observer, nemesis = self._open()
+        snapshot = observer.snapshot()
+        naming = StepNaming({t: t for (t, _) in snapshot.partitions})
+        step = Step(fault, _selector(target), options)
+        built = naming.fault(step, naming.resolve(step, snapshot, self.cluster.broker_ids), snapshot)
+        nemesis.inject(built)
         return built
 
     def heal_all(self) -> list[str]:
         """Heal every fault still active; the errors met (healing goes on after one)."""
-        if self._observer is None:
+        if self._nemesis is None:
             return []
-        return list(self.nemesis.heal_all())
+        return list(self._nemesis.heal_all())
 
     def close(self) -> None:
         errors = self.heal_all()
@@ -185,7 +200,7 @@ class Chaos:
             raise AssertionError(f"healing failed: {'; '.join(errors)}")
 
 
-def _selector(target: Any) -> Any:
+def _selector(target: Targeted) -> Selector:
     from kafka_chaos.scenarios.model.targets import Brokers, NoTarget
 
     if target is None:
@@ -198,7 +213,7 @@ def _selector(target: Any) -> Any:
 
 
 @pytest.fixture
-def chaos(kafka_cluster: Any) -> Iterator[Chaos]:
+def chaos(kafka_cluster: ManagedCluster) -> Iterator[Chaos]:
     c = Chaos(kafka_cluster)
     try:
         yield c
@@ -210,9 +225,9 @@ def chaos(kafka_cluster: Any) -> Iterator[Chaos]:
 class ClusterOracle:
     """The oracle over the cluster's current ZooKeeper state."""
 
-    cluster: Any
+    cluster: ManagedCluster
 
-    def state(self, topics: list[str] | None = None) -> Any:
+    def state(self, topics: list[str] | None = None) -> ClusterState:
         """The oracle's ``ClusterState`` now (every topic when ``topics`` is None)."""
         from kafka_chaos.harness.observer import ZkObserver
         from kafka_chaos.scenarios.model.snapshots import cluster_state_of
@@ -221,7 +236,7 @@ class ClusterOracle:
             snapshot = observer.snapshot()
         return cluster_state_of(snapshot, topics, dict(self.cluster.broker_settings()))
 
-    def predict(self, *events: Any, topics: list[str] | None = None) -> Any:
+    def predict(self, *events: Event, topics: list[str] | None = None) -> Prediction:
         """``oracle.predict`` from the current state: the main prediction and its alternatives."""
         from kafka_chaos.oracle import predict
 
@@ -229,5 +244,5 @@ class ClusterOracle:
 
 
 @pytest.fixture
-def oracle(kafka_cluster: Any) -> ClusterOracle:
+def oracle(kafka_cluster: ManagedCluster) -> ClusterOracle:
     return ClusterOracle(kafka_cluster)

@@ -14,12 +14,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from kafka_chaos.records.schema import READABLE_VERSIONS, Record
 
 RECORDS_FILE = "records.jsonl"
 RUN_INFO_FILE = "run.json"
+
+
+class RecordSink(Protocol):
+    """Where records go: a :class:`RecordWriter`, or a tee that also keeps them."""
+
+    def write(self, record: Record) -> None: ...
 
 
 class RecordWriter:

@@ -3,13 +3,12 @@ shrinker brings it down to at most 2 steps that still fail the same check."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import uuid
 from dataclasses import replace
 from pathlib import Path
 
-from kafka_chaos.cli.explore import Explorer, explore_one
+from kafka_chaos.app.explore import Explorer, ShrinkBudget, explore_one
 from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.oracle import ClusterState, ControlledShutdown, Outcome, Prediction, predict
 from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate
@@ -48,7 +47,7 @@ def test_a_wrong_rule_fails_a_generated_schedule_and_it_shrinks_to_two_steps_or_
     pool = ClusterPool("local", distribution, lines.append)
     explorer = Explorer(tmp_path, pool, options, lines.append, predictor=calls_controlled_shutdowns_unclean)
     try:
-        failure = explore_one(explorer, SEED, INDEX, CONFIG, argparse.Namespace(shrink_budget=300.0, confirm=1))
+        failure = explore_one(explorer, SEED, INDEX, CONFIG, ShrinkBudget(300.0, confirm=1))
     finally:
         pool.release()
     assert failure["failed"] and (failure["check"], failure["fault"]) == ("oracle_outcome", "controlled_shutdown")

@@ -213,6 +213,10 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         files.update({broker_node_name(b): self._broker(b).server_log for b in self.broker_ids})
         return files
 
+    def broker_log_dir(self, broker_id: int) -> Path:
+        """The directory a broker's log4j files are in (server, controller, state-change)."""
+        return self._broker(broker_id).server_log.parent
+
     def session_timeout_s(self) -> float:
         return session_timeout_ms(self.config) / 1000
 

@@ -11,8 +11,8 @@ sets (controller-made ISRs keep order, leader-made ones append), replica lists i
 order decides the preferred leader), leader epochs exactly where the oracle models every write
 and "strictly increased" where only an election is known to have happened.
 
-The partition states are duck-typed: anything with ``replicas``, ``leader``, ``isr``,
-``leader_epoch`` (an oracle ``PartitionState`` or an observer ``PartitionZkState``) will do.
+A partition state is a :class:`Partition`: an oracle ``PartitionState``, an observer
+``PartitionZkState``, or the stand-in for a partition that did not exist before.
 """
 
 from __future__ import annotations
@@ -20,11 +20,33 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.scenarios.model.snapshots import partition_differences
 
 log = logging.getLogger(__name__)
+
+
+class Membership(Protocol):
+    """Who a partition's replicas, leader and ISR are (all a broker's metadata shows)."""
+
+    @property
+    def replicas(self) -> Sequence[int]: ...
+
+    @property
+    def leader(self) -> int: ...
+
+    @property
+    def isr(self) -> Sequence[int]: ...
+
+
+class Partition(Membership, Protocol):
+    """What the partition checks read of a partition's state."""
+
+    @property
+    def leader_epoch(self) -> int: ...
+
 
 NO_LEADER = -1
 
@@ -103,13 +125,13 @@ _NEW_PARTITION = _NewPartition()
 
 # --- oracle vs observed, per partition ------------------------------------------------------
 
-def check_leader(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+def check_leader(topic: str, partition: int, predicted: Partition, observed: Partition) -> CheckResult:
     ok = observed.leader == predicted.leader
     detail = "" if ok else f"{_tp(topic, partition)}: leader expected {predicted.leader}, observed {observed.leader}"
     return CheckResult("oracle_leader", ok, predicted.leader, observed.leader, detail, topic, partition)
 
 
-def check_isr(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+def check_isr(topic: str, partition: int, predicted: Partition, observed: Partition) -> CheckResult:
     want, got = set(predicted.isr), set(observed.isr)
     ok = want == got
     detail = ""
@@ -120,14 +142,14 @@ def check_isr(topic: str, partition: int, predicted: Any, observed: Any) -> Chec
     return CheckResult("oracle_isr", ok, sorted(want), list(observed.isr), detail, topic, partition)
 
 
-def check_replicas(topic: str, partition: int, predicted: Any, observed: Any) -> CheckResult:
+def check_replicas(topic: str, partition: int, predicted: Partition, observed: Partition) -> CheckResult:
     want, got = list(predicted.replicas), list(observed.replicas)
     ok = want == got
     detail = "" if ok else f"{_tp(topic, partition)}: replicas expected {want} (in order), observed {got}"
     return CheckResult("oracle_replicas", ok, want, got, detail, topic, partition)
 
 
-def check_epoch(topic: str, partition: int, before: Any, predicted: Any, observed: Any, *,
+def check_epoch(topic: str, partition: int, before: Partition, predicted: Partition, observed: Partition, *,
                 exact: bool) -> CheckResult:
     """Exactly the predicted epoch when ``exact`` (the oracle models every controller write on
     this path); otherwise strictly greater than before when the oracle predicts a new epoch,
@@ -154,8 +176,8 @@ def check_epoch(topic: str, partition: int, before: Any, predicted: Any, observe
                                             "predicted": p}, o, detail, topic, partition)
 
 
-def epochs_not_reached(before: Mapping[tuple[str, int], Any], predicted: Mapping[tuple[str, int], Any],
-                       observed: Mapping[tuple[str, int], Any], *, exact: bool) -> list[str]:
+def epochs_not_reached(before: Mapping[tuple[str, int], Partition], predicted: Mapping[tuple[str, int], Partition],
+                       observed: Mapping[tuple[str, int], Partition], *, exact: bool) -> list[str]:
     """Why :func:`check_epoch` would fail now, one line per predicted partition it would fail
     (a partition missing from ``observed`` is the other comparisons' to report): what a step
     waits on besides leaders and ISRs, so it is not judged before the controller's last write."""
@@ -164,12 +186,12 @@ def epochs_not_reached(before: Mapping[tuple[str, int], Any], predicted: Mapping
                                            exact=exact)).passed]
 
 
-def predicted_class(outcomes: Iterable[Any], topic: str, partition: int) -> str:
+def predicted_class(outcomes: Iterable[PartitionOutcome], topic: str, partition: int) -> str:
     """The class of the last event that did more than keep the leader for this partition."""
     klass = LEADER_KEPT
     for o in outcomes:
         if o.topic == topic and o.partition == partition:
-            value = getattr(o.outcome, "value", o.outcome)
+            value = str(getattr(o.outcome, "value", o.outcome))  # an Outcome, or its text
             mapped = OUTCOME_CLASS.get(value)
             if mapped is None:
                 raise ValueError(f"unknown oracle outcome {value!r}")
@@ -178,7 +200,7 @@ def predicted_class(outcomes: Iterable[Any], topic: str, partition: int) -> str:
     return klass
 
 
-def observed_class(before: Any, after: Any) -> str:
+def observed_class(before: Partition, after: Partition) -> str:
     """What the before/after states show: leaderless; a new leader taken from outside the old
     ISR while the old leader is gone from the ISR too (unclean, ``Election.leaderForOffline``
     with unclean on: ISR becomes [leader]); a new leader; or the same leader.
@@ -195,7 +217,7 @@ def observed_class(before: Any, after: Any) -> str:
     return LEADER_KEPT
 
 
-def check_outcome(topic: str, partition: int, outcomes: Iterable[Any], before: Any, observed: Any,
+def check_outcome(topic: str, partition: int, outcomes: Iterable[PartitionOutcome], before: Partition, observed: Partition,
                   predicted_leader: int | None = None, live_after: Iterable[int] | None = None) -> CheckResult:
     want = predicted_class(outcomes, topic, partition)
     got = observed_class(before, observed)
@@ -218,8 +240,8 @@ def check_outcome(topic: str, partition: int, outcomes: Iterable[Any], before: A
     return CheckResult("oracle_outcome", ok, want, got, detail, topic, partition)
 
 
-def compare_partitions(before: Mapping[tuple[str, int], Any], predicted: Mapping[tuple[str, int], Any],
-                       observed: Mapping[tuple[str, int], Any], outcomes: Iterable[Any], *,
+def compare_partitions(before: Mapping[tuple[str, int], Partition], predicted: Mapping[tuple[str, int], Partition],
+                       observed: Mapping[tuple[str, int], Partition], outcomes: Iterable[PartitionOutcome], *,
                        exact_epochs: bool, live_after: Iterable[int] | None = None) -> list[CheckResult]:
     """Every oracle-vs-observed check for each predicted partition, each run check-safe
     (``live_after``: the brokers live in the observed state)."""
@@ -246,8 +268,8 @@ def compare_partitions(before: Mapping[tuple[str, int], Any], predicted: Mapping
     return results
 
 
-def check_isr_rule(rule: str, source: str, topic: str, partition: int, before: Any, expected: Any,
-                   observed: Any) -> CheckResult:
+def check_isr_rule(rule: str, source: str, topic: str, partition: int, before: Partition, expected: Partition,
+                   observed: Partition) -> CheckResult:
     """A leader-side ISR change the oracle does not model (:mod:`scenarios.model.isr_rules`): the ISR
     as a set is the rule's, while the leader and the leader epoch stay as they were (an
     AlterPartition never changes them)."""
@@ -294,8 +316,8 @@ def check_single_controller(controller: int | None, live_brokers: Iterable[int],
                        {"zk": controller, "brokers": dict(metadata_controllers or {})}, "; ".join(problems))
 
 
-def check_metadata_agrees(zk_partitions: Mapping[tuple[str, int], Any],
-                          broker_views: Mapping[int, Mapping[tuple[str, int], Any] | BaseException | str]
+def check_metadata_agrees(zk_partitions: Mapping[tuple[str, int], Partition],
+                          broker_views: Mapping[int, Mapping[tuple[str, int], Membership] | BaseException | str]
                           ) -> CheckResult:
     """After settling, every live broker's metadata cache shows ZooKeeper's leader, replicas
     (in order) and ISR (as a set) for each partition. A broker that could not be asked (an

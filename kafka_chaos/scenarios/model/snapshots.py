@@ -14,17 +14,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import ClusterState, PartitionPhase, PartitionState, TopicState
 
 NO_LEADER = -1
 
 
-def _wanted(snapshot: Any, topics: Iterable[str] | None) -> list[tuple[str, int]]:
+def _wanted(snapshot: ZkSnapshot, topics: Iterable[str] | None) -> list[tuple[str, int]]:
     names = None if topics is None else set(topics)
     return sorted(k for k in snapshot.partitions if names is None or k[0] in names)
 
 
-def partition_state_of(ps: Any) -> PartitionState:
+def partition_state_of(ps: PartitionZkState) -> PartitionState:
     if ps.version < 0:
         phase = PartitionPhase.NEW
     elif ps.leader == NO_LEADER:
@@ -37,7 +38,7 @@ def partition_state_of(ps: Any) -> PartitionState:
                           removing_replicas=tuple(ps.removing_replicas))
 
 
-def cluster_state_of(snapshot: Any, topics: Iterable[str] | None, broker_config: Mapping[str, str]) -> ClusterState:
+def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_config: Mapping[str, str]) -> ClusterState:
     """The oracle's input: live brokers, controller, the named topics' partitions and configs,
     and the (controller's) broker config that decides e.g. unclean election."""
     by_topic: dict[str, dict[int, PartitionState]] = {}
@@ -55,7 +56,7 @@ def cluster_state_of(snapshot: Any, topics: Iterable[str] | None, broker_config:
     )
 
 
-def unsettled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> list[str]:
+def unsettled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> list[str]:
     """Why the snapshot is not settled (empty when it is). ``excused`` brokers are live but
     cannot catch up while a fault holds them (a follower cut off from its peers): their absence
     from an ISR does not count — nor the absence of the followers of a partition such a broker
@@ -91,11 +92,11 @@ def unsettled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int
     return reasons
 
 
-def is_settled(snapshot: Any, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> bool:
+def is_settled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> bool:
     return not unsettled(snapshot, topics, excused)
 
 
-def mismatches(snapshot: Any, predicted: ClusterState, topics: Iterable[str]) -> list[str]:
+def mismatches(snapshot: ZkSnapshot, predicted: ClusterState, topics: Iterable[str]) -> list[str]:
     """How the snapshot differs from the predicted state (empty when it matches)."""
     diffs: list[str] = []
     if set(snapshot.live_brokers) != set(predicted.live_brokers):
@@ -144,7 +145,7 @@ def partition_differences(name: str, got: Any, want: Any, *, versus: str = "") -
     return diffs
 
 
-def matches_prediction(snapshot: Any, predicted: ClusterState, topics: Iterable[str]) -> bool:
+def matches_prediction(snapshot: ZkSnapshot, predicted: ClusterState, topics: Iterable[str]) -> bool:
     return not mismatches(snapshot, predicted, list(topics))
 
 
@@ -152,5 +153,5 @@ def predicted_partitions(state: ClusterState, topics: Iterable[str]) -> dict[tup
     return {(t, p): ps for t in topics if t in state.topics for p, ps in state.topics[t].partitions.items()}
 
 
-def observed_partitions(snapshot: Any, topics: Iterable[str]) -> dict[tuple[str, int], Any]:
+def observed_partitions(snapshot: ZkSnapshot, topics: Iterable[str]) -> dict[tuple[str, int], PartitionZkState]:
     return {k: snapshot.partitions[k] for k in _wanted(snapshot, list(topics))}

@@ -14,9 +14,13 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka_chaos.harness.errors import UsageError
+from kafka_chaos.oracle import ClusterState
+
+if TYPE_CHECKING:
+    from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
 NO_LEADER = -1
 
@@ -55,23 +59,21 @@ class TargetView:
         return frozenset(self.live_brokers | replicas)
 
 
-def view_of(state: Any, brokers: Sequence[int] = ()) -> TargetView:
-    """A :class:`TargetView` of a ``ZkSnapshot`` (has ``partitions`` keyed by (topic, p)) or an
-    oracle ``ClusterState`` (has ``topics`` -> ``TopicState.partitions``); duck-typed so this
-    module imports neither the harness nor the oracle."""
+def view_of(state: ZkSnapshot | ClusterState | TargetView, brokers: Sequence[int] = ()) -> TargetView:
+    """A :class:`TargetView` of a ZooKeeper snapshot, an oracle ``ClusterState`` (tests and the
+    generator's model) or a view already."""
     if isinstance(state, TargetView):
         return state
     partitions: dict[tuple[str, int], PartitionView] = {}
-    if hasattr(state, "topics"):
+    if isinstance(state, ClusterState):
         for topic, topic_state in state.topics.items():
             for p, ps in topic_state.partitions.items():
                 partitions[(topic, int(p))] = PartitionView(tuple(ps.replicas), ps.leader, tuple(ps.isr))
-        live = frozenset(state.live_brokers)
     else:
-        for (topic, p), ps in state.partitions.items():
-            partitions[(topic, int(p))] = PartitionView(tuple(ps.replicas), ps.leader, tuple(ps.isr))
-        live = frozenset(state.live_brokers)  # ZkSnapshot: Mapping id -> broker epoch
-    return TargetView(live, state.controller, partitions, frozenset(brokers))
+        for (topic, p), zk in state.partitions.items():
+            partitions[(topic, int(p))] = PartitionView(tuple(zk.replicas), zk.leader, tuple(zk.isr))
+    # a ZkSnapshot's live brokers map id -> broker epoch: the ids
+    return TargetView(frozenset(state.live_brokers), state.controller, partitions, frozenset(brokers))
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ class NoTarget:
         return self.what
 
 
-def resolve(selector: Selector, state: Any, rng: random.Random, history: Sequence[Target] = (),
+def resolve(selector: Selector, state: ZkSnapshot | ClusterState | TargetView, rng: random.Random, history: Sequence[Target] = (),
             brokers: Sequence[int] = ()) -> Target:
     """Resolve ``selector`` on a snapshot / ClusterState / TargetView."""
     return selector.resolve(view_of(state, brokers), rng, history)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafka_chaos.scenarios.checks import latency as lat
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps, FailedSend, Poll
@@ -15,9 +15,15 @@ from kafka_chaos.scenarios.clients.delivery import Ack
 from kafka_chaos.scenarios.checks.expectations import Expectation
 from kafka_chaos.scenarios.faults import Fault
 from kafka_chaos.scenarios.history.observations import ClientActivity
+from kafka_chaos.harness.zkevents import ZkEvent
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
+
+if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run starts them
+    from kafka_chaos.scenarios.clients.consumers import Consumers
+    from kafka_chaos.scenarios.clients.workload import Workload
 
 
-def client_activity(workloads: Mapping[str, Any], since: float, until: float) -> dict[str, ClientActivity]:
+def client_activity(workloads: Mapping[str, Workload], since: float, until: float) -> dict[str, ClientActivity]:
     """Per ``"topic-p"``: the acks from the last one before ``since`` (it bounds the first gap a
     measurement looks at) up to ``until``, and the failed sends in between."""
     activity = {}
@@ -32,7 +38,7 @@ def client_activity(workloads: Mapping[str, Any], since: float, until: float) ->
     return activity
 
 
-def wait_for_clients(workloads: Mapping[str, Any], events: Iterable[Any], fault: Fault, before_snap: Any,
+def wait_for_clients(workloads: Mapping[str, Workload], events: Iterable[ZkEvent], fault: Fault, before_snap: ZkSnapshot,
                      expected: Expectation, fault_at: float, timeout: float) -> list[str]:
     """Hold the step (bounded, woken by delivery reports) until the clients of every partition
     the fault touched get acks again after the cluster acted on it — so a cut lasts until the
@@ -60,7 +66,7 @@ def wait_for_clients(workloads: Mapping[str, Any], events: Iterable[Any], fault:
     return waiting
 
 
-def client_ops(workloads: Mapping[str, Any], consumers: Mapping[str, Any], since: float,
+def client_ops(workloads: Mapping[str, Workload], consumers: Mapping[str, Consumers], since: float,
                until: float | None) -> dict[str, ClientOps]:
     """Per ``"topic-p"``: every ack, failed send, poll and consumer reset in ``(since, until]``
     (``until`` None: everything after ``since``) — consecutive cuts cover a run without gaps or

@@ -11,13 +11,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.cluster import Capability, ManagedCluster, capabilities_of
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds
 from kafka_chaos.scenarios.model.snapshots import is_settled
+
+if TYPE_CHECKING:
+    from kafka_chaos.harness.distribution import KafkaDistribution
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ class StallWatch:
 
 
 class ClusterPool:
-    def __init__(self, backend: str, distribution: Any, progress: Progress,
+    def __init__(self, backend: str, distribution: KafkaDistribution, progress: Progress,
                  open_cluster: Callable[..., ManagedCluster] | None = None, settle_timeout: float = 90.0,
                  stall_timeout: float = STALL_TIMEOUT_S) -> None:
         self.backend = backend

@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from kafka_chaos.harness.cluster import ChaosCluster
 from kafka_chaos.harness.observer import ZkObserver
@@ -18,10 +17,10 @@ from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.checks.expectations import Predictor
-from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
+from kafka_chaos.scenarios.faults import Nemesis
 from kafka_chaos.scenarios.history.observations import ScenarioRun, StepObserved
-from kafka_chaos.scenarios.run.step import StepCore, StepTimeouts
-from kafka_chaos.scenarios.model.targets import Target, view_of
+from kafka_chaos.scenarios.run.step import StepCore, StepNaming, StepTimeouts
+from kafka_chaos.scenarios.model.targets import Target
 
 ProbeTimeouts = StepTimeouts  # the name the pytest plugin's users know
 
@@ -72,20 +71,9 @@ class Probe:
     def step(self, step: Step, topic_partitions: dict[str, Sequence[int]] | None = None) -> StepVerdict:
         label = f"step {len(self.targets) + 1} {step.fault}"
         topics = list(self.topics)
-        core = StepCore(self.cluster, self.observer, self.nemesis, topics, self.predictor, self.timeouts)
-
-        def resolve(before_snap: Any) -> Target:
-            target = step.target.resolve(view_of(before_snap, self.cluster.broker_ids), self.rng, self.targets)
-            self.targets.append(target)
-            return target
-
-        def make(target: Target, before_snap: Any) -> Fault:
-            parts = topic_partitions or {t: sorted(p for (name, p) in before_snap.partitions if name == t)
-                                         for t in topics}
-            return make_fault(step.fault, target, step.options, topic_names={t: t for t in topics},
-                              topic_partitions=parts)
-
-        prepared = core.prepare(label, step, resolve, make)
+        naming = StepNaming({t: t for t in topics}, topic_partitions, self.rng, self.targets)
+        core = StepCore(self.cluster, self.observer, self.nemesis, topics, self.predictor, naming, self.timeouts)
+        prepared = core.prepare(label, step)
         obs = core.observe(self.run, len(self.targets) - 1, prepared)
         self.checks.remember(obs, prepared.options)
         results = evaluate(obs, self.checks)

@@ -28,26 +28,25 @@ import random
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
 from kafka_chaos.harness.cluster import ChaosCluster, Cluster
 from kafka_chaos.harness.observer import ZkObserver
-from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.oracle import CreateTopic, Event, predict
+from kafka_chaos.records.writer import RecordSink
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.plans.spec import Scenario
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate, to_records
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.clients.ops import ClientOps
 from kafka_chaos.scenarios.run.client_cuts import client_activity, client_ops, wait_for_clients, with_read_back
-from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, expectations, matching
-from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, make_fault, requirements_of
+from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor
+from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, requirements_of
 from kafka_chaos.scenarios.history.observations import (
     ClientActivity,
-    FaultTraits,
     HistoryWriter,
     Observation,
     ScenarioAborted,
@@ -57,11 +56,14 @@ from kafka_chaos.scenarios.history.observations import (
     StepObserved,
     TopicDelivery,
 )
-from kafka_chaos.scenarios.model.snapshots import cluster_state_of, is_settled, observed_partitions
-from kafka_chaos.scenarios.run.poller import MetadataPoller
+from kafka_chaos.scenarios.model.snapshots import is_settled
 from kafka_chaos.scenarios.run.pool import INTERNAL_TOPICS, ClusterPool
-from kafka_chaos.scenarios.run.step import Prepared, StepClients, StepCore, StepTimeouts
-from kafka_chaos.scenarios.model.targets import Target, view_of
+from kafka_chaos.scenarios.run.step import Prepared, StepClients, StepCore, StepNaming, StepTimeouts
+from kafka_chaos.scenarios.model.targets import Target
+
+if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run starts them
+    from kafka_chaos.scenarios.clients.consumers import Consumers
+    from kafka_chaos.scenarios.clients.workload import Workload
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +116,7 @@ class ScenarioAbortedError(HarnessError):
 
 
 class Runner:
-    def __init__(self, options: RunOptions, pool: ClusterPool, writer: Any, progress: Progress,
+    def __init__(self, options: RunOptions, pool: ClusterPool, writer: RecordSink, progress: Progress,
                  predictor: Predictor = predict, history: HistoryWriter | None = None) -> None:
         self.options = options
         self.pool = pool
@@ -185,11 +187,12 @@ class Runner:
             nemesis = Nemesis(FaultEnv(cluster, observer, admin, ctx.run.session_timeout_ms or 6000,
                                        ctx.run.tick_time_ms or 500))
             interrupted = aborted = False
+            core = self._step_core(ctx, nemesis)
             try:
-                self._create_topics(ctx)
+                self._create_topics(ctx, core)
                 self._start_workloads(ctx)
                 for index, step in enumerate(ctx.scenario.steps):
-                    self._run_step(ctx, nemesis, index, step)
+                    self._run_step(ctx, core, index, step)
             except KeyboardInterrupt:
                 interrupted = True  # leave at once: the pool destroys the cluster
                 raise
@@ -261,43 +264,18 @@ class Runner:
 
     # topics and workload -------------------------------------------------------------------
 
-    def _create_topics(self, ctx: _Context) -> None:
+    def _create_topics(self, ctx: _Context, core: StepCore) -> None:
         from kafka_chaos.harness.metadata import create_topic
-        from kafka_chaos.harness.observer import ConvergenceTimeout
 
-        self._step_progress(ctx, "creating topics")
-        started = time.time()
-        snapshot = ctx.zk.snapshot()
-        before = cluster_state_of(snapshot, ctx.physical_topics, ctx.broker_config)
         events: list[Event] = [CreateTopic(ctx.topic_names[t.name], {p: tuple(r) for p, r in t.assignment.items()},
                                            dict(t.config)) for t in ctx.scenario.topics]
-        options = expectations(self.predictor, before, events, rule=None, rule_brokers=(), topics=ctx.physical_topics)
-        created_at = time.time()
-        for t in ctx.scenario.topics:
-            create_topic(ctx.cluster.bootstrap_servers, ctx.topic_names[t.name], t.assignment, t.config)
-        after: ZkSnapshot | None
-        try:
-            after = ctx.zk.wait_until(
-                lambda s: matching(s, options, ctx.physical_topics) is not None
-                and is_settled(s, ctx.physical_topics),
-                timeout=self.options.settle_timeout, description="the created topics' predicted state")
-            converged = True
-        except ConvergenceTimeout as exc:
-            after, converged = exc.last, False
-        waited = time.time() - started
-        metadata = None
-        if converged and after is not None:
-            with MetadataPoller(ctx.cluster, sorted(after.live_brokers), ctx.physical_topics) as poller:
-                metadata = poller.wait_agreement(observed_partitions(after, ctx.physical_topics),
-                                                 sorted(after.live_brokers), timeout=self.options.metadata_timeout)
-        now = time.time()
-        traits = FaultTraits("create_topic", "create_topic", exact_epochs=True)
-        self._emit(ctx.checks, ctx.outcome, StepObserved(
-            run=ctx.run, index=None, label="create_topic", traits=traits, target=Target((), "cluster"), then=(),
-            started_at=started, before=snapshot, oracle_state=before, oracle_events=tuple(events), fault_at=created_at,
-            episode_started_at=created_at, after=after, waited_s=waited,
-            convergence_timeout_s=self.options.settle_timeout, excused=(), metadata=metadata, sightings={}, events=(),
-            clients={}, measured_at=now, finished_at=now), options)
+
+        def create() -> None:
+            for t in ctx.scenario.topics:
+                create_topic(ctx.cluster.bootstrap_servers, ctx.topic_names[t.name], t.assignment, t.config)
+
+        observed, options, converged = core.create_topics(ctx.run, events, create)
+        self._emit(ctx.checks, ctx.outcome, observed, options)
         if not converged:
             raise ScenarioAbortedError("the topics never reached their predicted initial state")
 
@@ -327,32 +305,22 @@ class Runner:
 
     # steps ----------------------------------------------------------------------------------
 
-    def _run_step(self, ctx: _Context, nemesis: Nemesis, index: int, step: Step) -> None:
-        variant = step.options.get("variant")
-        label = f"step {index + 1}/{len(ctx.scenario.steps)} {step.fault}" + (f"/{variant}" if variant else "")
-        progress: Progress = lambda what: self._step_progress(ctx, what)  # noqa: E731
-        core = StepCore(ctx.cluster, ctx.zk, nemesis, ctx.physical_topics, self.predictor,
+    def _step_core(self, ctx: _Context, nemesis: Nemesis) -> StepCore:
+        return StepCore(ctx.cluster, ctx.zk, nemesis, ctx.physical_topics, self.predictor,
+                        StepNaming(ctx.topic_names, {t.name: t.partitions for t in ctx.scenario.topics},
+                                   ctx.rng, ctx.targets),
                         StepTimeouts(self.options.settle_timeout, self.options.convergence_timeout,
                                      self.options.metadata_timeout),
-                        progress=progress, error=ScenarioAbortedError)
-        prepared = core.prepare(label, step, lambda snap: self._resolve(ctx, step, snap),
-                                lambda target, _: make_fault(
-                                    step.fault, target, step.options, topic_names=ctx.topic_names,
-                                    topic_partitions={t.name: t.partitions for t in ctx.scenario.topics}))
+                        progress=lambda what: self._step_progress(ctx, what), error=ScenarioAbortedError)
+
+    def _run_step(self, ctx: _Context, core: StepCore, index: int, step: Step) -> None:
+        variant = step.options.get("variant")
+        label = f"step {index + 1}/{len(ctx.scenario.steps)} {step.fault}" + (f"/{variant}" if variant else "")
+        prepared = core.prepare(label, step)
         observed = core.observe(ctx.run, index, prepared,
-                                _WorkloadClients(ctx, self.options.client_recovery_timeout, progress))
+                                _WorkloadClients(ctx, self.options.client_recovery_timeout, core.progress))
         self._emit(ctx.checks, ctx.outcome, observed, prepared.options)
         ctx.ops_cut = observed.measured_at
-
-    def _resolve(self, ctx: _Context, step: Step, before_snap: Any) -> Target:
-        selector = step.target
-        logical = getattr(selector, "topic", None)
-        if isinstance(logical, str):  # logical topic -> this iteration's topic
-            # Selectors naming a topic are frozen dataclasses with a ``topic`` field.
-            selector = replace(cast(Any, selector), topic=ctx.topic_names.get(logical, logical))
-        target = selector.resolve(view_of(before_snap, ctx.cluster.broker_ids), ctx.rng, ctx.targets)
-        ctx.targets.append(target)
-        return target
 
     # misc -------------------------------------------------------------------------------------
 
@@ -375,10 +343,10 @@ class Runner:
                 for name in CONTROLLER_LOGS if str(node).startswith("broker-") else ():
                     if (Path(path).parent / name).is_file():
                         shutil.copyfile(Path(path).parent / name, target / f"{node}-{name}")
-            clients = [(f"consumer-group-{topic}", c) for topic, c in (ctx.consumers if ctx is not None else {}).items()]
-            clients += [(f"producer-{topic}", w) for topic, w in (ctx.workloads if ctx is not None else {}).items()]
-            for name, client in clients:
-                lines = client.debug_lines()
+            debug = {f"consumer-group-{topic}": c.debug_lines for topic, c in (ctx.consumers if ctx else {}).items()}
+            debug.update({f"producer-{topic}": w.debug_lines for topic, w in (ctx.workloads if ctx else {}).items()})
+            for name, debug_lines in debug.items():
+                lines = debug_lines()
                 if lines:
                     (target / f"{name}.log").write_text("\n".join(lines) + "\n")
         except Exception as exc:  # noqa: BLE001 - logs are a courtesy
@@ -422,13 +390,12 @@ class _Context:
     run: ScenarioRun
     rng: random.Random
     topic_names: dict[str, str]
-    broker_config: dict[str, str]
     started_at: float
     observer: ZkObserver | None = None
     targets: list[Target] = field(default_factory=list)
-    workloads: dict[str, Any] = field(default_factory=dict)
+    workloads: dict[str, Workload] = field(default_factory=dict)
     workload_errors: dict[str, str] = field(default_factory=dict)
-    consumers: dict[str, Any] = field(default_factory=dict)  # topic -> scenarios.clients.consumers.Consumers
+    consumers: dict[str, Consumers] = field(default_factory=dict)
     ops_cut: float = 0.0  # the clients' operations up to here are in an emitted observation
 
     @property
@@ -451,7 +418,7 @@ class _Context:
         prefix = f"{scenario.name}-{iteration}" + (f"-r{attempt}" if attempt else "")
         names = {t.name: f"{prefix}-{t.name}".replace("_", "-") for t in scenario.topics}
         run = scenario_run(options, scenario, iteration, cluster, tuple(names.values()))
-        return cls(scenario, iteration, cluster, outcome, checks, run, rng, names, dict(cluster.broker_settings()),
+        return cls(scenario, iteration, cluster, outcome, checks, run, rng, names,
                    time.time())
 
 

@@ -12,10 +12,10 @@ workload, the probe none): it comes in through :class:`StepClients`.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from kafka_chaos.harness.cluster import ChaosCluster, Cluster
 from kafka_chaos.harness.observer import ZkObserver
@@ -28,11 +28,11 @@ from kafka_chaos.scenarios.clients.ops import ClientOps
 from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_lines
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape
 from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, converged_to, epochs_exact, expectations, matching
-from kafka_chaos.scenarios.faults import Fault, Nemesis
+from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
 from kafka_chaos.scenarios.model.snapshots import cluster_state_of, is_settled, observed_partitions, unsettled
 from kafka_chaos.scenarios.run.poller import MetadataPoller
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.model.targets import Selector, Target, view_of
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class Prepared:
 
     label: str
     started: float
-    before_snap: Any  # harness.zksnapshot.ZkSnapshot
+    before_snap: ZkSnapshot
     before: ClusterState
     target: Target
     fault: Fault
@@ -77,6 +77,41 @@ class StepClients:
         return {}
 
 
+@dataclass
+class StepNaming:
+    """How a step's names become this cluster's: logical topic -> physical topic, each logical
+    topic's partitions (None: every partition the settled snapshot shows), the seeded RNG that
+    targets draw from, and the targets earlier steps hit (``EarlierTarget`` reads them; the list
+    is shared by every step of a scenario)."""
+
+    topic_names: Mapping[str, str] = field(default_factory=dict)
+    topic_partitions: Mapping[str, Sequence[int]] | None = None
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    targets: list[Target] = field(default_factory=list)
+
+    def resolve(self, step: Step, before_snap: ZkSnapshot, brokers: Sequence[int]) -> Target:
+        """The step's selector, its topic renamed to this cluster's, resolved against the
+        settled snapshot."""
+        target = self._physical(step.target).resolve(view_of(before_snap, brokers), self.rng, self.targets)
+        self.targets.append(target)
+        return target
+
+    def fault(self, step: Step, target: Target, before_snap: ZkSnapshot) -> Fault:
+        parts = self.topic_partitions
+        if parts is None:
+            physical = {name: logical for logical, name in self.topic_names.items()}
+            parts = {logical: sorted(p for (topic, p) in before_snap.partitions if topic == name)
+                     for name, logical in physical.items()}
+        return make_fault(step.fault, target, step.options, topic_names=self.topic_names, topic_partitions=parts)
+
+    def _physical(self, selector: Selector) -> Selector:
+        logical = getattr(selector, "topic", None)
+        if not isinstance(logical, str):
+            return selector
+        # Selectors naming a topic are frozen dataclasses with a ``topic`` field.
+        return replace(selector, topic=self.topic_names.get(logical, logical))  # type: ignore[type-var]
+
+
 def traits_of(fault: Fault) -> FaultTraits:
     return FaultTraits(fault.kind, fault.label, fault.exact_epochs, fault.client_windows, fault.isr_rule,
                        tuple(fault.holds), tuple(fault.releases))
@@ -93,6 +128,7 @@ class StepCore:
     nemesis: Nemesis
     topics: Sequence[str]  # the topics the oracle and the checks look at (physical names)
     predictor: Predictor
+    naming: StepNaming = field(default_factory=StepNaming)
     timeouts: StepTimeouts = StepTimeouts()
     progress: Progress = field(default=lambda _: None)
     error: type[HarnessError] = HarnessError
@@ -101,10 +137,9 @@ class StepCore:
     def oracle_topics(self) -> list[str]:
         return list(self.topics) + list(INTERNAL_TOPICS)
 
-    def prepare(self, label: str, step: Step, resolve: Callable[[Any], Target],
-                make: Callable[[Target, Any], Fault]) -> Prepared:
-        """Wait for a settled state, then everything the oracle needs, and its answer:
-        ``resolve`` picks the target and ``make`` the fault, both from the settled snapshot."""
+    def prepare(self, label: str, step: Step) -> Prepared:
+        """Wait for a settled state, then everything the oracle needs, and its answer: the
+        target and the fault are resolved from the settled snapshot (:class:`StepNaming`)."""
         from kafka_chaos.harness.observer import ConvergenceTimeout
 
         self.progress(f"{label}: waiting for a settled state")
@@ -121,8 +156,8 @@ class StepCore:
         # Replicas on failed log directories are controller memory, not in ZooKeeper.
         before = self.nemesis.with_controller_memory(
             cluster_state_of(before_snap, self.oracle_topics, dict(self.cluster.broker_settings())))
-        target = resolve(before_snap)
-        fault = make(target, before_snap)
+        target = self.naming.resolve(step, before_snap, self.cluster.broker_ids)
+        fault = self.naming.fault(step, target, before_snap)
         events = self.nemesis.prepare(fault, before) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
         try:
             options = expectations(self.predictor, before, events, rule=fault.isr_rule,
@@ -181,7 +216,45 @@ class StepCore:
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
             controller_log=logged)
 
-    def _metadata(self, poller: MetadataPoller, after: Any) -> dict[int, MetadataAnswer]:
+    def create_topics(self, run: ScenarioRun, events: Sequence[Event], create: Callable[[], None]
+                      ) -> tuple[StepObserved, tuple[Expectation, ...], bool]:
+        """Topic creation as a step: the oracle asked from the snapshot before it (not waited
+        for: the topics do not exist yet, nothing of theirs can be unsettled), ``create`` run,
+        then a bounded wait for a predicted state that is also settled, and every live broker's
+        metadata. Returns the observation, the expectations and whether it converged."""
+        from kafka_chaos.harness.observer import ConvergenceTimeout
+
+        self.progress("creating topics")
+        started = time.time()
+        snapshot = self.observer.snapshot()
+        before = cluster_state_of(snapshot, self.topics, dict(self.cluster.broker_settings()))
+        options = tuple(expectations(self.predictor, before, list(events), rule=None, rule_brokers=(),
+                                     topics=list(self.topics)))
+        created_at = time.time()
+        create()
+        after: ZkSnapshot | None
+        try:
+            after = self.observer.wait_until(
+                lambda s: matching(s, list(options), self.topics) is not None and is_settled(s, self.topics),
+                timeout=self.timeouts.settle, description="the created topics' predicted state")
+            converged = True
+        except ConvergenceTimeout as exc:
+            after, converged = exc.last, False
+        waited = time.time() - started
+        metadata = None
+        if converged and after is not None:
+            with MetadataPoller(self.cluster, sorted(after.live_brokers), list(self.topics)) as poller:
+                metadata = self._metadata(poller, after)
+        now = time.time()
+        observed = StepObserved(
+            run=run, index=None, label="create_topic", traits=FaultTraits("create_topic", "create_topic", exact_epochs=True),
+            target=Target((), "cluster"), then=(), started_at=started, before=snapshot, oracle_state=before,
+            oracle_events=tuple(events), fault_at=created_at, episode_started_at=created_at, after=after,
+            waited_s=waited, convergence_timeout_s=self.timeouts.settle, excused=(), metadata=metadata,
+            sightings={}, events=(), clients={}, measured_at=now, finished_at=now)
+        return observed, options, converged
+
+    def _metadata(self, poller: MetadataPoller, after: ZkSnapshot) -> dict[int, MetadataAnswer]:
         # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their
         # metadata is stale by design, so they are not asked.
         asked = [b for b in sorted(after.live_brokers) if b not in self.nemesis.faulted_brokers]

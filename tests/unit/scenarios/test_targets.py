@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Mapping
 
 import pytest
 
 from kafka_chaos.harness.errors import UsageError
+from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
+from kafka_chaos.oracle import ClusterState, PartitionState, TopicState
 from kafka_chaos.scenarios.model.targets import (
     BrokerId,
     Controller,
@@ -110,35 +110,11 @@ def test_earlier_target() -> None:
         EarlierTarget(1).resolve(V, rng(), history)
 
 
-@dataclass(frozen=True)
-class _Zk:  # the shape of harness.observer.PartitionZkState / ZkSnapshot
-    replicas: tuple[int, ...]
-    leader: int
-    isr: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class _Snap:
-    live_brokers: Mapping[int, int]
-    controller: int | None
-    partitions: Mapping[tuple[str, int], _Zk]
-
-
-@dataclass(frozen=True)
-class _Topic:
-    partitions: Mapping[int, _Zk]
-
-
-@dataclass(frozen=True)
-class _Cluster:  # the shape of oracle.ClusterState
-    live_brokers: frozenset[int]
-    topics: Mapping[str, _Topic]
-    controller: int | None
-
-
 def test_view_of_snapshot_and_cluster_state_agree() -> None:
-    zk = _Snap({1: 10, 2: 11}, 1, {("t", 0): _Zk((1, 2), 2, (2, 1))})
-    cs = _Cluster(frozenset({1, 2}), {"t": _Topic({0: _Zk((1, 2), 2, (2, 1))})}, 1)
+    zk = ZkSnapshot(0.0, {1: 10, 2: 11}, 1, 3, {("t", 0): PartitionZkState("t", 0, (1, 2), 2, 5, (2, 1), 3, 0, 4)},
+                    {}, False)
+    cs = ClusterState(live_brokers=frozenset({1, 2}), controller=1,
+                      topics={"t": TopicState({0: PartitionState(replicas=(1, 2), leader=2, isr=(2, 1), leader_epoch=5)})})
     a, b = view_of(zk, [1, 2, 3]), view_of(cs, [1, 2, 3])
     assert a == b
     assert LeaderOf("t", 0).resolve(a, rng()).brokers == (2,)
