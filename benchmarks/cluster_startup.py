@@ -7,7 +7,7 @@ registered, a controller elected and metadata answering), sample the resident me
 process whose command line names the state dir (ZooKeeper + brokers, summed) every 100 ms from
 the start until ``--settle`` seconds after ``up`` returned, then time ``cluster down``.
 ``--compare-jvm-options`` also times in-process start-ups of a 3-broker cluster with the
-default JVM flags (serial GC, C1 only, the class-data-sharing archive of ``harness.cds``)
+default JVM flags (serial GC, C1 only, the class-data-sharing archive of ``harness.local.cds``)
 against variants without the archive, with C2, and with plain JVM defaults (G1, C2).
 
 Figures only: nothing here asserts a speed.  Never run it next to another cluster of yours.

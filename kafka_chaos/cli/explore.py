@@ -78,8 +78,10 @@ def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Genera
     unknown = [f for f in faults if f not in REPERTOIRE]
     if unknown:
         raise UsageError(f"--faults: {', '.join(unknown)} not in the generator's repertoire: {', '.join(REPERTOIRE)}")
-    if "network_partition" in faults and Capability.NETWORK_PARTITION in missing:
-        raise UsageError(f"--faults network_partition needs a backend that can cut networks, not {args.backend}")
+    for kind in faults:
+        lacking = sorted(c.value for c in requirements_of([kind]) & set(missing))
+        if lacking and kind != "network_delay":  # delay falls back to its ZooKeeper links (_delay_links)
+            raise UsageError(f"--faults {kind} needs {', '.join(lacking)}, which --backend {args.backend} lacks")
     delay_links = _delay_links(args.backend) if "network_delay" in faults else DELAY_LINKS
     weights = dict(DEFAULT_WEIGHTS)
     for item in filter(None, (w.strip() for w in args.weights.split(","))):

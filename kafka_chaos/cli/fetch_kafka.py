@@ -32,7 +32,7 @@ def fetch_kafka(args: argparse.Namespace) -> int:
 
     resolve_agent_jar()  # the brokers' JMX exporter agent, fetched ahead of the first run too
     if not args.no_cds:
-        from kafka_chaos.harness.cds import build_archives
+        from kafka_chaos.harness.local.cds import build_archives
 
         build_archives(distribution)
     print(distribution.libs_dir)

@@ -1,4 +1,4 @@
-"""The class-data-sharing archives of :mod:`harness.cds`, from an empty cache, as a new user's
+"""The class-data-sharing archives of :mod:`harness.local.cds`, from an empty cache, as a new user's
 set-up makes them: built, then used by a broker that runs with its real JVM options (the JMX
 exporter agent included); and a build that fails leaves set-up and the cluster working.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.common.waits import wait_until
-from kafka_chaos.harness.cds import ROLES, archive_path, build_archives
+from kafka_chaos.harness.local.cds import ROLES, archive_path, build_archives
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import CACHE_ENV, KafkaDistribution, resolve_distribution
 from kafka_chaos.harness.local.cluster import LocalCluster

@@ -1,4 +1,4 @@
-"""Class-data-sharing archives for the containers' JVMs, as :mod:`harness.cds` makes them for
+"""Class-data-sharing archives for the containers' JVMs, as :mod:`harness.local.cds` makes them for
 local ones: a third image layer, ``kafka-chaos-kafka:<tag>-cds``, holds a dynamic AppCDS archive
 per role under ``/opt/kafka/cds/``.
 

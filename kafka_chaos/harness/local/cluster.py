@@ -42,7 +42,7 @@ from typing import Any
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness import jmx_exporter, processes
-from kafka_chaos.harness.cds_paths import archive_options
+from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
@@ -131,7 +131,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
                  node_jvm_options: Mapping[str, Sequence[str]] | None = None, metrics: bool = True,
                  log4j_extra: str = "") -> None:
         """``detached``: the nodes outlive this Python process (``cluster up``).
-        ``class_data_sharing``: use the archives of :mod:`harness.cds` when they exist.
+        ``class_data_sharing``: use the archives of :mod:`harness.local.cds` when they exist.
         ``node_jvm_options``: extra JVM flags by role ("broker", "zookeeper").
         ``metrics``: every broker runs the JMX exporter agent (:mod:`harness.jmx_exporter`).
         ``log4j_extra``: lines appended to the nodes' log4j.properties (a benchmark's request log)."""

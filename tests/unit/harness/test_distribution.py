@@ -179,7 +179,7 @@ def test_maven_without_the_kafka_jar_is_an_error(tools: Path) -> None:
 
 
 def test_class_data_sharing_flag_only_when_an_archive_exists(tools: Path, tmp_path: Path) -> None:
-    from kafka_chaos.harness import cds
+    from kafka_chaos.harness.local import cds
 
     dist = resolve_distribution(kafka_home=tarball(tmp_path / "k", "kafka_2.13-3.9.1.jar"))
     assert cds.archive_options(dist, "broker") == []

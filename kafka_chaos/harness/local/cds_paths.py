@@ -1,4 +1,4 @@
-"""Where the class-data-sharing archives of :mod:`harness.cds` live, and the JVM flag that
+"""Where the class-data-sharing archives of :mod:`harness.local.cds` live, and the JVM flag that
 uses one (read by the local launcher at every start; no launcher imported here)."""
 
 from __future__ import annotations

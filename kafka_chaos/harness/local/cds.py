@@ -8,11 +8,11 @@ parsed and verified; measured here, a broker's CPU to readiness fell from ~2.5 s
 The archives are made once per (java binary, classpath) by :func:`build_archives` — a
 one-broker cluster started with ``-XX:ArchiveClassesAtExit`` and stopped cleanly, which is when
 the JVM writes them — from ``kafka-chaos fetch-kafka`` (so ``scripts/setup.sh`` makes them).
-:func:`harness.cds_paths.archive_options` adds ``-XX:SharedArchiveFile`` only when a matching
+:func:`harness.local.cds_paths.archive_options` adds ``-XX:SharedArchiveFile`` only when a matching
 archive exists; a JVM that cannot use an archive warns on stdout and runs without it, so a
 stale one is harmless.
 
-Where the archives live is :mod:`harness.cds_paths`, which the local launcher reads; this module
+Where the archives live is :mod:`harness.local.cds_paths`, which the local launcher reads; this module
 starts a :class:`harness.local.cluster.LocalCluster` to make them, so the two do not import each other.
 """
 
@@ -23,7 +23,7 @@ import logging
 import os
 from pathlib import Path
 
-from kafka_chaos.harness.cds_paths import ROLES, archive_options, archive_path
+from kafka_chaos.harness.local.cds_paths import ROLES, archive_options, archive_path
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.errors import HarnessError
