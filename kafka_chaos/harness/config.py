@@ -10,11 +10,12 @@ Layers, later wins (as kafkatest's ``services/kafka/kafka.py`` ``prop_file``):
 4. ``ClusterConfig.broker_overrides[id]`` (``--set ID:key=value``).
 
 Property names are constants here (a typo such as ``zookeeper.session.tmeout.ms`` is silently
-ignored by Kafka), and every key of layers 3 and 4 must be a name Kafka 3.9's broker accepts:
-:data:`KNOWN_BROKER_PROPERTIES` is ``AbstractKafkaConfig.CONFIG_DEF.names()`` (internal configs
-included) dumped once into ``kafka_broker_properties.json`` so validation needs no JVM;
-:func:`dump_broker_property_names` re-derives it from a distribution (an integration test keeps
-the file honest).  Values are not checked here: Kafka refuses bad values at start-up, and the
+ignored by Kafka), and every key of layers 3 and 4 must be a name the release's broker accepts:
+every release's broker ``ConfigDef`` names (internal configs included) are dumped once into
+``kafka_broker_properties.json`` (3.9's in full, each older release as what it lacks and adds) so
+validation needs no JVM; :func:`dump_broker_property_names` re-derives them from a distribution
+(an integration test keeps the file honest). A ``ClusterConfig`` is checked against every
+release's names, the rendered ``server.properties`` against its own release's.  Values are not checked here: Kafka refuses bad values at start-up, and the
 launcher then reports that node's log.
 """
 
@@ -117,32 +118,68 @@ _HEAP = re.compile(r"^\d+[kmgKMG]$")
 _PROPERTIES_FILE = "kafka_broker_properties.json"
 
 
-def _load_known_properties() -> tuple[str, frozenset[str]]:
+@dataclass(frozen=True)
+class BrokerPropertyNames:
+    """The broker config names one Kafka release accepts (its minor release's list, dumped from
+    the patch release ``kafka_version``: names come and go with minor releases)."""
+
+    kafka_version: str
+    names: frozenset[str]
+
+
+def _release(kafka_version: str) -> str:
+    return ".".join(kafka_version.split(".")[:2])
+
+
+def _load_known_properties() -> tuple[BrokerPropertyNames, dict[str, BrokerPropertyNames]]:
+    """The newest release's names, and every release's: each older one stored as what it lacks
+    of the newest and what it has besides."""
     text = resources.files("kafka_chaos.harness").joinpath(_PROPERTIES_FILE).read_text(encoding="utf-8")
     doc = json.loads(text)
-    return str(doc["kafka_version"]), frozenset(doc["names"])
+    newest = BrokerPropertyNames(str(doc["kafka_version"]), frozenset(doc["names"]))
+    releases = {release: BrokerPropertyNames(str(entry["kafka_version"]),
+                                             (newest.names - set(entry["lacks"])) | set(entry["adds"]))
+                for release, entry in doc.get("releases", {}).items()}
+    releases[_release(newest.kafka_version)] = newest
+    return newest, releases
 
 
-KNOWN_PROPERTIES_VERSION, KNOWN_BROKER_PROPERTIES = _load_known_properties()
+NEWEST_PROPERTIES, RELEASE_PROPERTIES = _load_known_properties()
+KNOWN_PROPERTIES_VERSION, KNOWN_BROKER_PROPERTIES = NEWEST_PROPERTIES.kafka_version, NEWEST_PROPERTIES.names
+ANY_RELEASE_PROPERTIES = frozenset().union(*(r.names for r in RELEASE_PROPERTIES.values()))
 
 
-def check_property_name(name: str, where: str = "broker property") -> None:
-    """UsageError unless ``name`` is a broker property Kafka knows and the launcher allows."""
+def broker_property_names(kafka_version: str) -> BrokerPropertyNames:
+    """The names ``kafka_version`` accepts (the newest release's for a release not dumped)."""
+    return RELEASE_PROPERTIES.get(_release(kafka_version), NEWEST_PROPERTIES)
+
+
+def check_property_name(name: str, where: str = "broker property", known: BrokerPropertyNames | None = None) -> None:
+    """UsageError unless ``name`` is a broker property the launcher allows and Kafka knows: the
+    release ``known`` (None: any release from 2.4 to 3.9, before the release is resolved)."""
     if name in LAUNCHER_PROPERTIES:
         raise UsageError(f"{where} {name!r} is set by the launcher for each node and cannot be overridden")
-    if name in KNOWN_BROKER_PROPERTIES or name.startswith(KNOWN_PROPERTY_PREFIXES):
+    names = known.names if known is not None else ANY_RELEASE_PROPERTIES
+    if name in names or name.startswith(KNOWN_PROPERTY_PREFIXES):
         return
-    close = difflib.get_close_matches(name, KNOWN_BROKER_PROPERTIES, n=1, cutoff=0.75)
+    if known is not None and name in ANY_RELEASE_PROPERTIES:
+        others = sorted((r for r in RELEASE_PROPERTIES.values() if name in r.names),
+                        key=lambda r: tuple(int(x) for x in r.kafka_version.split(".")))
+        raise UsageError(f"{where} {name!r} is not a Kafka {known.kafka_version} broker config "
+                         f"(Kafka {others[0].kafka_version} to {others[-1].kafka_version} have it)")
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise UsageError(f"unknown {where} {name!r}{hint}: not a Kafka {KNOWN_PROPERTIES_VERSION} broker config")
+    which = f"Kafka {known.kafka_version}" if known is not None else "Kafka 2.4-3.9"
+    raise UsageError(f"unknown {where} {name!r}{hint}: not a {which} broker config")
 
 
-def _check_overrides(overrides: Mapping[str, str], where: str) -> dict[str, str]:
+def _check_overrides(overrides: Mapping[str, str], where: str,
+                     known: BrokerPropertyNames | None = None) -> dict[str, str]:
     checked: dict[str, str] = {}
     for key, value in overrides.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise UsageError(f"{where}: {key!r}={value!r}: keys and values must be strings")
-        check_property_name(key, f"{where} property")
+        check_property_name(key, f"{where} property", known)
         if "\n" in value or "\r" in value:
             raise UsageError(f"{where}: value of {key!r} must be one line")
         checked[key] = value
@@ -247,7 +284,8 @@ def chaos_cluster_defaults(brokers: int) -> dict[str, str]:
 
 def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connect: str,
                       listeners: Mapping[str, str], log_dir: str,
-                      bind_listeners: Mapping[str, str] | None = None) -> dict[str, str]:
+                      bind_listeners: Mapping[str, str] | None = None,
+                      kafka_version: str = KNOWN_PROPERTIES_VERSION) -> dict[str, str]:
     """The layered ``server.properties`` of one broker, sorted by key.
 
     ``listeners`` maps a listener name to the ``host:port`` clients are told (advertised);
@@ -255,7 +293,10 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
     the inter-broker one; every listener is PLAINTEXT.  With ``config.control_plane_listener``
     ``listeners`` must hold :data:`CONTROL_PLANE_LISTENER` (not first: 3.9
     ``KafkaConfig.validateValues`` requires it to differ from the inter-broker listener).
+    Rendered for ``kafka_version``: a default that release lacks is left out (before 3.8 there is
+    no ``log.initial.task.delay.ms``), an override it lacks is refused.
     """
+    known = broker_property_names(kafka_version)
     if broker_id not in config.broker_ids():
         raise UsageError(f"unknown broker id {broker_id}: the brokers are "
                          f"{', '.join(map(str, config.broker_ids()))}")
@@ -278,10 +319,15 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
             raise HarnessError(f"control_plane_listener needs a {CONTROL_PLANE_LISTENER} listener after the "
                                f"inter-broker one, got {list(listeners)}")
         props[CONTROL_PLANE_LISTENER_NAME] = CONTROL_PLANE_LISTENER
-    props.update(chaos_cluster_defaults(config.brokers))
-    props.update(_check_overrides(config.cluster_overrides, "cluster"))
-    props.update(_check_overrides(config.broker_overrides.get(broker_id, {}), f"broker {broker_id}"))
+    props.update(release_defaults(config.brokers, known))
+    props.update(_check_overrides(config.cluster_overrides, "cluster", known))
+    props.update(_check_overrides(config.broker_overrides.get(broker_id, {}), f"broker {broker_id}", known))
     return dict(sorted(props.items()))
+
+
+def release_defaults(brokers: int, known: BrokerPropertyNames) -> dict[str, str]:
+    """Layer 2 as one release takes it: only the names it has."""
+    return {k: v for k, v in chaos_cluster_defaults(brokers).items() if k in known.names}
 
 
 def log_dir_paths(data_dir: str, count: int) -> list[str]:
@@ -292,9 +338,9 @@ def log_dir_paths(data_dir: str, count: int) -> list[str]:
     return [f"{data_dir.rstrip('/')}/{chr(ord('a') + i)}" for i in range(count)]
 
 
-def shared_broker_settings(config: ClusterConfig) -> dict[str, str]:
+def shared_broker_settings(config: ClusterConfig, kafka_version: str = KNOWN_PROPERTIES_VERSION) -> dict[str, str]:
     """Layers 2 and 3: what every broker has in common (``Cluster.broker_settings``)."""
-    props = chaos_cluster_defaults(config.brokers)
+    props = release_defaults(config.brokers, broker_property_names(kafka_version))
     props.update(config.cluster_overrides)
     return dict(sorted(props.items()))
 
@@ -367,9 +413,18 @@ def parse_set_options(items: Iterable[str], config_brokers: Iterable[int] | None
 
 _DUMP_SOURCE = """
 public class DumpBrokerConfigNames {
-    public static void main(String[] args) {
-        new java.util.TreeSet<>(org.apache.kafka.server.config.AbstractKafkaConfig.CONFIG_DEF.names())
-            .forEach(System.out::println);
+    public static void main(String[] args) throws Exception {
+        java.util.Set<String> names;
+        try {  // 3.7+: the broker's ConfigDef is in the server module
+            Object def = Class.forName("org.apache.kafka.server.config.AbstractKafkaConfig")
+                .getField("CONFIG_DEF").get(null);
+            names = ((org.apache.kafka.common.config.ConfigDef) def).names();
+        } catch (ClassNotFoundException | NoSuchFieldException e) {  // before: object KafkaConfig's configNames
+            String text = Class.forName("kafka.server.KafkaConfig").getMethod("configNames").invoke(null).toString();
+            names = new java.util.TreeSet<>(java.util.Arrays.asList(
+                text.substring(text.indexOf('(') + 1, text.lastIndexOf(')')).split(", ")));
+        }
+        new java.util.TreeSet<>(names).forEach(System.out::println);
     }
 }
 """

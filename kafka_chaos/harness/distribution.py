@@ -11,7 +11,8 @@ Two sources, both ending in one flat directory of jars (what an Apache Kafka tar
   ``~/.cache/kafka-chaos/kafka-<version>/libs`` once.  A ``.complete`` marker written last makes
   an interrupted fetch start again instead of leaving a half-filled classpath.
 
-Only 3.x is accepted: Kafka 4.0 removed ZooKeeper mode, which is what this project tests.
+Releases 2.4 to 3.9 are accepted: ``kafka_2.13`` is on Maven Central from 2.4.0, and Kafka 4.0
+removed ZooKeeper mode, which is what this project tests.
 """
 
 from __future__ import annotations
@@ -85,17 +86,22 @@ def maven_executable() -> str:
     return found
 
 
+OLDEST_KAFKA_VERSION = (2, 4)  # the first kafka_2.13 on Maven Central
+
+
 def check_version(version: str) -> str:
-    """Accept X.Y.Z with X == 3; anything else is one clear line."""
+    """Accept X.Y.Z from 2.4 (the first ``kafka_2.13`` on Maven Central) to 3.x; anything else
+    is one clear line."""
     match = _VERSION.match(version.strip())
     if match is None:
-        raise UsageError(f"Kafka version {version!r} is not of the form 3.Y.Z (e.g. {DEFAULT_KAFKA_VERSION})")
-    major = int(match.group(1))
-    if major >= 4:
+        raise UsageError(f"Kafka version {version!r} is not of the form X.Y.Z (e.g. {DEFAULT_KAFKA_VERSION})")
+    release = (int(match.group(1)), int(match.group(2)))
+    if release[0] >= 4:
         raise UsageError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
-                         f"use a 3.x release, e.g. {DEFAULT_KAFKA_VERSION}")
-    if major != 3:
-        raise UsageError(f"Kafka {version} is not supported: use a 3.x release, e.g. {DEFAULT_KAFKA_VERSION}")
+                         f"use a 2.4-3.9 release, e.g. {DEFAULT_KAFKA_VERSION}")
+    if release < OLDEST_KAFKA_VERSION:
+        raise UsageError(f"Kafka {version} is not supported: kafka_{SCALA_BINARY_VERSION} is on Maven Central "
+                         f"from 2.4.0; use a 2.4-3.9 release, e.g. {DEFAULT_KAFKA_VERSION}")
     return version.strip()
 
 

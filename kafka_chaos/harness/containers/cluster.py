@@ -199,7 +199,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._zk_host_ports = dict(zip(servers, ports))
         self._broker_host_ports = dict(zip(brokers, ports[len(servers):]))
         self._metrics_host_ports = dict(zip(brokers, ports[len(servers) + len(brokers):]))
-        self._starter = NodeStarter(self.run_id, self.image, self.labels, class_data_sharing=with_archives)
+        self._starter = NodeStarter(self.run_id, self.image, self.labels, class_data_sharing=with_archives,
+                                    kafka_version=self.distribution.version)
         self._network_name = self._starter.create_network().name
         if self._broker_log_files:
             self._logs_root = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-logs-"))
@@ -431,7 +432,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
 
     def broker_settings(self) -> dict[str, str]:
         """The properties every broker shares — the same function the local launcher uses."""
-        return shared_broker_settings(self.config)
+        return shared_broker_settings(self.config, self.distribution.version)
 
     def session_timeout_s(self) -> float:
         return session_timeout_ms(self.config) / 1000

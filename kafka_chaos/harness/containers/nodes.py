@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.config import (
     CONTROL_PLANE_LISTENER,
+    KNOWN_PROPERTIES_VERSION,
     ClusterConfig,
     broker_properties,
     render_properties,
@@ -207,8 +208,10 @@ class NodeStarter:
     """Starts one run's containers on its network, labelled for clean-up, keeping the
     Testcontainers handles (their Docker clients need closing: :meth:`close`)."""
 
-    def __init__(self, run_id: str, image: str, labels: Mapping[str, str], *, class_data_sharing: bool = False) -> None:
+    def __init__(self, run_id: str, image: str, labels: Mapping[str, str], *, class_data_sharing: bool = False,
+                 kafka_version: str = KNOWN_PROPERTIES_VERSION) -> None:
         self._run_id = run_id
+        self._kafka_version = kafka_version  # server.properties are rendered for this release
         self._image = image
         self._class_data_sharing = class_data_sharing  # the image has harness.containers.cds's archives
         self._labels = dict(labels)
@@ -306,7 +309,7 @@ class NodeStarter:
             zookeeper_connect=zookeeper_connect_string(config.zookeepers),
             listeners=broker_listeners(broker_id, host_port, planes),
             bind_listeners=bind_listeners(planes),
-            log_dir=BROKER_DATA_DIR)
+            log_dir=BROKER_DATA_DIR, kafka_version=self._kafka_version)
         agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics_host_port else []
         published = {EXTERNAL_PORT: host_port, **({METRICS_PORT: metrics_host_port} if metrics_host_port else {})}
         logging_options, log_config, volumes = file_logging(*log_files) if log_files else ([], {}, {})

@@ -73,7 +73,7 @@ def render_container_state(state: ContainerState, *, bootstrap_servers: str, zoo
         "zookeeper_containers": [{"server": z, **node(n)} for z, n in sorted(state.zookeepers.items())],
         "broker_containers": [{"broker": b, **node(n)} for b, n in sorted(state.brokers.items())],
         "session_timeout_ms": session_timeout_ms(state.config),
-        "broker_settings": shared_broker_settings(state.config),
+        "broker_settings": shared_broker_settings(state.config, d.version),
         "config": config_state(state.config),
     }
 

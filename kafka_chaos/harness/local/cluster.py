@@ -205,7 +205,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
                               metrics_port=node.metrics_port, control_plane=plane)
 
     def broker_settings(self) -> dict[str, str]:
-        return shared_broker_settings(self.config)
+        return shared_broker_settings(self.config, self.distribution.version)
 
     def log_files(self) -> dict[str, Path]:
         self._zk()
@@ -293,6 +293,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         java = java_executable()
         agent = (jmx_exporter.resolve_agent_jar(), jmx_exporter.write_config(run_dir)) if self._metrics else None
         return NodeLayout(run_dir=run_dir, java=java, classpath=self.distribution.classpath, log4j=log4j,
+                          kafka_version=self.distribution.version,
                           jvm_options={role: self._jvm_options(role, java) for role in ("broker", "zookeeper")},
                           metrics_agent=agent)
 

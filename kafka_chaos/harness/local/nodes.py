@@ -147,6 +147,7 @@ class NodeLayout:
     classpath: str
     log4j: Path
     jvm_options: Mapping[str, Sequence[str]]
+    kafka_version: str  # server.properties are rendered for this release (harness.config)
     # (agent jar, its configuration) of the brokers' JMX exporter (harness.jmx_exporter); None: none
     metrics_agent: tuple[Path, Path] | None = None
 
@@ -193,7 +194,7 @@ def prepare_broker(layout: NodeLayout, config: ClusterConfig, broker_id: int, po
     if control_plane_port is not None:
         listeners[CONTROL_PLANE_LISTENER] = f"{HOST}:{control_plane_port}"
     props = broker_properties(config, broker_id, zookeeper_connect=zookeeper_connect,
-                              listeners=listeners, log_dir=str(node_dir / "data"))
+                              listeners=listeners, log_dir=str(node_dir / "data"), kafka_version=layout.kafka_version)
     options = list(layout.jvm_options["broker"])
     if layout.metrics_agent is not None and metrics_port is not None:
         options.append(agent_option(layout.metrics_agent[0], metrics_port, layout.metrics_agent[1], HOST))

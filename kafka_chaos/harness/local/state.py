@@ -61,7 +61,7 @@ def render_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistri
                            "group": zookeeper.group},
         "session_timeout_ms": session_timeout_ms(config),
         "tick_time_ms": tick_time_ms(config),
-        "broker_settings": shared_broker_settings(config),
+        "broker_settings": shared_broker_settings(config, distribution.version),
         "config": config_state(config),
     }
 

@@ -163,3 +163,55 @@ def test_control_plane_listener_needs_its_listener_after_the_inter_broker_one(li
 def test_control_plane_listener_name_is_the_launchers() -> None:
     with pytest.raises(UsageError, match="set by the launcher"):
         ClusterConfig(cluster_overrides={c.CONTROL_PLANE_LISTENER_NAME: "CONTROL_PLANE"})
+
+
+# --- per release ------------------------------------------------------------------------------
+
+RELEASES = ["2.4.1", "2.5.1", "2.6.3", "2.7.2", "2.8.2", "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2",
+            "3.6.2", "3.7.2", "3.8.1", "3.9.2"]
+
+
+def release_props(cfg: ClusterConfig, version: str) -> dict[str, str]:
+    return broker_properties(cfg, 1, zookeeper_connect="127.0.0.1:2181", listeners={"PLAINTEXT": "127.0.0.1:9092"},
+                             log_dir="/data", kafka_version=version)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_release_has_its_own_names_and_every_setting_it_is_given(version: str) -> None:
+    known = c.broker_property_names(version)
+    assert known.kafka_version == version
+    assert set(release_props(ClusterConfig(), version)) <= known.names | c.LAUNCHER_PROPERTIES
+
+
+@pytest.mark.parametrize("version, has_delay", [("3.7.2", False), ("3.8.0", True), ("3.8.1", True), ("3.9.2", True),
+                                                ("2.4.1", False)])
+def test_a_default_the_release_lacks_is_not_written(version: str, has_delay: bool) -> None:
+    # LogManager's initial task delay was a fixed 30 s (LogManager.InitialTaskDelayMs) until
+    # log.initial.task.delay.ms appeared in 3.8.
+    assert (c.LOG_INITIAL_TASK_DELAY_MS in release_props(ClusterConfig(), version)) is has_delay
+    assert release_props(ClusterConfig(), version)[c.ZOOKEEPER_SESSION_TIMEOUT_MS] == "6000"
+
+
+def test_an_override_the_release_lacks_is_refused_naming_the_releases_that_have_it() -> None:
+    cfg = ClusterConfig(cluster_overrides={c.LOG_INITIAL_TASK_DELAY_MS: "0"})  # some release has it: accepted
+    with pytest.raises(UsageError, match=r"not a Kafka 3\.4\.1 broker config \(Kafka 3\.8\.1 to 3\.9\.2 have it\)"):
+        release_props(cfg, "3.4.1")
+    assert release_props(cfg, "3.9.2")[c.LOG_INITIAL_TASK_DELAY_MS] == "0"
+
+
+def test_a_name_only_old_releases_know_is_accepted_there_only() -> None:
+    cfg = ClusterConfig(cluster_overrides={"zookeeper.sync.time.ms": "2000"})
+    assert release_props(cfg, "2.8.2")["zookeeper.sync.time.ms"] == "2000"
+    with pytest.raises(UsageError, match="not a Kafka 3.9.2 broker config"):
+        release_props(cfg, "3.9.2")
+
+
+def test_a_typo_is_refused_before_any_release_is_known() -> None:
+    with pytest.raises(UsageError, match=r"did you mean 'zookeeper.session.timeout.ms'.*Kafka 2\.4-3\.9"):
+        ClusterConfig(cluster_overrides={"zookeeper.session.tmeout.ms": "6000"})
+
+
+def test_inter_broker_protocol_version_is_settable_on_every_release() -> None:
+    for version in RELEASES:
+        cfg = ClusterConfig(cluster_overrides={"inter.broker.protocol.version": "2.4"})
+        assert release_props(cfg, version)["inter.broker.protocol.version"] == "2.4"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.harness import distribution as d
-from kafka_chaos.harness.distribution import COMPLETE_MARKER, resolve_distribution
+from kafka_chaos.harness.distribution import COMPLETE_MARKER, check_version, resolve_distribution
 from kafka_chaos.harness.errors import HarnessError, UsageError
 
 
@@ -105,11 +105,17 @@ def test_kafka_home_with_kafka_4_is_refused(tools: Path, tmp_path: Path) -> None
 
 @pytest.mark.parametrize("version, message", [
     ("4.0.0", "no ZooKeeper mode"), ("4.1.1", "no ZooKeeper mode"),
-    ("2.8.2", "not supported"), ("3.9", "not of the form"), ("latest", "not of the form"),
+    ("2.3.1", "Maven Central from 2.4.0"), ("1.1.1", "Maven Central from 2.4.0"), ("0.11.0", "Maven Central"),
+    ("3.9", "not of the form"), ("latest", "not of the form"),
 ])
-def test_version_not_3x_is_refused(tools: Path, version: str, message: str) -> None:
+def test_version_outside_2_4_to_3_9_is_refused(tools: Path, version: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         resolve_distribution(version)
+
+
+@pytest.mark.parametrize("version", ["2.4.0", "2.4.1", "2.8.2", "3.0.0", "3.9.2", " 3.4.1 "])
+def test_version_from_2_4_to_3_9_is_accepted(version: str) -> None:
+    assert check_version(version) == version.strip()
 
 
 def test_missing_java(tools: Path) -> None:
