@@ -21,7 +21,8 @@ from kafka_chaos.oracle.events import (
     UncleanElection,
 )
 from kafka_chaos.oracle.outcomes import Outcome, PartitionOutcome
-from kafka_chaos.oracle.prediction import Alternative, Prediction, predict
+from kafka_chaos.oracle.prediction import Alternative, Prediction, epochs_determined, predict
+from kafka_chaos.oracle.release import NEWEST as NEWEST_RELEASE, Release
 from kafka_chaos.oracle.state import (
     NO_LEADER,
     ClusterState,
@@ -34,6 +35,7 @@ from kafka_chaos.oracle.state import (
 
 __all__ = [
     "NO_LEADER",
+    "NEWEST_RELEASE",
     "EVENT_TYPES",
     "AddPartitions",
     "Alternative",
@@ -53,12 +55,14 @@ __all__ = [
     "Prediction",
     "PreferredElection",
     "Reassign",
+    "Release",
     "TopicConfigChange",
     "TopicPartition",
     "TopicState",
     "UncleanElection",
     "apply_event",
     "apply_event_alternatives",
+    "epochs_determined",
     "initial_phase",
     "predict",
     "settled",

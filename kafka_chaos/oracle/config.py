@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from kafka_chaos.oracle.release import INTER_BROKER_PROTOCOL_VERSION, NEWEST, Release, protocol_version
+
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"  # default false
 AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"  # default true
 LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = "leader.imbalance.per.broker.percentage"  # default 10
 CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"  # default true
 CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"  # default 3
-INTER_BROKER_PROTOCOL_VERSION = "inter.broker.protocol.version"  # default 3.9-IV0
 DELETE_TOPIC_ENABLE = "delete.topic.enable"  # default true (KafkaConfig.deleteTopicEnable)
 
 BOOLEAN_SETTINGS = frozenset(
@@ -106,16 +107,7 @@ def controlled_shutdown_max_retries(config: Mapping[str, object]) -> int:
     return _int_setting(config, CONTROLLED_SHUTDOWN_MAX_RETRIES, 3)
 
 
-def leader_recovery_supported(config: Mapping[str, object]) -> bool:
-    """``ZkPartitionStateMachine.isLeaderRecoverySupported``: IBP >= 3.2-IV0 (3.9's default is 3.9-IV0)."""
-    value = config.get(INTER_BROKER_PROTOCOL_VERSION)
-    if not isinstance(value, str):
-        return True
-    parts = value.split("-")[0].split(".")
-    try:
-        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        return True
-    if major == 0:  # "0.10.2" style
-        return False
-    return (major, minor) >= (3, 2)
+def leader_recovery_supported(config: Mapping[str, object], release: Release = NEWEST) -> bool:
+    """``ZkPartitionStateMachine.isLeaderRecoverySupported``: IBP >= 3.2-IV0 (KIP-704; the default
+    IBP is the release's own, so releases before 3.2 never write RECOVERING)."""
+    return release.at_least(3, 2) and protocol_version(config, release).at_least(3, 2, 0)

@@ -54,6 +54,7 @@ class WorkingController:
         self.live: set[int] = set(state.live_brokers)  # liveBrokerEpochs.keySet (liveOrShuttingDown)
         self.shutting_down: set[int] = set()  # shuttingDownBrokerIds
         self.controller = state.controller
+        self.release = state.release  # the controller's Kafka release: the key of rules that changed
         self.config: dict[str, str] = dict(state.config)
         self.topic_configs: dict[str, dict[str, str]] = {t: dict(ts.config) for t, ts in state.topics.items()}
         # replicasOnOfflineDirs (ControllerContext): broker -> partitions on its failed log dirs
@@ -107,6 +108,7 @@ class WorkingController:
             topics={t: TopicState(partitions=parts, config=self.topic_configs.get(t, {})) for t, parts in topics.items()},
             controller=self.controller,
             config=self.config,
+            release=self.release,
             topics_being_deleted=frozenset(self.deleting),
             # Kafka keeps stale entries (a replica reassigned away); the state holds hosted ones only.
             offline_replicas={
@@ -157,7 +159,7 @@ class WorkingController:
                 p,
                 online,
                 self.unclean_allowed(tp, p, allow_unclean=strategy is Strategy.OFFLINE_ALLOW_UNCLEAN),
-                cfg.leader_recovery_supported(self.config),
+                cfg.leader_recovery_supported(self.config, self.release),
             )
         if strategy is Strategy.REASSIGN:
             return election.leader_for_reassign(p, online)
@@ -487,15 +489,22 @@ class WorkingController:
                 tp for tp in group if self.partitions[tp].has_leader_and_isr and self.partitions[tp].leader != broker
             ]
             if len(not_preferred) / len(group) > threshold:
-                candidates = [
-                    tp
-                    for tp in not_preferred
-                    if preferred_replica_partition_leader_election(
-                        self.partitions[tp].replicas, self.partitions[tp].isr, self.online_for(tp)
-                    )
-                    is not None
-                ]
+                candidates = [tp for tp in not_preferred if self.auto_rebalance_candidate(tp, broker)]
                 self.handle_online_state_changes(candidates, Strategy.PREFERRED)
+
+    def auto_rebalance_candidate(self, tp: TopicPartition, preferred: int) -> bool:
+        """The ``candidatePartitions`` filter of ``checkAndTriggerAutoLeaderRebalance``, by release:
+        before 3.4 nothing while any partition is being reassigned (``partitionsBeingReassigned.isEmpty``,
+        removed by KAFKA-10149: KafkaController.scala 3.3.2 vs 3.4.1); from 2.6 only a preferred
+        replica that can lead (``canPreferredReplicaBeLeader``: live and in the ISR, KAFKA-9866),
+        before it any live preferred replica (``isReplicaOnline(leaderBroker, tp)``, 2.5.1), whose
+        election then fails when it is out of the ISR (``leaderForPreferredReplica``)."""
+        if not self.release.at_least(3, 4) and any(p.is_being_reassigned for p in self.partitions.values()):
+            return False
+        p = self.partitions[tp]
+        if not self.release.at_least(2, 6):
+            return preferred in self.online_for(tp)
+        return preferred_replica_partition_leader_election(p.replicas, p.isr, self.online_for(tp)) is not None
 
     # --- KafkaController: topics ---------------------------------------------------------------
 

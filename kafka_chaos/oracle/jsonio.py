@@ -28,6 +28,7 @@ from kafka_chaos.oracle.events import (
 )
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.oracle.prediction import Prediction
+from kafka_chaos.oracle.release import NEWEST, Release
 from kafka_chaos.oracle.state import (
     NO_LEADER,
     ClusterState,
@@ -40,6 +41,7 @@ from kafka_chaos.oracle.state import (
 
 # "outcomes", "steps" and "alternatives" are accepted and ignored, so an answer can be fed back.
 _TOP_LEVEL_KEYS = {
+    "kafka_version",
     "brokers",
     "controller",
     "config",
@@ -425,10 +427,24 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
         topics=topics,
         controller=controller,
         config=config,  # type: ignore[arg-type]
+        release=_release(request.get("kafka_version", str(NEWEST))),
         topics_being_deleted=deleting,
         offline_replicas=offline,
     )
     return state, events
+
+
+def _release(value: Any) -> Release:
+    """The controller's Kafka release (default 3.9.2): 2.4.0 to 3.9.x."""
+    if not isinstance(value, str):
+        raise OracleInputError("kafka_version", f"expected a release like \"3.9.2\", got {_kind(value)}")
+    try:
+        release = Release.parse(value)
+    except ValueError:
+        raise OracleInputError("kafka_version", f"{value!r} is not a release like \"3.9.2\"") from None
+    if not Release(2, 4) <= release < Release(4, 0):
+        raise OracleInputError("kafka_version", f"{value} is not a ZooKeeper-mode release the oracle models (2.4 to 3.9)")
+    return release
 
 
 def _topics_being_deleted(value: Any, topics: Mapping[str, TopicState]) -> frozenset[str]:
@@ -496,6 +512,7 @@ def render_partition(p: PartitionState) -> dict[str, Any]:
 def render_state(state: ClusterState) -> dict[str, Any]:
     """The cluster state in the request's shape (so an answer can be fed back as a request)."""
     return {
+        **({"kafka_version": str(state.release)} if state.release != NEWEST else {}),
         "brokers": sorted(state.live_brokers),
         "controller": state.controller,
         "config": dict(state.config),

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Hashable, Sequence
 
 from kafka_chaos.oracle.interleavings import iter_event_alternatives, state_key
-from kafka_chaos.oracle.events import Event
+from kafka_chaos.oracle.events import ControlledShutdown, Event
 from kafka_chaos.oracle.outcomes import PartitionOutcome
+from kafka_chaos.oracle.release import Release, protocol_version
 from kafka_chaos.oracle.state import ClusterState
 
 MAX_ALTERNATIVES = 256
@@ -60,11 +61,14 @@ def _label(labels: tuple[str, ...]) -> str:
     return "; ".join(labels) if labels else "as given"
 
 
-def predict(state: ClusterState, events: Sequence[Event]) -> Prediction:
+def predict(state: ClusterState, events: Sequence[Event], release: Release | None = None) -> Prediction:
     """Apply ``events`` in order, each to the settled state the previous one left, branching where
     Kafka does not fix the order (:func:`oracle.interleavings.apply_event_alternatives`).  Branches that
     reach an equal state are merged (the first label is kept), so alternatives have distinct final
-    states."""
+    states. ``release``: the controller's Kafka release, when not the state's own
+    (``ClusterState.release``, 3.9.2 unless set)."""
+    if release is not None and release != state.release:
+        state = replace(state, release=release)
     paths = [_Path((), state, (), ())]
     for index, event in enumerate(events):
         next_paths: list[_Path] = []
@@ -95,3 +99,19 @@ def predict(state: ClusterState, events: Sequence[Event]) -> Prediction:
 
 def _alternative_of(path: _Path) -> Alternative:
     return Alternative(label=_label(path.labels), state=path.state, outcomes=path.outcomes, steps=path.steps)
+
+
+def epochs_determined(state: ClusterState, events: Sequence[Event]) -> bool:
+    """Whether the number of leader-epoch writes follows from the events alone, on the
+    controller's release. Not for a controlled shutdown where the ZooKeeper controller accepts an
+    ISR naming a shutting-down broker: before 3.3, or on 3.3+ when the leaders write the ISR
+    themselves (IBP < 2.7-IV2, no AlterIsr). The shutting-down follower keeps fetching until its
+    StopReplica lands, a leader re-adds it to the ISR (``Partition.maybeExpandIsr``), and its
+    exit removes it again (OfflineReplica, one more epoch) -- a race per partition. KIP-841
+    (KAFKA-14140) closed it: ``processAlterPartition`` rejects ISR members outside
+    ``liveBrokerIds``, which leaves out ``shuttingDownBrokerIds`` (KafkaController.scala 3.3.2,
+    "ineligibleReplicas"; 3.2.3 has no such check). Seen on 2.4.1: rolling_restart, +2 where
+    3.9 writes +1."""
+    if not any(isinstance(e, ControlledShutdown) for e in events):
+        return True
+    return state.release.at_least(3, 3) and protocol_version(state.config, state.release).at_least(2, 7, 2)

@@ -14,6 +14,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Iterator, Mapping, TypeVar
 
+from kafka_chaos.oracle.release import NEWEST, Release
+
 # kafka.api.LeaderAndIsr
 NO_LEADER = -1
 INITIAL_LEADER_EPOCH = 0
@@ -152,6 +154,9 @@ class ClusterState:
     # takes their online replicas offline again, writing their ISR removals (onPartitionDeletion,
     # TopicDeletionManager.scala 3.9 lines 284-315). An observed state has none.
     deletions_forgotten: frozenset[str] = frozenset()
+    # The release the controller runs (oracle.release): rules that changed between releases
+    # follow it, the IBP's default with it.
+    release: Release = NEWEST
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "live_brokers", frozenset(int(b) for b in self.live_brokers))

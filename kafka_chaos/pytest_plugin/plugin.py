@@ -234,7 +234,7 @@ class ClusterOracle:
 
         with ZkObserver(self.cluster.zookeeper_connect, topics=topics) as observer:
             snapshot = observer.snapshot()
-        return cluster_state_of(snapshot, topics, dict(self.cluster.broker_settings()))
+        return cluster_state_of(snapshot, topics, dict(self.cluster.broker_settings()), self.cluster.kafka_version)
 
     def predict(self, *events: Event, topics: list[str] | None = None) -> Prediction:
         """``oracle.predict`` from the current state: the main prediction and its alternatives."""

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_chaos.oracle import ClusterState, Event, PartitionOutcome, Prediction
+from kafka_chaos.oracle import ClusterState, Event, PartitionOutcome, Prediction, epochs_determined
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks.functions import epochs_not_reached
 from kafka_chaos.scenarios.model.snapshots import mismatches, observed_partitions, predicted_partitions
@@ -50,15 +50,17 @@ def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Eve
     return tuple(result)
 
 
-def epochs_exact(index: int | None, fault_exact: bool, then: Sequence[str], controller: int | None,
-                 targets: Iterable[int]) -> bool:
+def epochs_exact(index: int | None, fault_exact: bool, then: Sequence[str], state: ClusterState,
+                 events: Sequence[Event], targets: Iterable[int]) -> bool:
     """Whether a step's leader epochs are judged exactly (else: increased where the oracle
     predicts a write, never decreased). Topic creation (``index`` None) always; a fault when its
-    path is modelled write by write (``fault_exact``), no follow-up event is pending, and the
-    controller is known and not hit (a failover's writes are counted differently)."""
+    path is modelled write by write (``fault_exact``), no follow-up event is pending, the
+    controller (``state``, the oracle's input) is known and not hit (a failover's writes are
+    counted differently), and the release determines the count (``oracle.epochs_determined``)."""
     if index is None:
         return True
-    return fault_exact and not then and controller is not None and controller not in set(targets)
+    return (fault_exact and not then and state.controller is not None and state.controller not in set(targets)
+            and epochs_determined(state, events))
 
 
 def converged_to(snapshot: Any, options: Sequence[Expectation], before: Any, topics: Iterable[str], *,

@@ -14,6 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from kafka_chaos.oracle import EVENT_TYPES, ClusterState, Event, PartitionPhase, PartitionState, TopicPartition, TopicState
+from kafka_chaos.oracle.release import NEWEST as NEWEST_RELEASE, Release
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
 
 JsonDict = dict[str, Any]
@@ -56,6 +57,10 @@ def state_to_dict(state: ClusterState) -> JsonDict:
         d["deleted_offline_replicas"] = [[_encode(tp), b] for tp, b in sorted(state.deleted_offline_replicas)]
     if state.deletions_forgotten:
         d["deletions_forgotten"] = sorted(state.deletions_forgotten)
+    # The controller's release keys the oracle's rules; 3.9.2's is left out (histories before
+    # releases were modelled predicted with its rules).
+    if state.release != NEWEST_RELEASE:
+        d["kafka_version"] = str(state.release)
     return d
 
 
@@ -73,6 +78,7 @@ def state_from_dict(d: Mapping[str, Any]) -> ClusterState:
         deleted_offline_replicas=frozenset((TopicPartition(str(tp["topic"]), int(tp["partition"])), int(b))
                                            for tp, b in d.get("deleted_offline_replicas", ())),
         deletions_forgotten=frozenset(str(t) for t in d.get("deletions_forgotten", ())),
+        release=Release.parse(str(d["kafka_version"])) if "kafka_version" in d else NEWEST_RELEASE,
     )
 
 

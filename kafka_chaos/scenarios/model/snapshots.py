@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
-from kafka_chaos.oracle import ClusterState, PartitionPhase, PartitionState, TopicState
+from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionPhase, PartitionState, TopicState
 
 NO_LEADER = -1
 
@@ -38,9 +38,11 @@ def partition_state_of(ps: PartitionZkState) -> PartitionState:
                           removing_replicas=tuple(ps.removing_replicas))
 
 
-def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_config: Mapping[str, str]) -> ClusterState:
+def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_config: Mapping[str, str],
+                     kafka_version: str | None = None) -> ClusterState:
     """The oracle's input: live brokers, controller, the named topics' partitions and configs,
-    and the (controller's) broker config that decides e.g. unclean election."""
+    the (controller's) broker config that decides e.g. unclean election, and the release the
+    controller runs (None: 3.9.2)."""
     by_topic: dict[str, dict[int, PartitionState]] = {}
     for topic, p in _wanted(snapshot, topics):
         by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)])
@@ -53,6 +55,7 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
         config=dict(broker_config),
         # a deletion in flight (/admin/delete_topics/<t> while the topic still exists)
         topics_being_deleted=frozenset(getattr(snapshot, "topics_being_deleted", ())) & frozenset(by_topic),
+        release=Release.parse(kafka_version) if kafka_version is not None else NEWEST_RELEASE,
     )
 
 

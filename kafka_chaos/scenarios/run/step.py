@@ -155,7 +155,8 @@ class StepCore:
             raise self.error(f"not settled before {label}: {why}") from exc
         # Replicas on failed log directories are controller memory, not in ZooKeeper.
         before = self.nemesis.with_controller_memory(
-            cluster_state_of(before_snap, self.oracle_topics, dict(self.cluster.broker_settings())))
+            cluster_state_of(before_snap, self.oracle_topics, dict(self.cluster.broker_settings()),
+                             self.cluster.kafka_version))
         target = self.naming.resolve(step, before_snap, self.cluster.broker_ids)
         fault = self.naming.fault(step, target, before_snap)
         events = self.nemesis.prepare(fault, before) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
@@ -182,7 +183,7 @@ class StepCore:
             logs = LogCursor(self.cluster)
             logs.mark()
             fault_at = self.nemesis.inject(fault)
-            exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before.controller,
+            exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before, prepared.events,
                                  prepared.target.brokers)
             after: ZkSnapshot | None
             try:
@@ -227,7 +228,7 @@ class StepCore:
         self.progress("creating topics")
         started = time.time()
         snapshot = self.observer.snapshot()
-        before = cluster_state_of(snapshot, self.topics, dict(self.cluster.broker_settings()))
+        before = cluster_state_of(snapshot, self.topics, dict(self.cluster.broker_settings()), self.cluster.kafka_version)
         options = tuple(expectations(self.predictor, before, list(events), rule=None, rule_brokers=(),
                                      topics=list(self.topics)))
         created_at = time.time()

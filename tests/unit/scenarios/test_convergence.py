@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from kafka_chaos.oracle import BrokerFailure, predict
+from kafka_chaos.oracle import BrokerFailure, ClusterState, ControlledShutdown, Release, predict
 from kafka_chaos.scenarios.checks.expectations import converged_to, epochs_exact, expectations, matching
 from tests.unit.scenarios.histories import AFTER, BEFORE, TOPIC, snapshot, zk_partition
 
@@ -73,6 +73,11 @@ def test_the_controller_kill_case_predicts_a_new_epoch() -> None:
                for p, want in state.topics[TOPIC].partitions.items())
 
 
+def _state(controller: int | None, release: str = "3.9.2", ibp: str | None = None) -> ClusterState:
+    config = {} if ibp is None else {"inter.broker.protocol.version": ibp}
+    return ClusterState(frozenset({1, 2, 3}), {}, controller=controller, config=config, release=Release.parse(release))
+
+
 @pytest.mark.parametrize(("index", "fault_exact", "then", "controller", "targets", "exact"), [
     (None, False, ("auto_rebalance",), None, (3,), True),  # topic creation: always exact
     (0, True, (), 3, (1,), True),
@@ -82,4 +87,17 @@ def test_the_controller_kill_case_predicts_a_new_epoch() -> None:
     (0, True, (), 3, (3,), False),  # the controller is hit: a failover
 ])
 def test_when_epochs_are_exact(index, fault_exact: bool, then, controller, targets, exact: bool) -> None:
-    assert epochs_exact(index, fault_exact, then, controller, targets) == exact
+    assert epochs_exact(index, fault_exact, then, _state(controller), [BrokerFailure((1,))], targets) == exact
+
+
+@pytest.mark.parametrize(("release", "ibp", "event", "exact"), [
+    ("3.9.2", None, ControlledShutdown(1), True),
+    ("3.3.2", None, ControlledShutdown(1), True),  # KIP-841: a shutting-down broker cannot rejoin the ISR
+    ("3.2.3", None, ControlledShutdown(1), False),  # it can: the epoch count is a race
+    ("2.4.1", None, ControlledShutdown(1), False),
+    ("3.9.2", "2.7-IV1", ControlledShutdown(1), False),  # leaders write the ISR themselves: no controller check
+    ("3.9.2", "2.7-IV2", ControlledShutdown(1), True),
+    ("2.4.1", None, BrokerFailure((1,)), True),  # no controlled shutdown, no race
+])
+def test_a_controlled_shutdown_counts_epochs_exactly_only_where_kip_841_holds(release, ibp, event, exact: bool) -> None:
+    assert epochs_exact(0, True, (), _state(3, release, ibp), [event], (1,)) == exact
