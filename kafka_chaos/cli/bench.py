@@ -79,6 +79,9 @@ def _backend_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="local", metavar="local|containers|auto",
                         help="JVMs on loopback or Docker containers (their log dirs mounted from the host); "
                              "auto: containers when a Docker engine answers [default: local]")
+    parser.add_argument("--kafka-version", default=None, metavar="V",
+                        help="a ZooKeeper-mode Kafka release, 2.4.0 to 3.9.x [default: 3.9.2]")
+    parser.add_argument("--kafka-home", default=None, metavar="DIR", help="an extracted Kafka tarball instead of Maven")
 
 
 def _int_list(flag: str, low: int, high: int) -> Callable[[str], list[int]]:
@@ -119,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
         options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat,
                                backend=resolve_backend(args.backend))
-        distribution = resolve_distribution()
+        distribution = resolve_distribution(args.kafka_version, args.kafka_home)
         with RecordWriter(out) as writer:
             writer.write_run_info({"run_id": options.run_id, "command": "bench failover",
                                    "partitions": args.partitions, "brokers": args.brokers, "faults": faults,
@@ -204,7 +207,7 @@ def run_kip291(args: argparse.Namespace) -> int:
         options = Kip291Options(configurations=configurations, faults=faults, repeat=args.repeat,
                                 partitions=args.partitions, load=LoadSettings(producers=args.producers, acks=args.acks),
                                 warmup_s=args.warmup, backend=resolve_backend(args.backend))
-        distribution = resolve_distribution()
+        distribution = resolve_distribution(args.kafka_version, args.kafka_home)
         with RecordWriter(out) as writer:
             writer.write_run_info({"run_id": options.run_id, "command": "bench kip291", "faults": faults,
                                    "configurations": configurations, "repeat": args.repeat,

@@ -71,7 +71,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     help="KIP-291: each broker also listens on a CONTROL_PLANE port of its own, named by "
                          "control.plane.listener.name, so the controller's requests get their own queue "
                          "and handler thread (docs/kip-291.md)")
-    up.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
+    up.add_argument("--kafka-version", default=None, metavar="V", help="a ZooKeeper-mode Kafka release, 2.4.0 to 3.9.x [default: 3.9.2]")
     up.add_argument("--kafka-home", default=None, metavar="DIR",
                     help="an extracted Apache Kafka tarball to run instead of the Maven download "
                          "[default: $KAFKA_HOME]")

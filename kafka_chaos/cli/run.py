@@ -15,12 +15,17 @@ import json
 import random
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.cli.args import shard
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
+
+if TYPE_CHECKING:
+    from kafka_chaos.scenarios.plans.schedule import Schedule
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -49,7 +54,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("--results", type=Path, default=None, metavar="DIR",
                         help="results directory [default: results-<UTC time>]")
     parser.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write JUnit XML here")
-    parser.add_argument("--kafka-version", default=None, metavar="V", help="Kafka 3.x version [default: 3.9.2]")
+    parser.add_argument("--kafka-version", default=None, metavar="V", help="a ZooKeeper-mode Kafka release, 2.4.0 to 3.9.x [default: 3.9.2]")
     parser.add_argument("--kafka-home", default=None, metavar="DIR", help="an extracted Apache Kafka tarball")
     parser.add_argument("--no-report", action="store_true", help="skip the Spark report at the end")
     parser.add_argument("--tolerate", choices=("client",), default=None,
@@ -87,12 +92,14 @@ def run_command(args: argparse.Namespace) -> int:
     if args.rerun is not None:
         return _rerun(args)
     sources: dict[str, str] = {}
+    kafka_version = args.kafka_version
     if args.schedule:  # named, so never left out: the runner says why it skips one
         from kafka_chaos.scenarios.plans.schedule import load_all
 
         schedules = load_all(args.schedule)
         chosen = [s.scenario() for s in schedules]
         sources = {s.name: str(path.resolve()) for s, path in zip(schedules, args.schedule)}
+        kafka_version = _schedules_release(schedules, args.kafka_version)
     else:
         missing: dict[Capability, str] = {}
         if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
@@ -110,11 +117,23 @@ def run_command(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
-                         iterations=args.iterations, junit=args.junit, kafka_version=args.kafka_version,
+                         iterations=args.iterations, junit=args.junit, kafka_version=kafka_version,
                          kafka_home=args.kafka_home, report=not args.no_report,
                          suite=args.suite or ("conformance" if not (args.scenario or args.schedule) else None),
                          command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake, sources=sources,
                          tolerate=args.tolerate)
+
+
+def _schedules_release(schedules: Sequence[Schedule], flag: str | None) -> str | None:
+    """The release a run of these schedules uses: ``--kafka-version`` or the one their files name
+    (``cluster.kafka_version``); one release per run, so files naming others are refused."""
+    named = sorted({s.kafka_version for s in schedules if s.kafka_version is not None})
+    wanted = [flag.strip()] if flag is not None else named
+    if len(set(wanted) | set(named)) > 1:
+        raise UsageError(f"the schedules are written for Kafka {', '.join(named)}"
+                         + (f", not --kafka-version {flag}" if flag is not None else "")
+                         + ": one release per run")
+    return wanted[0] if wanted else None
 
 
 def _rerun(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kafka_chaos.oracle.release import INTER_BROKER_PROTOCOL_VERSION, NEWEST, Release, protocol_version
+from kafka_chaos.oracle.release import NEWEST, Release, protocol_version
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"  # default false
 AUTO_LEADER_REBALANCE_ENABLE = "auto.leader.rebalance.enable"  # default true

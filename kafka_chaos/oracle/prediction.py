@@ -101,17 +101,22 @@ def _alternative_of(path: _Path) -> Alternative:
     return Alternative(label=_label(path.labels), state=path.state, outcomes=path.outcomes, steps=path.steps)
 
 
+def isr_eligibility_enforced(state: ClusterState) -> bool:
+    """Whether the controller refuses an ISR that names a broker which is not live or is shutting
+    down (KIP-841, KAFKA-14140): ``processAlterPartition`` takes ``isr -- liveBrokerIds``, which
+    leaves out unregistered and ``shuttingDownBrokerIds`` (KafkaController.scala 3.3.2,
+    "ineligibleReplicas"; 3.2.3 has no such check). Only where leaders ask the controller at
+    all: IBP >= 2.7-IV2 (below it ``ZkAlterPartitionManager`` writes ZooKeeper unchecked)."""
+    return state.release.at_least(3, 3) and protocol_version(state.config, state.release).at_least(2, 7, 2)
+
+
 def epochs_determined(state: ClusterState, events: Sequence[Event]) -> bool:
     """Whether the number of leader-epoch writes follows from the events alone, on the
-    controller's release. Not for a controlled shutdown where the ZooKeeper controller accepts an
-    ISR naming a shutting-down broker: before 3.3, or on 3.3+ when the leaders write the ISR
-    themselves (IBP < 2.7-IV2, no AlterIsr). The shutting-down follower keeps fetching until its
-    StopReplica lands, a leader re-adds it to the ISR (``Partition.maybeExpandIsr``), and its
-    exit removes it again (OfflineReplica, one more epoch) -- a race per partition. KIP-841
-    (KAFKA-14140) closed it: ``processAlterPartition`` rejects ISR members outside
-    ``liveBrokerIds``, which leaves out ``shuttingDownBrokerIds`` (KafkaController.scala 3.3.2,
-    "ineligibleReplicas"; 3.2.3 has no such check). Seen on 2.4.1: rolling_restart, +2 where
-    3.9 writes +1."""
+    controller's release. Not for a controlled shutdown where the ISR eligibility of KIP-841 is
+    not enforced (:func:`isr_eligibility_enforced`): the shutting-down follower keeps fetching
+    until its StopReplica lands, a leader re-adds it to the ISR (``Partition.maybeExpandIsr``),
+    and its exit removes it again (OfflineReplica, one more epoch) -- a race per partition. Seen
+    on 2.4.1: rolling_restart, +2 where 3.9 writes +1."""
     if not any(isinstance(e, ControlledShutdown) for e in events):
         return True
-    return state.release.at_least(3, 3) and protocol_version(state.config, state.release).at_least(2, 7, 2)
+    return isr_eligibility_enforced(state)

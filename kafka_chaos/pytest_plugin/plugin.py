@@ -13,6 +13,7 @@ installed). Fixtures for people's own Kafka tests:
 
 Options (command line, or environment for CI): ``--kafka-chaos-backend`` (``KAFKA_CHAOS_BACKEND``,
 default ``local``), ``--kafka-chaos-brokers`` (``KAFKA_CHAOS_BROKERS``, 3),
+``--kafka-chaos-kafka-version`` (``KAFKA_CHAOS_KAFKA_VERSION``, 3.9.2),
 ``--kafka-chaos-scope`` (``KAFKA_CHAOS_SCOPE``: ``session``, ``module`` or ``function``;
 default ``session``). Marker ``kafka_chaos``: the test needs a real cluster (select or leave
 them out with ``-m``). See ``docs/pytest.md``.
@@ -50,6 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="where the kafka_cluster fixture runs brokers [env KAFKA_CHAOS_BACKEND; default local]")
     group.addoption("--kafka-chaos-brokers", type=int, default=None,
                     help="brokers of the kafka_cluster fixture [env KAFKA_CHAOS_BROKERS; default 3]")
+    group.addoption("--kafka-chaos-kafka-version", default=None, metavar="V",
+                    help="the Kafka release of the kafka_cluster fixture, 2.4.0 to 3.9.x "
+                         "[env KAFKA_CHAOS_KAFKA_VERSION; default 3.9.2]")
     group.addoption("--kafka-chaos-scope", default=None, choices=SCOPES,
                     help="how long one kafka_cluster lives [env KAFKA_CHAOS_SCOPE; default session]")
 
@@ -81,8 +85,9 @@ def _start(config: pytest.Config, brokers: int | None = None,
     backend = _setting(config, "--kafka-chaos-backend", "KAFKA_CHAOS_BACKEND", "local")
     count = brokers if brokers is not None else int(_setting(config, "--kafka-chaos-brokers", "KAFKA_CHAOS_BROKERS", "3"))
     try:
+        version = config.getoption("--kafka-chaos-kafka-version") or os.environ.get("KAFKA_CHAOS_KAFKA_VERSION") or None
         cluster: ManagedCluster = open_cluster(backend, ClusterConfig(brokers=count, cluster_overrides=dict(overrides or {})),
-                                               resolve_distribution(None, os.environ.get("KAFKA_HOME")))
+                                               resolve_distribution(version, os.environ.get("KAFKA_HOME")))
         cluster.__enter__()  # launchers are context managers: starts, cleans up if starting fails
     except HarnessError as exc:
         pytest.fail(f"kafka-chaos could not start a cluster: {exc}", pytrace=False)

@@ -44,7 +44,7 @@ def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Eve
         if rule is None:
             result.append(Expectation(label, oracle_state, oracle_state, outcomes))
             continue
-        expected = isr_rules.apply_rule(rule, oracle_state, brokers)
+        expected = isr_rules.apply_rule(rule, oracle_state, brokers, state)
         ruled = tuple(isr_rules.changed_partitions(oracle_state, expected, topics))
         result.append(Expectation(label, oracle_state, expected, outcomes, ruled))
     return tuple(result)

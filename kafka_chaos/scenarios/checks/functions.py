@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.scenarios.model.snapshots import partition_differences
@@ -46,6 +46,14 @@ class Partition(Membership, Protocol):
 
     @property
     def leader_epoch(self) -> int: ...
+
+
+@runtime_checkable
+class Recovering(Protocol):
+    """A partition state that has a leader recovery state (the oracle's and ZooKeeper's do)."""
+
+    @property
+    def leader_recovery_state(self) -> int: ...
 
 
 NO_LEADER = -1
@@ -240,6 +248,20 @@ def check_outcome(topic: str, partition: int, outcomes: Iterable[PartitionOutcom
     return CheckResult("oracle_outcome", ok, want, got, detail, topic, partition)
 
 
+RECOVERING = 1  # LeaderRecoveryState.RECOVERING: an unclean leader not yet caught up (KIP-704)
+
+
+def check_recovery(topic: str, partition: int, predicted: Recovering, observed: Recovering) -> CheckResult:
+    """The leader recovery state: RECOVERING after an unclean election on a release that writes
+    it (3.2+, IBP >= 3.2-IV0), RECOVERED once a follower joins the ISR; never written before."""
+    want, got = predicted.leader_recovery_state, observed.leader_recovery_state
+    ok = want == got
+    name = {0: "RECOVERED", 1: "RECOVERING"}
+    detail = "" if ok else (f"{_tp(topic, partition)}: leader_recovery_state expected {name.get(want, want)}, "
+                            f"observed {name.get(got, got)}")
+    return CheckResult("oracle_recovery", ok, want, got, detail, topic, partition)
+
+
 def compare_partitions(before: Mapping[tuple[str, int], Partition], predicted: Mapping[tuple[str, int], Partition],
                        observed: Mapping[tuple[str, int], Partition], outcomes: Iterable[PartitionOutcome], *,
                        exact_epochs: bool, live_after: Iterable[int] | None = None) -> list[CheckResult]:
@@ -265,6 +287,11 @@ def compare_partitions(before: Mapping[tuple[str, int], Partition], predicted: M
                               topic=topic, partition=p)
         results += check_safe("oracle_outcome", check_outcome, topic, p, outcomes, was, got, want.leader, live,
                               topic=topic, partition=p)
+        # Only where either side is RECOVERING: every other partition is RECOVERED on both, on
+        # every release, and would only add records.
+        if isinstance(want, Recovering) and isinstance(got, Recovering) \
+                and RECOVERING in (want.leader_recovery_state, got.leader_recovery_state):
+            results += check_safe("oracle_recovery", check_recovery, topic, p, want, got, topic=topic, partition=p)
     return results
 
 

@@ -210,7 +210,11 @@ def isr_rule(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     for t, p in expected.ruled:
         if (t, p) not in obs.after.partitions:
             continue  # the oracle check already reports the partition missing
-        results.append(check_isr_rule(rule, isr_rules.RULE_SOURCES[rule], t, p, obs.before.partitions[(t, p)],
+        # Leader and epoch stay as they were -- after the controller's own writes, where the
+        # rule follows them (a rejoin after the controller took the broker out).
+        reference = (expected.oracle.topics[t].partitions[p] if rule in isr_rules.AFTER_CONTROLLER
+                     else obs.before.partitions[(t, p)])
+        results.append(check_isr_rule(rule, isr_rules.RULE_SOURCES[rule], t, p, reference,
                                       expected.state.topics[t].partitions[p], obs.after.partitions[(t, p)]))
     return results
 

@@ -64,7 +64,9 @@ def state_to_dict(state: ClusterState) -> JsonDict:
     return d
 
 
-def state_from_dict(d: Mapping[str, Any]) -> ClusterState:
+def state_from_dict(d: Mapping[str, Any], kafka_version: str | None = None) -> ClusterState:
+    """``kafka_version``: the run's release, for an input stored before the release was (a
+    release's rules apply to its runs whenever they are re-checked)."""
     return ClusterState(
         live_brokers=frozenset(int(b) for b in d["live_brokers"]),
         controller=d["controller"],
@@ -78,8 +80,15 @@ def state_from_dict(d: Mapping[str, Any]) -> ClusterState:
         deleted_offline_replicas=frozenset((TopicPartition(str(tp["topic"]), int(tp["partition"])), int(b))
                                            for tp, b in d.get("deleted_offline_replicas", ())),
         deletions_forgotten=frozenset(str(t) for t in d.get("deletions_forgotten", ())),
-        release=Release.parse(str(d["kafka_version"])) if "kafka_version" in d else NEWEST_RELEASE,
+        release=_release(d.get("kafka_version", kafka_version)),
     )
+
+
+def _release(version: object) -> Release:
+    try:
+        return Release.parse(str(version)) if version is not None else NEWEST_RELEASE
+    except ValueError:  # a run of a build that is no release ("3.9.2-SNAPSHOT"): the newest rules
+        return NEWEST_RELEASE
 
 
 # --- oracle events: generic over the frozen event dataclasses -----------------------------------

@@ -15,7 +15,7 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, NetworkPartitioner
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
 from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
-from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
+from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_REJOIN, LEADER_ISR_SHRINK
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, Target
@@ -72,7 +72,11 @@ class NetworkPartition(_NetworkFault):
 
     @property
     def isr_rule(self) -> str | None:
-        return None if _cut_loses_session(self.variant) else LEADER_ISR_SHRINK
+        if not _cut_loses_session(self.variant):
+            return LEADER_ISR_SHRINK
+        # cut from ZooKeeper only: still fetching, re-added by its leaders on releases without
+        # KIP-841's eligibility check (isr_rules.rejoin_unregistered; none on 3.3+)
+        return LEADER_ISR_REJOIN if self.variant == "zookeeper" else None
 
     def oracle_events(self) -> list[Event]:
         return [BrokerFailure(tuple(self.target.brokers))] if _cut_loses_session(self.variant) else []

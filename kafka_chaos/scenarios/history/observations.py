@@ -209,12 +209,13 @@ class StepObserved:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StepObserved:
+        run = ScenarioRun.from_dict(d["run"])
         return cls(
-            run=ScenarioRun.from_dict(d["run"]), index=d["index"], label=d["label"],
+            run=run, index=d["index"], label=d["label"],
             traits=FaultTraits.from_dict(d["traits"]),
             target=Target(tuple(d["target"]["brokers"]), d["target"]["description"]),
             then=tuple(d["then"]), started_at=d["started_at"], before=ZkSnapshot.from_dict(d["before"]),
-            oracle_state=codec.state_from_dict(d["oracle_state"]),
+            oracle_state=codec.state_from_dict(d["oracle_state"], run.kafka_version),
             oracle_events=tuple(codec.event_from_dict(e) for e in d["oracle_events"]),
             fault_at=d["fault_at"], episode_started_at=d["episode_started_at"],
             after=None if d["after"] is None else ZkSnapshot.from_dict(d["after"]), waited_s=d["waited_s"],

@@ -16,39 +16,88 @@ These rules hold only when (the scenarios see to it):
 * the leader can reach the controller: the cut broker is not the controller, and partitions the
   cut broker *leads* keep their ISR (its AlterPartition cannot reach the controller either) —
   while they stall for clients (``acks=all`` cannot be committed without the followers).
+  Not so where leaders write the ISR to ZooKeeper themselves (:func:`leaders_write_isr`): there
+  the cut leader, which still reaches ZooKeeper, drops its unreachable followers too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
-from kafka_chaos.oracle import NO_LEADER, ClusterState, TopicState, settled
+from kafka_chaos.oracle import NO_LEADER, ClusterState, TopicState, isr_eligibility_enforced, settled
+from kafka_chaos.oracle.release import protocol_version
 
 LEADER_ISR_SHRINK = "rule_leader_isr_shrink"
 LEADER_ISR_EXPAND = "rule_leader_isr_expand"
+LEADER_ISR_REJOIN = "rule_leader_isr_rejoin"
+# Rules applied on top of the controller's writes for the step's events (not on the state before)
+AFTER_CONTROLLER = frozenset({LEADER_ISR_REJOIN})
 
 RULE_SOURCES = {
     LEADER_ISR_SHRINK: "Partition.maybeShrinkIsr/getOutOfSyncReplicas (replica.lag.time.max.ms) "
                        "-> AlterPartition: ISR minus the cut follower, leader and leader epoch unchanged",
     LEADER_ISR_EXPAND: "Partition.maybeExpandIsr -> AlterPartition: the follower back in the ISR, "
                        "leader and leader epoch unchanged",
+    LEADER_ISR_REJOIN: "Partition.maybeExpandIsr of a broker cut from ZooKeeper only, still fetching: "
+                       "accepted where KIP-841's ISR eligibility is not enforced (before 3.3, or IBP < 2.7-IV2), "
+                       "leader and leader epoch unchanged",
 }
+
+
+def leaders_write_isr(state: ClusterState) -> bool:
+    """Whether partition leaders write their ISR changes to ZooKeeper themselves instead of
+    asking the controller: before AlterIsr (KIP-497), i.e. releases before 2.7 (2.4.1
+    ``Partition.updateIsr`` → ``ReplicationUtils.updateLeaderAndIsr``) and any release whose
+    IBP is below 2.7-IV2 (3.9 ``KafkaServer``: ``ZkAlterPartitionManager`` unless
+    ``isAlterPartitionSupported``, ``IBP_2_7_IV2``)."""
+    return not (state.release.at_least(2, 7) and protocol_version(state.config, state.release).at_least(2, 7, 2))
 
 
 def shrink_isr_without(state: ClusterState, cut: Iterable[int]) -> ClusterState:
     """Every partition led by a live broker outside ``cut`` loses the ``cut`` followers from its
-    ISR (order kept); partitions led by a cut broker, or leaderless, keep theirs."""
+    ISR (order kept); partitions led by a cut broker, or leaderless, keep theirs — unless leaders
+    write the ISR themselves (:func:`leaders_write_isr`): then a cut leader, whose followers
+    cannot fetch from it (a cut broker reaches no peer), keeps only itself."""
+    gone = frozenset(cut)
+    self_written = leaders_write_isr(state)
+    topics = {}
+    for name, ts in state.topics.items():
+        parts = {}
+        for p, ps in ts.partitions.items():
+            live_leader = ps.leader != NO_LEADER and ps.leader in state.live_brokers
+            if live_leader and ps.leader not in gone and gone & set(ps.isr):
+                ps = ps.with_changes(isr=tuple(r for r in ps.isr if r not in gone))
+            elif live_leader and ps.leader in gone and self_written and set(ps.isr) != {ps.leader}:
+                ps = ps.with_changes(isr=(ps.leader,))
+            parts[p] = ps
+        topics[name] = TopicState(parts, ts.config)
+    return replace(state, topics=topics)
+
+
+def rejoin_unregistered(before: ClusterState, state: ClusterState, cut: Iterable[int]) -> ClusterState:
+    """Brokers cut from ZooKeeper only lose their session, and the controller takes them out of
+    every ISR (``onBrokerFailure``); they keep fetching from the leaders they knew. Where the
+    controller does not enforce ISR eligibility (``oracle.isr_eligibility_enforced``), those
+    leaders add them back (appended, epoch unchanged): every partition whose leader is unchanged,
+    live and not cut. Partitions a cut broker led got a leader it was never told of: it does
+    not fetch there."""
+    if isr_eligibility_enforced(state):
+        return state
     gone = frozenset(cut)
     topics = {}
     for name, ts in state.topics.items():
         parts = {}
         for p, ps in ts.partitions.items():
-            if ps.leader != NO_LEADER and ps.leader not in gone and ps.leader in state.live_brokers \
-                    and gone & set(ps.isr):
-                ps = ps.with_changes(isr=tuple(r for r in ps.isr if r not in gone))
+            was = before.topics[name].partitions.get(p) if name in before.topics else None
+            if was is not None and ps.leader == was.leader and ps.leader in state.live_brokers \
+                    and ps.leader not in gone:
+                back = tuple(r for r in ps.replicas if r in gone and r in was.isr and r not in ps.isr)
+                if back:
+                    ps = ps.with_changes(isr=ps.isr + back)
             parts[p] = ps
         topics[name] = TopicState(parts, ts.config)
-    return ClusterState(state.live_brokers, topics, state.controller, state.config)
+    return replace(state, topics=topics)
 
 
 def expand_isr(state: ClusterState) -> ClusterState:
@@ -56,7 +105,11 @@ def expand_isr(state: ClusterState) -> ClusterState:
     return settled(state)
 
 
-def apply_rule(rule: str, state: ClusterState, brokers: Iterable[int]) -> ClusterState:
+def apply_rule(rule: str, state: ClusterState, brokers: Iterable[int], before: ClusterState | None = None
+               ) -> ClusterState:
+    """``state``: the oracle's prediction; ``before``: its input (the rejoin rule needs both)."""
+    if rule == LEADER_ISR_REJOIN:
+        return rejoin_unregistered(before if before is not None else state, state, brokers)
     if rule == LEADER_ISR_SHRINK:
         return shrink_isr_without(state, brokers)
     if rule == LEADER_ISR_EXPAND:

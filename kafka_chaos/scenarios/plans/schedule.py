@@ -19,6 +19,7 @@ from typing import Any
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
@@ -55,6 +56,7 @@ class Schedule:
     zookeepers: int = 1  # ZooKeeper ensemble size: 1, 3 or 5
     log_dirs: int = 1  # log directories per broker (2: a log_dir_failure leaves the broker running)
     link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (network_delay)
+    kafka_version: str | None = None  # the release it is written for (None: the run's)
 
     @property
     def needs(self) -> ClusterNeeds:
@@ -96,7 +98,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
         "cluster": {"brokers": list(s.brokers), "overrides": dict(s.overrides),
                     **({"zookeepers": s.zookeepers} if s.zookeepers != 1 else {}),
                     **({"log_dirs": s.log_dirs} if s.log_dirs != 1 else {}),
-                    **({"link_proxies": True} if s.link_proxies else {})},
+                    **({"link_proxies": True} if s.link_proxies else {}),
+                    **({"kafka_version": s.kafka_version} if s.kafka_version is not None else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config), **({} if t.workload else {"workload": False})}
                    for t in s.topics],
@@ -242,7 +245,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.schedule_version", f"must be {SCHEDULE_VERSION}, not {obj.get('schedule_version')!r}")
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
-    _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies"}, f"{where}.cluster")
+    _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies", "kafka_version"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
@@ -253,6 +256,12 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     link_proxies = cluster.get("link_proxies", False)
     if not isinstance(link_proxies, bool):
         raise _fail(f"{where}.cluster.link_proxies", f"must be true or false, not {link_proxies!r}")
+    kafka_version = cluster.get("kafka_version")
+    if kafka_version is not None:
+        try:
+            kafka_version = check_version(_str(kafka_version, f"{where}.cluster.kafka_version"))
+        except UsageError as exc:
+            raise _fail(f"{where}.cluster.kafka_version", str(exc)) from None
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
     if not topics or len({t.name for t in topics}) != len(topics):
@@ -262,7 +271,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     if not isinstance(doc, str):
         raise _fail(f"{where}.doc", "must be a string")
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
-                 doc, zookeepers, log_dirs, link_proxies)
+                 doc, zookeepers, log_dirs, link_proxies, kafka_version)
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

@@ -3,6 +3,8 @@ ISR rules, the rule check, the settled precondition with a cut follower, client 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import random
 from types import SimpleNamespace as NS
 
@@ -10,7 +12,7 @@ import pytest
 
 from kafka_chaos.harness.errors import HarnessError, UsageError
 from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot
-from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ClusterState, PartitionState, TopicState, predict
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ClusterState, PartitionState, Release, TopicState, predict
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks.functions import check_isr_rule
 from kafka_chaos.scenarios.clients.delivery import Ack
@@ -93,7 +95,8 @@ def test_oracle_events_and_rules_per_variant() -> None:
     assert net("heal", cut="zookeeper").oracle_events() == [BrokerStartup((2,))]
     assert net("heal", cut="everyone").oracle_events() == [BrokerStartup((2,))]
     assert net("heal", cut="peers").oracle_events() == []
-    assert [net(v).isr_rule for v in ("zookeeper", "everyone", "peers")] == [None, None, isr_rules.LEADER_ISR_SHRINK]
+    assert [net(v).isr_rule for v in ("zookeeper", "everyone", "peers")] == [
+        isr_rules.LEADER_ISR_REJOIN, None, isr_rules.LEADER_ISR_SHRINK]
     assert net("heal", cut="peers").isr_rule == isr_rules.LEADER_ISR_EXPAND
     assert net("heal", cut="zookeeper").isr_rule is None
     assert net("peers").label == "network_partition/peers"
@@ -170,6 +173,24 @@ def test_shrink_drops_the_cut_follower_where_a_reachable_leader_can_ask_the_cont
     assert r[1] == FULL.topics["r"].partitions[1], "a partition the cut broker leads keeps its ISR"
     assert [ps.leader_epoch for ps in r.values()] == [4, 0, 7] and [ps.leader for ps in r.values()] == [1, 2, 3]
     assert isr_rules.changed_partitions(FULL, shrunk, ["r"]) == [("r", 0), ("r", 2)]
+
+
+@pytest.mark.parametrize("release, ibp, cut_leader_isr", [
+    ("3.9.2", None, (2, 3, 1)),  # AlterPartition cannot reach the controller: kept
+    ("2.7.2", None, (2, 3, 1)),  # AlterIsr from 2.7 (IBP 2.7-IV2)
+    ("2.7.2", "2.7-IV1", (2,)),  # an older IBP: ZkIsrManager, the leader writes ZooKeeper itself
+    ("3.9.2", "2.6", (2,)),      # 3.9 KafkaServer: ZkAlterPartitionManager below IBP_2_7_IV2
+    ("2.6.3", None, (2,)),       # before KIP-497 the leader always writes it (Partition.updateIsr)
+    ("2.4.1", None, (2,)),       # seen on 2.4.1: follower_cut_from_leader, r-2 ISR [3]
+])
+def test_a_cut_leader_that_writes_its_own_isr_keeps_only_itself(release, ibp, cut_leader_isr) -> None:
+    state = replace(FULL, release=Release.parse(release),
+                    config={} if ibp is None else {"inter.broker.protocol.version": ibp})
+    shrunk = isr_rules.shrink_isr_without(state, [2])
+    r = shrunk.topics["r"].partitions
+    assert r[1].isr == cut_leader_isr and r[1].leader == 2 and r[1].leader_epoch == 0
+    assert r[0].isr == (1, 3) and r[2].isr == (3, 1)  # the other leaders drop it on every release
+    assert shrunk.release == Release.parse(release)
 
 
 def test_expand_is_the_settled_state_and_undoes_the_shrink() -> None:
@@ -292,3 +313,25 @@ def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_
     assert record.passed is None and record.check == "backend_supports_scenario"
     assert "need root (iptables on loopback)" in record.detail
     assert any("skipped" in line for line in lines)
+
+
+# --- a broker cut from ZooKeeper only: re-added by its leaders before KIP-841 -----------------------
+
+@pytest.mark.parametrize("release, ibp, rejoined", [
+    ("3.9.2", None, False), ("3.3.2", None, False),  # processAlterPartition refuses it (ineligibleReplicas)
+    ("3.2.3", None, True), ("2.7.2", None, True), ("2.4.1", None, True),  # seen on 2.4.1: controller_cut_from_zookeeper
+    ("3.9.2", "2.7-IV1", True),  # the leaders write ZooKeeper themselves: nothing checks
+])
+def test_a_broker_cut_from_zookeeper_rejoins_the_isrs_it_followed_where_kip_841_is_not_enforced(
+        release: str, ibp: str | None, rejoined: bool) -> None:
+    before = replace(FULL, release=Release.parse(release), controller=1,
+                     config={} if ibp is None else {"inter.broker.protocol.version": ibp})
+    after = predict(before, [BrokerFailure((2,))]).state
+    ruled = isr_rules.apply_rule(isr_rules.LEADER_ISR_REJOIN, after, [2], before)
+    r, controller_said = ruled.topics["r"].partitions, after.topics["r"].partitions
+    # r-0 (leader 1) and r-2 (leader 3) kept their leader: 2 fetches there and is appended back
+    assert (r[0].isr, r[2].isr) == (((1, 3, 2), (3, 1, 2)) if rejoined else ((1, 3), (3, 1)))
+    assert [p.leader_epoch for p in r.values()] == [p.leader_epoch for p in controller_said.values()]
+    # r-1 was led by 2: its new leader was never announced to 2, which does not fetch there
+    assert r[1] == controller_said[1] and 2 not in r[1].isr
+    assert isr_rules.changed_partitions(after, ruled, ["r"]) == ([("r", 0), ("r", 2)] if rejoined else [])

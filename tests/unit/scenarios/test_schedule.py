@@ -46,6 +46,14 @@ def test_a_generated_shape_loads_with_gaps_in_the_broker_ids() -> None:
     assert schedule_from_json(schedule_to_json(s)) == s
 
 
+def test_a_schedule_may_name_its_release() -> None:
+    data = _valid()
+    data["cluster"]["kafka_version"] = "2.8.2"
+    s = schedule_from_json(data)
+    assert s.kafka_version == "2.8.2" and schedule_from_json(schedule_to_json(s)) == s
+    assert "kafka_version" not in schedule_to_json(schedule_from_json(_valid()))["cluster"]
+
+
 def _with(path: str, value):
     data = _valid()
     node = data
@@ -69,6 +77,9 @@ def _with(path: str, value):
     ("cluster.brokers", list(range(10)), "1 to 9 distinct"),
     ("cluster.brokers", [True], "schedule.cluster.brokers[0]: must be an integer >= 0"),
     ("cluster.zookeepers", 2, "schedule.cluster.zookeepers: must be 1, 3 or 5"),
+    ("cluster.kafka_version", "4.0.0", "schedule.cluster.kafka_version: Kafka 4.0.0 has no ZooKeeper mode"),
+    ("cluster.kafka_version", "2.3.1", "schedule.cluster.kafka_version: Kafka 2.3.1 is not supported"),
+    ("cluster.kafka_version", 3.9, "schedule.cluster.kafka_version: must be a non-empty string"),
     ("topics.0.assignment", {"0": [4, 6]}, "schedule.topics[0].assignment.0: must be distinct brokers of the cluster"),
     ("topics.0.assignment", {"1": [4]}, "partitions must be 0..n-1"),
     ("topics.0.assignment", {"0": [4], "1": [4, 5]}, "same replication factor"),
