@@ -125,15 +125,12 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _schedules_release(schedules: Sequence[Schedule], flag: str | None) -> str | None:
-    """The release a run of these schedules uses: ``--kafka-version`` or the one their files name
-    (``cluster.kafka_version``); one release per run, so files naming others are refused."""
+    """The run's release: ``--kafka-version`` (each schedule that names its own release,
+    ``cluster.kafka_version``, runs on that one); a flag that contradicts a file is refused."""
     named = sorted({s.kafka_version for s in schedules if s.kafka_version is not None})
-    wanted = [flag.strip()] if flag is not None else named
-    if len(set(wanted) | set(named)) > 1:
-        raise UsageError(f"the schedules are written for Kafka {', '.join(named)}"
-                         + (f", not --kafka-version {flag}" if flag is not None else "")
-                         + ": one release per run")
-    return wanted[0] if wanted else None
+    if flag is not None and any(v != flag.strip() for v in named):
+        raise UsageError(f"--kafka-version {flag}: the schedules are written for Kafka {', '.join(named)}")
+    return flag
 
 
 def _rerun(args: argparse.Namespace) -> int:

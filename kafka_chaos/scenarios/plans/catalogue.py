@@ -61,7 +61,10 @@ CONFORMANCE = "conformance"
 # job's conformance run does not start 3- and 5-server ensembles.
 ZOOKEEPER_SUITE = "zookeeper"
 NETWORK_SUITE = "network"  # degraded links (docs/local-network.md)
-SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE)
+# Behaviour that changed between Kafka releases, each scenario pinned to the releases around
+# the change (docs/releases.md): every one passes, and the records show which way it went.
+RELEASES_SUITE = "releases"
+SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE)
 
 NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
 
@@ -96,18 +99,34 @@ _REGISTRY: dict[str, Scenario] = {}
 
 
 def scenario(*, topics: Sequence[Callable[[], TopicSpec]], smoke: bool = False,
-             needs: ClusterNeeds = ClusterNeeds(), suites: frozenset[str] | None = None,
+             needs: ClusterNeeds = ClusterNeeds(), suites: frozenset[str] | None = None, name: str | None = None,
              ) -> Callable[[Callable[[], Sequence[Step]]], Callable[[], Sequence[Step]]]:
-    """Register the decorated function's steps as a scenario named after the function."""
+    """Register the decorated function's steps as a scenario named after the function (or ``name``)."""
 
     def register(fn: Callable[[], Sequence[Step]]) -> Callable[[], Sequence[Step]]:
         doc = (fn.__doc__ or "").strip()
         if not doc:
             raise TypeError(f"scenario {fn.__name__} needs a docstring naming the rule it exercises")
         chosen = suites if suites is not None else frozenset({CONFORMANCE, SMOKE} if smoke else {CONFORMANCE})
-        built = Scenario(fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), chosen, needs)
+        built = Scenario(name or fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), chosen, needs)
         validate_steps(built)
-        _REGISTRY[fn.__name__] = built
+        _REGISTRY[built.name] = built
+        return fn
+
+    return register
+
+
+def release_fixture(*, releases: Sequence[str], topics: Sequence[Callable[[], TopicSpec]],
+                    needs: ClusterNeeds = ClusterNeeds(),
+                    ) -> Callable[[Callable[[], Sequence[Step]]], Callable[[], Sequence[Step]]]:
+    """Register the decorated function's steps once per release, as ``<name>_on_<X_Y_Z>`` with
+    ``ClusterNeeds.kafka_version`` pinned, in the ``releases`` suite."""
+
+    def register(fn: Callable[[], Sequence[Step]]) -> Callable[[], Sequence[Step]]:
+        for release in releases:
+            name = f"{fn.__name__}_on_{release.replace('.', '_')}"
+            pinned = replace(needs, kafka_version=release)
+            scenario(topics=topics, needs=pinned, suites=frozenset({RELEASES_SUITE}), name=name)(fn)
         return fn
 
     return register
@@ -608,6 +627,35 @@ def follower_link_delayed() -> list[Step]:
     (oracle: no event), observed one session window after the fault; then healed."""
     return [Step(NETWORK_DELAY, FollowerLeadingNothing("f"), _peer_delay(200, 50, "nothing")),
             Step(NETWORK_DELAY, EarlierTarget(0), frozen({"variant": "heal", "expect": "nothing"}))]
+
+
+# --- behaviour that changed between releases (the releases suite) -----------------------------
+
+@release_fixture(releases=("3.2.3", "3.3.2"), topics=[topic_t])
+def zookeeper_cut_follower_rejoins_isr() -> list[Step]:
+    """KIP-841 (KAFKA-14140, 3.3.0) on a real cluster: cut a follower of t-0 (not the controller)
+    from ZooKeeper only, then heal. Its session expires and the controller takes it out of
+    every ISR (``onBrokerFailure``, +1 epoch); it keeps fetching from the leaders it knew. On
+    3.2.3 those leaders add it back (AlterIsr accepted: ``processAlterIsr`` has no eligibility
+    check), so the ISRs name a broker that is not registered (``rule_leader_isr_rejoin``
+    records); on 3.3.2 ``processAlterPartition`` refuses it (``ineligibleReplicas``): it stays
+    out until it registers again. Also seen on 2.4.1 (leaders write the ISR themselves).
+    docs/releases.md."""
+    return [Step(NETWORK_PARTITION, FollowerOf("t", 0, spare_controller=True), _cut("zookeeper")),
+            Step(NETWORK_PARTITION, EarlierTarget(0), _heal("zookeeper"))]
+
+
+@release_fixture(releases=("3.1.2", "3.2.3"), topics=[topic_t])
+def unclean_election_recovery_state() -> list[Step]:
+    """KIP-704 (KAFKA-13587, 3.2.0, IBP 3.2-IV0) on a real cluster: the steps of
+    ``unclean_config_non_isr_first`` — the out-of-sync follower of t-0 becomes leader through
+    an unclean election while the old leader is down. On 3.2.3 the state znode says
+    ``leader_recovery_state`` RECOVERING until a follower joins (``oracle_recovery`` records);
+    on 3.1.2 the field is never written (``Election.leaderForOffline`` has no recovery state).
+    docs/releases.md."""
+    return [Step("hard_kill", FollowerOf("t", 0)), Step("hard_kill", LeaderOf("t", 0)),
+            Step("start", EarlierTarget(0)),
+            Step("unclean_election", NoTarget("t (topic config)"), frozen({"topic": "t", "via": "config"}))]
 
 
 # --- lookup -----------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ class Schedule:
     def needs(self) -> ClusterNeeds:
         ids = tuple(self.brokers) if tuple(self.brokers) != tuple(range(1, len(self.brokers) + 1)) else ()
         return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers,
-                            log_dirs=self.log_dirs, link_proxies=self.link_proxies)
+                            log_dirs=self.log_dirs, link_proxies=self.link_proxies, kafka_version=self.kafka_version)
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs)
@@ -120,7 +120,7 @@ def from_scenario(s: Scenario) -> Schedule:
     """A catalogue scenario as a schedule (brokers 1..N unless its needs name them)."""
     brokers = s.needs.broker_ids or tuple(range(1, s.needs.brokers + 1))
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
-                    s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies)
+                    s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------

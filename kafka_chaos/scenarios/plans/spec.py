@@ -23,6 +23,7 @@ class ClusterNeeds:
     zookeepers: int = 1  # ZooKeeper ensemble size (1, 3 or 5); `run --zookeepers N` raises it
     log_dirs: int = 1  # log.dirs per broker (harness.config.log_dir_paths); 2: one can fail, the broker runs on
     link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (harness.link_proxy): delayable
+    kafka_version: str | None = None  # the Kafka release it must run on (None: the run's)
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -38,7 +39,8 @@ class ClusterNeeds:
         ensemble = f", {self.zookeepers} ZooKeeper servers" if self.zookeepers > 1 else ""
         dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
         dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
-        return f"{self.brokers} brokers{named}{ensemble}{dirs}" + (f" ({extra})" if extra else "")
+        release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
+        return f"{self.brokers} brokers{named}{ensemble}{dirs}{release}" + (f" ({extra})" if extra else "")
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,7 @@ class ClusterPool:
         self.cluster: ManagedCluster | None = None
         self.needs: ClusterNeeds | None = None
         self._missing: Mapping[Capability, str] | None = None
+        self._releases: dict[str, KafkaDistribution] = {}  # scenarios' own releases (ClusterNeeds.kafka_version)
 
     def missing_capabilities(self) -> Mapping[Capability, str]:
         """What this pool's clusters cannot do, each with a one-line reason. A caller-supplied
@@ -125,11 +126,23 @@ class ClusterPool:
                                link_proxies=needs.link_proxies)
         opener = self._open or open_cluster
         self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
-        cluster: ManagedCluster = opener(self.backend, config, self.distribution)
+        cluster: ManagedCluster = opener(self.backend, config, self.distribution_for(needs))
         cluster.__enter__()  # starts; cleans up itself when starting fails
         self.cluster, self.needs = cluster, needs
         self._create_offsets_topic(cluster)
         return cluster
+
+    def distribution_for(self, needs: ClusterNeeds) -> KafkaDistribution:
+        """The run's distribution, or the release a scenario names (fetched once per run)."""
+        wanted = needs.kafka_version
+        if wanted is None or wanted == self.distribution.version:
+            return self.distribution
+        if wanted not in self._releases:
+            from kafka_chaos.harness.distribution import resolve_distribution
+
+            self.progress(f"resolving Kafka {wanted}")
+            self._releases[wanted] = resolve_distribution(wanted)
+        return self._releases[wanted]
 
     def _create_offsets_topic(self, cluster: ManagedCluster) -> None:
         """The scenarios' consumer groups must work from the first fault on: create

@@ -433,6 +433,7 @@ def scenario_run(options: RunOptions, scenario: Scenario, iteration: int, cluste
             from kafka_chaos.harness.config import tick_time_ms
 
             tick = int(tick_time_ms(config))
+    release = cluster.kafka_version if cluster is not None else scenario.needs.kafka_version or options.kafka_version
     return ScenarioRun(options.run_id, scenario.name, iteration, options.seed, options.backend,
-                       options.kafka_version, scenario.needs.brokers, sum(len(t.assignment) for t in scenario.topics),
+                       release, scenario.needs.brokers, sum(len(t.assignment) for t in scenario.topics),
                        options.git_revision, session, tick, tuple(topics))

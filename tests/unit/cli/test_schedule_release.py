@@ -1,4 +1,4 @@
-"""One Kafka release per run: ``--kafka-version`` or the release the schedule files name."""
+"""The release of a run of schedule files: ``--kafka-version``, or each file's own."""
 
 from __future__ import annotations
 
@@ -17,18 +17,20 @@ def _schedule(version: str | None) -> Schedule:
 @pytest.mark.parametrize("named, flag, release", [
     ([None], None, None),  # the run's default
     ([None, None], "3.4.1", "3.4.1"),
-    (["2.8.2"], None, "2.8.2"),  # the file's
-    (["2.8.2", None], None, "2.8.2"),
+    (["2.8.2"], None, None),  # the file's own: ClusterNeeds.kafka_version
+    (["2.8.2", "3.4.1", None], None, None),  # each its own; the unnamed one the default
     (["2.8.2", "2.8.2"], "2.8.2", "2.8.2"),
 ])
 def test_the_release_a_run_uses(named: list[str | None], flag: str | None, release: str | None) -> None:
-    assert _schedules_release([_schedule(v) for v in named], flag) == release
+    schedules = [_schedule(v) for v in named]
+    assert _schedules_release(schedules, flag) == release
+    assert [s.needs.kafka_version for s in schedules] == named
 
 
 @pytest.mark.parametrize("named, flag, message", [
-    (["2.8.2", "3.4.1"], None, "written for Kafka 2.8.2, 3.4.1: one release per run"),
-    (["2.8.2"], "3.9.2", "written for Kafka 2.8.2, not --kafka-version 3.9.2: one release per run"),
+    (["2.8.2"], "3.9.2", "--kafka-version 3.9.2: the schedules are written for Kafka 2.8.2"),
+    (["2.8.2", "3.4.1"], "2.8.2", "written for Kafka 2.8.2, 3.4.1"),
 ])
-def test_schedules_of_other_releases_are_refused(named: list[str], flag: str | None, message: str) -> None:
+def test_a_flag_that_contradicts_a_file_is_refused(named: list[str], flag: str | None, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         _schedules_release([_schedule(v) for v in named], flag)

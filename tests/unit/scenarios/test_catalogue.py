@@ -29,7 +29,9 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
     assert any(word in s.doc.lower() for word in ("seed", "kafka 3.9", "docs")), s.doc
     # Ensemble and degraded-link scenarios have suites of their own (docs/zookeeper-faults.md,
     # docs/local-network.md); every other one is in conformance.
-    assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}), s.suites
+    assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}), s.suites
+    # Only the releases suite pins a release: everything else runs on the run's release.
+    assert (s.needs.kafka_version is not None) == (s.suites == {"releases"})
     assert s.steps
     for topic in s.topics:
         assert len(topic.assignment) >= 3, "several partitions: leaders, followers, non-replicas all hit"
@@ -59,7 +61,8 @@ PARTITION_SCENARIOS = {"leader_cut_from_zookeeper", "follower_cut_from_leader", 
 
 
 def test_network_partition_scenarios_exist_are_documented_and_heal_what_they_cut() -> None:
-    chosen = {s.name: s for s in all_scenarios() if any(st.fault == "network_partition" for st in s.steps)}
+    chosen = {s.name: s for s in all_scenarios()
+              if any(st.fault == "network_partition" for st in s.steps) and s.needs.kafka_version is None}
     assert all(Capability.NETWORK_PARTITION in s.requirements for s in chosen.values())
     assert set(chosen) == PARTITION_SCENARIOS
     for s in chosen.values():
@@ -104,8 +107,11 @@ def test_requirements_are_the_union_of_the_steps_faults() -> None:
 def test_suites() -> None:
     smoke = suite(SMOKE)
     assert 3 <= len(smoke) <= 6
-    own = {s.name for s in suite("zookeeper")} | {s.name for s in suite("network")}
+    own = {s.name for name in ("zookeeper", "network", "releases") for s in suite(name)}
     assert len(suite("zookeeper")) == 6 and len(suite("network")) == 7
+    assert {s.name: s.needs.kafka_version for s in suite("releases")} == {
+        "zookeeper_cut_follower_rejoins_isr_on_3_2_3": "3.2.3", "zookeeper_cut_follower_rejoins_isr_on_3_3_2": "3.3.2",
+        "unclean_election_recovery_state_on_3_1_2": "3.1.2", "unclean_election_recovery_state_on_3_2_3": "3.2.3"}
     assert {s.name for s in suite(CONFORMANCE)} == {s.name for s in all_scenarios()} - own
     with pytest.raises(UsageError, match="valid suites"):
         suite("nightly")
