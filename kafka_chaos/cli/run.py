@@ -33,7 +33,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "run", help="run chaos scenarios and check them against the oracle",
         description="Run chaos scenarios (a suite or named ones) against a real ZooKeeper-mode "
                     "Kafka cluster; exit 0 only when every check passed.")
-    parser.add_argument("--suite", choices=("smoke", "conformance", "zookeeper", "network"), default=None,
+    from kafka_chaos.scenarios.plans.catalogue import SUITES
+
+    parser.add_argument("--suite", choices=SUITES, default=None,
                         help="scenario suite [default: conformance, unless --scenario is given]")
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="run this scenario (repeatable); see --list")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         NetworkPartitioner,
         ZooKeeperControl,
         ZooKeeperEnsembleControl,
+        ReleaseRoller,
         ZooKeeperLinkPartitioner,
     )
     from kafka_chaos.harness.config import ClusterConfig
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
             containers, containers, containers)
         del on_containers
         log_dirs: tuple[LogDirFailer, LogDirFailer] = (local, containers)
-        del claims, more, ensemble, log_dirs
+        rolls: ReleaseRoller = local
+        del claims, more, ensemble, log_dirs, rolls
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +151,9 @@ def _why_missing(capability: Capability, chosen: str) -> str:
     if capability is Capability.LINK_DELAY:
         return (f"delayed links need the local launcher's link proxies (harness.link_proxy; no netem "
                 f"here); the {chosen} launcher has none")
+    if capability is Capability.BROKER_RELEASES:
+        return (f"rolling a broker to another release needs the local launcher (one class path per broker); "
+                f"the {chosen} launcher builds one image per release")
     if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")

@@ -213,6 +213,23 @@ class LinkDelayer(Protocol):
         has)."""
 
 
+@runtime_checkable
+class ReleaseRoller(Protocol):
+    """Capability ``BROKER_RELEASES``: a broker runs another Kafka release (or another
+    ``inter.broker.protocol.version``) from its next start on -- a rolling upgrade, one broker
+    at a time, on the data it has."""
+
+    def broker_version(self, broker_id: int) -> str:
+        """The release the broker runs (or will run from its next start)."""
+
+    def broker_overrides(self, broker_id: int) -> dict[str, str]:
+        """The broker's own properties on top of the cluster's (e.g. its IBP)."""
+
+    def set_broker_release(self, broker_id: int, kafka_version: str, overrides: Mapping[str, str]) -> None:
+        """From its next start the stopped broker runs ``kafka_version``'s jars with
+        ``server.properties`` rendered for it, plus ``overrides``; a HarnessError while it runs."""
+
+
 class NetworkHealer(Protocol):
     """Undo every cut, degradation and delay: what every launcher with a network capability
     (``NETWORK_PARTITION``, ``ZOOKEEPER_LINK_PARTITION``, ``NETWORK_DEGRADE``, ``LINK_DELAY``)
@@ -259,6 +276,7 @@ class Capability(StrEnum):
     NETWORK_DEGRADE = "network_degrade"
     LOG_DIR_FAILURE = "log_dir_failure"
     LINK_DELAY = "link_delay"
+    BROKER_RELEASES = "broker_releases"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -270,6 +288,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.NETWORK_DEGRADE: NetworkDegrader,
     Capability.LOG_DIR_FAILURE: LogDirFailer,
     Capability.LINK_DELAY: LinkDelayer,
+    Capability.BROKER_RELEASES: ReleaseRoller,
 })
 
 

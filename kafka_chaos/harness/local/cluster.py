@@ -35,6 +35,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
@@ -65,6 +66,7 @@ from kafka_chaos.harness.local.nodes import (
     NodeStartFailed,
     broker_node_name,
     prepare_broker,
+    reprepare_broker,
     prepare_zookeeper,
     wait_brokers_ready,
     wait_zookeeper_answers,
@@ -152,6 +154,9 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         self._node_jvm_options = {role: list(flags) for role, flags in (node_jvm_options or {}).items()}
         self._metrics = metrics
         self._log4j_extra = log4j_extra
+        # rolled brokers (ReleaseRoller): their release and their config with their own overrides
+        self._releases: dict[int, KafkaDistribution] = {}
+        self._broker_configs: dict[int, ClusterConfig] = {}
 
     def __repr__(self) -> str:
         return f"LocalCluster({self.config.brokers} brokers, run_dir={self._run_dir})"
@@ -286,21 +291,23 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
             return [ZkServer(1, ports[0], 0, 0)]
         return [ZkServer(i + 1, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(count)]
 
-    def _layout(self, run_dir: Path) -> NodeLayout:
+    def _layout(self, run_dir: Path, distribution: KafkaDistribution | None = None) -> NodeLayout:
+        distribution = distribution or self.distribution
         log4j = run_dir / "log4j.properties"
         log4j.write_bytes(resources.files("kafka_chaos.harness").joinpath("log4j.properties").read_bytes()
                           + self._log4j_extra.encode())
         java = java_executable()
         agent = (jmx_exporter.resolve_agent_jar(), jmx_exporter.write_config(run_dir)) if self._metrics else None
-        return NodeLayout(run_dir=run_dir, java=java, classpath=self.distribution.classpath, log4j=log4j,
-                          kafka_version=self.distribution.version,
-                          jvm_options={role: self._jvm_options(role, java) for role in ("broker", "zookeeper")},
+        return NodeLayout(run_dir=run_dir, java=java, classpath=distribution.classpath, log4j=log4j,
+                          kafka_version=distribution.version,
+                          jvm_options={role: self._jvm_options(role, java, distribution)
+                                       for role in ("broker", "zookeeper")},
                           metrics_agent=agent)
 
-    def _jvm_options(self, role: str, java: str) -> list[str]:
+    def _jvm_options(self, role: str, java: str, distribution: KafkaDistribution | None = None) -> list[str]:
         options = list(self.config.jvm_options)
-        if self._class_data_sharing:
-            options += archive_options(self.distribution, role, java)
+        if self._class_data_sharing:  # an archive matches one class path: none for another release
+            options += archive_options(distribution or self.distribution, role, java)
         return options + self._node_jvm_options.get(role, [])
 
     def _make_run_dir(self) -> Path:
@@ -358,6 +365,40 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
 
     def broker_running(self, broker_id: int) -> bool:
         return self._broker(broker_id).running()
+
+    # ---------------------------------------------------------------- ReleaseRoller
+
+    def broker_version(self, broker_id: int) -> str:
+        self._broker(broker_id)
+        return self._releases.get(broker_id, self.distribution).version
+
+    def broker_overrides(self, broker_id: int) -> dict[str, str]:
+        return dict(self._broker_config(broker_id).broker_overrides.get(broker_id, {}))
+
+    def set_broker_release(self, broker_id: int, kafka_version: str, overrides: Mapping[str, str]) -> None:
+        """The stopped broker's next start runs ``kafka_version`` (its jars resolved as the
+        cluster's were) with ``overrides`` on top of the cluster's properties."""
+        from kafka_chaos.harness.distribution import resolve_distribution
+
+        with self._lock:
+            node = self._broker(broker_id)
+            if node.running():
+                raise HarnessError(f"broker {broker_id} runs: stop it before moving it to Kafka {kafka_version}")
+            distribution = (self.distribution if kafka_version == self.distribution.version
+                            else resolve_distribution(kafka_version))
+            config = self._broker_config(broker_id)
+            config = replace(config, broker_overrides={**config.broker_overrides,
+                                                       broker_id: {**config.broker_overrides.get(broker_id, {}),
+                                                                   **overrides}})
+            assert self._run_dir is not None  # a node exists only in a started cluster
+            reprepare_broker(node, self._layout(self._run_dir, distribution), config, broker_id)
+            self._releases[broker_id] = distribution
+            self._broker_configs[broker_id] = config
+            log.info("broker %d runs Kafka %s from its next start%s", broker_id, distribution.version,
+                     f" with {dict(overrides)}" if overrides else "")
+
+    def _broker_config(self, broker_id: int) -> ClusterConfig:
+        return self._broker_configs.get(broker_id, self.config)
 
     def broker_paused(self, broker_id: int) -> bool:
         process = self._broker(broker_id).process

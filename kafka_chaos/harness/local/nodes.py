@@ -18,6 +18,7 @@ from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.common.waits import WaitTimeout, wait_until
 from kafka_chaos.harness.config import (
     CONTROL_PLANE_LISTENER,
+    ZOOKEEPER_CONNECT,
     ClusterConfig,
     broker_properties,
     render_properties,
@@ -190,6 +191,34 @@ def prepare_broker(layout: NodeLayout, config: ClusterConfig, broker_id: int, po
     layout's JMX exporter agent serving on ``metrics_port`` when both are given, and KIP-291's
     control-plane listener on ``control_plane_port`` when given."""
     node_dir = layout.run_dir / broker_node_name(broker_id)
+    props, command = _broker_files(layout, config, broker_id, port, zookeeper_connect, metrics_port,
+                                   control_plane_port)
+    node = _prepare_node(broker_node_name(broker_id), node_dir, port, "server.properties", props, command)
+    node.control_plane_port = control_plane_port
+    return node
+
+
+def reprepare_broker(node: LocalNode, layout: NodeLayout, config: ClusterConfig, broker_id: int) -> None:
+    """Rewrite a stopped broker's ``server.properties`` and command line for ``layout`` (another
+    release's class path) and ``config``, keeping its directory, data, ports and ZooKeeper
+    address: what its next start runs."""
+    connect = _property(node.config_file, ZOOKEEPER_CONNECT)
+    props, node.command = _broker_files(layout, config, broker_id, node.port, connect, node.metrics_port,
+                                        node.control_plane_port)
+    node.config_file.write_text(render_properties(props))
+
+
+def _property(path: Path, key: str) -> str:
+    for line in path.read_text().splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == key:
+            return value.strip()
+    raise HarnessError(f"{path} has no {key}")
+
+
+def _broker_files(layout: NodeLayout, config: ClusterConfig, broker_id: int, port: int, zookeeper_connect: str,
+                  metrics_port: int | None, control_plane_port: int | None) -> tuple[dict[str, str], list[str]]:
+    node_dir = layout.run_dir / broker_node_name(broker_id)
     listeners = {LISTENER: f"{HOST}:{port}"}
     if control_plane_port is not None:
         listeners[CONTROL_PLANE_LISTENER] = f"{HOST}:{control_plane_port}"
@@ -198,12 +227,8 @@ def prepare_broker(layout: NodeLayout, config: ClusterConfig, broker_id: int, po
     options = list(layout.jvm_options["broker"])
     if layout.metrics_agent is not None and metrics_port is not None:
         options.append(agent_option(layout.metrics_agent[0], metrics_port, layout.metrics_agent[1], HOST))
-    node = _prepare_node(
-        broker_node_name(broker_id), node_dir, port, "server.properties", props,
-        jvm_command(layout.java, config.broker_heap, options, layout.classpath,
-                    layout.log4j, node_dir / "logs", KAFKA_MAIN, node_dir / "server.properties"))
-    node.control_plane_port = control_plane_port
-    return node
+    return props, jvm_command(layout.java, config.broker_heap, options, layout.classpath,
+                              layout.log4j, node_dir / "logs", KAFKA_MAIN, node_dir / "server.properties")
 
 
 # ---------------------------------------------------------------- readiness

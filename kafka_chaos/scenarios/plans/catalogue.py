@@ -35,6 +35,7 @@ from typing import Any
 
 from kafka_chaos.harness.config import (
     AUTO_LEADER_REBALANCE_ENABLE,
+    INTER_BROKER_PROTOCOL_VERSION,
     LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
     REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
     REPLICA_LAG_TIME_MAX_MS,
@@ -64,7 +65,9 @@ NETWORK_SUITE = "network"  # degraded links (docs/local-network.md)
 # Behaviour that changed between Kafka releases, each scenario pinned to the releases around
 # the change (docs/releases.md): every one passes, and the records show which way it went.
 RELEASES_SUITE = "releases"
-SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE)
+# Rolling upgrades under faults (scenarios.faults.upgrade): the local launcher only.
+UPGRADE_SUITE = "upgrade"
+SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE, UPGRADE_SUITE)
 
 NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
 
@@ -656,6 +659,45 @@ def unclean_election_recovery_state() -> list[Step]:
     return [Step("hard_kill", FollowerOf("t", 0)), Step("hard_kill", LeaderOf("t", 0)),
             Step("start", EarlierTarget(0)),
             Step("unclean_election", NoTarget("t (topic config)"), frozen({"topic": "t", "via": "config"}))]
+
+
+# --- rolling upgrades under faults (the upgrade suite) ---------------------------------------
+
+ROLL = "roll"  # a fault kind (scenarios.faults.upgrade)
+_UPGRADE_ONLY = frozenset({UPGRADE_SUITE})
+
+
+def _rolling_upgrade(to: str, ibp: str) -> list[Step]:
+    """Kafka's upgrade notes for ZooKeeper mode, with a fault between the rolls: the IBP pinned
+    to the old release from the start (the cluster's needs), each broker rolled onto ``to`` by
+    controlled shutdown, a leader killed and restarted after the first roll, a leader shut down
+    under control and restarted after the second, then the IBP raised to ``ibp`` broker by broker."""
+    return [Step(ROLL, BrokerId(1), frozen({"to": to})),
+            Step("hard_kill", LeaderOf("t", 0)), Step("start", EarlierTarget(1)),
+            Step(ROLL, BrokerId(2), frozen({"to": to})),
+            Step("controlled_shutdown", LeaderOf("t", 1)), Step("start", EarlierTarget(4)),
+            Step(ROLL, BrokerId(3), frozen({"to": to})),
+            *(Step(ROLL, BrokerId(b), frozen({"ibp": ibp})) for b in (1, 2, 3))]
+
+
+@scenario(topics=[topic_t], suites=_UPGRADE_ONLY,
+          needs=ClusterNeeds(3, ((INTER_BROKER_PROTOCOL_VERSION, "2.8"),), kafka_version="2.8.2"))
+def upgrade_2_8_to_3_9() -> list[Step]:
+    """A rolling upgrade from 2.8.2 to 3.9.2 (IBP 2.8, then 3.9) under a hard kill and a
+    controlled shutdown between the rolls (docs/releases.md#rolling-upgrades). Each step is
+    predicted by the controller's release: 2.8.2's rules (no KIP-841: a controlled shutdown's
+    epoch count is open) until the controller's broker runs 3.9.2. The client-history checker
+    runs through the whole roll."""
+    return _rolling_upgrade("3.9.2", "3.9")
+
+
+@scenario(topics=[topic_t], suites=_UPGRADE_ONLY,
+          needs=ClusterNeeds(3, ((INTER_BROKER_PROTOCOL_VERSION, "3.4"),), kafka_version="3.4.1"))
+def upgrade_3_4_to_3_9() -> list[Step]:
+    """A rolling upgrade from 3.4.1 to 3.9.2 (IBP 3.4, then 3.9) under a hard kill and a
+    controlled shutdown between the rolls (docs/releases.md#rolling-upgrades); every step is
+    predicted by the controller's release, KIP-841 and KIP-704 holding on both."""
+    return _rolling_upgrade("3.9.2", "3.9")
 
 
 # --- lookup -----------------------------------------------------------------------------------

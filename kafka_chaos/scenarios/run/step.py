@@ -16,8 +16,9 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
-from kafka_chaos.harness.cluster import ChaosCluster, Cluster
+from kafka_chaos.harness.cluster import ChaosCluster, Cluster, ReleaseRoller, implements
 from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.common.errors import HarnessError
@@ -154,9 +155,9 @@ class StepCore:
             why = "; ".join(unsettled(exc.last, self.oracle_topics, excused)) if exc.last else str(exc)
             raise self.error(f"not settled before {label}: {why}") from exc
         # Replicas on failed log directories are controller memory, not in ZooKeeper.
+        settings, release = controller_settings(self.cluster, before_snap.controller)
         before = self.nemesis.with_controller_memory(
-            cluster_state_of(before_snap, self.oracle_topics, dict(self.cluster.broker_settings()),
-                             self.cluster.kafka_version))
+            cluster_state_of(before_snap, self.oracle_topics, settings, release))
         target = self.naming.resolve(step, before_snap, self.cluster.broker_ids)
         fault = self.naming.fault(step, target, before_snap)
         events = self.nemesis.prepare(fault, before) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
@@ -264,6 +265,18 @@ class StepCore:
         zk_parts = {k: v for k, v in observed_partitions(after, list(self.topics)).items()
                     if k[0] not in after.topics_being_deleted and v.version >= 0}
         return poller.wait_agreement(zk_parts, asked, timeout=self.timeouts.metadata)
+
+
+def controller_settings(cluster: Cluster, controller: int | None) -> tuple[dict[str, str], str]:
+    """The broker settings and the release the oracle predicts with: the controller's. They
+    differ from the cluster's only after a rolling upgrade moved the controller's broker
+    (``harness.cluster.ReleaseRoller``): the controller's release decides."""
+    settings, release = dict(cluster.broker_settings()), cluster.kafka_version
+    if controller is not None and controller in cluster.broker_ids and implements(cluster, ReleaseRoller):
+        roller = cast(ReleaseRoller, cluster)
+        settings.update(roller.broker_overrides(controller))
+        release = roller.broker_version(controller)
+    return settings, release
 
 
 def scrape_metrics(cluster: Cluster) -> MetricsScrape | None:

@@ -24,6 +24,7 @@ from kafka_chaos.harness.cluster import (
     LogDirFailer,
     NetworkDegrader,
     NetworkPartitioner,
+    ReleaseRoller,
     ZooKeeperEnsembleControl,
     ZooKeeperLinkPartitioner,
     ZooKeeperControl,
@@ -36,12 +37,12 @@ from kafka_chaos.harness.local.cluster import LocalCluster
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
     LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer},
+                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                        ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer]
+             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 

@@ -29,9 +29,9 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
     assert any(word in s.doc.lower() for word in ("seed", "kafka 3.9", "docs")), s.doc
     # Ensemble and degraded-link scenarios have suites of their own (docs/zookeeper-faults.md,
     # docs/local-network.md); every other one is in conformance.
-    assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}), s.suites
-    # Only the releases suite pins a release: everything else runs on the run's release.
-    assert (s.needs.kafka_version is not None) == (s.suites == {"releases"})
+    assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}, {"upgrade"}), s.suites
+    # Only the releases and upgrade suites pin a release: the others run on the run's release.
+    assert (s.needs.kafka_version is not None) == (s.suites in ({"releases"}, {"upgrade"}))
     assert s.steps
     for topic in s.topics:
         assert len(topic.assignment) >= 3, "several partitions: leaders, followers, non-replicas all hit"
@@ -107,7 +107,9 @@ def test_requirements_are_the_union_of_the_steps_faults() -> None:
 def test_suites() -> None:
     smoke = suite(SMOKE)
     assert 3 <= len(smoke) <= 6
-    own = {s.name for name in ("zookeeper", "network", "releases") for s in suite(name)}
+    own = {s.name for name in ("zookeeper", "network", "releases", "upgrade") for s in suite(name)}
+    assert {s.name: s.needs.kafka_version for s in suite("upgrade")} == {"upgrade_2_8_to_3_9": "2.8.2",
+                                                                         "upgrade_3_4_to_3_9": "3.4.1"}
     assert len(suite("zookeeper")) == 6 and len(suite("network")) == 7
     assert {s.name: s.needs.kafka_version for s in suite("releases")} == {
         "zookeeper_cut_follower_rejoins_isr_on_3_2_3": "3.2.3", "zookeeper_cut_follower_rejoins_isr_on_3_3_2": "3.3.2",

@@ -31,6 +31,7 @@ OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "network_delay": {"delay_ms": 100},
     "delete_topic": {"topic": "t"},
     "add_partitions": {"topic": "t", "add": ((2, (1,)),)},
+    "roll": {"to": "3.9.2"},
 }
 
 
@@ -50,6 +51,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "network_degrade": (network | {Capability.NETWORK_DEGRADE}, True),
         "log_dir_failure": (brokers | {Capability.LOG_DIR_FAILURE}, True),
         "network_delay": (frozenset({Capability.LINK_DELAY}), True),
+        "roll": (brokers | {Capability.BROKER_RELEASES}, True),
     }
 
 

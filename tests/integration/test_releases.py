@@ -1,0 +1,36 @@
+"""An older Kafka release on a real cluster, in one run beside the default one: the releases
+suite's KIP-704 fixture pinned to 3.1.2 and 3.2.3 (each scenario starts a cluster of its own
+release, the jars fetched from Maven Central once), every check passing with the version-aware
+oracle, and the records showing the behaviour that changed: an unclean election writes
+``leader_recovery_state`` RECOVERING on 3.2.3 and nothing on 3.1.2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_chaos.app.runs import run_scenarios
+from kafka_chaos.records.writer import read_records
+from kafka_chaos.scenarios.plans import catalogue
+from kafka_chaos.scenarios.history.observations import HISTORY_FILE, StepObserved, read_history
+
+FIXTURES = ["unclean_election_recovery_state_on_3_1_2", "unclean_election_recovery_state_on_3_2_3"]
+
+
+def test_the_leader_recovery_state_appears_with_3_2(tmp_path: Path) -> None:
+    results = tmp_path / "run"
+    rc = run_scenarios(catalogue.by_names(FIXTURES), seed=29, results_dir=results, report=False)
+    records = read_records(results).records
+    assert rc == 0, [(r.scenario, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
+    # every record names the release its scenario ran on
+    assert {r.scenario: r.kafka_version for r in records if r.scenario in FIXTURES} == {
+        FIXTURES[0]: "3.1.2", FIXTURES[1]: "3.2.3"}
+    recovery = [(r.scenario, r.topic, r.partition, r.expected, r.observed, r.passed)
+                for r in records if r.check == "oracle_recovery"]
+    # RECOVERING after the unclean election on 3.2.3 only, predicted and observed
+    assert recovery and {s for s, *_ in recovery} == {FIXTURES[1]}, recovery
+    assert all(passed and expected == observed == 1 for *_, expected, observed, passed in recovery), recovery
+    # the oracle's input carried each release, so `kafka-chaos check` re-predicts with its rules
+    steps = [o for o in read_history(results / HISTORY_FILE) if isinstance(o, StepObserved) and o.index is not None]
+    assert {(o.run.scenario, str(o.oracle_state.release)) for o in steps} == {
+        (FIXTURES[0], "3.1.2"), (FIXTURES[1], "3.2.3")}
