@@ -74,8 +74,8 @@ class NetworkPartition(_NetworkFault):
     def isr_rule(self) -> str | None:
         if not _cut_loses_session(self.variant):
             return LEADER_ISR_SHRINK
-        # cut from ZooKeeper only: still fetching, re-added by its leaders on releases without
-        # KIP-841's eligibility check (isr_rules.rejoin_unregistered; none on 3.3+)
+        # cut from ZooKeeper only: still fetching, re-added by its leaders on releases that do not
+        # fence its stale leader epoch (isr_rules.rejoin_unregistered: before 2.5, KAFKA-9338)
         return LEADER_ISR_REJOIN if self.variant == "zookeeper" else None
 
     def oracle_events(self) -> list[Event]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from kafka_chaos.oracle import NO_LEADER, ClusterState, TopicState, isr_eligibility_enforced, settled
+from kafka_chaos.oracle import NO_LEADER, ClusterState, TopicState, settled
 from kafka_chaos.oracle.release import protocol_version
 
 LEADER_ISR_SHRINK = "rule_leader_isr_shrink"
@@ -39,8 +39,8 @@ RULE_SOURCES = {
                        "-> AlterPartition: ISR minus the cut follower, leader and leader epoch unchanged",
     LEADER_ISR_EXPAND: "Partition.maybeExpandIsr -> AlterPartition: the follower back in the ISR, "
                        "leader and leader epoch unchanged",
-    LEADER_ISR_REJOIN: "Partition.maybeExpandIsr of a broker cut from ZooKeeper only, still fetching: "
-                       "accepted where KIP-841's ISR eligibility is not enforced (before 3.3, or IBP < 2.7-IV2), "
+    LEADER_ISR_REJOIN: "Partition.maybeExpandIsr of a broker cut from ZooKeeper only that was never fenced: "
+                       "before 2.5 a fetch session drops the follower's leader epoch (KAFKA-9338), "
                        "leader and leader epoch unchanged",
 }
 
@@ -75,14 +75,24 @@ def shrink_isr_without(state: ClusterState, cut: Iterable[int]) -> ClusterState:
     return replace(state, topics=topics)
 
 
+def followers_fenced(state: ClusterState) -> bool:
+    """Whether a leader fences a follower that fetches with an older leader epoch. Not before
+    2.5: an incremental fetch session kept each partition's offsets but not the epoch the
+    follower sent (``FetchSession.CachedPartition`` 2.4.1 has no leader epoch; KAFKA-9338 added
+    it in 2.5.0), so ``Partition.readRecords`` saw none to check."""
+    return state.release.at_least(2, 5)
+
+
 def rejoin_unregistered(before: ClusterState, state: ClusterState, cut: Iterable[int]) -> ClusterState:
-    """Brokers cut from ZooKeeper only lose their session, and the controller takes them out of
-    every ISR (``onBrokerFailure``); they keep fetching from the leaders they knew. Where the
-    controller does not enforce ISR eligibility (``oracle.isr_eligibility_enforced``), those
-    leaders add them back (appended, epoch unchanged): every partition whose leader is unchanged,
-    live and not cut. Partitions a cut broker led got a leader it was never told of: it does
-    not fetch there."""
-    if isr_eligibility_enforced(state):
+    """Brokers cut from ZooKeeper only lose their session and the controller takes them out of
+    every ISR (``onBrokerFailure``, a new leader epoch they are never told of: they are not
+    live). They keep fetching from the leaders they knew. From 2.5 those fetches carry the old
+    epoch and are fenced (the follower stops: "has an older epoch ... Will await the new
+    LeaderAndIsr", seen on 3.2.3); before (:func:`followers_fenced`) nothing checks it, the
+    leaders add them back (appended, epoch unchanged: seen on 2.4.1) -- every partition whose
+    leader is unchanged, live and not cut. Partitions a cut broker led got a leader it was never
+    told of: it does not fetch there."""
+    if followers_fenced(state):
         return state
     gone = frozenset(cut)
     topics = {}

@@ -634,15 +634,15 @@ def follower_link_delayed() -> list[Step]:
 
 # --- behaviour that changed between releases (the releases suite) -----------------------------
 
-@release_fixture(releases=("3.2.3", "3.3.2"), topics=[topic_t])
+@release_fixture(releases=("2.4.1", "2.5.1"), topics=[topic_t])
 def zookeeper_cut_follower_rejoins_isr() -> list[Step]:
-    """KIP-841 (KAFKA-14140, 3.3.0) on a real cluster: cut a follower of t-0 (not the controller)
+    """KAFKA-9338 (fixed in 2.5.0) on a real cluster: cut a follower of t-0 (not the controller)
     from ZooKeeper only, then heal. Its session expires and the controller takes it out of
-    every ISR (``onBrokerFailure``, +1 epoch); it keeps fetching from the leaders it knew. On
-    3.2.3 those leaders add it back (AlterIsr accepted: ``processAlterIsr`` has no eligibility
-    check), so the ISRs name a broker that is not registered (``rule_leader_isr_rejoin``
-    records); on 3.3.2 ``processAlterPartition`` refuses it (``ineligibleReplicas``): it stays
-    out until it registers again. Also seen on 2.4.1 (leaders write the ISR themselves).
+    every ISR with a new leader epoch it is never told of; it keeps fetching from the leaders it
+    knew. On 2.4.1 the incremental fetch session drops the epoch the follower sends, nothing
+    fences it, and its leaders add it back: the ISRs name a broker that is not registered
+    (``rule_leader_isr_rejoin`` records). On 2.5.1 the session keeps the epoch, the fetch is
+    fenced ("has an older epoch") and it stays out until it registers again.
     docs/releases.md."""
     return [Step(NETWORK_PARTITION, FollowerOf("t", 0, spare_controller=True), _cut("zookeeper")),
             Step(NETWORK_PARTITION, EarlierTarget(0), _heal("zookeeper"))]

@@ -112,7 +112,7 @@ def test_suites() -> None:
                                                                          "upgrade_3_4_to_3_9": "3.4.1"}
     assert len(suite("zookeeper")) == 6 and len(suite("network")) == 7
     assert {s.name: s.needs.kafka_version for s in suite("releases")} == {
-        "zookeeper_cut_follower_rejoins_isr_on_3_2_3": "3.2.3", "zookeeper_cut_follower_rejoins_isr_on_3_3_2": "3.3.2",
+        "zookeeper_cut_follower_rejoins_isr_on_2_4_1": "2.4.1", "zookeeper_cut_follower_rejoins_isr_on_2_5_1": "2.5.1",
         "unclean_election_recovery_state_on_3_1_2": "3.1.2", "unclean_election_recovery_state_on_3_2_3": "3.2.3"}
     assert {s.name for s in suite(CONFORMANCE)} == {s.name for s in all_scenarios()} - own
     with pytest.raises(UsageError, match="valid suites"):

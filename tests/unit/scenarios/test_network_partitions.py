@@ -315,14 +315,15 @@ def test_runner_skips_a_partition_scenario_on_the_local_backend_with_an_unknown_
     assert any("skipped" in line for line in lines)
 
 
-# --- a broker cut from ZooKeeper only: re-added by its leaders before KIP-841 -----------------------
+# --- a broker cut from ZooKeeper only: re-added by its leaders before 2.5 (KAFKA-9338) -------------
 
 @pytest.mark.parametrize("release, ibp, rejoined", [
-    ("3.9.2", None, False), ("3.3.2", None, False),  # processAlterPartition refuses it (ineligibleReplicas)
-    ("3.2.3", None, True), ("2.7.2", None, True), ("2.4.1", None, True),  # seen on 2.4.1: controller_cut_from_zookeeper
-    ("3.9.2", "2.7-IV1", True),  # the leaders write ZooKeeper themselves: nothing checks
+    ("3.9.2", None, False), ("3.2.3", None, False),  # fenced: "has an older epoch" (seen on 3.2.3)
+    ("2.5.1", None, False),  # KAFKA-9338: the fetch session keeps the follower's leader epoch
+    ("2.4.1", None, True),  # never fenced: re-added (seen on 2.4.1: controller_cut_from_zookeeper)
+    ("2.4.1", "2.3", True), ("3.9.2", "2.7-IV1", False),  # the IBP does not decide it
 ])
-def test_a_broker_cut_from_zookeeper_rejoins_the_isrs_it_followed_where_kip_841_is_not_enforced(
+def test_a_broker_cut_from_zookeeper_rejoins_the_isrs_it_followed_where_it_is_not_fenced(
         release: str, ibp: str | None, rejoined: bool) -> None:
     before = replace(FULL, release=Release.parse(release), controller=1,
                      config={} if ibp is None else {"inter.broker.protocol.version": ibp})
