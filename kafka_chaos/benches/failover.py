@@ -214,12 +214,17 @@ class Cell:
     median_ms: float
     p99_ms: float
     backend: str = "local"
+    kafka_version: str = ""
 
     @property
     def label(self) -> str:
-        """The fault, and the launcher when not local (as ``bench kip291``'s table): ``--from``
-        may merge runs of both, which measure different set-ups and are never pooled."""
-        return self.fault if self.backend == "local" else f"{self.fault} {self.backend}"
+        """The fault, the launcher when not local (as ``bench kip291``'s table) and the release
+        when not the default: ``--from`` may merge runs of several, which measure different
+        set-ups and are never pooled."""
+        from kafka_chaos.harness.distribution import DEFAULT_KAFKA_VERSION
+
+        label = self.fault if self.backend == "local" else f"{self.fault} {self.backend}"
+        return label if self.kafka_version in ("", DEFAULT_KAFKA_VERSION) else f"{label} {self.kafka_version}"
 
 
 def spans(phases: Mapping[str, float | None]) -> dict[str, float | None]:
@@ -240,20 +245,26 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarise(records: Iterable[Record]) -> list[Cell]:
-    """Median and p99 per fault, launcher, broker count, partition count and phase (local
-    first, then each other launcher)."""
-    groups: dict[tuple[str, str, int, int, str], list[float]] = {}
+    """Median and p99 per fault, launcher, release, broker count, partition count and phase
+    (local first, then each other launcher; releases in order)."""
+    groups: dict[tuple[str, str, str, int, int, str], list[float]] = {}
     for r in records:
         if r.check != CHECK or r.latency_ms is None or r.fault is None:
             continue
         for phase, value in {**r.latency_ms, **spans(r.latency_ms)}.items():
             if value is not None:
-                groups.setdefault((r.fault, r.backend, r.brokers, r.partitions, phase), []).append(float(value))
+                groups.setdefault((r.fault, r.backend, r.kafka_version, r.brokers, r.partitions, phase),
+                                  []).append(float(value))
     order = {p: i for i, p in enumerate((*PHASES, *SPANS))}
-    cells = [Cell(f, b, p, ph, len(v), round(statistics.median(v), 1), round(percentile(v, 99), 1), backend)
-             for (f, backend, b, p, ph), v in groups.items()]
+    cells = [Cell(f, b, p, ph, len(v), round(statistics.median(v), 1), round(percentile(v, 99), 1), backend, release)
+             for (f, backend, release, b, p, ph), v in groups.items()]
     return sorted(cells, key=lambda c: (FAULTS.index(c.fault) if c.fault in FAULTS else 9, c.backend != "local",
-                                        c.backend, c.brokers, c.partitions, order.get(c.phase, 99)))
+                                        c.backend, _release_order(c.kafka_version), c.brokers, c.partitions,
+                                        order.get(c.phase, 99)))
+
+
+def _release_order(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split(".") if x.isdigit())
 
 
 # ---------------------------------------------------------------- the driver (talks to a cluster)

@@ -79,6 +79,16 @@ def test_the_table_has_median_and_p99_per_fault_size_and_phase() -> None:
     assert fb.percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0 and fb.percentile([5.0], 99) == 5.0
 
 
+def test_releases_are_never_pooled_and_the_default_is_not_named() -> None:
+    from dataclasses import replace
+
+    records = [replace(_record("hard_kill", 10, {"zk_writes": v}), kafka_version=k)
+               for k, v in (("3.9.2", 10.0), ("2.4.1", 50.0), ("3.4.1", 30.0), ("2.4.1", 70.0))]
+    cells = fb.summarise(records)
+    assert [(c.label, c.samples, c.median_ms) for c in cells] == [
+        ("hard_kill 2.4.1", 2, 60.0), ("hard_kill 3.4.1", 1, 30.0), ("hard_kill", 1, 10.0)]
+
+
 def test_sizing_and_assignment() -> None:
     assert fb.broker_heap_for(10, 3) == "384m"
     assert int(fb.broker_heap_for(10000, 3)[:-1]) >= 1000
