@@ -634,9 +634,10 @@ def follower_link_delayed() -> list[Step]:
 
 # --- behaviour that changed between releases (the releases suite) -----------------------------
 
-@release_fixture(releases=("2.4.1", "2.5.1"), topics=[topic_t])
+@release_fixture(releases=("2.4.1", "2.5.1"), topics=[topic_f])
 def zookeeper_cut_follower_rejoins_isr() -> list[Step]:
-    """KAFKA-9338 (fixed in 2.5.0) on a real cluster: cut a follower of t-0 (not the controller)
+    """KAFKA-9338 (fixed in 2.5.0) on a real cluster: cut a follower of f (RF 3, every partition
+    led by broker 1, so a follower other than the controller always exists)
     from ZooKeeper only, then heal. Its session expires and the controller takes it out of
     every ISR with a new leader epoch it is never told of; it keeps fetching from the leaders it
     knew. On 2.4.1 the incremental fetch session drops the epoch the follower sends, nothing
@@ -644,7 +645,7 @@ def zookeeper_cut_follower_rejoins_isr() -> list[Step]:
     (``rule_leader_isr_rejoin`` records). On 2.5.1 the session keeps the epoch, the fetch is
     fenced ("has an older epoch") and it stays out until it registers again.
     docs/releases.md."""
-    return [Step(NETWORK_PARTITION, FollowerOf("t", 0, spare_controller=True), _cut("zookeeper")),
+    return [Step(NETWORK_PARTITION, FollowerOf("f", 0, spare_controller=True), _cut("zookeeper")),
             Step(NETWORK_PARTITION, EarlierTarget(0), _heal("zookeeper"))]
 
 
