@@ -34,3 +34,27 @@ def test_the_leader_recovery_state_appears_with_3_2(tmp_path: Path) -> None:
     steps = [o for o in read_history(results / HISTORY_FILE) if isinstance(o, StepObserved) and o.index is not None]
     assert {(o.run.scenario, str(o.oracle_state.release)) for o in steps} == {
         (FIXTURES[0], "3.1.2"), (FIXTURES[1], "3.2.3")}
+
+
+def test_a_broker_rolled_to_another_release_runs_its_jars_on_its_data(tmp_path: Path) -> None:
+    """The local launcher's ReleaseRoller: a 2.8.2 broker stopped, moved to 3.9.2 with IBP 2.8
+    pinned, started again on the same data and port, runs 3.9.2's jars and still leads its
+    partition."""
+    import psutil
+
+    from kafka_chaos.harness.config import ClusterConfig
+    from kafka_chaos.harness.distribution import resolve_distribution
+    from kafka_chaos.harness.local.cluster import LocalCluster
+    from kafka_chaos.harness.metadata import broker_view, create_topic
+
+    config = ClusterConfig(brokers=1, cluster_overrides={"inter.broker.protocol.version": "2.8"})
+    with LocalCluster(config, resolve_distribution("2.8.2"), run_dir=tmp_path / "cluster") as cluster:
+        create_topic(cluster.bootstrap_servers, "rolled", {0: [1]}, {}, timeout=60.0)
+        cluster.stop_broker(1)
+        cluster.set_broker_release(1, "3.9.2", {"inter.broker.protocol.version": "2.8"})
+        cluster.start_broker(1)
+        jars = " ".join(psutil.Process(cluster.broker_pid(1)).cmdline())
+        assert "kafka_2.13-3.9.2.jar" in jars and "kafka_2.13-2.8.2.jar" not in jars
+        assert (cluster.broker_version(1), cluster.broker_overrides(1)) == ("3.9.2", {"inter.broker.protocol.version": "2.8"})
+        assert "inter.broker.protocol.version=2.8" in (tmp_path / "cluster" / "broker-1" / "server.properties").read_text()
+        assert broker_view(cluster.endpoint(1).bootstrap, ["rolled"], timeout=30.0)[("rolled", 0)].leader == 1

@@ -100,9 +100,8 @@ class StepNaming:
     def fault(self, step: Step, target: Target, before_snap: ZkSnapshot) -> Fault:
         parts = self.topic_partitions
         if parts is None:
-            physical = {name: logical for logical, name in self.topic_names.items()}
             parts = {logical: sorted(p for (topic, p) in before_snap.partitions if topic == name)
-                     for name, logical in physical.items()}
+                     for logical, name in self.topic_names.items()}
         return make_fault(step.fault, target, step.options, topic_names=self.topic_names, topic_partitions=parts)
 
     def _physical(self, selector: Selector) -> Selector:
@@ -229,7 +228,7 @@ class StepCore:
         self.progress("creating topics")
         started = time.time()
         snapshot = self.observer.snapshot()
-        before = cluster_state_of(snapshot, self.topics, dict(self.cluster.broker_settings()), self.cluster.kafka_version)
+        before = cluster_state_of(snapshot, self.topics, *controller_settings(self.cluster, snapshot.controller))
         options = tuple(expectations(self.predictor, before, list(events), rule=None, rule_brokers=(),
                                      topics=list(self.topics)))
         created_at = time.time()
