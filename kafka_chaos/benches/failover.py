@@ -278,6 +278,9 @@ class BenchOptions:
     fault_timeout: float = 120.0
     settle_timeout: float = 600.0
     backend: str = "local"  # or "containers" (resolved: harness.backends.resolve_backend)
+    # "test": the project's session and lag timeouts (6 s, bench_settings'); "release": the ones
+    # the release ships (harness.config.shipped_timeouts), as its users run it
+    timeouts: str = "test"
     run_id: str = field(default_factory=lambda: f"bench-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-"
                                                 f"{uuid.uuid4().hex[:6]}")
 
@@ -301,7 +304,11 @@ def _bench_cluster(options: BenchOptions, distribution: KafkaDistribution, broke
     from kafka_chaos.harness.metadata import create_topic
     from kafka_chaos.harness.observer import ZkObserver
 
+    from kafka_chaos.harness.config import shipped_timeouts
+
     settings = bench_settings(partitions)
+    if options.timeouts == "release":
+        settings.update(shipped_timeouts(distribution.version))
     heap = broker_heap_for(partitions, brokers)
     config = ClusterConfig(brokers=brokers, broker_heap=heap, cluster_overrides=settings,
                            zookeeper_heap="512m" if partitions >= 1000 else "128m")

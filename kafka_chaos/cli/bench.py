@@ -43,6 +43,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                           help="broker counts [default: 3]")
     failover.add_argument("--faults", default=None, help="hard_kill,controlled_shutdown,controller_kill [default: all]")
     failover.add_argument("--repeat", type=int, default=3, help="iterations per fault [default: 3]")
+    failover.add_argument("--timeouts", choices=("test", "release"), default="test",
+                          help="the project's 6 s session timeout, or the session and replica-lag timeouts the "
+                               "release ships (2.4: 6 s / 10 s; 2.5+: 18 s / 30 s) [default: test]")
     _backend_argument(failover)
     failover.add_argument("--results", type=Path, default=None, metavar="DIR",
                           help="output directory [default: bench-failover-<UTC time>]")
@@ -121,13 +124,13 @@ def run(args: argparse.Namespace) -> int:
         from kafka_chaos.harness.backends import resolve_backend
 
         options = BenchOptions(partitions=args.partitions, brokers=args.brokers, faults=faults, repeat=args.repeat,
-                               backend=resolve_backend(args.backend))
+                               backend=resolve_backend(args.backend), timeouts=args.timeouts)
         distribution = resolve_distribution(args.kafka_version, args.kafka_home)
         with RecordWriter(out) as writer:
             writer.write_run_info({"run_id": options.run_id, "command": "bench failover",
                                    "partitions": args.partitions, "brokers": args.brokers, "faults": faults,
                                    "repeat": args.repeat, "backend": options.backend,
-                                   "kafka_version": distribution.version})
+                                   "kafka_version": distribution.version, "timeouts": args.timeouts})
             run_bench(options, distribution, writer.write, lambda line: print(line, file=sys.stderr, flush=True))
         records = _records(out)
     cells = summarise(records)

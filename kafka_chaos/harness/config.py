@@ -326,6 +326,15 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
     return dict(sorted(props.items()))
 
 
+def shipped_timeouts(kafka_version: str) -> dict[str, str]:
+    """The failure-detection timeouts as a release ships them, for measuring it the way its users
+    run it (layer 2 replaces them with the project's test values). KIP-537 raised both in 2.5.0:
+    ``KafkaConfig.Defaults`` 2.4.1 ``ZkSessionTimeoutMs = 6000``, ``ReplicaLagTimeMaxMs = 10000L``;
+    2.5.0 18000 and 30000 (3.9: ``ReplicationConfigs.REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30000L``)."""
+    old = tuple(int(x) for x in _release(kafka_version).split(".")) < (2, 5)
+    return {ZOOKEEPER_SESSION_TIMEOUT_MS: "6000" if old else "18000", REPLICA_LAG_TIME_MAX_MS: "10000" if old else "30000"}
+
+
 def release_defaults(brokers: int, known: BrokerPropertyNames) -> dict[str, str]:
     """Layer 2 as one release takes it: only the names it has."""
     return {k: v for k, v in chaos_cluster_defaults(brokers).items() if k in known.names}

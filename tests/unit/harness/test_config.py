@@ -215,3 +215,12 @@ def test_inter_broker_protocol_version_is_settable_on_every_release() -> None:
     for version in RELEASES:
         cfg = ClusterConfig(cluster_overrides={"inter.broker.protocol.version": "2.4"})
         assert release_props(cfg, version)["inter.broker.protocol.version"] == "2.4"
+
+
+@pytest.mark.parametrize("version, session, lag", [("2.4.1", "6000", "10000"), ("2.4.0", "6000", "10000"),
+                                                   ("2.5.0", "18000", "30000"), ("3.9.2", "18000", "30000")])
+def test_the_timeouts_a_release_ships(version: str, session: str, lag: str) -> None:
+    # KIP-537 (2.5.0) raised both: KafkaConfig.Defaults 2.4.1 vs 2.5.0
+    assert c.shipped_timeouts(version) == {c.ZOOKEEPER_SESSION_TIMEOUT_MS: session, c.REPLICA_LAG_TIME_MAX_MS: lag}
+    cfg = ClusterConfig(cluster_overrides=c.shipped_timeouts(version))  # a ZooKeeper that grants it
+    assert int(zookeeper_properties(cfg, port=2181, data_dir="/z")[c.ZK_MAX_SESSION_TIMEOUT]) >= int(session)
