@@ -30,7 +30,11 @@ kind                   line (logger, Kafka 3.9 function)
                        Set(…) for N partitions`` (``sendUpdateMetadataRequests``)
 ``leader_started``     ``[Broker id=B] Leader T-P with topic id … starts at leader epoch N``
                        (``Partition.makeLeader`` via ``ReplicaManager.makeLeaders``: the new
-                       leader applied LeaderAndIsr and serves)
+                       leader applied LeaderAndIsr and serves); before topic ids (2.4.1)
+                       ``[Partition T-P broker=B] T-P starts at leader epoch N``. Before 2.6
+                       the controller logs "Changed partition" at TRACE and no "Sending
+                       LeaderAndIsr" line (PartitionStateMachine / ControllerChannelManager
+                       2.5.1 vs 2.6.3): a 2.4 or 2.5 run has no controller phases
 ``session_expired``    ``Expiring session 0x…, timeout of Nms exceeded`` (ZooKeeper 3.8's
                        ``ZooKeeperServer.expire``, on the ensemble's leader: the closeSession
                        that deletes the session's ephemeral znodes is submitted right after)
@@ -68,6 +72,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("update_metadata", re.compile(_STATE + r"Sending UpdateMetadata request to brokers \w*\((?P<brokers>[\d, ]*)\) "
                                    r"for (?P<count>\d+) partitions")),
     ("leader_started", re.compile(r"\[Broker id=(?P<node>\d+)\] Leader " + _TP + r" with topic id .* starts at "
+                                  r"leader epoch (?P<epoch>\d+)")),
+    # the same, as releases before topic ids log it (Partition.makeLeader, 2.4.1)
+    ("leader_started", re.compile(r"\[Partition " + _TP + r" broker=(?P<node>\d+)\] \S+ starts at "
                                   r"leader epoch (?P<epoch>\d+)")),
     ("session_expired", re.compile(r"Expiring session 0x[0-9a-f]+, timeout of \d+ms exceeded")),
 )

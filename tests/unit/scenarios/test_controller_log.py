@@ -40,6 +40,12 @@ def test_each_line_kind_parses_with_its_fields() -> None:
                          utc_offset_s=7200)
     assert shifted is not None and shifted.at == 1795404803.34 and shifted.brokers == (2,)
     assert parse_line("[2026-11-23 03:33:23,341] INFO [RequestSendThread controllerId=1] Stopped (x)") is None
+    # a leader starting, as 2.4.1 logs it (no topic ids; seen in its conformance run)
+    old = parse_line("[2026-11-26 01:03:59,808] INFO [Partition rolling-restart-0-t-2 broker=3] rolling-restart-0-t-2 "
+                     "starts at leader epoch 1 from offset 14 with high watermark 13. Previous leader epoch was 0. "
+                     "(kafka.cluster.Partition)")
+    assert old is not None and (old.kind, old.node, old.topic, old.partition, old.epoch) == (
+        "leader_started", 3, "rolling-restart-0-t", 2, 1)
     assert parse_line("not a log line") is None
 
 
