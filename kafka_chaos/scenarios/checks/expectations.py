@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle import ClusterState, Event, PartitionOutcome, Prediction, epochs_determined
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks.functions import epochs_not_reached
@@ -63,7 +63,7 @@ def epochs_exact(index: int | None, fault_exact: bool, then: Sequence[str], stat
             and epochs_determined(state, events))
 
 
-def converged_to(snapshot: Any, options: Sequence[Expectation], before: Any, topics: Iterable[str], *,
+def converged_to(snapshot: ZkSnapshot, options: Sequence[Expectation], before: ZkSnapshot, topics: Iterable[str], *,
                  exact_epochs: bool) -> Expectation | None:
     """The first expectation ``snapshot`` matches in every predicted field: leaders, ISRs and
     replicas (:func:`matching`) and leader epochs under the rule the ``oracle_epoch`` check
@@ -80,7 +80,7 @@ def converged_to(snapshot: Any, options: Sequence[Expectation], before: Any, top
     return None
 
 
-def matching(snapshot: Any, options: Sequence[Expectation], topics: Iterable[str]) -> Expectation | None:
+def matching(snapshot: ZkSnapshot, options: Sequence[Expectation], topics: Iterable[str]) -> Expectation | None:
     """The first expectation ``snapshot`` matches (leaders, ISRs as sets, replicas), or None."""
     topics = list(topics)
     for e in options:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import UsageError
+from kafka_chaos.oracle import ClusterState
 from kafka_chaos.harness.cluster import Capability, ChaosCluster, LinkDelayer
 from kafka_chaos.scenarios.faults.base import FaultEnv, StepTopics, register_fault
 from kafka_chaos.scenarios.faults.degrade import LINKS, LinkFault
@@ -109,7 +110,7 @@ class NetworkDelay(LinkFault):
     def label(self) -> str:
         return f"{KIND}/heal" if self.healing else f"{KIND}/{self.to}"
 
-    def prepare(self, env: FaultEnv, state: Any) -> None:
+    def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         """Before the oracle is asked: a ``session_expiry``/``nothing`` claim on the ZooKeeper
         links that R5 refutes for this cluster's session, tick and servers is a schedule error."""
         if self.healing or not LINKS[self.to]["to_zookeeper"]:  # zookeeper and everyone
