@@ -390,7 +390,8 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
             config = replace(config, broker_overrides={**config.broker_overrides,
                                                        broker_id: {**config.broker_overrides.get(broker_id, {}),
                                                                    **overrides}})
-            assert self._run_dir is not None  # a node exists only in a started cluster
+            if self._run_dir is None:
+                raise HarnessError("this LocalCluster was not started")
             reprepare_broker(node, self._layout(self._run_dir, distribution), config, broker_id)
             self._releases[broker_id] = distribution
             self._broker_configs[broker_id] = config
