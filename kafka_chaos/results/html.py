@@ -187,6 +187,10 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         _table(summary["latency_by_session_timeout"], [
             ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
             ("session_timeout_ms", "session timeout ms", fmt.count), *_LATENCY_COLUMNS]),
+        "<h3>By Kafka release</h3>",  # absent from a summary written before releases were
+        _table(summary.get("latency_by_release", []), [
+            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
+            ("kafka_version", "Kafka", fmt.text), *_LATENCY_COLUMNS]),
         _timelines(images.get("timelines", [])),
         "<h2>Trend</h2>",
     ]

@@ -43,6 +43,7 @@ EPOCH = _dt.date(1970, 1, 1)
 # The three percentile tables: their extra grouping key (after fault and phase).
 LATENCY_TABLES: Mapping[str, tuple[str, ...]] = {
     "latency": (), "latency_by_partitions": ("partitions",), "latency_by_session_timeout": ("session_timeout_ms",),
+    "latency_by_release": ("kafka_version",),
 }
 FAILURE_COLUMNS = (
     "run_id", "seed", "scenario", "iteration", "check", "backend", "kafka_version", "fault",
@@ -65,6 +66,7 @@ TABLE_COLUMNS: Mapping[str, str] = {
     "latency": f"fault:string phase:string {_STATS}",
     "latency_by_partitions": f"fault:string phase:string partitions:int {_STATS}",
     "latency_by_session_timeout": f"fault:string phase:string session_timeout_ms:int {_STATS}",
+    "latency_by_release": f"fault:string phase:string kafka_version:string {_STATS}",
     "latency_histogram": "fault:string phase:string low_ms:double high_ms:double count:bigint",
     "availability": "fault:string count:bigint produce_mean:double produce_min:double consume_mean:double "
                     "consume_min:double",
@@ -191,9 +193,9 @@ def outcome_tables(groups: Sequence[Row]) -> dict[str, list[Row]]:
 
 
 def latency_tables(samples: Samples) -> dict[str, list[Row]]:
-    """Samples counted per fault x phase x partitions x session timeout x exact value (``ms``,
+    """Samples counted per fault x phase x partitions x session timeout x release x exact value (``ms``,
     ``n``) -> count, p50, p90, p99 and max per fault x phase (``latency``), also per partition
-    count and per session timeout; faults by name, phases in a leader switch's order.
+    count, per session timeout and per Kafka release; faults by name, phases in a leader switch's order.
 
     Built for millions of value rows (3M records): each table is one sort of the columns, a
     running count and a binary search per percentile (:mod:`results.samples`)."""

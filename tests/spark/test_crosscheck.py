@@ -79,6 +79,7 @@ def test_pass_rates_per_scenario_check_backend_version(generated):
 
 @pytest.mark.parametrize("table, extra_key", [
     ("latency", None), ("latency_by_partitions", "partitions"), ("latency_by_session_timeout", "session_timeout_ms"),
+    ("latency_by_release", "kafka_version"),
 ])
 def test_latency_percentiles_equal_exact_nearest_rank(generated, table, extra_key):
     result, records = generated
