@@ -1,8 +1,9 @@
 """An older Kafka release on a real cluster, in one run beside the default one: the releases
-suite's KIP-704 fixture pinned to 3.1.2 and 3.2.3 (each scenario starts a cluster of its own
-release, the jars fetched from Maven Central once), every check passing with the version-aware
-oracle, and the records showing the behaviour that changed: an unclean election writes
-``leader_recovery_state`` RECOVERING on 3.2.3 and nothing on 3.1.2.
+suite's KIP-704 fixture pinned to 3.1.2, and the same steps on the run's 3.9.2
+(``unclean_config_non_isr_first``): each scenario starts a cluster of its own release (3.1.2's
+jars fetched from Maven Central once), every check passes with the version-aware oracle, and the
+records show the behaviour that changed: an unclean election writes ``leader_recovery_state``
+RECOVERING on 3.9.2 and nothing on 3.1.2 (the suite's 3.2.3 twin shows the change at 3.2: nightly).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.plans import catalogue
 from kafka_chaos.scenarios.history.observations import HISTORY_FILE, StepObserved, read_history
 
-FIXTURES = ["unclean_election_recovery_state_on_3_1_2", "unclean_election_recovery_state_on_3_2_3"]
+FIXTURES = ["unclean_election_recovery_state_on_3_1_2", "unclean_config_non_isr_first"]
 
 
 def test_the_leader_recovery_state_appears_with_3_2(tmp_path: Path) -> None:
@@ -24,20 +25,20 @@ def test_the_leader_recovery_state_appears_with_3_2(tmp_path: Path) -> None:
     assert rc == 0, [(r.scenario, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
     # every record names the release its scenario ran on
     assert {r.scenario: r.kafka_version for r in records if r.scenario in FIXTURES} == {
-        FIXTURES[0]: "3.1.2", FIXTURES[1]: "3.2.3"}
+        FIXTURES[0]: "3.1.2", FIXTURES[1]: "3.9.2"}
     recovery = [(r.scenario, r.topic, r.partition, r.expected, r.observed, r.passed)
                 for r in records if r.check == "oracle_recovery"]
-    # RECOVERING after the unclean election on 3.2.3 only, predicted and observed
+    # RECOVERING after the unclean election on 3.9.2 only, predicted and observed
     assert recovery and {s for s, *_ in recovery} == {FIXTURES[1]}, recovery
     assert all(passed and expected == observed == 1 for *_, expected, observed, passed in recovery), recovery
     # the oracle's input carried each release, so `kafka-chaos check` re-predicts with its rules
     steps = [o for o in read_history(results / HISTORY_FILE) if isinstance(o, StepObserved) and o.index is not None]
     assert {(o.run.scenario, str(o.oracle_state.release)) for o in steps} == {
-        (FIXTURES[0], "3.1.2"), (FIXTURES[1], "3.2.3")}
+        (FIXTURES[0], "3.1.2"), (FIXTURES[1], "3.9.2")}
 
 
 def test_a_broker_rolled_to_another_release_runs_its_jars_on_its_data(tmp_path: Path) -> None:
-    """The local launcher's ReleaseRoller: a 2.8.2 broker stopped, moved to 3.9.2 with IBP 2.8
+    """The local launcher's ReleaseRoller: a 3.1.2 broker stopped, moved to 3.9.2 with IBP 3.1
     pinned, started again on the same data and port, runs 3.9.2's jars and still leads its
     partition."""
     import psutil
@@ -47,14 +48,14 @@ def test_a_broker_rolled_to_another_release_runs_its_jars_on_its_data(tmp_path: 
     from kafka_chaos.harness.local.cluster import LocalCluster
     from kafka_chaos.harness.metadata import broker_view, create_topic
 
-    config = ClusterConfig(brokers=1, cluster_overrides={"inter.broker.protocol.version": "2.8"})
-    with LocalCluster(config, resolve_distribution("2.8.2"), run_dir=tmp_path / "cluster") as cluster:
+    config = ClusterConfig(brokers=1, cluster_overrides={"inter.broker.protocol.version": "3.1"})
+    with LocalCluster(config, resolve_distribution("3.1.2"), run_dir=tmp_path / "cluster") as cluster:
         create_topic(cluster.bootstrap_servers, "rolled", {0: [1]}, {}, timeout=60.0)
         cluster.stop_broker(1)
-        cluster.set_broker_release(1, "3.9.2", {"inter.broker.protocol.version": "2.8"})
+        cluster.set_broker_release(1, "3.9.2", {"inter.broker.protocol.version": "3.1"})
         cluster.start_broker(1)
         jars = " ".join(psutil.Process(cluster.broker_pid(1)).cmdline())
-        assert "kafka_2.13-3.9.2.jar" in jars and "kafka_2.13-2.8.2.jar" not in jars
-        assert (cluster.broker_version(1), cluster.broker_overrides(1)) == ("3.9.2", {"inter.broker.protocol.version": "2.8"})
-        assert "inter.broker.protocol.version=2.8" in (tmp_path / "cluster" / "broker-1" / "server.properties").read_text()
+        assert "kafka_2.13-3.9.2.jar" in jars and "kafka_2.13-3.1.2.jar" not in jars
+        assert (cluster.broker_version(1), cluster.broker_overrides(1)) == ("3.9.2", {"inter.broker.protocol.version": "3.1"})
+        assert "inter.broker.protocol.version=3.1" in (tmp_path / "cluster" / "broker-1" / "server.properties").read_text()
         assert broker_view(cluster.endpoint(1).bootstrap, ["rolled"], timeout=30.0)[("rolled", 0)].leader == 1
