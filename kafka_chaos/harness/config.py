@@ -15,7 +15,8 @@ every release's broker ``ConfigDef`` names (internal configs included) are dumpe
 ``kafka_broker_properties.json`` (3.9's in full, each older release as what it lacks and adds) so
 validation needs no JVM; :func:`dump_broker_property_names` re-derives them from a distribution
 (an integration test keeps the file honest). A ``ClusterConfig`` is checked against every
-release's names, the rendered ``server.properties`` against its own release's.  Values are not checked here: Kafka refuses bad values at start-up, and the
+release's names, the rendered ``server.properties`` against its own release's. Values are not
+checked here: Kafka refuses bad values at start-up, and the
 launcher then reports that node's log.
 """
 
