@@ -16,8 +16,8 @@ every release's broker ``ConfigDef`` names (internal configs included) are dumpe
 validation needs no JVM; :func:`dump_broker_property_names` re-derives them from a distribution
 (an integration test keeps the file honest). A ``ClusterConfig`` is checked against every
 release's names, the rendered ``server.properties`` against its own release's. Values are not
-checked here: Kafka refuses bad values at start-up, and the
-launcher then reports that node's log.
+checked here: Kafka refuses bad values at start-up, and the launcher then reports that node's
+log.
 """
 
 from __future__ import annotations
