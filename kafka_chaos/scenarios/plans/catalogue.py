@@ -637,8 +637,8 @@ def follower_link_delayed() -> list[Step]:
 @release_fixture(releases=("2.4.1", "2.5.1"), topics=[topic_f])
 def zookeeper_cut_follower_rejoins_isr() -> list[Step]:
     """KAFKA-9338 (fixed in 2.5.0) on a real cluster: cut a follower of f (RF 3, every partition
-    led by broker 1, so a follower other than the controller always exists)
-    from ZooKeeper only, then heal. Its session expires and the controller takes it out of
+    led by broker 1, so a follower other than the controller always exists) from ZooKeeper only,
+    then heal. Its session expires and the controller takes it out of
     every ISR with a new leader epoch it is never told of; it keeps fetching from the leaders it
     knew. On 2.4.1 the incremental fetch session drops the epoch the follower sends, nothing
     fences it, and its leaders add it back: the ISRs name a broker that is not registered
