@@ -65,10 +65,11 @@ def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:
     assert cluster.broker_ids == [1, 2, 3]
     # Both launchers cut and degrade the network (containers: rules in each broker's namespace;
     # local: iptables on loopback, as root), run ZooKeeper ensembles and fail log directories;
-    # only the local one delays links (its userspace link proxies: this kernel has no netem).
+    # only the local one delays links (its userspace link proxies: this kernel has no netem) and
+    # rolls a broker to another release (one class path per broker; containers: one image each).
     assert isinstance(cluster, NetworkPartitioner)
-    both = set(Capability) - {Capability.LINK_DELAY}
-    local_only = {Capability.LINK_DELAY}
+    local_only = {Capability.LINK_DELAY, Capability.BROKER_RELEASES}
+    both = set(Capability) - local_only
     from kafka_chaos.harness.cluster import capability_problems
 
     lacking = set(capability_problems(cluster))  # without root: no cuts, no containers' log dirs
