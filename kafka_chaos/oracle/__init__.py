@@ -21,7 +21,7 @@ from kafka_chaos.oracle.events import (
     UncleanElection,
 )
 from kafka_chaos.oracle.outcomes import Outcome, PartitionOutcome
-from kafka_chaos.oracle.prediction import Alternative, Prediction, epochs_determined, isr_eligibility_enforced, predict
+from kafka_chaos.oracle.prediction import Alternative, Prediction, epochs_determined, isr_eligibility_enforced, leaders_ask_controller, predict
 from kafka_chaos.oracle.release import NEWEST as NEWEST_RELEASE, Release
 from kafka_chaos.oracle.state import (
     NO_LEADER,
@@ -64,6 +64,7 @@ __all__ = [
     "apply_event_alternatives",
     "epochs_determined",
     "isr_eligibility_enforced",
+    "leaders_ask_controller",
     "initial_phase",
     "predict",
     "settled",

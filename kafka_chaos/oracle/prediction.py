@@ -101,13 +101,20 @@ def _alternative_of(path: _Path) -> Alternative:
     return Alternative(label=_label(path.labels), state=path.state, outcomes=path.outcomes, steps=path.steps)
 
 
+def leaders_ask_controller(state: ClusterState) -> bool:
+    """Whether partition leaders ask the controller to change an ISR (AlterIsr, KIP-497: 2.7+ with
+    IBP >= 2.7-IV2) instead of writing it to ZooKeeper themselves (2.4.1 ``Partition.updateIsr``;
+    3.9 ``KafkaServer``: ``ZkAlterPartitionManager`` unless ``isAlterPartitionSupported``)."""
+    return state.release.at_least(2, 7) and protocol_version(state.config, state.release).at_least(2, 7, 2)
+
+
 def isr_eligibility_enforced(state: ClusterState) -> bool:
     """Whether the controller refuses an ISR that names a broker which is not live or is shutting
     down (KIP-841, KAFKA-14140): ``processAlterPartition`` takes ``isr -- liveBrokerIds``, which
     leaves out unregistered and ``shuttingDownBrokerIds`` (KafkaController.scala 3.3.2,
     "ineligibleReplicas"; 3.2.3 has no such check). Only where leaders ask the controller at
     all: IBP >= 2.7-IV2 (below it ``ZkAlterPartitionManager`` writes ZooKeeper unchecked)."""
-    return state.release.at_least(3, 3) and protocol_version(state.config, state.release).at_least(2, 7, 2)
+    return state.release.at_least(3, 3) and leaders_ask_controller(state)
 
 
 def epochs_determined(state: ClusterState, events: Sequence[Event]) -> bool:

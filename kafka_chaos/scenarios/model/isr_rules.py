@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from kafka_chaos.oracle import NO_LEADER, ClusterState, TopicState, settled
-from kafka_chaos.oracle.release import protocol_version
+from kafka_chaos.oracle import NO_LEADER, ClusterState, TopicState, leaders_ask_controller, settled
 
 LEADER_ISR_SHRINK = "rule_leader_isr_shrink"
 LEADER_ISR_EXPAND = "rule_leader_isr_expand"
@@ -46,12 +45,9 @@ RULE_SOURCES = {
 
 
 def leaders_write_isr(state: ClusterState) -> bool:
-    """Whether partition leaders write their ISR changes to ZooKeeper themselves instead of
-    asking the controller: before AlterIsr (KIP-497), i.e. releases before 2.7 (2.4.1
-    ``Partition.updateIsr`` → ``ReplicationUtils.updateLeaderAndIsr``) and any release whose
-    IBP is below 2.7-IV2 (3.9 ``KafkaServer``: ``ZkAlterPartitionManager`` unless
-    ``isAlterPartitionSupported``, ``IBP_2_7_IV2``)."""
-    return not (state.release.at_least(2, 7) and protocol_version(state.config, state.release).at_least(2, 7, 2))
+    """Whether partition leaders write their ISR changes to ZooKeeper themselves: before AlterIsr
+    (``oracle.leaders_ask_controller``)."""
+    return not leaders_ask_controller(state)
 
 
 def shrink_isr_without(state: ClusterState, cut: Iterable[int]) -> ClusterState:
