@@ -104,11 +104,13 @@ def run_command(args: argparse.Namespace) -> int:
         kafka_version = _schedules_release(schedules, args.kafka_version)
     else:
         missing: dict[Capability, str] = {}
+        missing_kraft: dict[Capability, str] = {}
         if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
             from kafka_chaos.harness.backends import missing_capabilities
 
             missing = dict(missing_capabilities(args.backend))
-        selection = catalogue.select(args.suite, args.scenario, missing=missing)
+            missing_kraft = dict(missing_capabilities(args.backend, "kraft"))
+        selection = catalogue.select(args.suite, args.scenario, missing=missing, missing_kraft=missing_kraft)
         for line in selection.left_out_lines():
             print(line, flush=True)
         chosen = selection.scenarios

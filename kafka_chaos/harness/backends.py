@@ -19,7 +19,9 @@ from kafka_chaos.harness.cluster import Capability, capabilities_of, capability_
 if TYPE_CHECKING:
     from kafka_chaos.harness.cluster import (
         BrokerControl,
+        ChaosCluster,
         Cluster,
+        ControllerQuorumControl,
         LinkDelayer,
         LogDirFailer,
         NetworkDegrader,
@@ -33,8 +35,9 @@ if TYPE_CHECKING:
     from kafka_chaos.harness.containers.cluster import ContainerCluster
     from kafka_chaos.harness.distribution import KafkaDistribution
     from kafka_chaos.harness.local.cluster import LocalCluster
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
-    def _conformance(local: LocalCluster, containers: ContainerCluster) -> None:
+    def _conformance(local: LocalCluster, containers: ContainerCluster, kraft: LocalKraftCluster) -> None:
         """Never runs: mypy checks here that each launcher satisfies the protocols it claims
         (tests/unit/harness/test_protocol_conformance.py checks the same at run time)."""
         claims: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (local, local, local, local)
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
         del on_containers
         log_dirs: tuple[LogDirFailer, LogDirFailer] = (local, containers)
         rolls: ReleaseRoller = local
+        on_kraft: tuple[ChaosCluster, ControllerQuorumControl] = (kraft, kraft)
+        del on_kraft
         del claims, more, ensemble, log_dirs, rolls
 
 log = logging.getLogger(__name__)
@@ -69,8 +74,14 @@ def resolve_backend(backend: str) -> str:
 
 
 def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDistribution",
-                 base_image: str | None = None) -> "LocalCluster | ContainerCluster":
+                 base_image: str | None = None) -> "LocalCluster | ContainerCluster | LocalKraftCluster":
     chosen = resolve_backend(backend)
+    if config.mode == "kraft":
+        if chosen != "local":
+            raise UsageError("--mode kraft runs on the local launcher only so far (--backend local)")
+        from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+        return LocalKraftCluster(config, distribution)
     if chosen == "local":
         if base_image is not None and backend == "local":
             raise UsageError("--base-image applies to --backend containers only")
@@ -102,20 +113,23 @@ def open_bench_cluster(backend: str, config: "ClusterConfig", distribution: "Kaf
                         log4j_extra=log4j_extra)
 
 
-def missing_capabilities(backend: str) -> Mapping[Capability, str]:
+def missing_capabilities(backend: str, mode: str = "zookeeper") -> Mapping[Capability, str]:
     """The capabilities clusters of ``backend`` ("local", "containers", "auto") will lack, each
     with a one-line reason (for "left out because ..." messages).  Asks no cluster: the launcher
     classes declare their capabilities; partitions also need root and ``iptables`` on this machine
     (the local launcher says so through ``capability_problems``, the containers one also needs
     ``nsenter``)."""
     chosen = resolve_backend(backend)
-    launcher = _launcher_class(chosen)
+    if mode == "kraft" and chosen != "local":
+        return MappingProxyType({c: "--mode kraft runs on the local launcher only so far" for c in Capability})
+    launcher = _launcher_class(chosen, mode)
     declared = capabilities_of(launcher)
     problems = capability_problems(launcher)
     missing: dict[Capability, str] = {}
     for capability in Capability:
         if capability not in declared:
-            missing[capability] = problems.get(capability) or _why_missing(capability, chosen)
+            missing[capability] = problems.get(capability) or (
+                _why_missing_on_kraft(capability) if mode == "kraft" else _why_missing(capability, chosen))
     if chosen == "containers":
         from kafka_chaos.harness.containers.network import check_partition_tools
 
@@ -132,7 +146,11 @@ NAMESPACE_RULES = frozenset({Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_
                              Capability.NETWORK_DEGRADE})
 
 
-def _launcher_class(chosen: str) -> type:
+def _launcher_class(chosen: str, mode: str = "zookeeper") -> type:
+    if mode == "kraft":
+        from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+        return LocalKraftCluster
     if chosen == "local":
         from kafka_chaos.harness.local.cluster import LocalCluster
 
@@ -140,6 +158,12 @@ def _launcher_class(chosen: str) -> type:
     from kafka_chaos.harness.containers.cluster import ContainerCluster
 
     return ContainerCluster
+
+
+def _why_missing_on_kraft(capability: Capability) -> str:
+    if capability.value.startswith("zookeeper"):
+        return "a KRaft cluster has no ZooKeeper"
+    return f"the local KRaft launcher has no {capability.value} capability yet"
 
 
 def _why_missing(capability: Capability, chosen: str) -> str:
@@ -154,6 +178,8 @@ def _why_missing(capability: Capability, chosen: str) -> str:
     if capability is Capability.BROKER_RELEASES:
         return (f"rolling a broker to another release needs the local launcher (one class path per broker); "
                 f"the {chosen} launcher builds one image per release")
+    if capability is Capability.CONTROLLER_QUORUM:
+        return "controller quorum faults need a KRaft cluster (--mode kraft)"
     if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")

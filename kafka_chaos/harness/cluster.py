@@ -230,6 +230,30 @@ class ReleaseRoller(Protocol):
         ``server.properties`` rendered for it, plus ``overrides``; a HarnessError while it runs."""
 
 
+@runtime_checkable
+class ControllerQuorumControl(Protocol):
+    """Capability ``CONTROLLER_QUORUM``: process faults on the KRaft controllers (node ids apart
+    from the brokers'); which one leads the quorum is the observer's to say."""
+
+    @property
+    def controller_ids(self) -> list[int]: ...
+
+    def kill_controller(self, node_id: int) -> None:
+        """SIGKILL; returns once the process is gone."""
+
+    def stop_controller(self, node_id: int) -> None:
+        """SIGTERM; returns once it has exited (bounded)."""
+
+    def pause_controller(self, node_id: int) -> None: ...
+
+    def resume_controller(self, node_id: int) -> None: ...
+
+    def start_controller(self, node_id: int) -> None:
+        """Start a killed or stopped controller on its metadata log."""
+
+    def controller_running(self, node_id: int) -> bool: ...
+
+
 class NetworkHealer(Protocol):
     """Undo every cut, degradation and delay: what every launcher with a network capability
     (``NETWORK_PARTITION``, ``ZOOKEEPER_LINK_PARTITION``, ``NETWORK_DEGRADE``, ``LINK_DELAY``)
@@ -277,6 +301,7 @@ class Capability(StrEnum):
     LOG_DIR_FAILURE = "log_dir_failure"
     LINK_DELAY = "link_delay"
     BROKER_RELEASES = "broker_releases"
+    CONTROLLER_QUORUM = "controller_quorum"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -289,6 +314,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.LOG_DIR_FAILURE: LogDirFailer,
     Capability.LINK_DELAY: LinkDelayer,
     Capability.BROKER_RELEASES: ReleaseRoller,
+    Capability.CONTROLLER_QUORUM: ControllerQuorumControl,
 })
 
 

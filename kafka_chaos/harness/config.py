@@ -83,9 +83,20 @@ LOG_INITIAL_TASK_DELAY_MS = "log.initial.task.delay.ms"
 DELETE_TOPIC_ENABLE = "delete.topic.enable"
 AUTO_CREATE_TOPICS_ENABLE = "auto.create.topics.enable"
 
-# Set by the launcher for each node; an override would break it (ports, data, ZK address).
+# KRaft (process.roles): what a KRaft node is and where its quorum is.
+NODE_ID = "node.id"
+PROCESS_ROLES = "process.roles"
+CONTROLLER_QUORUM_VOTERS = "controller.quorum.voters"
+CONTROLLER_LISTENER_NAMES = "controller.listener.names"
+METADATA_LOG_DIR = "metadata.log.dir"
+BROKER_SESSION_TIMEOUT_MS = "broker.session.timeout.ms"
+BROKER_HEARTBEAT_INTERVAL_MS = "broker.heartbeat.interval.ms"
+CONTROLLER_LISTENER = "CONTROLLER"
+
+# Set by the launcher for each node; an override would break it (ports, data, ZK address, quorum).
 LAUNCHER_PROPERTIES = frozenset({BROKER_ID, ZOOKEEPER_CONNECT, LISTENERS, ADVERTISED_LISTENERS,
-                                 LOG_DIR, LOG_DIRS, CONTROL_PLANE_LISTENER_NAME})
+                                 LOG_DIR, LOG_DIRS, CONTROL_PLANE_LISTENER_NAME, NODE_ID, PROCESS_ROLES,
+                                 CONTROLLER_QUORUM_VOTERS, CONTROLLER_LISTENER_NAMES, METADATA_LOG_DIR})
 # Per-listener overrides ("listener.name.<name>.<config>") are not in CONFIG_DEF by name.
 KNOWN_PROPERTY_PREFIXES = ("listener.name.",)
 
@@ -189,6 +200,13 @@ def _check_overrides(overrides: Mapping[str, str], where: str,
 
 
 ZOOKEEPER_ENSEMBLE_SIZES = (1, 3, 5)  # odd: a majority survives the loss of a minority
+ZOOKEEPER_MODE, KRAFT_MODE = "zookeeper", "kraft"
+MODES = (ZOOKEEPER_MODE, KRAFT_MODE)
+CONTROLLER_QUORUM_SIZES = (1, 3)
+# The first KRaft controller's node id; controllers take the next ids, past any broker's.
+FIRST_CONTROLLER_ID = 3000
+# Kafka ships KRaft as production-ready from 3.3 (KIP-833); the KRaft model is 3.9's.
+FIRST_KRAFT_RELEASE = (3, 3)
 
 
 @dataclass(frozen=True)
@@ -216,8 +234,23 @@ class ClusterConfig:
     # KIP-291: each broker also listens on CONTROL_PLANE_LISTENER (its own port), named by
     # control.plane.listener.name, so controller requests do not queue behind data requests.
     control_plane_listener: bool = False
+    # "zookeeper" (ZooKeeper + brokers) or "kraft": ``controllers`` KRaft controllers
+    # (process.roles=controller, node ids from FIRST_CONTROLLER_ID) and the brokers.
+    mode: str = ZOOKEEPER_MODE
+    controllers: int = 1
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UsageError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if isinstance(self.controllers, bool) or self.controllers not in CONTROLLER_QUORUM_SIZES:
+            raise UsageError(f"controllers must be one of {', '.join(map(str, CONTROLLER_QUORUM_SIZES))}, "
+                             f"got {self.controllers!r}")
+        if self.mode == KRAFT_MODE:
+            for what, bad in (("a ZooKeeper ensemble", self.zookeepers != 1), ("link proxies", self.link_proxies),
+                              ("a control-plane listener", self.control_plane_listener),
+                              ("several log directories", self.log_dirs != 1)):
+                if bad:
+                    raise UsageError(f"--mode kraft has no {what} (a ZooKeeper-mode feature)")
         if isinstance(self.log_dirs, bool) or not isinstance(self.log_dirs, int) or not 1 <= self.log_dirs <= MAX_LOG_DIRS:
             raise UsageError(f"log_dirs must be between 1 and {MAX_LOG_DIRS}, got {self.log_dirs!r}")
         if self.zookeepers not in ZOOKEEPER_ENSEMBLE_SIZES or isinstance(self.zookeepers, bool):
@@ -246,6 +279,13 @@ class ClusterConfig:
         if session < 2 * self.zk_tick_time_ms:
             raise UsageError(f"{ZOOKEEPER_SESSION_TIMEOUT_MS}={session} is below ZooKeeper's minimum of "
                              f"2 x tickTime ({2 * self.zk_tick_time_ms} ms): lower zk_tick_time_ms")
+
+    def controller_ids(self) -> list[int]:
+        """The KRaft controllers' node ids (none in ZooKeeper mode)."""
+        if self.mode != KRAFT_MODE:
+            return []
+        first = max([FIRST_CONTROLLER_ID, *(b + 1 for b in self.broker_ids())])
+        return list(range(first, first + self.controllers))
 
     def broker_ids(self) -> list[int]:
         if self.ids:
@@ -327,6 +367,62 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
     return dict(sorted(props.items()))
 
 
+def kraft_defaults() -> dict[str, str]:
+    """Layer 2's KRaft part: the broker session the controller fences a silent broker after,
+    matched to ZooKeeper mode's test session (6 s; Kafka's default is 9 s,
+    ``KRaftConfigs.BROKER_SESSION_TIMEOUT_MS_DEFAULT``), the heartbeat at Kafka's 2 s."""
+    return {BROKER_SESSION_TIMEOUT_MS: str(TEST_SESSION_TIMEOUT_MS), BROKER_HEARTBEAT_INTERVAL_MS: "2000"}
+
+
+def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,
+                          log_dir: str, kafka_version: str = KNOWN_PROPERTIES_VERSION) -> dict[str, str]:
+    """The layered ``server.properties`` of one KRaft node, sorted: a controller when ``node_id``
+    is one of ``voters`` (node id -> host:port of its CONTROLLER listener), else a broker on
+    ``address``. The ZooKeeper-only names of layer 2 are left out; layers 3 and 4 apply to both
+    roles (a controller reads the topic defaults, ``auto.leader.rebalance.enable`` and
+    ``unclean.leader.election.enable`` itself: it elects)."""
+    if config.mode != KRAFT_MODE:
+        raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft")
+    if _version_tuple(kafka_version) < FIRST_KRAFT_RELEASE:
+        raise UsageError(f"--mode kraft needs Kafka 3.3 or later (KRaft's first production release), "
+                         f"not {kafka_version}")
+    known = broker_property_names(kafka_version)
+    controller = node_id in voters
+    listener = CONTROLLER_LISTENER if controller else "PLAINTEXT"
+    props = {
+        NODE_ID: str(node_id),
+        PROCESS_ROLES: "controller" if controller else "broker",
+        CONTROLLER_QUORUM_VOTERS: ",".join(f"{v}@{hp}" for v, hp in sorted(voters.items())),
+        CONTROLLER_LISTENER_NAMES: CONTROLLER_LISTENER,
+        LISTENERS: f"{listener}://{address}",
+        LISTENER_SECURITY_PROTOCOL_MAP: f"{CONTROLLER_LISTENER}:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        LOG_DIRS: log_dir,
+    }
+    if not controller:
+        props[ADVERTISED_LISTENERS] = f"{listener}://{address}"
+        props[INTER_BROKER_LISTENER_NAME] = listener
+    props.update({k: v for k, v in release_defaults(config.brokers, known).items()
+                  if not k.startswith("zookeeper.") and not k.startswith("controlled.shutdown.")})
+    props.update(kraft_defaults())
+    props.update(_check_overrides(config.cluster_overrides, "cluster", known))
+    if not controller:
+        props.update(_check_overrides(config.broker_overrides.get(node_id, {}), f"broker {node_id}", known))
+    return dict(sorted(props.items()))
+
+
+def _version_tuple(kafka_version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in _release(kafka_version).split(".") if x.isdigit())
+
+
+def broker_session_timeout_ms(config: ClusterConfig) -> int:
+    """KRaft: how long the controller waits for a broker's heartbeat before fencing it."""
+    raw = config.cluster_overrides.get(BROKER_SESSION_TIMEOUT_MS, kraft_defaults()[BROKER_SESSION_TIMEOUT_MS])
+    try:
+        return int(raw)
+    except ValueError:
+        raise UsageError(f"{BROKER_SESSION_TIMEOUT_MS}={raw!r} is not a number of milliseconds") from None
+
+
 def shipped_timeouts(kafka_version: str) -> dict[str, str]:
     """The failure-detection timeouts as a release ships them, for measuring it the way its users
     run it (layer 2 replaces them with the project's test values). KIP-537 raised both in 2.5.0:
@@ -352,6 +448,10 @@ def log_dir_paths(data_dir: str, count: int) -> list[str]:
 def shared_broker_settings(config: ClusterConfig, kafka_version: str = KNOWN_PROPERTIES_VERSION) -> dict[str, str]:
     """Layers 2 and 3: what every broker has in common (``Cluster.broker_settings``)."""
     props = release_defaults(config.brokers, broker_property_names(kafka_version))
+    if config.mode == KRAFT_MODE:
+        props = {k: v for k, v in props.items()
+                 if not k.startswith("zookeeper.") and not k.startswith("controlled.shutdown.")}
+        props.update(kraft_defaults())
     props.update(config.cluster_overrides)
     return dict(sorted(props.items()))
 

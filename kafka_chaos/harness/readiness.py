@@ -10,7 +10,9 @@ from typing import Any
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.common.waits import WaitTimeout, wait_until
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, tick_time_ms
+from kafka_chaos.harness.cluster import Cluster
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
+from kafka_chaos.harness.observers import open_observer
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +121,7 @@ def wait_old_registration_gone(zookeeper_connect: str, broker_id: int, bound: fl
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def ensure_offsets_topic(bootstrap: str, zookeeper_connect: str, *, partitions: int, timeout: float = 60.0) -> None:
+def ensure_offsets_topic(cluster: Cluster, *, partitions: int, timeout: float = 60.0) -> None:
     """Create ``__consumer_offsets`` now, while every broker is up, and wait (bounded) until
     each of its ``partitions`` has a leader and a full ISR.
 
@@ -131,6 +133,7 @@ def ensure_offsets_topic(bootstrap: str, zookeeper_connect: str, *, partitions: 
     is being created)."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+    bootstrap = cluster.bootstrap_servers
     deadline = time.monotonic() + timeout
     # Not AdminClient.describe_consumer_groups: librdkafka 2.x aborted the process
     # (rd_kafka_enq_once_del_source_return assertion) while the coordinator was unavailable.
@@ -158,7 +161,7 @@ def ensure_offsets_topic(bootstrap: str, zookeeper_connect: str, *, partitions: 
         return len(states) >= partitions and all(
             s.leader in snapshot.live_brokers and set(s.isr) == set(s.replicas) for s in states)
 
-    with ZkObserver(zookeeper_connect, topics=[OFFSETS_TOPIC]) as observer:
+    with open_observer(cluster, [OFFSETS_TOPIC]) as observer:
         try:
             observer.wait_until(settled, timeout=max(0.0, deadline - time.monotonic()),
                                 description=f"{OFFSETS_TOPIC} led and fully in sync")

@@ -121,11 +121,16 @@ class ZkSnapshot:
     topic_ids: Mapping[str, str | None] = field(default_factory=dict)
     # children of /admin/delete_topics (a topic may already be gone while its entry is removed)
     topics_being_deleted: frozenset[str] = frozenset()
+    # "zookeeper", or "kraft" for the KRaft controller's view (harness.kraft.image): there the
+    # live brokers are the active ones, the controller is the quorum's leader and a partition's
+    # version is its partition epoch.
+    mode: str = "zookeeper"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (partitions as a sorted list, broker ids as string keys);
         :meth:`from_dict` reads it back equal."""
-        return {
+        mode = {} if self.mode == "zookeeper" else {"mode": self.mode}  # old histories stay byte-identical
+        return {**mode,
             "taken_at": self.taken_at,
             "live_brokers": {str(b): e for b, e in sorted(self.live_brokers.items())},
             "controller": self.controller,
@@ -153,6 +158,7 @@ class ZkSnapshot:
             topic_ids={str(t): None if i is None else str(i) for t, i in d["topic_ids"].items()},
             # absent from histories written before topic deletion was observed
             topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
+            mode=str(d.get("mode", "zookeeper")),
         )
 
     def partition(self, topic: str, partition: int) -> PartitionZkState:
@@ -170,7 +176,8 @@ class ZkSnapshot:
     def summary(self, max_partitions: int = 12) -> str:
         """One line, for error messages."""
         brokers = ",".join(str(b) for b in sorted(self.live_brokers)) or "none"
-        parts = [f"controller={self.controller} (epoch {self.controller_epoch})",
+        which = "quorum leader" if self.mode == "kraft" else "controller"
+        parts = [f"{which}={self.controller} (epoch {self.controller_epoch})",
                  f"live brokers=[{brokers}]"]
         if self.pending_reassignment:
             parts.append("reassignment pending")

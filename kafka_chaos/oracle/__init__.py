@@ -1,16 +1,19 @@
-"""A pure model of the Kafka 3.9 ZooKeeper-mode controller: given a settled cluster state and a
-fault or admin operation, the leader, ISR, epoch and replicas every partition must show once the
-cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
+"""A pure model of the Kafka 3.9 ZooKeeper-mode controller and (``ClusterState.mode`` =
+``Mode.KRAFT``, :mod:`oracle.kraft`) of the 3.9 KRaft quorum controller: given a settled cluster
+state and a fault or admin operation, the leader, ISR, epochs and replicas every partition must
+show once the cluster has settled again.  No I/O, no clocks; see ``oracle/README.md``."""
 
 from kafka_chaos.oracle.controller import settled
 from kafka_chaos.oracle.interleavings import apply_event, apply_event_alternatives
 from kafka_chaos.oracle.events import (
     EVENT_TYPES,
+    KRAFT_ONLY_EVENTS,
     AddPartitions,
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
     ControlledShutdown,
+    ControllerFailover,
     CreateTopic,
     DeleteTopic,
     Event,
@@ -20,6 +23,7 @@ from kafka_chaos.oracle.events import (
     TopicConfigChange,
     UncleanElection,
 )
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.outcomes import Outcome, PartitionOutcome
 from kafka_chaos.oracle.prediction import Alternative, Prediction, epochs_determined, isr_eligibility_enforced, leaders_ask_controller, predict
 from kafka_chaos.oracle.release import NEWEST as NEWEST_RELEASE, Release
@@ -37,6 +41,7 @@ __all__ = [
     "NO_LEADER",
     "NEWEST_RELEASE",
     "EVENT_TYPES",
+    "KRAFT_ONLY_EVENTS",
     "AddPartitions",
     "Alternative",
     "AutoRebalance",
@@ -44,10 +49,12 @@ __all__ = [
     "BrokerStartup",
     "ClusterState",
     "ControlledShutdown",
+    "ControllerFailover",
     "CreateTopic",
     "DeleteTopic",
     "Event",
     "LogDirFailure",
+    "Mode",
     "Outcome",
     "PartitionOutcome",
     "PartitionPhase",

@@ -15,6 +15,8 @@ from typing import Callable, Iterable, Mapping
 
 from kafka_chaos.oracle import config as cfg
 from kafka_chaos.oracle import election
+from kafka_chaos.oracle.kraft import controller as kraft_controller
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.outcomes import Outcome
 from kafka_chaos.oracle.scala_order import hash_map_order
 from kafka_chaos.oracle.selectors import preferred_replica_partition_leader_election
@@ -685,7 +687,10 @@ def check_known(state: ClusterState, partitions: Iterable[TopicPartition]) -> No
 
 def settled(state: ClusterState) -> ClusterState:
     """``state`` once every live follower of a partition with a live leader is back in the ISR (and
-    caught-up reassignments have completed), with no event applied."""
+    caught-up reassignments have completed), with no event applied.  In KRaft mode the leaders'
+    AlterPartition requests (:func:`oracle.kraft.controller.settled`: partition epoch +1 each)."""
+    if state.mode is Mode.KRAFT:
+        return kraft_controller.settled(state)
     ctl = WorkingController(state)
     ctl.settle()
     return ctl.freeze()

@@ -164,6 +164,24 @@ class LogDirFailure:
         object.__setattr__(self, "partitions", tuple(self.partitions))
 
 
+@dataclass(frozen=True)
+class ControllerFailover:
+    """KRaft only: the active controller stops leading the metadata quorum (killed, paused, cut
+    off, or resigned) and ``controller`` -- another voter, or the same node once it is back, None
+    when not known -- becomes the active controller (``QuorumController.claim``).  No partition
+    changes and no broker is fenced by it: the new active controller starts every registered
+    broker's session afresh (``ClusterControlManager.activate``).  In ZooKeeper mode the
+    controller is a broker: its failover is that broker's ``BrokerFailure`` or
+    ``ControlledShutdown``, and this event is refused."""
+
+    controller: int | None = None
+    KIND: ClassVar[str] = "controller_failover"
+
+    def __post_init__(self) -> None:
+        if self.controller is not None:
+            object.__setattr__(self, "controller", int(self.controller))
+
+
 Event = Union[
     BrokerFailure,
     ControlledShutdown,
@@ -177,6 +195,7 @@ Event = Union[
     DeleteTopic,
     AddPartitions,
     LogDirFailure,
+    ControllerFailover,
 ]
 
 EVENT_TYPES: Mapping[str, type] = MappingProxyType(
@@ -195,6 +214,10 @@ EVENT_TYPES: Mapping[str, type] = MappingProxyType(
             DeleteTopic,
             AddPartitions,
             LogDirFailure,
+            ControllerFailover,
         )
     }
 )
+
+# Events only a KRaft state (ClusterState.mode kraft) takes; ZooKeeper mode refuses them.
+KRAFT_ONLY_EVENTS: frozenset[str] = frozenset({ControllerFailover.KIND})

@@ -17,6 +17,7 @@ from kafka_chaos.oracle.events import (
     BrokerFailure,
     BrokerStartup,
     ControlledShutdown,
+    ControllerFailover,
     CreateTopic,
     DeleteTopic,
     Event,
@@ -26,8 +27,10 @@ from kafka_chaos.oracle.events import (
     TopicConfigChange,
     UncleanElection,
 )
+from kafka_chaos.oracle.kraft import interleavings as kraft
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.outcomes import Outcome, PartitionOutcome
-from kafka_chaos.oracle.state import ClusterState, TopicPartition
+from kafka_chaos.oracle.state import ClusterState, TopicPartition, state_key as state_key
 
 
 MAX_UNORDERED_BROKERS = 4
@@ -196,31 +199,29 @@ def apply_event(
     * topic config change: the topic's partitions that lacked a live leader, and changed ones.
 
     Several brokers in one BrokerFailure / BrokerStartup are taken as one controller event here;
-    :func:`apply_event_alternatives` lists every order Kafka allows.
+    :func:`apply_event_alternatives` lists every order Kafka allows.  A KRaft state gets the
+    first of :func:`oracle.kraft.interleavings.iter_event_alternatives` (brokers fenced one at a
+    time in ascending order).
     """
+    if state.mode is Mode.KRAFT or isinstance(event, ControllerFailover):
+        _, after, outcomes = next(iter_event_alternatives(state, event, event_index))
+        return after, outcomes
     return _apply(state, event, event_index, _event_plans(state, event)[0].run)
-
-
-def state_key(state: ClusterState) -> Hashable:
-    """A hashable value equal for equal states (``ClusterState`` holds mappings, so it is not
-    hashable itself): for deduplicating alternatives without comparing every pair."""
-    return (
-        state.live_brokers,
-        state.controller,
-        tuple(sorted(state.config.items())),
-        tuple((name, tuple(sorted(ts.config.items()))) for name, ts in sorted(state.topics.items())),
-        tuple(state.partitions()),
-        tuple(sorted(state.topics_being_deleted)),
-        tuple(sorted((b, tuple(sorted(tps))) for b, tps in state.offline_replicas.items())),
-        tuple(sorted(state.deleted_offline_replicas)),
-        tuple(sorted(state.deletions_forgotten)),
-    )
 
 
 def iter_event_alternatives(
     state: ClusterState, event: Event, event_index: int = 0
 ) -> Iterator[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]]:
-    """:func:`apply_event_alternatives`, lazily (a caller that has enough stops early)."""
+    """:func:`apply_event_alternatives`, lazily (a caller that has enough stops early).  A KRaft
+    state (``state.mode``) goes to :func:`oracle.kraft.interleavings.iter_event_alternatives`."""
+    if state.mode is Mode.KRAFT:
+        yield from kraft.iter_event_alternatives(state, event, event_index)
+        return
+    if isinstance(event, ControllerFailover):
+        raise ValueError(
+            "ControllerFailover is a KRaft event; in ZooKeeper mode the controller is a broker: "
+            "its failover is that broker's BrokerFailure or ControlledShutdown"
+        )
     seen: set[Hashable] = set()
     for plan in _event_plans(state, event):
         after, outcomes = _apply(state, event, event_index, plan.run)

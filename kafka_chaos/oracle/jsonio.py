@@ -17,6 +17,7 @@ from kafka_chaos.oracle.events import (
     BrokerFailure,
     BrokerStartup,
     ControlledShutdown,
+    ControllerFailover,
     CreateTopic,
     DeleteTopic,
     Event,
@@ -26,6 +27,7 @@ from kafka_chaos.oracle.events import (
     TopicConfigChange,
     UncleanElection,
 )
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.oracle.prediction import Prediction
 from kafka_chaos.oracle.release import NEWEST, Release
@@ -41,6 +43,7 @@ from kafka_chaos.oracle.state import (
 
 # "outcomes", "steps" and "alternatives" are accepted and ignored, so an answer can be fed back.
 _TOP_LEVEL_KEYS = {
+    "mode",
     "kafka_version",
     "brokers",
     "controller",
@@ -63,6 +66,7 @@ _PARTITION_KEYS = {
     "state",
     "adding_replicas",
     "removing_replicas",
+    "partition_epoch",
 }
 _EVENT_KEYS: Mapping[str, set[str]] = {
     BrokerFailure.KIND: {"brokers"},
@@ -77,8 +81,9 @@ _EVENT_KEYS: Mapping[str, set[str]] = {
     DeleteTopic.KIND: {"topic"},
     AddPartitions.KIND: {"topic", "replicas"},
     LogDirFailure.KIND: {"broker", "partitions"},
+    ControllerFailover.KIND: {"controller"},
 }
-_OPTIONAL_EVENT_KEYS = {(CreateTopic.KIND, "config")}
+_OPTIONAL_EVENT_KEYS = {(CreateTopic.KIND, "config"), (ControllerFailover.KIND, "controller")}
 
 
 def one_line(text: str) -> str:
@@ -178,7 +183,7 @@ def _partition_number(key: Any, field: str) -> int:
 
 # --- the cluster state ----------------------------------------------------------------------
 
-def _partition(raw: Any, field: str, live: frozenset[int]) -> PartitionState:
+def _partition(raw: Any, field: str, live: frozenset[int], mode: Mode = Mode.ZOOKEEPER) -> PartitionState:
     obj = _object(raw, field)
     _no_unknown_keys(obj, _PARTITION_KEYS, field)
     if "replicas" not in obj:
@@ -203,6 +208,16 @@ def _partition(raw: Any, field: str, live: frozenset[int]) -> PartitionState:
         stray = [r for r in ids if r not in replicas]
         if stray:
             raise OracleInputError(_path(field, name), f"{stray[0]} is not one of the replicas {list(replicas)}")
+    partition_epoch = None
+    if "partition_epoch" in obj:
+        if mode is not Mode.KRAFT:
+            raise OracleInputError(_path(field, "partition_epoch"), "the partition epoch is KRaft's (\"mode\": \"kraft\")")
+        partition_epoch = _int(obj["partition_epoch"], _path(field, "partition_epoch"), minimum=0)
+    if mode is Mode.KRAFT:
+        if not isr:
+            raise OracleInputError(_path(field, "isr"), "a KRaft partition always has an ISR member (the last one is kept)")
+        if obj.get("state") == PartitionPhase.NEW.value:
+            raise OracleInputError(_path(field, "state"), "a KRaft partition has no NewPartition state")
     phase = _phase(obj, field, leader, isr, live)
     return PartitionState(
         replicas=replicas,
@@ -213,6 +228,7 @@ def _partition(raw: Any, field: str, live: frozenset[int]) -> PartitionState:
         phase=phase,
         adding_replicas=adding,
         removing_replicas=removing,
+        partition_epoch=partition_epoch,
     )
 
 
@@ -241,7 +257,7 @@ def _replica_list(value: Any, field: str) -> tuple[int, ...]:
     return ids
 
 
-def _topics(value: Any, live: frozenset[int]) -> dict[str, TopicState]:
+def _topics(value: Any, live: frozenset[int], mode: Mode = Mode.ZOOKEEPER) -> dict[str, TopicState]:
     topics: dict[str, TopicState] = {}
     for name, raw in _object(value, "topics").items():
         field = _path("topics", name)
@@ -254,7 +270,7 @@ def _topics(value: Any, live: frozenset[int]) -> dict[str, TopicState]:
         partitions: dict[int, PartitionState] = {}
         for key, raw_partition in _object(obj["partitions"], _path(field, "partitions")).items():
             where = _path(field, "partitions", key)
-            partitions[_partition_number(key, where)] = _partition(raw_partition, where, live)
+            partitions[_partition_number(key, where)] = _partition(raw_partition, where, live, mode)
         config = _config(obj.get("config", {}), _path(field, "config"))
         topics[name] = TopicState(partitions=partitions, config=config)  # type: ignore[arg-type]
     return topics
@@ -310,7 +326,7 @@ class _EventContext:
         return tuple(result)
 
 
-def _event(raw: Any, index: int, ctx: _EventContext) -> Event:
+def _event(raw: Any, index: int, ctx: _EventContext, mode: Mode = Mode.ZOOKEEPER) -> Event:
     field = _path("events", index)
     obj = _object(raw, field)
     kind = obj.get("type")
@@ -361,6 +377,12 @@ def _event(raw: Any, index: int, ctx: _EventContext) -> Event:
                 raise OracleInputError(_path(field, "replicas", number), f"partition {topic}-{number} already exists")
         ctx.partitions[topic] |= set(additions)
         return AddPartitions(topic, additions)
+    if kind == ControllerFailover.KIND:
+        if mode is not Mode.KRAFT:
+            raise OracleInputError(_path(field, "type"), "controller_failover is a KRaft event (\"mode\": \"kraft\"); "
+                                   "in ZooKeeper mode the controller broker's failure is a broker_failure")
+        controller = obj.get("controller")
+        return ControllerFailover(None if controller is None else _int(controller, at("controller"), minimum=0))
     if kind == LogDirFailure.KIND:
         return LogDirFailure(ctx.broker(obj["broker"], at("broker")), ctx.partition_list(obj["partitions"], at("partitions")))
     # TopicConfigChange
@@ -406,32 +428,48 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
     _no_unknown_keys(request, _TOP_LEVEL_KEYS, "")
     if "brokers" not in request:
         raise OracleInputError("brokers", "missing (the list of live broker ids)")
+    mode = _mode(request.get("mode", Mode.ZOOKEEPER.value))
     brokers = _broker_list(request["brokers"], "brokers")
     live = frozenset(brokers)
     controller = request.get("controller")
     if controller is not None:
         controller = _int(controller, "controller", minimum=0)
-        if controller not in live:
+        # KRaft: the active controller is a controller node, not a broker
+        if mode is Mode.ZOOKEEPER and controller not in live:
             raise OracleInputError("controller", f"controller {controller} is not one of the live brokers {list(brokers)}")
     config = _config(request.get("config", {}), "config")
-    topics = _topics(request.get("topics", {}), live)
+    topics = _topics(request.get("topics", {}), live, mode)
     raw_events = request.get("events", [])
     if not isinstance(raw_events, list):
         raise OracleInputError("events", f"expected a list of events, got {_kind(raw_events)}")
     deleting = _topics_being_deleted(request.get("topics_being_deleted", []), topics)
+    if mode is Mode.KRAFT and deleting:
+        raise OracleInputError("topics_being_deleted", "KRaft deletes a topic at once: no topic is being deleted")
     offline = _offline_replicas(request.get("offline_replicas", {}), topics, live)
     ctx = _EventContext(topics, _known_brokers(brokers, topics, raw_events))
-    events = [_event(raw, i, ctx) for i, raw in enumerate(raw_events)]
+    events = [_event(raw, i, ctx, mode) for i, raw in enumerate(raw_events)]
+    release = _release(request.get("kafka_version", str(NEWEST)))
+    if mode is Mode.KRAFT and not Release(3, 9) <= release:
+        raise OracleInputError("kafka_version", f"{release} is not modelled in KRaft mode (the KRaft model is 3.9's)")
     state = ClusterState(
         live_brokers=live,
         topics=topics,
         controller=controller,
         config=config,  # type: ignore[arg-type]
-        release=_release(request.get("kafka_version", str(NEWEST))),
+        release=release,
         topics_being_deleted=deleting,
         offline_replicas=offline,
+        mode=mode,
     )
     return state, events
+
+
+def _mode(value: Any) -> Mode:
+    """``"zookeeper"`` (the default) or ``"kraft"``."""
+    names = [m.value for m in Mode]
+    if not isinstance(value, str) or value not in names:
+        raise OracleInputError("mode", f"expected one of {', '.join(names)}, got {value!r}")
+    return Mode(value)
 
 
 def _release(value: Any) -> Release:
@@ -497,7 +535,7 @@ def parse_json_text(text: str) -> Any:
 # --- rendering ------------------------------------------------------------------------------
 
 def render_partition(p: PartitionState) -> dict[str, Any]:
-    return {
+    rendered = {
         "replicas": list(p.replicas),
         "leader": p.leader,
         "isr": list(p.isr),
@@ -507,11 +545,15 @@ def render_partition(p: PartitionState) -> dict[str, Any]:
         "adding_replicas": list(p.adding_replicas),
         "removing_replicas": list(p.removing_replicas),
     }
+    if p.partition_epoch is not None:  # KRaft only: ZooKeeper answers keep their shape
+        rendered["partition_epoch"] = p.partition_epoch
+    return rendered
 
 
 def render_state(state: ClusterState) -> dict[str, Any]:
     """The cluster state in the request's shape (so an answer can be fed back as a request)."""
     return {
+        **({"mode": state.mode.value} if state.mode is not Mode.ZOOKEEPER else {}),
         **({"kafka_version": str(state.release)} if state.release != NEWEST else {}),
         "brokers": sorted(state.live_brokers),
         "controller": state.controller,

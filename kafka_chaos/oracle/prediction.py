@@ -6,11 +6,12 @@ from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Hashable, Sequence
 
-from kafka_chaos.oracle.interleavings import iter_event_alternatives, state_key
+from kafka_chaos.oracle.interleavings import iter_event_alternatives
 from kafka_chaos.oracle.events import ControlledShutdown, Event
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.oracle.release import Release, protocol_version
-from kafka_chaos.oracle.state import ClusterState
+from kafka_chaos.oracle.state import ClusterState, state_key
 
 MAX_ALTERNATIVES = 256
 """At most this many alternatives are kept after each event (the first ones, main first); further
@@ -61,14 +62,20 @@ def _label(labels: tuple[str, ...]) -> str:
     return "; ".join(labels) if labels else "as given"
 
 
-def predict(state: ClusterState, events: Sequence[Event], release: Release | None = None) -> Prediction:
+def predict(
+    state: ClusterState, events: Sequence[Event], release: Release | None = None, mode: Mode | str | None = None
+) -> Prediction:
     """Apply ``events`` in order, each to the settled state the previous one left, branching where
     Kafka does not fix the order (:func:`oracle.interleavings.apply_event_alternatives`).  Branches that
     reach an equal state are merged (the first label is kept), so alternatives have distinct final
     states. ``release``: the controller's Kafka release, when not the state's own
-    (``ClusterState.release``, 3.9.2 unless set)."""
+    (``ClusterState.release``, 3.9.2 unless set).  ``mode``: which controller model decides, when
+    not the state's own (``ClusterState.mode``: ZooKeeper unless set; ``Mode.KRAFT`` -> the
+    KRaft quorum controller, :mod:`oracle.kraft`)."""
     if release is not None and release != state.release:
         state = replace(state, release=release)
+    if mode is not None and Mode(mode) is not state.mode:
+        state = replace(state, mode=Mode(mode))
     paths = [_Path((), state, (), ())]
     for index, event in enumerate(events):
         next_paths: list[_Path] = []

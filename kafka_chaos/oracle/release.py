@@ -59,17 +59,25 @@ class ProtocolVersion:
         return self >= ProtocolVersion(major, minor, 0, iv)
 
 
+def parse_protocol_version(value: str) -> ProtocolVersion | None:
+    """``"3.2-IV0"``, ``"2.7"`` (its newest IV), ``"0.10.2"``; None if it is none of these."""
+    match = _PROTOCOL.match(value.strip())
+    if match is None:
+        return None
+    major, minor = int(match.group(1)), int(match.group(2))
+    patch = int(match.group(3) or 0)
+    iv = int(match.group(4)) if match.group(4) is not None else LATEST_IV
+    if major == 0:  # "0.10.2": the release is 0.10, its "patch" the third number
+        return ProtocolVersion(0, minor, patch, iv)
+    return ProtocolVersion(major, minor, 0, iv)
+
+
 def protocol_version(config: Mapping[str, object], release: Release) -> ProtocolVersion:
     """The IBP the controller speaks: the configured one, else the release's own. A value Kafka
     would refuse at start-up cannot be in a running cluster's config: the release's own then."""
     value = config.get(INTER_BROKER_PROTOCOL_VERSION)
     if isinstance(value, str):
-        match = _PROTOCOL.match(value.strip())
-        if match is not None:
-            major, minor = int(match.group(1)), int(match.group(2))
-            patch = int(match.group(3) or 0)
-            iv = int(match.group(4)) if match.group(4) is not None else LATEST_IV
-            if major == 0:  # "0.10.2": the release is 0.10, its "patch" the third number
-                return ProtocolVersion(0, minor, patch, iv)
-            return ProtocolVersion(major, minor, 0, iv)
+        parsed = parse_protocol_version(value)
+        if parsed is not None:
+            return parsed
     return ProtocolVersion(release.major, release.minor, 0, LATEST_IV)

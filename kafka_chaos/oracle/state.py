@@ -5,6 +5,12 @@ ISR, leader epoch, leader recovery state) joined with the partition's assignment
 ``/brokers/topics/<t>`` (replicas in AR order plus ``adding_replicas`` / ``removing_replicas``
 while a reassignment runs) and the controller's in-memory partition state
 (``PartitionStateMachine``: NewPartition / OnlinePartition / OfflinePartition).
+
+In KRaft mode (``ClusterState.mode`` is :attr:`Mode.KRAFT`) a :class:`PartitionState` is the
+partition's ``PartitionRegistration`` in the metadata log (``metadata/.../PartitionRegistration.java``):
+the same leader, ISR, leader epoch, recovery state and assignment, plus the *partition epoch*,
+which every ``PartitionChangeRecord`` bumps by one (``PartitionRegistration.merge``) -- the role the
+state znode's ``version`` plays in ZooKeeper mode.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
-from typing import Iterator, Mapping, TypeVar
+from typing import Hashable, Iterator, Mapping, TypeVar
 
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.release import NEWEST, Release
 
 # kafka.api.LeaderAndIsr
@@ -62,6 +69,11 @@ class PartitionState:
     phase: PartitionPhase = PartitionPhase.ONLINE
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    # KRaft only: PartitionRegistration.partitionEpoch, +1 per PartitionChangeRecord (a controller
+    # change or an accepted AlterPartition), 0 at creation. None = not known / not modelled: the
+    # ZooKeeper model never sets it (and a ZOOKEEPER ClusterState refuses it), the KRaft model keeps
+    # None as None.
+    partition_epoch: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("replicas", "isr", "adding_replicas", "removing_replicas"):
@@ -80,6 +92,8 @@ class PartitionState:
             raise ValueError("adding/removing replicas must be among the replicas")
         if self.leader_recovery_state not in (RECOVERED, RECOVERING):
             raise ValueError(f"leader_recovery_state must be 0 or 1, not {self.leader_recovery_state}")
+        if self.partition_epoch is not None and (isinstance(self.partition_epoch, bool) or self.partition_epoch < 0):
+            raise ValueError(f"partition_epoch must be a non-negative integer or None, not {self.partition_epoch!r}")
 
     # ControllerContext.ReplicaAssignment
     @property
@@ -157,6 +171,14 @@ class ClusterState:
     # The release the controller runs (oracle.release): rules that changed between releases
     # follow it, the IBP's default with it.
     release: Release = NEWEST
+    # Which controller: ZOOKEEPER (the default; everything above as described) or KRAFT, where
+    # ``live_brokers`` are the *active* brokers -- registered, unfenced and not in controlled
+    # shutdown (ClusterControlManager.isActive, ClusterControlManager.java 3.9 lines 737-745: the
+    # brokers ReplicationControlManager accepts as leaders and puts in new ISRs) -- and
+    # ``controller`` is the active controller's node id (a controller node, not a broker) or None.
+    # ``config`` is then the active controller's settings. KRaft has no deletion queue and no
+    # partition without a registration (NEW).
+    mode: Mode = Mode.ZOOKEEPER
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "live_brokers", frozenset(int(b) for b in self.live_brokers))
@@ -171,8 +193,15 @@ class ClusterState:
             "offline_replicas",
             _frozen_mapping({int(b): frozenset(tps) for b, tps in self.offline_replicas.items() if tps}),
         )
-        if self.controller is not None and self.controller not in self.live_brokers:
-            raise ValueError(f"controller {self.controller} is not a live broker")
+        object.__setattr__(self, "mode", Mode(self.mode))
+        if self.mode is Mode.ZOOKEEPER:
+            if self.controller is not None and self.controller not in self.live_brokers:
+                raise ValueError(f"controller {self.controller} is not a live broker")
+            for tp, p in self.partitions():
+                if p.partition_epoch is not None:
+                    raise ValueError(f"{tp}: partition_epoch is KRaft's (mode kraft); the ZooKeeper model does not predict it")
+        else:
+            self._check_kraft()
         unknown = sorted(self.topics_being_deleted - set(self.topics))
         if unknown:
             raise ValueError(f"topic {unknown[0]} is being deleted but does not exist")
@@ -188,6 +217,15 @@ class ClusterState:
             for tp in tps:
                 if not self.has_partition(tp) or broker not in self.partition(tp).replicas:
                     raise ValueError(f"{tp} has no replica on broker {broker}")
+
+    def _check_kraft(self) -> None:
+        if self.controller is not None and self.controller < 0:
+            raise ValueError(f"controller {self.controller} is not a node id")
+        if self.topics_being_deleted or self.deleted_offline_replicas or self.deletions_forgotten:
+            raise ValueError("KRaft deletes a topic at once (RemoveTopicRecord): no topic is being deleted")
+        for tp, p in self.partitions():
+            if p.phase is PartitionPhase.NEW:
+                raise ValueError(f"{tp}: every KRaft partition has a registration (no NewPartition)")
 
     def is_replica_online(self, broker: int, tp: TopicPartition) -> bool:
         """``ControllerContext.isReplicaOnline`` (ControllerContext.scala 3.9 lines 242-248): a
@@ -219,3 +257,20 @@ def initial_phase(leader: int, live_brokers: frozenset[int] | set[int], has_stat
     if not has_state_znode:
         return PartitionPhase.NEW
     return PartitionPhase.ONLINE if leader in live_brokers else PartitionPhase.OFFLINE
+
+
+def state_key(state: ClusterState) -> Hashable:
+    """A hashable value equal for equal states (``ClusterState`` holds mappings, so it is not
+    hashable itself): for deduplicating alternatives without comparing every pair."""
+    return (
+        state.mode,
+        state.live_brokers,
+        state.controller,
+        tuple(sorted(state.config.items())),
+        tuple((name, tuple(sorted(ts.config.items()))) for name, ts in sorted(state.topics.items())),
+        tuple(state.partitions()),
+        tuple(sorted(state.topics_being_deleted)),
+        tuple(sorted((b, tuple(sorted(tps))) for b, tps in state.offline_replicas.items())),
+        tuple(sorted(state.deleted_offline_replicas)),
+        tuple(sorted(state.deletions_forgotten)),
+    )

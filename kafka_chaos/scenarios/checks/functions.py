@@ -262,6 +262,21 @@ def check_recovery(topic: str, partition: int, predicted: Recovering, observed: 
     return CheckResult("oracle_recovery", ok, want, got, detail, topic, partition)
 
 
+def check_partition_epoch(topic: str, partition: int, before_epoch: int, predicted: int, observed: int, *,
+                          exact: bool) -> CheckResult:
+    """KRaft: the partition epoch (a ``version`` of the observed state; +1 per PartitionChangeRecord,
+    ``PartitionRegistration.merge``) against the oracle's. Exact where the step's writes are
+    modelled one by one; elsewhere it must not go back and must move where the oracle has it move."""
+    if exact:
+        ok, rule = observed == predicted, "exact"
+    else:
+        moved = predicted > before_epoch
+        ok, rule = observed >= before_epoch and (observed > before_epoch or not moved), "moved where predicted"
+    detail = "" if ok else f"{_tp(topic, partition)} partition epoch {observed}, predicted {predicted} ({rule}, was {before_epoch})"
+    return CheckResult("oracle_partition_epoch", ok, {"before": before_epoch, "predicted": predicted, "rule": rule},
+                       observed, detail, topic, partition)
+
+
 def compare_partitions(before: Mapping[tuple[str, int], Partition], predicted: Mapping[tuple[str, int], Partition],
                        observed: Mapping[tuple[str, int], Partition], outcomes: Iterable[PartitionOutcome], *,
                        exact_epochs: bool, live_after: Iterable[int] | None = None) -> list[CheckResult]:
@@ -315,6 +330,23 @@ def check_isr_rule(rule: str, source: str, topic: str, partition: int, before: P
 
 
 # --- cluster-wide ----------------------------------------------------------------------------
+
+def check_quorum_leader(leader: int | None, epoch: int | None, before_epoch: int | None,
+                        allowed: Iterable[int] | None = None) -> CheckResult:
+    """KRaft's ``single_controller``: the metadata log names one quorum leader (its last
+    LEADER_CHANGE), the quorum epoch never goes back, and the leader is one of ``allowed`` (the
+    one before the fault, unless the fault hit the quorum: then any voter may win)."""
+    allowed_set = sorted(set(allowed)) if allowed is not None else None
+    problems = []
+    if leader is None or leader < 0:
+        problems.append("no quorum leader in the metadata log")
+    elif allowed_set is not None and leader not in allowed_set:
+        problems.append(f"quorum leader {leader} not among the allowed {allowed_set}")
+    if epoch is not None and before_epoch is not None and epoch < before_epoch:
+        problems.append(f"quorum epoch went back from {before_epoch} to {epoch}")
+    return CheckResult("single_controller", not problems, allowed_set,
+                       {"quorum_leader": leader, "epoch": epoch}, "; ".join(problems))
+
 
 def check_single_controller(controller: int | None, live_brokers: Iterable[int],
                             allowed: Iterable[int] | None = None,

@@ -36,6 +36,8 @@ from kafka_chaos.scenarios.checks.functions import (
     check_delivery,
     check_isr_rule,
     check_metadata_agrees,
+    check_partition_epoch,
+    check_quorum_leader,
     check_single_controller,
     compare_partitions,
 )
@@ -172,6 +174,26 @@ def oracle_partitions(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
                               exact_epochs=_exact_epochs(obs), live_after=obs.after.live_brokers)
 
 
+@register_check("oracle_partition_epoch", StepObserved)
+def oracle_partition_epoch(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """KRaft only: every predicted partition epoch; exact where the leader epochs are, except
+    on partitions a leader-side ISR rule changed (its AlterPartitions are not counted)."""
+    if obs.after is None or obs.after.mode != "kraft":
+        return []
+    expected, _ = ctx.expected(obs)
+    exact = _exact_epochs(obs)
+    results = []
+    for (t, p), want in sorted(predicted_partitions(expected.state, obs.topics).items()):
+        got = obs.after.partitions.get((t, p))
+        predicted = getattr(want, "partition_epoch", None)
+        if got is None or predicted is None:
+            continue
+        was = obs.before.partitions.get((t, p))
+        results.append(check_partition_epoch(t, p, was.version if was is not None else -1, predicted, got.version,
+                                             exact=exact and (t, p) not in expected.ruled))
+    return results
+
+
 @register_check("single_controller", StepObserved)
 def single_controller(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     """One live controller; the predicted one unless the fault hit the controller (then Kafka's
@@ -181,6 +203,9 @@ def single_controller(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
     expected, _ = ctx.expected(obs)
     controller_hit = obs.before.controller in obs.target.brokers
     allowed = None if controller_hit or expected.state.controller is None else [expected.state.controller]
+    if obs.after.mode == "kraft":
+        return [check_quorum_leader(obs.after.controller, obs.after.controller_epoch, obs.before.controller_epoch,
+                                    allowed)]
     return [check_single_controller(obs.after.controller, sorted(obs.after.live_brokers), allowed)]
 
 

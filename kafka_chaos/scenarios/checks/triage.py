@@ -32,7 +32,7 @@ CLASSES = (MODEL, KAFKA, CLIENT, HARNESS, UNKNOWN)
 _ACK_ARTEFACTS = frozenset({"history_duplicate", "history_inconsistent_offsets", "history_nonmonotonic_send"})
 
 _BY_CHECK = {
-    "oracle_leader": MODEL, "oracle_isr": MODEL, "oracle_replicas": MODEL, "oracle_epoch": MODEL,
+    "oracle_leader": MODEL, "oracle_isr": MODEL, "oracle_replicas": MODEL, "oracle_epoch": MODEL, "oracle_partition_epoch": MODEL,
     "oracle_outcome": MODEL, "oracle_partition": MODEL, "rule_leader_isr_shrink": MODEL,
     "rule_leader_isr_expand": MODEL, "delivery": KAFKA, "metadata_agrees_zk": KAFKA,
     "single_controller": KAFKA, "scenario_completed": HARNESS, "healed": HARNESS,

@@ -14,6 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from kafka_chaos.oracle import EVENT_TYPES, ClusterState, Event, PartitionPhase, PartitionState, TopicPartition, TopicState
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.release import NEWEST as NEWEST_RELEASE, Release
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
 
@@ -23,9 +24,12 @@ JsonDict = dict[str, Any]
 # --- oracle states ------------------------------------------------------------------------------
 
 def partition_to_dict(p: PartitionState) -> JsonDict:
-    return {"replicas": list(p.replicas), "leader": p.leader, "isr": list(p.isr), "leader_epoch": p.leader_epoch,
-            "leader_recovery_state": p.leader_recovery_state, "phase": p.phase.value,
-            "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas)}
+    d: JsonDict = {"replicas": list(p.replicas), "leader": p.leader, "isr": list(p.isr), "leader_epoch": p.leader_epoch,
+                   "leader_recovery_state": p.leader_recovery_state, "phase": p.phase.value,
+                   "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas)}
+    if p.partition_epoch is not None:  # KRaft's; ZooKeeper-mode histories stay byte for byte
+        d["partition_epoch"] = p.partition_epoch
+    return d
 
 
 def partition_from_dict(d: Mapping[str, Any]) -> PartitionState:
@@ -33,7 +37,8 @@ def partition_from_dict(d: Mapping[str, Any]) -> PartitionState:
         replicas=tuple(d["replicas"]), leader=int(d["leader"]), isr=tuple(d["isr"]),
         leader_epoch=int(d["leader_epoch"]), leader_recovery_state=int(d["leader_recovery_state"]),
         phase=PartitionPhase(d["phase"]), adding_replicas=tuple(d["adding_replicas"]),
-        removing_replicas=tuple(d["removing_replicas"]))
+        removing_replicas=tuple(d["removing_replicas"]),
+        partition_epoch=None if d.get("partition_epoch") is None else int(d["partition_epoch"]))
 
 
 def state_to_dict(state: ClusterState) -> JsonDict:
@@ -61,6 +66,8 @@ def state_to_dict(state: ClusterState) -> JsonDict:
     # releases were modelled predicted with its rules).
     if state.release != NEWEST_RELEASE:
         d["kafka_version"] = str(state.release)
+    if state.mode is not Mode.ZOOKEEPER:
+        d["mode"] = state.mode.value
     return d
 
 
@@ -81,6 +88,7 @@ def state_from_dict(d: Mapping[str, Any], kafka_version: str | None = None) -> C
                                            for tp, b in d.get("deleted_offline_replicas", ())),
         deletions_forgotten=frozenset(str(t) for t in d.get("deletions_forgotten", ())),
         release=_release(d.get("kafka_version", kafka_version)),
+        mode=Mode(d.get("mode", Mode.ZOOKEEPER.value)),
     )
 
 

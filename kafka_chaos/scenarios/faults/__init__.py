@@ -17,6 +17,7 @@ from kafka_chaos.scenarios.faults import degrade  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import log_dirs  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import delay  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import upgrade  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import quorum  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults.base import (
     FAULTS,
     Fault,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_chaos.oracle import ClusterState, Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
-from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, admin_request, register_fault
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import NoTarget, Target
@@ -69,6 +69,8 @@ class ReassignmentFault(FaultBase):
     topic: str = ""
     moves: tuple[tuple[int, tuple[int, ...]], ...] = ()
     kind: ClassVar[str] = "reassignment"
+    # KRaft: AlterPartitionReassignments, which the harness does not send yet
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     # Phases A and B write several times, and a dead target stalls phase A: "increased".
     exact_epochs: ClassVar[bool] = False
 
@@ -106,6 +108,10 @@ class PreferredElectionFault(FaultBase):
         topic = topics.physical(cls.kind, options)
         parts = tuple(TopicPartition(topic, p) for p in topics.partitions_of(options))
         return cls(target, topic, parts, _via(cls.kind, options, ("admin", "znode")))
+
+    @property
+    def modes(self) -> frozenset[str]:
+        return ZOOKEEPER_ONLY if self.via == "znode" else self.mode_support
 
     def oracle_events(self) -> list[Event]:
         return [PreferredElection(self.partitions)]

@@ -28,8 +28,7 @@ from kafka_chaos.oracle import ClusterState, Event, TopicPartition
 from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:
-    from kafka_chaos.harness.observer import ZkObserver
-    from kafka_chaos.harness.zkadmin import ZkAdmin
+    from kafka_chaos.harness.observers import AdminWriter, Observer
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +39,8 @@ class FaultEnv:
     ZooKeeper observer (reads and waits only), the ZooKeeper admin writer, timing settings."""
 
     cluster: ChaosCluster  # optional capabilities: require_capability
-    observer: ZkObserver
-    admin: ZkAdmin
+    observer: Observer  # ZooKeeper's or the KRaft metadata log's (harness.observers)
+    admin: AdminWriter
     session_timeout_ms: int = 6000
     tick_time_ms: int = 500
 
@@ -119,6 +118,12 @@ class Fault(Protocol):
         """Its name in records and reports: the kind, or kind/variant where variants differ."""
 
     @property
+    def modes(self) -> frozenset[str]:
+        """The cluster modes it applies to ("zookeeper", "kraft"): a fault that writes admin
+        znodes or targets the controller broker is ZooKeeper mode's, one on the KRaft quorum
+        KRaft's."""
+
+    @property
     def holds(self) -> tuple[int, ...]:
         """Brokers this fault keeps faulted after ``inject`` (until healed)."""
 
@@ -150,6 +155,10 @@ class Fault(Protocol):
 
 FaultBuilder = Callable[[Target, Mapping[str, Any], StepTopics], Fault]
 
+ZOOKEEPER_ONLY = frozenset({"zookeeper"})
+KRAFT_ONLY = frozenset({"kraft"})
+BOTH_MODES = ZOOKEEPER_ONLY | KRAFT_ONLY
+
 
 @dataclass
 class FaultBase:
@@ -161,6 +170,7 @@ class FaultBase:
     requires: ClassVar[frozenset[Capability]] = frozenset()
     exact_epochs: ClassVar[bool] = True
     client_windows: ClassVar[bool] = False
+    mode_support: ClassVar[frozenset[str]] = BOTH_MODES
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
@@ -169,6 +179,10 @@ class FaultBase:
     @property
     def label(self) -> str:
         return self.kind
+
+    @property
+    def modes(self) -> frozenset[str]:
+        return self.mode_support
 
     @property
     def holds(self) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, cast
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, ChaosCluster, NetworkDegrader, NetworkHealer
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
-from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.zookeeper import session_window_s
 from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
 from kafka_chaos.scenarios.model.targets import Target
@@ -58,6 +58,7 @@ class LinkFault(FaultBase):
     startup. With ``nothing`` the step holds one session window, so a threshold crossed after
     all would show. Subclasses are dataclasses with ``expect`` and ``healing`` fields."""
 
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     expect: str
     healing: bool
     link_capability: ClassVar[Capability]

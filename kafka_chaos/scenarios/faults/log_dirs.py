@@ -39,7 +39,7 @@ from kafka_chaos.oracle import (
     PartitionPhase,
     TopicPartition,
 )
-from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, Target
@@ -107,6 +107,7 @@ class LogDirFailureFault(FaultBase):
     partition: int = 0
     directory: int | None = None
     kind: ClassVar[str] = KIND
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = _NEEDS
     _index: int | None = field(default=None, init=False)
     _partitions: tuple[TopicPartition, ...] = field(default=(), init=False)
@@ -182,6 +183,7 @@ class LogDirRepair(FaultBase):
     its entry in ``replicasOnOfflineDirs`` (``onBrokerStartup``): its replicas there rejoin."""
 
     kind: ClassVar[str] = KIND
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = _NEEDS
     _running: bool = field(default=True, init=False)
 

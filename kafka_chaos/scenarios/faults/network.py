@@ -14,7 +14,7 @@ from typing import Any, ClassVar, cast
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, NetworkPartitioner
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
-from kafka_chaos.scenarios.faults.base import Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_REJOIN, LEADER_ISR_SHRINK
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step
@@ -43,6 +43,7 @@ def _cut_loses_session(variant: str) -> bool:
 @dataclass
 class _NetworkFault(FaultBase):
     kind: ClassVar[str] = KIND
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = _NETWORK
     client_windows: ClassVar[bool] = True
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, ControlledShutdown, Event
-from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, register_fault
 from kafka_chaos.scenarios.faults.generation import (
     Candidates,
     ClusterModel,
@@ -67,6 +67,8 @@ class ControllerKill(HardKill):
     """SIGKILL of the active controller: a controller failover on the survivors."""
 
     kind: ClassVar[str] = "controller_kill"
+    # KRaft's controllers are no brokers: quorum_leader_kill (scenarios.faults.quorum)
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     # Failover writes the removal before the election (+2), resumes reassignments and schedules
     # the auto-rebalance check: the oracle's epoch count is not exact on this path.
     exact_epochs: ClassVar[bool] = False

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.oracle import NO_LEADER, AddPartitions, ClusterState, DeleteTopic, Event
-from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, admin_request, register_fault
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, admin_request, register_fault
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import NoTarget, Target
@@ -95,6 +95,10 @@ class AddPartitionsFault(FaultBase):
             raise UsageError(f"{cls.kind}: 'via' must be 'admin' or 'znode', not {via!r}")
         return cls(target, topics.physical(cls.kind, options), _additions(cls.kind, options), str(via))
 
+    @property
+    def modes(self) -> frozenset[str]:
+        return ZOOKEEPER_ONLY if self.via == "znode" else self.mode_support
+
     def oracle_events(self) -> list[Event]:
         return [AddPartitions(self.topic, dict(self.additions))]
 
@@ -105,7 +109,7 @@ class AddPartitionsFault(FaultBase):
 
     def inject(self, env: FaultEnv) -> None:
         if self.via == "znode":
-            write_partitions_znode(env.admin.zk_connect, self.topic, dict(self.additions))
+            write_partitions_znode(env.cluster.zookeeper_connect, self.topic, dict(self.additions))
             return
         from kafka_chaos.harness.metadata import create_partitions
 

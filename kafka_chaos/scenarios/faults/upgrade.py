@@ -19,7 +19,7 @@ from kafka_chaos.harness.cluster import Capability, ReleaseRoller
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import BrokerStartup, ControlledShutdown, Event
 from kafka_chaos.oracle.release import INTER_BROKER_PROTOCOL_VERSION
-from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.model.targets import Target
 
 KIND = "roll"
@@ -34,6 +34,7 @@ class RollBroker(FaultBase):
     to: str | None = None
     ibp: str | None = None
     kind: ClassVar[str] = KIND
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.BROKER_CONTROL, Capability.BROKER_RELEASES})
 
     @classmethod

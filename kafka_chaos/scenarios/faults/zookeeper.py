@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Protocol, cast
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability, NetworkHealer, ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner
 from kafka_chaos.oracle import BrokerFailure, Event
-from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.model.targets import Target
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,7 @@ class ZooKeeperServerFault(FaultBase):
     session that expired anyway would show."""
 
     kind: ClassVar[str] = ZOOKEEPER_SERVER
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = _ENSEMBLE
     role: str = "leader"
     action: str = "kill"
@@ -161,6 +162,7 @@ class ZooKeeperQuorumLoss(FaultBase):
     ``BrokerFailure`` (Kafka 3.9 ``onBrokerFailure``), which the oracle predicts."""
 
     kind: ClassVar[str] = ZOOKEEPER_QUORUM_LOSS
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = _ENSEMBLE | {Capability.BROKER_CONTROL}
     outage_s: float | None = None
     kill_broker: bool = False
@@ -234,6 +236,7 @@ class ZooKeeperLeaderCut(FaultBase):
     forward writes and session revalidation to the leader).  Held one session window."""
 
     kind: ClassVar[str] = ZOOKEEPER_LEADER_CUT
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = _ENSEMBLE | {Capability.ZOOKEEPER_LINK_PARTITION,
                                                               Capability.NETWORK_PARTITION}
     variant: str = "cut"

@@ -97,9 +97,15 @@ class ScenarioRun:
     session_timeout_ms: int | None = None
     tick_time_ms: int | None = None
     topics: tuple[str, ...] = ()  # this iteration's physical topics
+    # "kraft" on a KRaft cluster (session_timeout_ms is then broker.session.timeout.ms); absent
+    # from a ZooKeeper-mode run's records, which stay as they were
+    mode: str = "zookeeper"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "topics": list(self.topics)}
+        d = {**self.__dict__, "topics": list(self.topics)}
+        if self.mode == "zookeeper":
+            del d["mode"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScenarioRun:

@@ -16,6 +16,7 @@ from typing import Any
 
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionPhase, PartitionState, TopicState
+from kafka_chaos.oracle.mode import Mode
 
 NO_LEADER = -1
 
@@ -25,8 +26,10 @@ def _wanted(snapshot: ZkSnapshot, topics: Iterable[str] | None) -> list[tuple[st
     return sorted(k for k in snapshot.partitions if names is None or k[0] in names)
 
 
-def partition_state_of(ps: PartitionZkState) -> PartitionState:
-    if ps.version < 0:
+def partition_state_of(ps: PartitionZkState, kraft: bool = False) -> PartitionState:
+    """The oracle's view of one observed partition; on a KRaft snapshot its ``version`` is the
+    partition epoch, and every partition has a registration (no NewPartition)."""
+    if ps.version < 0 and not kraft:
         phase = PartitionPhase.NEW
     elif ps.leader == NO_LEADER:
         phase = PartitionPhase.OFFLINE
@@ -35,7 +38,8 @@ def partition_state_of(ps: PartitionZkState) -> PartitionState:
     return PartitionState(replicas=tuple(ps.replicas), leader=ps.leader, isr=tuple(ps.isr),
                           leader_epoch=ps.leader_epoch, leader_recovery_state=ps.leader_recovery_state,
                           phase=phase, adding_replicas=tuple(ps.adding_replicas),
-                          removing_replicas=tuple(ps.removing_replicas))
+                          removing_replicas=tuple(ps.removing_replicas),
+                          partition_epoch=ps.version if kraft else None)
 
 
 def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_config: Mapping[str, str],
@@ -44,8 +48,16 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
     the (controller's) broker config that decides e.g. unclean election, and the release the
     controller runs (None: 3.9.2)."""
     by_topic: dict[str, dict[int, PartitionState]] = {}
+    kraft = snapshot.mode == Mode.KRAFT
     for topic, p in _wanted(snapshot, topics):
-        by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)])
+        by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)], kraft)
+    if kraft:  # the quorum leader is a controller node, not a broker; no deletion queue
+        return ClusterState(
+            live_brokers=frozenset(snapshot.live_brokers),
+            topics={t: TopicState(partitions=parts, config=dict(snapshot.topic_configs.get(t, {})))
+                    for t, parts in by_topic.items()},
+            controller=snapshot.controller, config=dict(broker_config), mode=Mode.KRAFT,
+            release=Release.parse(kafka_version) if kafka_version is not None else NEWEST_RELEASE)
     return ClusterState(
         live_brokers=frozenset(snapshot.live_brokers),
         topics={t: TopicState(partitions=parts, config=dict(snapshot.topic_configs.get(t, {})))
@@ -104,7 +116,10 @@ def mismatches(snapshot: ZkSnapshot, predicted: ClusterState, topics: Iterable[s
     diffs: list[str] = []
     if set(snapshot.live_brokers) != set(predicted.live_brokers):
         diffs.append(f"live brokers {sorted(snapshot.live_brokers)} != {sorted(predicted.live_brokers)}")
-    if snapshot.live_brokers and snapshot.controller not in snapshot.live_brokers:
+    if snapshot.mode == "kraft":
+        if snapshot.controller is None:
+            diffs.append("no quorum leader")
+    elif snapshot.live_brokers and snapshot.controller not in snapshot.live_brokers:
         # Every predicted state has a controller once the election ran: a hard-killed
         # controller's /controller and /brokers/ids go with its session, and for a few ms, until
         # a survivor's KafkaController.elect wins, nothing leads (and with no partition to move

@@ -67,7 +67,10 @@ NETWORK_SUITE = "network"  # degraded links (docs/local-network.md)
 RELEASES_SUITE = "releases"
 # Rolling upgrades under faults (scenarios.faults.upgrade): the local launcher only.
 UPGRADE_SUITE = "upgrade"
-SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE, UPGRADE_SUITE)
+# The scenarios that mean the same on a KRaft cluster, and the quorum's own faults
+# (scenarios.plans.kraft_catalogue).
+KRAFT_SUITE = "kraft"
+SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE, UPGRADE_SUITE, KRAFT_SUITE)
 
 NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
 
@@ -741,10 +744,11 @@ class Selection:
 
 
 def select(suite_name: str | None, names: Sequence[str] = (), *,
-           missing: Mapping[Capability, str] | None = None) -> Selection:
+           missing: Mapping[Capability, str] | None = None,
+           missing_kraft: Mapping[Capability, str] | None = None) -> Selection:
     """``--scenario`` names when given (in that order), else the suite (default conformance)
     without the scenarios needing a capability in ``missing`` (capability -> why the backend
-    lacks it); scenarios are then grouped by cluster needs (stable) so each cluster shape starts
+    lacks it; ``missing_kraft`` for the scenarios on KRaft clusters, default ``missing``); scenarios are then grouped by cluster needs (stable) so each cluster shape starts
     once."""
     left_out: list[tuple[Scenario, str]] = []
     if names:
@@ -752,7 +756,8 @@ def select(suite_name: str | None, names: Sequence[str] = (), *,
     else:
         chosen = []
         for s in suite(suite_name or CONFORMANCE):
-            lacking = [why for c, why in (missing or {}).items() if c in s.requirements]
+            absent = (missing_kraft if missing_kraft is not None else missing) if s.needs.mode == "kraft" else missing
+            lacking = [why for c, why in (absent or {}).items() if c in s.requirements]
             if lacking:
                 left_out.append((s, "; ".join(lacking)))
             else:
@@ -852,3 +857,7 @@ def follower_log_dir_failure() -> list[Step]:
     the restart (``processLeaderAndIsrResponseReceived`` keeps it in ``replicasOnOfflineDirs``)."""
     return [Step("log_dir_failure", FollowerOf("t", 0), _FAILED_DIR_OF_T0),
             Step("log_dir_failure", EarlierTarget(0), _REPAIR)]
+
+
+# The kraft suite mirrors scenarios registered above, so it is registered last.
+from kafka_chaos.scenarios.plans import kraft_catalogue  # noqa: E402,F401  isort: skip

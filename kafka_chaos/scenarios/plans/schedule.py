@@ -57,12 +57,15 @@ class Schedule:
     log_dirs: int = 1  # log directories per broker (2: a log_dir_failure leaves the broker running)
     link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (network_delay)
     kafka_version: str | None = None  # the release it is written for (None: the run's)
+    mode: str = "zookeeper"  # "kraft": KRaft controllers instead of ZooKeeper
+    controllers: int = 1  # KRaft controllers: 1 or 3
 
     @property
     def needs(self) -> ClusterNeeds:
         ids = tuple(self.brokers) if tuple(self.brokers) != tuple(range(1, len(self.brokers) + 1)) else ()
         return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers,
-                            log_dirs=self.log_dirs, link_proxies=self.link_proxies, kafka_version=self.kafka_version)
+                            log_dirs=self.log_dirs, link_proxies=self.link_proxies, kafka_version=self.kafka_version,
+                            mode=self.mode, controllers=self.controllers)
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs)
@@ -99,7 +102,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                     **({"zookeepers": s.zookeepers} if s.zookeepers != 1 else {}),
                     **({"log_dirs": s.log_dirs} if s.log_dirs != 1 else {}),
                     **({"link_proxies": True} if s.link_proxies else {}),
-                    **({"kafka_version": s.kafka_version} if s.kafka_version is not None else {})},
+                    **({"kafka_version": s.kafka_version} if s.kafka_version is not None else {}),
+                    **({"mode": s.mode, "controllers": s.controllers} if s.mode != "zookeeper" else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config), **({} if t.workload else {"workload": False})}
                    for t in s.topics],
@@ -120,7 +124,8 @@ def from_scenario(s: Scenario) -> Schedule:
     """A catalogue scenario as a schedule (brokers 1..N unless its needs name them)."""
     brokers = s.needs.broker_ids or tuple(range(1, s.needs.brokers + 1))
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
-                    s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version)
+                    s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version,
+                    s.needs.mode, s.needs.controllers)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -245,7 +250,8 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.schedule_version", f"must be {SCHEDULE_VERSION}, not {obj.get('schedule_version')!r}")
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
-    _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies", "kafka_version"}, f"{where}.cluster")
+    _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies", "kafka_version", "mode",
+                    "controllers"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
@@ -262,6 +268,14 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
             kafka_version = check_version(_str(kafka_version, f"{where}.cluster.kafka_version"))
         except UsageError as exc:
             raise _fail(f"{where}.cluster.kafka_version", str(exc)) from None
+    mode = cluster.get("mode", "zookeeper")
+    if mode not in ("zookeeper", "kraft"):
+        raise _fail(f"{where}.cluster.mode", f"must be \"zookeeper\" or \"kraft\", not {mode!r}")
+    controllers = cluster.get("controllers", 1)
+    if controllers not in (1, 3) or isinstance(controllers, bool):
+        raise _fail(f"{where}.cluster.controllers", f"must be 1 or 3, not {controllers!r}")
+    if mode == "zookeeper" and "controllers" in cluster:
+        raise _fail(f"{where}.cluster.controllers", "KRaft controllers need \"mode\": \"kraft\"")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
     if not topics or len({t.name for t in topics}) != len(topics):
@@ -271,7 +285,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     if not isinstance(doc, str):
         raise _fail(f"{where}.doc", "must be a string")
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
-                 doc, zookeepers, log_dirs, link_proxies, kafka_version)
+                 doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers))
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

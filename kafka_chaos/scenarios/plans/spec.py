@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
-from kafka_chaos.scenarios.faults import make_fault, requirements_of
+from kafka_chaos.scenarios.faults import Fault, make_fault, requirements_of
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import Target
 
@@ -24,6 +24,8 @@ class ClusterNeeds:
     log_dirs: int = 1  # log.dirs per broker (harness.config.log_dir_paths); 2: one can fail, the broker runs on
     link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (harness.link_proxy): delayable
     kafka_version: str | None = None  # the Kafka release it must run on (None: the run's)
+    mode: str = "zookeeper"  # "kraft": KRaft controllers instead of ZooKeeper (harness.config.KRAFT_MODE)
+    controllers: int = 1  # KRaft controllers (1 or 3)
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -40,6 +42,7 @@ class ClusterNeeds:
         dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
         dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
         release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
+        release += f", KRaft with {self.controllers} controller{'s' if self.controllers > 1 else ''}" if self.mode == "kraft" else ""
         return f"{self.brokers} brokers{named}{ensemble}{dirs}{release}" + (f" ({extra})" if extra else "")
 
 
@@ -63,6 +66,14 @@ class Scenario:
             needs |= {Capability.NETWORK_PARTITION}
         return needs
 
+    @property
+    def modes(self) -> frozenset[str]:
+        """The cluster modes every step's fault applies to (``Fault.modes``)."""
+        modes = frozenset({"zookeeper", "kraft"})
+        for step in self.steps:
+            modes &= _fault_of(self, step).modes
+        return modes
+
     def topic(self, logical: str) -> TopicSpec:
         for t in self.topics:
             if t.name == logical:
@@ -70,12 +81,20 @@ class Scenario:
         raise KeyError(logical)
 
 
+def _fault_of(s: Scenario, step: Step) -> Fault:
+    """The step's fault as its options build it (on a placeholder target)."""
+    return make_fault(step.fault, Target((1,), "validation"), step.options,
+                      topic_names={t.name: t.name for t in s.topics},
+                      topic_partitions={t.name: t.partitions for t in s.topics})
+
+
 def validate_steps(s: Scenario) -> None:
-    """Every step names a registered fault kind whose options build a fault."""
+    """Every step names a registered fault kind whose options build a fault, and the scenario's
+    cluster mode is one its faults apply to."""
     for step in s.steps:
         try:
-            make_fault(step.fault, Target((1,), "validation"), step.options,
-                       topic_names={t.name: t.name for t in s.topics},
-                       topic_partitions={t.name: t.partitions for t in s.topics})
+            _fault_of(s, step)
         except UsageError as exc:
             raise TypeError(f"scenario {s.name}: {exc}") from exc
+    if s.needs.mode not in s.modes:
+        raise TypeError(f"scenario {s.name}: its faults do not apply to a {s.needs.mode} cluster")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kafka_chaos.common.errors import HarnessError
-from kafka_chaos.harness.cluster import Capability, ManagedCluster, capabilities_of
+from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl, ManagedCluster, capabilities_of, implements
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds
 from kafka_chaos.scenarios.model.snapshots import is_settled
@@ -91,23 +91,24 @@ class ClusterPool:
         self.stall_timeout = stall_timeout
         self.cluster: ManagedCluster | None = None
         self.needs: ClusterNeeds | None = None
-        self._missing: Mapping[Capability, str] | None = None
+        self._missing: dict[str, Mapping[Capability, str]] = {}  # by cluster mode
         self._releases: dict[str, KafkaDistribution] = {}  # scenarios' own releases (ClusterNeeds.kafka_version)
 
-    def missing_capabilities(self) -> Mapping[Capability, str]:
-        """What this pool's clusters cannot do, each with a one-line reason. A caller-supplied
-        launcher's clusters say it themselves once one exists (its faults will tell before)."""
-        if self.cluster is not None:
+    def missing_capabilities(self, mode: str = "zookeeper") -> Mapping[Capability, str]:
+        """What this pool's clusters of ``mode`` cannot do, each with a one-line reason. A
+        caller-supplied launcher's clusters say it themselves once one exists (its faults will
+        tell before)."""
+        if self.cluster is not None and getattr(self.cluster, "mode", "zookeeper") == mode:
             have = capabilities_of(self.cluster)
             backend = getattr(self.cluster, "backend", self.backend)
             return {c: f"the {backend} launcher lacks {c.value}" for c in Capability if c not in have}
         if self._open is not None:
             return {}
-        if self._missing is None:
+        if mode not in self._missing:
             from kafka_chaos.harness.backends import missing_capabilities
 
-            self._missing = missing_capabilities(self.backend)  # asked once: "auto" pings Docker
-        return self._missing
+            self._missing[mode] = missing_capabilities(self.backend, mode)  # asked once: "auto" pings Docker
+        return self._missing[mode]
 
     def acquire(self, needs: ClusterNeeds) -> ManagedCluster:
         if self.cluster is not None and self.needs == needs:
@@ -123,7 +124,7 @@ class ClusterPool:
 
         config = ClusterConfig(brokers=needs.brokers, cluster_overrides=needs.overrides_dict, ids=needs.broker_ids,
                                zookeepers=needs.zookeepers, log_dirs=needs.log_dirs,
-                               link_proxies=needs.link_proxies)
+                               link_proxies=needs.link_proxies, mode=needs.mode, controllers=needs.controllers)
         opener = self._open or open_cluster
         self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
         cluster: ManagedCluster = opener(self.backend, config, self.distribution_for(needs))
@@ -153,7 +154,7 @@ class ClusterPool:
 
         partitions = int(dict(cluster.broker_settings()).get(OFFSETS_TOPIC_NUM_PARTITIONS, "50"))
         try:
-            ensure_offsets_topic(cluster.bootstrap_servers, cluster.zookeeper_connect, partitions=partitions,
+            ensure_offsets_topic(cluster, partitions=partitions,
                                  timeout=self.settle_timeout)
         except HarnessError:
             self.release()
@@ -168,18 +169,28 @@ class ClusterPool:
     def restore(self) -> None:
         """Start every stopped broker and wait for all registered, a controller, and settled
         internal topics."""
-        from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
+        from kafka_chaos.harness.observer import ConvergenceTimeout
+        from kafka_chaos.harness.observers import is_kraft, open_observer
 
         cluster = self.held()
+        if implements(cluster, ControllerQuorumControl):
+            quorum = cast(ControllerQuorumControl, cluster)
+            for c in quorum.controller_ids:
+                if not quorum.controller_running(c):
+                    self.progress(f"restoring: starting controller {c}")
+                    quorum.start_controller(c)
         for b in cluster.broker_ids:
             if not cluster.broker_running(b):
                 self.progress(f"restoring: starting broker {b}")
                 cluster.start_broker(b)
         wanted = set(cluster.broker_ids)
-        healthy = StallWatch(lambda s: set(s.live_brokers) == wanted and s.controller in wanted
+        # ZooKeeper mode: the controller is one of the brokers; KRaft: any quorum leader
+        kraft = is_kraft(cluster)
+        healthy = StallWatch(lambda s: set(s.live_brokers) == wanted
+                             and (s.controller is not None if kraft else s.controller in wanted)
                              and is_settled(s, INTERNAL_TOPICS),
                              stall_timeout_for(dict(cluster.broker_settings()), self.stall_timeout))
-        with ZkObserver(cluster.zookeeper_connect, topics=list(INTERNAL_TOPICS)) as observer:
+        with open_observer(cluster, list(INTERNAL_TOPICS)) as observer:
             try:
                 observer.wait_until(healthy, timeout=self.settle_timeout,
                                     description="every broker registered and settled")

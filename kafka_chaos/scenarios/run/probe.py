@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafka_chaos.harness.cluster import ChaosCluster
-from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.harness.observers import Observer
 from kafka_chaos.oracle import predict
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate
@@ -58,7 +58,7 @@ class Probe:
     scenario's steps (:class:`scenarios.run.step.StepCore`), without a workload."""
 
     cluster: ChaosCluster
-    observer: ZkObserver
+    observer: Observer
     nemesis: Nemesis
     topics: Sequence[str]
     run: ScenarioRun

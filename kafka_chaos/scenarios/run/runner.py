@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_chaos.harness.cluster import ChaosCluster, Cluster
-from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.harness.observers import Observer
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.oracle import CreateTopic, Event, predict
 from kafka_chaos.records.writer import RecordSink
@@ -134,7 +134,8 @@ class Runner:
         outcome = ScenarioOutcome(scenario.name, iteration, 0.0)
         checks = CheckContext(self.predictor)
         requirements = requirements_of([s.fault for s in scenario.steps])
-        missing = {c: why for c, why in self.pool.missing_capabilities().items() if c in requirements}
+        missing = {c: why for c, why in self.pool.missing_capabilities(scenario.needs.mode).items()
+                   if c in requirements}
         if missing:
             why = "; ".join(missing.values())
             self.progress(f"{scenario.name}#{iteration}: skipped: {why}")
@@ -176,13 +177,11 @@ class Runner:
         outcome.results += [r for r in results if not r.is_measurement]
 
     def _run_in(self, ctx: _Context) -> None:
-        from kafka_chaos.harness.observer import ZkObserver
-        from kafka_chaos.harness.zkadmin import ZkAdmin
+        from kafka_chaos.harness.observers import open_admin, open_observer
 
         cluster = ctx.cluster
         watched = list(ctx.topic_names.values()) + list(INTERNAL_TOPICS)
-        with ZkObserver(cluster.zookeeper_connect, topics=watched) as observer, \
-                ZkAdmin(cluster.zookeeper_connect) as admin:
+        with open_observer(cluster, watched) as observer, open_admin(cluster) as admin:
             ctx.observer = observer
             nemesis = Nemesis(FaultEnv(cluster, observer, admin, ctx.run.session_timeout_ms or 6000,
                                        ctx.run.tick_time_ms or 500))
@@ -391,7 +390,7 @@ class _Context:
     rng: random.Random
     topic_names: dict[str, str]
     started_at: float
-    observer: ZkObserver | None = None
+    observer: Observer | None = None
     targets: list[Target] = field(default_factory=list)
     workloads: dict[str, Workload] = field(default_factory=dict)
     workload_errors: dict[str, str] = field(default_factory=dict)
@@ -403,7 +402,7 @@ class _Context:
         return list(self.topic_names.values())
 
     @property
-    def zk(self) -> ZkObserver:
+    def zk(self) -> Observer:
         """The iteration's ZooKeeper observer (open from topic creation to the read-back)."""
         if self.observer is None:
             raise HarnessError(f"{self.scenario.name}#{self.iteration}: no ZooKeeper observer open")
@@ -426,7 +425,10 @@ def scenario_run(options: RunOptions, scenario: Scenario, iteration: int, cluste
                  topics: Sequence[str]) -> ScenarioRun:
     """What every record of this scenario iteration repeats (timing settings: the cluster's)."""
     session = tick = None
-    if cluster is not None:
+    mode = scenario.needs.mode
+    if cluster is not None and mode == "kraft":
+        session = int(round(cluster.session_timeout_s() * 1000))  # broker.session.timeout.ms
+    elif cluster is not None:
         session = int(dict(cluster.broker_settings()).get(SESSION_TIMEOUT_KEY, 6000))
         config = getattr(cluster, "config", None)
         if config is not None:
@@ -436,4 +438,4 @@ def scenario_run(options: RunOptions, scenario: Scenario, iteration: int, cluste
     release = cluster.kafka_version if cluster is not None else scenario.needs.kafka_version or options.kafka_version
     return ScenarioRun(options.run_id, scenario.name, iteration, options.seed, options.backend,
                        release, scenario.needs.brokers, sum(len(t.assignment) for t in scenario.topics),
-                       options.git_revision, session, tick, tuple(topics))
+                       options.git_revision, session, tick, tuple(topics), mode)

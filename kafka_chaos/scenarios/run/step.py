@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 from kafka_chaos.harness.cluster import ChaosCluster, Cluster, ReleaseRoller, implements
-from kafka_chaos.harness.observer import ZkObserver
+from kafka_chaos.harness.observers import Observer
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.node_logs import LogCursor
@@ -124,7 +124,7 @@ class StepCore:
     ScenarioAbortedError, a plain HarnessError for the probe)."""
 
     cluster: ChaosCluster
-    observer: ZkObserver
+    observer: Observer
     nemesis: Nemesis
     topics: Sequence[str]  # the topics the oracle and the checks look at (physical names)
     predictor: Predictor

@@ -47,11 +47,18 @@ def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: 
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: "needs root (iptables on loopback)")
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
-                             Capability.NETWORK_DEGRADE]
+                             Capability.NETWORK_DEGRADE, Capability.CONTROLLER_QUORUM]
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
-    assert dict(missing_capabilities("local")) == {}
+    assert list(missing_capabilities("local")) == [Capability.CONTROLLER_QUORUM]
+
+
+def test_a_kraft_cluster_has_broker_and_quorum_controls_only() -> None:
+    missing = missing_capabilities("local", "kraft")
+    assert set(Capability) - set(missing) == {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM}
+    assert missing[Capability.ZOOKEEPER_ENSEMBLE] == "a KRaft cluster has no ZooKeeper"
+    assert set(missing_capabilities("containers", "kraft")) == set(Capability)
 
 
 def test_a_declared_capability_the_host_cannot_provide_is_not_had() -> None:

@@ -39,6 +39,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
     traits = {k: (f.requires, make_fault(k, ONE, OPTIONS.get(k, {}), **TOPICS).exact_epochs) for k, f in FAULTS.items()}
     brokers, network = frozenset({Capability.BROKER_CONTROL}), frozenset({Capability.NETWORK_PARTITION})
     ensemble = frozenset({Capability.ZOOKEEPER_ENSEMBLE})
+    quorum = frozenset({Capability.CONTROLLER_QUORUM})
     assert traits == {
         "hard_kill": (brokers, True), "controller_kill": (brokers, False), "controlled_shutdown": (brokers, True),
         "start": (brokers, True), "restart": (brokers, True), "pause": (brokers, True),
@@ -52,7 +53,23 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "log_dir_failure": (brokers | {Capability.LOG_DIR_FAILURE}, True),
         "network_delay": (frozenset({Capability.LINK_DELAY}), True),
         "roll": (brokers | {Capability.BROKER_RELEASES}, True),
+        "quorum_leader_kill": (quorum, True), "quorum_leader_pause": (quorum, True), "quorum_loss": (quorum, True),
     }
+
+
+def test_which_cluster_modes_each_kind_applies_to() -> None:
+    """ZooKeeper's own faults, those writing admin znodes and those aimed at the controller
+    broker are ZooKeeper mode's; the quorum's faults KRaft's; the rest apply to both."""
+    modes = {k: make_fault(k, ONE, OPTIONS.get(k, {}), **TOPICS).modes for k in FAULTS}
+    zookeeper = {k for k, m in modes.items() if m == {"zookeeper"}}
+    kraft = {k for k, m in modes.items() if m == {"kraft"}}
+    assert zookeeper == {"controller_kill", "reassignment", "network_partition", "zookeeper_server",
+                         "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
+                         "log_dir_failure", "roll"}
+    assert kraft == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
+    assert all(m == {"zookeeper", "kraft"} for k, m in modes.items() if k not in zookeeper | kraft)
+    # an option can make a kind ZooKeeper mode's: the znode variants
+    assert make_fault("preferred_election", ONE, {"topic": "t", "via": "znode"}, **TOPICS).modes == {"zookeeper"}
 
 
 @pytest.mark.parametrize("kind", sorted(FAULTS))
@@ -91,6 +108,7 @@ def test_a_new_kind_is_one_registered_class(monkeypatch) -> None:
         exact_epochs: ClassVar[bool] = True
         client_windows: ClassVar[bool] = False
         label = "zookeeper_pause_example"
+        modes = frozenset({"zookeeper"})
         holds: tuple[int, ...] = ()
         releases: tuple[int, ...] = ()
         isr_rule = None

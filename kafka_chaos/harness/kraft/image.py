@@ -1,0 +1,230 @@
+"""The KRaft controller's view of the cluster, replayed from its metadata log records
+(:mod:`.records`) the way the controller and every broker replay them, and shown as the same
+:class:`harness.zksnapshot.ZkSnapshot` the ZooKeeper observer reads, so the oracle's input, the
+checks and ``history.jsonl`` work on both modes:
+
+* ``live_brokers``: registered, unfenced and not in controlled shutdown -- the brokers 3.9's
+  ``ClusterControlManager.isActive`` lets lead -- with their broker epoch;
+* ``controller`` / ``controller_epoch``: the quorum's leader and epoch (LEADER_CHANGE);
+* a partition's ``version``: its partition epoch, the znode version's counterpart (every change
+  bumps it: ``PartitionRegistration.merge``, 3.9 line 277);
+* ``leader_epoch``: +1 whenever a PartitionChangeRecord names a leader, the same one included
+  (``PartitionRegistration.merge`` lines 257-263: that is how ``PartitionChangeBuilder`` bumps
+  the epoch without a new leader).
+
+Every change also becomes the event the ZooKeeper watches would have given (fenced: broker gone,
+unfenced: registered, a partition's new leader/ISR: a state write), stamped with the active
+controller's append time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from kafka_chaos.harness.kraft.records import (
+    NO_LEADER_CHANGE,
+    BrokerRegistrationChanged,
+    ConfigChanged,
+    FenceBroker,
+    LeaderChange,
+    LogEntry,
+    PartitionChanged,
+    PartitionCreated,
+    RegisterBroker,
+    TopicCreated,
+    TopicRemoved,
+    UnfenceBroker,
+    UnregisterBroker,
+)
+from kafka_chaos.harness.zkevents import (
+    BrokerGone,
+    BrokerRegistered,
+    ControllerChanged,
+    PartitionStateWritten,
+    TopicConfigChanged,
+    TopicDeleted,
+    ZkEvent,
+)
+from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
+
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    broker_id: int
+    epoch: int
+    fenced: bool
+    in_controlled_shutdown: bool
+
+    @property
+    def active(self) -> bool:
+        """``BrokerRegistration``'s fenced/inControlledShutdown as 3.9's ``ClusterControlManager
+        .isActive`` reads them: what may lead a partition."""
+        return not self.fenced and not self.in_controlled_shutdown
+
+
+@dataclass(frozen=True)
+class PartitionRegistration:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    removing: tuple[int, ...]
+    adding: tuple[int, ...]
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+
+    def merge(self, change: PartitionChanged) -> PartitionRegistration:
+        """``PartitionRegistration.merge(PartitionChangeRecord)`` (3.9 lines 241-280)."""
+        named = change.leader != NO_LEADER_CHANGE
+        return PartitionRegistration(
+            replicas=self.replicas if change.replicas is None else change.replicas,
+            isr=self.isr if change.isr is None else change.isr,
+            removing=self.removing if change.removing is None else change.removing,
+            adding=self.adding if change.adding is None else change.adding,
+            leader=change.leader if named else self.leader,
+            # LeaderRecoveryState.changeTo: -1 keeps the state
+            leader_recovery_state=(self.leader_recovery_state if change.leader_recovery_state < 0
+                                   else change.leader_recovery_state),
+            leader_epoch=self.leader_epoch + 1 if named else self.leader_epoch,
+            partition_epoch=self.partition_epoch + 1)
+
+
+class MetadataImage:
+    """Replays log entries in offset order; :meth:`snapshot` shows the result."""
+
+    def __init__(self) -> None:
+        self.brokers: dict[int, BrokerRegistration] = {}
+        self.topic_names: dict[str, str] = {}  # topic id -> name
+        self.partitions: dict[tuple[str, int], PartitionRegistration] = {}  # (topic id, partition)
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.quorum_leader: int | None = None
+        self.quorum_epoch: int | None = None
+        self.next_offset = 0
+        self.last_at: float | None = None
+
+    def apply_all(self, entries: Iterable[LogEntry]) -> list[ZkEvent]:
+        events: list[ZkEvent] = []
+        for entry in entries:
+            events.extend(self.apply(entry))
+        return events
+
+    def apply(self, entry: LogEntry) -> list[ZkEvent]:
+        """Replay one entry (entries at offsets already replayed are ignored); the events it makes."""
+        if entry.offset < self.next_offset:
+            return []
+        self.next_offset = entry.offset + 1
+        self.last_at = entry.at
+        record, at = entry.record, entry.at
+        if isinstance(record, LeaderChange):
+            self.quorum_leader, self.quorum_epoch = record.leader_id, entry.epoch
+            return [ControllerChanged(at, record.leader_id)]
+        if isinstance(record, (RegisterBroker, UnregisterBroker, FenceBroker, UnfenceBroker,
+                               BrokerRegistrationChanged)):
+            return self._broker(record, at)
+        if isinstance(record, TopicCreated):
+            self.topic_names[record.topic_id] = record.name
+            return []
+        if isinstance(record, TopicRemoved):
+            return self._remove_topic(record.topic_id, at)
+        if isinstance(record, ConfigChanged):
+            return self._config(record, at)
+        if isinstance(record, PartitionCreated):
+            created = PartitionRegistration(record.replicas, record.isr, record.removing, record.adding,
+                                            record.leader, record.leader_recovery_state, record.leader_epoch,
+                                            record.partition_epoch)
+            return self._set_partition(record.topic_id, record.partition, created, at)
+        old = self.partitions.get((record.topic_id, record.partition))
+        if old is None:  # a change of a partition this image never saw created: a log gap
+            return []
+        return self._set_partition(record.topic_id, record.partition, old.merge(record), at)
+
+    def _broker(self, record: RegisterBroker | UnregisterBroker | FenceBroker | UnfenceBroker
+                | BrokerRegistrationChanged, at: float) -> list[ZkEvent]:
+        was = self.brokers.get(record.broker_id)
+        if isinstance(record, RegisterBroker):
+            now: BrokerRegistration | None = BrokerRegistration(record.broker_id, record.epoch, record.fenced,
+                                                                record.in_controlled_shutdown)
+        elif isinstance(record, UnregisterBroker):
+            now = None
+        elif was is None:
+            return []
+        elif isinstance(record, FenceBroker):
+            now = replace(was, fenced=True)
+        elif isinstance(record, UnfenceBroker):
+            now = replace(was, fenced=False)
+        else:
+            now = replace(was, fenced=was.fenced if record.fenced == 0 else record.fenced > 0,
+                          in_controlled_shutdown=was.in_controlled_shutdown or record.in_controlled_shutdown > 0)
+        if now is None:
+            self.brokers.pop(record.broker_id, None)
+        else:
+            self.brokers[record.broker_id] = now
+        was_active, is_active = was is not None and was.active, now is not None and now.active
+        if was_active and not is_active:
+            return [BrokerGone(at, record.broker_id)]
+        if is_active and not was_active:
+            return [BrokerRegistered(at, record.broker_id)]
+        return []
+
+    def _remove_topic(self, topic_id: str, at: float) -> list[ZkEvent]:
+        name = self.topic_names.pop(topic_id, None)
+        for key in [k for k in self.partitions if k[0] == topic_id]:
+            del self.partitions[key]
+        if name is None:
+            return []
+        self.topic_configs.pop(name, None)
+        return [TopicDeleted(at, name)]
+
+    def _config(self, record: ConfigChanged, at: float) -> list[ZkEvent]:
+        if record.resource_type != TOPIC_RESOURCE or not record.resource_name:
+            return []
+        config = self.topic_configs.setdefault(record.resource_name, {})
+        if record.value is None:
+            config.pop(record.name, None)
+        else:
+            config[record.name] = record.value
+        return [TopicConfigChanged(at, record.resource_name, dict(config))]
+
+    def _set_partition(self, topic_id: str, partition: int, now: PartitionRegistration, at: float) -> list[ZkEvent]:
+        self.partitions[(topic_id, partition)] = now
+        name = self.topic_names.get(topic_id)
+        if name is None:
+            return []
+        return [PartitionStateWritten(at=at, topic=name, partition=partition, leader=now.leader,
+                                      leader_epoch=now.leader_epoch, isr=now.isr,
+                                      controller_epoch=self.quorum_epoch if self.quorum_epoch is not None else -1,
+                                      leader_recovery_state=now.leader_recovery_state,
+                                      version=now.partition_epoch)]
+
+    def snapshot(self, topics: frozenset[str] | None, taken_at: float) -> ZkSnapshot:
+        """What ZooKeeper would show, for ``topics`` (None: every topic)."""
+        epoch = self.quorum_epoch if self.quorum_epoch is not None else -1
+        partitions: dict[tuple[str, int], PartitionZkState] = {}
+        ids: dict[str, str | None] = {}
+        for (topic_id, number), p in self.partitions.items():
+            name = self.topic_names.get(topic_id)
+            if name is None or (topics is not None and name not in topics):
+                continue
+            ids[name] = topic_id
+            partitions[(name, number)] = PartitionZkState(
+                topic=name, partition=number, replicas=p.replicas, leader=p.leader, leader_epoch=p.leader_epoch,
+                isr=p.isr, controller_epoch=epoch, leader_recovery_state=p.leader_recovery_state,
+                version=p.partition_epoch, adding_replicas=p.adding, removing_replicas=p.removing)
+        shown = set(ids)
+        return ZkSnapshot(
+            taken_at=taken_at,
+            live_brokers={b: r.epoch for b, r in sorted(self.brokers.items()) if r.active},
+            controller=self.quorum_leader,
+            controller_epoch=self.quorum_epoch,
+            partitions=partitions,
+            topic_configs={t: dict(c) for t, c in self.topic_configs.items() if t in shown},
+            # AlterPartitionReassignments keeps no pending znode: adding/removing replicas show it
+            pending_reassignment=any(p.adding or p.removing for p in self.partitions.values()),
+            pending_preferred_election=False,
+            topic_ids=ids,
+            topics_being_deleted=frozenset(),  # a KRaft deletion is one RemoveTopicRecord
+            mode="kraft",
+        )

@@ -1,0 +1,248 @@
+"""The truth from the KRaft controllers: their metadata log, tailed, replayed and waited on.
+
+A :class:`KraftObserver` answers what :class:`harness.observer.ZkObserver` answers -- snapshots in
+the same :class:`ZkSnapshot` shape (:mod:`.image`), ``wait_until`` a predicate holds, event queries
+-- from the controllers' ``__cluster_metadata-0`` segment files, which a poller thread reads every
+``poll_interval`` (a file on this machine: the local launcher's run directory, or a container's
+data directory mounted from the host). Several controllers: the log that is furthest ahead
+(quorum epoch, then offset) feeds the image, so a killed controller's stale log does not hold it
+back. Uncommitted records at the active controller's tail are shown as soon as written: a quorum
+that loses them on a failover rewrites those partitions, and the next snapshot shows that.
+
+Events are stamped with the active controller's append time (the batch timestamp), so detection
+and election phases are the controller's own clock, not a watch's delivery.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness.kraft.image import MetadataImage
+from kafka_chaos.harness.kraft.records import LogEntry, MetadataLogError, read_batches
+from kafka_chaos.harness.observer import ConvergenceTimeout
+from kafka_chaos.harness.zkevents import BROKER_GONE, BROKER_REGISTERED, PARTITION_STATE, EventLog, PartitionStateWritten, ZkEvent
+from kafka_chaos.harness.zksnapshot import NO_LEADER, ZkSnapshot
+
+log = logging.getLogger(__name__)
+
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
+
+
+@dataclass
+class _LogTail:
+    """One controller's metadata log, read incrementally: per segment the bytes consumed."""
+
+    directory: Path
+    positions: dict[Path, int] = field(default_factory=dict)
+    entries: list[LogEntry] = field(default_factory=list)
+    last_epoch: int = -1
+    next_offset: int = 0
+
+    def poll(self) -> bool:
+        """Read what was appended since the last poll; True when anything new was read. A segment
+        that shrank (truncated after a quorum failover) makes the whole log re-read."""
+        partition = self.directory / METADATA_PARTITION_DIR
+        segments = sorted(partition.glob("*.log")) if partition.is_dir() else []
+        if any(path.stat().st_size < pos for path, pos in self.positions.items() if path.exists()):
+            self.positions.clear()
+            self.entries.clear()
+            self.last_epoch, self.next_offset = -1, 0
+        grew = False
+        for segment in segments:
+            position = self.positions.get(segment, 0)
+            try:
+                data = segment.read_bytes()
+            except FileNotFoundError:  # deleted by retention between glob and read
+                continue
+            if len(data) <= position:
+                continue
+            read = read_batches(data, position)
+            self.positions[segment] = read.end_position
+            if read.entries:
+                self.entries.extend(read.entries)
+                self.last_epoch = max(self.last_epoch, read.entries[-1].epoch)
+            if read.next_offset > 0:
+                self.next_offset = max(self.next_offset, read.next_offset)
+            grew = grew or read.end_position > position
+        return grew
+
+
+class KraftObserver:
+    """Watches a KRaft cluster's metadata log; see the module docstring. ``metadata_dirs``: each
+    controller's metadata log directory (the parent of ``__cluster_metadata-0``)."""
+
+    def __init__(self, metadata_dirs: Iterable[Path], *, topics: Iterable[str] | None = None,
+                 poll_interval: float = 0.05, max_events: int = 100_000) -> None:
+        if isinstance(topics, str):
+            raise UsageError(f"topics must be a list of names, not the string {topics!r}")
+        self._tails = [_LogTail(Path(d)) for d in metadata_dirs]
+        if not self._tails:
+            raise HarnessError("a KRaft observer needs at least one controller's metadata directory")
+        self._topics = None if topics is None else frozenset(topics)
+        self._poll_interval = poll_interval
+        self._image = MetadataImage()
+        self._events = EventLog(max_events)
+        self._changed = threading.Condition()
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._error: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> KraftObserver:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._thread is not None or self._stopping:
+            raise HarnessError("KraftObserver already started (a stopped one cannot be restarted)")
+        self._poll_once()
+        self._thread = threading.Thread(target=self._run, name="kraft-observer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+
+    @property
+    def session_losses(self) -> int:
+        return 0
+
+    def _run(self) -> None:
+        while not self._stopping:
+            try:
+                self._poll_once()
+            except Exception as exc:  # noqa: BLE001 - kept and raised to the next reader
+                log.warning("reading the metadata log: %s", exc)
+                with self._changed:
+                    self._error = f"{type(exc).__name__}: {exc}"
+                    self._changed.notify_all()
+            time.sleep(self._poll_interval)
+
+    def _poll_once(self) -> None:
+        grew = False
+        for tail in self._tails:
+            try:
+                grew = tail.poll() or grew
+            except OSError as exc:  # a directory of a container going away
+                log.debug("metadata log %s: %s", tail.directory, exc)
+        if not grew:
+            return
+        lead = max(self._tails, key=lambda t: (t.last_epoch, t.next_offset))
+        with self._changed:
+            if lead.next_offset < self._image.next_offset:
+                return  # the leading log was truncated below what was replayed: wait for it to regrow
+            fresh = [e for e in lead.entries if e.offset >= self._image.next_offset]
+            for event in self._image.apply_all(fresh):
+                self._events.append(event)
+            self._image.next_offset = max(self._image.next_offset, lead.next_offset)
+            self._generation += 1
+            self._changed.notify_all()
+
+    # ------------------------------------------------------------------ reading
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ZkSnapshot:
+        """The controllers' current view of ``topics`` (None: the observed ones, or all)."""
+        if isinstance(topics, str):
+            raise UsageError(f"topics must be a list of names, not the string {topics!r}")
+        with self._changed:
+            if self._error is not None:
+                raise MetadataLogError(f"the metadata log cannot be read: {self._error}")
+            wanted = self._topics if topics is None else frozenset(topics)
+            return self._image.snapshot(wanted, time.time())
+
+    def wait_until(self, predicate: Callable[[ZkSnapshot], bool], *, timeout: float,
+                   description: str) -> ZkSnapshot:
+        """The first snapshot satisfying ``predicate``, re-checked whenever the log grows;
+        ConvergenceTimeout after ``timeout``. A predicate raising LookupError counts as False."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            generation = self._generation
+        while True:
+            last = self.snapshot()
+            try:
+                if predicate(last):
+                    return last
+            except LookupError:
+                pass
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._stopping:
+                raise ConvergenceTimeout(description, last, timeout)
+            with self._changed:
+                self._changed.wait_for(lambda: self._generation != generation or self._stopping,
+                                       timeout=min(remaining, 0.5))
+                generation = self._generation
+
+    def wait_broker_gone(self, broker_id: int, timeout: float) -> ZkSnapshot:
+        return self.wait_until(lambda s: broker_id not in s.live_brokers, timeout=timeout,
+                               description=f"broker {broker_id} to be fenced")
+
+    def wait_broker_registered(self, broker_id: int, timeout: float, *,
+                               newer_than_epoch: int | None = None) -> ZkSnapshot:
+        def registered(s: ZkSnapshot) -> bool:
+            epoch = s.live_brokers.get(broker_id)
+            return epoch is not None and (newer_than_epoch is None or epoch > newer_than_epoch)
+        return self.wait_until(registered, timeout=timeout, description=f"broker {broker_id} to be unfenced")
+
+    def wait_event(self, kind: str, *, after: float, timeout: float, description: str,
+                   broker_id: int | None = None, topic: str | None = None, partition: int | None = None,
+                   where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
+                                           partition=partition, where=where)
+                if found is not None:
+                    return found
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stopping:
+                    break
+                self._changed.wait(timeout=remaining)
+        raise ConvergenceTimeout(description, self.snapshot(), timeout)
+
+    # ------------------------------------------------------------------ events
+
+    def events_since(self, t: float) -> list[ZkEvent]:
+        with self._changed:
+            return self._events.since(t)
+
+    def first_event(self, kind: str, *, after: float, broker_id: int | None = None,
+                    topic: str | None = None, partition: int | None = None,
+                    where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent | None:
+        with self._changed:
+            return self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
+                                      partition=partition, where=where)
+
+    def broker_gone_at(self, broker_id: int, after: float) -> float | None:
+        event = self.first_event(BROKER_GONE, after=after, broker_id=broker_id)
+        return event.at if event else None
+
+    def broker_registered_at(self, broker_id: int, after: float) -> float | None:
+        event = self.first_event(BROKER_REGISTERED, after=after, broker_id=broker_id)
+        return event.at if event else None
+
+    def new_leader_at(self, topic: str, partition: int, *, after: float, old_leader: int) -> float | None:
+        event = self.first_event(
+            PARTITION_STATE, after=after, topic=topic, partition=partition,
+            where=lambda e: isinstance(e, PartitionStateWritten) and e.leader not in (old_leader, NO_LEADER))
+        return event.at if event else None
+
+    def broker_epochs(self) -> Mapping[int, int]:
+        """Every registered broker (fenced or not) and its epoch."""
+        with self._changed:
+            return {b: r.epoch for b, r in self._image.brokers.items()}

@@ -1,0 +1,419 @@
+"""The KRaft metadata log (``__cluster_metadata-0``) decoded from its segment files.
+
+Why the log and not an API: the controller's decisions -- leader, ISR, leader epoch and partition
+epoch, fencing -- are exactly the records it commits, in order and stamped with the active
+controller's clock; no Admin API answers the partition epoch. The records are read the way
+Kafka writes them, pure bytes in, values out:
+
+* segments hold v2 record batches (``DefaultRecordBatch``: baseOffset, length, partitionLeaderEpoch,
+  magic, crc, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producer id/epoch, base
+  sequence, record count), the metadata log uncompressed (``KafkaRaftClient`` appends with
+  ``CompressionType.NONE`` in 3.9);
+* each data record's value is ``MetadataRecordSerde``'s frame (``AbstractApiMessageSerde.read``,
+  3.9): unsigned varint frame version (1), api key, record version, then the record in Kafka's
+  flexible message encoding (compact arrays and strings, tagged fields);
+* control batches (attribute bit 5) hold ``ControlRecordType`` keys; LEADER_CHANGE (2) values are
+  ``LeaderChangeMessage`` (clients/.../message/LeaderChangeMessage.json): who leads the quorum
+  from that batch's ``partitionLeaderEpoch`` on.
+
+Only the fields the harness uses are kept; unknown records are skipped by their api key (every
+record is length-delimited), unknown tagged fields by their size.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Callable, TypeAlias
+
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # DefaultRecordBatch, 61 bytes
+CONTROL_BIT = 0x20
+COMPRESSION_MASK = 0x07
+FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
+LEADER_CHANGE = 2  # ControlRecordType.LEADER_CHANGE
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.Leader's default: "the leader didn't change"
+
+
+class MetadataLogError(ValueError):
+    """Bytes that are not a metadata log as Kafka 3.9 writes it."""
+
+
+class _Reader:
+    def __init__(self, data: bytes, pos: int = 0, end: int | None = None) -> None:
+        self.data, self.pos, self.end = data, pos, len(data) if end is None else end
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise MetadataLogError(f"truncated: {n} bytes wanted at {self.pos}, {self.end - self.pos} left")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int8(self) -> int:
+        return int(struct.unpack(">b", self.take(1))[0])
+
+    def int16(self) -> int:
+        return int(struct.unpack(">h", self.take(2))[0])
+
+    def uint16(self) -> int:
+        return int(struct.unpack(">H", self.take(2))[0])
+
+    def int32(self) -> int:
+        return int(struct.unpack(">i", self.take(4))[0])
+
+    def int64(self) -> int:
+        return int(struct.unpack(">q", self.take(8))[0])
+
+    def boolean(self) -> bool:
+        return self.take(1) != b"\x00"
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise MetadataLogError("varint too long")
+
+    def varint(self) -> int:  # zigzag
+        raw = self.uvarint()
+        return (raw >> 1) ^ -(raw & 1)
+
+    def uuid(self) -> str:
+        return kafka_uuid(self.take(16))
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1).decode("utf-8")
+
+    def compact_int32s(self) -> tuple[int, ...] | None:
+        n = self.uvarint()
+        return None if n == 0 else tuple(self.int32() for _ in range(n - 1))
+
+    def compact_array(self, element: Callable[[_Reader], object]) -> None:
+        """Skip a compact array of structs (each ends with its own tagged fields)."""
+        n = self.uvarint()
+        for _ in range(max(0, n - 1)):
+            element(self)
+
+    def tagged(self, handlers: dict[int, Callable[[_Reader], None]] | None = None) -> None:
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            end = self.pos + size
+            handler = (handlers or {}).get(tag)
+            if handler is not None:
+                handler(_Reader(self.data, self.pos, end))
+            self.pos = end
+
+
+def kafka_uuid(raw: bytes) -> str:
+    """``org.apache.kafka.common.Uuid.toString``: URL-safe base64 without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def uuid_to_bytes(text: str) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def random_cluster_id() -> str:
+    """``Uuid.randomUuid().toString()``: Kafka skips ids whose string starts with '-' (they read
+    as command-line options) and the reserved zero/one ids."""
+    while True:
+        text = kafka_uuid(uuid.uuid4().bytes)
+        if not text.startswith("-"):
+            return text
+
+
+# ---------------------------------------------------------------- the records kept
+
+@dataclass(frozen=True)
+class RegisterBroker:  # RegisterBrokerRecord, api key 0, versions 0-3
+    broker_id: int
+    epoch: int
+    fenced: bool
+    in_controlled_shutdown: bool
+
+
+@dataclass(frozen=True)
+class UnregisterBroker:  # api key 1
+    broker_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class TopicCreated:  # TopicRecord, api key 2
+    name: str
+    topic_id: str
+
+
+@dataclass(frozen=True)
+class PartitionCreated:  # PartitionRecord, api key 3, versions 0-2
+    topic_id: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    removing: tuple[int, ...]
+    adding: tuple[int, ...]
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclass(frozen=True)
+class ConfigChanged:  # ConfigRecord, api key 4
+    resource_type: int  # ConfigResource.Type: 2 TOPIC, 4 BROKER
+    resource_name: str
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True)
+class PartitionChanged:  # PartitionChangeRecord, api key 5, versions 0-2; None: unchanged
+    topic_id: str
+    partition: int
+    isr: tuple[int, ...] | None
+    leader: int  # NO_LEADER_CHANGE when unchanged
+    replicas: tuple[int, ...] | None
+    removing: tuple[int, ...] | None
+    adding: tuple[int, ...] | None
+    leader_recovery_state: int  # -1 when unchanged
+
+
+@dataclass(frozen=True)
+class FenceBroker:  # api key 7
+    broker_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class UnfenceBroker:  # api key 8
+    broker_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class TopicRemoved:  # RemoveTopicRecord, api key 9
+    topic_id: str
+
+
+@dataclass(frozen=True)
+class BrokerRegistrationChanged:  # api key 17, versions 0-2
+    broker_id: int
+    epoch: int
+    fenced: int  # BrokerRegistrationFencingChange: 1 fence, -1 unfence, 0 none
+    in_controlled_shutdown: int  # BrokerRegistrationInControlledShutdownChange: 1 yes, 0 none
+
+
+@dataclass(frozen=True)
+class LeaderChange:  # control record LEADER_CHANGE: LeaderChangeMessage
+    leader_id: int
+    voters: tuple[int, ...]
+
+
+MetadataRecord: TypeAlias = (RegisterBroker | UnregisterBroker | TopicCreated | PartitionCreated | ConfigChanged
+                             | PartitionChanged | FenceBroker | UnfenceBroker | TopicRemoved
+                             | BrokerRegistrationChanged | LeaderChange)
+
+
+def _skip_endpoint(r: _Reader) -> None:  # RegisterBrokerRecord.EndPoints element
+    r.compact_string(), r.compact_string(), r.uint16(), r.int16()
+    r.tagged()
+
+
+def _skip_feature(r: _Reader) -> None:  # RegisterBrokerRecord.Features element
+    r.compact_string(), r.int16(), r.int16()
+    r.tagged()
+
+
+def _register_broker(r: _Reader, version: int) -> RegisterBroker:
+    broker_id = r.int32()
+    if version >= 2:
+        r.boolean()  # IsMigratingZkBroker
+    r.uuid()  # IncarnationId
+    epoch = r.int64()
+    r.compact_array(_skip_endpoint)
+    r.compact_array(_skip_feature)
+    r.compact_string()  # Rack
+    fenced = r.boolean()
+    shutting = r.boolean() if version >= 1 else False
+    r.tagged()
+    return RegisterBroker(broker_id, epoch, fenced, shutting)
+
+
+def _partition_record(r: _Reader, version: int) -> PartitionCreated:
+    partition, topic_id = r.int32(), r.uuid()
+    replicas, isr = r.compact_int32s() or (), r.compact_int32s() or ()
+    removing, adding = r.compact_int32s() or (), r.compact_int32s() or ()
+    leader = r.int32()
+    leader_epoch, partition_epoch = r.int32(), r.int32()
+    if version >= 1:
+        n = r.uvarint()  # Directories: []uuid
+        r.take(16 * max(0, n - 1))
+    recovery = [0]
+
+    def read_recovery(t: _Reader) -> None:
+        recovery[0] = t.int8()
+
+    r.tagged({0: read_recovery})
+    return PartitionCreated(topic_id, partition, replicas, isr, removing, adding, leader, recovery[0],
+                            leader_epoch, partition_epoch)
+
+
+def _partition_change(r: _Reader, version: int) -> PartitionChanged:
+    partition, topic_id = r.int32(), r.uuid()
+    fields: dict[str, object] = {"isr": None, "leader": NO_LEADER_CHANGE, "replicas": None, "removing": None,
+                                 "adding": None, "recovery": -1}
+
+    def ints(name: str) -> Callable[[_Reader], None]:
+        return lambda t: fields.__setitem__(name, t.compact_int32s())
+
+    r.tagged({0: ints("isr"), 1: lambda t: fields.__setitem__("leader", t.int32()), 2: ints("replicas"),
+              3: ints("removing"), 4: ints("adding"), 5: lambda t: fields.__setitem__("recovery", t.int8())})
+    return PartitionChanged(topic_id, partition, _opt(fields["isr"]), int(str(fields["leader"])),
+                            _opt(fields["replicas"]), _opt(fields["removing"]), _opt(fields["adding"]),
+                            int(str(fields["recovery"])))
+
+
+def _opt(value: object) -> tuple[int, ...] | None:
+    return None if value is None else tuple(int(v) for v in value)  # type: ignore[attr-defined]
+
+
+def _registration_change(r: _Reader, version: int) -> BrokerRegistrationChanged:
+    broker_id, epoch = r.int32(), r.int64()
+    fields = {"fenced": 0, "shutdown": 0}
+    r.tagged({0: lambda t: fields.__setitem__("fenced", t.int8()),
+              1: lambda t: fields.__setitem__("shutdown", t.int8())})
+    return BrokerRegistrationChanged(broker_id, epoch, fields["fenced"], fields["shutdown"])
+
+
+def _config(r: _Reader, version: int) -> ConfigChanged:
+    kind, resource, name, value = r.int8(), r.compact_string() or "", r.compact_string() or "", r.compact_string()
+    r.tagged()
+    return ConfigChanged(kind, resource, name, value)
+
+
+def _two(make: Callable[[int, int], MetadataRecord]) -> Callable[[_Reader, int], MetadataRecord]:
+    def read(r: _Reader, version: int) -> MetadataRecord:
+        return make(r.int32(), r.int64())
+    return read
+
+
+_DECODERS: dict[int, Callable[[_Reader, int], MetadataRecord]] = {
+    0: _register_broker,
+    1: _two(UnregisterBroker),
+    2: lambda r, v: TopicCreated(r.compact_string() or "", r.uuid()),
+    3: _partition_record,
+    4: _config,
+    5: _partition_change,
+    7: _two(FenceBroker),
+    8: _two(UnfenceBroker),
+    9: lambda r, v: TopicRemoved(r.uuid()),
+    17: _registration_change,
+}
+
+
+def decode_record_value(value: bytes) -> MetadataRecord | None:
+    """One data record's value (``MetadataRecordSerde``), or None for a kind the harness skips."""
+    r = _Reader(value)
+    frame = r.uvarint()
+    if frame != FRAME_VERSION:
+        raise MetadataLogError(f"metadata record frame version {frame}, only {FRAME_VERSION} is known")
+    api_key, version = r.uvarint(), r.uvarint()
+    decoder = _DECODERS.get(api_key)
+    return decoder(r, version) if decoder is not None else None
+
+
+def _voter(r: _Reader, version: int) -> int:
+    voter = r.int32()
+    if version >= 1:
+        r.take(16)  # VoterDirectoryId
+    r.tagged()
+    return voter
+
+
+def decode_leader_change(value: bytes) -> LeaderChange:
+    r = _Reader(value)
+    version = r.int16()
+    leader = r.int32()
+    n = r.uvarint()
+    voters = tuple(_voter(r, version) for _ in range(max(0, n - 1)))
+    return LeaderChange(leader, voters)
+
+
+# ---------------------------------------------------------------- batches
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One record with where and when the log has it: ``epoch`` is the quorum epoch (the
+    batch's partitionLeaderEpoch), ``at`` the active controller's append time in seconds."""
+
+    offset: int
+    epoch: int
+    at: float
+    record: MetadataRecord
+
+
+@dataclass(frozen=True)
+class BatchesRead:
+    entries: tuple[LogEntry, ...]
+    end_position: int  # where the next complete batch starts
+    next_offset: int  # the offset after the last batch read (-1: none)
+
+
+def read_batches(data: bytes, position: int = 0) -> BatchesRead:
+    """Every complete batch of ``data`` from ``position`` (a segment may end mid-batch while
+    it is written: that tail is left for the next read)."""
+    entries: list[LogEntry] = []
+    next_offset = -1
+    while position + BATCH_HEADER.size <= len(data):
+        (base_offset, length, epoch, magic, _crc, attributes, last_delta, base_ts, _max_ts, _pid, _pepoch,
+         _seq, count) = BATCH_HEADER.unpack_from(data, position)
+        end = position + 12 + length
+        if length <= 0 or end > len(data):
+            break
+        if magic != 2:
+            raise MetadataLogError(f"record batch magic {magic} at position {position}, expected 2")
+        if attributes & COMPRESSION_MASK:
+            raise MetadataLogError(f"compressed metadata batch at offset {base_offset}: not supported")
+        r = _Reader(data, position + BATCH_HEADER.size, end)
+        for _ in range(count):
+            entry = _record(r, base_offset, epoch, base_ts, control=bool(attributes & CONTROL_BIT))
+            if entry is not None:
+                entries.append(entry)
+        next_offset = base_offset + last_delta + 1
+        position = end
+    return BatchesRead(tuple(entries), position, next_offset)
+
+
+def _record(r: _Reader, base_offset: int, epoch: int, base_ts: int, *, control: bool) -> LogEntry | None:
+    length = r.varint()
+    end = r.pos + length
+    r.int8()  # attributes
+    ts_delta = r.varint()
+    offset = base_offset + r.varint()
+    key_len = r.varint()
+    key = r.take(key_len) if key_len >= 0 else None
+    value_len = r.varint()
+    value = r.take(value_len) if value_len >= 0 else b""
+    r.pos = end  # headers: none in the metadata log
+    at = (base_ts + ts_delta) / 1000.0
+    if control:
+        if key is None or len(key) < 4 or struct.unpack(">h", key[2:4])[0] != LEADER_CHANGE:
+            return None
+        return LogEntry(offset, epoch, at, decode_leader_change(value))
+    record = decode_record_value(value)
+    return None if record is None else LogEntry(offset, epoch, at, record)
+
+
+def iter_records(data: bytes) -> Iterator[LogEntry]:
+    yield from read_batches(data).entries

@@ -1,0 +1,414 @@
+"""The local launcher in KRaft mode: 1 or 3 controllers (``process.roles=controller``) and N
+brokers as JVMs on 127.0.0.1, from the same Kafka jars as ZooKeeper mode.
+
+Layout of the run directory (a temporary one unless given)::
+
+    <run_dir>/log4j.properties, jmx_exporter.yaml   shared, as in ZooKeeper mode
+    <run_dir>/controller-<id>/   server.properties, data/ (its metadata log), logs/, stdout.log
+    <run_dir>/broker-<id>/       server.properties, data/, logs/, stdout.log
+
+Every node's storage is formatted by Kafka's own tool (``kafka.tools.StorageTool format``, as
+``kafka-storage.sh format`` runs it) with one cluster id, all nodes at once. Readiness, bounded:
+the controllers' metadata log (:class:`harness.kraft.observer.KraftObserver`) shows a quorum
+leader and every broker registered and unfenced; then each broker's metadata lists them all.
+
+Faults keep data; a killed or stopped node starts again on its directory and port. The
+controllers are :class:`harness.cluster.ControllerQuorumControl`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness import jmx_exporter, processes
+from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
+from kafka_chaos.harness.config import ClusterConfig, broker_session_timeout_ms, kraft_node_properties, render_properties, shared_broker_settings
+from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
+from kafka_chaos.harness.kraft.observer import KraftObserver
+from kafka_chaos.harness.kraft.records import random_cluster_id
+from kafka_chaos.harness.local.cds_paths import archive_options
+from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeStartFailed, broker_node_name, check_alive, jvm_command
+from kafka_chaos.harness.nodes import free_ports
+from kafka_chaos.harness.observer import ConvergenceTimeout
+from kafka_chaos.harness.readiness import wait_metadata_lists
+
+log = logging.getLogger(__name__)
+
+STORAGE_TOOL = "kafka.tools.StorageTool"
+FORMAT_TIMEOUT_S = 90.0
+
+
+def controller_node_name(node_id: int) -> str:
+    return f"controller-{node_id}"
+
+
+class LocalKraftCluster:
+    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
+    :class:`harness.cluster.ControllerQuorumControl` of a KRaft cluster on local JVMs."""
+
+    backend = "local"
+    mode = "kraft"
+
+    @staticmethod
+    def capability_problems() -> Mapping[Capability, str]:
+        return {}
+
+    def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
+                 run_dir: str | os.PathLike[str] | None = None, *, start_timeout: float = 120.0,
+                 stop_timeout: float = 60.0, class_data_sharing: bool = True, metrics: bool = True,
+                 log4j_extra: str = "") -> None:
+        if config.mode != "kraft":
+            raise UsageError("LocalKraftCluster needs a ClusterConfig with mode='kraft'")
+        self.config = config
+        self.distribution = distribution
+        self._requested_run_dir = Path(run_dir).absolute() if run_dir is not None else None
+        self._run_dir: Path | None = None
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self._class_data_sharing = class_data_sharing
+        self._metrics = metrics
+        self._log4j_extra = log4j_extra
+        self._controllers: dict[int, LocalNode] = {}
+        self._brokers: dict[int, LocalNode] = {}
+        self._cluster_id = random_cluster_id()
+        self._lock = threading.RLock()
+        self._destroyed = False
+
+    def __repr__(self) -> str:
+        return f"LocalKraftCluster({self.config.controllers} controllers, {self.config.brokers} brokers, run_dir={self._run_dir})"
+
+    def __enter__(self) -> LocalKraftCluster:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.destroy()
+
+    # ---------------------------------------------------------------- Cluster
+
+    @property
+    def kafka_version(self) -> str:
+        return self.distribution.version
+
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise HarnessError("the cluster has not been started")
+        return self._run_dir
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return self.config.broker_ids()
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return self.config.controller_ids()
+
+    @property
+    def zookeeper_connect(self) -> str:
+        raise HarnessError("a KRaft cluster has no ZooKeeper")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self._broker(b).bootstrap for b in self.broker_ids)
+
+    @property
+    def controller_quorum(self) -> str:
+        """``controller.quorum.voters`` as the nodes have it."""
+        return ",".join(f"{c}@{self._controller(c).bootstrap}" for c in self.controller_ids)
+
+    def endpoint(self, broker_id: int) -> BrokerEndpoint:
+        node = self._broker(broker_id)
+        return BrokerEndpoint(broker_id=broker_id, host=HOST, port=node.port, pid=node.running_pid(),
+                              metrics_port=node.metrics_port)
+
+    def broker_settings(self) -> dict[str, str]:
+        return shared_broker_settings(self.config, self.distribution.version)
+
+    def log_files(self) -> dict[str, Path]:
+        files = {node.name: node.server_log for _, node in sorted(self._controllers.items())}
+        files.update({broker_node_name(b): self._broker(b).server_log for b in self.broker_ids})
+        return files
+
+    def broker_log_dir(self, broker_id: int) -> Path:
+        return self._broker(broker_id).server_log.parent
+
+    def session_timeout_s(self) -> float:
+        """The brokers' ``broker.session.timeout.ms``: KRaft's counterpart of the ZooKeeper session."""
+        return broker_session_timeout_ms(self.config) / 1000
+
+    def metadata_log_dirs(self) -> list[Path]:
+        """Each controller's metadata log directory (``__cluster_metadata-0``'s parent)."""
+        return [node.directory / "data" for _, node in sorted(self._controllers.items())]
+
+    def observer(self, topics: Sequence[str] | None = None) -> KraftObserver:
+        """An unstarted observer of this cluster's metadata log."""
+        return KraftObserver(self.metadata_log_dirs(), topics=topics)
+
+    # ---------------------------------------------------------------- start
+
+    def start(self) -> None:
+        with self._lock:
+            if self._run_dir is not None:
+                raise HarnessError("this LocalKraftCluster was already started; make a new one")
+            try:
+                self._start()
+            except BaseException:
+                self.destroy()
+                raise
+
+    def _start(self) -> None:
+        began = time.monotonic()
+        self._run_dir = self._make_run_dir()
+        processes.exit_on_termination_signals()
+        controllers, brokers = self.controller_ids, self.broker_ids
+        ports = free_ports(len(controllers) + 2 * len(brokers))
+        controller_ports = dict(zip(controllers, ports))
+        broker_ports = dict(zip(brokers, ports[len(controllers):len(controllers) + len(brokers)]))
+        metrics_ports = dict(zip(brokers, ports[len(controllers) + len(brokers):]))
+        voters = {c: f"{HOST}:{p}" for c, p in controller_ports.items()}
+        log4j = self._run_dir / "log4j.properties"
+        log4j.write_bytes(resources.files("kafka_chaos.harness").joinpath("log4j.properties").read_bytes()
+                          + self._log4j_extra.encode())
+        java = java_executable()
+        agent = (jmx_exporter.resolve_agent_jar(), jmx_exporter.write_config(self._run_dir)) if self._metrics else None
+        for c in controllers:
+            self._controllers[c] = self._prepare(controller_node_name(c), c, controller_ports[c], voters, java, log4j,
+                                                 None)
+        for b in brokers:
+            agent_option = (jmx_exporter.agent_option(agent[0], metrics_ports[b], agent[1], HOST)
+                            if agent is not None else None)
+            self._brokers[b] = self._prepare(broker_node_name(b), b, broker_ports[b], voters, java, log4j,
+                                             agent_option)
+        self._format_storage(java)
+        deadline = time.monotonic() + self.start_timeout
+        log.info("starting %d KRaft controllers and %d Kafka %s brokers (run dir %s)", len(controllers), len(brokers),
+                 self.kafka_version, self._run_dir)
+        for node in [*self._controllers.values(), *self._brokers.values()]:
+            self._spawn(node)
+        self._wait_ready(brokers, deadline)
+        log.info("KRaft cluster ready in %.1f s: bootstrap %s, controllers %s", time.monotonic() - began,
+                 self.bootstrap_servers, self.controller_quorum)
+
+    def _prepare(self, name: str, node_id: int, port: int, voters: Mapping[int, str], java: str, log4j: Path,
+                 agent_option: str | None) -> LocalNode:
+        directory = self.run_dir / name
+        (directory / "data").mkdir(parents=True)
+        (directory / "logs").mkdir()
+        config_file = directory / "server.properties"
+        props = kraft_node_properties(self.config, node_id, voters=voters, address=f"{HOST}:{port}",
+                                      log_dir=str(directory / "data"), kafka_version=self.kafka_version)
+        config_file.write_text(render_properties(props))
+        role = "broker"  # the brokers' class-data archive fits a controller too: same class path and main
+        options = list(self.config.jvm_options)
+        if self._class_data_sharing:
+            options += archive_options(self.distribution, role, java)
+        if agent_option is not None:
+            options.append(agent_option)
+        heap = self.config.broker_heap
+        command = jvm_command(java, heap, options, self.distribution.classpath, log4j, directory / "logs",
+                              KAFKA_MAIN, config_file)
+        return LocalNode(name=name, directory=directory, port=port, config_file=config_file, command=command)
+
+    def _format_storage(self, java: str) -> None:
+        """``kafka-storage.sh format -t <cluster id> -c server.properties`` on every node, at once."""
+        started = []
+        for node in [*self._controllers.values(), *self._brokers.values()]:
+            argv = [java, "-Xmx256m", *self.config.jvm_options, "-cp", self.distribution.classpath, STORAGE_TOOL,
+                    "format", "-t", self._cluster_id, "-c", str(node.config_file)]
+            out = open(node.directory / "format.log", "wb")
+            started.append((node, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), out))
+        failures = []
+        for node, proc, out in started:
+            try:
+                code = proc.wait(timeout=FORMAT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = None
+            finally:
+                out.close()
+            if code != 0:
+                said = (node.directory / "format.log").read_text(errors="replace").strip().splitlines()
+                failures.append(f"{node.name}: storage format {'timed out' if code is None else f'exited {code}'}"
+                                f"{': ' + said[-1] if said else ''}")
+        if failures:
+            raise NodeStartFailed("; ".join(failures))
+
+    def _wait_ready(self, brokers: Sequence[int], deadline: float, newer_than: Mapping[int, int] | None = None) -> None:
+        nodes = [*self._controllers.values(), *(self._brokers[b] for b in brokers)]
+        running = [n for n in self._controllers.values() if n.running()]
+        old = newer_than or {}
+
+        def ready(s: object) -> bool:
+            from kafka_chaos.harness.zksnapshot import ZkSnapshot
+
+            check_alive([*(self._brokers[b] for b in brokers), *running])
+            assert isinstance(s, ZkSnapshot)
+            return s.controller is not None and all(s.live_brokers.get(b, -1) > old.get(b, -1) for b in brokers)
+
+        with self.observer(topics=[]) as observer:
+            try:
+                snapshot = observer.wait_until(ready, timeout=max(0.0, deadline - time.monotonic()),
+                                               description=f"a quorum leader and brokers {list(brokers)} unfenced")
+            except ConvergenceTimeout as exc:
+                raise NodeStartFailed(f"{exc}; " + "; ".join(n.describe_failure("was starting") for n in nodes
+                                                             if n in self._brokers.values())) from None
+        expected = set(snapshot.live_brokers)
+        for b in brokers:
+            node = self._brokers[b]
+            failure = wait_metadata_lists(node.bootstrap, expected, deadline=deadline,
+                                          check_alive=lambda n=node: check_alive([n]))  # type: ignore[misc]
+            if failure is not None:
+                raise NodeStartFailed(node.describe_failure(f"was unfenced but its metadata did not answer ({failure})"))
+
+    def _make_run_dir(self) -> Path:
+        if self._requested_run_dir is None:
+            return Path(tempfile.mkdtemp(prefix="kafka-chaos-kraft-"))
+        run_dir = self._requested_run_dir
+        if run_dir.exists() and any(run_dir.iterdir()):
+            raise HarnessError(f"run directory {run_dir} is not empty")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return run_dir
+
+    def _spawn(self, node: LocalNode) -> None:
+        node.process = processes.spawn(node.name, node.command, output=node.stdout_log, identity=node.identity,
+                                       cwd=node.directory, detached=False)
+
+    # ---------------------------------------------------------------- BrokerControl
+
+    def kill_broker(self, broker_id: int) -> None:
+        self._signal(self._broker(broker_id), "kill")
+
+    def stop_broker(self, broker_id: int) -> None:
+        """SIGTERM: the broker's controlled shutdown (heartbeats asking to shut down) runs first."""
+        self._signal(self._broker(broker_id), "stop")
+
+    def pause_broker(self, broker_id: int) -> None:
+        self._signal(self._broker(broker_id), "pause")
+
+    def resume_broker(self, broker_id: int) -> None:
+        self._signal(self._broker(broker_id), "resume")
+
+    def broker_running(self, broker_id: int) -> bool:
+        return self._broker(broker_id).running()
+
+    def broker_paused(self, broker_id: int) -> bool:
+        process = self._broker(broker_id).process
+        return process is not None and process.paused()
+
+    def start_broker(self, broker_id: int) -> None:
+        """Start a stopped or killed broker on its data; returns once it is unfenced with a new
+        broker epoch (a KRaft broker re-registers at every start) and its metadata answers."""
+        with self._lock:
+            node = self._broker(broker_id)
+            if node.running():
+                raise HarnessError(f"broker {broker_id} is already running (pid {node.running_pid()})")
+            with self.observer(topics=[]) as observer:
+                old = observer.broker_epochs().get(broker_id, -1)
+            log.info("starting %s on port %d", node.name, node.port)
+            self._spawn(node)
+            self._wait_ready([broker_id], time.monotonic() + self.start_timeout, newer_than={broker_id: old})
+
+    # ---------------------------------------------------------------- ControllerQuorumControl
+
+    def kill_controller(self, node_id: int) -> None:
+        self._signal(self._controller(node_id), "kill")
+
+    def stop_controller(self, node_id: int) -> None:
+        self._signal(self._controller(node_id), "stop")
+
+    def pause_controller(self, node_id: int) -> None:
+        self._signal(self._controller(node_id), "pause")
+
+    def resume_controller(self, node_id: int) -> None:
+        self._signal(self._controller(node_id), "resume")
+
+    def controller_running(self, node_id: int) -> bool:
+        return self._controller(node_id).running()
+
+    def start_controller(self, node_id: int) -> None:
+        """Start a killed or stopped controller on its metadata log (returns once it runs: with a
+        quorum it catches up on its own)."""
+        with self._lock:
+            node = self._controller(node_id)
+            if node.running():
+                raise HarnessError(f"controller {node_id} is already running")
+            log.info("starting %s on port %d", node.name, node.port)
+            self._spawn(node)
+            check_alive([node])
+
+    # ---------------------------------------------------------------- teardown
+
+    def any_running(self) -> bool:
+        return any(n.running() for n in [*self._controllers.values(), *self._brokers.values()])
+
+    def destroy(self) -> None:
+        """Kill every node, then remove the run directory. Idempotent."""
+        with self._lock:
+            if self._destroyed:
+                return
+            self._destroyed = True
+            errors: list[str] = []
+            for node in [*self._brokers.values(), *self._controllers.values()]:
+                if node.process is not None:
+                    try:
+                        node.process.kill()
+                    except HarnessError as exc:
+                        errors.append(str(exc))
+            if self._run_dir is not None:
+                shutil.rmtree(self._run_dir, ignore_errors=True)
+                if self._run_dir.exists():
+                    errors.append(f"could not remove {self._run_dir}")
+            if errors:
+                raise HarnessError("; ".join(errors))
+
+    # ---------------------------------------------------------------- lookups
+
+    def _broker(self, broker_id: int) -> LocalNode:
+        try:
+            return self._brokers[broker_id]
+        except KeyError:
+            if not self._brokers:
+                raise HarnessError("the cluster has not been started") from None
+            raise UsageError(f"unknown broker id {broker_id}: the brokers are "
+                             f"{', '.join(map(str, self.broker_ids))}") from None
+
+    def _controller(self, node_id: int) -> LocalNode:
+        try:
+            return self._controllers[node_id]
+        except KeyError:
+            if not self._controllers:
+                raise HarnessError("the cluster has not been started") from None
+            raise UsageError(f"unknown controller id {node_id}: the controllers are "
+                             f"{', '.join(map(str, self.controller_ids))}") from None
+
+    def _signal(self, node: LocalNode, verb: str) -> None:
+        process = node.process
+        if process is None or not process.alive():
+            raise HarnessError(f"cannot {verb} {node.name}: it is not running")
+        log.info("%s %s (pid %d)", {"kill": "SIGKILL", "stop": "SIGTERM", "pause": "SIGSTOP",
+                                    "resume": "SIGCONT"}[verb], node.name, process.pid)
+        if verb == "kill":
+            process.kill()
+        elif verb == "stop":
+            process.terminate(self.stop_timeout)
+        elif verb == "pause":
+            process.pause()
+        else:
+            process.resume()

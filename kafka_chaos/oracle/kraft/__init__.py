@@ -1,0 +1,6 @@
+"""A pure model of the Kafka 3.9 KRaft quorum controller's partition decisions
+(``metadata/src/main/java/org/apache/kafka/controller/``): ``builder`` (PartitionChangeBuilder,
+PartitionRegistration.merge), ``controller`` (ReplicationControlManager's handlers),
+``interleavings`` (the orders Kafka leaves open), ``config`` (settings and metadata-version
+switches).  Reached through :func:`oracle.predict` with a ``ClusterState`` whose ``mode`` is
+``Mode.KRAFT``; see ``oracle/README.md``, "KRaft mode"."""

@@ -1,0 +1,242 @@
+"""``PartitionChangeBuilder`` and ``PartitionRegistration.merge`` (Kafka 3.9), pure.
+
+Every change the KRaft controller makes to a partition -- a fence, an unfence, a controlled
+shutdown, an election, a reassignment step, a leader's AlterPartition -- is one
+``PartitionChangeBuilder(...).build()`` producing one ``PartitionChangeRecord`` or nothing, which
+every controller then replays with ``PartitionRegistration.merge``.  :func:`build` and
+:func:`merge` mirror them step by step; :func:`change` is both.
+
+Line numbers are those of apache/kafka branch ``3.9`` (commit ``c821449fb7c1``),
+``metadata/src/main/java/org/apache/kafka/controller/PartitionChangeBuilder.java`` unless said
+otherwise.  Eligible leader replicas (KIP-966) are off: ``ReplicationControlManager.isElrEnabled``
+needs ``MetadataVersion.isElrSupported`` = 4.0-IV0 (ReplicationControlManager.java lines 1004-1006,
+MetadataVersion.java lines 347-349), an unstable version in 3.9; every ELR step of ``build()``
+(``maybePopulateTargetElr``, ``maybeUpdateRecordElr``, ``maybeUpdateLastKnownLeader``,
+``canElectLastKnownLeader``) is then a no-op and is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable, Sequence
+
+from kafka_chaos.oracle.state import NO_LEADER, RECOVERING, PartitionState
+
+
+class Election(Enum):
+    """``PartitionChangeBuilder.Election`` (lines 69-82)."""
+
+    PREFERRED = "PREFERRED"
+    ONLINE = "ONLINE"
+    UNCLEAN = "UNCLEAN"
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """The fields of a ``PartitionChangeRecord`` the model needs; None = field not set (for
+    ``leader``: ``NO_LEADER_CHANGE``, for ``leader_recovery_state``: ``LeaderRecoveryState.NO_CHANGE``)."""
+
+    leader: int | None = None
+    isr: tuple[int, ...] | None = None
+    replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    leader_recovery_state: int | None = None
+    unclean: bool = False  # the election chose a leader from outside the ISR (not a record field)
+
+    def is_no_op(self) -> bool:
+        """``changeRecordIsNoOp`` (lines 54-64), the ELR and directory fields being never set here."""
+        return (self.leader is None and self.isr is None and self.replicas is None
+                and self.removing_replicas is None and self.adding_replicas is None
+                and self.leader_recovery_state is None)
+
+
+def _contains_all(outer: Sequence[int], inner: Sequence[int]) -> bool:
+    """``Replicas.contains(outer, inner)``: every element of ``inner`` is in ``outer``."""
+    return set(inner) <= set(outer)
+
+
+def _complete_reassignment(
+    isr: tuple[int, ...], replicas: tuple[int, ...], removing: tuple[int, ...], adding: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """``completeReassignmentIfNeeded`` (lines 425-444) ->
+    ``PartitionReassignmentReplicas.maybeCompleteReassignment`` (PartitionReassignmentReplicas.java
+    lines 97-126): with a reassignment in progress, the target ISR minus the removing replicas
+    must be non-empty and hold every remaining replica; then ISR and replicas lose the removing
+    ones (order kept) and adding/removing are cleared.  Returns (isr, replicas, removing, adding)."""
+    if not removing and not adding:
+        return isr, replicas, removing, adding
+    new_isr, new_replicas = isr, replicas
+    if removing:
+        new_isr = tuple(r for r in isr if r not in removing)
+        if not new_isr:
+            return isr, replicas, removing, adding
+        new_replicas = tuple(r for r in replicas if r not in removing)
+        if not new_replicas:
+            return isr, replicas, removing, adding
+    if not _contains_all(new_isr, new_replicas):
+        return isr, replicas, removing, adding
+    return new_isr, new_replicas, (), ()
+
+
+def _elect(
+    p: PartitionState,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    election: Election,
+    acceptable: Callable[[int], bool],
+) -> tuple[int, bool]:
+    """``electLeader`` (lines 228-234): (leader, unclean).
+
+    ``isValidNewLeader`` (lines 331-335): in the target ISR and acceptable.  PREFERRED
+    (``electPreferredLeader``, lines 239-263): the first target replica, else the current leader
+    if still valid, else the first valid of the other replicas in assignment order.  ONLINE /
+    UNCLEAN (``electAnyLeader``, lines 268-296): the current leader if still valid, else the first
+    valid replica in assignment order, else (UNCLEAN only) the first *acceptable* replica, in the
+    ISR or not.  Nothing: NO_LEADER."""
+
+    def valid(replica: int) -> bool:
+        return replica in isr and acceptable(replica)
+
+    if election is Election.PREFERRED:
+        if valid(replicas[0]):
+            return replicas[0], False
+        if valid(p.leader):
+            return p.leader, False
+        return next((r for r in replicas[1:] if valid(r)), NO_LEADER), False
+    if valid(p.leader):
+        return p.leader, False
+    clean = next((r for r in replicas if valid(r)), None)
+    if clean is not None:
+        return clean, False
+    if election is Election.UNCLEAN:
+        unclean = next((r for r in replicas if acceptable(r)), None)
+        if unclean is not None:
+            return unclean, True
+    return NO_LEADER, False
+
+
+def build(
+    p: PartitionState,
+    acceptable: Callable[[int], bool],
+    *,
+    election: Election = Election.ONLINE,
+    target_isr: Sequence[int] | None = None,
+    target_replicas: Sequence[int] | None = None,
+    target_removing: Sequence[int] | None = None,
+    target_adding: Sequence[int] | None = None,
+    target_leader_recovery_state: int | None = None,
+    bump_leader_epoch_on_isr_shrink: bool = False,
+    leader_recovery_supported: bool = True,
+) -> ChangeRecord | None:
+    """``PartitionChangeBuilder.build()`` (lines 446-486); None when the record would be a no-op.
+
+    ``acceptable``: the builder's ``isAcceptableLeader`` (a ``LeaderAcceptor``: an active broker
+    whose directory holding the partition is online).  Each ``target_*`` left None keeps the
+    partition's own value (the builder's constructor, lines 125-131).  Steps in ``build()`` order:
+
+    1. ``completeReassignmentIfNeeded`` against the target ISR;
+    2. ``tryElection`` (lines 337-370): a leader other than the current one is written; an
+       unclean one also sets ISR = [leader] and, if the metadata version supports it and the
+       partition is not RECOVERING already, RECOVERING;
+    3. ``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`` (lines 378-388): a replica set
+       that loses a replica writes the *same* leader, which bumps the leader epoch;
+    4. the ISR is written when it differs (as a list: order counts) and is not empty -- with ELR
+       off an empty target ISR is never written (lines 461-469): the last ISR member of a
+       partition that loses its leader stays in the ISR;
+    5. ``triggerLeaderEpochBumpForIsrShrinkIfNeeded`` (lines 396-423): only below metadata
+       version 3.6-IV0 does an ISR shrink without a leader change bump the leader epoch
+       (KAFKA-15021);
+    6. ``setAssignmentChanges`` (lines 488-509): replicas, removing, adding where they differ;
+    7. the leader recovery state when the target differs (lines 477-479).
+    """
+    isr = tuple(p.isr if target_isr is None else target_isr)
+    replicas = tuple(p.replicas if target_replicas is None else target_replicas)
+    removing = tuple(p.removing_replicas if target_removing is None else target_removing)
+    adding = tuple(p.adding_replicas if target_adding is None else target_adding)
+    recovery = p.leader_recovery_state if target_leader_recovery_state is None else target_leader_recovery_state
+
+    isr, replicas, removing, adding = _complete_reassignment(isr, replicas, removing, adding)
+
+    leader: int | None = None
+    record_isr: tuple[int, ...] | None = None
+    record_recovery: int | None = None
+    node, unclean = _elect(p, replicas, isr, election, acceptable)
+    if node != p.leader:
+        leader = node
+        if unclean:
+            record_isr = (node,)
+            if p.leader_recovery_state != RECOVERING and leader_recovery_supported:
+                record_recovery = RECOVERING
+    else:
+        unclean = False
+
+    if leader is None and not _contains_all(replicas, p.replicas):
+        leader = p.leader
+
+    if record_isr is None and isr and isr != p.isr:
+        record_isr = isr
+
+    if bump_leader_epoch_on_isr_shrink and leader is None and record_isr is not None \
+            and not _contains_all(record_isr, p.isr):
+        leader = p.leader
+
+    record = ChangeRecord(
+        leader=leader,
+        isr=record_isr,
+        replicas=replicas if replicas and replicas != p.replicas else None,
+        removing_replicas=removing if removing != p.removing_replicas else None,
+        adding_replicas=adding if adding != p.adding_replicas else None,
+        leader_recovery_state=recovery if recovery != p.leader_recovery_state else record_recovery,
+        unclean=unclean,
+    )
+    return None if record.is_no_op() else record
+
+
+def merge(p: PartitionState, record: ChangeRecord) -> PartitionState:
+    """``PartitionRegistration.merge`` (metadata/.../PartitionRegistration.java 3.9 lines 241-280):
+    unset fields are kept; a set ``leader`` -- even the same one -- bumps the leader epoch by one;
+    the partition epoch goes up by one for every record (kept None when not known)."""
+    changes: dict[str, object] = {}
+    for name in ("isr", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state"):
+        value = getattr(record, name)
+        if value is not None:
+            changes[name] = value
+    if record.leader is not None:
+        changes["leader"] = record.leader
+        changes["leader_epoch"] = p.leader_epoch + 1
+    if p.partition_epoch is not None:
+        changes["partition_epoch"] = p.partition_epoch + 1
+    return p.with_changes(**changes)
+
+
+def change(
+    p: PartitionState,
+    acceptable: Callable[[int], bool],
+    *,
+    election: Election = Election.ONLINE,
+    target_isr: Sequence[int] | None = None,
+    target_replicas: Sequence[int] | None = None,
+    target_removing: Sequence[int] | None = None,
+    target_adding: Sequence[int] | None = None,
+    target_leader_recovery_state: int | None = None,
+    bump_leader_epoch_on_isr_shrink: bool = False,
+    leader_recovery_supported: bool = True,
+) -> tuple[PartitionState, bool] | None:
+    """:func:`build` then :func:`merge`: (the new registration, unclean) or None for no record."""
+    record = build(
+        p,
+        acceptable,
+        election=election,
+        target_isr=target_isr,
+        target_replicas=target_replicas,
+        target_removing=target_removing,
+        target_adding=target_adding,
+        target_leader_recovery_state=target_leader_recovery_state,
+        bump_leader_epoch_on_isr_shrink=bump_leader_epoch_on_isr_shrink,
+        leader_recovery_supported=leader_recovery_supported,
+    )
+    if record is None:
+        return None
+    return merge(p, record), record.unclean

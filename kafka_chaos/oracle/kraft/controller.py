@@ -1,0 +1,393 @@
+"""The KRaft quorum controller's partition decisions (Kafka 3.9), applied to the *settled* state
+left by the previous event.
+
+Each event is run by a throw-away :class:`KRaftController` holding a mutable working copy of
+what the active controller's ``ReplicationControlManager`` / ``ClusterControlManager`` know (the
+partition registrations, which brokers are active, topic configs, offline log directories),
+then settled (:meth:`KRaftController.settle`: the leaders' AlterPartition requests) and frozen
+into a new :class:`ClusterState`.  Method names follow the Java methods they model; every
+partition change goes through :func:`oracle.kraft.builder.change` (``PartitionChangeBuilder``).
+
+Line numbers are those of apache/kafka branch ``3.9`` (commit ``c821449fb7c1``), files under
+``metadata/src/main/java/org/apache/kafka/controller/`` unless said otherwise.
+
+Iteration orders: ``brokersToIsrs.partitionsWithBrokerInIsr`` / ``partitionsWithNoLeader``
+(BrokersToIsrs.java lines 278-292) and ``imbalancedPartitions`` (a ``TimelineHashSet``) iterate
+in hash order, but every handler builds at most one record per partition from the
+registration as it was *before* the handler (records are replayed after the whole batch is
+generated), so partitions are independent and any order gives the same result: the model uses
+(topic, partition) order.  The order that does matter -- which broker is fenced (or unfenced)
+first -- is enumerated by :mod:`oracle.kraft.interleavings`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping
+
+from kafka_chaos.oracle.kraft import builder
+from kafka_chaos.oracle.kraft import config as kcfg
+from kafka_chaos.oracle.mode import Mode
+from kafka_chaos.oracle.outcomes import Outcome
+from kafka_chaos.oracle.state import (
+    NO_LEADER,
+    RECOVERED,
+    ClusterState,
+    PartitionPhase,
+    PartitionState,
+    TopicPartition,
+    TopicState,
+)
+
+
+def _phase(p: PartitionState, active: Iterable[int]) -> PartitionPhase:
+    # KRaft has no NewPartition: a partition is created with a leader (createTopic refuses one
+    # without an active replica). Online iff its leader is an active broker.
+    return PartitionPhase.ONLINE if p.leader != NO_LEADER and p.leader in active else PartitionPhase.OFFLINE
+
+
+class KRaftController:
+    """The active controller's view while it processes one event.  Not shared, not kept."""
+
+    def __init__(self, state: ClusterState) -> None:
+        if state.mode is not Mode.KRAFT:
+            raise ValueError("the KRaft model needs a ClusterState with mode kraft")
+        # ClusterControlManager.isActive (ClusterControlManager.java lines 737-745): registered,
+        # not fenced, not in controlled shutdown.
+        self.active: set[int] = set(state.live_brokers)
+        self.controller = state.controller
+        self.release = state.release
+        self.config: dict[str, str] = dict(state.config)
+        self.metadata_version = kcfg.metadata_version(self.config, self.release)
+        self.topic_configs: dict[str, dict[str, str]] = {t: dict(ts.config) for t, ts in state.topics.items()}
+        # BrokerRegistration.directories minus the failed ones: broker -> partitions whose
+        # directory on it is offline (LeaderAcceptor.test -> ClusterControlManager.hasOnlineDir)
+        self.offline_dirs: dict[int, set[TopicPartition]] = {b: set(tps) for b, tps in state.offline_replicas.items()}
+        self.partitions: dict[TopicPartition, PartitionState] = {
+            tp: p.with_changes(phase=_phase(p, self.active)) for tp, p in state.partitions()
+        }
+        self.unclean_elected: set[TopicPartition] = set()
+
+    # --- ClusterControlManager / LeaderAcceptor --------------------------------------------------
+
+    def acceptable(self, tp: TopicPartition, *, removing: int = NO_LEADER, adding: int = NO_LEADER) -> Callable[[int], bool]:
+        """The ``isAcceptableLeader`` of ``generateLeaderAndIsrUpdates`` (ReplicationControlManager.java
+        lines 1915-1917: not the broker being removed, and the broker being added or an active one)
+        wrapped in a ``LeaderAcceptor`` (lines 2343-2365: its directory holding the partition online).
+        Without ``removing``/``adding`` it is the plain ``LeaderAcceptor(clusterControl, partition)``
+        (``clusterControl::isActive``) of elections, reassignments and AlterPartition."""
+        offline = self.offline_dirs
+
+        def test(replica: int) -> bool:
+            if replica == removing or not (replica == adding or replica in self.active):
+                return False
+            return tp not in offline.get(replica, ())
+
+        return test
+
+    def unclean_enabled(self, topic: str) -> bool:
+        return kcfg.unclean_leader_election_enabled(self.config, self.topic_configs.get(topic, {}))
+
+    def _change(self, tp: TopicPartition, acceptable: Callable[[int], bool], **targets: object) -> bool:
+        """One ``PartitionChangeBuilder`` build + replay; True if a record was written."""
+        result = builder.change(
+            self.partitions[tp],
+            acceptable,
+            bump_leader_epoch_on_isr_shrink=kcfg.leader_epoch_bump_required_on_isr_shrink(self.metadata_version),
+            leader_recovery_supported=kcfg.leader_recovery_supported(self.metadata_version),
+            **targets,  # type: ignore[arg-type]
+        )
+        if result is None:
+            return False
+        self.partitions[tp], unclean = result
+        if unclean:
+            self.unclean_elected.add(tp)
+        return True
+
+    def sorted_partitions(self, predicate: Callable[[TopicPartition, PartitionState], bool]) -> list[TopicPartition]:
+        return [tp for tp in sorted(self.partitions) if predicate(tp, self.partitions[tp])]
+
+    def partitions_with_broker_in_isr(self, broker: int) -> list[TopicPartition]:
+        """``BrokersToIsrs.partitionsWithBrokerInIsr`` (BrokersToIsrs.java lines 286-288)."""
+        return self.sorted_partitions(lambda tp, p: broker in p.isr)
+
+    def partitions_with_no_leader(self) -> list[TopicPartition]:
+        """``BrokersToIsrs.partitionsWithNoLeader`` (lines 278-280)."""
+        return self.sorted_partitions(lambda tp, p: p.leader == NO_LEADER)
+
+    # --- ReplicationControlManager: brokers ------------------------------------------------------
+
+    def generate_leader_and_isr_updates(
+        self, partitions: Iterable[TopicPartition], *, broker_to_remove: int = NO_LEADER, broker_to_add: int = NO_LEADER
+    ) -> None:
+        """``generateLeaderAndIsrUpdates`` (ReplicationControlManager.java lines 1891-1973): per
+        partition a builder with target ISR = ISR minus ``broker_to_remove`` (order kept), the
+        UNCLEAN election when the topic's ``unclean.leader.election.enable`` is true (lines
+        1941-1943), else ONLINE."""
+        for tp in partitions:
+            p = self.partitions[tp]
+            election = builder.Election.UNCLEAN if self.unclean_enabled(tp.topic) else builder.Election.ONLINE
+            self._change(
+                tp,
+                self.acceptable(tp, removing=broker_to_remove, adding=broker_to_add),
+                election=election,
+                target_isr=tuple(r for r in p.isr if r != broker_to_remove),
+            )
+
+    def handle_broker_fenced(self, broker: int) -> None:
+        """``handleBrokerFenced`` (lines 1288-1305), reached from ``maybeFenceOneStaleBroker``
+        (lines 1602-1614: the session, ``broker.session.timeout.ms``, expired) or from a heartbeat
+        granted SHUTDOWN_NOW (``processBrokerHeartbeat``, lines 1548-1553): every partition whose
+        ISR holds the broker gets a builder without it -- a partition it led elects the first
+        acceptable ISR member in assignment order, or, none left, gets leader -1 *and keeps the
+        broker as its only ISR member* (an empty ISR is never written, builder step 4); a follower
+        just leaves the ISR (partition epoch +1, leader epoch unchanged from metadata version
+        3.6-IV0).  Then the broker's registration is fenced (BrokerRegistrationChangeRecord)."""
+        if broker not in self.active:
+            return
+        self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker), broker_to_remove=broker)
+        self.active.discard(broker)
+        # The offline directories of a fenced broker matter again only after it registers anew
+        # (a restart, whose registration names its directories again): dropped here.
+        self.offline_dirs.pop(broker, None)
+
+    def handle_broker_unfenced(self, broker: int) -> None:
+        """``handleBrokerUnfenced`` (lines 1339-1351): the heartbeat of a fenced broker that has
+        caught up with its registration is granted UNFENCED (``BrokerHeartbeatManager.calculateNextBrokerState``,
+        BrokerHeartbeatManager.java lines 542-556); every *leaderless* partition gets a builder
+        where the broker is acceptable though still fenced (``brokerToAdd``): a partition whose
+        ISR holds it elects it (or an earlier active ISR member in assignment order), an
+        unclean-enabled topic's partition takes the first acceptable replica.  Nothing else: the
+        broker re-enters ISRs through its leaders' AlterPartition (:meth:`settle`)."""
+        if broker in self.active:
+            return
+        # A (re-)registration names the broker's directories anew (ClusterControlManager.registerBroker).
+        self.offline_dirs.pop(broker, None)
+        self.generate_leader_and_isr_updates(self.partitions_with_no_leader(), broker_to_add=broker)
+        self.active.add(broker)
+
+    def handle_controlled_shutdown(self, broker: int) -> None:
+        """A heartbeat with ``wantShutDown`` from an unfenced broker (``calculateNextBrokerState``,
+        BrokerHeartbeatManager.java lines 565-587): CONTROLLED_SHUTDOWN while it leads a partition
+        (``handleBrokerInControlledShutdown``, ReplicationControlManager.java lines 1364-1374: the
+        registration marked in controlled shutdown, then ``generateLeaderAndIsrUpdates`` removing
+        it from every ISR -- the same builder as a fence), else SHUTDOWN_NOW at once.  Once its
+        leaderships are gone and the active brokers have replayed past its shutdown offset
+        (lines 589-607) it is granted SHUTDOWN_NOW: ``handleBrokerFenced``, whose pass finds only
+        partitions where it is the last ISR member, leaderless already (no record unless unclean
+        election is enabled, which the first pass did already).  The broker then exits.
+        ``controlled.shutdown.enable=false`` (BrokerServer.scala 3.9 line 619) skips the requests:
+        the broker is fenced when its session expires, with the same records."""
+        if broker not in self.active:
+            return
+        self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker), broker_to_remove=broker)
+        self.handle_broker_fenced(broker)
+
+    def handle_directories_offline(self, broker: int, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+        """``handleDirectoriesOffline`` (lines 1402-1427), from a heartbeat listing the failed
+        directory (metadata version 3.7-IV2+, ``processBrokerHeartbeat`` lines 1564-1566): the
+        broker's partitions on it get ``generateLeaderAndIsrUpdates`` removing the broker (as a
+        fence does, for those partitions only), then its registration drops the directory, so it
+        can lead none of them again (``LeaderAcceptor``) until it registers anew."""
+        if broker not in self.active:
+            return []
+        hosted = {tp for tp in partitions if tp in self.partitions and broker in self.partitions[tp].replicas}
+        previous = self.offline_dirs.setdefault(broker, set())
+        new = sorted(hosted - previous)
+        self.generate_leader_and_isr_updates(new, broker_to_remove=broker)
+        previous |= hosted
+        return new
+
+    # --- ReplicationControlManager: elections ----------------------------------------------------
+
+    def elect_leader(self, tp: TopicPartition, preferred: bool) -> Outcome:
+        """``electLeader`` (lines 1485-1533) for an admin ``ElectLeaders`` request: ELECTION_NOT_NEEDED
+        when the preferred replica leads (PREFERRED) or any broker leads (UNCLEAN); otherwise a
+        PREFERRED or UNCLEAN builder with the plain ``LeaderAcceptor`` and the ISR unchanged; no
+        record -> PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+        p = self.partitions[tp]
+        if (preferred and p.leader == p.preferred_replica) or (not preferred and p.leader != NO_LEADER):
+            return Outcome.ELECTION_NOT_NEEDED
+        election = builder.Election.PREFERRED if preferred else builder.Election.UNCLEAN
+        if not self._change(tp, self.acceptable(tp), election=election):
+            return Outcome.PREFERRED_LEADER_NOT_AVAILABLE if preferred else Outcome.NO_REPLICA_ONLINE
+        return Outcome.UNCLEAN_ELECTED if tp in self.unclean_elected else Outcome.ELECTED
+
+    def maybe_balance_partition_leaders(self) -> None:
+        """``maybeBalancePartitionLeaders`` -> ``maybeTriggerLeaderChangeForPartitionsWithoutPreferredLeader``
+        (lines 1632-1671): a PREFERRED builder for *every* partition whose leader is not its first
+        replica (``imbalancedPartitions``, kept by every replay, lines 483-488, 529-534; leaderless
+        ones included) -- no per-broker ``leader.imbalance.per.broker.percentage`` threshold as in
+        ZooKeeper mode.  At most ``MAX_ELECTIONS_PER_IMBALANCE`` = 1000 records per run, then the
+        task reschedules itself 10 ms later (QuorumController.java lines 1368-1392): one modelled
+        run is all of them.  The task exists only with ``auto.leader.rebalance.enable`` (every
+        ``leader.imbalance.check.interval.seconds``, default 300, after a write)."""
+        if not kcfg.auto_leader_rebalance_enabled(self.config):
+            return
+        for tp in self.sorted_partitions(lambda tp, p: p.leader != p.preferred_replica):
+            self._change(tp, self.acceptable(tp), election=builder.Election.PREFERRED)
+
+    def maybe_elect_unclean_leaders(self) -> None:
+        """``maybeElectUncleanLeaders`` -> ``maybeTriggerUncleanLeaderElectionForLeaderlessPartitions``
+        (lines 1684-1720), every ``unclean.leader.election.interval.ms`` (default 5 min,
+        QuorumController.java lines 1406-1443): ``electLeader(UNCLEAN)`` for every leaderless
+        partition of a topic whose effective ``unclean.leader.election.enable`` is true.  This is
+        how a topic config change enabling unclean election takes effect in KRaft: nothing
+        happens at the change itself (``incrementalAlterConfigs`` only writes ConfigRecords,
+        QuorumController.java lines 2140-2157)."""
+        for tp in self.partitions_with_no_leader():
+            if self.unclean_enabled(tp.topic):
+                self.elect_leader(tp, preferred=False)
+
+    # --- ReplicationControlManager: topics and reassignments -------------------------------------
+
+    def create_topic(self, topic: str, assignment: Mapping[int, tuple[int, ...]], config: Mapping[str, str]) -> bool:
+        """``createTopic`` with a manual assignment (lines 670-714, 817-830): partition ids must be
+        0..n-1 and every partition needs an active replica, else the whole topic is refused
+        (INVALID_REPLICA_ASSIGNMENT) -- unlike ZooKeeper mode, there is no partition without a
+        leader.  ISR = the active replicas in assignment order, leader = the first of them,
+        leader epoch 0, partition epoch 0, RECOVERED.  (Replicas must be *registered* brokers,
+        ``validateManualPartitionAssignment`` lines 1842-1873: every broker named is taken to be
+        registered -- a registration survives fencing.)"""
+        if sorted(assignment) != list(range(len(assignment))):
+            return False
+        created: dict[TopicPartition, PartitionState] = {}
+        for number in sorted(assignment):
+            replicas = assignment[number]
+            isr = tuple(r for r in replicas if r in self.active)
+            if not isr:
+                return False
+            created[TopicPartition(topic, number)] = PartitionState(
+                replicas=replicas, leader=isr[0], isr=isr, leader_epoch=0, partition_epoch=0
+            )
+        self.partitions.update(created)
+        self.topic_configs[topic] = dict(config)
+        return True
+
+    def create_partitions(self, topic: str, assignment: Mapping[int, tuple[int, ...]]) -> bool:
+        """``createPartitions`` with manual assignments (lines 1746-1840): the new ids follow the
+        existing ones (the request gives a count), every assignment has the topic's replication
+        factor (that of its first partition) and an active replica, else the topic's request is
+        refused as a whole; each new partition is built as by :meth:`create_topic`."""
+        existing = [tp for tp in self.partitions if tp.topic == topic]
+        start = len(existing)
+        if sorted(assignment) != list(range(start, start + len(assignment))):
+            return False
+        factor = len(self.partitions[min(existing)].replicas) if existing else None
+        created: dict[TopicPartition, PartitionState] = {}
+        for number in sorted(assignment):
+            replicas = assignment[number]
+            isr = tuple(r for r in replicas if r in self.active)
+            if (factor is not None and len(replicas) != factor) or not isr:
+                return False
+            created[TopicPartition(topic, number)] = PartitionState(
+                replicas=replicas, leader=isr[0], isr=isr, leader_epoch=0, partition_epoch=0
+            )
+        self.partitions.update(created)
+        return True
+
+    def delete_topic(self, topic: str) -> bool:
+        """``deleteTopic`` (lines 953-969): one RemoveTopicRecord, at once, whatever the replicas'
+        brokers (no deletion queue as in ZooKeeper mode); the topic's configs go with it
+        (``replay(RemoveTopicRecord)``, lines 543-584).  Refused with ``delete.topic.enable=false``."""
+        if not kcfg.delete_topic_enabled(self.config):
+            return False
+        for tp in [tp for tp in self.partitions if tp.topic == topic]:
+            del self.partitions[tp]
+            for tps in self.offline_dirs.values():
+                tps.discard(tp)
+        self.topic_configs.pop(topic, None)
+        return True
+
+    def change_partition_reassignment(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
+        """``changePartitionReassignment`` (lines 2100-2130) with ``PartitionReassignmentReplicas``
+        (PartitionReassignmentReplicas.java lines 53-64): removing = current - target and adding =
+        target - current, each *ascending* (TreeSet); replicas = target ++ removing.  The builder
+        (ONLINE election, plain LeaderAcceptor) completes it at once when the ISR already holds
+        every target replica (a reorder, a pure removal); otherwise the record only sets replicas,
+        adding and removing -- leader epoch unchanged, partition epoch +1 -- and the leader's
+        AlterPartition completes it once the new replicas have caught up (:meth:`settle`).  A
+        target left without an adding/removing list keeps the partition's current one (the builder
+        starts from it), as Kafka does."""
+        p = self.partitions[tp]
+        current = p.replicas
+        removing = tuple(sorted(set(current) - set(target)))
+        adding = tuple(sorted(set(target) - set(current)))
+        replicas = target + removing
+        self._change(
+            tp,
+            self.acceptable(tp),
+            target_replicas=replicas if replicas != current else None,
+            target_removing=removing or None,
+            target_adding=adding or None,
+        )
+
+    def process_topic_config_change(self, topic: str, changes: Mapping[str, str | None]) -> None:
+        """The new overrides (ConfigRecords); no election at the change (see
+        :meth:`maybe_elect_unclean_leaders`)."""
+        overrides = dict(self.topic_configs.get(topic, {}))
+        for key, value in changes.items():
+            if value is None:
+                overrides.pop(key, None)
+            else:
+                overrides[key] = value
+        self.topic_configs[topic] = overrides
+
+    # --- the leaders' AlterPartition -------------------------------------------------------------
+
+    def settle(self) -> None:
+        """What the partition leaders do once the controller is done: each active replica with its
+        directory online catches up and its leader asks to add it (``Partition.maybeExpandIsr``:
+        one follower per AlterPartition, the next only once the previous is answered,
+        ``PartitionState.isInflight``; the request carries RECOVERED, ``Partition.makeLeader``
+        having marked the partition so: Partition.scala 3.9 lines 742-756).  The controller's
+        ``alterPartition`` (ReplicationControlManager.java lines 1008-1120) accepts it from an
+        active broker (``ineligibleReplicasForIsr``, lines 1257-1277: not fenced, not in controlled
+        shutdown) and builds the change with the new ISR and RECOVERED: leader epoch unchanged,
+        partition epoch +1 per follower; the ISR that holds every target replica of a reassignment
+        completes it in the same record (replicas = target, removed replicas leave the ISR, a
+        removed leader is replaced by the first target replica in the ISR: leader epoch +1, and a
+        shrunk replica set bumps the leader epoch even when the leader stays).  Followers join in
+        assignment order (when several catch up at once their order is timing: compare ISRs as
+        sets)."""
+        changed = True
+        while changed:
+            changed = False
+            for tp in sorted(self.partitions):
+                p = self.partitions[tp]
+                if p.leader == NO_LEADER or not self.acceptable(tp)(p.leader):
+                    continue
+                joining = next((r for r in p.replicas if r not in p.isr and self.acceptable(tp)(r)), None)
+                if joining is None:
+                    continue
+                election = builder.Election.UNCLEAN if self.unclean_enabled(tp.topic) else builder.Election.ONLINE
+                if self._change(tp, self.acceptable(tp), election=election, target_isr=p.isr + (joining,),
+                                target_leader_recovery_state=RECOVERED):
+                    changed = True
+
+    # --- freezing --------------------------------------------------------------------------------
+
+    def freeze(self) -> ClusterState:
+        topics: dict[str, dict[int, PartitionState]] = {t: {} for t in self.topic_configs}
+        for tp, p in self.partitions.items():
+            topics.setdefault(tp.topic, {})[tp.partition] = p.with_changes(phase=_phase(p, self.active))
+        return ClusterState(
+            live_brokers=frozenset(self.active),
+            topics={t: TopicState(partitions=parts, config=self.topic_configs.get(t, {})) for t, parts in topics.items()},
+            controller=self.controller,
+            config=self.config,
+            release=self.release,
+            offline_replicas={
+                b: frozenset(tp for tp in tps if tp in self.partitions and b in self.partitions[tp].replicas)
+                for b, tps in self.offline_dirs.items()
+                if b in self.active
+            },
+            mode=Mode.KRAFT,
+        )
+
+
+def settled(state: ClusterState) -> ClusterState:
+    """``state`` once every active follower of a partition with an active leader is back in the
+    ISR (and caught-up reassignments have completed), with no event applied."""
+    ctl = KRaftController(state)
+    ctl.settle()
+    return ctl.freeze()

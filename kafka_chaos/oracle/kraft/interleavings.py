@@ -1,0 +1,242 @@
+"""KRaft events applied to a settled state, in every order Kafka leaves open (pure).
+
+Where the ZooKeeper controller may see several session expiries in one ``BrokerChange``, the
+KRaft controller fences *one broker per controller event*: ``maybeFenceOneStaleBroker``
+(ReplicationControlManager.java 3.9 lines 1602-1614) takes the broker with the oldest last
+contact (``BrokerHeartbeatManager.findOneStaleBroker``, lines 453-465: the unfenced list is
+ordered by last heartbeat, lines 170-182) and the task reschedules itself at once while more are
+stale (QuorumController.java lines 1323-1337).  Brokers that die together are fenced in the order
+of their last heartbeats (every ``broker.heartbeat.interval.ms``, 2 s: any order), each fence's
+records replayed before the next is generated; likewise each starting broker is unfenced by
+its own heartbeat.  So a ``BrokerFailure`` / ``BrokerStartup`` of k brokers is every order of k
+single fences / unfences (k! orders), each also with the cluster settled in between (whether a
+new leader's followers rejoin before the next fence is timing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import permutations
+from typing import Callable, Hashable, Iterator, Sequence
+
+from kafka_chaos.oracle.events import (
+    AddPartitions,
+    AutoRebalance,
+    BrokerFailure,
+    BrokerStartup,
+    ControlledShutdown,
+    ControllerFailover,
+    CreateTopic,
+    DeleteTopic,
+    Event,
+    LogDirFailure,
+    PreferredElection,
+    Reassign,
+    TopicConfigChange,
+    UncleanElection,
+)
+from kafka_chaos.oracle.kraft import config as kcfg
+from kafka_chaos.oracle.kraft.controller import KRaftController
+from kafka_chaos.oracle.outcomes import Outcome, PartitionOutcome
+from kafka_chaos.oracle.release import Release
+from kafka_chaos.oracle.state import NO_LEADER, ClusterState, PartitionState, TopicPartition, state_key
+
+MAX_UNORDERED_BROKERS = 4
+"""Up to this many brokers in one BrokerFailure / BrokerStartup, every order of their single
+fences (unfences) is listed (1, 2, 6, 24 orders, each also settled in between); beyond it only
+ascending and descending."""
+
+FIRST_RELEASE = Release(3, 9, 0)
+"""The KRaft model is 3.9's: earlier releases' KRaft controllers were not compared with it."""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    label: str
+    run: Callable[[KRaftController], None]
+
+
+def _orders(brokers: Sequence[int]) -> list[tuple[int, ...]]:
+    ordered = tuple(sorted(set(brokers)))
+    if len(ordered) <= MAX_UNORDERED_BROKERS:
+        return list(permutations(ordered))
+    return [ordered, tuple(reversed(ordered))]
+
+
+def _sequence_plans(
+    verb: str, brokers: Sequence[int], step: Callable[[KRaftController, int], None]
+) -> list[_Plan]:
+    """Each order of single-broker controller events, then (for two or more brokers) the same
+    order with the cluster settled between them."""
+    orders = _orders(brokers)
+
+    def runner(order: tuple[int, ...], settle_between: bool) -> Callable[[KRaftController], None]:
+        def run(ctl: KRaftController) -> None:
+            for index, broker in enumerate(order):
+                if index and settle_between:
+                    ctl.settle()
+                step(ctl, broker)
+
+        return run
+
+    def label(order: tuple[int, ...], settle_between: bool) -> str:
+        if not order:
+            return f"no broker {verb}"
+        text = f"{verb} " + " then ".join(str(b) for b in order)
+        return text + (", followers rejoining in between" if settle_between else "")
+
+    plans = [_Plan(label(order, False), runner(order, False)) for order in orders]
+    plans += [_Plan(label(order, True), runner(order, True)) for order in orders if len(order) > 1]
+    return plans
+
+
+def _event_plans(state: ClusterState, event: Event) -> list[_Plan]:
+    if isinstance(event, BrokerFailure):
+        dead = sorted(set(event.brokers) & state.live_brokers)
+        return _sequence_plans("fenced", dead, lambda ctl, b: ctl.handle_broker_fenced(b))
+    if isinstance(event, BrokerStartup):
+        new = sorted(set(event.brokers) - state.live_brokers)
+        return _sequence_plans("unfenced", new, lambda ctl, b: ctl.handle_broker_unfenced(b))
+    if isinstance(event, TopicConfigChange):
+        # Enabling unclean election acts only at the next periodic check, up to
+        # unclean.leader.election.interval.ms later: both the state before and after it.
+        return [
+            _Plan("before the unclean election check", lambda ctl: None),
+            _Plan("after the unclean election check", lambda ctl: ctl.maybe_elect_unclean_leaders()),
+        ]
+    return [_Plan(event.KIND, lambda ctl: None)]
+
+
+def _check_known(state: ClusterState, partitions: Sequence[TopicPartition]) -> None:
+    for tp in partitions:
+        if not state.has_partition(tp):
+            raise ValueError(f"unknown partition {tp}")
+
+
+def _check_replicas(what: str, replicas: Sequence[int]) -> None:
+    if not replicas or len(set(replicas)) != len(replicas):
+        raise ValueError(f"{what} needs distinct replicas, got {list(replicas)}")
+
+
+def classify(tp: TopicPartition, before: PartitionState | None, after: PartitionState, active: set[int],
+             unclean: set[TopicPartition]) -> Outcome:
+    if after.leader == NO_LEADER or after.leader not in active:
+        return Outcome.NO_REPLICA_ONLINE
+    if tp in unclean:
+        return Outcome.UNCLEAN_ELECTED
+    if before is None or before.leader != after.leader:
+        return Outcome.ELECTED
+    return Outcome.UNCHANGED
+
+
+def check_supported(state: ClusterState, event: Event) -> None:
+    """Refuse what the KRaft model does not model, with a clear ValueError."""
+    if state.release < FIRST_RELEASE:
+        raise ValueError(f"the KRaft model is Kafka 3.9's; release {state.release} is not modelled in KRaft mode")
+    if isinstance(event, LogDirFailure):
+        mv = kcfg.metadata_version(state.config, state.release)
+        if not kcfg.directory_assignment_supported(mv):
+            raise ValueError(
+                "LogDirFailure in KRaft needs metadata.version 3.7-IV2 or later (JBOD, KIP-858); below it "
+                "a broker with a failed log directory shuts down: model that as BrokerFailure"
+            )
+
+
+def _apply(state: ClusterState, event: Event, event_index: int, run: Callable[[KRaftController], None]
+           ) -> tuple[ClusterState, tuple[PartitionOutcome, ...]]:
+    ctl = KRaftController(state)
+    before = dict(ctl.partitions)
+    explicit: dict[TopicPartition, Outcome] | None = None
+    concerned: set[TopicPartition] = set()
+
+    if isinstance(event, (BrokerFailure, BrokerStartup, ControlledShutdown)):
+        brokers = {event.broker} if isinstance(event, ControlledShutdown) else set(event.brokers)
+        concerned = {tp for tp, p in before.items() if brokers & set(p.replicas)}
+        concerned |= {tp for tp, p in before.items() if p.leader == NO_LEADER or p.leader not in ctl.active}
+        if isinstance(event, ControlledShutdown):
+            ctl.handle_controlled_shutdown(event.broker)
+        else:
+            run(ctl)
+    elif isinstance(event, ControllerFailover):
+        # QuorumController.claim (QuorumController.java 3.9 lines 1215-1237) ->
+        # ClusterControlManager.activate (ClusterControlManager.java lines 322-327): a new
+        # BrokerHeartbeatManager registers every broker with its current fencing and
+        # lastContactNs = now (BrokerHeartbeatManager.java lines 365-401), so no broker is fenced
+        # by the failover; CompleteActivationEvent writes no partition record (lines 1239-1266,
+        # ActivationRecordsGenerator) and reschedules the periodic tasks from now.
+        ctl.controller = event.controller
+    elif isinstance(event, Reassign):
+        _check_known(state, [event.topic_partition])
+        _check_replicas(f"reassignment of {event.topic_partition}", event.replicas)
+        concerned = {event.topic_partition}
+        ctl.change_partition_reassignment(event.topic_partition, tuple(event.replicas))
+    elif isinstance(event, (PreferredElection, UncleanElection)):
+        _check_known(state, event.partitions)
+        preferred = isinstance(event, PreferredElection)
+        explicit = {}
+        for tp in dict.fromkeys(event.partitions):
+            explicit[tp] = ctl.elect_leader(tp, preferred)
+    elif isinstance(event, AutoRebalance):
+        ctl.maybe_balance_partition_leaders()
+    elif isinstance(event, CreateTopic):
+        if event.topic in state.topics:
+            raise ValueError(f"topic {event.topic} already exists")
+        for number, replicas in event.replicas.items():
+            _check_replicas(f"partition {event.topic}-{number}", replicas)
+        if not ctl.create_topic(event.topic, event.replicas, event.config):
+            explicit = {TopicPartition(event.topic, n): Outcome.REQUEST_FAILED for n in event.replicas}
+        else:
+            concerned = {TopicPartition(event.topic, n) for n in event.replicas}
+    elif isinstance(event, DeleteTopic):
+        if event.topic not in state.topics:
+            raise ValueError(f"unknown topic {event.topic}")
+        concerned = {tp for tp in before if tp.topic == event.topic}
+        ctl.delete_topic(event.topic)
+    elif isinstance(event, AddPartitions):
+        if event.topic not in state.topics:
+            raise ValueError(f"unknown topic {event.topic}")
+        existing = sorted(set(event.replicas) & set(state.topics[event.topic].partitions))
+        if existing:
+            raise ValueError(f"partition {event.topic}-{existing[0]} already exists")
+        for number, replicas in event.replicas.items():
+            _check_replicas(f"new partition {event.topic}-{number}", replicas)
+        if not ctl.create_partitions(event.topic, event.replicas):
+            explicit = {TopicPartition(event.topic, n): Outcome.REQUEST_FAILED for n in event.replicas}
+        else:
+            concerned = {TopicPartition(event.topic, n) for n in event.replicas}
+    elif isinstance(event, LogDirFailure):
+        _check_known(state, event.partitions)
+        concerned = set(ctl.handle_directories_offline(event.broker, event.partitions))
+    elif isinstance(event, TopicConfigChange):
+        if event.topic not in state.topics:
+            raise ValueError(f"unknown topic {event.topic}")
+        concerned = {tp for tp, p in before.items() if tp.topic == event.topic and p.leader == NO_LEADER}
+        ctl.process_topic_config_change(event.topic, event.config)
+        run(ctl)
+    else:
+        raise TypeError(f"not an oracle event: {event!r}")
+
+    ctl.settle()
+    after_state = ctl.freeze()
+    after = dict(after_state.partitions())
+    if explicit is None:
+        concerned |= {tp for tp, p in after.items() if before.get(tp) != p}
+        concerned &= set(after)  # a deleted topic's partitions have no outcome
+        explicit = {tp: classify(tp, before.get(tp), after[tp], ctl.active, ctl.unclean_elected) for tp in concerned}
+    outcomes = tuple(PartitionOutcome(event_index, tp.topic, tp.partition, explicit[tp]) for tp in sorted(explicit))
+    return after_state, outcomes
+
+
+def iter_event_alternatives(
+    state: ClusterState, event: Event, event_index: int = 0
+) -> Iterator[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]]:
+    """Every settled state ``event`` may leave in KRaft mode, one per legal order, the main
+    (first) one first; orders leaving equal states are listed once, with the first label."""
+    check_supported(state, event)
+    seen: set[Hashable] = set()
+    for plan in _event_plans(state, event):
+        after, outcomes = _apply(state, event, event_index, plan.run)
+        key = state_key(after)
+        if key not in seen:
+            seen.add(key)
+            yield plan.label, after, outcomes

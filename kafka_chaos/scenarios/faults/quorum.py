@@ -1,0 +1,144 @@
+"""Faults on the KRaft controller quorum: the active controller killed or paused, and the whole
+quorum lost for a while. Each needs the ``controller_quorum`` capability
+(:class:`harness.cluster.ControllerQuorumControl`); the target is the quorum leader the settled
+snapshot names (the ``controller`` selector).
+
+The oracle's event for each is :class:`oracle.ControllerFailover`: no partition changes and no
+broker is fenced, because a new active controller starts every broker's session afresh. The
+fault returns once a quorum leader other than the one it hit is in the metadata log (bounded),
+so the step measures the election, not only the kill.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
+
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl
+from kafka_chaos.oracle import Event
+from kafka_chaos.oracle.events import ControllerFailover
+from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.model.targets import Target
+
+log = logging.getLogger(__name__)
+
+_QUORUM = frozenset({Capability.CONTROLLER_QUORUM})
+# KRaft elects within controller.quorum.election.timeout.ms (1 s) of the fetch timeout
+# (controller.quorum.fetch.timeout.ms, 2 s) running out; a loaded 2-core machine gets a margin.
+NEW_LEADER_WAIT_S = 30.0
+
+
+def _quorum(env: FaultEnv, kind: str) -> ControllerQuorumControl:
+    return cast(ControllerQuorumControl, require_capability(env, Capability.CONTROLLER_QUORUM, kind))
+
+
+def _quorum_epoch(env: FaultEnv) -> int:
+    epoch = env.observer.snapshot().controller_epoch
+    return -1 if epoch is None else epoch
+
+
+def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str) -> None:
+    """Until the metadata log shows a leader of a later quorum epoch (LEADER_CHANGE record)."""
+    env.observer.wait_until(lambda s: s.controller is not None and (s.controller_epoch or -1) > old_epoch,
+                            timeout=NEW_LEADER_WAIT_S, description=f"a new quorum leader after {kind}")
+
+
+@dataclass
+class _QuorumFault(FaultBase):
+    requires: ClassVar[frozenset[Capability]] = _QUORUM
+    mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return ()  # controllers are not brokers: no broker is excused from settling
+
+    def oracle_events(self) -> list[Event]:
+        return [ControllerFailover()]
+
+    def _leader(self) -> int:
+        if len(self.target.brokers) != 1:
+            raise UsageError(f"{self.kind} targets the one quorum leader (the 'controller' selector)")
+        return self.target.brokers[0]
+
+
+@register_fault
+@dataclass
+class QuorumLeaderKill(_QuorumFault):
+    """SIGKILL of the active controller; another voter wins the next epoch
+    (``KafkaRaftClient``'s election after ``controller.quorum.fetch.timeout.ms``)."""
+
+    kind: ClassVar[str] = "quorum_leader_kill"
+
+    def inject(self, env: FaultEnv) -> None:
+        leader, epoch = self._leader(), _quorum_epoch(env)
+        _quorum(env, self.kind).kill_controller(leader)
+        _wait_new_epoch(env, epoch, self.kind)
+
+    def heal(self, env: FaultEnv) -> None:
+        quorum = _quorum(env, self.kind)
+        if not quorum.controller_running(self._leader()):
+            quorum.start_controller(self._leader())
+
+
+@register_fault
+@dataclass
+class QuorumLeaderPause(_QuorumFault):
+    """SIGSTOP of the active controller until a new leader is elected, then SIGCONT: the old
+    leader wakes up in an old epoch, learns the new one and follows."""
+
+    kind: ClassVar[str] = "quorum_leader_pause"
+
+    def inject(self, env: FaultEnv) -> None:
+        leader, epoch = self._leader(), _quorum_epoch(env)
+        quorum = _quorum(env, self.kind)
+        quorum.pause_controller(leader)
+        try:
+            _wait_new_epoch(env, epoch, self.kind)
+        finally:
+            quorum.resume_controller(leader)
+
+
+@register_fault
+@dataclass
+class QuorumLoss(_QuorumFault):
+    """Every controller killed for ``seconds`` (default 10: past the brokers' session timeout,
+    so a controller that kept the old sessions' clocks would fence them all), then started
+    again. The brokers keep serving on the metadata they have; once a leader is back nothing
+    may change."""
+
+    seconds: float = 10.0
+    kind: ClassVar[str] = "quorum_loss"
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> QuorumLoss:
+        try:
+            seconds = float(options.get("seconds", 10.0))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{cls.kind}: 'seconds' must be a number, not {options.get('seconds')!r}") from exc
+        if not 0 < seconds <= 120:
+            raise UsageError(f"{cls.kind}: 'seconds' must be in (0, 120], not {seconds}")
+        return cls(target, seconds)
+
+    def inject(self, env: FaultEnv) -> None:
+        quorum, epoch = _quorum(env, self.kind), _quorum_epoch(env)
+        for c in quorum.controller_ids:
+            quorum.kill_controller(c)
+        time.sleep(self.seconds)  # the fault itself: a bounded, deliberate outage
+        self.heal(env)
+        _wait_new_epoch(env, epoch, self.kind)
+
+    def heal(self, env: FaultEnv) -> None:
+        quorum = _quorum(env, self.kind)
+        errors = []
+        for c in quorum.controller_ids:
+            if not quorum.controller_running(c):
+                try:
+                    quorum.start_controller(c)
+                except HarnessError as exc:
+                    errors.append(str(exc))
+        if errors:
+            raise HarnessError("; ".join(errors))
