@@ -50,6 +50,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="fault kinds to draw from [default: all the backend can do]")
     parser.add_argument("--weights", default="", metavar="KIND=W,...", help="relative weights (0 leaves a kind out)")
     parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local")
+    parser.add_argument("--mode", choices=("zookeeper", "kraft"), default="zookeeper",
+                        help="kraft: schedules for a KRaft cluster (3 controllers), the quorum's faults among "
+                             "them [default: zookeeper]")
     parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
                         help="run schedules I, I+N, I+2N, ... of the seed (split a night across machines)")
     parser.add_argument("--shrink-budget", type=duration, default=600.0, metavar="DURATION",
@@ -64,8 +67,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _config(args: argparse.Namespace, missing: Collection[Capability]) -> GeneratorConfig:
-    from kafka_chaos.scenarios.faults import GENERATORS, requirements_of
-    from kafka_chaos.scenarios.plans.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig
+    from kafka_chaos.scenarios.faults import GENERATORS, fault_kind, requirements_of
+    from kafka_chaos.scenarios.plans.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig, default_faults
 
     if args.steps < 1 or not 3 <= args.brokers <= 9 or not 1 <= args.max_partitions <= 1000:
         raise UsageError("--steps must be >= 1, --brokers 3..9, --max-partitions 1..1000")
@@ -74,10 +77,14 @@ def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Genera
     # By default every kind the backend can inject, but for those that shape the cluster (two log
     # directories, link proxies): they would change every seed's clusters; named, they run.
     faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else tuple(
-        k for k, side in GENERATORS.items() if not side.shapes_cluster and not requirements_of([k]) & set(missing))
+        k for k in default_faults(args.mode) if not GENERATORS[k].shapes_cluster
+        and not requirements_of([k]) & set(missing) and args.mode in fault_kind(k).modes)
     unknown = [f for f in faults if f not in REPERTOIRE]
     if unknown:
         raise UsageError(f"--faults: {', '.join(unknown)} not in the generator's repertoire: {', '.join(REPERTOIRE)}")
+    elsewhere = [f for f in faults if args.mode not in fault_kind(f).modes]
+    if elsewhere:
+        raise UsageError(f"--faults: {', '.join(elsewhere)} do not apply to a {args.mode} cluster")
     for kind in faults:
         lacking = sorted(c.value for c in requirements_of([kind]) & set(missing))
         if lacking and kind != "network_delay":  # delay falls back to its ZooKeeper links (_delay_links)
@@ -93,7 +100,7 @@ def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Genera
         if kind not in REPERTOIRE or weights[kind] < 0:
             raise UsageError(f"--weights: {item!r}: unknown kind or negative weight")
     return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
-                           max_partitions=args.max_partitions, delay_links=delay_links)
+                           max_partitions=args.max_partitions, delay_links=delay_links, mode=args.mode)
 
 
 def _delay_links(backend: str) -> tuple[str, ...]:
@@ -122,7 +129,7 @@ def explore_command(args: argparse.Namespace) -> int:
     from kafka_chaos.scenarios.run.pool import ClusterPool
     from kafka_chaos.scenarios.run.runner import RunOptions
 
-    config = _config(args, set(missing_capabilities(args.backend)))
+    config = _config(args, set(missing_capabilities(args.backend, args.mode)))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results = args.results or Path(f"explore-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     t0 = time.monotonic()

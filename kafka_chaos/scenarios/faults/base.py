@@ -225,6 +225,7 @@ class FaultKind:
     build: FaultBuilder
     requires: frozenset[Capability]
     doc: str
+    modes: frozenset[str] = frozenset({"zookeeper", "kraft"})  # the class's (an option may narrow it: Fault.modes)
 
 
 FAULTS: dict[str, FaultKind] = {}
@@ -239,7 +240,8 @@ def register_fault(cls: _F, *, build: FaultBuilder | None = None) -> _F:
     if kind in FAULTS:
         raise ValueError(f"fault kind {kind!r} registered twice")
     doc = (cls.__doc__ or kind).strip().splitlines()[0]
-    FAULTS[kind] = FaultKind(kind, build or cls.from_step, frozenset(cls.requires), doc)
+    modes = frozenset(getattr(cls, "mode_support", BOTH_MODES))
+    FAULTS[kind] = FaultKind(kind, build or cls.from_step, frozenset(cls.requires), doc, modes)
     return cls
 
 

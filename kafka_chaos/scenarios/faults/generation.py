@@ -35,6 +35,12 @@ class Plan(Protocol):
     @property
     def topics(self) -> tuple[TopicSpec, ...]: ...
 
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def controllers(self) -> int: ...
+
 
 @dataclass
 class ClusterModel:
@@ -50,10 +56,19 @@ class ClusterModel:
     # Steps that killed the controller, not started again: which broker only the cluster knows.
     unknown_down: list[int] = field(default_factory=list)
     targets: list[tuple[int, ...] | None] = field(default_factory=list)  # per step; None: unknown
+    mode: str = "zookeeper"  # the cluster's ("kraft": KRaft controllers, quorum faults)
+    controllers: int = 1  # KRaft voters
+    controllers_down: int = 0  # KRaft voters a fault killed, not started again
 
     @classmethod
     def of(cls, plan: Plan) -> ClusterModel:
-        return cls(plan.brokers, {t.name: t for t in plan.topics}, live=set(plan.brokers))
+        return cls(plan.brokers, {t.name: t for t in plan.topics}, live=set(plan.brokers), mode=plan.mode,
+                   controllers=plan.controllers)
+
+    @property
+    def quorum_spare(self) -> int:
+        """How many more voters may go down with a majority left to elect."""
+        return (self.controllers - 1) // 2 - self.controllers_down
 
     # what a step may target ------------------------------------------------------------------
 

@@ -22,7 +22,16 @@ from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl
 from kafka_chaos.oracle import Event
 from kafka_chaos.oracle.events import ControllerFailover
 from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
-from kafka_chaos.scenarios.model.targets import Target
+from kafka_chaos.scenarios.faults.generation import (
+    Candidates,
+    ClusterModel,
+    Draw,
+    GeneratorSide,
+    IllegalStep,
+    register_generator,
+)
+from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.model.targets import Controller, NoTarget, Target
 
 log = logging.getLogger(__name__)
 
@@ -142,3 +151,32 @@ class QuorumLoss(_QuorumFault):
                     errors.append(str(exc))
         if errors:
             raise HarnessError("; ".join(errors))
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    if model.mode != "kraft":
+        raise IllegalStep(f"{step.fault} needs a KRaft cluster")
+    if step.fault == QuorumLoss.kind:
+        model.controllers_down = 0  # it starts every controller again
+        return
+    if model.quorum_spare < 1:
+        raise IllegalStep(f"{step.fault} would leave the quorum without a majority to elect a new leader")
+    if step.fault == QuorumLeaderKill.kind:
+        model.controllers_down += 1  # down until healed, or a quorum_loss starts it
+
+
+def _quorum_candidates(kind: str) -> Candidates:
+    def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+        if model.mode != "kraft":
+            return []
+        if kind == QuorumLoss.kind:
+            return [Step(kind, NoTarget("every controller"), {"seconds": float(draw.rng.choice((3, 10)))})]
+        return [Step(kind, Controller())] if model.quorum_spare >= 1 else []
+    return candidates
+
+
+# Opt-in: a ZooKeeper-mode seed's schedules never draw them; explore --mode kraft adds them.
+for _kind, _weight in ((QuorumLeaderKill.kind, 2.0), (QuorumLeaderPause.kind, 1.0), (QuorumLoss.kind, 1.0)):
+    register_generator(GeneratorSide(_kind, _weight, _quorum_rule, _quorum_candidates(_kind), opt_in=True))

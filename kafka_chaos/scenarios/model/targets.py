@@ -123,6 +123,8 @@ class Controller:
     def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
         if view.controller is None or view.controller < 0:
             raise _no_target("the controller (none elected)")
+        if view.brokers and view.controller not in view.brokers:  # KRaft: a controller node
+            return Target((view.controller,), f"controller {view.controller} (quorum leader)")
         return Target((view.controller,), f"broker {view.controller} (controller)")
 
     def __str__(self) -> str:

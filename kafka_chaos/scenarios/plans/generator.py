@@ -28,10 +28,12 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafka_chaos.scenarios.faults import GENERATORS
+from kafka_chaos.scenarios.faults import GENERATORS, fault_kind, make_fault
+from kafka_chaos.scenarios.faults.base import KRAFT_ONLY
 from kafka_chaos.scenarios.faults.delay import DELAY_LINKS
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, IllegalStep
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+from kafka_chaos.scenarios.model.targets import Target
 from kafka_chaos.scenarios.plans.schedule import Schedule
 
 __all__ = ["DEFAULT_WEIGHTS", "DELAY_LINKS", "OPT_IN", "REPERTOIRE", "ClusterModel", "GeneratorConfig", "IllegalStep",
@@ -65,6 +67,25 @@ class GeneratorConfig:
     max_partitions: int = 12
     topics: int = 2  # at most
     delay_links: tuple[str, ...] = DELAY_LINKS  # which links network_delay steps may delay
+    # "kraft": schedules for a KRaft cluster of 3 voters; only steps whose faults apply there
+    # (``Fault.modes``) are drawn
+    mode: str = "zookeeper"
+
+    @property
+    def controllers(self) -> int:
+        return 3 if self.mode == "kraft" else 1
+
+
+def default_faults(mode: str = "zookeeper") -> tuple[str, ...]:
+    """What explore draws unless told: every kind not opt-in, and on KRaft the quorum's own."""
+    return tuple(k for k in REPERTOIRE if k not in OPT_IN or (mode == "kraft" and fault_kind(k).modes == KRAFT_ONLY))
+
+
+def step_modes(step: Step, topics: Sequence[TopicSpec]) -> frozenset[str]:
+    """The cluster modes a step's fault applies to (its options can narrow its kind's)."""
+    fault = make_fault(step.fault, Target((1,), "a draw"), step.options, topic_names={t.name: t.name for t in topics},
+                       topic_partitions={t.name: t.partitions for t in topics})
+    return fault.modes
 
 
 def _assignment(rng: random.Random, brokers: Sequence[int], partitions: int, rf: int) -> dict[int, tuple[int, ...]]:
@@ -103,13 +124,15 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
     rng = random.Random(f"kafka-chaos-explore:{seed}:{index}")
     brokers = tuple(sorted(rng.sample(BROKER_ID_POOL, config.brokers)))
     topics = _topics(rng, brokers, config)
-    schedule = Schedule(f"explore-{seed}-{index}", brokers, topics, ())
+    schedule = Schedule(f"explore-{seed}-{index}", brokers, topics, (), mode=config.mode,
+                        controllers=config.controllers)
     model = ClusterModel.of(schedule)
     kinds = [k for k in config.faults if config.weights.get(k, 0) > 0]
     draw = Draw(rng, config.delay_links)
     steps: list[Step] = []
     while len(steps) < config.steps:
-        options = [(k, s) for k in kinds for s in GENERATORS[k].candidates(model, draw)]
+        options = [(k, s) for k in kinds for s in GENERATORS[k].candidates(model, draw)
+                   if config.mode in step_modes(s, topics)]
         if not options:
             break
         weights = [config.weights[k] for k, _ in options]
@@ -122,4 +145,5 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
     overrides = {k: v for side in sides for k, v in side.cluster_overrides.items()}
     return Schedule(schedule.name, brokers, topics, tuple(steps), overrides, doc,
                     log_dirs=max((side.log_dirs for side in sides), default=1),
-                    link_proxies=any(side.link_proxies for side in sides))
+                    link_proxies=any(side.link_proxies for side in sides), mode=config.mode,
+                    controllers=config.controllers)

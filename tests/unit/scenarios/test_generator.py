@@ -48,8 +48,29 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
         high += max(s.brokers) >= 5
         gaps += s.brokers != tuple(range(s.brokers[0], s.brokers[0] + len(s.brokers)))
         several += any(isinstance(st.target, Brokers) and len(st.target.broker_ids) > 1 for st in s.steps)
-    assert kinds == set(REPERTOIRE)
+    # every kind a ZooKeeper-mode cluster can take; the quorum's faults on a KRaft one
+    assert kinds == set(REPERTOIRE) - {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert high > 250 and gaps > 250 and several > 30
+
+
+def test_kraft_schedules_draw_only_what_applies_to_kraft_and_keep_a_quorum() -> None:
+    from kafka_chaos.scenarios.plans.generator import default_faults
+
+    config = GeneratorConfig(mode="kraft", faults=default_faults("kraft"))
+    kinds = set()
+    for i in range(300):
+        s = generate(7, i, config)
+        assert (s.mode, s.controllers) == ("kraft", 3) and s.scenario().needs.mode == "kraft"
+        assert not problems(s)
+        kinds |= {st.fault for st in s.steps}
+        down = 0
+        for st in s.steps:  # never two voters of three down at once
+            down = 0 if st.fault == "quorum_loss" else down + (st.fault == "quorum_leader_kill")
+            assert down <= 1
+    assert {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss", "hard_kill", "controlled_shutdown"} <= kinds
+    assert not kinds & {"controller_kill", "reassignment", "network_partition", "log_dir_failure"}
+    # a ZooKeeper-mode seed's schedules are what they were: the quorum's kinds are opt-in there
+    assert "quorum_loss" not in default_faults()
 
 
 def test_weights_and_fault_lists_steer_the_draw() -> None:
@@ -194,7 +215,7 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
     assert REPERTOIRE == tuple(GENERATORS) == (
         "hard_kill", "controller_kill", "controlled_shutdown", "pause", "short_pause", "restart", "start",
         "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
-        "add_partitions", "log_dir_failure", "network_delay")
+        "add_partitions", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == ["log_dir_failure", "network_delay"]
 
 
