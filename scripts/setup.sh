@@ -49,7 +49,7 @@ stamp=.venv/.kafka-chaos-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   step "installing kafka-chaos and its dependencies into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test]'
+  .venv/bin/pip install -q -e '.[test,connect]'  # connect: the report through Spark Connect (and its tests)
   touch "$stamp"
 fi
 

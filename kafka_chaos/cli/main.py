@@ -11,7 +11,7 @@ import sys
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 
-SUBCOMMAND_MODULES = ("kafka_chaos.cli.cluster", "kafka_chaos.cli.fetch_kafka", "kafka_chaos.cli.predict", "kafka_chaos.cli.run", "kafka_chaos.cli.explore", "kafka_chaos.cli.check", "kafka_chaos.cli.schedule", "kafka_chaos.cli.report", "kafka_chaos.cli.bench")
+SUBCOMMAND_MODULES = ("kafka_chaos.cli.cluster", "kafka_chaos.cli.fetch_kafka", "kafka_chaos.cli.predict", "kafka_chaos.cli.run", "kafka_chaos.cli.explore", "kafka_chaos.cli.check", "kafka_chaos.cli.schedule", "kafka_chaos.cli.report", "kafka_chaos.cli.spark", "kafka_chaos.cli.bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

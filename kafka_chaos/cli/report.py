@@ -21,7 +21,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="run dir, dir of runs, or records.jsonl")
     parser.add_argument("--out", metavar="DIR",
                         help="output dir (default: RESULTS_DIR/report for one dir, ./report for several)")
-    parser.add_argument("--master", metavar="URL", help="Spark master (default: local[2])")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master (default: local[2]), or a running Spark Connect server: sc://HOST:PORT "
+                             "(`kafka-chaos spark up` starts one; it must read the results dirs at the same paths)")
     parser.add_argument("--min-pass-rate", metavar="R",
                         help="exit 1 when the overall pass rate of decided checks is under R (0..1)")
     parser.add_argument("--max-latency", metavar="FAULT:PHASE:STAT=MS", action="append", default=[],

@@ -23,6 +23,7 @@ from kafka_chaos.results.comparison import DEFAULT_RULES, Rule, compare, compari
 from kafka_chaos.results.comparison import value_counts_from_spark_rows
 from kafka_chaos.results.gates import LatencyLimit, gate_failures, parse_latency_limits, parse_min_pass_rate
 from kafka_chaos.results.inputs import empty_file_problems, locate_inputs, record_files
+from kafka_chaos.results.spark_connect import is_connect_url, parse_connect_url
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,7 +88,8 @@ def run_report(
     Raises ``UsageError`` for bad arguments or when no results dir exists; input problems
     (missing dir among several, empty or malformed files, unreadable schema versions) are
     reported, not raised.  ``spark``: an existing session to use (tests); else one is started
-    on ``master`` (default local[2]) when some input is not in the per-file cache
+    on ``master`` (default local[2]; ``sc://HOST:PORT``: a session of that Spark Connect server,
+    :mod:`results.spark_connect`) when some input is not in the per-file cache
     (:mod:`results.partials_cache`; ``use_cache=False``: every file is read, nothing kept), and
     stopped at the end.
 
@@ -95,6 +97,8 @@ def run_report(
     (:mod:`results.comparison`) flags regressions by ``max_regression``'s rules, which then also
     gate, or by ``DEFAULT_RULES`` without gating.
     """
+    if master is not None and is_connect_url(master):
+        parse_connect_url(master)  # a malformed URL is bad input even when every file is cached
     rate_limit = parse_min_pass_rate(min_pass_rate)
     limits = parse_latency_limits(max_latency)
     rules = parse_rules(max_regression)

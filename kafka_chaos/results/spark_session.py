@@ -3,6 +3,9 @@
 Spark's JVM prints banners and WARN lines (hostname, native-hadoop, incubator modules, progress
 bars) on the terminal it inherits.  The JVM is started with its stdout/stderr pointed at a log
 file instead, and with a log4j2 configuration at ERROR, so the user sees only the report.
+
+A master of the form ``sc://HOST:PORT`` starts no JVM here: the session is a Spark Connect
+client of a server that is already running (:mod:`results.spark_connect`).
 """
 
 from __future__ import annotations
@@ -75,7 +78,13 @@ def start_spark(master: str | None = None, *, log_path: str | os.PathLike[str] |
                 driver_memory: str = DEFAULT_DRIVER_MEMORY, cds: bool = True, small_input: bool = False,
                 extra_java_options: Sequence[str] = ()) -> "SparkSession":
     """Start (or reuse) the session; the JVM's own output goes to ``log_path`` (default: discarded).
-    ``cds``, ``small_input``, ``extra_java_options``: see :func:`java_options`."""
+    ``cds``, ``small_input``, ``extra_java_options``: see :func:`java_options`.  An ``sc://``
+    master: a Spark Connect session instead (no JVM here; the other arguments are the server's
+    business)."""
+    from kafka_chaos.results.spark_connect import connect_session, is_connect_url
+
+    if master is not None and is_connect_url(master):
+        return connect_session(master)
     from pyspark.sql import SparkSession
 
     # py4j logs every gateway connection at INFO, which the CLI's logging setup would show.
