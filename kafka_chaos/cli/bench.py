@@ -75,6 +75,24 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     kip291.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
                         help="start no cluster: summarise the records of earlier runs (merged) into --results")
     kip291.set_defaults(func=run_kip291)
+    modes = benches.add_parser(
+        "modes", help="ZooKeeper mode against KRaft: the same faults, phase by phase",
+        description="The same faults, workload and cluster size (3 brokers) on both modes of one release, each "
+                    "--repeat times per mode and timeout profile, every iteration checked against its mode's "
+                    "oracle; modes.json, modes.md (the table) and modes.png go to --results (docs/zk-vs-kraft.md).")
+    modes.add_argument("--faults", default="hard_kill,controlled_shutdown,controller_failover",
+                       help="hard_kill,controlled_shutdown,controller_failover [default: all]")
+    modes.add_argument("--repeat", type=int, default=10, help="iterations per fault, mode and profile [default: 10]")
+    modes.add_argument("--timeouts", default="matched,defaults",
+                       help="matched (both 6 s), defaults (ZooKeeper 18 s session, KRaft 9 s broker session) "
+                            "[default: both]")
+    modes.add_argument("--seed", type=int, default=1, help="[default: 1]")
+    modes.add_argument("--kafka-version", default=None, metavar="V", help="3.3 or later [default: 3.9.2]")
+    modes.add_argument("--results", type=Path, default=None, metavar="DIR",
+                       help="output directory [default: bench-modes-<UTC time>]")
+    modes.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
+                       help="start no cluster: summarise earlier runs (merged) into --results")
+    modes.set_defaults(func=run_modes)
 
 
 def _backend_argument(parser: argparse.ArgumentParser) -> None:
@@ -185,6 +203,53 @@ def _names(flag: str, text: str, known: Sequence[str]) -> list[str]:
     if not names or unknown:
         raise UsageError(f"{flag}: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}")
     return list(dict.fromkeys(names))
+
+
+def run_modes(args: argparse.Namespace) -> int:
+    """``bench modes``: the scenarios of :mod:`benches.modes` through the ordinary runner, then the
+    side-by-side summary of their latency records and controller changes."""
+    from dataclasses import replace
+
+    from kafka_chaos.app.runs import run_scenarios
+    from kafka_chaos.benches import modes
+    from kafka_chaos.records.writer import iter_records
+    from kafka_chaos.scenarios.plans import catalogue
+
+    faults = _names("--faults", args.faults, list(modes.FAULTS))
+    profiles = _names("--timeouts", args.timeouts, list(modes.PROFILES))
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, not {args.repeat}")
+    out = args.results or Path(f"bench-modes-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    sources = list(args.sources or [])
+    code = 0
+    if not sources:
+        scenarios = []
+        for profile in profiles:
+            for mode in modes.MODES:
+                for fault in faults:
+                    base = catalogue.by_names([modes.FAULTS[fault][modes.MODES.index(mode)]])[0]
+                    overrides = {**base.needs.overrides_dict, **modes.PROFILES[profile][mode]}
+                    scenarios.append(replace(base, name=modes.scenario_name(fault, mode, profile),
+                                             needs=replace(base.needs, overrides=tuple(sorted(overrides.items())))))
+        code = run_scenarios(scenarios, seed=args.seed, results_dir=out, iterations=args.repeat,
+                             kafka_version=args.kafka_version, report=False, suite=None,
+                             command=["kafka-chaos", *sys.argv[1:]])
+        sources = [out]
+    out.mkdir(parents=True, exist_ok=True)
+    samples = []
+    for src in sources:
+        samples += modes.latency_samples(iter_records(src / "records.jsonl"))
+        if (src / "history.jsonl").exists():
+            samples += modes.controller_samples(modes.history_controller_changes(src / "history.jsonl"))
+    cells = modes.summarise(samples)
+    if not cells:
+        raise UsageError(f"no bench-modes measurements in {', '.join(map(str, sources))}")
+    modes.write_summary(out, cells)
+    chart = modes.chart(out, cells)
+    print(modes.table(cells))
+    print(f"summary in {out / 'modes.json'}, {out / 'modes.md'}; chart {chart}"
+          + ("" if code == 0 else "; some iterations failed a check (see the run's table above)"))
+    return code
 
 
 def run_kip291(args: argparse.Namespace) -> int:
