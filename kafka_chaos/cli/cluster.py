@@ -22,8 +22,10 @@ from kafka_chaos.harness.errors import HarnessError, UsageError
 if TYPE_CHECKING:
     from kafka_chaos.harness.containers.cluster import ContainerCluster
     from kafka_chaos.harness.local.cluster import LocalCluster
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
     CliCluster = Union[LocalCluster, ContainerCluster]
+    AnyCliCluster = Union[LocalCluster, ContainerCluster, LocalKraftCluster]
 
 DEFAULT_STATE_DIR = Path(".kafka-chaos") / "cluster"
 STATE_DIR_ENV = "KAFKA_CHAOS_STATE_DIR"
@@ -58,6 +60,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                          "a Docker engine answers [default: local]")
     up.add_argument("--base-image", default=None, metavar="IMAGE",
                     help="containers: a local JRE image to build the Kafka image on (docs/containers.md)")
+    up.add_argument("--mode", choices=("zookeeper", "kraft"), default="zookeeper",
+                    help="kraft: KRaft controllers (--controllers) instead of ZooKeeper; local launcher "
+                         "[default: zookeeper]")
+    up.add_argument("--controllers", type=int, default=1, choices=(1, 3), metavar="N",
+                    help="KRaft controllers, 1 or 3 (--mode kraft) [default: 1]")
     up.add_argument("--zookeepers", type=int, default=1, choices=(1, 3, 5), metavar="N",
                     help="ZooKeeper ensemble size, 1, 3 or 5 [default: 1]")
     up.add_argument("--log-dirs", type=int, default=1, choices=(1, 2, 3, 4), metavar="N",
@@ -174,9 +181,12 @@ def cluster_up(args: argparse.Namespace) -> int:
     config = ClusterConfig(brokers=args.brokers, cluster_overrides=cluster_overrides,
                            broker_overrides=broker_overrides, zookeepers=args.zookeepers,
                            log_dirs=args.log_dirs, link_proxies=args.link_proxies,
-                           control_plane_listener=args.control_plane_listener, **extra)
+                           control_plane_listener=args.control_plane_listener, mode=args.mode,
+                           controllers=args.controllers, **extra)
+    if args.mode == "kraft" and backend != "local":
+        raise UsageError("--mode kraft runs on the local launcher only so far (--backend local)")
     if (state_dir / STATE_FILE).exists():
-        previous = _attach(state_dir)
+        previous = _attach_any(state_dir)
         if previous.any_running():
             raise UsageError(f"a cluster is already running in {state_dir} "
                              f"(bootstrap {previous.bootstrap_servers}); "
@@ -187,6 +197,16 @@ def cluster_up(args: argparse.Namespace) -> int:
         raise UsageError(f"{state_dir} exists and is not a kafka-chaos cluster dir (no {STATE_FILE}); "
                          "choose another --state-dir")
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
+    if args.mode == "kraft":
+        from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+        kraft = LocalKraftCluster(config, distribution, state_dir, detached=True, start_timeout=args.timeout)
+        kraft.start()
+        print(f"Kafka {kraft.kafka_version} KRaft cluster is up ({config.controllers} controller(s), "
+              f"{config.brokers} brokers), state in {state_dir}")
+        print(f"bootstrap servers: {kraft.bootstrap_servers}")
+        print(f"controllers:       {kraft.controller_quorum}")
+        return 0
     cluster: CliCluster
     if backend == "containers":
         from kafka_chaos.harness.containers.cluster import ContainerCluster
@@ -216,6 +236,17 @@ def check_up_options(backend: str, *, link_proxies: bool, base_image: str | None
         raise UsageError("--base-image applies to --backend containers only")
 
 
+def _attach_any(state_dir: Path) -> AnyCliCluster:
+    """Either mode's cluster (a KRaft one when its cluster.json says so)."""
+    from kafka_chaos.harness.local.state import load_state_file, state_mode
+
+    if state_mode(load_state_file(state_dir)) == "kraft":
+        from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+        return LocalKraftCluster.attach(state_dir)
+    return _attach(state_dir)
+
+
 def _attach(state_dir: Path) -> CliCluster:
     """The cluster ``cluster up`` left in ``state_dir``, on the launcher its cluster.json names."""
     from kafka_chaos.harness.containers.cluster import ContainerCluster
@@ -229,7 +260,16 @@ def _attach(state_dir: Path) -> CliCluster:
 
 
 def attach_running(state_dir: Path) -> CliCluster:
-    cluster = _attach(state_dir)
+    cluster = _attach_any(state_dir)
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    if isinstance(cluster, LocalKraftCluster):
+        raise UsageError(f"the cluster in {state_dir} is a KRaft one: this verb is ZooKeeper mode's")
+    _running(cluster, state_dir)
+    return cluster
+
+
+def _running(cluster: AnyCliCluster, state_dir: Path) -> AnyCliCluster:
     if not cluster.any_running():
         raise HarnessError(f"the cluster in {state_dir} is not running (every node is gone); "
                            f"`kafka-chaos cluster down --state-dir {state_dir}` removes what is left")
@@ -242,7 +282,15 @@ def cluster_status(args: argparse.Namespace) -> int:
 
     quiet_clients(args)
     state_dir = state_dir_of(args)
-    cluster = attach_running(state_dir)
+    any_cluster = _running(_attach_any(state_dir), state_dir)
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    if isinstance(any_cluster, LocalKraftCluster):
+        from kafka_chaos.cli.cluster_kraft import print_status
+
+        print_status(any_cluster, state_dir, args.topic)
+        return 0
+    cluster = any_cluster
     if isinstance(cluster, LocalCluster):
         serving = _print_local_zookeeper(cluster, state_dir)
     else:
@@ -350,7 +398,10 @@ def node_note(cluster: CliCluster, broker_id: int) -> str:
     return f"pid {endpoint.pid or '-'}"
 
 
-def resolve_broker_id(target: str, cluster: CliCluster) -> int:
+_PAST = {"kill": "killed", "stop": "stopped", "pause": "paused", "resume": "resumed", "start": "started"}
+
+
+def resolve_broker_id(target: str, cluster: AnyCliCluster) -> int:
     try:
         broker_id = int(target)
     except ValueError:
@@ -365,8 +416,22 @@ def resolve_broker_id(target: str, cluster: CliCluster) -> int:
 def cluster_control(args: argparse.Namespace) -> int:
     quiet_clients(args)
     state_dir = state_dir_of(args)
-    cluster = attach_running(state_dir)
+    any_cluster = _running(_attach_any(state_dir), state_dir)
     action = args.action
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    if isinstance(any_cluster, LocalKraftCluster):
+        from kafka_chaos.cli.cluster_kraft import CONTROLLER_PREFIX, control_controller
+
+        if args.target.startswith(CONTROLLER_PREFIX):
+            return control_controller(any_cluster, args.target, action)
+        kraft_broker = resolve_broker_id(args.target, any_cluster)
+        {"kill": any_cluster.kill_broker, "stop": any_cluster.stop_broker, "pause": any_cluster.pause_broker,
+         "resume": any_cluster.resume_broker, "start": any_cluster.start_broker}[action](kraft_broker)
+        any_cluster.write_state()
+        print(f"broker {kraft_broker} {_PAST[action]}")
+        return 0
+    cluster = any_cluster
     if args.target.startswith(ZOOKEEPER_SERVER_PREFIX):
         return _zookeeper_server_control(cluster, args.target, action)
     if args.target == ZOOKEEPER_TARGET:
@@ -481,7 +546,7 @@ def cluster_down(args: argparse.Namespace) -> int:
     state_dir = state_dir_of(args)
     if not (state_dir / STATE_FILE).exists():
         raise UsageError(f"nothing to stop: no cluster in {state_dir} (no {STATE_FILE})")
-    cluster = _attach(state_dir)
+    cluster = _attach_any(state_dir)
     was_running = cluster.any_running()
     cluster.destroy()
     if not was_running:

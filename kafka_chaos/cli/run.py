@@ -48,6 +48,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="where brokers run [default: local]")
     parser.add_argument("--brokers", type=int, default=None, metavar="N",
                         help="at least N brokers per cluster (scenarios needing more keep theirs)")
+    parser.add_argument("--mode", choices=("zookeeper", "kraft"), default=None,
+                        help="kraft: run the scenarios on KRaft clusters (those whose faults are ZooKeeper "
+                             "mode's are left out, one line why) [default: each scenario's own]")
+    parser.add_argument("--controllers", type=int, choices=(1, 3), default=None, metavar="N",
+                        help="KRaft controllers, 1 or 3 (with --mode kraft) [default: each scenario's own]")
     parser.add_argument("--zookeepers", type=int, choices=(1, 3, 5), default=None, metavar="N",
                         help="ZooKeeper ensemble size, 1, 3 or 5 (scenarios needing more keep theirs) [default: 1]")
     parser.add_argument("--iterations", type=int, default=1, metavar="K", help="repetitions of each scenario")
@@ -79,6 +84,10 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("give one of --suite, --scenario, --schedule or --rerun")
     if args.deflake < 0:
         raise UsageError(f"--deflake must be at least 0, not {args.deflake}")
+    if args.controllers is not None and args.mode != "kraft":
+        raise UsageError("--controllers needs --mode kraft")
+    if args.mode == "kraft" and args.zookeepers not in (None, 1):
+        raise UsageError("--mode kraft has no ZooKeeper ensemble (--zookeepers)")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -111,13 +120,16 @@ def run_command(args: argparse.Namespace) -> int:
             missing = dict(missing_capabilities(args.backend))
             missing_kraft = dict(missing_capabilities(args.backend, "kraft"))
         selection = catalogue.select(args.suite, args.scenario, missing=missing, missing_kraft=missing_kraft)
+        if args.mode is not None and not args.scenario:  # named ones are converted or refused below
+            kept, left = catalogue.leave_out_for_mode(selection.scenarios, args.mode)
+            selection = catalogue.Selection(kept, selection.left_out + left)
         for line in selection.left_out_lines():
             print(line, flush=True)
         chosen = selection.scenarios
     if args.shard is not None:  # the selection's order is stable, so every machine agrees
         chosen = chosen[args.shard[0]::args.shard[1]]
-    scenarios = [catalogue.with_zookeepers(catalogue.with_brokers(s, args.brokers), args.zookeepers)
-                 for s in chosen]
+    scenarios = [catalogue.with_mode(catalogue.with_zookeepers(catalogue.with_brokers(s, args.brokers), args.zookeepers),
+                                     args.mode, args.controllers) for s in chosen]
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,

@@ -31,8 +31,7 @@ import pytest
 
 if TYPE_CHECKING:  # the plugin loads into every test run: the package is imported only when used
     from kafka_chaos.harness.cluster import ManagedCluster
-    from kafka_chaos.harness.observer import ZkObserver
-    from kafka_chaos.harness.zkadmin import ZkAdmin
+    from kafka_chaos.harness.observers import AdminWriter, Observer
     from kafka_chaos.oracle import ClusterState, Event, Prediction
     from kafka_chaos.scenarios.faults import Fault, Nemesis
     from kafka_chaos.scenarios.model.targets import Selector
@@ -54,6 +53,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kafka-chaos-kafka-version", default=None, metavar="V",
                     help="the Kafka release of the kafka_cluster fixture, 2.4.0 to 3.9.x "
                          "[env KAFKA_CHAOS_KAFKA_VERSION; default 3.9.2]")
+    group.addoption("--kafka-chaos-mode", default=None, choices=("zookeeper", "kraft"),
+                    help="ZooKeeper mode, or KRaft (1 controller; local launcher) "
+                         "[env KAFKA_CHAOS_MODE; default zookeeper]")
     group.addoption("--kafka-chaos-scope", default=None, choices=SCOPES,
                     help="how long one kafka_cluster lives [env KAFKA_CHAOS_SCOPE; default session]")
 
@@ -86,10 +88,12 @@ def _start(config: pytest.Config, brokers: int | None = None,
     count = brokers if brokers is not None else int(_setting(config, "--kafka-chaos-brokers", "KAFKA_CHAOS_BROKERS", "3"))
     try:
         version = config.getoption("--kafka-chaos-kafka-version") or os.environ.get("KAFKA_CHAOS_KAFKA_VERSION") or None
-        cluster: ManagedCluster = open_cluster(backend, ClusterConfig(brokers=count, cluster_overrides=dict(overrides or {})),
+        mode = _setting(config, "--kafka-chaos-mode", "KAFKA_CHAOS_MODE", "zookeeper")
+        cluster: ManagedCluster = open_cluster(backend, ClusterConfig(brokers=count, cluster_overrides=dict(overrides or {}),
+                                                                      mode=mode),
                                                resolve_distribution(version, os.environ.get("KAFKA_HOME")))
         cluster.__enter__()  # launchers are context managers: starts, cleans up if starting fails
-    except HarnessError as exc:
+    except HarnessError as exc:  # UsageError too (a bad KAFKA_CHAOS_MODE)
         pytest.fail(f"kafka-chaos could not start a cluster: {exc}", pytrace=False)
     return cluster
 
@@ -131,8 +135,8 @@ class Chaos:
     """Faults from kafka-chaos's registry on one cluster, healed at teardown."""
 
     cluster: ManagedCluster
-    _observer: ZkObserver | None = None
-    _admin: ZkAdmin | None = None
+    _observer: Observer | None = None
+    _admin: AdminWriter | None = None
     _nemesis: Nemesis | None = None
     _probe: Probe | None = None
     _probe_topics: tuple[str, ...] | None = None
@@ -142,17 +146,15 @@ class Chaos:
         """The faults injected so far (opens the ZooKeeper handles on first use)."""
         return self._open()[1]
 
-    def _open(self) -> tuple[ZkObserver, Nemesis]:
+    def _open(self) -> tuple[Observer, Nemesis]:
         if self._observer is None or self._nemesis is None:
-            from kafka_chaos.harness.observer import ZkObserver
-            from kafka_chaos.harness.zkadmin import ZkAdmin
+            from kafka_chaos.harness.observers import open_admin, open_observer
             from kafka_chaos.scenarios.faults import FaultEnv, Nemesis
 
-            self._observer = ZkObserver(self.cluster.zookeeper_connect).__enter__()
-            self._admin = ZkAdmin(self.cluster.zookeeper_connect).__enter__()
-            settings = dict(self.cluster.broker_settings())
-            self._nemesis = Nemesis(FaultEnv(self.cluster, self._observer, self._admin,
-                                             int(settings.get("zookeeper.session.timeout.ms", 6000))))
+            self._observer = open_observer(self.cluster).__enter__()
+            self._admin = open_admin(self.cluster).__enter__()
+            session_ms = int(round(self.cluster.session_timeout_s() * 1000))
+            self._nemesis = Nemesis(FaultEnv(self.cluster, self._observer, self._admin, session_ms))
         return self._observer, self._nemesis
 
     def step(self, fault: str, target: Targeted = None, *, topics: tuple[str, ...] | list[str] = (),
@@ -234,10 +236,10 @@ class ClusterOracle:
 
     def state(self, topics: list[str] | None = None) -> ClusterState:
         """The oracle's ``ClusterState`` now (every topic when ``topics`` is None)."""
-        from kafka_chaos.harness.observer import ZkObserver
+        from kafka_chaos.harness.observers import open_observer
         from kafka_chaos.scenarios.model.snapshots import cluster_state_of
 
-        with ZkObserver(self.cluster.zookeeper_connect, topics=topics) as observer:
+        with open_observer(self.cluster, topics) as observer:
             snapshot = observer.snapshot()
         return cluster_state_of(snapshot, topics, dict(self.cluster.broker_settings()), self.cluster.kafka_version)
 

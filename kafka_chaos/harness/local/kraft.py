@@ -18,8 +18,10 @@ controllers are :class:`harness.cluster.ControllerQuorumControl`.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import weakref
 import shutil
 import subprocess
 import tempfile
@@ -38,6 +40,7 @@ from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.kraft.observer import KraftObserver
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
+from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
 from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeStartFailed, broker_node_name, check_alive, jvm_command
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
@@ -47,6 +50,27 @@ log = logging.getLogger(__name__)
 
 STORAGE_TOOL = "kafka.tools.StorageTool"
 FORMAT_TIMEOUT_S = 90.0
+
+
+_owned: weakref.WeakSet[LocalKraftCluster] = weakref.WeakSet()
+_owned_lock = threading.Lock()
+
+
+def _register_owned(cluster: LocalKraftCluster) -> None:
+    """Destroyed at interpreter exit too (its JVMs die with this process: harness.processes)."""
+    with _owned_lock:
+        if not _owned:
+            atexit.register(_destroy_owned)
+        _owned.add(cluster)
+    processes.exit_on_termination_signals()
+
+
+def _destroy_owned() -> None:
+    for cluster in list(_owned):
+        try:
+            cluster.destroy()
+        except Exception:  # at exit, keep destroying the others
+            log.exception("destroying %s at exit failed", cluster)
 
 
 def controller_node_name(node_id: int) -> str:
@@ -67,7 +91,8 @@ class LocalKraftCluster:
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, start_timeout: float = 120.0,
                  stop_timeout: float = 60.0, class_data_sharing: bool = True, metrics: bool = True,
-                 log4j_extra: str = "") -> None:
+                 log4j_extra: str = "", detached: bool = False) -> None:
+        """``detached``: the nodes outlive this Python process (``cluster up --mode kraft``)."""
         if config.mode != "kraft":
             raise UsageError("LocalKraftCluster needs a ClusterConfig with mode='kraft'")
         self.config = config
@@ -84,6 +109,7 @@ class LocalKraftCluster:
         self._cluster_id = random_cluster_id()
         self._lock = threading.RLock()
         self._destroyed = False
+        self._detached = detached
 
     def __repr__(self) -> str:
         return f"LocalKraftCluster({self.config.controllers} controllers, {self.config.brokers} brokers, run_dir={self._run_dir})"
@@ -153,6 +179,12 @@ class LocalKraftCluster:
         """The brokers' ``broker.session.timeout.ms``: KRaft's counterpart of the ZooKeeper session."""
         return broker_session_timeout_ms(self.config) / 1000
 
+    def controller_address(self, node_id: int) -> str:
+        return self._controller(node_id).bootstrap
+
+    def controller_pid(self, node_id: int) -> int | None:
+        return self._controller(node_id).running_pid()
+
     def metadata_log_dirs(self) -> list[Path]:
         """Each controller's metadata log directory (``__cluster_metadata-0``'s parent)."""
         return [node.directory / "data" for _, node in sorted(self._controllers.items())]
@@ -176,7 +208,8 @@ class LocalKraftCluster:
     def _start(self) -> None:
         began = time.monotonic()
         self._run_dir = self._make_run_dir()
-        processes.exit_on_termination_signals()
+        if not self._detached:
+            _register_owned(self)
         controllers, brokers = self.controller_ids, self.broker_ids
         ports = free_ports(len(controllers) + 2 * len(brokers))
         controller_ports = dict(zip(controllers, ports))
@@ -203,6 +236,7 @@ class LocalKraftCluster:
         for node in [*self._controllers.values(), *self._brokers.values()]:
             self._spawn(node)
         self._wait_ready(brokers, deadline)
+        self.write_state()
         log.info("KRaft cluster ready in %.1f s: bootstrap %s, controllers %s", time.monotonic() - began,
                  self.bootstrap_servers, self.controller_quorum)
 
@@ -288,7 +322,7 @@ class LocalKraftCluster:
 
     def _spawn(self, node: LocalNode) -> None:
         node.process = processes.spawn(node.name, node.command, output=node.stdout_log, identity=node.identity,
-                                       cwd=node.directory, detached=False)
+                                       cwd=node.directory, detached=self._detached)
 
     # ---------------------------------------------------------------- BrokerControl
 
@@ -323,7 +357,10 @@ class LocalKraftCluster:
                 old = observer.broker_epochs().get(broker_id, -1)
             log.info("starting %s on port %d", node.name, node.port)
             self._spawn(node)
-            self._wait_ready([broker_id], time.monotonic() + self.start_timeout, newer_than={broker_id: old})
+            try:
+                self._wait_ready([broker_id], time.monotonic() + self.start_timeout, newer_than={broker_id: old})
+            finally:
+                self.write_state()
 
     # ---------------------------------------------------------------- ControllerQuorumControl
 
@@ -351,6 +388,7 @@ class LocalKraftCluster:
                 raise HarnessError(f"controller {node_id} is already running")
             log.info("starting %s on port %d", node.name, node.port)
             self._spawn(node)
+            self.write_state()
             check_alive([node])
 
     # ---------------------------------------------------------------- teardown
@@ -364,6 +402,7 @@ class LocalKraftCluster:
             if self._destroyed:
                 return
             self._destroyed = True
+            _owned.discard(self)
             errors: list[str] = []
             for node in [*self._brokers.values(), *self._controllers.values()]:
                 if node.process is not None:
@@ -377,6 +416,25 @@ class LocalKraftCluster:
                     errors.append(f"could not remove {self._run_dir}")
             if errors:
                 raise HarnessError("; ".join(errors))
+
+    # ---------------------------------------------------------------- state file
+
+    def write_state(self) -> Path:
+        """``cluster.json``: what another process needs to control this cluster (``cluster`` verbs)."""
+        return write_state(self.run_dir, render_kraft_state(self.run_dir, self.config, self.distribution,
+                                                             self._cluster_id, self._controllers, self._brokers))
+
+    @classmethod
+    def attach(cls, state_dir: str | os.PathLike[str]) -> LocalKraftCluster:
+        """The cluster ``cluster up --mode kraft`` started in ``state_dir`` (its nodes may have died
+        since: ``any_running()``); ``destroy`` kills them by pid and wipes the directory."""
+        state_dir = Path(state_dir).absolute()
+        parts = read_kraft_state(state_dir)
+        cluster = cls(parts.config, parts.distribution, state_dir, detached=True)
+        cluster._run_dir = state_dir
+        cluster._cluster_id = parts.cluster_id
+        cluster._controllers, cluster._brokers = dict(parts.controllers), dict(parts.brokers)
+        return cluster
 
     # ---------------------------------------------------------------- lookups
 

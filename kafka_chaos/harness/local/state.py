@@ -81,6 +81,8 @@ def config_state(config: ClusterConfig) -> dict[str, Any]:
         "log_dirs": config.log_dirs,
         "link_proxies": config.link_proxies,
         "control_plane_listener": config.control_plane_listener,
+        "mode": config.mode,
+        "controllers": config.controllers,
     }
 
 
@@ -93,7 +95,8 @@ def config_from_state(c: Mapping[str, Any]) -> ClusterConfig:
         zookeeper_heap=c["zookeeper_heap"], first_broker_id=int(c["first_broker_id"]),
         jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)),
         log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)),
-        control_plane_listener=bool(c.get("control_plane_listener", False)))
+        control_plane_listener=bool(c.get("control_plane_listener", False)),
+        mode=str(c.get("mode", "zookeeper")), controllers=int(c.get("controllers", 1)))
 
 
 def write_state(run_dir: Path, state: Mapping[str, Any]) -> Path:
@@ -147,6 +150,58 @@ def _parts(state: Mapping[str, Any]) -> AttachedParts:
     zookeeper = zookeepers[min(zookeepers)]
     return AttachedParts(config=config, distribution=distribution, zookeeper=zookeeper, brokers=brokers,
                          zookeepers=zookeepers)
+
+
+def state_mode(state: Mapping[str, Any]) -> str:
+    """Which kind of local cluster a ``cluster.json`` describes: "zookeeper" or "kraft"."""
+    return str(state.get("mode", "zookeeper"))
+
+
+def render_kraft_state(run_dir: Path, config: ClusterConfig, distribution: KafkaDistribution, cluster_id: str,
+                       controllers: Mapping[int, LocalNode], brokers: Mapping[int, LocalNode]) -> dict[str, Any]:
+    """What ``cluster.json`` holds for a KRaft cluster (:class:`harness.local.kraft.LocalKraftCluster`)."""
+    def entry(node_id: int, node: LocalNode) -> dict[str, Any]:
+        return {"id": node_id, "name": node.name, "pid": node.running_pid(), "started_at": node.running_since(),
+                "port": node.port, "dir": str(node.directory), "config_file": str(node.config_file),
+                "command": node.command}
+
+    return {
+        "format": STATE_FORMAT, "mode": "kraft", "run_dir": str(run_dir), "kafka_version": distribution.version,
+        "distribution": {"version": distribution.version, "libs_dir": str(distribution.libs_dir),
+                         "source": distribution.source},
+        "cluster_id": cluster_id,
+        "bootstrap_servers": ",".join(brokers[b].bootstrap for b in sorted(brokers)),
+        "controller_quorum": ",".join(f"{c}@{n.bootstrap}" for c, n in sorted(controllers.items())),
+        "controllers": [entry(c, n) for c, n in sorted(controllers.items())],
+        "brokers": [entry(b, n) for b, n in sorted(brokers.items())],
+        "config": config_state(config),
+    }
+
+
+@dataclass(frozen=True)
+class AttachedKraftParts:
+    config: ClusterConfig
+    distribution: KafkaDistribution
+    cluster_id: str
+    controllers: Mapping[int, LocalNode]
+    brokers: Mapping[int, LocalNode]
+
+
+def read_kraft_state(state_dir: Path) -> AttachedKraftParts:
+    path = state_dir / STATE_FILE
+    state = load_state_file(state_dir)
+    try:
+        config = config_from_state(state["config"])
+        d = state["distribution"]
+        nodes = {kind: {int(e["id"]): _attached_node(str(e["name"]), e, e.get("pid"), e.get("started_at"))
+                        for e in state[kind]} for kind in ("controllers", "brokers")}
+        if sorted(nodes["brokers"]) != config.broker_ids() or sorted(nodes["controllers"]) != config.controller_ids():
+            raise ValueError("the nodes do not match the config")
+        return AttachedKraftParts(config, KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]),
+                                                            source=d["source"]),
+                                  str(state["cluster_id"]), nodes["controllers"], nodes["brokers"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HarnessError(f"{path} is incomplete or damaged ({type(exc).__name__}: {exc})") from exc
 
 
 def _attached_node(name: str, entry: Mapping[str, Any], pid: int | None, started_at: float | None) -> LocalNode:

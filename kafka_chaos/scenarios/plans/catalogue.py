@@ -774,6 +774,33 @@ def with_zookeepers(s: Scenario, zookeepers: int | None) -> Scenario:
     return replace(s, needs=replace(s.needs, zookeepers=zookeepers))
 
 
+def with_mode(s: Scenario, mode: str | None, controllers: int | None = None) -> Scenario:
+    """``--mode kraft [--controllers N]``: the scenario on a KRaft cluster (UsageError when one of
+    its faults is ZooKeeper mode's: :func:`leave_out_for_mode` keeps those out of suites)."""
+    if mode is None or (mode == s.needs.mode and controllers in (None, s.needs.controllers)):
+        return s
+    if mode not in s.modes:
+        raise UsageError(f"scenario {s.name} cannot run on a {mode} cluster: {_mode_reason(s, mode)}")
+    return replace(s, needs=replace(s.needs, mode=mode, controllers=controllers or s.needs.controllers))
+
+
+def _mode_reason(s: Scenario, mode: str) -> str:
+    kinds = sorted({step.fault for step in s.steps if mode not in Scenario(s.name, s.doc, s.topics, (step,),
+                                                                             s.suites, s.needs).modes})
+    return f"{', '.join(kinds)} {'is' if len(kinds) == 1 else 'are'} not a {mode}-mode fault"
+
+
+def leave_out_for_mode(scenarios: Sequence[Scenario], mode: str) -> tuple[list[Scenario], list[tuple[Scenario, str]]]:
+    """The scenarios that can run on ``mode`` clusters, and the others with the reason."""
+    kept, left = [], []
+    for s in scenarios:
+        if mode in s.modes:
+            kept.append(s)
+        else:
+            left.append((s, _mode_reason(s, mode)))
+    return kept, left
+
+
 def with_brokers(s: Scenario, brokers: int | None) -> Scenario:
     """``--brokers N``: grow the cluster of scenarios needing fewer (never shrink one)."""
     if brokers is None or brokers <= s.needs.brokers or s.needs.broker_ids:  # named ids stay as named
