@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     from kafka_chaos.harness.containers.cluster import ContainerCluster
     from kafka_chaos.harness.distribution import KafkaDistribution
     from kafka_chaos.harness.local.cluster import LocalCluster
+    from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
     from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
-    def _conformance(local: LocalCluster, containers: ContainerCluster, kraft: LocalKraftCluster) -> None:
+    def _conformance(local: LocalCluster, containers: ContainerCluster, kraft: LocalKraftCluster,
+                     kraft_containers: ContainerKraftCluster) -> None:
         """Never runs: mypy checks here that each launcher satisfies the protocols it claims
         (tests/unit/harness/test_protocol_conformance.py checks the same at run time)."""
         claims: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (local, local, local, local)
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
         del on_containers
         log_dirs: tuple[LogDirFailer, LogDirFailer] = (local, containers)
         rolls: ReleaseRoller = local
-        on_kraft: tuple[ChaosCluster, ControllerQuorumControl] = (kraft, kraft)
+        on_kraft: tuple[ChaosCluster, ControllerQuorumControl, ChaosCluster, ControllerQuorumControl] = (
+            kraft, kraft, kraft_containers, kraft_containers)
         del on_kraft
         del claims, more, ensemble, log_dirs, rolls
 
@@ -74,11 +77,13 @@ def resolve_backend(backend: str) -> str:
 
 
 def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDistribution",
-                 base_image: str | None = None) -> "LocalCluster | ContainerCluster | LocalKraftCluster":
+                 base_image: str | None = None) -> "LocalCluster | ContainerCluster | LocalKraftCluster | ContainerKraftCluster":
     chosen = resolve_backend(backend)
     if config.mode == "kraft":
-        if chosen != "local":
-            raise UsageError("--mode kraft runs on the local launcher only so far (--backend local)")
+        if chosen == "containers":
+            from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
+
+            return ContainerKraftCluster(config, distribution, base_image=base_image)
         from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
         return LocalKraftCluster(config, distribution)
@@ -120,8 +125,6 @@ def missing_capabilities(backend: str, mode: str = "zookeeper") -> Mapping[Capab
     (the local launcher says so through ``capability_problems``, the containers one also needs
     ``nsenter``)."""
     chosen = resolve_backend(backend)
-    if mode == "kraft" and chosen != "local":
-        return MappingProxyType({c: "--mode kraft runs on the local launcher only so far" for c in Capability})
     launcher = _launcher_class(chosen, mode)
     declared = capabilities_of(launcher)
     problems = capability_problems(launcher)
@@ -147,6 +150,10 @@ NAMESPACE_RULES = frozenset({Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_
 
 
 def _launcher_class(chosen: str, mode: str = "zookeeper") -> type:
+    if mode == "kraft" and chosen == "containers":
+        from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
+
+        return ContainerKraftCluster
     if mode == "kraft":
         from kafka_chaos.harness.local.kraft import LocalKraftCluster
 

@@ -375,11 +375,15 @@ def kraft_defaults() -> dict[str, str]:
 
 
 def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,
-                          log_dir: str, kafka_version: str = KNOWN_PROPERTIES_VERSION) -> dict[str, str]:
+                          log_dir: str, kafka_version: str = KNOWN_PROPERTIES_VERSION,
+                          listeners: Mapping[str, str] | None = None,
+                          bind_listeners: Mapping[str, str] | None = None) -> dict[str, str]:
     """The layered ``server.properties`` of one KRaft node, sorted: a controller when ``node_id``
-    is one of ``voters`` (node id -> host:port of its CONTROLLER listener), else a broker on
-    ``address``. The ZooKeeper-only names of layer 2 are left out; layers 3 and 4 apply to both
-    roles (a controller reads the topic defaults, ``auto.leader.rebalance.enable`` and
+    is one of ``voters`` (node id -> host:port of its CONTROLLER listener; it binds ``address``),
+    else a broker on ``address`` -- or, given ``listeners`` (name -> advertised host:port, the
+    first the inter-broker one) and ``bind_listeners`` (name -> where it binds), on those (the
+    containers launcher). The ZooKeeper-only names of layer 2 are left out; layers 3 and 4 apply to
+    both roles (a controller reads the topic defaults, ``auto.leader.rebalance.enable`` and
     ``unclean.leader.election.enable`` itself: it elects)."""
     if config.mode != KRAFT_MODE:
         raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft")
@@ -388,19 +392,21 @@ def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mappin
                          f"not {kafka_version}")
     known = broker_property_names(kafka_version)
     controller = node_id in voters
-    listener = CONTROLLER_LISTENER if controller else "PLAINTEXT"
+    advertised = dict(listeners) if listeners else {CONTROLLER_LISTENER if controller else "PLAINTEXT": address}
+    bind = dict(bind_listeners) if bind_listeners else dict(advertised)
+    names = [CONTROLLER_LISTENER, *(n for n in advertised if n != CONTROLLER_LISTENER)]
     props = {
         NODE_ID: str(node_id),
         PROCESS_ROLES: "controller" if controller else "broker",
         CONTROLLER_QUORUM_VOTERS: ",".join(f"{v}@{hp}" for v, hp in sorted(voters.items())),
         CONTROLLER_LISTENER_NAMES: CONTROLLER_LISTENER,
-        LISTENERS: f"{listener}://{address}",
-        LISTENER_SECURITY_PROTOCOL_MAP: f"{CONTROLLER_LISTENER}:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        LISTENERS: ",".join(f"{name}://{bind[name]}" for name in advertised),
+        LISTENER_SECURITY_PROTOCOL_MAP: ",".join(f"{name}:PLAINTEXT" for name in names),
         LOG_DIRS: log_dir,
     }
     if not controller:
-        props[ADVERTISED_LISTENERS] = f"{listener}://{address}"
-        props[INTER_BROKER_LISTENER_NAME] = listener
+        props[ADVERTISED_LISTENERS] = ",".join(f"{name}://{hp}" for name, hp in advertised.items())
+        props[INTER_BROKER_LISTENER_NAME] = next(iter(advertised))
     props.update({k: v for k, v in release_defaults(config.brokers, known).items()
                   if not k.startswith("zookeeper.") and not k.startswith("controlled.shutdown.")})
     props.update(kraft_defaults())

@@ -323,6 +323,21 @@ class NodeStarter:
             files={BROKER_CONFIG: render_properties(properties), **log_config},
             extra_labels={BROKER_ID_LABEL: str(broker_id)}, volumes=volumes)
 
+    def start_kraft_node(self, config: ClusterConfig, node: str, role: str, properties: Mapping[str, str], *,
+                         position: int, host_ports: Mapping[int, int], data_dir: str,
+                         metrics: bool = False) -> Container:
+        """A KRaft controller (``position`` < 0: -1, -2, ... on the ZooKeeper servers' addresses,
+        which a KRaft run has none of) or broker (``position`` in the sorted broker ids) whose
+        data directory is the host's ``data_dir``, formatted there already
+        (:mod:`harness.containers.kraft`), mounted at BROKER_DATA_DIR."""
+        address = self._zookeeper_address(-position) if position < 0 else self._broker_address(position)
+        agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics else []
+        return self._start(
+            node, role,
+            java_command(config.broker_heap, [*config.jvm_options, *agent], "kafka.Kafka", BROKER_CONFIG),
+            address=address, host_ports=host_ports, files={BROKER_CONFIG: render_properties(properties)},
+            volumes={data_dir: BROKER_DATA_DIR})
+
     def _start(self, node: str, role: str, command: list[str], *, address: str, host_ports: Mapping[int, int],
                files: Mapping[str, str], extra_labels: Mapping[str, str] | None = None,
                volumes: Mapping[str, str] | None = None) -> Container:

@@ -135,7 +135,8 @@ class QuorumLoss(_QuorumFault):
     def inject(self, env: FaultEnv) -> None:
         quorum, epoch = _quorum(env, self.kind), _quorum_epoch(env)
         for c in quorum.controller_ids:
-            quorum.kill_controller(c)
+            if quorum.controller_running(c):  # an earlier quorum_leader_kill may hold one down
+                quorum.kill_controller(c)
         time.sleep(self.seconds)  # the fault itself: a bounded, deliberate outage
         self.heal(env)
         _wait_new_epoch(env, epoch, self.kind)

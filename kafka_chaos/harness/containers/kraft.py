@@ -1,0 +1,383 @@
+"""``ContainerKraftCluster``: KRaft controllers and brokers, each in a Docker container of the same
+image as ZooKeeper mode (``--mode kraft --backend containers``).
+
+Each node's data directory is a host directory mounted at the broker data path: it is formatted
+on the host by Kafka's own tool, from the same release's jars (``StorageTool format``; the image
+has no shell to run it in), and the controllers' metadata logs are read from the host by the
+observer (:class:`harness.kraft.observer.KraftObserver`) as on the local launcher. Network: the
+ZooKeeper-mode layout (a run network with fixed addresses, brokers' ``INTERNAL`` listener on it and
+``EXTERNAL`` published on 127.0.0.1); controller N is ``controller-N:9093`` on the network only.
+
+Capabilities: ``broker_control`` and ``controller_quorum`` (docker kill / stop / pause / start).
+Network cuts of KRaft nodes are not offered yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
+from kafka_chaos.harness.config import (
+    ClusterConfig,
+    broker_session_timeout_ms,
+    kraft_node_properties,
+    render_properties,
+    shared_broker_settings,
+)
+from kafka_chaos.harness.containers import teardown
+from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
+from kafka_chaos.harness.containers.labels import new_run_id, run_labels
+from kafka_chaos.harness.containers.nodes import (  # noqa: I001
+    BROKER_DATA_DIR,
+    EXTERNAL_PORT,
+    INTERNAL_PORT,
+    METRICS_PORT,
+    NodeStarter,
+    broker_alias,
+    container_state,
+    kill_container,
+    log_tail,
+)
+from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
+from kafka_chaos.harness.kraft.observer import KraftObserver
+from kafka_chaos.harness.kraft.records import random_cluster_id
+from kafka_chaos.harness.nodes import free_ports
+from kafka_chaos.harness.observer import ConvergenceTimeout
+from kafka_chaos.harness.readiness import wait_metadata_lists
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_PORT = 9093
+START_TIMEOUT_SECONDS = 120.0
+STOP_TIMEOUT_SECONDS = 60
+FORMAT_TIMEOUT_S = 90.0
+
+
+def controller_alias(node_id: int) -> str:
+    return f"controller-{node_id}"
+
+
+class ContainerKraftCluster:
+    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
+    :class:`harness.cluster.ControllerQuorumControl` in Docker containers; see the module docstring."""
+
+    backend = "containers"
+    mode = "kraft"
+
+    @staticmethod
+    def capability_problems() -> Mapping[Capability, str]:
+        return {}
+
+    def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *, base_image: str | None = None,
+                 start_timeout: float = START_TIMEOUT_SECONDS, metrics: bool = True,
+                 stop_timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+        if config.mode != "kraft":
+            raise UsageError("ContainerKraftCluster needs a ClusterConfig with mode='kraft'")
+        self.config = config
+        self.distribution = distribution
+        self.base_image = base_image
+        self.run_id = new_run_id()
+        self.labels = run_labels(self.run_id)
+        self.start_timeout = start_timeout
+        self.stop_timeout = float(stop_timeout)
+        self._metrics = metrics
+        self._cluster_id = random_cluster_id()
+        self._client: docker.DockerClient | None = None
+        self._starter: NodeStarter | None = None
+        self._run_dir: Path | None = None
+        self._controllers: dict[int, Container] = {}
+        self._brokers: dict[int, Container] = {}
+        self._broker_ports: dict[int, int] = {}
+        self._metrics_ports: dict[int, int] = {}
+        self._properties: dict[str, dict[str, str]] = {}  # node -> server.properties (container paths)
+        self._destroyed = False
+
+    def __enter__(self) -> ContainerKraftCluster:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.destroy()
+
+    # ---------------------------------------------------------------- Cluster
+
+    @property
+    def kafka_version(self) -> str:
+        return self.distribution.version
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return self.config.broker_ids()
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return self.config.controller_ids()
+
+    @property
+    def zookeeper_connect(self) -> str:
+        raise HarnessError("a KRaft cluster has no ZooKeeper")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self._broker_ports[b]}" for b in self.broker_ids)
+
+    def endpoint(self, broker_id: int) -> BrokerEndpoint:
+        container = self._broker(broker_id)
+        return BrokerEndpoint(broker_id=broker_id, host="127.0.0.1", port=self._broker_ports[broker_id],
+                              container=container.name, metrics_port=self._metrics_ports.get(broker_id))
+
+    def broker_settings(self) -> dict[str, str]:
+        return shared_broker_settings(self.config, self.distribution.version)
+
+    def session_timeout_s(self) -> float:
+        return broker_session_timeout_ms(self.config) / 1000
+
+    def log_files(self) -> dict[str, Path]:
+        """Each node's container output, dumped now into the run directory."""
+        files = {}
+        for name, container in self._nodes().items():
+            path = self._dir() / f"{name}.log"
+            try:
+                path.write_bytes(container.logs())
+            except Exception as exc:  # noqa: BLE001 - a container removed meanwhile
+                log.debug("logs of %s: %s", name, exc)
+                continue
+            files[name] = path
+        return files
+
+    def metadata_log_dirs(self) -> list[Path]:
+        return [self._dir() / controller_alias(c) for c in self.controller_ids]
+
+    def observer(self, topics: Sequence[str] | None = None) -> KraftObserver:
+        return KraftObserver(self.metadata_log_dirs(), topics=topics)
+
+    # ---------------------------------------------------------------- start
+
+    def start(self) -> None:
+        if self._client is not None:
+            raise HarnessError("this ContainerKraftCluster was already started; make a new one")
+        try:
+            self._start()
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _start(self) -> None:
+        began = time.monotonic()
+        self._client = docker_client()
+        image = ensure_kafka_image(self.distribution, base_image=self.base_image, client=self._client).tag
+        teardown.register(self)
+        self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-kraft-"))
+        brokers = self.broker_ids
+        ports = free_ports(2 * len(brokers))
+        self._broker_ports = dict(zip(brokers, ports))
+        self._metrics_ports = dict(zip(brokers, ports[len(brokers):])) if self._metrics else {}
+        self._starter = NodeStarter(self.run_id, image, self.labels, kafka_version=self.kafka_version)
+        self._starter.create_network()
+        voters = {c: f"{controller_alias(c)}:{CONTROLLER_PORT}" for c in self.controller_ids}
+        for c in self.controller_ids:
+            self._properties[controller_alias(c)] = kraft_node_properties(
+                self.config, c, voters=voters, address=f"0.0.0.0:{CONTROLLER_PORT}", log_dir=BROKER_DATA_DIR,
+                kafka_version=self.kafka_version)
+        for b in brokers:
+            self._properties[broker_alias(b)] = kraft_node_properties(
+                self.config, b, voters=voters, address="", log_dir=BROKER_DATA_DIR, kafka_version=self.kafka_version,
+                listeners={"INTERNAL": f"{broker_alias(b)}:{INTERNAL_PORT}",
+                           "EXTERNAL": f"127.0.0.1:{self._broker_ports[b]}"},
+                bind_listeners={"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"})
+        self._format_storage()
+        for i, c in enumerate(self.controller_ids):
+            self._controllers[c] = self._start_node(controller_alias(c), "controller", -(i + 1))
+        for i, b in enumerate(brokers):
+            self._brokers[b] = self._start_node(broker_alias(b), "broker", i)
+        self._wait_ready(brokers, time.monotonic() + self.start_timeout)
+        log.info("KRaft container cluster %s ready in %.1f s: bootstrap %s", self.run_id,
+                 time.monotonic() - began, self.bootstrap_servers)
+
+    def _start_node(self, name: str, role: str, position: int) -> Container:
+        assert self._starter is not None
+        broker_id = int(name.removeprefix("broker-")) if role == "broker" else None
+        host_ports = {}
+        if broker_id is not None:
+            host_ports[EXTERNAL_PORT] = self._broker_ports[broker_id]
+            if broker_id in self._metrics_ports:
+                host_ports[METRICS_PORT] = self._metrics_ports[broker_id]
+        return self._starter.start_kraft_node(self.config, name, role, self._properties[name], position=position,
+                                              host_ports=host_ports, data_dir=str(self._dir() / name),
+                                              metrics=broker_id in self._metrics_ports)
+
+    def _format_storage(self) -> None:
+        """``StorageTool format`` on the host, per node, into the directory its container mounts."""
+        java = java_executable()
+        started = []
+        for name, props in self._properties.items():
+            data = self._dir() / name
+            data.mkdir()
+            host_props = {**props, "log.dirs": str(data)}  # the host's view of the same directory
+            config_file = self._dir() / f"{name}.properties"
+            config_file.write_text(render_properties(host_props))
+            out = open(self._dir() / f"{name}-format.log", "wb")
+            argv = [java, "-Xmx256m", *self.config.jvm_options, "-cp", self.distribution.classpath,
+                    "kafka.tools.StorageTool", "format", "-t", self._cluster_id, "-c", str(config_file)]
+            started.append((name, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), out))
+        failures = []
+        for name, proc, out in started:
+            try:
+                code: int | None = proc.wait(timeout=FORMAT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = None
+            finally:
+                out.close()
+            if code != 0:
+                failures.append(f"{name}: storage format {'timed out' if code is None else f'exited {code}'}")
+        if failures:
+            raise HarnessError("; ".join(failures))
+
+    def _wait_ready(self, brokers: Sequence[int], deadline: float, newer_than: Mapping[int, int] | None = None) -> None:
+        old = newer_than or {}
+
+        def ready(s: object) -> bool:
+            from kafka_chaos.harness.zksnapshot import ZkSnapshot
+
+            for name, container in self._nodes().items():
+                if container_state(container) == "exited":
+                    raise HarnessError(f"{name} exited during start-up; last lines:\n{log_tail(container)}")
+            assert isinstance(s, ZkSnapshot)
+            return s.controller is not None and all(s.live_brokers.get(b, -1) > old.get(b, -1) for b in brokers)
+
+        with self.observer(topics=[]) as observer:
+            try:
+                snapshot = observer.wait_until(ready, timeout=max(0.0, deadline - time.monotonic()),
+                                               description=f"a quorum leader and brokers {list(brokers)} unfenced")
+            except ConvergenceTimeout as exc:
+                raise HarnessError(str(exc)) from None
+        for b in brokers:
+            failure = wait_metadata_lists(self.endpoint(b).bootstrap, set(snapshot.live_brokers), deadline=deadline)
+            if failure is not None:
+                raise HarnessError(f"broker {b} was unfenced but its metadata did not answer ({failure})")
+
+    # ---------------------------------------------------------------- BrokerControl
+
+    def kill_broker(self, broker_id: int) -> None:
+        kill_container(self._running(self._broker(broker_id), f"broker {broker_id}"))
+
+    def stop_broker(self, broker_id: int) -> None:
+        self._running(self._broker(broker_id), f"broker {broker_id}").stop(timeout=int(self.stop_timeout))
+
+    def pause_broker(self, broker_id: int) -> None:
+        self._running(self._broker(broker_id), f"broker {broker_id}").pause()
+
+    def resume_broker(self, broker_id: int) -> None:
+        self._broker(broker_id).unpause()
+
+    def broker_running(self, broker_id: int) -> bool:
+        return container_state(self._broker(broker_id)) in ("running", "paused")
+
+    def broker_paused(self, broker_id: int) -> bool:
+        return container_state(self._broker(broker_id)) == "paused"
+
+    def start_broker(self, broker_id: int) -> None:
+        """Start a stopped or killed broker's container again (its data is the host directory);
+        returns once it is unfenced with a new broker epoch and its metadata answers."""
+        container = self._broker(broker_id)
+        if self.broker_running(broker_id):
+            raise HarnessError(f"broker {broker_id} is already running")
+        with self.observer(topics=[]) as observer:
+            old = observer.broker_epochs().get(broker_id, -1)
+        container.start()
+        self._wait_ready([broker_id], time.monotonic() + self.start_timeout, newer_than={broker_id: old})
+
+    # ---------------------------------------------------------------- ControllerQuorumControl
+
+    def kill_controller(self, node_id: int) -> None:
+        kill_container(self._running(self._controller(node_id), controller_alias(node_id)))
+
+    def stop_controller(self, node_id: int) -> None:
+        self._running(self._controller(node_id), controller_alias(node_id)).stop(timeout=int(self.stop_timeout))
+
+    def pause_controller(self, node_id: int) -> None:
+        self._running(self._controller(node_id), controller_alias(node_id)).pause()
+
+    def resume_controller(self, node_id: int) -> None:
+        self._controller(node_id).unpause()
+
+    def controller_running(self, node_id: int) -> bool:
+        return container_state(self._controller(node_id)) in ("running", "paused")
+
+    def start_controller(self, node_id: int) -> None:
+        container = self._controller(node_id)
+        if self.controller_running(node_id):
+            raise HarnessError(f"controller {node_id} is already running")
+        container.start()
+
+    # ---------------------------------------------------------------- teardown
+
+    def any_running(self) -> bool:
+        return any(container_state(c) in ("running", "paused") for c in self._nodes().values())
+
+    def destroy(self) -> None:
+        """Remove every container and the network of this run, and the host data. Idempotent."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        teardown.unregister(self)
+        if self._client is not None:
+            from kafka_chaos.harness.containers.prune import remove_run
+
+            remove_run(self._client, self.run_id)
+            self._client.close()
+        if self._starter is not None:
+            self._starter.close()
+        if self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+        self._brokers.clear()
+        self._controllers.clear()
+
+    # ---------------------------------------------------------------- lookups
+
+    def _dir(self) -> Path:
+        if self._run_dir is None:
+            raise HarnessError("the cluster has not been started")
+        return self._run_dir
+
+    def _nodes(self) -> dict[str, Container]:
+        return {**{controller_alias(c): n for c, n in self._controllers.items()},
+                **{broker_alias(b): n for b, n in self._brokers.items()}}
+
+    def _broker(self, broker_id: int) -> Container:
+        try:
+            return self._brokers[broker_id]
+        except KeyError:
+            raise UsageError(f"unknown broker id {broker_id}: the brokers are "
+                             f"{', '.join(map(str, self.broker_ids))}") from None
+
+    def _controller(self, node_id: int) -> Container:
+        try:
+            return self._controllers[node_id]
+        except KeyError:
+            raise UsageError(f"unknown controller id {node_id}: the controllers are "
+                             f"{', '.join(map(str, self.controller_ids))}") from None
+
+    @staticmethod
+    def _running(container: Container, what: str) -> Container:
+        if container_state(container) not in ("running", "paused"):
+            raise HarnessError(f"cannot act on {what}: it is not running")
+        return container
+
+
+__all__ = ["ContainerKraftCluster", "controller_alias"]
