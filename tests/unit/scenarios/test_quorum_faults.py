@@ -1,0 +1,91 @@
+"""The quorum faults (scenarios.faults.quorum) against a stand-in quorum: which controllers they
+touch, and that each waits for a later quorum epoch before it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
+from kafka_chaos.scenarios.faults import make_fault
+from kafka_chaos.scenarios.faults.base import FaultEnv
+from kafka_chaos.scenarios.model.targets import Target
+
+
+@dataclass
+class Quorum:
+    running: set[int] = field(default_factory=lambda: {3000, 3001, 3002})
+    log: list[str] = field(default_factory=list)
+    controller_ids: list[int] = field(default_factory=lambda: [3000, 3001, 3002])
+    broker_ids: list[int] = field(default_factory=lambda: [1, 2, 3])
+
+    def kill_controller(self, c: int) -> None:
+        if c not in self.running:
+            raise HarnessError(f"cannot kill controller-{c}: it is not running")
+        self.running.discard(c)
+        self.log.append(f"kill {c}")
+
+    def stop_controller(self, c: int) -> None:
+        self.kill_controller(c)
+
+    def pause_controller(self, c: int) -> None:
+        self.log.append(f"pause {c}")
+
+    def resume_controller(self, c: int) -> None:
+        self.log.append(f"resume {c}")
+
+    def start_controller(self, c: int) -> None:
+        self.running.add(c)
+        self.log.append(f"start {c}")
+
+    def controller_running(self, c: int) -> bool:
+        return c in self.running
+
+
+@dataclass
+class Log:
+    """Each snapshot a later quorum epoch: the fault's wait returns at once."""
+    epoch: int = 1
+    waited: list[str] = field(default_factory=list)
+
+    def snapshot(self, topics: object = None) -> ZkSnapshot:
+        return ZkSnapshot(0.0, {1: 1}, 3000, self.epoch, {}, {}, False, mode="kraft")
+
+    def wait_until(self, predicate, *, timeout: float, description: str) -> ZkSnapshot:
+        self.epoch += 1
+        snap = self.snapshot()
+        assert predicate(snap)
+        self.waited.append(description)
+        return snap
+
+
+def env(quorum: Quorum, log: Log) -> FaultEnv:
+    return FaultEnv(quorum, log, None)  # type: ignore[arg-type]
+
+
+def fault(kind: str, target: tuple[int, ...] = (3000,), **options: object):
+    return make_fault(kind, Target(target, "x"), options, topic_names={}, topic_partitions={})
+
+
+def test_a_quorum_loss_after_a_leader_kill_kills_only_the_running_and_starts_all(monkeypatch) -> None:
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    quorum, log = Quorum(), Log()
+    fault("quorum_leader_kill").inject(env(quorum, log))
+    assert quorum.running == {3001, 3002} and log.waited == ["a new quorum leader after quorum_leader_kill"]
+    fault("quorum_loss", (), seconds=3.0).inject(env(quorum, log))
+    assert quorum.log == ["kill 3000", "kill 3001", "kill 3002", "start 3000", "start 3001", "start 3002"]
+    assert quorum.running == {3000, 3001, 3002}
+
+
+def test_a_leader_pause_resumes_it_once_another_leads() -> None:
+    quorum, log = Quorum(), Log()
+    fault("quorum_leader_pause", (3001,)).inject(env(quorum, log))
+    assert quorum.log == ["pause 3001", "resume 3001"] and len(log.waited) == 1
+
+
+def test_the_quorum_faults_name_one_leader_and_hold_no_broker() -> None:
+    with pytest.raises(Exception, match="targets the one quorum leader"):
+        fault("quorum_leader_kill", (3000, 3001)).inject(env(Quorum(), Log()))
+    assert fault("quorum_leader_kill").holds == () and fault("quorum_loss", ()).holds == ()
