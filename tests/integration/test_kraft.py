@@ -110,7 +110,9 @@ def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path) -> None:
 
     results = tmp_path / "run"
     names = ["leader_hard_kill_kraft", "quorum_leader_kill"]
-    rc = run_scenarios(catalogue.by_names(names), seed=30, results_dir=results, report=False)
+    # both on one 3-voter cluster (as `run --mode kraft --controllers 3` does): one start
+    scenarios = [catalogue.with_mode(s, "kraft", 3) for s in catalogue.by_names(names)]
+    rc = run_scenarios(scenarios, seed=30, results_dir=results, report=False)
     records = read_records(results).records
     failed = [(r.scenario, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
     assert rc == 0 and not failed, failed
