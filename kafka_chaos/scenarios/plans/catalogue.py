@@ -54,7 +54,7 @@ from kafka_chaos.scenarios.model.targets import (
     NoTarget,
 )
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
-from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, validate_steps
+from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, mode_problem, validate_steps
 
 SMOKE = "smoke"
 CONFORMANCE = "conformance"
@@ -780,14 +780,8 @@ def with_mode(s: Scenario, mode: str | None, controllers: int | None = None) -> 
     if mode is None or (mode == s.needs.mode and controllers in (None, s.needs.controllers)):
         return s
     if mode not in s.modes:
-        raise UsageError(f"scenario {s.name} cannot run on a {mode} cluster: {_mode_reason(s, mode)}")
+        raise UsageError(f"scenario {s.name} cannot run on a {mode} cluster: {mode_problem(s, mode)}")
     return replace(s, needs=replace(s.needs, mode=mode, controllers=controllers or s.needs.controllers))
-
-
-def _mode_reason(s: Scenario, mode: str) -> str:
-    kinds = sorted({step.fault for step in s.steps if mode not in Scenario(s.name, s.doc, s.topics, (step,),
-                                                                             s.suites, s.needs).modes})
-    return f"{', '.join(kinds)} {'is' if len(kinds) == 1 else 'are'} not a {mode}-mode fault"
 
 
 def leave_out_for_mode(scenarios: Sequence[Scenario], mode: str) -> tuple[list[Scenario], list[tuple[Scenario, str]]]:
@@ -797,7 +791,7 @@ def leave_out_for_mode(scenarios: Sequence[Scenario], mode: str) -> tuple[list[S
         if mode in s.modes:
             kept.append(s)
         else:
-            left.append((s, _mode_reason(s, mode)))
+            left.append((s, mode_problem(s, mode)))
     return kept, left
 
 

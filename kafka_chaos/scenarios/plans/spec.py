@@ -97,4 +97,10 @@ def validate_steps(s: Scenario) -> None:
         except UsageError as exc:
             raise TypeError(f"scenario {s.name}: {exc}") from exc
     if s.needs.mode not in s.modes:
-        raise TypeError(f"scenario {s.name}: its faults do not apply to a {s.needs.mode} cluster")
+        raise TypeError(f"scenario {s.name}: {mode_problem(s, s.needs.mode)}")
+
+
+def mode_problem(s: Scenario, mode: str) -> str:
+    """Which of the scenario's faults do not apply to ``mode`` clusters, in one line."""
+    kinds = sorted({step.fault for step in s.steps if mode not in _fault_of(s, step).modes})
+    return f"{', '.join(kinds)} {'is' if len(kinds) == 1 else 'are'} not a {mode}-mode fault"
