@@ -70,7 +70,65 @@ class ConvergenceTimeout(HarnessError):
         super().__init__(f"timed out{waited} waiting for {description}{note}; ZooKeeper showed: {seen}")
 
 
-class ZkObserver:
+class EventQueries:
+    """The event queries both observers answer the same way (this one and
+    :class:`harness.kraft.observer.KraftObserver`), over their ``_events`` log and ``_changed``
+    condition; ``_timeout_snapshot`` is what a timed-out :meth:`wait_event` reports."""
+
+    _events: EventLog
+    _changed: threading.Condition
+    _stopping: bool
+
+    def _timeout_snapshot(self) -> ZkSnapshot | None:
+        raise NotImplementedError
+
+    def wait_event(self, kind: str, *, after: float, timeout: float, description: str,
+                   broker_id: int | None = None, topic: str | None = None,
+                   partition: int | None = None,
+                   where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent:
+        """Wait for the first matching event at or after ``after`` (see :meth:`first_event`)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
+                                           partition=partition, where=where)
+                if found is not None:
+                    return found
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stopping:
+                    break
+                self._changed.wait(timeout=remaining)
+        raise ConvergenceTimeout(description, self._timeout_snapshot(), timeout)
+
+    def events_since(self, t: float) -> list[ZkEvent]:
+        """Events stamped at or after ``t``, oldest first (see :meth:`EventLog.since`)."""
+        with self._changed:
+            return self._events.since(t)
+
+    def first_event(self, kind: str, *, after: float, broker_id: int | None = None,
+                    topic: str | None = None, partition: int | None = None,
+                    where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent | None:
+        with self._changed:
+            return self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
+                                      partition=partition, where=where)
+
+    def broker_gone_at(self, broker_id: int, after: float) -> float | None:
+        event = self.first_event(BROKER_GONE, after=after, broker_id=broker_id)
+        return event.at if event else None
+
+    def broker_registered_at(self, broker_id: int, after: float) -> float | None:
+        event = self.first_event(BROKER_REGISTERED, after=after, broker_id=broker_id)
+        return event.at if event else None
+
+    def new_leader_at(self, topic: str, partition: int, *, after: float, old_leader: int) -> float | None:
+        """When the partition state first showed a live-looking leader other than ``old_leader``."""
+        event = self.first_event(
+            PARTITION_STATE, after=after, topic=topic, partition=partition,
+            where=lambda e: isinstance(e, PartitionStateWritten) and e.leader not in (old_leader, NO_LEADER))
+        return event.at if event else None
+
+
+class ZkObserver(EventQueries):
     """Watches a Kafka cluster's ZooKeeper state, reads snapshots, waits for conditions and
     answers event queries; see the module docstring.
 
@@ -245,53 +303,8 @@ class ZkObserver:
         return self.wait_until(registered, timeout=timeout,
                                description=f"broker {broker_id} to register in /brokers/ids")
 
-    def wait_event(self, kind: str, *, after: float, timeout: float, description: str,
-                   broker_id: int | None = None, topic: str | None = None,
-                   partition: int | None = None,
-                   where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent:
-        """Wait for the first matching event at or after ``after`` (see :meth:`first_event`)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                found = self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
-                                           partition=partition, where=where)
-                if found is not None:
-                    return found
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._stopping:
-                    break
-                self._changed.wait(timeout=remaining)
+    def _timeout_snapshot(self) -> ZkSnapshot | None:
         try:
-            last: ZkSnapshot | None = self.snapshot()
+            return self.snapshot()
         except ZkUnavailable:
-            last = None
-        raise ConvergenceTimeout(description, last, timeout)
-
-    # ------------------------------------------------------------------ events
-
-    def events_since(self, t: float) -> list[ZkEvent]:
-        """Events stamped at or after ``t``, oldest first (see :meth:`EventLog.since`)."""
-        with self._changed:
-            return self._events.since(t)
-
-    def first_event(self, kind: str, *, after: float, broker_id: int | None = None,
-                    topic: str | None = None, partition: int | None = None,
-                    where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent | None:
-        with self._changed:
-            return self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
-                                      partition=partition, where=where)
-
-    def broker_gone_at(self, broker_id: int, after: float) -> float | None:
-        event = self.first_event(BROKER_GONE, after=after, broker_id=broker_id)
-        return event.at if event else None
-
-    def broker_registered_at(self, broker_id: int, after: float) -> float | None:
-        event = self.first_event(BROKER_REGISTERED, after=after, broker_id=broker_id)
-        return event.at if event else None
-
-    def new_leader_at(self, topic: str, partition: int, *, after: float, old_leader: int) -> float | None:
-        """When the state znode first showed a live-looking leader other than ``old_leader``."""
-        event = self.first_event(
-            PARTITION_STATE, after=after, topic=topic, partition=partition,
-            where=lambda e: isinstance(e, PartitionStateWritten) and e.leader not in (old_leader, NO_LEADER))
-        return event.at if event else None
+            return None

@@ -26,9 +26,9 @@ from types import TracebackType
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.kraft.image import MetadataImage
 from kafka_chaos.harness.kraft.records import LogEntry, MetadataLogError, read_batches
-from kafka_chaos.harness.observer import ConvergenceTimeout
-from kafka_chaos.harness.zkevents import BROKER_GONE, BROKER_REGISTERED, PARTITION_STATE, EventLog, PartitionStateWritten, ZkEvent
-from kafka_chaos.harness.zksnapshot import NO_LEADER, ZkSnapshot
+from kafka_chaos.harness.observer import ConvergenceTimeout, EventQueries
+from kafka_chaos.harness.zkevents import EventLog
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class _LogTail:
         return grew
 
 
-class KraftObserver:
+class KraftObserver(EventQueries):
     """Watches a KRaft cluster's metadata log; see the module docstring. ``metadata_dirs``: each
     controller's metadata log directory (the parent of ``__cluster_metadata-0``)."""
 
@@ -199,48 +199,8 @@ class KraftObserver:
             return epoch is not None and (newer_than_epoch is None or epoch > newer_than_epoch)
         return self.wait_until(registered, timeout=timeout, description=f"broker {broker_id} to be unfenced")
 
-    def wait_event(self, kind: str, *, after: float, timeout: float, description: str,
-                   broker_id: int | None = None, topic: str | None = None, partition: int | None = None,
-                   where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                found = self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
-                                           partition=partition, where=where)
-                if found is not None:
-                    return found
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._stopping:
-                    break
-                self._changed.wait(timeout=remaining)
-        raise ConvergenceTimeout(description, self.snapshot(), timeout)
-
-    # ------------------------------------------------------------------ events
-
-    def events_since(self, t: float) -> list[ZkEvent]:
-        with self._changed:
-            return self._events.since(t)
-
-    def first_event(self, kind: str, *, after: float, broker_id: int | None = None,
-                    topic: str | None = None, partition: int | None = None,
-                    where: Callable[[ZkEvent], bool] | None = None) -> ZkEvent | None:
-        with self._changed:
-            return self._events.first(kind, after=after, broker_id=broker_id, topic=topic,
-                                      partition=partition, where=where)
-
-    def broker_gone_at(self, broker_id: int, after: float) -> float | None:
-        event = self.first_event(BROKER_GONE, after=after, broker_id=broker_id)
-        return event.at if event else None
-
-    def broker_registered_at(self, broker_id: int, after: float) -> float | None:
-        event = self.first_event(BROKER_REGISTERED, after=after, broker_id=broker_id)
-        return event.at if event else None
-
-    def new_leader_at(self, topic: str, partition: int, *, after: float, old_leader: int) -> float | None:
-        event = self.first_event(
-            PARTITION_STATE, after=after, topic=topic, partition=partition,
-            where=lambda e: isinstance(e, PartitionStateWritten) and e.leader not in (old_leader, NO_LEADER))
-        return event.at if event else None
+    def _timeout_snapshot(self) -> ZkSnapshot | None:
+        return self.snapshot()
 
     def broker_epochs(self) -> Mapping[int, int]:
         """Every registered broker (fenced or not) and its epoch."""
