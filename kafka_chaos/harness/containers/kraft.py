@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -26,13 +25,7 @@ from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
-from kafka_chaos.harness.config import (
-    ClusterConfig,
-    broker_session_timeout_ms,
-    kraft_node_properties,
-    render_properties,
-    shared_broker_settings,
-)
+from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.containers import teardown
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.labels import new_run_id, run_labels
@@ -47,8 +40,8 @@ from kafka_chaos.harness.containers.nodes import (  # noqa: I001
     kill_container,
     log_tail,
 )
-from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
-from kafka_chaos.harness.kraft.observer import KraftObserver
+from kafka_chaos.harness.distribution import KafkaDistribution
+from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
@@ -63,19 +56,17 @@ log = logging.getLogger(__name__)
 CONTROLLER_PORT = 9093
 START_TIMEOUT_SECONDS = 120.0
 STOP_TIMEOUT_SECONDS = 60
-FORMAT_TIMEOUT_S = 90.0
 
 
 def controller_alias(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class ContainerKraftCluster:
+class ContainerKraftCluster(KraftBasics):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
     :class:`harness.cluster.ControllerQuorumControl` in Docker containers; see the module docstring."""
 
     backend = "containers"
-    mode = "kraft"
 
     @staticmethod
     def capability_problems() -> Mapping[Capability, str]:
@@ -116,22 +107,6 @@ class ContainerKraftCluster:
     # ---------------------------------------------------------------- Cluster
 
     @property
-    def kafka_version(self) -> str:
-        return self.distribution.version
-
-    @property
-    def broker_ids(self) -> list[int]:
-        return self.config.broker_ids()
-
-    @property
-    def controller_ids(self) -> list[int]:
-        return self.config.controller_ids()
-
-    @property
-    def zookeeper_connect(self) -> str:
-        raise HarnessError("a KRaft cluster has no ZooKeeper")
-
-    @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{self._broker_ports[b]}" for b in self.broker_ids)
 
@@ -139,12 +114,6 @@ class ContainerKraftCluster:
         container = self._broker(broker_id)
         return BrokerEndpoint(broker_id=broker_id, host="127.0.0.1", port=self._broker_ports[broker_id],
                               container=container.name, metrics_port=self._metrics_ports.get(broker_id))
-
-    def broker_settings(self) -> dict[str, str]:
-        return shared_broker_settings(self.config, self.distribution.version)
-
-    def session_timeout_s(self) -> float:
-        return broker_session_timeout_ms(self.config) / 1000
 
     def log_files(self) -> dict[str, Path]:
         """Each node's container output, dumped now into the run directory."""
@@ -161,9 +130,6 @@ class ContainerKraftCluster:
 
     def metadata_log_dirs(self) -> list[Path]:
         return [self._dir() / controller_alias(c) for c in self.controller_ids]
-
-    def observer(self, topics: Sequence[str] | None = None) -> KraftObserver:
-        return KraftObserver(self.metadata_log_dirs(), topics=topics)
 
     # ---------------------------------------------------------------- start
 
@@ -221,32 +187,14 @@ class ContainerKraftCluster:
                                               metrics=broker_id in self._metrics_ports)
 
     def _format_storage(self) -> None:
-        """``StorageTool format`` on the host, per node, into the directory its container mounts."""
-        java = java_executable()
-        started = []
+        """On the host, into the directory each container mounts (the image has no shell)."""
+        configs = {}
         for name, props in self._properties.items():
             data = self._dir() / name
             data.mkdir()
-            host_props = {**props, "log.dirs": str(data)}  # the host's view of the same directory
-            config_file = self._dir() / f"{name}.properties"
-            config_file.write_text(render_properties(host_props))
-            out = open(self._dir() / f"{name}-format.log", "wb")
-            argv = [java, "-Xmx256m", *self.config.jvm_options, "-cp", self.distribution.classpath,
-                    "kafka.tools.StorageTool", "format", "-t", self._cluster_id, "-c", str(config_file)]
-            started.append((name, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), out))
-        failures = []
-        for name, proc, out in started:
-            try:
-                code: int | None = proc.wait(timeout=FORMAT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = None
-            finally:
-                out.close()
-            if code != 0:
-                failures.append(f"{name}: storage format {'timed out' if code is None else f'exited {code}'}")
-        if failures:
-            raise HarnessError("; ".join(failures))
+            configs[name] = self._dir() / f"{name}.properties"  # the host's view of the same directory
+            configs[name].write_text(render_properties({**props, "log.dirs": str(data)}))
+        format_storage(self.distribution, self.config.jvm_options, self._cluster_id, configs, self._dir())
 
     def _wait_ready(self, brokers: Sequence[int], deadline: float, newer_than: Mapping[int, int] | None = None) -> None:
         old = newer_than or {}

@@ -23,7 +23,6 @@ import logging
 import os
 import weakref
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -35,9 +34,9 @@ from types import TracebackType
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness import jmx_exporter, processes
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
-from kafka_chaos.harness.config import ClusterConfig, broker_session_timeout_ms, kraft_node_properties, render_properties, shared_broker_settings
+from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
-from kafka_chaos.harness.kraft.observer import KraftObserver
+from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
@@ -48,8 +47,6 @@ from kafka_chaos.harness.readiness import wait_metadata_lists
 
 log = logging.getLogger(__name__)
 
-STORAGE_TOOL = "kafka.tools.StorageTool"
-FORMAT_TIMEOUT_S = 90.0
 
 
 _owned: weakref.WeakSet[LocalKraftCluster] = weakref.WeakSet()
@@ -77,12 +74,11 @@ def controller_node_name(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class LocalKraftCluster:
+class LocalKraftCluster(KraftBasics):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
     :class:`harness.cluster.ControllerQuorumControl` of a KRaft cluster on local JVMs."""
 
     backend = "local"
-    mode = "kraft"
 
     @staticmethod
     def capability_problems() -> Mapping[Capability, str]:
@@ -125,10 +121,6 @@ class LocalKraftCluster:
     # ---------------------------------------------------------------- Cluster
 
     @property
-    def kafka_version(self) -> str:
-        return self.distribution.version
-
-    @property
     def cluster_id(self) -> str:
         return self._cluster_id
 
@@ -137,18 +129,6 @@ class LocalKraftCluster:
         if self._run_dir is None:
             raise HarnessError("the cluster has not been started")
         return self._run_dir
-
-    @property
-    def broker_ids(self) -> list[int]:
-        return self.config.broker_ids()
-
-    @property
-    def controller_ids(self) -> list[int]:
-        return self.config.controller_ids()
-
-    @property
-    def zookeeper_connect(self) -> str:
-        raise HarnessError("a KRaft cluster has no ZooKeeper")
 
     @property
     def bootstrap_servers(self) -> str:
@@ -164,9 +144,6 @@ class LocalKraftCluster:
         return BrokerEndpoint(broker_id=broker_id, host=HOST, port=node.port, pid=node.running_pid(),
                               metrics_port=node.metrics_port)
 
-    def broker_settings(self) -> dict[str, str]:
-        return shared_broker_settings(self.config, self.distribution.version)
-
     def log_files(self) -> dict[str, Path]:
         files = {node.name: node.server_log for _, node in sorted(self._controllers.items())}
         files.update({broker_node_name(b): self._broker(b).server_log for b in self.broker_ids})
@@ -174,10 +151,6 @@ class LocalKraftCluster:
 
     def broker_log_dir(self, broker_id: int) -> Path:
         return self._broker(broker_id).server_log.parent
-
-    def session_timeout_s(self) -> float:
-        """The brokers' ``broker.session.timeout.ms``: KRaft's counterpart of the ZooKeeper session."""
-        return broker_session_timeout_ms(self.config) / 1000
 
     def controller_address(self, node_id: int) -> str:
         return self._controller(node_id).bootstrap
@@ -188,10 +161,6 @@ class LocalKraftCluster:
     def metadata_log_dirs(self) -> list[Path]:
         """Each controller's metadata log directory (``__cluster_metadata-0``'s parent)."""
         return [node.directory / "data" for _, node in sorted(self._controllers.items())]
-
-    def observer(self, topics: Sequence[str] | None = None) -> KraftObserver:
-        """An unstarted observer of this cluster's metadata log."""
-        return KraftObserver(self.metadata_log_dirs(), topics=topics)
 
     # ---------------------------------------------------------------- start
 
@@ -229,7 +198,7 @@ class LocalKraftCluster:
                             if agent is not None else None)
             self._brokers[b] = self._prepare(broker_node_name(b), b, broker_ports[b], voters, java, log4j,
                                              agent_option)
-        self._format_storage(java)
+        self._format_storage()
         deadline = time.monotonic() + self.start_timeout
         log.info("starting %d KRaft controllers and %d Kafka %s brokers (run dir %s)", len(controllers), len(brokers),
                  self.kafka_version, self._run_dir)
@@ -260,29 +229,13 @@ class LocalKraftCluster:
                               KAFKA_MAIN, config_file)
         return LocalNode(name=name, directory=directory, port=port, config_file=config_file, command=command)
 
-    def _format_storage(self, java: str) -> None:
-        """``kafka-storage.sh format -t <cluster id> -c server.properties`` on every node, at once."""
-        started = []
-        for node in [*self._controllers.values(), *self._brokers.values()]:
-            argv = [java, "-Xmx256m", *self.config.jvm_options, "-cp", self.distribution.classpath, STORAGE_TOOL,
-                    "format", "-t", self._cluster_id, "-c", str(node.config_file)]
-            out = open(node.directory / "format.log", "wb")
-            started.append((node, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), out))
-        failures = []
-        for node, proc, out in started:
-            try:
-                code = proc.wait(timeout=FORMAT_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = None
-            finally:
-                out.close()
-            if code != 0:
-                said = (node.directory / "format.log").read_text(errors="replace").strip().splitlines()
-                failures.append(f"{node.name}: storage format {'timed out' if code is None else f'exited {code}'}"
-                                f"{': ' + said[-1] if said else ''}")
-        if failures:
-            raise NodeStartFailed("; ".join(failures))
+    def _format_storage(self) -> None:
+        try:
+            format_storage(self.distribution, self.config.jvm_options, self._cluster_id,
+                           {n.name: n.config_file for n in [*self._controllers.values(), *self._brokers.values()]},
+                           self.run_dir)
+        except HarnessError as exc:
+            raise NodeStartFailed(str(exc)) from None
 
     def _wait_ready(self, brokers: Sequence[int], deadline: float, newer_than: Mapping[int, int] | None = None) -> None:
         nodes = [*self._controllers.values(), *(self._brokers[b] for b in brokers)]
