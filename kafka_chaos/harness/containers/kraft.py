@@ -46,6 +46,7 @@ from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
 if TYPE_CHECKING:
     import docker
@@ -199,13 +200,13 @@ class ContainerKraftCluster(KraftBasics):
     def _wait_ready(self, brokers: Sequence[int], deadline: float, newer_than: Mapping[int, int] | None = None) -> None:
         old = newer_than or {}
 
-        def ready(s: object) -> bool:
-            from kafka_chaos.harness.zksnapshot import ZkSnapshot
+        # the brokers being started (a controller a fault killed may rightly be down)
+        starting = {broker_alias(b): self._brokers[b] for b in brokers}
 
-            for name, container in self._nodes().items():
+        def ready(s: ZkSnapshot) -> bool:
+            for name, container in starting.items():
                 if container_state(container) == "exited":
                     raise HarnessError(f"{name} exited during start-up; last lines:\n{log_tail(container)}")
-            assert isinstance(s, ZkSnapshot)
             return s.controller is not None and all(s.live_brokers.get(b, -1) > old.get(b, -1) for b in brokers)
 
         with self.observer(topics=[]) as observer:

@@ -44,6 +44,7 @@ from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeSta
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -238,15 +239,12 @@ class LocalKraftCluster(KraftBasics):
             raise NodeStartFailed(str(exc)) from None
 
     def _wait_ready(self, brokers: Sequence[int], deadline: float, newer_than: Mapping[int, int] | None = None) -> None:
-        nodes = [*self._controllers.values(), *(self._brokers[b] for b in brokers)]
+        starting = [self._brokers[b] for b in brokers]
         running = [n for n in self._controllers.values() if n.running()]
         old = newer_than or {}
 
-        def ready(s: object) -> bool:
-            from kafka_chaos.harness.zksnapshot import ZkSnapshot
-
-            check_alive([*(self._brokers[b] for b in brokers), *running])
-            assert isinstance(s, ZkSnapshot)
+        def ready(s: ZkSnapshot) -> bool:
+            check_alive([*starting, *running])  # a node that died ends the wait with its log
             return s.controller is not None and all(s.live_brokers.get(b, -1) > old.get(b, -1) for b in brokers)
 
         with self.observer(topics=[]) as observer:
@@ -254,8 +252,8 @@ class LocalKraftCluster(KraftBasics):
                 snapshot = observer.wait_until(ready, timeout=max(0.0, deadline - time.monotonic()),
                                                description=f"a quorum leader and brokers {list(brokers)} unfenced")
             except ConvergenceTimeout as exc:
-                raise NodeStartFailed(f"{exc}; " + "; ".join(n.describe_failure("was starting") for n in nodes
-                                                             if n in self._brokers.values())) from None
+                raise NodeStartFailed(f"{exc}; " + "; ".join(n.describe_failure("was starting")
+                                                             for n in starting)) from None
         expected = set(snapshot.live_brokers)
         for b in brokers:
             node = self._brokers[b]
