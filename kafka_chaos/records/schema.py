@@ -4,6 +4,9 @@ Schema history (bump ``SCHEMA_VERSION`` on every change and describe it here; re
 every version listed in ``READABLE_VERSIONS``):
 
 * 1 — first version.
+* 2 — ``mode``: "kraft" on a KRaft cluster's records. A record without it (ZooKeeper mode) is
+  written exactly as version 1 wrote it, ``schema_version`` 1 included, so re-checking an old
+  run gives its records back byte for byte.
 
 Fields (all present in every record; ``None`` where they do not apply):
 
@@ -49,6 +52,8 @@ latency_ms        dict[str, float | None] | None — phases of a leader switch, 
 timestamps        dict[str, float] | None, raw wall-clock epoch seconds behind latency_ms
 session_timeout_ms int | None, zookeeper.session.timeout.ms of the brokers
 tick_time_ms      int | None, ZooKeeper tickTime
+mode              str | None (version 2), "kraft" for a KRaft cluster; absent: ZooKeeper mode
+                  (there session_timeout_ms is broker.session.timeout.ms, detection the fence)
 started_at        float, epoch seconds
 finished_at       float, epoch seconds
 ================  =========================================================================
@@ -67,8 +72,10 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-SCHEMA_VERSION = 1
-READABLE_VERSIONS = frozenset({1})
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = frozenset({1, 2})
+# What a record without version 2's fields is written as (byte for byte as version 1 wrote it).
+FIRST_VERSION = 1
 
 LEADER_SWITCH_PHASES = ("detection", "election", "propagation", "first_produce", "client_gap")
 # The clients' view of a fault per partition (the "client_availability" measurement,
@@ -113,14 +120,24 @@ class Record:
     session_timeout_ms: int | None = None
     tick_time_ms: int | None = None
     git_revision: str | None = None
-    schema_version: int = SCHEMA_VERSION
+    mode: str | None = None
+    # 0: the version this record's fields make it (a record without version 2's fields is one
+    # of version 1)
+    schema_version: int = 0
+
+    def __post_init__(self) -> None:
+        if self.schema_version == 0:
+            object.__setattr__(self, "schema_version", FIRST_VERSION if self.mode is None else SCHEMA_VERSION)
 
     @property
     def duration_ms(self) -> float:
         return (self.finished_at - self.started_at) * 1000.0
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, default=str)
+        data = asdict(self)
+        if data["mode"] is None:  # as version 1 wrote it
+            del data["mode"]
+        return json.dumps(data, sort_keys=True, default=str)
 
     @classmethod
     def from_json(cls, line: str) -> "Record":

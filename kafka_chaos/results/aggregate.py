@@ -59,7 +59,7 @@ RECORD_TYPES: Mapping[str, str] = {
     "expected": "string", "observed": "string",  # any JSON, kept as its JSON text
     "detail": "string", "topic": "string", "partition": "int",
     "latency_ms": "map<string,double>", "timestamps": "map<string,double>",
-    "session_timeout_ms": "int", "tick_time_ms": "int", "git_revision": "string",
+    "session_timeout_ms": "int", "tick_time_ms": "int", "git_revision": "string", "mode": "string",
     "schema_version": "int",
 }
 
@@ -150,7 +150,8 @@ _FACT_PARTS: Mapping[str, str] = {
     "input": "struct<source:string,status:string>",
     "outcome": "struct<run_id:string,scenario:string,check:string,backend:string,kafka_version:string,"
                "kind:string,passed:boolean,day:int>",
-    "sample": "struct<fault:string,phase:string,partitions:int,session_timeout_ms:int,kafka_version:string,ms:double>",
+    "sample": "struct<fault:string,phase:string,partitions:int,session_timeout_ms:int,kafka_version:string,"
+              "mode:string,ms:double>",
     "fault": "string",  # the availability and controller tables' key
     "failure": "string",  # a failed check's columns (tables.FAILURE_COLUMNS) as JSON text: one fact each
     "times": "struct<started_at:double,finished_at:double,seed:bigint>",
@@ -239,7 +240,7 @@ def facts(classified: "DataFrame") -> "DataFrame":
         + _fact("failing", failure=f"to_json(struct({', '.join(f'`{c}`' for c in FAILURE_COLUMNS)}))") + " END",
     ]
     sample = _struct(fault=fault, phase="entry.key", partitions="partitions", session_timeout_ms="session_timeout_ms",
-                     kafka_version="kafka_version",
+                     kafka_version="kafka_version", mode="coalesce(mode, 'zookeeper')",
                      ms="entry.value")
     fact_type = "struct<table:string," + ",".join(f"{name}:{kind}" for name, kind in _FACT_PARTS.items()) + ">"
     samples = (f"CASE WHEN {valid} AND latency_ms IS NOT NULL THEN transform(map_entries(map_filter(latency_ms, "
@@ -304,6 +305,7 @@ class Aggregates:
     latency_by_partitions: list[dict[str, Any]] = field(default_factory=list)
     latency_by_session_timeout: list[dict[str, Any]] = field(default_factory=list)
     latency_by_release: list[dict[str, Any]] = field(default_factory=list)
+    latency_by_mode: list[dict[str, Any]] = field(default_factory=list)
     latency_histogram: list[dict[str, Any]] = field(default_factory=list)
     availability: list[dict[str, Any]] = field(default_factory=list)
     controller: list[dict[str, Any]] = field(default_factory=list)
@@ -575,6 +577,7 @@ def _load(result: Aggregates, found: Mapping[str, list[dict[str, Any]]], tables_
     result.inputs = [{**row, "source": source_path(row["source"])} for row in jsonable["inputs"]]
     result.totals = jsonable["totals"][0]
     for name in ("pass_rates", "latency", "latency_by_partitions", "latency_by_session_timeout", "latency_by_release",
+                 "latency_by_mode",
                  "latency_histogram",
                  "availability", "controller", "trend_by_day", "trend_by_run", "latency_values"):
         setattr(result, name, jsonable[name])

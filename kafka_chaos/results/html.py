@@ -191,6 +191,10 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         _table(summary.get("latency_by_release", []), [
             ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
             ("kafka_version", "Kafka", fmt.text), *_LATENCY_COLUMNS]),
+        "<h3>ZooKeeper mode and KRaft</h3>",  # absent from a summary written before KRaft was
+        _table(summary.get("latency_by_mode", []), [
+            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
+            ("mode", "mode", fmt.text), *_LATENCY_COLUMNS]),
         _timelines(images.get("timelines", [])),
         "<h2>Trend</h2>",
     ]

@@ -257,6 +257,7 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
         "latency_by_partitions": aggregates.latency_by_partitions,
         "latency_by_session_timeout": aggregates.latency_by_session_timeout,
         "latency_by_release": aggregates.latency_by_release,
+        "latency_by_mode": aggregates.latency_by_mode,
         "latency_histogram": aggregates.latency_histogram,
         "availability": aggregates.availability,
         "controller": aggregates.controller,

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from kafka_chaos.results.comparison import mantissa_exponent
 
-SAMPLE_KEY = ("fault", "phase", "partitions", "session_timeout_ms", "kafka_version")
+SAMPLE_KEY = ("fault", "phase", "partitions", "session_timeout_ms", "kafka_version", "mode")
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
 # A value whose log10 (times the bins per decade) lies this close to a whole number is decided

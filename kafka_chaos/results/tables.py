@@ -43,7 +43,7 @@ EPOCH = _dt.date(1970, 1, 1)
 # The three percentile tables: their extra grouping key (after fault and phase).
 LATENCY_TABLES: Mapping[str, tuple[str, ...]] = {
     "latency": (), "latency_by_partitions": ("partitions",), "latency_by_session_timeout": ("session_timeout_ms",),
-    "latency_by_release": ("kafka_version",),
+    "latency_by_release": ("kafka_version",), "latency_by_mode": ("mode",),
 }
 FAILURE_COLUMNS = (
     "run_id", "seed", "scenario", "iteration", "check", "backend", "kafka_version", "fault",
@@ -67,6 +67,7 @@ TABLE_COLUMNS: Mapping[str, str] = {
     "latency_by_partitions": f"fault:string phase:string partitions:int {_STATS}",
     "latency_by_session_timeout": f"fault:string phase:string session_timeout_ms:int {_STATS}",
     "latency_by_release": f"fault:string phase:string kafka_version:string {_STATS}",
+    "latency_by_mode": f"fault:string phase:string mode:string {_STATS}",
     "latency_histogram": "fault:string phase:string low_ms:double high_ms:double count:bigint",
     "availability": "fault:string count:bigint produce_mean:double produce_min:double consume_mean:double "
                     "consume_min:double",

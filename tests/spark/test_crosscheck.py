@@ -79,7 +79,7 @@ def test_pass_rates_per_scenario_check_backend_version(generated):
 
 @pytest.mark.parametrize("table, extra_key", [
     ("latency", None), ("latency_by_partitions", "partitions"), ("latency_by_session_timeout", "session_timeout_ms"),
-    ("latency_by_release", "kafka_version"),
+    ("latency_by_release", "kafka_version"), ("latency_by_mode", "mode"),
 ])
 def test_latency_percentiles_equal_exact_nearest_rank(generated, table, extra_key):
     result, records = generated
@@ -87,7 +87,11 @@ def test_latency_percentiles_equal_exact_nearest_rank(generated, table, extra_ke
     for r in records:
         for phase, value in (r.latency_ms or {}).items():
             if value is not None:
-                key = (r.fault or "none", phase) + ((getattr(r, extra_key),) if extra_key else ())
+                # a record without a mode is a ZooKeeper-mode one (schema version 1)
+                extra = () if extra_key is None else (getattr(r, extra_key),)
+                if extra_key == "mode":
+                    extra = (r.mode or "zookeeper",)
+                key = (r.fault or "none", phase) + extra
                 samples[key].append(value)
     rows = getattr(result, table)
     assert len(rows) == len(samples)

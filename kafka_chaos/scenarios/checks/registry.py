@@ -436,6 +436,7 @@ def to_records(obs: Observation, results: Sequence[CheckResult]) -> list[Record]
         started_at=started, finished_at=finished, fault=fault, target=target, expected=r.expected,
         observed=r.observed, detail=r.detail, topic=r.topic, partition=r.partition, latency_ms=r.latency_ms,
         timestamps=r.timestamps, session_timeout_ms=run.session_timeout_ms, tick_time_ms=run.tick_time_ms,
+        mode=None if run.mode == "zookeeper" else run.mode,
         git_revision=run.git_revision) for r in results]
 
 

@@ -40,14 +40,14 @@ def test_histogram_buckets_are_the_per_value_floor_of_log10(values, bins_per_dec
 
 ROWS = st.lists(st.tuples(st.sampled_from(["hard_kill", "none"]), st.sampled_from(["election", "client_gap"]),
                           st.sampled_from([None, 3]), st.sampled_from([None, 6000]), st.sampled_from(["3.9.2", "2.4.1"]),
-                          VALUES, st.integers(1, 5)),
+                          st.sampled_from(["zookeeper", "kraft"]), VALUES, st.integers(1, 5)),
                 max_size=60)
 
 
 @given(ROWS)
 def test_histogram_and_rounded_values_count_every_sample_once(rows):
-    dicts = [dict(fault=f, phase=p, partitions=k, session_timeout_ms=s, kafka_version=v, ms=ms, n=n)
-             for f, p, k, s, v, ms, n in rows]
+    dicts = [dict(fault=f, phase=p, partitions=k, session_timeout_ms=s, kafka_version=v, mode=m, ms=ms, n=n)
+             for f, p, k, s, v, m, ms, n in rows]
     samples = Samples.from_rows(dicts)
     histogram = Counter()
     rounded = Counter()
@@ -63,13 +63,13 @@ def test_histogram_and_rounded_values_count_every_sample_once(rows):
 
 @given(ROWS)
 def test_samples_from_arrow_are_the_samples_from_rows(rows):
-    dicts = [dict(fault=f, phase=p, partitions=k, session_timeout_ms=s, kafka_version=v, ms=ms, n=n)
-             for f, p, k, s, v, ms, n in rows]
-    keys = ("fault", "phase", "partitions", "session_timeout_ms", "kafka_version", "ms")
+    dicts = [dict(fault=f, phase=p, partitions=k, session_timeout_ms=s, kafka_version=v, mode=m, ms=ms, n=n)
+             for f, p, k, s, v, m, ms, n in rows]
+    keys = ("fault", "phase", "partitions", "session_timeout_ms", "kafka_version", "mode", "ms")
     struct = pa.array([{k: d[k] for k in keys} for d in dicts],
                       pa.struct([("fault", pa.string()), ("phase", pa.string()), ("partitions", pa.int32()),
                                  ("session_timeout_ms", pa.int32()), ("kafka_version", pa.string()),
-                                 ("ms", pa.float64())]))
+                                 ("mode", pa.string()), ("ms", pa.float64())]))
     from_arrow = Samples.from_arrow(struct, pa.array([d["n"] for d in dicts], pa.int64()))
     assert T.latency_tables(from_arrow) == T.latency_tables(Samples.from_rows(dicts))
     assert T.latency_values(from_arrow) == T.latency_values(Samples.from_rows(dicts))

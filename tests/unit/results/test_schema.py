@@ -32,7 +32,17 @@ def test_json_round_trip_keeps_every_field():
 def test_to_json_is_one_line_with_every_field():
     line = make_record().to_json()
     assert "\n" not in line
-    assert set(json.loads(line)) == set(FIELD_NAMES)
+    assert set(json.loads(line)) == set(FIELD_NAMES) - {"mode"}  # a ZooKeeper-mode record: version 1's fields
+
+
+def test_a_kraft_record_is_version_2_and_a_zookeeper_one_stays_version_1():
+    zookeeper, kraft = make_record(), make_record(mode="kraft")
+    assert json.loads(zookeeper.to_json())["schema_version"] == 1 and "mode" not in json.loads(zookeeper.to_json())
+    assert json.loads(kraft.to_json())["schema_version"] == SCHEMA_VERSION == 2
+    assert json.loads(kraft.to_json())["mode"] == "kraft"
+    for record in (zookeeper, kraft):
+        assert Record.from_json(record.to_json()) == record
+        assert Record.from_json(record.to_json()).to_json() == record.to_json()
 
 
 def test_duration_is_derived_not_stored():

@@ -19,7 +19,7 @@ FAULTS = st.sampled_from(["hard_kill", "controlled_shutdown", "none"])
 PHASES = st.sampled_from(["detection", "election", "client_gap", "zz_custom"])
 MS = st.integers(min_value=0, max_value=200_000).map(lambda tenths: tenths / 10)  # records keep 0.1 ms
 SAMPLE = st.tuples(FAULTS, PHASES, st.sampled_from([None, 3, 6]), st.sampled_from([None, 6000]),
-                   st.sampled_from(["3.9.2", "2.4.1", ""]), MS)
+                   st.sampled_from(["3.9.2", "2.4.1", ""]), st.sampled_from(["zookeeper", "kraft"]), MS)
 
 
 def partial_rows(samples, split):
@@ -29,10 +29,10 @@ def partial_rows(samples, split):
     for sample in samples:
         counted[sample] = counted.get(sample, 0) + 1
     rows = []
-    for (fault, phase, partitions, session, release, ms), n in counted.items():
+    for (fault, phase, partitions, session, release, mode, ms), n in counted.items():
         parts = [n // 2, n - n // 2] if split and n > 1 else [n]
         rows += [dict(fault=fault, phase=phase, partitions=partitions, session_timeout_ms=session,
-                      kafka_version=release, ms=ms, n=part) for part in parts]
+                      kafka_version=release, mode=mode, ms=ms, n=part) for part in parts]
     return rows
 
 
@@ -46,10 +46,10 @@ def test_percentiles_from_value_counts_are_the_samples_nearest_ranks(samples, sp
     tables = T.latency_tables(T.Samples.from_rows(partial_rows(samples, split)))
     for name, by in T.LATENCY_TABLES.items():
         keys = ("fault", "phase", *by)
-        index = {"fault": 0, "phase": 1, "partitions": 2, "session_timeout_ms": 3, "kafka_version": 4}
+        index = {"fault": 0, "phase": 1, "partitions": 2, "session_timeout_ms": 3, "kafka_version": 4, "mode": 5}
         groups = {}
         for sample in samples:
-            groups.setdefault(tuple(sample[index[k]] for k in keys), []).append(sample[5])
+            groups.setdefault(tuple(sample[index[k]] for k in keys), []).append(sample[6])
         assert len(tables[name]) == len(groups)
         for row in tables[name]:
             values = groups[tuple(row[k] for k in keys)]
@@ -58,9 +58,9 @@ def test_percentiles_from_value_counts_are_the_samples_nearest_ranks(samples, sp
 
 
 def test_latency_rows_go_by_fault_then_a_leader_switchs_phase_order_then_the_key_nulls_first():
-    rows = partial_rows([("b", "client_gap", 3, None, "3.9.2", 1.0), ("b", "zz_custom", 3, None, "3.9.2", 1.0),
-                         ("b", "detection", 6, None, "3.9.2", 1.0), ("b", "detection", None, None, "3.9.2", 2.0),
-                         ("a", "election", 3, None, "3.9.2", 5.0)], split=False)
+    rows = partial_rows([("b", "client_gap", 3, None, "3.9.2", "zookeeper", 1.0), ("b", "zz_custom", 3, None, "3.9.2", "zookeeper", 1.0),
+                         ("b", "detection", 6, None, "3.9.2", "zookeeper", 1.0), ("b", "detection", None, None, "3.9.2", "zookeeper", 2.0),
+                         ("a", "election", 3, None, "3.9.2", "zookeeper", 5.0)], split=False)
     ordered = T.latency_tables(T.Samples.from_rows(rows))["latency_by_partitions"]
     assert [(r["fault"], r["phase"], r["partitions"]) for r in ordered] == [
         ("a", "election", 3), ("b", "detection", None), ("b", "detection", 6), ("b", "client_gap", 3),
@@ -78,7 +78,7 @@ def test_nearest_rank_on_known_values():
 
 def test_histogram_bins_are_log_spaced_and_their_edges_correctly_rounded():
     values = (0.0, 0.05, 1.0, 1.1, 10.0)
-    rows = T.latency_histogram(T.Samples.from_rows(partial_rows([("f", "election", None, None, "3.9.2", v) for v in values],
+    rows = T.latency_histogram(T.Samples.from_rows(partial_rows([("f", "election", None, None, "3.9.2", "zookeeper", v) for v in values],
                                                                 split=False)))
     assert [(r["low_ms"], r["count"]) for r in rows] == [(0.1, 2), (1.0, 2), (10.0, 1)]
     for k in range(-20, 120):
@@ -93,7 +93,7 @@ def test_histogram_bins_are_log_spaced_and_their_edges_correctly_rounded():
 
 def test_latency_values_round_to_three_significant_digits_half_up():
     values = [0.0, 999.6, 1000.4, 1234.5, 0.001, -3.5, 12.35, 123456.7]
-    rows = T.latency_values(T.Samples.from_rows(partial_rows([("f", "election", None, None, "3.9.2", v) for v in values],
+    rows = T.latency_values(T.Samples.from_rows(partial_rows([("f", "election", None, None, "3.9.2", "zookeeper", v) for v in values],
                                                             split=True)))
     sample = value_counts_from_spark_rows(rows)[("f", "election")]
     assert dict(zip(sample.values, sample.counts)) == {
