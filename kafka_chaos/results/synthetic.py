@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_chaos.records.schema import FIRST_VERSION, SCHEMA_VERSION
+from kafka_chaos.records.schema import FIRST_VERSION
 from kafka_chaos.records.writer import RECORDS_FILE
 
 DAY_S = 86_400.0
@@ -76,12 +76,9 @@ def _run_lines(rng: random.Random, run_id: str, run: int, count: int) -> Iterato
     kafka_version = _KAFKA_VERSIONS[(run // len(_BACKENDS)) % len(_KAFKA_VERSIONS)]
     run_seed = rng.randrange(1 << 31)
     clock = FIRST_DAY + (run // _RUNS_PER_DAY) * DAY_S + (run % _RUNS_PER_DAY) * 3 * 3600.0
-    # every fourth run on a KRaft cluster (schema version 2's "mode"), the others as version 1 wrote them
-    kraft = run % 4 == 3
     common = (f'"backend": {json.dumps(backend)}, "brokers": 3, "git_revision": "0123abc", '
-              f'"kafka_version": {json.dumps(kafka_version)}, ' + ('"mode": "kraft", ' if kraft else "")
-              + f'"run_id": {json.dumps(run_id)}, '
-              f'"schema_version": {SCHEMA_VERSION if kraft else FIRST_VERSION}, "seed": {run_seed}, ')
+              f'"kafka_version": {json.dumps(kafka_version)}, "run_id": {json.dumps(run_id)}, '
+              f'"schema_version": {FIRST_VERSION}, "seed": {run_seed}, ')  # version 1: no mode
     emitted = 0
     iteration = 0
     while emitted < count:

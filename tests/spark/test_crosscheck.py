@@ -16,7 +16,8 @@ import pytest
 
 from kafka_chaos.results.aggregate import aggregate
 from kafka_chaos.results.synthetic import write_synthetic_results
-from kafka_chaos.records.writer import read_records
+from kafka_chaos.records.writer import RecordWriter, read_records
+from tests.spark.helpers import record
 
 Z = 1.959963984540054
 PERCENT = {"p50": 50, "p90": 90, "p99": 99}
@@ -45,7 +46,13 @@ def generated(tmp_path_factory, spark):
     with open(root / "b" / "records.jsonl", "a", encoding="utf-8") as out:
         out.write("{not json\n")
         out.write(json.dumps({"schema_version": 0, "run_id": "old"}) + "\n")
-    files = [root / "a" / "records.jsonl", root / "b" / "records.jsonl"]
+    # a KRaft run (schema version 2's mode) beside the ZooKeeper-mode ones (no mode: version 1)
+    with RecordWriter(root / "k") as writer:
+        for i in range(41):
+            writer.write(record(run_id="kraft", iteration=i, kind="measurement", check="latency", passed=None,
+                                mode="kraft", latency_ms={"detection": 4000.0 + 37 * i, "election": 4000.0 + 37 * i,
+                                                          "client_gap": 100.0 + i}))
+    files = [root / "a" / "records.jsonl", root / "b" / "records.jsonl", root / "k" / "records.jsonl"]
     records = [r for f in files for r in read_records(f).records]
     return aggregate(spark, files), records
 
@@ -59,7 +66,8 @@ def test_totals_and_bad_lines(generated):
         len(records), len(checks), len({r.run_id for r in records}))
     assert (totals["passed"], totals["failed"], totals["unknown"]) == (outcome[True], outcome[False], outcome[None])
     assert totals["pass_rate"] == outcome[True] / (outcome[True] + outcome[False])
-    assert [(f["valid"], f["malformed"], f["rejected"]) for f in result.inputs] == [(7_001, 0, 0), (1_999, 1, 1)]
+    assert [(f["valid"], f["malformed"], f["rejected"]) for f in result.inputs] == [(7_001, 0, 0), (1_999, 1, 1),
+                                                                                    (41, 0, 0)]
 
 
 def test_pass_rates_per_scenario_check_backend_version(generated):
@@ -109,9 +117,10 @@ def test_trends_and_failures(generated):
     by_day = defaultdict(Counter)
     by_run = defaultdict(Counter)
     for r in records:
+        counts = by_run[r.run_id]  # a run of measurements only (the KRaft one) is a row too
         if r.kind == "check":
             by_day[int(r.started_at // 86_400)][r.passed] += 1
-            by_run[r.run_id][r.passed] += 1
+            counts[r.passed] += 1
     assert [(row["passed"], row["failed"], row["unknown"]) for row in result.trend_by_day] == [
         (c[True], c[False], c[None]) for _, c in sorted(by_day.items())]
     assert {row["run_id"]: (row["passed"], row["failed"]) for row in result.trend_by_run} == {
