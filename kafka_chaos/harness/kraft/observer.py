@@ -6,8 +6,12 @@ the same :class:`ZkSnapshot` shape (:mod:`.image`), ``wait_until`` a predicate h
 ``poll_interval`` (a file on this machine: the local launcher's run directory, or a container's
 data directory mounted from the host). Several controllers: the log that is furthest ahead
 (quorum epoch, then offset) feeds the image, so a killed controller's stale log does not hold it
-back. Uncommitted records at the active controller's tail are shown as soon as written: a quorum
-that loses them on a failover rewrites those partitions, and the next snapshot shows that.
+back. A quorum leader is shown only once its epoch is on a majority of the voters' logs (its
+LEADER_CHANGE record committed): a candidate that wins an election and loses its leadership
+before any follower took its first record -- as after all three voters restart together, seen in
+``explore --mode kraft --seed 30020`` -- is no leader anyone followed. Other uncommitted records
+at the active controller's tail are shown as soon as written: a quorum that loses them on a
+failover rewrites those partitions, and the next snapshot shows that.
 
 Events are stamped with the active controller's append time (the batch timestamp), so detection
 and election phases are the controller's own clock, not a watch's delivery.
@@ -19,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -164,7 +168,16 @@ class KraftObserver(EventQueries):
             if self._error is not None:
                 raise MetadataLogError(f"the metadata log cannot be read: {self._error}")
             wanted = self._topics if topics is None else frozenset(topics)
-            return self._image.snapshot(wanted, time.time())
+            snapshot = self._image.snapshot(wanted, time.time())
+            committed = self._committed_epoch()
+        if snapshot.controller_epoch is not None and snapshot.controller_epoch > committed:
+            return replace(snapshot, controller=None)  # elected, not yet followed by a majority
+        return snapshot
+
+    def _committed_epoch(self) -> int:
+        """The highest quorum epoch a majority of the voters' logs have reached."""
+        epochs = sorted((t.last_epoch for t in self._tails), reverse=True)
+        return epochs[len(epochs) // 2]
 
     def wait_until(self, predicate: Callable[[ZkSnapshot], bool], *, timeout: float,
                    description: str) -> ZkSnapshot:

@@ -259,3 +259,34 @@ def test_entries_already_replayed_are_ignored() -> None:
                   batch(3, [change(0, isr=(1,))]))
     image.apply_all(log)
     assert image.apply_all(log) == [] and image.snapshot(None, 0).partition("t", 0).version == 1
+
+
+# --- the observer over several voters' logs ------------------------------------------------------
+
+def write_log(root, name: str, *batches: bytes):
+    from pathlib import Path
+
+    directory = Path(root) / name / "__cluster_metadata-0"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "00000000000000000000.log").write_bytes(log_of(*batches))
+    return Path(root) / name
+
+
+def test_a_quorum_leader_counts_once_a_majority_of_voters_have_its_epoch(tmp_path) -> None:
+    """explore --seed 30020: after all three voters restarted, 3001 won epoch 7, wrote its
+    LEADER_CHANGE and resigned before any follower took it; it was nobody's leader."""
+    from kafka_chaos.harness.kraft.observer import KraftObserver
+
+    common = [batch(0, [leader_change(3000, (3000, 3001, 3002))], epoch=6, control_key=LEADER_CHANGE_KEY),
+              batch(1, [register_broker(1, 7, fenced=False)], epoch=6)]
+    elected = batch(2, [leader_change(3001, (3000, 3001, 3002))], epoch=7, control_key=LEADER_CHANGE_KEY)
+    dirs = [write_log(tmp_path, "c3000", *common), write_log(tmp_path, "c3001", *common, elected),
+            write_log(tmp_path, "c3002", *common)]
+    with KraftObserver(dirs, topics=[]) as observer:
+        snap = observer.snapshot()
+    assert (snap.controller, snap.controller_epoch) == (None, 7) and set(snap.live_brokers) == {1}
+    write_log(tmp_path, "c3002", *common, elected)  # a follower took it: committed
+    with KraftObserver(dirs, topics=[]) as observer:
+        assert (observer.snapshot().controller, observer.snapshot().controller_epoch) == (3001, 7)
+    with KraftObserver(dirs[:1], topics=[]) as alone:  # a quorum of one: its own log decides
+        assert alone.snapshot().controller == 3000
