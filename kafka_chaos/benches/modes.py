@@ -168,7 +168,7 @@ def chart(out: Path, cells: Sequence[Cell]) -> Path:
     import matplotlib.pyplot as plt
 
     profiles = [p for p in PROFILES if any(c.profile == p for c in cells)]
-    fig, axes = plt.subplots(len(profiles), 1, figsize=(11, 4.2 * len(profiles)), squeeze=False)
+    fig, axes = plt.subplots(len(profiles), 1, figsize=(11, 5.0 * len(profiles)), squeeze=False)
     for ax, profile in zip(axes[:, 0], profiles):
         keys = list(dict.fromkeys((c.fault, c.phase) for c in cells if c.profile == profile))
         for offset, mode in ((-0.2, "zookeeper"), (0.2, "kraft")):
@@ -178,8 +178,10 @@ def chart(out: Path, cells: Sequence[Cell]) -> Path:
             err = [found[k].p90_ms - found[k].median_ms for k in keys if k in found]
             ax.bar(xs, med, width=0.4, yerr=[[0] * len(err), err], capsize=3,
                    label="ZooKeeper" if mode == "zookeeper" else "KRaft")
-        ax.set_xticks(range(len(keys)), [f"{f}\n{p}" for f, p in keys], fontsize=7)
-        ax.set_ylabel("ms after the fault (median, p90)")
+        ax.set_xticks(range(len(keys)), [f"{f} {p}" for f, p in keys], fontsize=7, rotation=40, ha="right")
+        # log: a controlled shutdown's tens of ms beside a kill's seconds
+        ax.set_yscale("log")
+        ax.set_ylabel("ms after the fault (median, p90; log)")
         ax.set_title(f"Kafka 3.9.2, 3 brokers, timeouts: {profile}")
         ax.legend()
     fig.tight_layout()
