@@ -18,6 +18,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import java_executable, resolve_distribution
 from kafka_chaos.harness.kraft.records import NO_LEADER_CHANGE, BrokerRegistrationChanged, PartitionChanged, PartitionCreated, RegisterBroker, read_batches
@@ -62,12 +63,13 @@ def test_the_decoder_reads_what_kafkas_own_decoder_reads(tmp_path: Path) -> None
         settled = observer.wait_until(
             lambda s: all(set(p.isr) == {1, 2, 3} for p in s.partitions.values()), timeout=60,
             description="every ISR full again")
-        # the replayed view is every broker's metadata
+        # the replayed view is every broker's metadata, once the brokers caught up (bounded)
+        want = {k: (s.leader, frozenset(s.isr), s.leader_epoch) for k, s in settled.partitions.items()}
         for b in cluster.broker_ids:
-            view = broker_view(cluster.endpoint(b).bootstrap, ["k"])
-            for (t, p), state in settled.partitions.items():
-                seen = view[(t, p)]
-                assert (seen.leader, set(seen.isr), seen.leader_epoch) == (state.leader, set(state.isr), state.leader_epoch)
+            def agrees(bootstrap: str = cluster.endpoint(b).bootstrap) -> bool:
+                view = broker_view(bootstrap, ["k"])
+                return {k: (v.leader, frozenset(v.isr), v.leader_epoch) for k, v in view.items()} == want
+            wait_until(agrees, timeout=30, interval=0.2, description=f"broker {b}'s metadata to agree")
         # the decoder against DumpLogSegments, record by record, on the new leader's log
         segment = next((cluster.metadata_log_dirs()[cluster.controller_ids.index(after.controller)]
                         / "__cluster_metadata-0").glob("*.log"))

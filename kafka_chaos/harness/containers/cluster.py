@@ -187,7 +187,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
 
     def _start(self) -> None:
         began = time.monotonic()
-        _disable_ryuk_unless_present(force=self.state_dir is not None)
+        disable_ryuk_unless_present(force=self.state_dir is not None)
         self._client = docker_client()
         self.image = ensure_kafka_image(self.distribution, base_image=self.base_image,
                                         client=self._client).tag
@@ -570,7 +570,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         return gateway_on(self._broker(broker_id), self._network_name)
 
 
-def _disable_ryuk_unless_present(force: bool = False) -> None:
+def disable_ryuk_unless_present(force: bool = False) -> None:
     """Ryuk (testcontainers' reaper) cannot be pulled here; without its image we clean up
     ourselves (labels + teardown + prune).  An explicit user setting wins — except ``force``,
     for a detached cluster: Ryuk removes its session's containers when this process exits, and

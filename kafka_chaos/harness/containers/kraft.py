@@ -27,6 +27,7 @@ from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.containers import teardown
+from kafka_chaos.harness.containers.cluster import disable_ryuk_unless_present
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.labels import new_run_id, run_labels
 from kafka_chaos.harness.containers.nodes import (  # noqa: I001
@@ -145,6 +146,7 @@ class ContainerKraftCluster(KraftBasics):
 
     def _start(self) -> None:
         began = time.monotonic()
+        disable_ryuk_unless_present()  # Testcontainers' reaper cannot be pulled here: teardown is ours
         self._client = docker_client()
         image = ensure_kafka_image(self.distribution, base_image=self.base_image, client=self._client).tag
         teardown.register(self)
