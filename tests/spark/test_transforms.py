@@ -24,7 +24,7 @@ def test_classify_sorts_every_kind_of_line(spark):
     missing = json.loads(good)
     del missing["scenario"], missing["seed"]
     wrong_type = json.loads(good) | {"partitions": "six"}
-    newer_with_other_types = json.loads(good) | {"schema_version": 2, "partitions": "six"}
+    newer_with_other_types = json.loads(good) | {"schema_version": 3, "partitions": "six"}
     lines = [good, "   ", "not json", "[1, 2]", json.dumps(missing), json.dumps(wrong_type),
              json.dumps(newer_with_other_types), good[:50]]
     classified = A.classify(A.parse_lines(lines_frame(spark, lines)))
@@ -34,7 +34,7 @@ def test_classify_sorts_every_kind_of_line(spark):
         [Row(status="valid", problem=None), Row(status="blank", problem=None),
          Row(status="malformed", problem=bad_json), Row(status="malformed", problem=bad_json),
          Row(status="malformed", problem="missing scenario, seed"), Row(status="malformed", problem=bad_json),
-         Row(status="rejected", problem="schema_version 2 is not readable (readable: 1)"),
+         Row(status="rejected", problem="schema_version 3 is not readable (readable: 1, 2)"),
          Row(status="malformed", problem=bad_json)],
         checkRowOrder=True,
     )
@@ -57,7 +57,7 @@ def test_input_counts_per_file_with_examples(spark):
     lines = lines_frame(spark, [good, good, "oops", json.dumps(json.loads(good) | {"schema_version": 0})], "file:/a")
     lines = lines.union(lines_frame(spark, [good, ""], "file:/b"))
     rows = A.aggregate_tables(A.classify(A.parse_lines(lines)))["inputs"]
-    expected_rejected = 'schema_version 0 is not readable (readable: 1): {"backend"'
+    expected_rejected = 'schema_version 0 is not readable (readable: 1, 2): {"backend"'
     assert [(r["source"], r["valid"], r["malformed"], r["rejected"], r["blank"]) for r in rows] == [
         ("file:/a", 2, 1, 1, 0), ("file:/b", 1, 0, 0, 1)]
     assert rows[0]["malformed_example"].endswith(": oops")
