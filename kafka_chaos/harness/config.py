@@ -205,8 +205,9 @@ MODES = (ZOOKEEPER_MODE, KRAFT_MODE)
 CONTROLLER_QUORUM_SIZES = (1, 3)
 # The first KRaft controller's node id; controllers take the next ids, past any broker's.
 FIRST_CONTROLLER_ID = 3000
-# Kafka ships KRaft as production-ready from 3.3 (KIP-833); the KRaft model is 3.9's.
-FIRST_KRAFT_RELEASE = (3, 3)
+# The KRaft model is 3.9's (oracle.kraft): earlier releases' KRaft controllers were not compared
+# with it, so KRaft clusters run 3.9.x.
+FIRST_KRAFT_RELEASE = (3, 9)
 
 
 @dataclass(frozen=True)
@@ -388,8 +389,7 @@ def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mappin
     if config.mode != KRAFT_MODE:
         raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft")
     if _version_tuple(kafka_version) < FIRST_KRAFT_RELEASE:
-        raise UsageError(f"--mode kraft needs Kafka 3.3 or later (KRaft's first production release), "
-                         f"not {kafka_version}")
+        raise UsageError(f"--mode kraft runs Kafka 3.9.x (the KRaft model is 3.9's), not {kafka_version}")
     known = broker_property_names(kafka_version)
     controller = node_id in voters
     advertised = dict(listeners) if listeners else {CONTROLLER_LISTENER if controller else "PLAINTEXT": address}
