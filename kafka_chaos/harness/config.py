@@ -247,9 +247,9 @@ class ClusterConfig:
             raise UsageError(f"controllers must be one of {', '.join(map(str, CONTROLLER_QUORUM_SIZES))}, "
                              f"got {self.controllers!r}")
         if self.mode == KRAFT_MODE:
-            for what, bad in (("a ZooKeeper ensemble", self.zookeepers != 1), ("link proxies", self.link_proxies),
-                              ("a control-plane listener", self.control_plane_listener),
-                              ("several log directories", self.log_dirs != 1)):
+            for what, bad in (("ZooKeeper ensemble", self.zookeepers != 1), ("link proxies", self.link_proxies),
+                              ("control-plane listener", self.control_plane_listener),
+                              ("second log directory", self.log_dirs != 1)):
                 if bad:
                     raise UsageError(f"--mode kraft has no {what} (a ZooKeeper-mode feature)")
         if isinstance(self.log_dirs, bool) or not isinstance(self.log_dirs, int) or not 1 <= self.log_dirs <= MAX_LOG_DIRS:

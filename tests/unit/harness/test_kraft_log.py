@@ -290,3 +290,23 @@ def test_a_quorum_leader_counts_once_a_majority_of_voters_have_its_epoch(tmp_pat
         assert (observer.snapshot().controller, observer.snapshot().controller_epoch) == (3001, 7)
     with KraftObserver(dirs[:1], topics=[]) as alone:  # a quorum of one: its own log decides
         assert alone.snapshot().controller == 3000
+
+
+def test_kraft_node_properties_by_role_and_release() -> None:
+    from kafka_chaos.common.errors import UsageError
+    from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties
+
+    config = ClusterConfig(brokers=3, mode="kraft", controllers=3)
+    assert config.controller_ids() == [3000, 3001, 3002]
+    assert ClusterConfig(brokers=3, mode="kraft", ids=(2999, 3000, 3004)).controller_ids() == [3005]
+    voters = {3000: "127.0.0.1:1"}
+    controller = kraft_node_properties(config, 3000, voters=voters, address="127.0.0.1:1", log_dir="/d")
+    broker = kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d")
+    assert (controller["process.roles"], broker["process.roles"]) == ("controller", "broker")
+    assert "advertised.listeners" not in controller and broker["inter.broker.listener.name"] == "PLAINTEXT"
+    assert not any(k.startswith("zookeeper.") for k in broker)
+    assert broker["broker.session.timeout.ms"] == "6000"  # matched to ZooKeeper mode's test session
+    with pytest.raises(UsageError, match="3.9.x"):
+        kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d", kafka_version="3.8.1")
+    with pytest.raises(UsageError, match="--mode kraft has no ZooKeeper ensemble"):
+        ClusterConfig(mode="kraft", zookeepers=3)
