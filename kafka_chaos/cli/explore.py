@@ -50,9 +50,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="fault kinds to draw from [default: all the backend can do]")
     parser.add_argument("--weights", default="", metavar="KIND=W,...", help="relative weights (0 leaves a kind out)")
     parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local")
-    parser.add_argument("--mode", choices=("zookeeper", "kraft"), default="zookeeper",
+    parser.add_argument("--mode", choices=("zookeeper", "kraft", "migration"), default="zookeeper",
                         help="kraft: schedules for a KRaft cluster (3 controllers), the quorum's faults among "
-                             "them [default: zookeeper]")
+                             "them; migration: schedules that migrate a ZooKeeper-mode cluster to 3 KRaft "
+                             "controllers (and back), faults at random phases [default: zookeeper]")
     parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/N",
                         help="run schedules I, I+N, I+2N, ... of the seed (split a night across machines)")
     parser.add_argument("--shrink-budget", type=duration, default=600.0, metavar="DURATION",

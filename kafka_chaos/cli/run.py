@@ -112,14 +112,12 @@ def run_command(args: argparse.Namespace) -> int:
         sources = {s.name: str(path.resolve()) for s, path in zip(schedules, args.schedule)}
         kafka_version = _schedules_release(schedules, args.kafka_version)
     else:
-        missing: dict[Capability, str] = {}
-        missing_kraft: dict[Capability, str] = {}
+        missing: dict[str, dict[Capability, str]] = {}
         if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
             from kafka_chaos.harness.backends import missing_capabilities
 
-            missing = dict(missing_capabilities(args.backend))
-            missing_kraft = dict(missing_capabilities(args.backend, "kraft"))
-        selection = catalogue.select(args.suite, args.scenario, missing=missing, missing_kraft=missing_kraft)
+            missing = {mode: dict(missing_capabilities(args.backend, mode)) for mode in ("zookeeper", "kraft", "migration")}
+        selection = catalogue.select(args.suite, args.scenario, missing_by_mode=missing)
         if args.mode is not None and not args.scenario:  # named ones are converted or refused below
             kept, left = catalogue.leave_out_for_mode(selection.scenarios, args.mode)
             selection = catalogue.Selection(kept, selection.left_out + left)

@@ -79,6 +79,12 @@ def resolve_backend(backend: str) -> str:
 def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDistribution",
                  base_image: str | None = None) -> "LocalCluster | ContainerCluster | LocalKraftCluster | ContainerKraftCluster":
     chosen = resolve_backend(backend)
+    if config.mode == "migration":
+        if chosen == "containers":
+            raise UsageError("--mode migration runs on the local launcher (--backend local)")
+        from kafka_chaos.harness.local.migration import LocalMigrationCluster
+
+        return LocalMigrationCluster(config, distribution)
     if config.mode == "kraft":
         if chosen == "containers":
             from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
@@ -150,6 +156,10 @@ NAMESPACE_RULES = frozenset({Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_
 
 
 def _launcher_class(chosen: str, mode: str = "zookeeper") -> type:
+    if mode == "migration" and chosen == "local":
+        from kafka_chaos.harness.local.migration import LocalMigrationCluster
+
+        return LocalMigrationCluster
     if mode == "kraft" and chosen == "containers":
         from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
 
@@ -186,7 +196,9 @@ def _why_missing(capability: Capability, chosen: str) -> str:
         return (f"rolling a broker to another release needs the local launcher (one class path per broker); "
                 f"the {chosen} launcher builds one image per release")
     if capability is Capability.CONTROLLER_QUORUM:
-        return "controller quorum faults need a KRaft cluster (--mode kraft)"
+        return "controller quorum faults need a KRaft cluster (--mode kraft) or a migrating one (--mode migration)"
+    if capability is Capability.ZK_MIGRATION:
+        return f"the migration needs a migrating cluster (--mode migration) on the local launcher, not {chosen}"
     if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")

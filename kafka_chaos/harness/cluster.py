@@ -10,12 +10,15 @@ that (one mechanism for any number of capabilities) rather than on launcher clas
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+
+if TYPE_CHECKING:
+    from kafka_chaos.harness.migration.status import MigrationStatus
 
 
 @dataclass(frozen=True)
@@ -254,6 +257,45 @@ class ControllerQuorumControl(Protocol):
     def controller_running(self, node_id: int) -> bool: ...
 
 
+@runtime_checkable
+class MigrationControl(Protocol):
+    """Capability ``ZK_MIGRATION``: the ZooKeeper→KRaft migration driven phase by phase
+    (``docs/ops.html`` 3.9; :mod:`harness.local.migration`), each phase observed from what Kafka
+    wrote (:mod:`harness.migration.status`)."""
+
+    @property
+    def controllers_provisioned(self) -> bool: ...
+
+    @property
+    def finalized(self) -> bool: ...
+
+    @property
+    def planned_controller_ids(self) -> list[int]: ...
+
+    def provision_controllers(self) -> None:
+        """Format and start the KRaft controllers with the ZooKeeper cluster's id and the flag."""
+
+    def deprovision_controllers(self) -> None:
+        """Kill the controllers and remove them (rollback)."""
+
+    def finalize_controllers(self) -> None:
+        """Roll the controllers without the migration flag (no way back after)."""
+
+    def clear_migration_znodes(self, *, controller_epoch_above: int | None = None) -> dict[str, object]:
+        """Delete ``/controller`` and ``/migration`` (rollback), first raising ``/controller_epoch``
+        to ``controller_epoch_above`` when given and lower; what ``/migration`` held."""
+
+    def broker_role(self, broker_id: int) -> str: ...
+
+    def set_broker_role(self, broker_id: int, role: str) -> None:
+        """The stopped broker's next start runs as zk, hybrid or kraft."""
+
+    def migration_status(self) -> MigrationStatus: ...
+
+    def wait_migration(self, predicate_name: str, predicate: Callable[[MigrationStatus], bool],
+                       timeout: float) -> MigrationStatus: ...
+
+
 class NetworkHealer(Protocol):
     """Undo every cut, degradation and delay: what every launcher with a network capability
     (``NETWORK_PARTITION``, ``ZOOKEEPER_LINK_PARTITION``, ``NETWORK_DEGRADE``, ``LINK_DELAY``)
@@ -302,6 +344,7 @@ class Capability(StrEnum):
     LINK_DELAY = "link_delay"
     BROKER_RELEASES = "broker_releases"
     CONTROLLER_QUORUM = "controller_quorum"
+    ZK_MIGRATION = "zk_migration"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -315,6 +358,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.LINK_DELAY: LinkDelayer,
     Capability.BROKER_RELEASES: ReleaseRoller,
     Capability.CONTROLLER_QUORUM: ControllerQuorumControl,
+    Capability.ZK_MIGRATION: MigrationControl,
 })
 
 

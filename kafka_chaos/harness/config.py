@@ -201,7 +201,10 @@ def _check_overrides(overrides: Mapping[str, str], where: str,
 
 ZOOKEEPER_ENSEMBLE_SIZES = (1, 3, 5)  # odd: a majority survives the loss of a minority
 ZOOKEEPER_MODE, KRAFT_MODE = "zookeeper", "kraft"
-MODES = (ZOOKEEPER_MODE, KRAFT_MODE)
+# A ZooKeeper-mode cluster whose schedule migrates it to KRaft (KIP-866, harness.migration): it
+# starts as ZooKeeper mode with ``controllers`` KRaft controllers planned, provisioned by a step.
+MIGRATION_MODE = "migration"
+MODES = (ZOOKEEPER_MODE, KRAFT_MODE, MIGRATION_MODE)
 CONTROLLER_QUORUM_SIZES = (1, 3)
 # The first KRaft controller's node id; controllers take the next ids, past any broker's.
 FIRST_CONTROLLER_ID = 3000
@@ -282,8 +285,9 @@ class ClusterConfig:
                              f"2 x tickTime ({2 * self.zk_tick_time_ms} ms): lower zk_tick_time_ms")
 
     def controller_ids(self) -> list[int]:
-        """The KRaft controllers' node ids (none in ZooKeeper mode)."""
-        if self.mode != KRAFT_MODE:
+        """The KRaft controllers' node ids (none in ZooKeeper mode; in migration mode the ones
+        a step provisions)."""
+        if self.mode not in (KRAFT_MODE, MIGRATION_MODE):
             return []
         first = max([FIRST_CONTROLLER_ID, *(b + 1 for b in self.broker_ids())])
         return list(range(first, first + self.controllers))
@@ -386,10 +390,10 @@ def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mappin
     containers launcher). The ZooKeeper-only names of layer 2 are left out; layers 3 and 4 apply to
     both roles (a controller reads the topic defaults, ``auto.leader.rebalance.enable`` and
     ``unclean.leader.election.enable`` itself: it elects)."""
-    if config.mode != KRAFT_MODE:
-        raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft")
+    if config.mode not in (KRAFT_MODE, MIGRATION_MODE):
+        raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft or migration")
     if _version_tuple(kafka_version) < FIRST_KRAFT_RELEASE:
-        raise UsageError(f"--mode kraft runs Kafka 3.9.x (the KRaft model is 3.9's), not {kafka_version}")
+        raise UsageError(f"--mode {config.mode} runs Kafka 3.9.x (the KRaft model is 3.9's), not {kafka_version}")
     known = broker_property_names(kafka_version)
     controller = node_id in voters
     advertised = dict(listeners) if listeners else {CONTROLLER_LISTENER if controller else "PLAINTEXT": address}

@@ -144,3 +144,100 @@ def decode_metadata_response(payload: bytes) -> WireMetadata:
     if not r.at_end():
         raise WireFormatError("metadata response has trailing bytes (not version 7?)")
     return WireMetadata(correlation_id, brokers, cluster_id, controller_id, tuple(topics))
+
+
+# --- AlterPartitionReassignments v0 (KIP-455) ------------------------------------------------------
+# confluent-kafka has no call for it, and a migrating cluster's KRaft controller reads no
+# /admin/reassign_partitions: clients/src/main/resources/common/message/
+# AlterPartitionReassignmentsRequest.json and ...Response.json (3.9), version 0, flexible
+# (compact strings and arrays, tagged fields), request header v2, response header v1.
+
+ALTER_PARTITION_REASSIGNMENTS_API_KEY = 45
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _compact_string(value: str) -> bytes:
+    raw = value.encode("utf-8")
+    return _uvarint(len(raw) + 1) + raw
+
+
+NO_TAGGED_FIELDS = b"\x00"
+
+
+def encode_alter_partition_reassignments(correlation_id: int, timeout_ms: int,
+                                         moves: Mapping[str, Mapping[int, Sequence[int] | None]]) -> bytes:
+    """A size-prefixed AlterPartitionReassignmentsRequest v0: topic -> partition -> target replicas
+    (None cancels that partition's reassignment)."""
+    header = struct.pack(">hhi", ALTER_PARTITION_REASSIGNMENTS_API_KEY, 0, correlation_id) + _string(CLIENT_ID)
+    header += NO_TAGGED_FIELDS
+    body = struct.pack(">i", timeout_ms) + _uvarint(len(moves) + 1)
+    for topic, partitions in moves.items():
+        body += _compact_string(topic) + _uvarint(len(partitions) + 1)
+        for partition, replicas in partitions.items():
+            body += struct.pack(">i", partition)
+            body += _uvarint(0) if replicas is None else (
+                _uvarint(len(replicas) + 1) + b"".join(struct.pack(">i", r) for r in replicas))
+            body += NO_TAGGED_FIELDS
+        body += NO_TAGGED_FIELDS
+    body += NO_TAGGED_FIELDS
+    message = header + body
+    return struct.pack(">i", len(message)) + message
+
+
+@dataclass(frozen=True)
+class ReassignmentAnswer:
+    correlation_id: int
+    error_code: int  # top level (NOT_CONTROLLER, ...)
+    error_message: str | None
+    partitions: Mapping[tuple[str, int], tuple[int, str | None]]  # (topic, partition) -> (error code, message)
+
+
+class _CompactReader(_Reader):
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            (byte,) = self._unpack(">B")
+            value |= (int(byte) & 0x7F) << shift
+            if not int(byte) & 0x80:
+                return value
+            shift += 7
+
+    def compact_nullable_string(self) -> str | None:
+        n = self.uvarint()
+        if n == 0:
+            return None
+        raw = bytes(self._unpack(f">{n - 1}s")[0]) if n > 1 else b""
+        return raw.decode("utf-8")
+
+    def skip_tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            size = self.uvarint()
+            self._unpack(f">{size}s")
+
+
+def decode_alter_partition_reassignments_response(payload: bytes) -> ReassignmentAnswer:
+    """An AlterPartitionReassignmentsResponse v0 (response header v1) without its size prefix."""
+    r = _CompactReader(payload)
+    correlation_id = r.int32()
+    r.skip_tagged_fields()
+    r.int32()  # ThrottleTimeMs
+    error_code, error_message = r.int16(), r.compact_nullable_string()
+    partitions: dict[tuple[str, int], tuple[int, str | None]] = {}
+    for _ in range(max(r.uvarint() - 1, 0)):
+        topic = r.compact_nullable_string() or ""
+        for _ in range(max(r.uvarint() - 1, 0)):
+            index, code = r.int32(), r.int16()
+            partitions[(topic, index)] = (code, r.compact_nullable_string())
+            r.skip_tagged_fields()
+        r.skip_tagged_fields()
+    r.skip_tagged_fields()
+    return ReassignmentAnswer(correlation_id, error_code, error_message, partitions)

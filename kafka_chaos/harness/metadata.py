@@ -148,6 +148,35 @@ def fetch_metadata(bootstrap: str, topics: Sequence[str] | None,
     return metadata
 
 
+def alter_partition_reassignments(bootstrap: str, moves: Mapping[str, Mapping[int, Sequence[int] | None]],
+                                  timeout: float = 30.0) -> None:
+    """AlterPartitionReassignments, sent to the first broker of ``bootstrap`` that answers (a broker
+    forwards it to the controller: ``KafkaApis.handleAlterPartitionReassignmentsRequest``); a
+    MetadataError naming Kafka's error when it refuses any partition."""
+    problems = []
+    for address in bootstrap.split(","):
+        host, _, port = address.strip().rpartition(":")
+        correlation_id = next(_correlation_ids)
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+                sock.settimeout(timeout)
+                sock.sendall(kafka_wire.encode_alter_partition_reassignments(
+                    correlation_id, int(timeout * 1000), moves))
+                (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+                answer = kafka_wire.decode_alter_partition_reassignments_response(_recv_exactly(sock, size))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{address}: {type(exc).__name__}: {exc}")
+            continue
+        refused = [f"{t}-{p}: {error_name(code)}{f' ({msg})' if msg else ''}"
+                   for (t, p), (code, msg) in sorted(answer.partitions.items()) if code != 0]
+        if answer.error_code != 0:
+            refused.insert(0, f"{error_name(answer.error_code)}: {answer.error_message or ''}".rstrip(": "))
+        if refused:
+            raise MetadataError(f"AlterPartitionReassignments refused by way of {address}: {'; '.join(refused)}")
+        return
+    raise MetadataError(f"no broker of {bootstrap} answered AlterPartitionReassignments: {'; '.join(problems)}")
+
+
 def error_name(code: int) -> str:
     """Kafka protocol error code -> name (librdkafka's broker error codes are the same)."""
     return str(KafkaError(code).name())

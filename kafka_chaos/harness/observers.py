@@ -81,8 +81,17 @@ def is_kraft(cluster: object) -> bool:
     return getattr(cluster, "mode", "zookeeper") == "kraft" and implements(cluster, KraftCluster)
 
 
+def is_migrating(cluster: object) -> bool:
+    """A ZooKeeper-mode cluster whose schedule migrates it to KRaft (harness.migration)."""
+    return getattr(cluster, "mode", "zookeeper") == "migration"
+
+
 def open_observer(cluster: Cluster, topics: Sequence[str] | None = None) -> Observer:
     """An unstarted observer of ``cluster`` (enter it): ``topics`` None watches every topic."""
+    if is_migrating(cluster):
+        from kafka_chaos.harness.migration.observer import MigrationObserver
+
+        return MigrationObserver(cluster, topics)  # type: ignore[arg-type]
     if is_kraft(cluster):
         from kafka_chaos.harness.kraft.observer import KraftObserver
 
@@ -94,6 +103,10 @@ def open_observer(cluster: Cluster, topics: Sequence[str] | None = None) -> Obse
 
 def open_admin(cluster: Cluster) -> AdminWriter:
     """An unstarted admin writer of ``cluster`` (enter it)."""
+    if is_migrating(cluster):
+        from kafka_chaos.harness.migration.admin import MigrationAdmin
+
+        return MigrationAdmin(cluster)  # type: ignore[arg-type]
     if is_kraft(cluster):
         from kafka_chaos.harness.kraft.admin import KraftAdmin
 

@@ -22,10 +22,12 @@ SESSION_EXPIRY_GRACE_SECONDS = 5.0
 
 def wait_registered(zookeeper_connect: str, broker_ids: Iterable[int], *, deadline: float,
                     newer_than: Mapping[int, int] | None = None,
-                    check_alive: Callable[[], None] = lambda: None) -> ZkSnapshot:
+                    check_alive: Callable[[], None] = lambda: None, kraft_controller: bool = False) -> ZkSnapshot:
     """Wait (watch-driven, until the ``time.monotonic()`` ``deadline``) until every broker is
     registered in ``/brokers/ids`` — with a broker epoch newer than ``newer_than`` gives, so a
-    restarted broker's stale registration does not count — and a live controller is elected.
+    restarted broker's stale registration does not count — and a live controller is elected
+    (``kraft_controller``: a migrating cluster, where ``/controller`` may name its KRaft
+    controller, a node that is no broker).
 
     ``check_alive`` raises when a node died meanwhile, which ends the wait at once; a timeout
     raises :class:`harness.observer.ConvergenceTimeout` with the last snapshot."""
@@ -35,7 +37,9 @@ def wait_registered(zookeeper_connect: str, broker_ids: Iterable[int], *, deadli
     def ready(snapshot: ZkSnapshot) -> bool:
         check_alive()
         registered = {b for b in wanted if snapshot.live_brokers.get(b, -1) > old.get(b, -1)}
-        return registered == wanted and snapshot.controller in snapshot.live_brokers
+        controller_up = (snapshot.controller is not None if kraft_controller
+                         else snapshot.controller in snapshot.live_brokers)
+        return registered == wanted and controller_up
 
     with ZkObserver(zookeeper_connect, topics=[]) as observer:
         return observer.wait_until(

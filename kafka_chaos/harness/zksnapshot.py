@@ -56,6 +56,9 @@ class PartitionZkState:
     version: int  # state znode version; -1 when there is no state znode yet
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    # KRaft: replicas whose log directory the controller has not been told yet (MIGRATING after a
+    # ZooKeeper migration, UNASSIGNED); ZooKeeper knows no directories
+    unassigned_dirs: tuple[int, ...] = ()
 
     def describe(self) -> str:
         extra = ""
@@ -73,7 +76,8 @@ class PartitionZkState:
                 "controller_epoch": self.controller_epoch,
                 "leader_recovery_state": self.leader_recovery_state, "version": self.version,
                 "adding_replicas": list(self.adding_replicas),
-                "removing_replicas": list(self.removing_replicas)}
+                "removing_replicas": list(self.removing_replicas),
+                **({"unassigned_dirs": list(self.unassigned_dirs)} if self.unassigned_dirs else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PartitionZkState:
@@ -82,7 +86,8 @@ class PartitionZkState:
                    controller_epoch=int(d["controller_epoch"]),
                    leader_recovery_state=int(d["leader_recovery_state"]), version=int(d["version"]),
                    adding_replicas=_ints(d["adding_replicas"]),
-                   removing_replicas=_ints(d["removing_replicas"]))
+                   removing_replicas=_ints(d["removing_replicas"]),
+                   unassigned_dirs=_ints(d.get("unassigned_dirs", ())))
 
 
 def partition_zk_state(topic: str, partition: int, assignment: zkpaths.TopicAssignment,

@@ -16,9 +16,12 @@ LEADER_IMBALANCE_PER_BROKER_PERCENTAGE = "leader.imbalance.per.broker.percentage
 CONTROLLED_SHUTDOWN_ENABLE = "controlled.shutdown.enable"  # default true
 CONTROLLED_SHUTDOWN_MAX_RETRIES = "controlled.shutdown.max.retries"  # default 3
 DELETE_TOPIC_ENABLE = "delete.topic.enable"  # default true (KafkaConfig.deleteTopicEnable)
+# KRaft controller only (oracle.kraft.migration): KIP-866 migration mode, default false
+ZOOKEEPER_METADATA_MIGRATION_ENABLE = "zookeeper.metadata.migration.enable"
 
 BOOLEAN_SETTINGS = frozenset(
-    {UNCLEAN_LEADER_ELECTION_ENABLE, AUTO_LEADER_REBALANCE_ENABLE, CONTROLLED_SHUTDOWN_ENABLE, DELETE_TOPIC_ENABLE}
+    {UNCLEAN_LEADER_ELECTION_ENABLE, AUTO_LEADER_REBALANCE_ENABLE, CONTROLLED_SHUTDOWN_ENABLE, DELETE_TOPIC_ENABLE,
+     ZOOKEEPER_METADATA_MIGRATION_ENABLE}
 )
 INTEGER_SETTINGS = frozenset({LEADER_IMBALANCE_PER_BROKER_PERCENTAGE, CONTROLLED_SHUTDOWN_MAX_RETRIES})
 

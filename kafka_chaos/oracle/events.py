@@ -39,13 +39,23 @@ class ControlledShutdown:
 
 @dataclass(frozen=True)
 class BrokerStartup:
-    """The brokers register in ``/brokers/ids`` again (or for the first time)."""
+    """The brokers register in ``/brokers/ids`` again (or for the first time).
+
+    ``kraft_brokers`` (KRaft model only): those of ``brokers`` that start as KRaft brokers after
+    running as migrating ZooKeeper brokers (the ZooKeeper migration's roll to KRaft): the
+    controller stops counting them as ZooKeeper brokers, and each assigns the log directory of
+    every replica of its own the controller still has unassigned (:attr:`PartitionState.unassigned_dirs`)."""
 
     brokers: tuple[int, ...]
+    kraft_brokers: tuple[int, ...] = ()
     KIND: ClassVar[str] = "broker_startup"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "brokers", _ints(self.brokers))
+        object.__setattr__(self, "kraft_brokers", _ints(self.kraft_brokers))
+        if not set(self.kraft_brokers) <= set(self.brokers):
+            raise ValueError(f"kraft_brokers {list(self.kraft_brokers)} must be among the starting brokers "
+                             f"{list(self.brokers)}")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import json
 from typing import Any, Mapping
 
 from kafka_chaos.oracle import config as cfg
+from kafka_chaos.oracle.kraft import migration
 from kafka_chaos.oracle.events import (
     EVENT_TYPES,
     AddPartitions,
@@ -168,6 +169,8 @@ def _config(value: Any, field: str, *, allow_null_values: bool = False) -> dict[
             raise OracleInputError(where, f"expected true or false, got {raw!r}")
         if key in cfg.INTEGER_SETTINGS and cfg.parse_int(text) is None:
             raise OracleInputError(where, f"expected an integer, got {raw!r}")
+        if key == migration.MIGRATING_ZK_BROKERS and migration.parse_broker_ids(text) is None:
+            raise OracleInputError(where, f"expected comma-separated broker ids, got {raw!r}")
         parsed[key] = text
     return parsed
 

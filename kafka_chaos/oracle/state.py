@@ -74,9 +74,14 @@ class PartitionState:
     # ZooKeeper model never sets it (and a ZOOKEEPER ClusterState refuses it), the KRaft model keeps
     # None as None.
     partition_epoch: int | None = None
+    # KRaft only: replicas whose log directory the controller has not been told yet (DirectoryId
+    # MIGRATING, which a ZooKeeper migration writes for every replica: ZkTopicMigrationClient,
+    # PartitionRegistration(PartitionRecord) 3.9 lines 198-207); a KRaft broker hosting one
+    # assigns it (oracle.kraft.controller.assign_directories).
+    unassigned_dirs: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("replicas", "isr", "adding_replicas", "removing_replicas"):
+        for name in ("replicas", "isr", "adding_replicas", "removing_replicas", "unassigned_dirs"):
             object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
         if not self.replicas:
             raise ValueError("a partition needs at least one replica")

@@ -39,7 +39,7 @@ from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.records.schema import FIELD_NAMES, READABLE_VERSIONS, REQUIRED_FIELDS
 from kafka_chaos.results.partials_cache import FilePartials, PartialsCache, merged
 from kafka_chaos.results.samples import Samples
-from kafka_chaos.results.tables import FAILURE_COLUMNS
+from kafka_chaos.results.tables import FAILURE_COLUMNS, TIMELINE_RECORD_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -140,6 +140,7 @@ def classify(parsed: "DataFrame") -> "DataFrame":
 NO_FAULT = "none"  # the fault label of measurements from records without a fault
 AVAILABILITY_CHECK = "client_availability"
 CONTROLLER_CHECK = "controller_metrics"
+TIMELINE_CHECK = "migration_timeline"
 
 # What one fact carries besides its table: a key part per table (null in the other tables'
 # facts) and the values its table aggregates.  Struct parts keep a fact narrow: an absent part is
@@ -154,6 +155,7 @@ _FACT_PARTS: Mapping[str, str] = {
               "mode:string,ms:double>",
     "fault": "string",  # the availability and controller tables' key
     "failure": "string",  # a failed check's columns (tables.FAILURE_COLUMNS) as JSON text: one fact each
+    "step": "string",  # a migration step's columns (tables.TIMELINE_COLUMNS) as JSON text: one fact each
     "times": "struct<started_at:double,finished_at:double,seed:bigint>",
     "availability": "struct<produce:double,consume:double>",
     "controller": "struct<elections:bigint,election_ms:double,events:bigint,queue_ms:double,shutdowns:bigint,"
@@ -161,7 +163,7 @@ _FACT_PARTS: Mapping[str, str] = {
                   "queue_size:bigint>",
 }
 FILE_ID = "file_id"
-FACT_KEYS = ("table", "input", "outcome", "sample", "fault", "failure")
+FACT_KEYS = ("table", "input", "outcome", "sample", "fault", "failure", "step")
 OUTCOME_KEYS = ("run_id", "scenario", "check", "backend", "kafka_version", "kind", "passed", "day")
 _SUMMED = ("elections", "election_ms", "events", "queue_ms", "shutdowns", "shutdown_ms", "unclean", "moved")
 _LARGEST = ("offline", "urp", "under_min_isr", "queue_size")
@@ -215,7 +217,8 @@ def facts(classified: "DataFrame") -> "DataFrame":
       no measurement): fault (``none`` without one), phase, partitions, session timeout, value;
     * ``availability`` / ``controller`` — the ``client_availability`` / ``controller_metrics``
       measurements' figures per fault;
-    * ``failing`` — a failed check (``kind == "check"`` and ``passed`` false), whole.
+    * ``failing`` — a failed check (``kind == "check"`` and ``passed`` false), whole;
+    * ``timeline`` — a migration step's ``migration_timeline`` measurement, whole.
 
     One SQL expression (an array of facts per line, ``inline`` makes them rows): one call into
     the JVM where the same built from Column objects took over a thousand.
@@ -238,6 +241,8 @@ def facts(classified: "DataFrame") -> "DataFrame":
         + _fact("controller", fault=fault, controller=_controller_values()) + " END",
         f"CASE WHEN {valid} AND kind = 'check' AND passed = false THEN "
         + _fact("failing", failure=f"to_json(struct({', '.join(f'`{c}`' for c in FAILURE_COLUMNS)}))") + " END",
+        f"CASE WHEN {measurement} AND `check` = '{TIMELINE_CHECK}' THEN "
+        + _fact("timeline", step=f"to_json(struct({', '.join(f'`{c}`' for c in TIMELINE_RECORD_COLUMNS)}))") + " END",
     ]
     sample = _struct(fault=fault, phase="entry.key", partitions="partitions", session_timeout_ms="session_timeout_ms",
                      kafka_version="kafka_version", mode="coalesce(mode, 'zookeeper')",
@@ -254,7 +259,7 @@ _AVAILABILITY_VALUES = tuple(f"{name}_{label}" for name in ("produce", "consume"
 _AVAILABILITY_SUMMED = tuple(name for name in _AVAILABILITY_VALUES if not name.endswith("_min"))
 _AVAILABILITY_SMALLEST = tuple(name for name in _AVAILABILITY_VALUES if name.endswith("_min"))
 # What a non-latency partial row carries besides its table and count, as JSON (``rest``).
-REST_FIELDS = ("input", "outcome", "fault", "failure", "started_at", "finished_at", "seed", *_AVAILABILITY_VALUES,
+REST_FIELDS = ("input", "outcome", "fault", "failure", "step", "started_at", "finished_at", "seed", *_AVAILABILITY_VALUES,
                *_SUMMED, *_LARGEST)
 
 
@@ -306,6 +311,7 @@ class Aggregates:
     latency_by_session_timeout: list[dict[str, Any]] = field(default_factory=list)
     latency_by_release: list[dict[str, Any]] = field(default_factory=list)
     latency_by_mode: list[dict[str, Any]] = field(default_factory=list)
+    migration_timeline: list[dict[str, Any]] = field(default_factory=list)
     latency_histogram: list[dict[str, Any]] = field(default_factory=list)
     availability: list[dict[str, Any]] = field(default_factory=list)
     controller: list[dict[str, Any]] = field(default_factory=list)
@@ -484,7 +490,7 @@ def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
     from kafka_chaos.results import tables
 
     table = found.table
-    by_table = {name: _rows(table, name) for name in ("outcome", "availability", "controller", "failing")}
+    by_table = {name: _rows(table, name) for name in ("outcome", "availability", "controller", "failing", "timeline")}
     # JSON leaves out null fields: a record without a verdict has no "passed"
     outcomes = [{**dict.fromkeys(OUTCOME_KEYS), **row["outcome"], **{k: row[k] for k in ("n", "started_at",
                                                                                          "finished_at", "seed")}}
@@ -502,6 +508,7 @@ def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
         "availability": tables.availability(availability),
         "controller": tables.controller(controller),
         "failing_checks": tables.failing_checks(by_table["failing"]),
+        "migration_timeline": tables.migration_timeline(by_table["timeline"]),
     }
 
 
@@ -577,7 +584,7 @@ def _load(result: Aggregates, found: Mapping[str, list[dict[str, Any]]], tables_
     result.inputs = [{**row, "source": source_path(row["source"])} for row in jsonable["inputs"]]
     result.totals = jsonable["totals"][0]
     for name in ("pass_rates", "latency", "latency_by_partitions", "latency_by_session_timeout", "latency_by_release",
-                 "latency_by_mode",
+                 "latency_by_mode", "migration_timeline",
                  "latency_histogram",
                  "availability", "controller", "trend_by_day", "trend_by_run", "latency_values"):
         setattr(result, name, jsonable[name])

@@ -195,6 +195,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         _table(summary.get("latency_by_mode", []), [
             ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
             ("mode", "mode", fmt.text), *_LATENCY_COLUMNS]),
+        _migration_timeline(summary.get("migration_timeline", [])),  # absent before migrations were
         _timelines(images.get("timelines", [])),
         "<h2>Trend</h2>",
     ]
@@ -375,3 +376,23 @@ def _growth(value: Any) -> str:
 
 def _p_value(value: Any) -> str:
     return "–" if value is None else f"{value:.2g}"
+
+
+def _migration_timeline(rows: list[dict[str, Any]]) -> str:
+    """Each migrating scenario's steps in order: which phase it left the cluster in, how long it
+    took, what ZooKeeper lagged the log by (nothing when no run migrated)."""
+    if not rows:
+        return ""
+    return "".join([
+        "<h3>Migration phase timeline</h3>",
+        "<p class=\"note\">Every step of a migrating cluster in order (ZooKeeper→KRaft, KIP-866): the phase "
+        "before and after it as Kafka reported them (the metadata log's ZkMigrationStateRecord, the migration "
+        "driver's last state), the KRaft controller in charge, the step's seconds from fault to measurement, "
+        "and how long ZooKeeper took to equal the log while dual-writing.</p>",
+        _table(rows, [
+            ("scenario", "scenario", fmt.text), ("iteration", "iter", fmt.count), ("fault", "step", fmt.text),
+            ("target", "target", fmt.text), ("phase_before", "phase before", fmt.text),
+            ("phase_after", "phase after", fmt.text), ("zk_migration_state", "ZkMigrationState", fmt.text),
+            ("driver_state", "driver", fmt.text), ("kraft_controller", "KRaft controller", fmt.text),
+            ("seconds", "seconds", fmt.text), ("write_behind_s", "ZooKeeper lag s", fmt.text)]),
+    ])

@@ -49,6 +49,10 @@ FAILURE_COLUMNS = (
     "run_id", "seed", "scenario", "iteration", "check", "backend", "kafka_version", "fault",
     "target", "topic", "partition", "detail", "expected", "observed", "started_at",
 )
+# A migration step's record columns the timeline keeps, and the row it shows.
+TIMELINE_RECORD_COLUMNS = ("run_id", "scenario", "iteration", "fault", "target", "observed", "started_at")
+TIMELINE_OBSERVED = ("phase_before", "phase_after", "zk_migration_state", "driver_state", "kraft_controller",
+                     "seconds", "write_behind_s")
 LINE_STATUSES = ("valid", "malformed", "rejected", "blank")
 _OUTCOME_COLUMNS = ("passed", "failed", "unknown", "pass_rate", "ci_low", "ci_high")
 _OUTCOMES = "passed:bigint failed:bigint unknown:bigint pass_rate:double ci_low:double ci_high:double"
@@ -78,6 +82,9 @@ TABLE_COLUMNS: Mapping[str, str] = {
     "trend_by_day": f"day:date runs:bigint {_OUTCOMES}",
     "trend_by_run": f"run_id:string started_at:double finished_at:double backend:string kafka_version:string "
                     f"seed:bigint scenarios:bigint records:bigint {_OUTCOMES}",
+    "migration_timeline": "run_id:string scenario:string iteration:int fault:string target:string "
+                          "phase_before:string phase_after:string zk_migration_state:string driver_state:string "
+                          "kraft_controller:int seconds:double write_behind_s:double started_at:double",
     "failing_checks": "run_id:string seed:bigint scenario:string iteration:int check:string backend:string "
                       "kafka_version:string fault:string target:string topic:string partition:int detail:string "
                       "expected:string observed:string started_at:double",
@@ -328,4 +335,22 @@ def failing_checks(facts: Sequence[Row]) -> list[Row]:
                 *sort_key(row[k] for k in ("run_id", "scenario", "iteration", "check")))
 
     rows.sort(key=newest_first)
+    return rows
+
+
+def migration_timeline(facts: Sequence[Row]) -> list[Row]:
+    """Every migration step in time order per run, scenario and iteration: the phase before and
+    after, the migration and driver states, the KRaft controller in charge, the step's seconds
+    and ZooKeeper's lag behind the log (``migration_timeline`` measurements: each fact is one
+    record's columns as JSON text, ``step``)."""
+    rows = []
+    for fact in facts:
+        parsed = json.loads(fact["step"])
+        observed = json.loads(parsed.get("observed") or "{}") if isinstance(parsed.get("observed"), str) \
+            else (parsed.get("observed") or {})
+        row = {name: parsed.get(name) for name in ("run_id", "scenario", "iteration", "fault", "target")}
+        row.update({name: observed.get(name) for name in TIMELINE_OBSERVED})
+        row["started_at"] = parsed.get("started_at")
+        rows += [row] * fact["n"]
+    rows.sort(key=lambda r: sort_key(r[k] for k in ("run_id", "scenario", "iteration", "started_at")))
     return rows

@@ -200,3 +200,26 @@ def test_a_failed_spark_query_is_one_line_of_harness_error(spark, tmp_path, monk
     message = str(raised.value)
     assert "\n" not in message and message.startswith("the Spark aggregation of 1 file(s) failed: ")
     assert "spark.driver.maxResultSize" in message
+
+
+def test_the_migration_timeline_lists_each_step_in_order_with_its_phases(spark):
+    """``migration_timeline`` measurements (scenarios.checks.migration) become the report's phase
+    timeline: one row per step, in time order per scenario, the observed phases carried over; a
+    run that migrated nothing has an empty table."""
+    def step(fault, at, before, after, state, seconds, lag=None):
+        return record(kind="measurement", check="migration_timeline", passed=None, fault=fault, scenario="mig",
+                      started_at=at, finished_at=at + seconds, target="brokers 1, 2, 3",
+                      observed={"phase_before": before, "phase_after": after, "zk_migration_state": state,
+                                "driver_state": "DUAL_WRITE" if state == "MIGRATION" else None,
+                                "kraft_controller": 3000 if state == "MIGRATION" else None,
+                                "seconds": seconds, "write_behind_s": lag})
+    rows = tables_of(spark, [
+        step("migration_roll/hybrid", T0 + 20, "pre-migration", "hybrid", "MIGRATION", 7.5, 0.02),
+        step("migration_provision", T0, "zookeeper", "pre-migration", "PRE_MIGRATION", 2.5),
+        record(check="oracle_leader"),  # not a migration step
+    ])["migration_timeline"]
+    assert [(r["fault"], r["phase_before"], r["phase_after"], r["zk_migration_state"], r["seconds"],
+             r["write_behind_s"], r["kraft_controller"]) for r in rows] == [
+        ("migration_provision", "zookeeper", "pre-migration", "PRE_MIGRATION", 2.5, None, None),
+        ("migration_roll/hybrid", "pre-migration", "hybrid", "MIGRATION", 7.5, 0.02, 3000)]
+    assert tables_of(spark, [record(check="oracle_leader")])["migration_timeline"] == []

@@ -30,8 +30,15 @@ class KraftAdmin:
         raise HarnessError("a KRaft cluster has no ZooKeeper: partitions are added through the Admin API")
 
     def write_reassignment(self, moves: Iterable[tuple[str, int, Sequence[int]]]) -> None:
-        raise HarnessError("reassignment on a KRaft cluster needs AlterPartitionReassignments, "
-                           "which kafka-chaos does not send yet")
+        """AlterPartitionReassignments (KIP-455; :func:`harness.metadata.alter_partition_reassignments`);
+        the controller's ``ReplicationControlManager.alterPartitionReassignments`` takes it from there."""
+        from kafka_chaos.harness.metadata import alter_partition_reassignments
+
+        by_topic: dict[str, dict[int, Sequence[int] | None]] = {}
+        for topic, partition, replicas in moves:
+            by_topic.setdefault(topic, {})[partition] = list(replicas)
+        alter_partition_reassignments(self._bootstrap, by_topic, timeout=self._timeout)
+        log.info("reassignment started through the Admin API: %s", by_topic)
 
     def write_preferred_election(self, partitions: Iterable[tuple[str, int]]) -> None:
         """``electLeaders(PREFERRED)``: the controller's ``ReplicationControlManager.electLeaders``."""

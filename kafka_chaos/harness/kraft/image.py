@@ -36,6 +36,7 @@ from kafka_chaos.harness.kraft.records import (
     TopicRemoved,
     UnfenceBroker,
     UnregisterBroker,
+    ZkMigrationStateChanged,
 )
 from kafka_chaos.harness.zkevents import (
     BrokerGone,
@@ -75,6 +76,11 @@ class PartitionRegistration:
     leader_recovery_state: int
     leader_epoch: int
     partition_epoch: int
+    unassigned_dirs: tuple[bool, ...] = ()  # per replica: directory MIGRATING/UNASSIGNED
+
+    @property
+    def unassigned_replicas(self) -> tuple[int, ...]:
+        return tuple(b for b, unassigned in zip(self.replicas, self.unassigned_dirs) if unassigned)
 
     def merge(self, change: PartitionChanged) -> PartitionRegistration:
         """``PartitionRegistration.merge(PartitionChangeRecord)`` (3.9 lines 241-280)."""
@@ -89,7 +95,22 @@ class PartitionRegistration:
             leader_recovery_state=(self.leader_recovery_state if change.leader_recovery_state < 0
                                    else change.leader_recovery_state),
             leader_epoch=self.leader_epoch + 1 if named else self.leader_epoch,
-            partition_epoch=self.partition_epoch + 1)
+            partition_epoch=self.partition_epoch + 1,
+            unassigned_dirs=self._dirs_after(change))
+
+    def _dirs_after(self, change: PartitionChanged) -> tuple[bool, ...]:
+        """``PartitionRegistration.merge`` (3.9 lines 241-248): the record's directories when it has
+        them, else the old ones; all MIGRATING (or none) stays all MIGRATING for the new replica
+        count. (A new replica list without directories keeps each surviving replica's here:
+        Kafka keeps the old array as is, which its builders never leave stale.)"""
+        replicas = self.replicas if change.replicas is None else change.replicas
+        dirs = self.unassigned_dirs if change.unassigned_dirs is None else change.unassigned_dirs
+        if not dirs or all(dirs):  # PartitionRegistration.defaultToMigrating (lines 186-203)
+            return (True,) * len(replicas)
+        if change.unassigned_dirs is not None or change.replicas is None:
+            return dirs
+        was = dict(zip(self.replicas, dirs))
+        return tuple(was.get(b, False) for b in replicas)
 
 
 class MetadataImage:
@@ -104,6 +125,8 @@ class MetadataImage:
         self.quorum_epoch: int | None = None
         self.next_offset = 0
         self.last_at: float | None = None
+        # the last ZkMigrationStateRecord's value (None: none written, a cluster never migrated)
+        self.zk_migration_state: int | None = None
 
     def apply_all(self, entries: Iterable[LogEntry]) -> list[ZkEvent]:
         events: list[ZkEvent] = []
@@ -124,6 +147,9 @@ class MetadataImage:
         if isinstance(record, (RegisterBroker, UnregisterBroker, FenceBroker, UnfenceBroker,
                                BrokerRegistrationChanged)):
             return self._broker(record, at)
+        if isinstance(record, ZkMigrationStateChanged):
+            self.zk_migration_state = record.state
+            return []
         if isinstance(record, TopicCreated):
             self.topic_names[record.topic_id] = record.name
             return []
@@ -134,7 +160,7 @@ class MetadataImage:
         if isinstance(record, PartitionCreated):
             created = PartitionRegistration(record.replicas, record.isr, record.removing, record.adding,
                                             record.leader, record.leader_recovery_state, record.leader_epoch,
-                                            record.partition_epoch)
+                                            record.partition_epoch, record.unassigned_dirs)
             return self._set_partition(record.topic_id, record.partition, created, at)
         old = self.partitions.get((record.topic_id, record.partition))
         if old is None:  # a change of a partition this image never saw created: a log gap
@@ -212,7 +238,8 @@ class MetadataImage:
             partitions[(name, number)] = PartitionZkState(
                 topic=name, partition=number, replicas=p.replicas, leader=p.leader, leader_epoch=p.leader_epoch,
                 isr=p.isr, controller_epoch=epoch, leader_recovery_state=p.leader_recovery_state,
-                version=p.partition_epoch, adding_replicas=p.adding, removing_replicas=p.removing)
+                version=p.partition_epoch, adding_replicas=p.adding, removing_replicas=p.removing,
+                unassigned_dirs=p.unassigned_replicas)
         shown = set(ids)
         return ZkSnapshot(
             taken_at=taken_at,

@@ -215,6 +215,11 @@ class KraftObserver(EventQueries):
     def _timeout_snapshot(self) -> ZkSnapshot | None:
         return self.snapshot()
 
+    def zk_migration_state(self) -> int | None:
+        """The last ``ZkMigrationStateRecord`` replayed (None: the log has none)."""
+        with self._changed:
+            return self._image.zk_migration_state
+
     def broker_epochs(self) -> Mapping[int, int]:
         """Every registered broker (fenced or not) and its epoch."""
         with self._changed:

@@ -33,6 +33,11 @@ CONTROL_BIT = 0x20
 COMPRESSION_MASK = 0x07
 FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 LEADER_CHANGE = 2  # ControlRecordType.LEADER_CHANGE
+# DirectoryId.MIGRATING (Uuid(0, 0): what the migration gives every replica) and
+# DirectoryId.UNASSIGNED (Uuid(0, 1)): a replica whose log directory the controller does not know
+# yet (server-common DirectoryId.java 3.9 lines 33-38); the broker assigns it once it runs as a
+# KRaft broker (ReplicaManager.maybeUpdateTopicAssignment → AssignReplicasToDirs).
+UNASSIGNED_DIRECTORIES = frozenset({bytes(16), bytes(15) + b"\x01"})
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.Leader's default: "the leader didn't change"
 
 
@@ -94,6 +99,11 @@ class _Reader:
     def compact_int32s(self) -> tuple[int, ...] | None:
         n = self.uvarint()
         return None if n == 0 else tuple(self.int32() for _ in range(n - 1))
+
+    def compact_unassigned(self) -> tuple[bool, ...] | None:
+        """A compact ``[]uuid`` of log directories, read as "not yet assigned" per entry."""
+        n = self.uvarint()
+        return None if n == 0 else tuple(self.take(16) in UNASSIGNED_DIRECTORIES for _ in range(n - 1))
 
     def compact_array(self, element: Callable[[_Reader], object]) -> None:
         """Skip a compact array of structs (each ends with its own tagged fields)."""
@@ -167,6 +177,8 @@ class PartitionCreated:  # PartitionRecord, api key 3, versions 0-2
     leader_recovery_state: int
     leader_epoch: int
     partition_epoch: int
+    # per replica, whether its directory is unassigned (MIGRATING/UNASSIGNED); () before version 1
+    unassigned_dirs: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,6 +199,7 @@ class PartitionChanged:  # PartitionChangeRecord, api key 5, versions 0-2; None:
     removing: tuple[int, ...] | None
     adding: tuple[int, ...] | None
     leader_recovery_state: int  # -1 when unchanged
+    unassigned_dirs: tuple[bool, ...] | None = None  # Directories (tag 8), None when unchanged
 
 
 @dataclass(frozen=True)
@@ -215,6 +228,13 @@ class BrokerRegistrationChanged:  # api key 17, versions 0-2
 
 
 @dataclass(frozen=True)
+class ZkMigrationStateChanged:  # ZkMigrationStateRecord, api key 21, version 0
+    # ZkMigrationState.java 3.9: NONE 0, MIGRATION 1, PRE_MIGRATION 2, POST_MIGRATION 3 (3.5
+    # swapped 3.4's PreMigration/Migration values, ZkMigrationRecord.json)
+    state: int
+
+
+@dataclass(frozen=True)
 class LeaderChange:  # control record LEADER_CHANGE: LeaderChangeMessage
     leader_id: int
     voters: tuple[int, ...]
@@ -222,7 +242,7 @@ class LeaderChange:  # control record LEADER_CHANGE: LeaderChangeMessage
 
 MetadataRecord: TypeAlias = (RegisterBroker | UnregisterBroker | TopicCreated | PartitionCreated | ConfigChanged
                              | PartitionChanged | FenceBroker | UnfenceBroker | TopicRemoved
-                             | BrokerRegistrationChanged | LeaderChange)
+                             | BrokerRegistrationChanged | ZkMigrationStateChanged | LeaderChange)
 
 
 def _skip_endpoint(r: _Reader) -> None:  # RegisterBrokerRecord.EndPoints element
@@ -256,9 +276,11 @@ def _partition_record(r: _Reader, version: int) -> PartitionCreated:
     removing, adding = r.compact_int32s() or (), r.compact_int32s() or ()
     leader = r.int32()
     leader_epoch, partition_epoch = r.int32(), r.int32()
-    if version >= 1:
-        n = r.uvarint()  # Directories: []uuid
-        r.take(16 * max(0, n - 1))
+    # Directories: []uuid; none (version 0, an empty list) reads as every replica MIGRATING
+    # (PartitionRegistration.defaultToMigrating, PartitionRegistration.java 3.9 lines 186-203)
+    unassigned = (r.compact_unassigned() or ()) if version >= 1 else ()
+    if not unassigned:
+        unassigned = (True,) * len(replicas)
     recovery = [0]
 
     def read_recovery(t: _Reader) -> None:
@@ -266,22 +288,24 @@ def _partition_record(r: _Reader, version: int) -> PartitionCreated:
 
     r.tagged({0: read_recovery})
     return PartitionCreated(topic_id, partition, replicas, isr, removing, adding, leader, recovery[0],
-                            leader_epoch, partition_epoch)
+                            leader_epoch, partition_epoch, unassigned)
 
 
 def _partition_change(r: _Reader, version: int) -> PartitionChanged:
     partition, topic_id = r.int32(), r.uuid()
     fields: dict[str, object] = {"isr": None, "leader": NO_LEADER_CHANGE, "replicas": None, "removing": None,
-                                 "adding": None, "recovery": -1}
+                                 "adding": None, "recovery": -1, "dirs": None}
 
     def ints(name: str) -> Callable[[_Reader], None]:
         return lambda t: fields.__setitem__(name, t.compact_int32s())
 
     r.tagged({0: ints("isr"), 1: lambda t: fields.__setitem__("leader", t.int32()), 2: ints("replicas"),
-              3: ints("removing"), 4: ints("adding"), 5: lambda t: fields.__setitem__("recovery", t.int8())})
+              3: ints("removing"), 4: ints("adding"), 5: lambda t: fields.__setitem__("recovery", t.int8()),
+              8: lambda t: fields.__setitem__("dirs", t.compact_unassigned())})
+    dirs = fields["dirs"]
     return PartitionChanged(topic_id, partition, _opt(fields["isr"]), int(str(fields["leader"])),
                             _opt(fields["replicas"]), _opt(fields["removing"]), _opt(fields["adding"]),
-                            int(str(fields["recovery"])))
+                            int(str(fields["recovery"])), dirs if isinstance(dirs, tuple) else None)
 
 
 def _opt(value: object) -> tuple[int, ...] | None:
@@ -319,6 +343,7 @@ _DECODERS: dict[int, Callable[[_Reader, int], MetadataRecord]] = {
     8: _two(UnfenceBroker),
     9: lambda r, v: TopicRemoved(r.uuid()),
     17: _registration_change,
+    21: lambda r, v: ZkMigrationStateChanged(r.int8()),
 }
 
 

@@ -398,6 +398,10 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
             log.info("broker %d runs Kafka %s from its next start%s", broker_id, distribution.version,
                      f" with {dict(overrides)}" if overrides else "")
 
+    def _controller_may_be_kraft(self) -> bool:
+        """Whether ``/controller`` may name a KRaft controller (a migrating cluster's)."""
+        return False
+
     def _broker_config(self, broker_id: int) -> ClusterConfig:
         return self._broker_configs.get(broker_id, self.config)
 
@@ -420,7 +424,8 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
             try:
                 wait_brokers_ready(self.zookeeper_connect, {broker_id: node},
                                    time.monotonic() + self.start_timeout, self.start_timeout,
-                                   newer_than={broker_id: old_epoch if old_epoch is not None else -1})
+                                   newer_than={broker_id: old_epoch if old_epoch is not None else -1},
+                                   kraft_controller=self._controller_may_be_kraft())
             finally:
                 if self._run_dir is not None and self._run_dir.exists():
                     self.write_state()

@@ -40,7 +40,7 @@ from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
-from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeStartFailed, broker_node_name, check_alive, jvm_command
+from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeStartFailed, broker_node_name, check_alive, jvm_command, signal_node
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
@@ -408,16 +408,4 @@ class LocalKraftCluster(KraftBasics):
                              f"{', '.join(map(str, self.controller_ids))}") from None
 
     def _signal(self, node: LocalNode, verb: str) -> None:
-        process = node.process
-        if process is None or not process.alive():
-            raise HarnessError(f"cannot {verb} {node.name}: it is not running")
-        log.info("%s %s (pid %d)", {"kill": "SIGKILL", "stop": "SIGTERM", "pause": "SIGSTOP",
-                                    "resume": "SIGCONT"}[verb], node.name, process.pid)
-        if verb == "kill":
-            process.kill()
-        elif verb == "stop":
-            process.terminate(self.stop_timeout)
-        elif verb == "pause":
-            process.pause()
-        else:
-            process.resume()
+        signal_node(node, verb, self.stop_timeout)

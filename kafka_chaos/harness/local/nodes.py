@@ -8,6 +8,7 @@ state file (:mod:`harness.local.state`) and the process controls (:mod:`harness.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +32,8 @@ from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
 from kafka_chaos.harness.processes import NodeProcess
 from kafka_chaos.harness.readiness import still_registered, wait_metadata_lists, wait_registered
 from kafka_chaos.harness.zk_ensemble import ZkServer, ensemble_properties
+
+log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 LISTENER = "PLAINTEXT"
@@ -208,6 +211,16 @@ def reprepare_broker(node: LocalNode, layout: NodeLayout, config: ClusterConfig,
     node.config_file.write_text(render_properties(props))
 
 
+def read_properties(path: Path) -> dict[str, str]:
+    """A ``.properties`` file as the harness writes them: ``key=value`` lines, ``#`` comments."""
+    props = {}
+    for line in path.read_text().splitlines():
+        name, sep, value = line.partition("=")
+        if sep and not name.lstrip().startswith("#"):
+            props[name.strip()] = value.strip()
+    return props
+
+
 def _property(path: Path, key: str) -> str:
     for line in path.read_text().splitlines():
         name, sep, value = line.partition("=")
@@ -233,6 +246,24 @@ def _broker_files(layout: NodeLayout, config: ClusterConfig, broker_id: int, por
 
 # ---------------------------------------------------------------- readiness
 
+def signal_node(node: LocalNode, verb: str, stop_timeout: float) -> None:
+    """``verb`` (kill, stop, pause, resume) the running ``node``: SIGKILL, SIGTERM (bounded by
+    ``stop_timeout``), SIGSTOP, SIGCONT. HarnessError when it is not running."""
+    process = node.process
+    if process is None or not process.alive():
+        raise HarnessError(f"cannot {verb} {node.name}: it is not running")
+    log.info("%s %s (pid %d)", {"kill": "SIGKILL", "stop": "SIGTERM", "pause": "SIGSTOP",
+                                "resume": "SIGCONT"}[verb], node.name, process.pid)
+    if verb == "kill":
+        process.kill()
+    elif verb == "stop":
+        process.terminate(stop_timeout)
+    elif verb == "pause":
+        process.pause()
+    else:
+        process.resume()
+
+
 def check_alive(nodes: Iterable[LocalNode]) -> None:
     """NodeStartFailed (with the log tail) for the first node that is no longer running."""
     for node in nodes:
@@ -257,14 +288,16 @@ def wait_zookeeper_answers(node: LocalNode, deadline: float, start_timeout: floa
 
 
 def wait_brokers_ready(zookeeper_connect: str, brokers: Mapping[int, LocalNode], deadline: float,
-                       start_timeout: float, newer_than: Mapping[int, int] | None = None) -> None:
+                       start_timeout: float, newer_than: Mapping[int, int] | None = None, *,
+                       kraft_controller: bool = False) -> None:
     """Registered in /brokers/ids (with a new epoch when ``newer_than`` gives the old one), a
-    live controller, and each broker's metadata answering with every live broker."""
+    live controller (``kraft_controller``: or a migrating cluster's KRaft controller), and each
+    broker's metadata answering with every live broker."""
     nodes = list(brokers.values())
     old = newer_than or {}
     try:
         snapshot = wait_registered(zookeeper_connect, list(brokers), deadline=deadline, newer_than=old,
-                                   check_alive=lambda: check_alive(nodes))
+                                   check_alive=lambda: check_alive(nodes), kraft_controller=kraft_controller)
     except ConvergenceTimeout as exc:
         raise _registration_failure(exc, brokers, old, start_timeout) from None
     with ZkObserver(zookeeper_connect, topics=[]) as observer:

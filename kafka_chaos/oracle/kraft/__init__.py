@@ -2,5 +2,6 @@
 (``metadata/src/main/java/org/apache/kafka/controller/``): ``builder`` (PartitionChangeBuilder,
 PartitionRegistration.merge), ``controller`` (ReplicationControlManager's handlers),
 ``interleavings`` (the orders Kafka leaves open), ``config`` (settings and metadata-version
-switches).  Reached through :func:`oracle.predict` with a ``ClusterState`` whose ``mode`` is
+switches), ``migration`` (ZooKeeper migration mode, KIP-866).  Reached through
+:func:`oracle.predict` with a ``ClusterState`` whose ``mode`` is
 ``Mode.KRAFT``; see ``oracle/README.md``, "KRaft mode"."""

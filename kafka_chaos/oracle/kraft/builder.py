@@ -145,9 +145,11 @@ def build(
     4. the ISR is written when it differs (as a list: order counts) and is not empty -- with ELR
        off an empty target ISR is never written (lines 461-469): the last ISR member of a
        partition that loses its leader stays in the ISR;
-    5. ``triggerLeaderEpochBumpForIsrShrinkIfNeeded`` (lines 396-423): only below metadata
-       version 3.6-IV0 does an ISR shrink without a leader change bump the leader epoch
-       (KAFKA-15021);
+    5. ``triggerLeaderEpochBumpForIsrShrinkIfNeeded`` (lines 396-423): an ISR shrink without a
+       leader change writes the same leader (leader epoch +1) only when
+       ``bump_leader_epoch_on_isr_shrink``: below metadata version 3.6-IV0 (KAFKA-15021) or in
+       ZooKeeper migration mode (``zkMigrationEnabled``, line 397;
+       :func:`oracle.kraft.migration.isr_shrink_bumps_leader_epoch`);
     6. ``setAssignmentChanges`` (lines 488-509): replicas, removing, adding where they differ;
     7. the leader recovery state when the target differs (lines 477-479).
     """

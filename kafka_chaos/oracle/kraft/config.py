@@ -6,7 +6,8 @@ metadata version is the cluster's finalized ``metadata.version`` feature (``kafk
 --release-version``, ``kafka-features upgrade``), not a broker setting; the oracle reads it from
 ``config["metadata.version"]`` when given (``"3.9-IV0"``, ``"3.5"``), else the release's default
 (``MetadataVersion.LATEST_PRODUCTION``: 3.9-IV0 in 3.9, server-common MetadataVersion.java 3.9
-line 247).
+line 247).  ZooKeeper migration mode (``config["zookeeper.metadata.migration.enable"]``,
+``config["oracle.migrating.zk.brokers"]``) is read by :mod:`oracle.kraft.migration`.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def metadata_version(config: Mapping[str, object], release: Release) -> Protocol
 def leader_epoch_bump_required_on_isr_shrink(mv: ProtocolVersion) -> bool:
     """``MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink`` (MetadataVersion.java 3.9 lines
     331-333): below 3.6-IV0 every ISR shrink bumps the leader epoch (KAFKA-15021); from 3.6-IV0
-    only a leader change does.  (``PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded``
-    also bumps during a ZooKeeper migration, ``zkMigrationEnabled``: not modelled, a pure KRaft
-    cluster has ``zookeeper.metadata.migration.enable=false``.)"""
+    only a leader change does.  The builder also bumps while the controller runs in ZooKeeper
+    migration mode (``zkMigrationEnabled``, PartitionChangeBuilder.java line 397): the guard as a
+    whole is :func:`oracle.kraft.migration.isr_shrink_bumps_leader_epoch`."""
     return not mv.at_least(3, 6, 0)
 
 

@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Mapping
 
 from kafka_chaos.oracle.kraft import builder
 from kafka_chaos.oracle.kraft import config as kcfg
+from kafka_chaos.oracle.kraft import migration
 from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.outcomes import Outcome
 from kafka_chaos.oracle.state import (
@@ -58,6 +59,12 @@ class KRaftController:
         self.release = state.release
         self.config: dict[str, str] = dict(state.config)
         self.metadata_version = kcfg.metadata_version(self.config, self.release)
+        # ZooKeeper migration mode (oracle.kraft.migration): ClusterControlManager.zkRegistrationAllowed,
+        # the builders' zkMigrationEnabled, and the brokers registered as migrating ZK brokers.
+        self.zk_registration_allowed = migration.zk_registration_allowed(self.config, self.metadata_version)
+        self.bump_leader_epoch_on_isr_shrink = migration.isr_shrink_bumps_leader_epoch(
+            self.config, self.metadata_version)
+        self.zk_brokers = migration.migrating_zk_brokers(self.config)
         self.topic_configs: dict[str, dict[str, str]] = {t: dict(ts.config) for t, ts in state.topics.items()}
         # BrokerRegistration.directories minus the failed ones: broker -> partitions whose
         # directory on it is offline (LeaderAcceptor.test -> ClusterControlManager.hasOnlineDir)
@@ -92,13 +99,19 @@ class KRaftController:
         result = builder.change(
             self.partitions[tp],
             acceptable,
-            bump_leader_epoch_on_isr_shrink=kcfg.leader_epoch_bump_required_on_isr_shrink(self.metadata_version),
+            bump_leader_epoch_on_isr_shrink=self.bump_leader_epoch_on_isr_shrink,
             leader_recovery_supported=kcfg.leader_recovery_supported(self.metadata_version),
             **targets,  # type: ignore[arg-type]
         )
         if result is None:
             return False
-        self.partitions[tp], unclean = result
+        changed, unclean = result
+        if changed.unassigned_dirs and not set(changed.unassigned_dirs) <= set(changed.replicas):
+            # a replica that left takes its directory with it (PartitionChangeBuilder re-maps
+            # directories by replica); a new one gets its broker's default directory
+            changed = changed.with_changes(unassigned_dirs=tuple(b for b in changed.unassigned_dirs
+                                                                 if b in changed.replicas))
+        self.partitions[tp] = changed
         if unclean:
             self.unclean_elected.add(tp)
         return True
@@ -141,7 +154,11 @@ class KRaftController:
         acceptable ISR member in assignment order, or, none left, gets leader -1 *and keeps the
         broker as its only ISR member* (an empty ISR is never written, builder step 4); a follower
         just leaves the ISR (partition epoch +1, leader epoch unchanged from metadata version
-        3.6-IV0).  Then the broker's registration is fenced (BrokerRegistrationChangeRecord)."""
+        3.6-IV0 -- +1 in ZooKeeper migration mode, :func:`migration.isr_shrink_bumps_leader_epoch`).
+        Then the broker's registration is fenced (BrokerRegistrationChangeRecord).  A migrating
+        ZooKeeper broker is fenced the same way: its ``BrokerLifecycleManager`` heartbeats like a
+        KRaft broker's (KafkaServer.scala 3.9 lines 425-429, 487-494) and neither
+        ``BrokerHeartbeatManager`` nor ``processBrokerHeartbeat`` looks at ``isMigratingZkBroker``."""
         if broker not in self.active:
             return
         self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker), broker_to_remove=broker)
@@ -157,13 +174,39 @@ class KRaftController:
         where the broker is acceptable though still fenced (``brokerToAdd``): a partition whose
         ISR holds it elects it (or an earlier active ISR member in assignment order), an
         unclean-enabled topic's partition takes the first acceptable replica.  Nothing else: the
-        broker re-enters ISRs through its leaders' AlterPartition (:meth:`settle`)."""
+        broker re-enters ISRs through its leaders' AlterPartition (:meth:`settle`).
+
+        A migrating ZooKeeper broker registers (``isMigratingZkBroker``, BrokerLifecycleManager.scala
+        3.9 line 396) and asks to be unfenced once caught up with the metadata log (KafkaServer.scala
+        lines 635-644, ``setReadyToUnfence``): the same.  Only a controller not in migration mode
+        refuses its registration (``registerBroker``, ClusterControlManager.java lines 385-387):
+        it then stays fenced."""
         if broker in self.active:
+            return
+        if broker in self.zk_brokers and not self.zk_registration_allowed:
             return
         # A (re-)registration names the broker's directories anew (ClusterControlManager.registerBroker).
         self.offline_dirs.pop(broker, None)
         self.generate_leader_and_isr_updates(self.partitions_with_no_leader(), broker_to_add=broker)
         self.active.add(broker)
+
+    def start_as_kraft_broker(self, broker: int) -> None:
+        """A migrating ZooKeeper broker restarted as a KRaft broker (the migration's roll to KRaft):
+        it registers without ``isMigratingZkBroker`` and, applying the metadata, finds each of its
+        replicas whose registered directory is not its real one -- every replica the migration
+        copied has DirectoryId.MIGRATING -- and sends AssignReplicasToDirs
+        (``ReplicaManager.maybeUpdateTopicAssignment``, core ReplicaManager.scala 3.9 lines
+        2912-2923).  ``handleAssignReplicasToDirs`` (ReplicationControlManager.java lines 2157-2230)
+        builds one change per partition with ``setDirectory`` only: partition epoch +1, leader and
+        ISR unchanged (the directory is online).  Seen on 3.9.2: each roll to KRaft moved the
+        partition epoch of the broker's partitions by one more than its shutdown and ISR rejoin."""
+        self.zk_brokers = self.zk_brokers - {broker}
+        for tp in sorted(self.partitions):
+            p = self.partitions[tp]
+            if broker in p.unassigned_dirs:
+                self.partitions[tp] = p.with_changes(
+                    partition_epoch=None if p.partition_epoch is None else p.partition_epoch + 1,
+                    unassigned_dirs=tuple(b for b in p.unassigned_dirs if b != broker))
 
     def handle_controlled_shutdown(self, broker: int) -> None:
         """A heartbeat with ``wantShutDown`` from an unfenced broker (``calculateNextBrokerState``,
@@ -176,7 +219,10 @@ class KRaftController:
         partitions where it is the last ISR member, leaderless already (no record unless unclean
         election is enabled, which the first pass did already).  The broker then exits.
         ``controlled.shutdown.enable=false`` (BrokerServer.scala 3.9 line 619) skips the requests:
-        the broker is fenced when its session expires, with the same records."""
+        the broker is fenced when its session expires, with the same records.  A migrating
+        ZooKeeper broker whose metadata cache names a KRaft controller does the same through its
+        ``BrokerLifecycleManager`` (KafkaServer.scala 3.9 lines 950-964, heartbeats with
+        ``wantShutDown``; its ZooKeeper ControlledShutdown request is skipped, lines 799-803)."""
         if broker not in self.active:
             return
         self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker), broker_to_remove=broker)
@@ -334,6 +380,28 @@ class KRaftController:
 
     # --- the leaders' AlterPartition -------------------------------------------------------------
 
+    def alter_partition(self, tp: TopicPartition, target_isr: tuple[int, ...]) -> bool:
+        """A leader's AlterPartition with ``target_isr`` (``alterPartition``, ReplicationControlManager.java
+        lines 1008-1120), True if a record was written.  Refused (no record) as
+        ``validateAlterPartitionData`` does (lines 1151-1255) when the partition has no leader, the
+        ISR is not a subset of the replicas or lacks the leader, or names a broker that is not
+        active, the leader included (``ineligibleReplicasForIsr``, lines 1257-1277).  Otherwise
+        the builder with the topic's unclean setting (lines 1075-1077) and RECOVERED: a shrink
+        bumps the partition epoch, and the leader epoch only where
+        :func:`migration.isr_shrink_bumps_leader_epoch` (metadata version below 3.6-IV0, or
+        ZooKeeper migration mode: ``setZkMigrationEnabled``, line 1073)."""
+        p = self.partitions[tp]
+        acceptable = self.acceptable(tp)
+        if p.leader == NO_LEADER or not acceptable(p.leader) or p.leader not in target_isr:
+            return False
+        if not set(target_isr) <= set(p.replicas) or len(set(target_isr)) != len(target_isr):
+            return False
+        if any(r not in self.active for r in target_isr):
+            return False
+        election = builder.Election.UNCLEAN if self.unclean_enabled(tp.topic) else builder.Election.ONLINE
+        return self._change(tp, acceptable, election=election, target_isr=target_isr,
+                            target_leader_recovery_state=RECOVERED)
+
     def settle(self) -> None:
         """What the partition leaders do once the controller is done: each active replica with its
         directory online catches up and its leader asks to add it (``Partition.maybeExpandIsr``:
@@ -383,6 +451,25 @@ class KRaftController:
             },
             mode=Mode.KRAFT,
         )
+
+
+def leader_isr_shrink(state: ClusterState, cut: Iterable[int]) -> ClusterState:
+    """The KRaft counterpart of a leader-side ISR shrink (``Partition.maybeShrinkIsr`` ->
+    ``prepareIsrShrink``, Partition.scala 3.9 lines 1792-1814: the ISR minus the out-of-sync
+    followers, in one AlterPartition): every partition led by an active broker outside ``cut``
+    whose ISR holds a ``cut`` follower gets :meth:`KRaftController.alter_partition` with those
+    followers removed (order kept) -- partition epoch +1, leader epoch +1 only below metadata
+    version 3.6-IV0 or in ZooKeeper migration mode.  Partitions a ``cut`` broker leads keep their
+    ISR (their leader's AlterPartition is assumed not to reach the controller either).  No
+    settling: the cut followers are not back."""
+    gone = frozenset(cut)
+    ctl = KRaftController(state)
+    for tp in sorted(ctl.partitions):
+        p = ctl.partitions[tp]
+        if p.leader == NO_LEADER or p.leader in gone or not gone & set(p.isr):
+            continue
+        ctl.alter_partition(tp, tuple(r for r in p.isr if r not in gone))
+    return ctl.freeze()
 
 
 def settled(state: ClusterState) -> ClusterState:

@@ -11,6 +11,10 @@ records replayed before the next is generated; likewise each starting broker is 
 its own heartbeat.  So a ``BrokerFailure`` / ``BrokerStartup`` of k brokers is every order of k
 single fences / unfences (k! orders), each also with the cluster settled in between (whether a
 new leader's followers rejoin before the next fence is timing).
+
+In ZooKeeper migration mode (:mod:`oracle.kraft.migration`) a ``LogDirFailure`` of a migrating
+ZooKeeper broker halts it (ReplicaManager.scala 3.9 lines 2507-2511): its one plan is the fence
+of that broker, as for a ``BrokerFailure`` of it alone.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from kafka_chaos.oracle.events import (
     UncleanElection,
 )
 from kafka_chaos.oracle.kraft import config as kcfg
+from kafka_chaos.oracle.kraft import migration
 from kafka_chaos.oracle.kraft.controller import KRaftController
 from kafka_chaos.oracle.outcomes import Outcome, PartitionOutcome
 from kafka_chaos.oracle.release import Release
@@ -96,7 +101,18 @@ def _event_plans(state: ClusterState, event: Event) -> list[_Plan]:
         return _sequence_plans("fenced", dead, lambda ctl, b: ctl.handle_broker_fenced(b))
     if isinstance(event, BrokerStartup):
         new = sorted(set(event.brokers) - state.live_brokers)
-        return _sequence_plans("unfenced", new, lambda ctl, b: ctl.handle_broker_unfenced(b))
+        kraft = set(event.kraft_brokers)
+
+        def start(ctl: KRaftController, b: int) -> None:
+            if b in kraft:
+                ctl.start_as_kraft_broker(b)
+            ctl.handle_broker_unfenced(b)
+        return _sequence_plans("unfenced", new, start)
+    if isinstance(event, LogDirFailure) and migration.log_dir_failure_halts(state.config, event.broker):
+        # A migrating ZooKeeper broker halts (ReplicaManager.scala 3.9 lines 2507-2511): fenced
+        # when its session expires, like a BrokerFailure of it alone.
+        return [_Plan(f"ZooKeeper broker {event.broker} halted, fenced",
+                      lambda ctl: ctl.handle_broker_fenced(event.broker))]
     if isinstance(event, TopicConfigChange):
         # Enabling unclean election acts only at the next periodic check, up to
         # unclean.leader.election.interval.ms later: both the state before and after it.
@@ -133,8 +149,9 @@ def check_supported(state: ClusterState, event: Event) -> None:
     """Refuse what the KRaft model does not model, with a clear ValueError."""
     if state.release < FIRST_RELEASE:
         raise ValueError(f"the KRaft model is Kafka 3.9's; release {state.release} is not modelled in KRaft mode")
-    if isinstance(event, LogDirFailure):
-        mv = kcfg.metadata_version(state.config, state.release)
+    mv = kcfg.metadata_version(state.config, state.release)
+    migration.check_supported(state.config, mv)
+    if isinstance(event, LogDirFailure) and not migration.log_dir_failure_halts(state.config, event.broker):
         if not kcfg.directory_assignment_supported(mv):
             raise ValueError(
                 "LogDirFailure in KRaft needs metadata.version 3.7-IV2 or later (JBOD, KIP-858); below it "
@@ -149,8 +166,17 @@ def _apply(state: ClusterState, event: Event, event_index: int, run: Callable[[K
     explicit: dict[TopicPartition, Outcome] | None = None
     concerned: set[TopicPartition] = set()
 
-    if isinstance(event, (BrokerFailure, BrokerStartup, ControlledShutdown)):
-        brokers = {event.broker} if isinstance(event, ControlledShutdown) else set(event.brokers)
+    halted: set[int] = set()
+    if isinstance(event, LogDirFailure) and migration.log_dir_failure_halts(state.config, event.broker):
+        _check_known(state, event.partitions)
+        halted = {event.broker}
+    if isinstance(event, (BrokerFailure, BrokerStartup, ControlledShutdown)) or halted:
+        if isinstance(event, (BrokerFailure, BrokerStartup)):
+            brokers = set(event.brokers)
+        elif isinstance(event, ControlledShutdown):
+            brokers = {event.broker}
+        else:  # a migrating ZooKeeper broker halted by a failed log directory
+            brokers = halted
         concerned = {tp for tp, p in before.items() if brokers & set(p.replicas)}
         concerned |= {tp for tp, p in before.items() if p.leader == NO_LEADER or p.leader not in ctl.active}
         if isinstance(event, ControlledShutdown):

@@ -25,11 +25,22 @@ from kafka_chaos.scenarios.checks import availability
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks import misplaced
 from kafka_chaos.scenarios.history import controller_log
+from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
 from kafka_chaos.scenarios.checks import client_history as hc
 from kafka_chaos.scenarios.checks import latency as lat
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps
 from kafka_chaos.scenarios.clients.delivery import DeliveryReport, validate_delivery
+from kafka_chaos.scenarios.checks.migration import (
+    check_dual_write,
+    check_isr_within_replicas,
+    check_leader_epochs_monotone,
+    check_migration_phase,
+    check_rollback_allowed,
+    check_rollback_controller_epoch,
+    check_topic_ids_kept,
+    migration_timeline,
+)
 from kafka_chaos.scenarios.checks.functions import (
     CheckResult,
     check_converged,
@@ -202,11 +213,35 @@ def single_controller(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
         return []
     expected, _ = ctx.expected(obs)
     controller_hit = obs.before.controller in obs.target.brokers
-    allowed = None if controller_hit or expected.state.controller is None else [expected.state.controller]
+    # A migration step may hand the cluster from one controller to the other (the copy, a
+    # rollback): the controller and its epoch are then another kind's, and any is allowed.
+    handed_over = obs.before.mode != obs.after.mode
+    allowed = (None if controller_hit or handed_over or expected.state.controller is None
+               else [expected.state.controller])
     if obs.after.mode == "kraft":
-        return [check_quorum_leader(obs.after.controller, obs.after.controller_epoch, obs.before.controller_epoch,
-                                    allowed)]
+        return [check_quorum_leader(obs.after.controller, obs.after.controller_epoch,
+                                    None if handed_over else obs.before.controller_epoch, allowed)]
     return [check_single_controller(obs.after.controller, sorted(obs.after.live_brokers), allowed)]
+
+
+@register_check("migration", StepObserved)
+def migration_invariants(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """A migrating cluster's steps (:mod:`scenarios.checks.migration`): the phase each migration step
+    leads to, ZooKeeper = the metadata log while dual-writing, the rollback's preconditions, and
+    topic ids, leader epochs and ISR ⊆ replicas across every step."""
+    m = obs.migration
+    if m is None or obs.after is None:
+        return []
+    results = check_migration_phase(obs.traits.kind, obs.traits.label, m.after)
+    if m.dual_writing:
+        results.append(check_dual_write(m.zookeeper, m.kraft, obs.topics, m.write_behind_s, WRITE_BEHIND_BOUND_S))
+    if obs.traits.kind == "migration_deprovision":
+        results += [check_rollback_allowed(m.before), check_rollback_controller_epoch(obs.after, obs.topics)]
+    results += [check_topic_ids_kept(obs.before, obs.after, obs.topics),
+                check_leader_epochs_monotone(obs.before, obs.after, obs.topics),
+                check_isr_within_replicas(obs.after, obs.topics),
+                migration_timeline(obs.traits.label, m, obs.measured_at - obs.fault_at)]
+    return results
 
 
 @register_check("metadata_agrees_zk", StepObserved)

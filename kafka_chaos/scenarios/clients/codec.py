@@ -29,6 +29,8 @@ def partition_to_dict(p: PartitionState) -> JsonDict:
                    "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas)}
     if p.partition_epoch is not None:  # KRaft's; ZooKeeper-mode histories stay byte for byte
         d["partition_epoch"] = p.partition_epoch
+    if p.unassigned_dirs:  # after a ZooKeeper migration only
+        d["unassigned_dirs"] = list(p.unassigned_dirs)
     return d
 
 
@@ -38,7 +40,8 @@ def partition_from_dict(d: Mapping[str, Any]) -> PartitionState:
         leader_epoch=int(d["leader_epoch"]), leader_recovery_state=int(d["leader_recovery_state"]),
         phase=PartitionPhase(d["phase"]), adding_replicas=tuple(d["adding_replicas"]),
         removing_replicas=tuple(d["removing_replicas"]),
-        partition_epoch=None if d.get("partition_epoch") is None else int(d["partition_epoch"]))
+        partition_epoch=None if d.get("partition_epoch") is None else int(d["partition_epoch"]),
+        unassigned_dirs=tuple(d.get("unassigned_dirs", ())))
 
 
 def state_to_dict(state: ClusterState) -> JsonDict:
@@ -126,7 +129,10 @@ def _decode(value: Any) -> Any:
 
 
 def event_to_dict(event: Event) -> JsonDict:
-    return {"type": type(event).KIND, **{f.name: _encode(getattr(event, f.name)) for f in fields(event)}}
+    """Every field, but an empty-tuple default left out (``BrokerStartup.kraft_brokers``: older
+    histories stay byte for byte)."""
+    return {"type": type(event).KIND, **{f.name: _encode(getattr(event, f.name)) for f in fields(event)
+                                         if not (f.default == () and getattr(event, f.name) == ())}}
 
 
 def event_from_dict(d: Mapping[str, Any]) -> Event:

@@ -119,7 +119,7 @@ class Fault(Protocol):
 
     @property
     def modes(self) -> frozenset[str]:
-        """The cluster modes it applies to ("zookeeper", "kraft"): a fault that writes admin
+        """The cluster modes it applies to ("zookeeper", "kraft", "migration"): a fault that writes admin
         znodes or targets the controller broker is ZooKeeper mode's, one on the KRaft quorum
         KRaft's."""
 
@@ -157,7 +157,12 @@ FaultBuilder = Callable[[Target, Mapping[str, Any], StepTopics], Fault]
 
 ZOOKEEPER_ONLY = frozenset({"zookeeper"})
 KRAFT_ONLY = frozenset({"kraft"})
-BOTH_MODES = ZOOKEEPER_ONLY | KRAFT_ONLY
+# A migrating cluster (harness.migration): ZooKeeper mode until its KRaft controller takes over.
+MIGRATION_ONLY = frozenset({"migration"})
+# Faults on KRaft controllers: a KRaft cluster's, or a migrating one's once provisioned.
+QUORUM_MODES = KRAFT_ONLY | MIGRATION_ONLY
+# Faults on brokers, topics and the Admin API: whichever controller is in charge.
+ANY_MODE = ZOOKEEPER_ONLY | KRAFT_ONLY | MIGRATION_ONLY
 
 
 @dataclass
@@ -170,7 +175,7 @@ class FaultBase:
     requires: ClassVar[frozenset[Capability]] = frozenset()
     exact_epochs: ClassVar[bool] = True
     client_windows: ClassVar[bool] = False
-    mode_support: ClassVar[frozenset[str]] = BOTH_MODES
+    mode_support: ClassVar[frozenset[str]] = ANY_MODE
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
@@ -225,7 +230,7 @@ class FaultKind:
     build: FaultBuilder
     requires: frozenset[Capability]
     doc: str
-    modes: frozenset[str] = frozenset({"zookeeper", "kraft"})  # the class's (an option may narrow it: Fault.modes)
+    modes: frozenset[str] = ANY_MODE  # the class's (an option may narrow it: Fault.modes)
 
 
 FAULTS: dict[str, FaultKind] = {}
@@ -240,7 +245,7 @@ def register_fault(cls: _F, *, build: FaultBuilder | None = None) -> _F:
     if kind in FAULTS:
         raise ValueError(f"fault kind {kind!r} registered twice")
     doc = (cls.__doc__ or kind).strip().splitlines()[0]
-    modes = frozenset(getattr(cls, "mode_support", BOTH_MODES))
+    modes = frozenset(getattr(cls, "mode_support", ANY_MODE))
     FAULTS[kind] = FaultKind(kind, build or cls.from_step, frozenset(cls.requires), doc, modes)
     return cls
 

@@ -59,11 +59,24 @@ class ClusterModel:
     mode: str = "zookeeper"  # the cluster's ("kraft": KRaft controllers, quorum faults)
     controllers: int = 1  # KRaft voters
     controllers_down: int = 0  # KRaft voters a fault killed, not started again
+    # A migrating cluster (mode "migration"): the controllers provisioned and not removed, the
+    # migration finalised, and each broker's role (zk, hybrid, kraft; absent: zk).
+    provisioned: bool = False
+    finalized: bool = False
+    roles: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, plan: Plan) -> ClusterModel:
         return cls(plan.brokers, {t.name: t for t in plan.topics}, live=set(plan.brokers), mode=plan.mode,
                    controllers=plan.controllers)
+
+    def role(self, broker: int) -> str:
+        return self.roles.get(broker, "zk")
+
+    @property
+    def has_quorum(self) -> bool:
+        """KRaft controllers run: a KRaft cluster's, or a migrating one's once provisioned."""
+        return self.mode == "kraft" or (self.mode == "migration" and self.provisioned)
 
     @property
     def quorum_spare(self) -> int:

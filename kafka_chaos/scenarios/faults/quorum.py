@@ -21,7 +21,7 @@ from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl
 from kafka_chaos.oracle import Event
 from kafka_chaos.oracle.events import ControllerFailover
-from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import QUORUM_MODES, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.generation import (
     Candidates,
     ClusterModel,
@@ -59,7 +59,7 @@ def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str) -> None:
 @dataclass
 class _QuorumFault(FaultBase):
     requires: ClassVar[frozenset[Capability]] = _QUORUM
-    mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
+    mode_support: ClassVar[frozenset[str]] = QUORUM_MODES
 
     @property
     def holds(self) -> tuple[int, ...]:
@@ -157,8 +157,8 @@ class QuorumLoss(_QuorumFault):
 # --- generator side (scenarios.faults.generation) ------------------------------------------------
 
 def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
-    if model.mode != "kraft":
-        raise IllegalStep(f"{step.fault} needs a KRaft cluster")
+    if not model.has_quorum:
+        raise IllegalStep(f"{step.fault} needs KRaft controllers (a KRaft cluster, or a migration's once provisioned)")
     if step.fault == QuorumLoss.kind:
         model.controllers_down = 0  # it starts every controller again
         return
@@ -170,7 +170,7 @@ def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None
 
 def _quorum_candidates(kind: str) -> Candidates:
     def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
-        if model.mode != "kraft":
+        if not model.has_quorum:
             return []
         if kind == QuorumLoss.kind:
             return [Step(kind, NoTarget("every controller"), {"seconds": float(draw.rng.choice((3, 10)))})]

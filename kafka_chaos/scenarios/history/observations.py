@@ -26,6 +26,9 @@ JMX exporter scraped right before the fault and when the step's measurement clos
 ``controller_log`` (:mod:`scenarios.history.controller_log`: the controller's and new leaders' log lines
 from the fault on); older steps have neither and give no ``controller_metrics`` record and no
 controller phases in ``latency``.
+
+Version 5 adds ``migration`` to the steps of a migrating cluster
+(:mod:`scenarios.history.migration`); other steps are written as version 4 wrote them.
 """
 
 from __future__ import annotations
@@ -44,14 +47,15 @@ from kafka_chaos.scenarios.clients import codec
 from kafka_chaos.scenarios.clients.ops import ClientOps, ops_from_dict, ops_to_dict
 from kafka_chaos.scenarios.history.controller_log import LogEvent
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics
+from kafka_chaos.scenarios.history.migration import MigrationObserved
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
 from kafka_chaos.scenarios.model.targets import Target
 
 HISTORY_FILE = "history.jsonl"
 # 4: an acknowledgement without an offset (an idempotent producer's implicit ack) is stored with
 # offset null; versions 1-3 stored it as offset 0, and are read as they were written.
-HISTORY_VERSION = 4
-READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4})
+HISTORY_VERSION = 5
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5})
 
 
 
@@ -183,6 +187,9 @@ class StepObserved:
     # What the controllers and the new leaders logged from the fault to ``measured_at``
     # (scenarios.history.controller_log; the step's topics only); None: not read (older histories).
     controller_log: tuple[LogEvent, ...] | None = None
+    # A migrating cluster's phase before and after, and ZooKeeper's and the log's views while
+    # dual-writing (scenarios.history.migration; history v5); None: not a migrating cluster.
+    migration: MigrationObserved | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -211,6 +218,7 @@ class StepObserved:
             "measured_at": self.measured_at, "finished_at": self.finished_at, "ops": ops_to_dict(self.ops),
             "metrics": None if self.metrics is None else self.metrics.to_dict(),
             "controller_log": None if self.controller_log is None else [e.to_list() for e in self.controller_log],
+            **({"migration": self.migration.to_dict()} if self.migration is not None else {}),
         }
 
     @classmethod
@@ -234,7 +242,8 @@ class StepObserved:
             measured_at=d["measured_at"], finished_at=d["finished_at"], ops=ops_from_dict(d.get("ops")),
             metrics=FaultMetrics.from_dict(d["metrics"]) if d.get("metrics") is not None else None,
             controller_log=None if d.get("controller_log") is None else tuple(
-                LogEvent.from_list(e) for e in d["controller_log"]))
+                LogEvent.from_list(e) for e in d["controller_log"]),
+            migration=MigrationObserved.from_dict(d["migration"]) if d.get("migration") is not None else None)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ def partition_state_of(ps: PartitionZkState, kraft: bool = False) -> PartitionSt
                           leader_epoch=ps.leader_epoch, leader_recovery_state=ps.leader_recovery_state,
                           phase=phase, adding_replicas=tuple(ps.adding_replicas),
                           removing_replicas=tuple(ps.removing_replicas),
-                          partition_epoch=ps.version if kraft else None)
+                          partition_epoch=ps.version if kraft else None,
+                          unassigned_dirs=tuple(ps.unassigned_dirs) if kraft else ())
 
 
 def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_config: Mapping[str, str],

@@ -70,7 +70,11 @@ UPGRADE_SUITE = "upgrade"
 # The scenarios that mean the same on a KRaft cluster, and the quorum's own faults
 # (scenarios.plans.kraft_catalogue).
 KRAFT_SUITE = "kraft"
-SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE, UPGRADE_SUITE, KRAFT_SUITE)
+# The ZooKeeper→KRaft migration driven phase by phase, faults in every phase
+# (scenarios.plans.migration_catalogue).
+MIGRATION_SUITE = "migration"
+SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE, UPGRADE_SUITE, KRAFT_SUITE,
+          MIGRATION_SUITE)
 
 NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
 
@@ -745,18 +749,18 @@ class Selection:
 
 def select(suite_name: str | None, names: Sequence[str] = (), *,
            missing: Mapping[Capability, str] | None = None,
-           missing_kraft: Mapping[Capability, str] | None = None) -> Selection:
+           missing_by_mode: Mapping[str, Mapping[Capability, str]] | None = None) -> Selection:
     """``--scenario`` names when given (in that order), else the suite (default conformance)
-    without the scenarios needing a capability in ``missing`` (capability -> why the backend
-    lacks it; ``missing_kraft`` for the scenarios on KRaft clusters, default ``missing``); scenarios are then grouped by cluster needs (stable) so each cluster shape starts
-    once."""
+    without the scenarios needing a capability their clusters lack: ``missing_by_mode`` (cluster
+    mode -> capability -> why the backend lacks it), else ``missing`` for every mode. Scenarios
+    are then grouped by cluster needs (stable) so each cluster shape starts once."""
     left_out: list[tuple[Scenario, str]] = []
     if names:
         chosen = by_names(names)
     else:
         chosen = []
         for s in suite(suite_name or CONFORMANCE):
-            absent = (missing_kraft if missing_kraft is not None else missing) if s.needs.mode == "kraft" else missing
+            absent = (missing_by_mode or {}).get(s.needs.mode, missing)
             lacking = [why for c, why in (absent or {}).items() if c in s.requirements]
             if lacking:
                 left_out.append((s, "; ".join(lacking)))
@@ -882,3 +886,4 @@ def follower_log_dir_failure() -> list[Step]:
 
 # The kraft suite mirrors scenarios registered above, so it is registered last.
 from kafka_chaos.scenarios.plans import kraft_catalogue  # noqa: E402,F401  isort: skip
+from kafka_chaos.scenarios.plans import migration_catalogue  # noqa: E402,F401  isort: skip

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka_chaos.scenarios.faults import GENERATORS, fault_kind, make_fault
-from kafka_chaos.scenarios.faults.base import KRAFT_ONLY
+from kafka_chaos.scenarios.faults.base import MIGRATION_ONLY, QUORUM_MODES
 from kafka_chaos.scenarios.faults.delay import DELAY_LINKS
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, IllegalStep
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
@@ -67,18 +67,27 @@ class GeneratorConfig:
     max_partitions: int = 12
     topics: int = 2  # at most
     delay_links: tuple[str, ...] = DELAY_LINKS  # which links network_delay steps may delay
-    # "kraft": schedules for a KRaft cluster of 3 voters; only steps whose faults apply there
+    # "kraft": schedules for a KRaft cluster of 3 voters; "migration": a ZooKeeper-mode cluster
+    # migrated to 3 voters by the schedule's own steps; only steps whose faults apply there
     # (``Fault.modes``) are drawn
     mode: str = "zookeeper"
 
     @property
     def controllers(self) -> int:
-        return 3 if self.mode == "kraft" else 1
+        return 3 if self.mode in ("kraft", "migration") else 1
 
 
 def default_faults(mode: str = "zookeeper") -> tuple[str, ...]:
-    """What explore draws unless told: every kind not opt-in, and on KRaft the quorum's own."""
-    return tuple(k for k in REPERTOIRE if k not in OPT_IN or (mode == "kraft" and fault_kind(k).modes == KRAFT_ONLY))
+    """What explore draws unless told: every kind not opt-in; on KRaft the quorum's own; on a
+    migrating cluster the quorum's and the migration's steps."""
+    def drawn(kind: str) -> bool:
+        modes = fault_kind(kind).modes
+        if kind not in OPT_IN:
+            return True
+        if mode == "kraft":
+            return modes == QUORUM_MODES
+        return mode == "migration" and (modes == QUORUM_MODES or modes == MIGRATION_ONLY)
+    return tuple(k for k in REPERTOIRE if drawn(k))
 
 
 def step_modes(step: Step, topics: Sequence[TopicSpec]) -> frozenset[str]:

@@ -269,13 +269,13 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         except UsageError as exc:
             raise _fail(f"{where}.cluster.kafka_version", str(exc)) from None
     mode = cluster.get("mode", "zookeeper")
-    if mode not in ("zookeeper", "kraft"):
-        raise _fail(f"{where}.cluster.mode", f"must be \"zookeeper\" or \"kraft\", not {mode!r}")
+    if mode not in ("zookeeper", "kraft", "migration"):
+        raise _fail(f"{where}.cluster.mode", f"must be \"zookeeper\", \"kraft\" or \"migration\", not {mode!r}")
     controllers = cluster.get("controllers", 1)
     if controllers not in (1, 3) or isinstance(controllers, bool):
         raise _fail(f"{where}.cluster.controllers", f"must be 1 or 3, not {controllers!r}")
     if mode == "zookeeper" and "controllers" in cluster:
-        raise _fail(f"{where}.cluster.controllers", "KRaft controllers need \"mode\": \"kraft\"")
+        raise _fail(f"{where}.cluster.controllers", "KRaft controllers need \"mode\": \"kraft\" or \"migration\"")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
     if not topics or len({t.name for t in topics}) != len(topics):

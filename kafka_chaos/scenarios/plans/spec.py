@@ -24,8 +24,10 @@ class ClusterNeeds:
     log_dirs: int = 1  # log.dirs per broker (harness.config.log_dir_paths); 2: one can fail, the broker runs on
     link_proxies: bool = False  # brokers reach ZooKeeper through link proxies (harness.link_proxy): delayable
     kafka_version: str | None = None  # the Kafka release it must run on (None: the run's)
-    mode: str = "zookeeper"  # "kraft": KRaft controllers instead of ZooKeeper (harness.config.KRAFT_MODE)
-    controllers: int = 1  # KRaft controllers (1 or 3)
+    # "kraft": KRaft controllers instead of ZooKeeper (harness.config.KRAFT_MODE); "migration": a
+    # ZooKeeper-mode cluster its steps migrate to KRaft (harness.config.MIGRATION_MODE)
+    mode: str = "zookeeper"
+    controllers: int = 1  # KRaft controllers (1 or 3), provisioned by a step in migration mode
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -43,6 +45,8 @@ class ClusterNeeds:
         dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
         release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
         release += f", KRaft with {self.controllers} controller{'s' if self.controllers > 1 else ''}" if self.mode == "kraft" else ""
+        release += (f", migrating to {self.controllers} KRaft controller{'s' if self.controllers > 1 else ''}"
+                     if self.mode == "migration" else "")
         return f"{self.brokers} brokers{named}{ensemble}{dirs}{release}" + (f" ({extra})" if extra else "")
 
 
@@ -69,7 +73,7 @@ class Scenario:
     @property
     def modes(self) -> frozenset[str]:
         """The cluster modes every step's fault applies to (``Fault.modes``)."""
-        modes = frozenset({"zookeeper", "kraft"})
+        modes = frozenset({"zookeeper", "kraft", "migration"})
         for step in self.steps:
             modes &= _fault_of(self, step).modes
         return modes

@@ -111,7 +111,8 @@ class ClusterPool:
         return self._missing[mode]
 
     def acquire(self, needs: ClusterNeeds) -> ManagedCluster:
-        if self.cluster is not None and self.needs == needs:
+        # A migrated cluster is not a ZooKeeper-mode cluster any more: every migration starts afresh.
+        if self.cluster is not None and self.needs == needs and needs.mode != "migration":
             try:
                 self.restore()
                 return self.cluster
@@ -170,7 +171,7 @@ class ClusterPool:
         """Start every stopped broker and wait for all registered, a controller, and settled
         internal topics."""
         from kafka_chaos.harness.observer import ConvergenceTimeout
-        from kafka_chaos.harness.observers import is_kraft, open_observer
+        from kafka_chaos.harness.observers import is_kraft, is_migrating, open_observer
 
         cluster = self.held()
         if implements(cluster, ControllerQuorumControl):
@@ -185,7 +186,8 @@ class ClusterPool:
                 cluster.start_broker(b)
         wanted = set(cluster.broker_ids)
         # ZooKeeper mode: the controller is one of the brokers; KRaft: any quorum leader
-        kraft = is_kraft(cluster)
+        # (a migrating cluster's may be its KRaft controller)
+        kraft = is_kraft(cluster) or is_migrating(cluster)
         healthy = StallWatch(lambda s: set(s.live_brokers) == wanted
                              and (s.controller is not None if kraft else s.controller in wanted)
                              and is_settled(s, INTERNAL_TOPICS),

@@ -18,13 +18,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from kafka_chaos.harness.cluster import ChaosCluster, Cluster, ReleaseRoller, implements
+from kafka_chaos.harness.cluster import ChaosCluster, Cluster, MigrationControl, ReleaseRoller, implements
+from kafka_chaos.harness.migration.properties import HYBRID
 from kafka_chaos.harness.observers import Observer
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.node_logs import LogCursor
 from kafka_chaos.oracle import AutoRebalance, ClusterState, Event
+from kafka_chaos.oracle.kraft.migration import MIGRATING_ZK_BROKERS
 from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.run.migration_view import migration_status, observe_migration
 from kafka_chaos.scenarios.clients.ops import ClientOps
 from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_lines
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape
@@ -182,6 +185,7 @@ class StepCore:
             metrics_before = scrape_metrics(self.cluster)
             logs = LogCursor(self.cluster)
             logs.mark()
+            migration_before = migration_status(self.cluster)
             fault_at = self.nemesis.inject(fault)
             exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before, prepared.events,
                                  prepared.target.brokers)
@@ -204,6 +208,7 @@ class StepCore:
             metrics_after = scrape_metrics(self.cluster)
             logged = controller_log(self.cluster, logs, fault_at, self.topics)
             sightings = poller.sightings_by_partition(since=fault_at)
+            migration = observe_migration(self.cluster, self.observer, list(self.topics), migration_before)
         window_start = min(episode if episode is not None else fault_at, fault_at)
         return StepObserved(
             run=run, index=index, label=label, traits=traits_of(fault), target=prepared.target, then=prepared.then,
@@ -215,7 +220,7 @@ class StepCore:
             clients=clients.activity(window_start, measured_at), measured_at=measured_at, finished_at=time.time(),
             ops=clients.ops(measured_at),
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
-            controller_log=logged)
+            controller_log=logged, migration=migration)
 
     def create_topics(self, run: ScenarioRun, events: Sequence[Event], create: Callable[[], None]
                       ) -> tuple[StepObserved, tuple[Expectation, ...], bool]:
@@ -271,6 +276,9 @@ def controller_settings(cluster: Cluster, controller: int | None) -> tuple[dict[
     differ from the cluster's only after a rolling upgrade moved the controller's broker
     (``harness.cluster.ReleaseRoller``): the controller's release decides."""
     settings, release = dict(cluster.broker_settings()), cluster.kafka_version
+    if implements(cluster, MigrationControl):  # the brokers registered with a KRaft controller as ZooKeeper brokers
+        control = cast(MigrationControl, cluster)
+        settings[MIGRATING_ZK_BROKERS] = ",".join(str(b) for b in cluster.broker_ids if control.broker_role(b) == HYBRID)
     if controller is not None and controller in cluster.broker_ids and implements(cluster, ReleaseRoller):
         roller = cast(ReleaseRoller, cluster)
         settings.update(roller.broker_overrides(controller))

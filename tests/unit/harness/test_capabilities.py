@@ -47,11 +47,11 @@ def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: 
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: "needs root (iptables on loopback)")
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
-                             Capability.NETWORK_DEGRADE, Capability.CONTROLLER_QUORUM]
+                             Capability.NETWORK_DEGRADE, Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION]
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
-    assert list(missing_capabilities("local")) == [Capability.CONTROLLER_QUORUM]
+    assert list(missing_capabilities("local")) == [Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION]
 
 
 def test_a_kraft_cluster_has_broker_and_quorum_controls_only() -> None:
@@ -60,6 +60,15 @@ def test_a_kraft_cluster_has_broker_and_quorum_controls_only() -> None:
     assert missing[Capability.ZOOKEEPER_ENSEMBLE] == "a KRaft cluster has no ZooKeeper"
     assert set(Capability) - set(missing_capabilities("containers", "kraft")) == {
         Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM}
+
+
+def test_a_migrating_cluster_adds_the_migration_and_its_controllers_to_zookeeper_mode(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_chaos.harness.local.cluster
+
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
+    assert list(missing_capabilities("local", "migration")) == []
+    assert "local launcher" in missing_capabilities("local")[Capability.ZK_MIGRATION]
 
 
 def test_a_declared_capability_the_host_cannot_provide_is_not_had() -> None:

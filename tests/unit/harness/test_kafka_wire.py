@@ -79,3 +79,33 @@ def test_truncated_response_is_refused() -> None:
 def test_trailing_bytes_mean_another_version() -> None:
     with pytest.raises(WireFormatError, match="trailing"):
         decode_metadata_response(_response() + b"\x00\x00\x00\x00")
+
+
+# --- AlterPartitionReassignments v0 --------------------------------------------------------------
+
+def test_a_reassignment_request_is_laid_out_as_version_0_says() -> None:
+    from kafka_chaos.harness.kafka_wire import encode_alter_partition_reassignments
+
+    frame = encode_alter_partition_reassignments(7, 30000, {"t": {0: [2, 3], 1: None}})
+    (size,) = struct.unpack(">i", frame[:4])
+    assert size == len(frame) - 4
+    client = b"kafka-chaos-observer"
+    header = struct.pack(">hhi", 45, 0, 7) + struct.pack(">h", len(client)) + client + b"\x00"
+    body = (struct.pack(">i", 30000) + b"\x02" + b"\x02t" + b"\x03"
+            + struct.pack(">i", 0) + b"\x03" + struct.pack(">ii", 2, 3) + b"\x00"
+            + struct.pack(">i", 1) + b"\x00" + b"\x00"  # replicas null: cancel
+            + b"\x00" + b"\x00")
+    assert frame[4:] == header + body
+
+
+def test_a_reassignment_answer_names_each_partition_error() -> None:
+    from kafka_chaos.harness.kafka_wire import decode_alter_partition_reassignments_response
+
+    payload = (struct.pack(">i", 7) + b"\x00" + struct.pack(">ih", 0, 0) + b"\x00"  # no top-level message
+               + b"\x02" + b"\x02t" + b"\x03"
+               + struct.pack(">ih", 0, 0) + b"\x00" + b"\x00"
+               + struct.pack(">ih", 1, 85) + b"\x05gone" + b"\x00"
+               + b"\x00" + b"\x00")
+    answer = decode_alter_partition_reassignments_response(payload)
+    assert (answer.correlation_id, answer.error_code, answer.error_message) == (7, 0, None)
+    assert answer.partitions == {("t", 0): (0, None), ("t", 1): (85, "gone")}

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_chaos.harness.kraft.image import MetadataImage
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.harness.kraft.records import (
     NO_LEADER_CHANGE,
     BrokerRegistrationChanged,
@@ -80,24 +81,35 @@ def topic(name: str, topic_id: str = TOPIC_ID) -> bytes:
     return frame(2, 0, cstr(name) + uuid_to_bytes(topic_id) + tagged({}))
 
 
+ASSIGNED = bytes(range(1, 17))  # a log directory's id
+MIGRATING = bytes(16)  # DirectoryId.MIGRATING: what the ZooKeeper migration writes
+
+
+def dirs(directories: tuple[bytes, ...]) -> bytes:
+    return uvarint(len(directories) + 1) + b"".join(directories)
+
+
 def partition(p: int, replicas: tuple[int, ...], isr: tuple[int, ...], leader: int, *, leader_epoch: int = 0,
-              partition_epoch: int = 0, version: int = 1) -> bytes:
+              partition_epoch: int = 0, version: int = 1, directory: bytes = ASSIGNED) -> bytes:
     body = struct.pack(">i", p) + uuid_to_bytes(TOPIC_ID) + ints(replicas) + ints(isr) + ints(()) + ints(())
     body += struct.pack(">iii", leader, leader_epoch, partition_epoch)
     if version >= 1:
-        body += uvarint(len(replicas) + 1) + bytes(16 * len(replicas))
+        body += dirs((directory,) * len(replicas))
     return frame(3, version, body + tagged({}))
 
 
-def change(p: int, *, isr: tuple[int, ...] | None = None, leader: int = NO_LEADER_CHANGE, recovery: int = -1) -> bytes:
+def change(p: int, *, isr: tuple[int, ...] | None = None, leader: int = NO_LEADER_CHANGE, recovery: int = -1,
+           directories: tuple[bytes, ...] | None = None) -> bytes:
     fields = {}
+    if directories is not None:
+        fields[8] = dirs(directories)
     if isr is not None:
         fields[0] = ints(isr)
     if leader != NO_LEADER_CHANGE:
         fields[1] = struct.pack(">i", leader)
     if recovery != -1:
         fields[5] = struct.pack(">b", recovery)
-    return frame(5, 0, struct.pack(">i", p) + uuid_to_bytes(TOPIC_ID) + tagged(fields))
+    return frame(5, 1 if directories is not None else 0, struct.pack(">i", p) + uuid_to_bytes(TOPIC_ID) + tagged(fields))
 
 
 def registration_change(broker: int, epoch: int, *, fenced: int = 0, shutdown: int = 0) -> bytes:
@@ -158,7 +170,7 @@ def test_each_record_kind_decodes_with_its_fields() -> None:
         LeaderChange(3000, (3000,)),
         RegisterBroker(1, 7, True, False), RegisterBroker(2, 8, True, False),
         TopicCreated("t", TOPIC_ID),
-        PartitionCreated(TOPIC_ID, 0, (1, 2), (1, 2), (), (), 1, 0, 0, 0),
+        PartitionCreated(TOPIC_ID, 0, (1, 2), (1, 2), (), (), 1, 0, 0, 0, (False, False)),
         PartitionChanged(TOPIC_ID, 0, (1,), NO_LEADER_CHANGE, None, None, None, -1),
         BrokerRegistrationChanged(2, 8, 1, 0),
         PartitionChanged(TOPIC_ID, 0, None, 1, None, None, None, 1),
@@ -201,7 +213,8 @@ def test_cluster_ids_are_kafkas_base64_uuids() -> None:
        leader=st.integers(-2, 2**31 - 1), recovery=st.sampled_from((-1, 0, 1)), p=st.integers(0, 2**31 - 1))
 def test_partition_records_round_trip(replicas, isr, leader, recovery, p) -> None:
     created = read_batches(batch(0, [partition(p, tuple(replicas), tuple(replicas), replicas[0])])).entries[0].record
-    assert created == PartitionCreated(TOPIC_ID, p, tuple(replicas), tuple(replicas), (), (), replicas[0], 0, 0, 0)
+    assert created == PartitionCreated(TOPIC_ID, p, tuple(replicas), tuple(replicas), (), (), replicas[0], 0, 0, 0,
+                                       (False,) * len(replicas))
     changed = read_batches(batch(0, [change(p, isr=None if isr is None else tuple(isr), leader=leader,
                                              recovery=recovery)])).entries[0].record
     assert changed == PartitionChanged(TOPIC_ID, p, None if isr is None else tuple(isr), leader, None, None, None,
@@ -251,6 +264,25 @@ def test_live_brokers_are_the_active_ones_and_changes_are_events() -> None:
     snap = image.snapshot(frozenset({"t"}), 0.0)
     assert set(snap.live_brokers) == {2}  # in controlled shutdown: not active
     assert snap.controller_epoch == 4 and snap.partition("t", 0).controller_epoch == 4
+
+
+def test_a_migrated_partition_shows_its_unassigned_directories_until_each_is_assigned() -> None:
+    """ZkTopicMigrationClient writes DirectoryId.MIGRATING for every replica; a KRaft broker's
+    AssignReplicasToDirs is a PartitionChangeRecord with Directories only (tag 8): partition
+    epoch +1, leader epoch unchanged."""
+    image = MetadataImage()
+    image.apply_all(entries(batch(0, [topic("t"), partition(0, (1, 2), (1, 2), 1, leader_epoch=3, partition_epoch=6,
+                                                            directory=MIGRATING)])))
+    assert image.snapshot(None, 0.0).partitions[("t", 0)].unassigned_dirs == (1, 2)
+    image.apply_all(entries(batch(2, [change(0, directories=(ASSIGNED, MIGRATING))])))
+    state = image.snapshot(None, 0.0).partitions[("t", 0)]
+    assert (state.unassigned_dirs, state.leader_epoch, state.version) == ((2,), 3, 7)
+    assert ZkSnapshot.from_dict(image.snapshot(None, 0.0).to_dict()).partitions[("t", 0)].unassigned_dirs == (2,)
+    # no directories at all (version 0, or an empty list) reads as every replica MIGRATING
+    # (PartitionRegistration.defaultToMigrating), as does a change of replicas that keeps them so
+    image = MetadataImage()
+    image.apply_all(entries(batch(0, [topic("t"), partition(0, (1, 2), (1, 2), 1, version=0)])))
+    assert image.snapshot(None, 0.0).partitions[("t", 0)].unassigned_dirs == (1, 2)
 
 
 def test_entries_already_replayed_are_ignored() -> None:

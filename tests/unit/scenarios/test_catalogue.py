@@ -29,9 +29,12 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
     assert any(word in s.doc.lower() for word in ("seed", "kafka 3.9", "docs")), s.doc
     # Ensemble and degraded-link scenarios have suites of their own (docs/zookeeper-faults.md,
     # docs/local-network.md); every other one is in conformance.
-    assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}, {"upgrade"}, {"kraft"}), s.suites
-    # Exactly the kraft suite runs on KRaft clusters, and each of its faults applies there.
+    assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}, {"upgrade"}, {"kraft"},
+                                                   {"migration"}), s.suites
+    # Exactly the kraft suite runs on KRaft clusters, and each of its faults applies there; exactly
+    # the migration suite migrates its cluster.
     assert (s.needs.mode == "kraft") == (s.suites == {"kraft"})
+    assert (s.needs.mode == "migration") == (s.suites == {"migration"})
     assert s.needs.mode in s.modes
     # Only the releases and upgrade suites pin a release: the others run on the run's release.
     assert (s.needs.kafka_version is not None) == (s.suites in ({"releases"}, {"upgrade"}))
@@ -110,7 +113,7 @@ def test_requirements_are_the_union_of_the_steps_faults() -> None:
 def test_suites() -> None:
     smoke = suite(SMOKE)
     assert 3 <= len(smoke) <= 6
-    own = {s.name for name in ("zookeeper", "network", "releases", "upgrade", "kraft") for s in suite(name)}
+    own = {s.name for name in ("zookeeper", "network", "releases", "upgrade", "kraft", "migration") for s in suite(name)}
     kraft = {s.name for s in suite("kraft")}
     assert {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss_brokers_carry_on"} <= kraft
     # every mirrored scenario is a conformance scenario, named <name>_kraft
@@ -119,6 +122,8 @@ def test_suites() -> None:
     assert {s.name: s.needs.kafka_version for s in suite("upgrade")} == {"upgrade_2_8_to_3_9": "2.8.2",
                                                                          "upgrade_3_4_to_3_9": "3.4.1"}
     assert len(suite("zookeeper")) == 6 and len(suite("network")) == 7
+    migration = {s.name: [step.fault for step in s.steps] for s in suite("migration")}
+    assert len(migration) == 5 and all(steps[0] == "migration_provision" for steps in migration.values())
     assert {s.name: s.needs.kafka_version for s in suite("releases")} == {
         "zookeeper_cut_follower_rejoins_isr_on_2_4_1": "2.4.1", "zookeeper_cut_follower_rejoins_isr_on_2_5_1": "2.5.1",
         "unclean_election_recovery_state_on_3_1_2": "3.1.2", "unclean_election_recovery_state_on_3_2_3": "3.2.3"}

@@ -57,7 +57,7 @@ def test_ops_round_trip_under_the_current_version() -> None:
 def test_an_acknowledgement_without_an_offset_round_trips_as_null_and_is_checked_clean() -> None:
     step, finished = _scenario(implicit=7)
     line = observation_to_json(step)
-    assert json.loads(line)["history_version"] == HISTORY_VERSION == 4
+    assert json.loads(line)["history_version"] == HISTORY_VERSION >= 4  # null offsets came with version 4
     assert [None, "r-0-7"] == json.loads(line)["ops"]["t-0"]["acks"][7][1:3]
     assert observation_from_json(line) == step
     results = [r for _, rs in check_history([step, finished]) for r in rs]

@@ -54,20 +54,28 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "network_delay": (frozenset({Capability.LINK_DELAY}), True),
         "roll": (brokers | {Capability.BROKER_RELEASES}, True),
         "quorum_leader_kill": (quorum, True), "quorum_leader_pause": (quorum, True), "quorum_loss": (quorum, True),
+        **{k: (brokers | {Capability.ZK_MIGRATION}, True) for k in (
+            "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")},
     }
 
 
 def test_which_cluster_modes_each_kind_applies_to() -> None:
     """ZooKeeper's own faults, those writing admin znodes and those aimed at the controller
-    broker are ZooKeeper mode's; the quorum's faults KRaft's; the rest apply to both."""
+    broker are ZooKeeper mode's; the quorum's faults KRaft's and a migrating cluster's; the
+    migration's steps a migrating cluster's; reassignment also a migrating cluster's (through the
+    Admin API once the KRaft controller is in charge); the rest apply to every mode."""
     modes = {k: make_fault(k, ONE, OPTIONS.get(k, {}), **TOPICS).modes for k in FAULTS}
     zookeeper = {k for k, m in modes.items() if m == {"zookeeper"}}
-    kraft = {k for k, m in modes.items() if m == {"kraft"}}
-    assert zookeeper == {"controller_kill", "reassignment", "network_partition", "zookeeper_server",
+    quorum = {k for k, m in modes.items() if m == {"kraft", "migration"}}
+    migration = {k for k, m in modes.items() if m == {"migration"}}
+    assert zookeeper == {"controller_kill", "network_partition", "zookeeper_server",
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
                          "log_dir_failure", "roll"}
-    assert kraft == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
-    assert all(m == {"zookeeper", "kraft"} for k, m in modes.items() if k not in zookeeper | kraft)
+    assert modes["reassignment"] == {"zookeeper", "migration"}
+    assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
+    assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
+    assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
+               if k not in zookeeper | quorum | migration | {"reassignment"})
     # an option can make a kind ZooKeeper mode's: the znode variants
     assert make_fault("preferred_election", ONE, {"topic": "t", "via": "znode"}, **TOPICS).modes == {"zookeeper"}
 

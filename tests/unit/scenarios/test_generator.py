@@ -48,8 +48,11 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
         high += max(s.brokers) >= 5
         gaps += s.brokers != tuple(range(s.brokers[0], s.brokers[0] + len(s.brokers)))
         several += any(isinstance(st.target, Brokers) and len(st.target.broker_ids) > 1 for st in s.steps)
-    # every kind a ZooKeeper-mode cluster can take; the quorum's faults on a KRaft one
-    assert kinds == set(REPERTOIRE) - {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
+    # every kind a ZooKeeper-mode cluster can take; the quorum's faults on a KRaft one, the
+    # migration's steps on a migrating one
+    assert kinds == set(REPERTOIRE) - {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
+                                       "migration_provision", "migration_roll", "migration_finalize",
+                                       "migration_deprovision"}
     assert high > 250 and gaps > 250 and several > 30
 
 
@@ -215,7 +218,8 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
     assert REPERTOIRE == tuple(GENERATORS) == (
         "hard_kill", "controller_kill", "controlled_shutdown", "pause", "short_pause", "restart", "start",
         "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
-        "add_partitions", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss")
+        "add_partitions", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
+        "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == ["log_dir_failure", "network_delay"]
 
 
