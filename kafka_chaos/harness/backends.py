@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         NetworkPartitioner,
         ZooKeeperControl,
         ZooKeeperEnsembleControl,
+        MigrationControl,
         ReleaseRoller,
         ZooKeeperLinkPartitioner,
     )
@@ -37,9 +38,10 @@ if TYPE_CHECKING:
     from kafka_chaos.harness.local.cluster import LocalCluster
     from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
     from kafka_chaos.harness.local.kraft import LocalKraftCluster
+    from kafka_chaos.harness.local.migration import LocalMigrationCluster
 
     def _conformance(local: LocalCluster, containers: ContainerCluster, kraft: LocalKraftCluster,
-                     kraft_containers: ContainerKraftCluster) -> None:
+                     kraft_containers: ContainerKraftCluster, migrating: LocalMigrationCluster) -> None:
         """Never runs: mypy checks here that each launcher satisfies the protocols it claims
         (tests/unit/harness/test_protocol_conformance.py checks the same at run time)."""
         claims: tuple[Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner] = (local, local, local, local)
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
         on_kraft: tuple[ChaosCluster, ControllerQuorumControl, ChaosCluster, ControllerQuorumControl] = (
             kraft, kraft, kraft_containers, kraft_containers)
         del on_kraft
+        on_migration: tuple[ChaosCluster, MigrationControl, ControllerQuorumControl] = (migrating, migrating, migrating)
+        del on_migration
         del claims, more, ensemble, log_dirs, rolls
 
 log = logging.getLogger(__name__)

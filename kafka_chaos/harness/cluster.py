@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
-if TYPE_CHECKING:
-    from kafka_chaos.harness.migration.status import MigrationStatus
+from kafka_chaos.harness.migration.status import MigrationStatus
 
 
 @dataclass(frozen=True)

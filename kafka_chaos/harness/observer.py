@@ -70,6 +70,26 @@ class ConvergenceTimeout(HarnessError):
         super().__init__(f"timed out{waited} waiting for {description}{note}; ZooKeeper showed: {seen}")
 
 
+class BrokerWaits:
+    """``wait_broker_gone`` / ``wait_broker_registered`` over an observer's own ``wait_until``
+    (the KRaft and the migration observers: a broker is "gone" when no longer active)."""
+
+    def wait_until(self, predicate: Callable[[ZkSnapshot], bool], *, timeout: float,
+                   description: str) -> ZkSnapshot:
+        raise NotImplementedError
+
+    def wait_broker_gone(self, broker_id: int, timeout: float) -> ZkSnapshot:
+        return self.wait_until(lambda s: broker_id not in s.live_brokers, timeout=timeout,
+                               description=f"broker {broker_id} to be fenced")
+
+    def wait_broker_registered(self, broker_id: int, timeout: float, *,
+                               newer_than_epoch: int | None = None) -> ZkSnapshot:
+        def registered(s: ZkSnapshot) -> bool:
+            epoch = s.live_brokers.get(broker_id)
+            return epoch is not None and (newer_than_epoch is None or epoch > newer_than_epoch)
+        return self.wait_until(registered, timeout=timeout, description=f"broker {broker_id} to be unfenced")
+
+
 class EventQueries:
     """The event queries both observers answer the same way (this one and
     :class:`harness.kraft.observer.KraftObserver`), over their ``_events`` log and ``_changed``

@@ -30,13 +30,16 @@ from types import TracebackType
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.kraft.image import MetadataImage
 from kafka_chaos.harness.kraft.records import LogEntry, MetadataLogError, read_batches
-from kafka_chaos.harness.observer import ConvergenceTimeout, EventQueries
+from kafka_chaos.harness.observer import BrokerWaits, ConvergenceTimeout, EventQueries
 from kafka_chaos.harness.zkevents import EventLog
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
 log = logging.getLogger(__name__)
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
+
+
+FINGERPRINT_BYTES = 64  # a batch's last bytes: its records, CRC-covered, differ between leaders
 
 
 @dataclass
@@ -48,16 +51,24 @@ class _LogTail:
     entries: list[LogEntry] = field(default_factory=list)
     last_epoch: int = -1
     next_offset: int = 0
+    # per segment, the bytes just before its read position: a log truncated and written again
+    # between two polls (a new leader overwriting uncommitted records) no longer has them
+    fingerprints: dict[Path, bytes] = field(default_factory=dict)
+
+    def _reset(self) -> None:
+        self.positions.clear()
+        self.fingerprints.clear()
+        self.entries.clear()
+        self.last_epoch, self.next_offset = -1, 0
 
     def poll(self) -> bool:
         """Read what was appended since the last poll; True when anything new was read. A segment
-        that shrank (truncated after a quorum failover) makes the whole log re-read."""
+        that shrank or whose consumed bytes changed (truncated after a quorum failover, perhaps
+        written again since) makes the whole log re-read."""
         partition = self.directory / METADATA_PARTITION_DIR
         segments = sorted(partition.glob("*.log")) if partition.is_dir() else []
         if any(path.stat().st_size < pos for path, pos in self.positions.items() if path.exists()):
-            self.positions.clear()
-            self.entries.clear()
-            self.last_epoch, self.next_offset = -1, 0
+            self._reset()
         grew = False
         for segment in segments:
             position = self.positions.get(segment, 0)
@@ -65,10 +76,14 @@ class _LogTail:
                 data = segment.read_bytes()
             except FileNotFoundError:  # deleted by retention between glob and read
                 continue
+            if position and data[max(0, position - FINGERPRINT_BYTES):position] != self.fingerprints.get(segment):
+                self._reset()
+                return self.poll()
             if len(data) <= position:
                 continue
             read = read_batches(data, position)
             self.positions[segment] = read.end_position
+            self.fingerprints[segment] = data[max(0, read.end_position - FINGERPRINT_BYTES):read.end_position]
             if read.entries:
                 self.entries.extend(read.entries)
                 self.last_epoch = max(self.last_epoch, read.entries[-1].epoch)
@@ -78,7 +93,7 @@ class _LogTail:
         return grew
 
 
-class KraftObserver(EventQueries):
+class KraftObserver(BrokerWaits, EventQueries):
     """Watches a KRaft cluster's metadata log; see the module docstring. ``metadata_dirs``: each
     controller's metadata log directory (the parent of ``__cluster_metadata-0``)."""
 
@@ -92,6 +107,7 @@ class KraftObserver(EventQueries):
         self._topics = None if topics is None else frozenset(topics)
         self._poll_interval = poll_interval
         self._image = MetadataImage()
+        self._last_replayed: tuple[int, int] | None = None  # (offset, epoch) of the last entry replayed
         self._events = EventLog(max_events)
         self._changed = threading.Condition()
         self._generation = 0
@@ -151,12 +167,47 @@ class KraftObserver(EventQueries):
         with self._changed:
             if lead.next_offset < self._image.next_offset:
                 return  # the leading log was truncated below what was replayed: wait for it to regrow
-            fresh = [e for e in lead.entries if e.offset >= self._image.next_offset]
-            for event in self._image.apply_all(fresh):
-                self._events.append(event)
+            if self._diverged(lead):
+                self._replay_anew(lead)
+            else:
+                fresh = [e for e in lead.entries if e.offset >= self._image.next_offset]
+                for event in self._image.apply_all(fresh):
+                    self._events.append(event)
             self._image.next_offset = max(self._image.next_offset, lead.next_offset)
+            self._last_replayed = self._entry_before(lead, self._image.next_offset)
             self._generation += 1
             self._changed.notify_all()
+
+    @staticmethod
+    def _entry_before(tail: _LogTail, offset: int) -> tuple[int, int] | None:
+        """(offset, epoch) of the tail's last entry below ``offset``."""
+        for entry in reversed(tail.entries):
+            if entry.offset < offset:
+                return entry.offset, entry.epoch
+        return None
+
+    def _diverged(self, lead: _LogTail) -> bool:
+        """The leading log no longer holds the entry replayed last at its offset: records a
+        leader appended but never committed were replayed, then the next leader's log truncated
+        and overwrote them (a quorum loss before the high watermark moved; seen on a migrating
+        cluster's quorum restarted twice)."""
+        if self._last_replayed is None:
+            return False
+        offset, epoch = self._last_replayed
+        return self._entry_before(lead, offset + 1) != (offset, epoch)
+
+    def _replay_anew(self, lead: _LogTail) -> None:
+        """The image rebuilt from the leading log alone; events only for the entries of epochs
+        newer than the one replayed last (what was never shown)."""
+        shown = self._last_replayed[1] if self._last_replayed is not None else -1
+        log.info("metadata log diverged from what was replayed (epoch %d): replaying it anew", shown)
+        image = MetadataImage()
+        for entry in lead.entries:
+            events = image.apply(entry)
+            if entry.epoch > shown:
+                for event in events:
+                    self._events.append(event)
+        self._image = image
 
     # ------------------------------------------------------------------ reading
 
@@ -200,17 +251,6 @@ class KraftObserver(EventQueries):
                 self._changed.wait_for(lambda: self._generation != generation or self._stopping,
                                        timeout=min(remaining, 0.5))
                 generation = self._generation
-
-    def wait_broker_gone(self, broker_id: int, timeout: float) -> ZkSnapshot:
-        return self.wait_until(lambda s: broker_id not in s.live_brokers, timeout=timeout,
-                               description=f"broker {broker_id} to be fenced")
-
-    def wait_broker_registered(self, broker_id: int, timeout: float, *,
-                               newer_than_epoch: int | None = None) -> ZkSnapshot:
-        def registered(s: ZkSnapshot) -> bool:
-            epoch = s.live_brokers.get(broker_id)
-            return epoch is not None and (newer_than_epoch is None or epoch > newer_than_epoch)
-        return self.wait_until(registered, timeout=timeout, description=f"broker {broker_id} to be unfenced")
 
     def _timeout_snapshot(self) -> ZkSnapshot | None:
         return self.snapshot()

@@ -39,6 +39,7 @@ from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
+from kafka_chaos.harness.local.controllers import LocalControllerControls
 from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
 from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeStartFailed, broker_node_name, check_alive, jvm_command, signal_node
 from kafka_chaos.harness.nodes import free_ports
@@ -75,7 +76,7 @@ def controller_node_name(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class LocalKraftCluster(KraftBasics):
+class LocalKraftCluster(LocalControllerControls, KraftBasics):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
     :class:`harness.cluster.ControllerQuorumControl` of a KRaft cluster on local JVMs."""
 
@@ -315,32 +316,8 @@ class LocalKraftCluster(KraftBasics):
 
     # ---------------------------------------------------------------- ControllerQuorumControl
 
-    def kill_controller(self, node_id: int) -> None:
-        self._signal(self._controller(node_id), "kill")
-
-    def stop_controller(self, node_id: int) -> None:
-        self._signal(self._controller(node_id), "stop")
-
-    def pause_controller(self, node_id: int) -> None:
-        self._signal(self._controller(node_id), "pause")
-
-    def resume_controller(self, node_id: int) -> None:
-        self._signal(self._controller(node_id), "resume")
-
-    def controller_running(self, node_id: int) -> bool:
-        return self._controller(node_id).running()
-
-    def start_controller(self, node_id: int) -> None:
-        """Start a killed or stopped controller on its metadata log (returns once it runs: with a
-        quorum it catches up on its own)."""
-        with self._lock:
-            node = self._controller(node_id)
-            if node.running():
-                raise HarnessError(f"controller {node_id} is already running")
-            log.info("starting %s on port %d", node.name, node.port)
-            self._spawn(node)
-            self.write_state()
-            check_alive([node])
+    def _controller_started(self) -> None:
+        self.write_state()
 
     # ---------------------------------------------------------------- teardown
 
@@ -397,15 +374,6 @@ class LocalKraftCluster(KraftBasics):
                 raise HarnessError("the cluster has not been started") from None
             raise UsageError(f"unknown broker id {broker_id}: the brokers are "
                              f"{', '.join(map(str, self.broker_ids))}") from None
-
-    def _controller(self, node_id: int) -> LocalNode:
-        try:
-            return self._controllers[node_id]
-        except KeyError:
-            if not self._controllers:
-                raise HarnessError("the cluster has not been started") from None
-            raise UsageError(f"unknown controller id {node_id}: the controllers are "
-                             f"{', '.join(map(str, self.controller_ids))}") from None
 
     def _signal(self, node: LocalNode, verb: str) -> None:
         signal_node(node, verb, self.stop_timeout)

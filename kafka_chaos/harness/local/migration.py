@@ -32,6 +32,7 @@ from kafka_chaos.harness.kraft.observer import KraftObserver
 from kafka_chaos.harness.kraft.storage import format_storage
 from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.local.cluster import LocalCluster
+from kafka_chaos.harness.local.controllers import LocalControllerControls
 from kafka_chaos.harness.local.kraft import controller_node_name
 from kafka_chaos.harness.local.nodes import (
     HOST,
@@ -72,7 +73,7 @@ CONTROLLER_EPOCH_ZNODE = "/controller_epoch"
 ZK_COMMAND_S = 10.0
 
 
-class LocalMigrationCluster(LocalCluster):
+class LocalMigrationCluster(LocalControllerControls, LocalCluster):
     """:class:`LocalCluster` plus :class:`harness.cluster.MigrationControl` and, once provisioned,
     :class:`harness.cluster.ControllerQuorumControl` over its KRaft controllers."""
 
@@ -388,39 +389,6 @@ class LocalMigrationCluster(LocalCluster):
                                     timeout=max(0.0, deadline - time.monotonic()), description="a quorum leader")
             except ConvergenceTimeout as exc:
                 raise HarnessError(str(exc)) from None
-
-    # ---------------------------------------------------------------- ControllerQuorumControl
-
-    def kill_controller(self, node_id: int) -> None:
-        signal_node(self._controller(node_id), "kill", self.stop_timeout)
-
-    def stop_controller(self, node_id: int) -> None:
-        signal_node(self._controller(node_id), "stop", self.stop_timeout)
-
-    def pause_controller(self, node_id: int) -> None:
-        signal_node(self._controller(node_id), "pause", self.stop_timeout)
-
-    def resume_controller(self, node_id: int) -> None:
-        signal_node(self._controller(node_id), "resume", self.stop_timeout)
-
-    def controller_running(self, node_id: int) -> bool:
-        return self._controller(node_id).running()
-
-    def start_controller(self, node_id: int) -> None:
-        with self._lock:
-            node = self._controller(node_id)
-            if node.running():
-                raise HarnessError(f"controller {node_id} is already running")
-            log.info("starting %s on port %d", node.name, node.port)
-            self._spawn(node)
-            check_alive([node])
-
-    def _controller(self, node_id: int) -> LocalNode:
-        try:
-            return self._controllers[node_id]
-        except KeyError:
-            raise UsageError(f"unknown controller id {node_id}: the provisioned controllers are "
-                             f"{self.controller_ids or 'none'}") from None
 
     # ---------------------------------------------------------------- teardown
 

@@ -26,7 +26,7 @@ from typing import Protocol
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.kraft.observer import KraftObserver
 from kafka_chaos.harness.migration.status import MIGRATION, POST_MIGRATION
-from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
+from kafka_chaos.harness.observer import BrokerWaits, ConvergenceTimeout, ZkObserver
 from kafka_chaos.harness.zkevents import ZkEvent
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
@@ -44,7 +44,7 @@ class MigratingCluster(Protocol):
     def metadata_log_dirs(self) -> list[Path]: ...
 
 
-class MigrationObserver:
+class MigrationObserver(BrokerWaits):
     """The :class:`harness.observers.Observer` of a migrating cluster."""
 
     def __init__(self, cluster: MigratingCluster, topics: Sequence[str] | None = None) -> None:
@@ -128,17 +128,6 @@ class MigrationObserver:
             if time.monotonic() >= deadline:
                 raise ConvergenceTimeout(description, last, timeout)
             time.sleep(POLL_S)
-
-    def wait_broker_gone(self, broker_id: int, timeout: float) -> ZkSnapshot:
-        return self.wait_until(lambda s: broker_id not in s.live_brokers, timeout=timeout,
-                               description=f"broker {broker_id} gone")
-
-    def wait_broker_registered(self, broker_id: int, timeout: float, *,
-                               newer_than_epoch: int | None = None) -> ZkSnapshot:
-        def registered(s: ZkSnapshot) -> bool:
-            epoch = s.live_brokers.get(broker_id)
-            return epoch is not None and (newer_than_epoch is None or epoch > newer_than_epoch)
-        return self.wait_until(registered, timeout=timeout, description=f"broker {broker_id} registered")
 
     def wait_event(self, kind: str, *, after: float, timeout: float, description: str,
                    broker_id: int | None = None, topic: str | None = None, partition: int | None = None,

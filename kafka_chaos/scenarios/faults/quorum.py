@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl
-from kafka_chaos.oracle import Event
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
+from kafka_chaos.oracle import ClusterState, Event
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.events import ControllerFailover
 from kafka_chaos.scenarios.faults.base import QUORUM_MODES, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.generation import (
@@ -45,33 +47,67 @@ def _quorum(env: FaultEnv, kind: str) -> ControllerQuorumControl:
     return cast(ControllerQuorumControl, require_capability(env, Capability.CONTROLLER_QUORUM, kind))
 
 
+def _quorum_view(env: FaultEnv) -> ZkSnapshot:
+    """The metadata log's view: a migrating cluster's observer follows whichever controller is in
+    charge, and before the metadata copy that is ZooKeeper's -- the quorum is then read from its
+    own log (:meth:`harness.migration.observer.MigrationObserver.kraft_snapshot`)."""
+    kraft = getattr(env.observer, "kraft_snapshot", None)
+    view = kraft() if callable(kraft) else None
+    return view if isinstance(view, ZkSnapshot) else env.observer.snapshot()
+
+
 def _quorum_epoch(env: FaultEnv) -> int:
-    epoch = env.observer.snapshot().controller_epoch
+    epoch = _quorum_view(env).controller_epoch
     return -1 if epoch is None else epoch
 
 
 def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str) -> None:
     """Until the metadata log shows a leader of a later quorum epoch (LEADER_CHANGE record)."""
-    env.observer.wait_until(lambda s: s.controller is not None and (s.controller_epoch or -1) > old_epoch,
-                            timeout=NEW_LEADER_WAIT_S, description=f"a new quorum leader after {kind}")
+    def new_leader(s: ZkSnapshot) -> bool:
+        return s.controller is not None and (s.controller_epoch or -1) > old_epoch
+
+    if not callable(getattr(env.observer, "kraft_snapshot", None)):
+        env.observer.wait_until(new_leader, timeout=NEW_LEADER_WAIT_S, description=f"a new quorum leader after {kind}")
+        return
+    deadline = time.monotonic() + NEW_LEADER_WAIT_S  # a migrating cluster: polled in the log itself
+    while not new_leader(view := _quorum_view(env)):
+        if time.monotonic() >= deadline:
+            raise HarnessError(f"no new quorum leader within {NEW_LEADER_WAIT_S:.0f} s after {kind}: the log shows "
+                               f"leader {view.controller} in epoch {view.controller_epoch}")
+        time.sleep(0.1)
 
 
 @dataclass
 class _QuorumFault(FaultBase):
     requires: ClassVar[frozenset[Capability]] = _QUORUM
     mode_support: ClassVar[frozenset[str]] = QUORUM_MODES
+    # Whether the KRaft controller decides the partitions (False: a migrating cluster before the
+    # metadata copy, where the ZooKeeper controller does and the quorum's failover moves nothing).
+    _kraft_decides: bool = field(default=True, init=False)
 
     @property
     def holds(self) -> tuple[int, ...]:
         return ()  # controllers are not brokers: no broker is excused from settling
 
-    def oracle_events(self) -> list[Event]:
-        return [ControllerFailover()]
+    def prepare(self, env: FaultEnv, state: ClusterState) -> None:
+        self._kraft_decides = state.mode == Mode.KRAFT
 
-    def _leader(self) -> int:
+    def oracle_events(self) -> list[Event]:
+        return [ControllerFailover()] if self._kraft_decides else []
+
+    def _leader(self, env: FaultEnv) -> int:
+        """The quorum leader the target names -- or, when the target is the ZooKeeper controller
+        (a migrating cluster before the copy: the ``controller`` selector named a broker), the
+        one the metadata log names."""
         if len(self.target.brokers) != 1:
             raise UsageError(f"{self.kind} targets the one quorum leader (the 'controller' selector)")
-        return self.target.brokers[0]
+        leader = self.target.brokers[0]
+        if leader in _quorum(env, self.kind).controller_ids:
+            return leader
+        named = _quorum_view(env).controller
+        if named is None:
+            raise HarnessError(f"{self.kind}: the metadata log names no quorum leader")
+        return named
 
 
 @register_fault
@@ -81,16 +117,18 @@ class QuorumLeaderKill(_QuorumFault):
     (``KafkaRaftClient``'s election after ``controller.quorum.fetch.timeout.ms``)."""
 
     kind: ClassVar[str] = "quorum_leader_kill"
+    _killed: int | None = field(default=None, init=False)
 
     def inject(self, env: FaultEnv) -> None:
-        leader, epoch = self._leader(), _quorum_epoch(env)
-        _quorum(env, self.kind).kill_controller(leader)
+        self._killed, epoch = self._leader(env), _quorum_epoch(env)
+        _quorum(env, self.kind).kill_controller(self._killed)
         _wait_new_epoch(env, epoch, self.kind)
 
     def heal(self, env: FaultEnv) -> None:
         quorum = _quorum(env, self.kind)
-        if not quorum.controller_running(self._leader()):
-            quorum.start_controller(self._leader())
+        if self._killed is not None and self._killed in quorum.controller_ids \
+                and not quorum.controller_running(self._killed):
+            quorum.start_controller(self._killed)
 
 
 @register_fault
@@ -102,7 +140,7 @@ class QuorumLeaderPause(_QuorumFault):
     kind: ClassVar[str] = "quorum_leader_pause"
 
     def inject(self, env: FaultEnv) -> None:
-        leader, epoch = self._leader(), _quorum_epoch(env)
+        leader, epoch = self._leader(env), _quorum_epoch(env)
         quorum = _quorum(env, self.kind)
         quorum.pause_controller(leader)
         try:

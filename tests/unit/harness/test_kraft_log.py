@@ -324,6 +324,28 @@ def test_a_quorum_leader_counts_once_a_majority_of_voters_have_its_epoch(tmp_pat
         assert alone.snapshot().controller == 3000
 
 
+def test_records_a_later_leader_overwrote_are_replayed_anew(tmp_path) -> None:
+    """explore --mode migration --seed 31001: epoch 10's leader appended records the quorum never
+    committed, every voter restarted, and epoch 11's leader wrote its LEADER_CHANGE at the same
+    offset; the observer had replayed the overwritten record and never saw the new leader."""
+    import time
+
+    from kafka_chaos.harness.kraft.observer import KraftObserver
+
+    common = [batch(0, [leader_change(3002, (3002,))], epoch=10, control_key=LEADER_CHANGE_KEY),
+              batch(1, [register_broker(1, 7, fenced=False)], epoch=10)]
+    uncommitted = batch(2, [register_broker(2, 8, fenced=False)], epoch=10)
+    directory = write_log(tmp_path, "c3002", *common, uncommitted)
+    with KraftObserver([directory], topics=[], poll_interval=0.01) as observer:
+        assert set(observer.snapshot().live_brokers) == {1, 2}
+        time.sleep(0.05)
+        write_log(tmp_path, "c3002", *common, batch(2, [leader_change(3000, (3002,))], epoch=11,
+                                                     control_key=LEADER_CHANGE_KEY),
+                  batch(3, [register_broker(3, 9, fenced=False)], epoch=11))
+        snap = observer.wait_until(lambda s: s.controller_epoch == 11, timeout=5.0, description="epoch 11")
+    assert (snap.controller, set(snap.live_brokers)) == (3000, {1, 3})
+
+
 def test_kraft_node_properties_by_role_and_release() -> None:
     from kafka_chaos.common.errors import UsageError
     from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties

@@ -24,6 +24,8 @@ from kafka_chaos.harness.cluster import (
     LogDirFailer,
     NetworkDegrader,
     NetworkPartitioner,
+    ControllerQuorumControl,
+    MigrationControl,
     ReleaseRoller,
     ZooKeeperEnsembleControl,
     ZooKeeperLinkPartitioner,
@@ -33,6 +35,7 @@ from kafka_chaos.harness.cluster import (
 )
 from kafka_chaos.harness.containers.cluster import ContainerCluster
 from kafka_chaos.harness.local.cluster import LocalCluster
+from kafka_chaos.harness.local.migration import LocalMigrationCluster
 
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
@@ -40,9 +43,14 @@ CLAIMS: dict[type, set[type]] = {
                    ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                        ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer},
+    # a ZooKeeper-mode local cluster plus the migration and, once provisioned, its controllers
+    LocalMigrationCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
+                            ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller,
+                            MigrationControl, ControllerQuorumControl},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller]
+             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, MigrationControl,
+             ControllerQuorumControl]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 
