@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.local.nodes import LocalNode, check_alive, signal_node
@@ -18,9 +19,8 @@ class LocalControllerControls:
     _controllers: dict[int, LocalNode]
     _lock: threading.RLock
     stop_timeout: float
-
-    def _spawn(self, node: LocalNode) -> None:
-        raise NotImplementedError
+    # the launcher's own (declared, not defined: a definition here would shadow LocalCluster's)
+    _spawn: Callable[[LocalNode], None]
 
     def _controller_started(self) -> None:
         """What the launcher does once a controller was started again (a state file)."""

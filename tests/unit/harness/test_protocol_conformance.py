@@ -160,3 +160,14 @@ def test_the_containers_launcher_fails_log_dirs_only_as_root(monkeypatch: pytest
     monkeypatch.setattr(kafka_chaos.harness.containers.cluster, "log_dir_problem", lambda: "needs root")
     assert Capability.LOG_DIR_FAILURE not in capabilities_of(ContainerCluster)
     assert Capability.BROKER_CONTROL in capabilities_of(ContainerCluster)
+
+
+def test_the_migrating_cluster_starts_nodes_as_the_zookeeper_mode_cluster_does() -> None:
+    """The controllers' mixin only declares ``_spawn``: a definition there would shadow the
+    launcher's own (it did once, and every migrating cluster failed to start)."""
+    from kafka_chaos.harness.local.controllers import LocalControllerControls
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    assert "_spawn" not in vars(LocalControllerControls)
+    assert LocalMigrationCluster._spawn is LocalCluster._spawn
+    assert LocalKraftCluster._spawn is vars(LocalKraftCluster)["_spawn"]
