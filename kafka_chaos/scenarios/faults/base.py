@@ -72,6 +72,14 @@ class StepTopics:
         return tuple(int(p) for p in (options.get("partitions") or self.partitions[options["topic"]]))
 
 
+def reject_unknown_options(kind: str, options: Mapping[str, Any], allowed: Sequence[str]) -> None:
+    """One line naming the options ``kind`` does not take, and the ones it does."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise UsageError(f"{kind}: unknown option(s) {', '.join(map(repr, unknown))}: "
+                         f"{'only ' if len(allowed) == 1 else ''}{', '.join(map(repr, allowed))}")
+
+
 # An admin request Kafka is known not to answer in time (an election naming a partition without
 # state, partitions added while an old one is leaderless) is given up on after this long,
 # instead of the client's default timeout.

@@ -42,6 +42,7 @@ from kafka_chaos.scenarios.faults.base import (
     FaultEnv,
     StepTopics,
     register_fault,
+    reject_unknown_options,
     require_capability,
 )
 from kafka_chaos.scenarios.faults.generation import (
@@ -109,9 +110,7 @@ class MigrationRoll(_MigrationStep):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> MigrationRoll:
-        unknown = sorted(set(options) - {"to"})
-        if unknown:
-            raise UsageError(f"{cls.kind}: unknown option(s) {', '.join(map(repr, unknown))}: only 'to'")
+        reject_unknown_options(cls.kind, options, ("to",))
         to = options.get("to", HYBRID)
         if to not in BROKER_ROLES:
             raise UsageError(f"{cls.kind}: 'to' is one of {', '.join(BROKER_ROLES)}, not {to!r}")
@@ -187,10 +186,7 @@ class MigrationDeprovision(_MigrationStep):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> MigrationDeprovision:
-        unknown = sorted(set(options) - {"raise_controller_epoch"})
-        if unknown:
-            raise UsageError(f"{cls.kind}: unknown option(s) {', '.join(map(repr, unknown))}: "
-                             "only 'raise_controller_epoch'")
+        reject_unknown_options(cls.kind, options, ("raise_controller_epoch",))
         raise_epoch = options.get("raise_controller_epoch", True)
         if not isinstance(raise_epoch, bool):
             raise UsageError(f"{cls.kind}: 'raise_controller_epoch' is true or false, not {raise_epoch!r}")
