@@ -24,10 +24,13 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
 
 from kafka_chaos.common.errors import HarnessError, UsageError
-from kafka_chaos.harness.config import ClusterConfig, render_properties
-from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
+from kafka_chaos.harness.config import render_properties
+from kafka_chaos.harness.distribution import java_executable
 from kafka_chaos.harness.kraft.observer import KraftObserver
 from kafka_chaos.harness.kraft.storage import format_storage
 from kafka_chaos.harness.local.cds_paths import archive_options
@@ -57,8 +60,6 @@ from kafka_chaos.harness.migration.status import COPY_COMPLETED, MigrationStatus
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
-from kazoo.client import KazooClient
-
 from kafka_chaos.harness.zkclient import close_bounded, connect
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
@@ -79,11 +80,12 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
 
     mode = "migration"
 
-    def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, **kwargs: object) -> None:
-        super().__init__(config, distribution, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """:class:`LocalCluster`'s arguments; no controller runs until :meth:`provision_controllers`."""
+        super().__init__(*args, **kwargs)
         self._controllers: dict[int, LocalNode] = {}
         self._voters: dict[int, str] = {}
-        self._roles: dict[int, str] = {b: ZK for b in config.broker_ids()}
+        self._roles: dict[int, str] = {b: ZK for b in self.config.broker_ids()}
         self._finalized = False
 
     def __repr__(self) -> str:
