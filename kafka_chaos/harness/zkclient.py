@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -58,3 +60,14 @@ def close_bounded(client: KazooClient, zk_connect: str, *, timeout: float) -> No
     if closer.is_alive():
         log.info("ZooKeeper at %s did not confirm closing a session within %.0f s; leaving it to "
                  "expire", zk_connect, timeout)
+
+
+@contextmanager
+def short_session(zk_connect: str, *, command_s: float = 10.0, close_s: float = 2.0) -> Iterator[KazooClient]:
+    """A client for a few reads or writes: connected within ``command_s`` (each command retried as
+    long), closed on leaving, waiting at most ``close_s`` (:func:`close_bounded`)."""
+    client = connect(zk_connect, session_timeout=10.0, connect_timeout=command_s, command_deadline=command_s)
+    try:
+        yield client
+    finally:
+        close_bounded(client, zk_connect, timeout=close_s)

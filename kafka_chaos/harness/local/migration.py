@@ -60,7 +60,7 @@ from kafka_chaos.harness.migration.status import COPY_COMPLETED, MigrationStatus
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
-from kafka_chaos.harness.zkclient import close_bounded, connect
+from kafka_chaos.harness.zkclient import short_session
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 
 log = logging.getLogger(__name__)
@@ -158,12 +158,8 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
             check_alive(self._controllers.values())
 
     def _zookeeper_cluster_id(self) -> str:
-        client = connect(self.zookeeper_connect, session_timeout=10.0, connect_timeout=ZK_COMMAND_S,
-                         command_deadline=ZK_COMMAND_S)
-        try:
+        with short_session(self.zookeeper_connect, command_s=ZK_COMMAND_S) as client:
             data, _ = client.retry(client.get, CLUSTER_ID)
-        finally:
-            close_bounded(client, self.zookeeper_connect, timeout=2.0)
         znode = parse_json_znode(data)
         if znode is None or not isinstance(znode.get("id"), str):
             raise HarnessError(f"{CLUSTER_ID} holds no cluster id: {data!r}")
@@ -227,9 +223,7 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
         broker becomes the ZooKeeper controller again and the migration can be re-attempted);
         returns what ``/migration`` held. ``controller_epoch_above``: first raise
         ``/controller_epoch`` above it when it is not (KAFKA-20488, below)."""
-        client = connect(self.zookeeper_connect, session_timeout=10.0, connect_timeout=ZK_COMMAND_S,
-                         command_deadline=ZK_COMMAND_S)
-        try:
+        with short_session(self.zookeeper_connect, command_s=ZK_COMMAND_S) as client:
             held: dict[str, object] = {}
             if client.retry(client.exists, MIGRATION_ZNODE):
                 data, _ = client.retry(client.get, MIGRATION_ZNODE)
@@ -240,8 +234,6 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
                 if client.retry(client.exists, path):
                     client.retry(client.delete, path, recursive=True)
             return held
-        finally:
-            close_bounded(client, self.zookeeper_connect, timeout=2.0)
 
     @staticmethod
     def _raise_controller_epoch(client: KazooClient, above: int) -> None:
@@ -330,43 +322,36 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
         if self._controllers:
             with KraftObserver(self.metadata_log_dirs(), topics=[]) as observer:
                 state = observer.zk_migration_state()
-        lines: list[str] = []
-        for node in self._controllers.values():
-            if node.server_log.exists():
-                lines += node.server_log.read_text(errors="replace").splitlines()
+        logs = {c: node.server_log.read_text(errors="replace").splitlines()
+                for c, node in self._controllers.items() if node.server_log.exists()}
         migration, controller, epoch = self._read_znodes()
-        return MigrationStatus(zk_migration_state=state, driver_state=self._active_driver_state(controller),
+        return MigrationStatus(zk_migration_state=state, driver_state=self._active_driver_state(controller, logs),
                                migration_znode=migration, controller_znode=controller,
-                               copy_completed=any(COPY_COMPLETED in line.lower() for line in lines),
+                               copy_completed=any(COPY_COMPLETED in line.lower() for lines in logs.values()
+                                                  for line in lines),
                                zk_controller_epoch=epoch, broker_roles=dict(self._roles))
 
-    def _active_driver_state(self, controller: dict[str, object] | None) -> str | None:
+    def _active_driver_state(self, controller: dict[str, object] | None, logs: dict[int, list[str]]) -> str | None:
         """The driver state the active controller logged last (the one named by ``/controller``,
-        else the latest transition of any controller)."""
+        else the latest transition of any controller) in the controllers' ``logs``."""
         active = controller.get("brokerid") if controller else None
-        nodes = ([self._controllers[active]] if isinstance(active, int) and active in self._controllers
-                 else list(self._controllers.values()))
+        chosen = [active] if isinstance(active, int) and active in self._controllers else list(self._controllers)
         latest: tuple[float, str] | None = None
-        for node in nodes:
-            if not node.server_log.exists():
+        for c in chosen:
+            if c not in logs:
                 continue
-            state = last_driver_state(node.server_log.read_text(errors="replace").splitlines())
+            state = last_driver_state(logs[c])
             if state is not None:
-                stamp = node.server_log.stat().st_mtime
+                stamp = self._controllers[c].server_log.stat().st_mtime
                 if latest is None or stamp > latest[0]:
                     latest = (stamp, state)
         return latest[1] if latest else None
 
     def _read_znodes(self) -> tuple[dict[str, object] | None, dict[str, object] | None, int | None]:
         """``/migration``, ``/controller`` and ``/controller_epoch`` (None where absent)."""
-        client = connect(self.zookeeper_connect, session_timeout=10.0, connect_timeout=ZK_COMMAND_S,
-                         command_deadline=ZK_COMMAND_S)
-        try:
-            found: list[bytes | None] = []
-            for path in (MIGRATION_ZNODE, CONTROLLER_ZNODE, CONTROLLER_EPOCH_ZNODE):
-                found.append(client.retry(client.get, path)[0] if client.retry(client.exists, path) else None)
-        finally:
-            close_bounded(client, self.zookeeper_connect, timeout=2.0)
+        with short_session(self.zookeeper_connect, command_s=ZK_COMMAND_S) as client:
+            found = [client.retry(client.get, path)[0] if client.retry(client.exists, path) else None
+                     for path in (MIGRATION_ZNODE, CONTROLLER_ZNODE, CONTROLLER_EPOCH_ZNODE)]
         epoch = found[2].decode().strip() if found[2] else ""
         return parse_json_znode(found[0]), parse_json_znode(found[1]), int(epoch) if epoch.isdigit() else None
 
@@ -406,9 +391,5 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
                     except HarnessError as exc:
                         log.warning("killing %s: %s", node.name, exc)
         super().destroy()
-
-    def write_state(self) -> Path:
-        """Only the ZooKeeper-mode part is attachable (``cluster up`` has no migration mode)."""
-        return super().write_state()
 
 

@@ -211,6 +211,24 @@ def reprepare_broker(node: LocalNode, layout: NodeLayout, config: ClusterConfig,
     node.config_file.write_text(render_properties(props))
 
 
+def signal_node(node: LocalNode, verb: str, stop_timeout: float) -> None:
+    """``verb`` (kill, stop, pause, resume) the running ``node``: SIGKILL, SIGTERM (bounded by
+    ``stop_timeout``), SIGSTOP, SIGCONT. HarnessError when it is not running."""
+    process = node.process
+    if process is None or not process.alive():
+        raise HarnessError(f"cannot {verb} {node.name}: it is not running")
+    log.info("%s %s (pid %d)", {"kill": "SIGKILL", "stop": "SIGTERM", "pause": "SIGSTOP",
+                                "resume": "SIGCONT"}[verb], node.name, process.pid)
+    if verb == "kill":
+        process.kill()
+    elif verb == "stop":
+        process.terminate(stop_timeout)
+    elif verb == "pause":
+        process.pause()
+    else:
+        process.resume()
+
+
 def read_properties(path: Path) -> dict[str, str]:
     """A ``.properties`` file as the harness writes them: ``key=value`` lines, ``#`` comments."""
     props = {}
@@ -222,11 +240,10 @@ def read_properties(path: Path) -> dict[str, str]:
 
 
 def _property(path: Path, key: str) -> str:
-    for line in path.read_text().splitlines():
-        name, sep, value = line.partition("=")
-        if sep and name.strip() == key:
-            return value.strip()
-    raise HarnessError(f"{path} has no {key}")
+    value = read_properties(path).get(key)
+    if value is None:
+        raise HarnessError(f"{path} has no {key}")
+    return value
 
 
 def _broker_files(layout: NodeLayout, config: ClusterConfig, broker_id: int, port: int, zookeeper_connect: str,
@@ -245,24 +262,6 @@ def _broker_files(layout: NodeLayout, config: ClusterConfig, broker_id: int, por
 
 
 # ---------------------------------------------------------------- readiness
-
-def signal_node(node: LocalNode, verb: str, stop_timeout: float) -> None:
-    """``verb`` (kill, stop, pause, resume) the running ``node``: SIGKILL, SIGTERM (bounded by
-    ``stop_timeout``), SIGSTOP, SIGCONT. HarnessError when it is not running."""
-    process = node.process
-    if process is None or not process.alive():
-        raise HarnessError(f"cannot {verb} {node.name}: it is not running")
-    log.info("%s %s (pid %d)", {"kill": "SIGKILL", "stop": "SIGTERM", "pause": "SIGSTOP",
-                                "resume": "SIGCONT"}[verb], node.name, process.pid)
-    if verb == "kill":
-        process.kill()
-    elif verb == "stop":
-        process.terminate(stop_timeout)
-    elif verb == "pause":
-        process.pause()
-    else:
-        process.resume()
-
 
 def check_alive(nodes: Iterable[LocalNode]) -> None:
     """NodeStartFailed (with the log tail) for the first node that is no longer running."""

@@ -5,24 +5,21 @@ no admin znodes: ``KRaftMigrationDriver`` copies ZooKeeper once, then only write
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
 from kafka_chaos.harness.kraft.admin import KraftAdmin
 from kafka_chaos.harness.kraft.observer import KraftObserver
-from kafka_chaos.harness.migration.status import MIGRATION, POST_MIGRATION
+from kafka_chaos.harness.migration.observer import MigratingCluster
+from kafka_chaos.harness.migration.status import kraft_in_charge
 from kafka_chaos.harness.zkadmin import ZkAdmin
 
 
-class AdminTarget(Protocol):
-    @property
-    def zookeeper_connect(self) -> str: ...
+class AdminTarget(MigratingCluster, Protocol):
+    """What the writer needs: the observer's view of the cluster, and where its brokers are."""
 
     @property
     def bootstrap_servers(self) -> str: ...
-
-    def metadata_log_dirs(self) -> list[Path]: ...
 
 
 class MigrationAdmin:
@@ -44,7 +41,7 @@ class MigrationAdmin:
         dirs = self._cluster.metadata_log_dirs()
         if dirs:
             with KraftObserver(dirs, topics=[]) as observer:
-                if observer.zk_migration_state() in (MIGRATION, POST_MIGRATION):
+                if kraft_in_charge(observer.zk_migration_state()):
                     return KraftAdmin(self._cluster.bootstrap_servers)
         return self._zk
 

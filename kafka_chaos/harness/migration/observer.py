@@ -25,7 +25,7 @@ from typing import Protocol
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.kraft.observer import KraftObserver
-from kafka_chaos.harness.migration.status import MIGRATION, POST_MIGRATION
+from kafka_chaos.harness.migration.status import kraft_in_charge
 from kafka_chaos.harness.observer import BrokerWaits, ConvergenceTimeout, ZkObserver
 from kafka_chaos.harness.zkevents import ZkEvent
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
@@ -82,17 +82,11 @@ class MigrationObserver(BrokerWaits):
                     self._kraft.start()
             return self._kraft
 
-    def kraft_in_charge(self) -> bool:
-        """The KRaft controller decides: the log's last ``ZkMigrationStateRecord`` is MIGRATION
-        or POST_MIGRATION (``KRaftMigrationDriver`` writes MIGRATION when the copy completes)."""
-        kraft = self._kraft_observer()
-        return kraft is not None and kraft.zk_migration_state() in (MIGRATION, POST_MIGRATION)
-
     def _authority(self) -> ZkObserver | KraftObserver:
+        """The metadata log once the KRaft controller decides (:func:`status.kraft_in_charge`), else
+        ZooKeeper."""
         kraft = self._kraft_observer()
-        if kraft is not None and kraft.zk_migration_state() in (MIGRATION, POST_MIGRATION):
-            return kraft
-        return self._zk
+        return kraft if kraft is not None and kraft_in_charge(kraft.zk_migration_state()) else self._zk
 
     def zookeeper_snapshot(self, topics: Iterable[str] | None = None) -> ZkSnapshot:
         return self._zk.snapshot(topics)

@@ -35,6 +35,12 @@ DRIVER_STATES = ("UNINITIALIZED", "INACTIVE", "WAIT_FOR_CONTROLLER_QUORUM", "WAI
 DUAL_WRITE = "DUAL_WRITE"
 WAIT_FOR_BROKERS = "WAIT_FOR_BROKERS"
 
+def kraft_in_charge(zk_migration_state: int | None) -> bool:
+    """The KRaft controller is the cluster's controller: the log's last ``ZkMigrationStateRecord``
+    is MIGRATION (the copy completed, ``KRaftMigrationDriver``) or POST_MIGRATION (finalised)."""
+    return zk_migration_state in (MIGRATION, POST_MIGRATION)
+
+
 _TRANSITION = re.compile(r"(\d+) transitioning from (\w+) to (\w+) state")
 # 3.5 logs "Zookeeper"; 3.6+ "ZooKeeper" (KRaftMigrationDriver): matched without case
 COPY_COMPLETED = "completed migration of metadata from zookeeper to kraft"
@@ -94,9 +100,8 @@ class MigrationStatus:
 
     @property
     def kraft_controller_in_charge(self) -> bool:
-        """The KRaft controller is the cluster's controller: the metadata is copied (MIGRATION)
-        or the migration finalised (POST_MIGRATION)."""
-        return self.zk_migration_state in (MIGRATION, POST_MIGRATION)
+        """The KRaft controller is the cluster's controller (:func:`kraft_in_charge`)."""
+        return kraft_in_charge(self.zk_migration_state)
 
     @property
     def kraft_controller_id(self) -> int | None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.scenarios.checks.functions import CheckResult
-from kafka_chaos.scenarios.history.migration import MigrationObserved
+from kafka_chaos.scenarios.history.migration import MigrationObserved, PartitionView, dual_write_view
 
 TIMELINE = "migration_timeline"
 
@@ -75,15 +75,13 @@ def check_dual_write(zookeeper: ZkSnapshot | None, kraft: ZkSnapshot | None, top
     replicas) once the KRaft controller's write-behind caught up, within ``bound_s``."""
     if zookeeper is None or kraft is None:
         return CheckResult("migration_dual_write", None, detail="not observed")
-    differing = []
-    for key in sorted(set(zookeeper.partitions) | set(kraft.partitions)):
-        if key[0] not in topics:
-            continue
-        z, k = zookeeper.partitions.get(key), kraft.partitions.get(key)
-        zv = None if z is None else (z.leader, z.leader_epoch, sorted(z.isr), list(z.replicas))
-        kv = None if k is None else (k.leader, k.leader_epoch, sorted(k.isr), list(k.replicas))
-        if zv != kv:
-            differing.append(f"{key[0]}-{key[1]}: ZooKeeper {zv}, log {kv}")
+    zk_view, kraft_view = dual_write_view(zookeeper, topics), dual_write_view(kraft, topics)
+
+    def shown(v: PartitionView | None) -> object:
+        return None if v is None else (v[0], v[1], list(v[2]), list(v[3]))
+
+    differing = [f"{t}-{p}: ZooKeeper {shown(zk_view.get((t, p)))}, log {shown(kraft_view.get((t, p)))}"
+                 for t, p in sorted(set(zk_view) | set(kraft_view)) if zk_view.get((t, p)) != kraft_view.get((t, p))]
     passed = not differing and write_behind_s is not None
     detail = ("; ".join(differing[:5]) + (f" (+{len(differing) - 5} more)" if len(differing) > 5 else "")
               + f" after {bound_s:.0f} s") if differing else ""

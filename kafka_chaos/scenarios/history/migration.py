@@ -7,7 +7,7 @@ the end of the bound), with how long that took."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,16 @@ from kafka_chaos.harness.zksnapshot import ZkSnapshot
 # ZooKeeper is written behind the log by KRaftMigrationDriver's event queue: milliseconds on an
 # idle machine; the bound is what a loaded 2-core machine may take, not a Kafka setting.
 WRITE_BEHIND_BOUND_S = 15.0
+
+PartitionView = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+
+
+def dual_write_view(snapshot: ZkSnapshot, topics: Iterable[str]) -> dict[tuple[str, int], PartitionView]:
+    """What the dual-write must carry to ZooKeeper, per partition of ``topics``: leader, leader
+    epoch, ISR (as a set: its order is the writer's) and replicas."""
+    wanted = set(topics)
+    return {k: (p.leader, p.leader_epoch, tuple(sorted(p.isr)), tuple(p.replicas))
+            for k, p in snapshot.partitions.items() if k[0] in wanted}
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.cluster import Cluster, MigrationControl, implements
 from kafka_chaos.harness.migration.observer import MigrationObserver
 from kafka_chaos.harness.observers import Observer
-from kafka_chaos.harness.zksnapshot import ZkSnapshot
-from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S, MigrationObserved
+from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S, MigrationObserved, dual_write_view
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +33,6 @@ def migration_status(cluster: Cluster) -> Mapping[str, Any] | None:
         return {"error": str(exc)}
 
 
-def partitions_view(snapshot: ZkSnapshot, topics: Sequence[str]) -> dict[tuple[str, int], tuple[object, ...]]:
-    """What the dual-write must carry to ZooKeeper: leader, leader epoch, ISR and replicas."""
-    return {k: (p.leader, p.leader_epoch, tuple(sorted(p.isr)), tuple(p.replicas))
-            for k, p in snapshot.partitions.items() if k[0] in topics}
-
-
 def observe_migration(cluster: Cluster, observer: Observer, topics: Sequence[str],
                       before: Mapping[str, Any] | None) -> MigrationObserved | None:
     after = migration_status(cluster)
@@ -51,7 +44,7 @@ def observe_migration(cluster: Cluster, observer: Observer, topics: Sequence[str
     while True:
         kraft = observer.kraft_snapshot(topics)
         zookeeper = observer.zookeeper_snapshot(topics)
-        if kraft is not None and partitions_view(kraft, topics) == partitions_view(zookeeper, topics):
+        if kraft is not None and dual_write_view(kraft, topics) == dual_write_view(zookeeper, topics):
             return MigrationObserved(before, after, zookeeper, kraft, time.monotonic() - started)
         if time.monotonic() - started >= WRITE_BEHIND_BOUND_S:
             return MigrationObserved(before, after, zookeeper, kraft, None)
