@@ -71,8 +71,12 @@ class ConvergenceTimeout(HarnessError):
 
 
 class BrokerWaits:
-    """``wait_broker_gone`` / ``wait_broker_registered`` over an observer's own ``wait_until``
-    (the KRaft and the migration observers: a broker is "gone" when no longer active)."""
+    """``wait_broker_gone`` / ``wait_broker_registered`` over an observer's own ``wait_until``;
+    what "gone" and "registered" mean is each observer's to say in its descriptions (a KRaft
+    broker is fenced and unfenced, a ZooKeeper one leaves and joins ``/brokers/ids``)."""
+
+    gone_words = "to be fenced"
+    registered_words = "to be unfenced"
 
     def wait_until(self, predicate: Callable[[ZkSnapshot], bool], *, timeout: float,
                    description: str) -> ZkSnapshot:
@@ -80,14 +84,14 @@ class BrokerWaits:
 
     def wait_broker_gone(self, broker_id: int, timeout: float) -> ZkSnapshot:
         return self.wait_until(lambda s: broker_id not in s.live_brokers, timeout=timeout,
-                               description=f"broker {broker_id} to be fenced")
+                               description=f"broker {broker_id} {self.gone_words}")
 
     def wait_broker_registered(self, broker_id: int, timeout: float, *,
                                newer_than_epoch: int | None = None) -> ZkSnapshot:
         def registered(s: ZkSnapshot) -> bool:
             epoch = s.live_brokers.get(broker_id)
             return epoch is not None and (newer_than_epoch is None or epoch > newer_than_epoch)
-        return self.wait_until(registered, timeout=timeout, description=f"broker {broker_id} to be unfenced")
+        return self.wait_until(registered, timeout=timeout, description=f"broker {broker_id} {self.registered_words}")
 
 
 class EventQueries:
@@ -148,13 +152,16 @@ class EventQueries:
         return event.at if event else None
 
 
-class ZkObserver(EventQueries):
+class ZkObserver(BrokerWaits, EventQueries):
     """Watches a Kafka cluster's ZooKeeper state, reads snapshots, waits for conditions and
     answers event queries; see the module docstring.
 
     ``topics=None`` observes every topic (new ones are picked up by a watch on
     ``/brokers/topics``); otherwise only the named ones, which need not exist yet.
     """
+
+    gone_words = "to leave /brokers/ids"
+    registered_words = "to register in /brokers/ids"
 
     def __init__(self, zk_connect: str, *, topics: Iterable[str] | None = None,
                  session_timeout: float = 6.0, connect_timeout: float = 10.0,
@@ -310,18 +317,6 @@ class ZkObserver(EventQueries):
                 raise ConvergenceTimeout(description, last, timeout, note)
             generation = self._wait_for_change(generation, min(remaining, self._recheck_interval))
 
-    def wait_broker_gone(self, broker_id: int, timeout: float) -> ZkSnapshot:
-        return self.wait_until(lambda s: broker_id not in s.live_brokers, timeout=timeout,
-                               description=f"broker {broker_id} to leave /brokers/ids")
-
-    def wait_broker_registered(self, broker_id: int, timeout: float, *,
-                               newer_than_epoch: int | None = None) -> ZkSnapshot:
-        """Wait for ``/brokers/ids/N``; with ``newer_than_epoch``, for a *new* registration."""
-        def registered(s: ZkSnapshot) -> bool:
-            epoch = s.live_brokers.get(broker_id)
-            return epoch is not None and (newer_than_epoch is None or epoch > newer_than_epoch)
-        return self.wait_until(registered, timeout=timeout,
-                               description=f"broker {broker_id} to register in /brokers/ids")
 
     def _timeout_snapshot(self) -> ZkSnapshot | None:
         try:
