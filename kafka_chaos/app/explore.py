@@ -5,11 +5,13 @@ parses arguments, loops over schedule indexes and prints; benchmarks and tests c
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.scenarios.checks.expectations import Predictor
+from kafka_chaos.scenarios.checks.time_ledger import counted_ledgers
+from kafka_chaos.scenarios.model.ledger import TimeLedger
 
 if TYPE_CHECKING:
     from kafka_chaos.records.schema import Record
@@ -40,13 +42,17 @@ class Explorer:
     progress: Progress
     predictor: Predictor | None = None
     trials: int = 0
+    # Every run's counted time ledgers, shrink trials' too (app.time_summary).
+    ledgers: list[TimeLedger] = field(default_factory=list)
 
     def run(self, schedule: Schedule, directory: Path, iteration: int, records_file: str = "records.jsonl"
             ) -> tuple[ScenarioOutcome, list[Record]]:
         from kafka_chaos.app.runs import run_in_directory
 
-        return run_in_directory(self.options, self.pool, self.progress, self.predictor, schedule.scenario(), iteration,
-                                directory, records_file)
+        outcome, records = run_in_directory(self.options, self.pool, self.progress, self.predictor,
+                                            schedule.scenario(), iteration, directory, records_file)
+        self.ledgers += counted_ledgers(records)
+        return outcome, records
 
     def trial(self, schedule: Schedule) -> frozenset[tuple[str, str | None]]:
         from kafka_chaos.scenarios.plans.shrink import failure_keys

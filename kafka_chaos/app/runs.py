@@ -125,6 +125,9 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
     explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times."""
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.records.writer import RecordWriter
+    from kafka_chaos.app.time_summary import time_table
+    from kafka_chaos.scenarios.checks.time_ledger import counted_ledgers
+    from kafka_chaos.scenarios.model.ledger import summed
     from kafka_chaos.scenarios.history.observations import HistoryWriter
     from kafka_chaos.scenarios.run.junit import JUnitCase, write_junit
     from kafka_chaos.scenarios.run.pool import ClusterPool
@@ -160,6 +163,7 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
     tee = TeeWriter(writer)  # each case's records, for triage (--tolerate client)
     runner = Runner(options, pool, tee, progress, history=history, **_predicting(predictor))
     cases: list[Case] = []
+    rerun_records: list[Record] = []  # (their time is the run's too)
     status = "interrupted"
     try:
         for s, i in cases_planned:
@@ -172,7 +176,9 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
             for attempt in range(1, deflake + 1):
                 if case.outcome.passed or any(r.passed for r in case.reruns):
                     break
-                case.reruns.append(_rerun_once(options, pool, progress, predictor, s, i, attempt))
+                rerun, records = _rerun_once(options, pool, progress, predictor, s, i, attempt)
+                case.reruns.append(rerun)
+                rerun_records += records
             cases.append(case)
             progress.case_done()
             ok, bad, unknown = case.outcome.counts
@@ -186,7 +192,7 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
         history.close()
         info.update(status=status, finished_at=time.time(), wall_seconds=round(time.monotonic() - t0, 1),
                     passed=bool(cases) and all(c.verdict != "fail" for c in cases) and status == "finished",
-                    tolerate=tolerate,
+                    tolerate=tolerate, time_ledger=summed(counted_ledgers(tee.records + rerun_records)).as_dict(),
                     outcomes=[{"scenario": c.outcome.scenario, "iteration": c.outcome.iteration,
                                "passed": c.outcome.passed, "verdict": c.verdict, "tolerated": c.tolerated,
                                "reruns": len(c.reruns),
@@ -198,6 +204,7 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
                                           c.outcome.error, tuple((r.results, r.error) for r in c.reruns), c.tolerated)
                                 for c in cases])
     print(summary_table(cases), flush=True)
+    print(time_table(counted_ledgers(tee.records + rerun_records), time.monotonic() - t0), flush=True)
     print(f"wall time {time.monotonic() - t0:.1f}s; records in {Path(results_dir) / 'records.jsonl'}", flush=True)
     if report:
         write_report(Path(results_dir))
@@ -226,14 +233,13 @@ def _predicting(predictor: Predictor | None) -> dict[str, Predictor]:
 
 
 def _rerun_once(options: RunOptions, pool: ClusterPool, progress: Callable[[str], None], predictor: Predictor | None,
-                scenario: Scenario, iteration: int, attempt: int) -> ScenarioOutcome:
+                scenario: Scenario, iteration: int, attempt: int) -> tuple[ScenarioOutcome, list[Record]]:
     """One rerun in ``reruns/<scenario>-<iteration>-<attempt>/``: its own history and records
     (``rerun.jsonl``, which reports over the results dir leave out), the same seeded choices."""
     directory = Path(options.results_dir) / "reruns" / f"{scenario.name}-{iteration}-{attempt}"
     progress(f"{scenario.name}#{iteration}: rerun {attempt} (--deflake) into {directory}")
-    outcome, _ = run_in_directory(options, pool, progress, predictor, scenario, iteration, directory, "rerun.jsonl",
-                                  attempt)
-    return outcome
+    return run_in_directory(options, pool, progress, predictor, scenario, iteration, directory, "rerun.jsonl",
+                            attempt)
 
 
 def run_in_directory(options: RunOptions, pool: ClusterPool, progress: Callable[[str], None],

@@ -29,6 +29,7 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 
 if TYPE_CHECKING:
+    from kafka_chaos.scenarios.model.ledger import TimeLedger
     from kafka_chaos.scenarios.plans.generator import GeneratorConfig
     from kafka_chaos.scenarios.run.runner import RunOptions
 
@@ -124,6 +125,7 @@ def _delay_links(backend: str) -> tuple[str, ...]:
 def explore_command(args: argparse.Namespace) -> int:
     from kafka_chaos.app.explore import Explorer, ShrinkBudget, explore_one
     from kafka_chaos.app.runs import git_revision, progress_printer, quiet_client_logs, write_report
+    from kafka_chaos.app.time_summary import time_table
     from kafka_chaos.harness.backends import missing_capabilities
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.records.writer import RecordWriter
@@ -156,7 +158,7 @@ def explore_command(args: argparse.Namespace) -> int:
             index += args.shard[1]
     finally:
         pool.release()
-        _write_summary(results, options, seed, args, ran, steps, failures, time.monotonic() - t0)
+        _write_summary(results, options, seed, args, ran, steps, failures, time.monotonic() - t0, explorer.ledgers)
     by_class: dict[str, int] = {}
     for f in failures:
         by_class[f["class"]] = by_class.get(f["class"], 0) + 1
@@ -165,15 +167,17 @@ def explore_command(args: argparse.Namespace) -> int:
     for f in failures:
         print(f"  {f['name']}: {f['class']} ({f['check']} after {f['fault']}), "
               f"{'confirmed' if f['confirmed'] else 'not confirmed'} {f['reproduced']}; replay: {f['replay']}")
+    print(time_table(explorer.ledgers, time.monotonic() - t0, steps), flush=True)
     if not args.no_report:
         write_report(results)
     return 1 if failures else 0
 
 
 def _write_summary(results: Path, options: RunOptions, seed: int, args: argparse.Namespace, ran: int, steps: int,
-                   failures: list[dict[str, Any]], seconds: float) -> None:
+                   failures: list[dict[str, Any]], seconds: float, ledgers: list[TimeLedger]) -> None:
     from kafka_chaos.app.explore import write_failures
     from kafka_chaos.records.writer import RecordWriter
+    from kafka_chaos.scenarios.model.ledger import summed
 
     write_failures(results, failures)
     with RecordWriter(results) as writer:
@@ -181,4 +185,5 @@ def _write_summary(results: Path, options: RunOptions, seed: int, args: argparse
             "run_id": options.run_id, "command": ["kafka-chaos", *sys.argv[1:]], "mode": "explore", "seed": seed,
             "shard": list(args.shard), "schedules": ran, "steps_checked": steps, "failures": len(failures),
             "backend": args.backend, "kafka_version": options.kafka_version, "git_revision": options.git_revision,
-            "wall_seconds": round(seconds, 1), "passed": not failures, "status": "finished"})
+            "wall_seconds": round(seconds, 1), "time_ledger": summed(ledgers).as_dict(), "passed": not failures,
+            "status": "finished"})

@@ -40,6 +40,8 @@ from kafka_chaos.records.schema import FIELD_NAMES, READABLE_VERSIONS, REQUIRED_
 from kafka_chaos.results.partials_cache import FilePartials, PartialsCache, merged
 from kafka_chaos.results.samples import Samples
 from kafka_chaos.results.tables import FAILURE_COLUMNS, TIMELINE_RECORD_COLUMNS
+from kafka_chaos.scenarios.checks.time_ledger import TIME_LEDGER
+from kafka_chaos.scenarios.model.ledger import COUNTED_SCOPES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -156,14 +158,16 @@ _FACT_PARTS: Mapping[str, str] = {
     "fault": "string",  # the availability and controller tables' key
     "failure": "string",  # a failed check's columns (tables.FAILURE_COLUMNS) as JSON text: one fact each
     "step": "string",  # a migration step's columns (tables.TIMELINE_COLUMNS) as JSON text: one fact each
+    "phase": "string",  # the time-ledger table's key
     "times": "struct<started_at:double,finished_at:double,seed:bigint>",
     "availability": "struct<produce:double,consume:double>",
     "controller": "struct<elections:bigint,election_ms:double,events:bigint,queue_ms:double,shutdowns:bigint,"
                   "shutdown_ms:double,unclean:bigint,moved:int,offline:bigint,urp:bigint,under_min_isr:bigint,"
                   "queue_size:bigint>",
+    "time": "struct<seconds:double>",
 }
 FILE_ID = "file_id"
-FACT_KEYS = ("table", "input", "outcome", "sample", "fault", "failure", "step")
+FACT_KEYS = ("table", "input", "outcome", "sample", "fault", "failure", "step", "phase")
 OUTCOME_KEYS = ("run_id", "scenario", "check", "backend", "kafka_version", "kind", "passed", "day")
 _SUMMED = ("elections", "election_ms", "events", "queue_ms", "shutdowns", "shutdown_ms", "unclean", "moved")
 _LARGEST = ("offline", "urp", "under_min_isr", "queue_size")
@@ -218,7 +222,10 @@ def facts(classified: "DataFrame") -> "DataFrame":
     * ``availability`` / ``controller`` — the ``client_availability`` / ``controller_metrics``
       measurements' figures per fault;
     * ``failing`` — a failed check (``kind == "check"`` and ``passed`` false), whole;
-    * ``timeline`` — a migration step's ``migration_timeline`` measurement, whole.
+    * ``timeline`` — a migration step's ``migration_timeline`` measurement, whole;
+    * ``time`` — one per phase of a ``time_ledger`` measurement whose scope is counted
+      (:data:`scenarios.model.ledger.COUNTED_SCOPES`: a topic creation's breaks down its
+      iteration's ``create_topics``): phase, seconds.
 
     One SQL expression (an array of facts per line, ``inline`` makes them rows): one call into
     the JVM where the same built from Column objects took over a thousand.
@@ -248,19 +255,26 @@ def facts(classified: "DataFrame") -> "DataFrame":
                      kafka_version="kafka_version", mode="coalesce(mode, 'zookeeper')",
                      ms="entry.value")
     fact_type = "struct<table:string," + ",".join(f"{name}:{kind}" for name, kind in _FACT_PARTS.items()) + ">"
+    no_facts = f"CAST(array() AS array<{fact_type}>)"
     samples = (f"CASE WHEN {valid} AND latency_ms IS NOT NULL THEN transform(map_entries(map_filter(latency_ms, "
                f"(phase, ms) -> ms IS NOT NULL AND NOT isnan(ms))), entry -> {_fact('latency', sample=sample)}) "
-               f"ELSE CAST(array() AS array<{fact_type}>) END")
+               f"ELSE {no_facts} END")
+    counted = ", ".join(f"'{scope}'" for scope in COUNTED_SCOPES)
+    phases = "from_json(get_json_object(observed, '$.phases'), 'map<string,double>')"
+    ledger = (f"CASE WHEN {measurement} AND `check` = '{TIME_LEDGER}' AND get_json_object(observed, '$.scope') "
+              f"IN ({counted}) AND {phases} IS NOT NULL THEN transform(map_entries({phases}), entry -> "
+              f"{_fact('time', phase='entry.key', time=_struct(seconds='entry.value'))}) ELSE {no_facts} END")
     return classified.selectExpr(f"xxhash64(source) AS {FILE_ID}",
-                                 f"inline(concat(filter(array({', '.join(once)}), one -> one IS NOT NULL), {samples}))")
+                                 f"inline(concat(filter(array({', '.join(once)}), one -> one IS NOT NULL), {samples}, "
+                                 f"{ledger}))")
 
 
 _AVAILABILITY_VALUES = tuple(f"{name}_{label}" for name in ("produce", "consume") for label in ("sum", "min", "n"))
 _AVAILABILITY_SUMMED = tuple(name for name in _AVAILABILITY_VALUES if not name.endswith("_min"))
 _AVAILABILITY_SMALLEST = tuple(name for name in _AVAILABILITY_VALUES if name.endswith("_min"))
 # What a non-latency partial row carries besides its table and count, as JSON (``rest``).
-REST_FIELDS = ("input", "outcome", "fault", "failure", "step", "started_at", "finished_at", "seed", *_AVAILABILITY_VALUES,
-               *_SUMMED, *_LARGEST)
+REST_FIELDS = ("input", "outcome", "fault", "failure", "step", "phase", "started_at", "finished_at", "seed",
+               *_AVAILABILITY_VALUES, *_SUMMED, *_LARGEST, "seconds")
 
 
 def partials(facts_frame: "DataFrame") -> "DataFrame":
@@ -279,7 +293,7 @@ def partials(facts_frame: "DataFrame") -> "DataFrame":
         "count(1) AS n", "min(times.started_at) AS started_at", "max(times.finished_at) AS finished_at",
         "min(times.seed) AS seed", *availability,
         *[f"sum(controller.{name}) AS {name}" for name in _SUMMED],
-        *[f"max(controller.{name}) AS {name}" for name in _LARGEST])])
+        *[f"max(controller.{name}) AS {name}" for name in _LARGEST], "sum(time.seconds) AS seconds")])
     rest = "to_json(named_struct(" + ", ".join(f"'{name}', {name}" for name in REST_FIELDS) + "))"
     return aggregated.selectExpr(FILE_ID, "table", "sample", "n",
                                  f"CASE WHEN table = 'latency' THEN NULL ELSE {rest} END AS rest")
@@ -312,6 +326,7 @@ class Aggregates:
     latency_by_release: list[dict[str, Any]] = field(default_factory=list)
     latency_by_mode: list[dict[str, Any]] = field(default_factory=list)
     migration_timeline: list[dict[str, Any]] = field(default_factory=list)
+    time_ledger: list[dict[str, Any]] = field(default_factory=list)
     latency_histogram: list[dict[str, Any]] = field(default_factory=list)
     availability: list[dict[str, Any]] = field(default_factory=list)
     controller: list[dict[str, Any]] = field(default_factory=list)
@@ -490,7 +505,8 @@ def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
     from kafka_chaos.results import tables
 
     table = found.table
-    by_table = {name: _rows(table, name) for name in ("outcome", "availability", "controller", "failing", "timeline")}
+    by_table = {name: _rows(table, name) for name in ("outcome", "availability", "controller", "failing", "timeline",
+                                                      "time")}
     # JSON leaves out null fields: a record without a verdict has no "passed"
     outcomes = [{**dict.fromkeys(OUTCOME_KEYS), **row["outcome"], **{k: row[k] for k in ("n", "started_at",
                                                                                          "finished_at", "seed")}}
@@ -509,6 +525,7 @@ def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
         "controller": tables.controller(controller),
         "failing_checks": tables.failing_checks(by_table["failing"]),
         "migration_timeline": tables.migration_timeline(by_table["timeline"]),
+        "time_ledger": tables.time_ledger(tables.merge_rows(by_table["time"], "phase", summed=("n", "seconds"))),
     }
 
 
@@ -584,7 +601,7 @@ def _load(result: Aggregates, found: Mapping[str, list[dict[str, Any]]], tables_
     result.inputs = [{**row, "source": source_path(row["source"])} for row in jsonable["inputs"]]
     result.totals = jsonable["totals"][0]
     for name in ("pass_rates", "latency", "latency_by_partitions", "latency_by_session_timeout", "latency_by_release",
-                 "latency_by_mode", "migration_timeline",
+                 "latency_by_mode", "migration_timeline", "time_ledger",
                  "latency_histogram",
                  "availability", "controller", "trend_by_day", "trend_by_run", "latency_values"):
         setattr(result, name, jsonable[name])

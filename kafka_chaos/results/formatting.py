@@ -22,6 +22,14 @@ def interval(low: Any, high: Any) -> str:
     return f"{100 * low:.1f}–{100 * high:.1f}"
 
 
+def seconds(value: Any) -> str:
+    return "–" if value is None else f"{value:,.1f}"
+
+
+def flag(value: Any) -> str:
+    return "yes" if value else ""
+
+
 def count(value: Any) -> str:
     return "–" if value is None else f"{value:,}"
 

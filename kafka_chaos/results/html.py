@@ -196,6 +196,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
             ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
             ("mode", "mode", fmt.text), *_LATENCY_COLUMNS]),
         _migration_timeline(summary.get("migration_timeline", [])),  # absent before migrations were
+        _time_ledger(summary.get("time_ledger", [])),  # absent before time ledgers were
         _timelines(images.get("timelines", [])),
         "<h2>Trend</h2>",
     ]
@@ -395,4 +396,23 @@ def _migration_timeline(rows: list[dict[str, Any]]) -> str:
             ("phase_after", "phase after", fmt.text), ("zk_migration_state", "ZkMigrationState", fmt.text),
             ("driver_state", "driver", fmt.text), ("kraft_controller", "KRaft controller", fmt.text),
             ("seconds", "seconds", fmt.text), ("write_behind_s", "ZooKeeper lag s", fmt.text)]),
+    ])
+
+
+def _time_ledger(rows: list[dict[str, Any]]) -> str:
+    """Where the harness's time went, per phase (nothing when no run recorded a time ledger)."""
+    if not rows:
+        return ""
+    return "".join([
+        "<h3>Where the time went</h3>",
+        "<p class=\"note\">Every scenario iteration's wall time by phase, from the <code>time_ledger</code> "
+        "measurements: each fault step's (settle, predict, inject, convergence, metadata, clients, measure) and "
+        "the iteration's around them (cluster, topics, workload, checks, heal, read-back); <code>other</code> is "
+        "what no phase measured. Kafka-dictated phases (broker and controller start-up, session / heartbeat / "
+        "election timeouts) are what the harness cannot shorten by itself. Ledgers: how many steps or "
+        "iterations spent time in the phase; share: of all the seconds listed.</p>",
+        _table(rows, [
+            ("phase", "phase", fmt.text), ("kafka_dictated", "Kafka-dictated", fmt.flag),
+            ("ledgers", "ledgers", fmt.count), ("seconds", "seconds", fmt.seconds), ("mean_s", "mean s", fmt.seconds),
+            ("share", "share", fmt.rate)]),
     ])

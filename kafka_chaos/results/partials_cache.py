@@ -33,8 +33,10 @@ from kafka_chaos.results.spark_cds import cache_root
 log = logging.getLogger(__name__)
 
 # The modules whose code decides what a partial holds: the query (aggregate.py), the record
-# layout it parses (records/schema.py) and the failed checks' columns (tables.FAILURE_COLUMNS).
-CODE_MODULES = ("results/aggregate.py", "records/schema.py", "results/tables.py")  # under kafka_chaos/
+# layout it parses (records/schema.py), the failed checks' columns (tables.FAILURE_COLUMNS) and
+# which time ledgers count (scenarios/model/ledger.py, scenarios/checks/time_ledger.py).
+CODE_MODULES = ("results/aggregate.py", "records/schema.py", "results/tables.py", "scenarios/model/ledger.py",
+                "scenarios/checks/time_ledger.py")  # under kafka_chaos/
 DIR_ENV = "KAFKA_CHAOS_REPORT_CACHE"  # where the entries go (default: <cache root>/report-partials)
 LIMIT_BYTES = 2 << 30  # 2 GiB; beyond it, the least recently used entries go
 SUFFIX = ".arrow"

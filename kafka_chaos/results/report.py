@@ -262,6 +262,7 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
         "availability": aggregates.availability,
         "controller": aggregates.controller,
         "migration_timeline": aggregates.migration_timeline,
+        "time_ledger": aggregates.time_ledger,
         "trend_by_day": aggregates.trend_by_day,
         "trend_by_run": aggregates.trend_by_run,
         "failing_checks": with_replay_commands(aggregates.failing_checks, files),

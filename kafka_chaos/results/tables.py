@@ -29,6 +29,7 @@ from typing import Any
 
 from kafka_chaos.results.samples import Samples, group_sums, grouped, log_buckets, mantissas_exponents, nearest_ranks
 from kafka_chaos.records.schema import LATENCY_PHASES
+from kafka_chaos.scenarios.model.ledger import KAFKA_DICTATED, PHASES
 
 Row = dict[str, Any]
 
@@ -85,6 +86,7 @@ TABLE_COLUMNS: Mapping[str, str] = {
     "migration_timeline": "run_id:string scenario:string iteration:int fault:string target:string "
                           "phase_before:string phase_after:string zk_migration_state:string driver_state:string "
                           "kraft_controller:int seconds:double write_behind_s:double started_at:double",
+    "time_ledger": "phase:string kafka_dictated:boolean ledgers:bigint seconds:double mean_s:double share:double",
     "failing_checks": "run_id:string seed:bigint scenario:string iteration:int check:string backend:string "
                       "kafka_version:string fault:string target:string topic:string partition:int detail:string "
                       "expected:string observed:string started_at:double",
@@ -354,3 +356,20 @@ def migration_timeline(facts: Sequence[Row]) -> list[Row]:
         rows += [row] * fact["n"]
     rows.sort(key=lambda r: sort_key(r[k] for k in ("run_id", "scenario", "iteration", "started_at")))
     return rows
+
+
+def time_ledger(facts: Sequence[Row]) -> list[Row]:
+    """Where the time went: per time-ledger phase (:mod:`scenarios.model.ledger`, in its order;
+    a phase this code does not know last), the seconds over every counted ``time_ledger``
+    measurement, how many ledgers spent any, their mean and the phase's share of all the seconds;
+    Kafka-dictated phases marked."""
+    total = sum(f["seconds"] or 0.0 for f in facts)
+
+    def position(row: Row) -> tuple[int, str]:
+        name = row["phase"]
+        return (PHASES.index(name) if name in PHASES else len(PHASES), name)
+
+    return [{"phase": f["phase"], "kafka_dictated": f["phase"] in KAFKA_DICTATED, "ledgers": f["n"],
+             "seconds": f["seconds"], "mean_s": _mean(f["seconds"], f["n"]),
+             "share": f["seconds"] / total if total and f["seconds"] is not None else None}
+            for f in sorted(facts, key=position)]

@@ -60,6 +60,13 @@ def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) 
             ("p50", "p50", -8, fmt.ms), ("p90", "p90", -8, fmt.ms), ("p99", "p99", -8, fmt.ms),
             ("max", "max", -8, fmt.ms),
         ])
+    if summary.get("time_ledger"):  # absent from a summary written before time ledgers were
+        lines += ["", "where the time went (time_ledger measurements):"]
+        lines += _columns(summary["time_ledger"], [
+            ("phase", "phase", 18, fmt.text), ("kafka_dictated", "kafka", 5, fmt.flag),
+            ("ledgers", "n", -7, fmt.count), ("seconds", "seconds", -10, fmt.seconds),
+            ("mean_s", "mean s", -8, fmt.seconds), ("share", "share", -7, fmt.rate),
+        ])
     if summary["failing_checks_total"]:
         newest = summary["failing_checks"][0]
         lines += ["", f"{summary['failing_checks_total']:,} failing check(s); newest: {newest['scenario']} "

@@ -223,3 +223,26 @@ def test_the_migration_timeline_lists_each_step_in_order_with_its_phases(spark):
         ("migration_provision", "zookeeper", "pre-migration", "PRE_MIGRATION", 2.5, None, None),
         ("migration_roll/hybrid", "pre-migration", "hybrid", "MIGRATION", 7.5, 0.02, 3000)]
     assert tables_of(spark, [record(check="oracle_leader")])["migration_timeline"] == []
+
+
+def test_where_the_time_went_sums_each_phase_over_the_counted_time_ledgers(spark):
+    """``time_ledger`` measurements (scenarios.checks.time_ledger) become the report's "Where the
+    time went": per phase in the ledger's order, seconds summed over fault steps and iterations,
+    how many ledgers spent any, their mean and share; a topic creation's ledger (a breakdown of
+    its iteration's create_topics) is not counted again; no ledgers, no rows."""
+    def ledger(scope, phases, fault=None):
+        return record(kind="measurement", check="time_ledger", passed=None, fault=fault,
+                      observed={"scope": scope, "phases": phases, "seconds": sum(phases.values()),
+                                "kafka_dictated_s": phases.get("session_expiry", 0.0)})
+    rows = tables_of(spark, [
+        ledger("step", {"settle": 1.0, "session_expiry": 6.0, "other": 0.5}, "hard_kill"),
+        ledger("step", {"settle": 3.0, "broker_start": 4.0}, "start"),
+        ledger("topic_creation", {"inject": 0.5, "converge": 1.5}, "create_topic"),
+        ledger("iteration", {"cluster": 10.0, "create_topics": 2.0, "other": 1.5}),
+        record(check="oracle_leader"),
+    ])["time_ledger"]
+    assert [(r["phase"], r["kafka_dictated"], r["ledgers"], r["seconds"], r["mean_s"]) for r in rows] == [
+        ("settle", False, 2, 4.0, 2.0), ("broker_start", True, 1, 4.0, 4.0), ("session_expiry", True, 1, 6.0, 6.0),
+        ("cluster", False, 1, 10.0, 10.0), ("create_topics", False, 1, 2.0, 2.0), ("other", False, 2, 2.0, 1.0)]
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0) and rows[3]["share"] == pytest.approx(10 / 28)
+    assert tables_of(spark, [record(check="oracle_leader")])["time_ledger"] == []

@@ -53,6 +53,7 @@ from kafka_chaos.scenarios.checks.functions import (
     compare_partitions,
 )
 from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, epochs_exact, expectations, matching
+from kafka_chaos.scenarios.checks.time_ledger import ledger_measurement
 from kafka_chaos.scenarios.history.observations import (
     Observation,
     ScenarioAborted,
@@ -60,6 +61,7 @@ from kafka_chaos.scenarios.history.observations import (
     ScenarioSkipped,
     StepObserved,
 )
+from kafka_chaos.scenarios.model.ledger import ITERATION, STEP, TOPIC_CREATION
 from kafka_chaos.scenarios.model.snapshots import mismatches, observed_partitions, predicted_partitions
 
 log = logging.getLogger(__name__)
@@ -579,3 +581,23 @@ def history(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
     anomalies an unclean election the oracle predicted must cause are allowed there and
     counted apart (``observed.allowed``)."""
     return _history_results(obs, ctx)
+
+
+# --- where the time went (scenarios.checks.time_ledger) ------------------------------------------
+
+@register_check("time_ledger", StepObserved)
+def step_time_ledger(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """A fault step's ledger, or topic creation's (a breakdown of its iteration's ``create_topics``)."""
+    return ledger_measurement(STEP if obs.index is not None else TOPIC_CREATION, obs.ledger)
+
+
+@register_check("iteration_time_ledger", ScenarioFinished)
+def iteration_time_ledger(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    """The iteration's time outside its fault steps' ledgers."""
+    return ledger_measurement(ITERATION, obs.ledger)
+
+
+@register_check("aborted_time_ledger", ScenarioAborted)
+def aborted_time_ledger(obs: ScenarioAborted, ctx: CheckContext) -> list[CheckResult]:
+    """As an iteration's, up to the abort."""
+    return ledger_measurement(ITERATION, obs.ledger)

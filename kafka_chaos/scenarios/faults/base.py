@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar, runtim
 from kafka_chaos.harness.cluster import Capability, ChaosCluster
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.oracle import ClusterState, Event, TopicPartition
+from kafka_chaos.scenarios.model.ledger import PLAIN, FaultWaits
 from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:
@@ -149,6 +150,12 @@ class Fault(Protocol):
         """Replicas this fault keeps on failed log directories while active (the controller's
         ``replicasOnOfflineDirs``, which ZooKeeper does not show): later steps' oracle input."""
 
+    @property
+    def waits(self) -> FaultWaits:
+        """Which time-ledger phases its action and its convergence wait are
+        (:mod:`scenarios.model.ledger`): Kafka-dictated ones where it starts nodes or a session,
+        heartbeat or election timeout decides how long it takes."""
+
     def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         """Read from the cluster what :meth:`oracle_events` depends on (which of ``state``'s
         partitions a log directory holds); the pipeline calls it just before asking for the
@@ -184,6 +191,7 @@ class FaultBase:
     exact_epochs: ClassVar[bool] = True
     client_windows: ClassVar[bool] = False
     mode_support: ClassVar[frozenset[str]] = ANY_MODE
+    kafka_waits: ClassVar[FaultWaits] = PLAIN  # what ``waits`` says unless an option changes it
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
@@ -212,6 +220,10 @@ class FaultBase:
     @property
     def offline_replicas(self) -> Mapping[int, frozenset[TopicPartition]]:
         return {}
+
+    @property
+    def waits(self) -> FaultWaits:
+        return self.kafka_waits
 
     def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         return None

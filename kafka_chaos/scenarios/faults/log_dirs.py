@@ -41,6 +41,7 @@ from kafka_chaos.oracle import (
 )
 from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.ledger import STARTS_NODES, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, Target
 
@@ -185,6 +186,7 @@ class LogDirRepair(FaultBase):
     kind: ClassVar[str] = KIND
     mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = _NEEDS
+    kafka_waits: ClassVar[FaultWaits] = STARTS_NODES  # a restart
     _running: bool = field(default=True, init=False)
 
     @property

@@ -53,6 +53,7 @@ from kafka_chaos.scenarios.faults.generation import (
     IllegalStep,
     register_generator,
 )
+from kafka_chaos.scenarios.model.ledger import PLAIN, STARTS_NODES, FaultWaits
 from kafka_chaos.scenarios.model.snapshots import is_settled
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, NoTarget, Target
@@ -77,6 +78,8 @@ def _copy_done(status: MigrationStatus) -> bool:
 class _MigrationStep(FaultBase):
     requires: ClassVar[frozenset[Capability]] = _MIGRATION
     mode_support: ClassVar[frozenset[str]] = MIGRATION_ONLY
+    # provisioning, rolls and finalising start controllers or brokers and wait for them
+    kafka_waits: ClassVar[FaultWaits] = STARTS_NODES
 
 
 @register_fault
@@ -183,6 +186,7 @@ class MigrationDeprovision(_MigrationStep):
     # guide has operators check and work around); False: roll back as the 3.9.2 guide says.
     raise_controller_epoch: bool = True
     kind: ClassVar[str] = "migration_deprovision"
+    kafka_waits: ClassVar[FaultWaits] = PLAIN  # stops the controllers, starts nothing
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> MigrationDeprovision:

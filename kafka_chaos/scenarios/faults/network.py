@@ -17,6 +17,7 @@ from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
 from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_REJOIN, LEADER_ISR_SHRINK
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.ledger import DETECTED_BY_TIMEOUT, PLAIN, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, Target
 
@@ -78,6 +79,11 @@ class NetworkPartition(_NetworkFault):
         # cut from ZooKeeper only: still fetching, re-added by its leaders on releases that do not
         # fence its stale leader epoch (isr_rules.rejoin_unregistered: before 2.5, KAFKA-9338)
         return LEADER_ISR_REJOIN if self.variant == "zookeeper" else None
+
+    @property
+    def waits(self) -> FaultWaits:
+        # cut from ZooKeeper: nothing moves until its session expires
+        return DETECTED_BY_TIMEOUT if _cut_loses_session(self.variant) else PLAIN
 
     def oracle_events(self) -> list[Event]:
         return [BrokerFailure(tuple(self.target.brokers))] if _cut_loses_session(self.variant) else []

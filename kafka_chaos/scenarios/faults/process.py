@@ -21,6 +21,7 @@ from kafka_chaos.scenarios.faults.generation import (
     IllegalStep,
     register_generator,
 )
+from kafka_chaos.scenarios.model.ledger import DETECTED_BY_TIMEOUT, PLAIN, STARTS_NODES, WAITS_OUT_TIMEOUT, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, Target
 
@@ -52,6 +53,7 @@ class HardKill(_ProcessFault):
     """SIGKILL; the ZK session lives on until it expires (detection = session timeout)."""
 
     kind: ClassVar[str] = "hard_kill"
+    kafka_waits: ClassVar[FaultWaits] = DETECTED_BY_TIMEOUT  # the session expires, then the controller acts
 
     def oracle_events(self) -> list[Event]:
         return [BrokerFailure(tuple(self.target.brokers))]
@@ -95,6 +97,7 @@ class Start(_ProcessFault):
     """Start brokers an earlier fault took down (waits for the old registration to vanish)."""
 
     kind: ClassVar[str] = "start"
+    kafka_waits: ClassVar[FaultWaits] = STARTS_NODES
 
     @property
     def holds(self) -> tuple[int, ...]:
@@ -124,6 +127,7 @@ class Restart(_ProcessFault):
 
     hard: bool = False
     kind: ClassVar[str] = "restart"
+    kafka_waits: ClassVar[FaultWaits] = STARTS_NODES
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Restart:
@@ -153,6 +157,7 @@ class Pause(_ProcessFault):
     session timeout + tick + margin; the broker then re-registers by itself."""
 
     kind: ClassVar[str] = "pause"
+    kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits for the session to expire
     _paused: set[int] = field(default_factory=set, init=False)
 
     @property
@@ -195,6 +200,7 @@ class ShortPause(Pause):
 
     seconds: float = 2.0
     kind: ClassVar[str] = "short_pause"
+    kafka_waits: ClassVar[FaultWaits] = PLAIN  # a deliberate sleep shorter than the session
     # Nothing moves in ZooKeeper: the clients' produce gap is the whole cost, so measure it.
     client_windows: ClassVar[bool] = True
 

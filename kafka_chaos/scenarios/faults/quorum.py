@@ -32,6 +32,7 @@ from kafka_chaos.scenarios.faults.generation import (
     IllegalStep,
     register_generator,
 )
+from kafka_chaos.scenarios.model.ledger import STARTS_NODES, WAITS_OUT_TIMEOUT, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Controller, NoTarget, Target
 
@@ -117,6 +118,7 @@ class QuorumLeaderKill(_QuorumFault):
     (``KafkaRaftClient``'s election after ``controller.quorum.fetch.timeout.ms``)."""
 
     kind: ClassVar[str] = "quorum_leader_kill"
+    kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits for the next election
     _killed: int | None = field(default=None, init=False)
 
     def inject(self, env: FaultEnv) -> None:
@@ -138,6 +140,7 @@ class QuorumLeaderPause(_QuorumFault):
     leader wakes up in an old epoch, learns the new one and follows."""
 
     kind: ClassVar[str] = "quorum_leader_pause"
+    kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits for the next election
 
     def inject(self, env: FaultEnv) -> None:
         leader, epoch = self._leader(env), _quorum_epoch(env)
@@ -159,6 +162,7 @@ class QuorumLoss(_QuorumFault):
 
     seconds: float = 10.0
     kind: ClassVar[str] = "quorum_loss"
+    kafka_waits: ClassVar[FaultWaits] = STARTS_NODES  # the controllers start again within inject
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> QuorumLoss:

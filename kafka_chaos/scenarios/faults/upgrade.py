@@ -20,6 +20,7 @@ from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import BrokerStartup, ControlledShutdown, Event
 from kafka_chaos.oracle.release import INTER_BROKER_PROTOCOL_VERSION
 from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.model.ledger import STARTS_NODES, FaultWaits
 from kafka_chaos.scenarios.model.targets import Target
 
 KIND = "roll"
@@ -34,6 +35,7 @@ class RollBroker(FaultBase):
     to: str | None = None
     ibp: str | None = None
     kind: ClassVar[str] = KIND
+    kafka_waits: ClassVar[FaultWaits] = STARTS_NODES  # a restart on another release
     mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.BROKER_CONTROL, Capability.BROKER_RELEASES})
 

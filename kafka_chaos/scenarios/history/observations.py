@@ -29,6 +29,10 @@ controller phases in ``latency``.
 
 Version 5 adds ``migration`` to the steps of a migrating cluster
 (:mod:`scenarios.history.migration`); other steps are written as version 4 wrote them.
+
+Version 6 adds ``ledger`` to ``step``, ``finished`` and ``aborted``: where the step's or the scenario
+iteration's wall time went, as ``[[phase, seconds], ...]`` (:mod:`scenarios.model.ledger`). Older
+observations have none (read as an empty ledger) and give no ``time_ledger`` record.
 """
 
 from __future__ import annotations
@@ -49,13 +53,15 @@ from kafka_chaos.scenarios.history.controller_log import LogEvent
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics
 from kafka_chaos.scenarios.history.migration import MigrationObserved
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
+from kafka_chaos.scenarios.model.ledger import TimeLedger
 from kafka_chaos.scenarios.model.targets import Target
 
 HISTORY_FILE = "history.jsonl"
 # 4: an acknowledgement without an offset (an idempotent producer's implicit ack) is stored with
 # offset null; versions 1-3 stored it as offset 0, and are read as they were written.
-HISTORY_VERSION = 5
-READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5})
+# 6: time ledgers (StepObserved, ScenarioFinished, ScenarioAborted).
+HISTORY_VERSION = 6
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 
 
 
@@ -190,6 +196,8 @@ class StepObserved:
     # A migrating cluster's phase before and after, and ZooKeeper's and the log's views while
     # dual-writing (scenarios.history.migration; history v5); None: not a migrating cluster.
     migration: MigrationObserved | None = None
+    # Where the step's wall time went, started_at to finished_at (history v6; empty before).
+    ledger: TimeLedger = TimeLedger()
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -219,6 +227,7 @@ class StepObserved:
             "metrics": None if self.metrics is None else self.metrics.to_dict(),
             "controller_log": None if self.controller_log is None else [e.to_list() for e in self.controller_log],
             **({"migration": self.migration.to_dict()} if self.migration is not None else {}),
+            **_ledger_to_dict(self.ledger),
         }
 
     @classmethod
@@ -243,7 +252,14 @@ class StepObserved:
             metrics=FaultMetrics.from_dict(d["metrics"]) if d.get("metrics") is not None else None,
             controller_log=None if d.get("controller_log") is None else tuple(
                 LogEvent.from_list(e) for e in d["controller_log"]),
-            migration=MigrationObserved.from_dict(d["migration"]) if d.get("migration") is not None else None)
+            migration=MigrationObserved.from_dict(d["migration"]) if d.get("migration") is not None else None,
+            ledger=TimeLedger.from_list(d.get("ledger")))
+
+
+def _ledger_to_dict(ledger: TimeLedger) -> dict[str, Any]:
+    """``ledger`` as an observation's field; nothing when empty (an older observation re-written
+    stays as it was)."""
+    return {"ledger": ledger.to_list()} if ledger else {}
 
 
 @dataclass(frozen=True)
@@ -280,16 +296,20 @@ class ScenarioFinished:
     deliveries: tuple[TopicDelivery, ...] = ()
     # The clients' last stretch per "t-p" and the read-back as polls (history v2).
     ops: Mapping[str, ClientOps] = field(default_factory=dict)
+    # Where the iteration's wall time went outside its fault steps' ledgers (history v6).
+    ledger: TimeLedger = TimeLedger()
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "finished", "run": self.run.to_dict(), "started_at": self.started_at,
                 "finished_at": self.finished_at, "healed": self.healed,
-                "deliveries": [t.to_dict() for t in self.deliveries], "ops": ops_to_dict(self.ops)}
+                "deliveries": [t.to_dict() for t in self.deliveries], "ops": ops_to_dict(self.ops),
+                **_ledger_to_dict(self.ledger)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScenarioFinished:
         return cls(ScenarioRun.from_dict(d["run"]), d["started_at"], d["finished_at"], d["healed"],
-                   tuple(TopicDelivery.from_dict(t) for t in d["deliveries"]), ops_from_dict(d.get("ops")))
+                   tuple(TopicDelivery.from_dict(t) for t in d["deliveries"]), ops_from_dict(d.get("ops")),
+                   TimeLedger.from_list(d.get("ledger")))
 
 
 @dataclass(frozen=True)
@@ -298,14 +318,17 @@ class ScenarioAborted:
     started_at: float
     finished_at: float
     why: str
+    # As ScenarioFinished's: up to the abort (history v6).
+    ledger: TimeLedger = TimeLedger()
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "aborted", "run": self.run.to_dict(), "started_at": self.started_at,
-                "finished_at": self.finished_at, "why": self.why}
+                "finished_at": self.finished_at, "why": self.why, **_ledger_to_dict(self.ledger)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScenarioAborted:
-        return cls(ScenarioRun.from_dict(d["run"]), d["started_at"], d["finished_at"], d["why"])
+        return cls(ScenarioRun.from_dict(d["run"]), d["started_at"], d["finished_at"], d["why"],
+                   TimeLedger.from_list(d.get("ledger")))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ The runner only *observes*. Per scenario iteration:
    back, delete the topics; failed scenarios get their node logs copied to
    ``RESULTS_DIR/logs/<scenario>-<i>/``.
 
+Every phase of the iteration is timed (:mod:`scenarios.model.ledger`): each step's into its own
+ledger (``StepObserved.ledger``), the rest into the iteration's (``ScenarioFinished.ledger``, or
+``ScenarioAborted.ledger``).
+
 Each step's :mod:`observation <scenarios.history.observations>` is appended (fsync'ed) to
 ``history.jsonl``, then handed to the check registry (:func:`scenarios.checks.registry.evaluate`),
 whose results become records (fsync'ed) — the same function ``kafka-chaos check`` runs later.
@@ -55,6 +59,19 @@ from kafka_chaos.scenarios.history.observations import (
     ScenarioSkipped,
     StepObserved,
     TopicDelivery,
+)
+from kafka_chaos.scenarios.model.ledger import (
+    CHECK,
+    CLUSTER,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    HEAL,
+    READ_BACK,
+    SETTLE_AFTER_HEAL,
+    WORKLOAD_START,
+    WORKLOAD_STOP,
+    Stopwatch,
+    TimeLedger,
 )
 from kafka_chaos.scenarios.model.snapshots import is_settled
 from kafka_chaos.scenarios.run.pool import INTERNAL_TOPICS, ClusterPool
@@ -131,6 +148,7 @@ class Runner:
         """Run one scenario iteration; ``attempt`` > 0 is a rerun (``--deflake``): the same
         seeded choices on topics of its own."""
         started = time.monotonic()
+        clock = Stopwatch()
         outcome = ScenarioOutcome(scenario.name, iteration, 0.0)
         checks = CheckContext(self.predictor)
         requirements = requirements_of([s.fault for s in scenario.steps])
@@ -145,8 +163,9 @@ class Runner:
         interrupted = False
         ctx: _Context | None = None
         try:
-            cluster = self.pool.acquire(scenario.needs)
-            ctx = _Context.build(scenario, iteration, cluster, outcome, checks, self.options, attempt)
+            with clock.phase(CLUSTER):
+                cluster = self.pool.acquire(scenario.needs)
+            ctx = _Context.build(scenario, iteration, cluster, outcome, checks, self.options, attempt, clock)
             self._run_in(ctx)
         except KeyboardInterrupt:
             interrupted = True
@@ -156,7 +175,8 @@ class Runner:
             outcome.error = str(exc)
             self.progress(f"{scenario.name}#{iteration}: aborted: {exc}")
             if ctx is not None:
-                self._emit(checks, outcome, ScenarioAborted(ctx.run, ctx.started_at, time.time(), str(exc)))
+                self._emit(checks, outcome, ScenarioAborted(ctx.run, ctx.started_at, time.time(), str(exc),
+                                                            ctx.ledger()))
         finally:
             outcome.seconds = time.monotonic() - started
             if not interrupted and not outcome.passed and self.pool.cluster is not None:
@@ -199,34 +219,54 @@ class Runner:
                 aborted = True  # no _finish: the consumers are stopped here
                 raise
             finally:
-                for w in ctx.workloads.values():
-                    try:
-                        w.stop(drain_timeout=2.0 if interrupted else 5.0)
-                    except Exception as exc:  # noqa: BLE001 - recorded below as unknown delivery
-                        ctx.workload_errors[w.topic] = str(exc)
+                with ctx.clock.phase(WORKLOAD_STOP):
+                    self._stop_producers(ctx, drain_timeout=2.0 if interrupted else 5.0)
                 if interrupted:
                     self._stop_consumers(ctx)
                 if not interrupted:
                     self._step_progress(ctx, "healing")
-                    for err in nemesis.heal_all():
+                    with ctx.clock.phase(HEAL):
+                        errors = nemesis.heal_all()
+                    for err in errors:
                         ctx.outcome.error = ctx.outcome.error or f"heal failed: {err}"
                     if aborted:
-                        self._stop_consumers(ctx)
+                        with ctx.clock.phase(WORKLOAD_STOP):
+                            self._stop_consumers(ctx)
             self._finish(ctx)
 
     def _finish(self, ctx: _Context) -> None:
-        """After healing: settled again, then the read-back, then topic deletion."""
+        """After healing: settled again, then the read-back, then topic deletion; the iteration's
+        last observation closes its ledger."""
         started = time.time()
         try:
-            self.pool.restore()
-            ctx.zk.wait_until(lambda s: is_settled(s, ctx.physical_topics), timeout=self.options.settle_timeout,
-                                    description="settled after healing")
+            with ctx.clock.phase(SETTLE_AFTER_HEAL):
+                self.pool.restore()
+                ctx.zk.wait_until(lambda s: is_settled(s, ctx.physical_topics), timeout=self.options.settle_timeout,
+                                  description="settled after healing")
         except HarnessError as exc:
-            self._stop_consumers(ctx)
+            with ctx.clock.phase(WORKLOAD_STOP):
+                self._stop_consumers(ctx)
             self._emit(ctx.checks, ctx.outcome, ScenarioFinished(
-                ctx.run, started, time.time(), str(exc), (), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)))
+                ctx.run, started, time.time(), str(exc), (), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None),
+                ctx.ledger()))
             return
-        self._stop_consumers(ctx)  # healed: a group member leaves its group at once
+        with ctx.clock.phase(WORKLOAD_STOP):
+            self._stop_consumers(ctx)  # healed: a group member leaves its group at once
+        with ctx.clock.phase(READ_BACK):
+            deliveries = self._read_back(ctx)
+        ops = client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)
+        for physical, w in ctx.workloads.items():  # the read-back is the last poll of every partition
+            ops = with_read_back(ops, physical, w.read_back, time.time())
+        finished_at = time.time()
+        try:  # before the observation is emitted, so that its ledger holds the deletion too
+            with ctx.clock.phase(DELETE_TOPICS):
+                self._delete_topics(ctx)
+        finally:
+            self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, finished_at, None,
+                                                                 tuple(deliveries), ops, ctx.ledger()))
+
+    def _read_back(self, ctx: _Context) -> list[TopicDelivery]:
+        """Every acknowledged message of each topic read back (or why not)."""
         deliveries = []
         for physical, w in ctx.workloads.items():
             if physical in ctx.workload_errors:
@@ -238,17 +278,24 @@ class Runner:
                                                 resent=w.resent_keys()))
             except HarnessError as exc:
                 deliveries.append(TopicDelivery(physical, None, f"could not read back: {exc}"))
-        ops = client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)
-        for physical, w in ctx.workloads.items():  # the read-back is the last poll of every partition
-            ops = with_read_back(ops, physical, w.read_back, time.time())
-        self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, time.time(), None, tuple(deliveries),
-                                                             ops))
+        return deliveries
+
+    @staticmethod
+    def _delete_topics(ctx: _Context) -> None:
         try:
             from kafka_chaos.harness.metadata import delete_topics
 
             delete_topics(ctx.cluster.bootstrap_servers, ctx.physical_topics, timeout=15.0)
         except HarnessError as exc:
             log.info("deleting topics %s: %s", ctx.physical_topics, exc)
+
+    @staticmethod
+    def _stop_producers(ctx: _Context, drain_timeout: float) -> None:
+        for w in ctx.workloads.values():
+            try:
+                w.stop(drain_timeout=drain_timeout)
+            except Exception as exc:  # noqa: BLE001 - recorded as unknown delivery
+                ctx.workload_errors[w.topic] = str(exc)
 
     def _stop_consumers(self, ctx: _Context) -> None:
         """Stop the consumers (after healing, so they catch up and close quickly). A consumer
@@ -273,12 +320,18 @@ class Runner:
             for t in ctx.scenario.topics:
                 create_topic(ctx.cluster.bootstrap_servers, ctx.topic_names[t.name], t.assignment, t.config)
 
-        observed, options, converged = core.create_topics(ctx.run, events, create)
-        self._emit(ctx.checks, ctx.outcome, observed, options)
+        with ctx.clock.phase(CREATE_TOPICS):
+            observed, options, converged = core.create_topics(ctx.run, events, create)
+        with ctx.clock.phase(CHECK):
+            self._emit(ctx.checks, ctx.outcome, observed, options)
         if not converged:
             raise ScenarioAbortedError("the topics never reached their predicted initial state")
 
     def _start_workloads(self, ctx: _Context) -> None:
+        with ctx.clock.phase(WORKLOAD_START):
+            self._start_clients(ctx)
+
+    def _start_clients(self, ctx: _Context) -> None:
         from kafka_chaos.scenarios.clients.consumers import Consumers
         from kafka_chaos.scenarios.clients.workload import Workload
 
@@ -318,7 +371,9 @@ class Runner:
         prepared = core.prepare(label, step)
         observed = core.observe(ctx.run, index, prepared,
                                 _WorkloadClients(ctx, self.options.client_recovery_timeout, core.progress))
-        self._emit(ctx.checks, ctx.outcome, observed, prepared.options)
+        ctx.step_seconds += observed.ledger.total  # the step's own ledger holds them
+        with ctx.clock.phase(CHECK):
+            self._emit(ctx.checks, ctx.outcome, observed, prepared.options)
         ctx.ops_cut = observed.measured_at
 
     # misc -------------------------------------------------------------------------------------
@@ -390,6 +445,8 @@ class _Context:
     rng: random.Random
     topic_names: dict[str, str]
     started_at: float
+    clock: Stopwatch = field(default_factory=Stopwatch)  # the iteration's time, from its start
+    step_seconds: float = 0.0  # what its fault steps' own ledgers hold
     observer: Observer | None = None
     targets: list[Target] = field(default_factory=list)
     workloads: dict[str, Workload] = field(default_factory=dict)
@@ -401,6 +458,10 @@ class _Context:
     def physical_topics(self) -> list[str]:
         return list(self.topic_names.values())
 
+    def ledger(self) -> TimeLedger:
+        """The iteration's time so far outside its fault steps' ledgers."""
+        return self.clock.ledger(accounted_elsewhere=self.step_seconds)
+
     @property
     def zk(self) -> Observer:
         """The iteration's ZooKeeper observer (open from topic creation to the read-back)."""
@@ -410,7 +471,8 @@ class _Context:
 
     @classmethod
     def build(cls, scenario: Scenario, iteration: int, cluster: ChaosCluster, outcome: ScenarioOutcome,
-              checks: CheckContext, options: RunOptions, attempt: int = 0) -> _Context:
+              checks: CheckContext, options: RunOptions, attempt: int = 0,
+              clock: Stopwatch | None = None) -> _Context:
         # Same seed, scenario and iteration → same choices (str seeds hash with SHA-512).
         rng = random.Random(f"{options.seed}:{scenario.name}:{iteration}")
         # A rerun's topics are its own: the earlier attempt's may still be being deleted.
@@ -418,7 +480,7 @@ class _Context:
         names = {t.name: f"{prefix}-{t.name}".replace("_", "-") for t in scenario.topics}
         run = scenario_run(options, scenario, iteration, cluster, tuple(names.values()))
         return cls(scenario, iteration, cluster, outcome, checks, run, rng, names,
-                   time.time())
+                   time.time(), clock if clock is not None else Stopwatch())
 
 
 def scenario_run(options: RunOptions, scenario: Scenario, iteration: int, cluster: Cluster | None,

@@ -7,6 +7,10 @@ from that snapshot only, resolve the target, ask the oracle, and only then injec
 wait (bounded) for one of the predicted outcomes; then every unheld broker's metadata, the
 controller's metrics and log lines. What the clients did is the caller's (the runner has a
 workload, the probe none): it comes in through :class:`StepClients`.
+
+Every phase is timed on the monotonic clock into the step's time ledger
+(:mod:`scenarios.model.ledger`, ``StepObserved.ledger``); the fault says which of its waits
+Kafka dictates (``Fault.waits``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, Metri
 from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, converged_to, epochs_exact, expectations, matching
 from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
+from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASURE, METADATA, PREDICT, SETTLE, Stopwatch
 from kafka_chaos.scenarios.model.snapshots import cluster_state_of, is_settled, observed_partitions, unsettled
 from kafka_chaos.scenarios.run.poller import MetadataPoller
 from kafka_chaos.scenarios.model.targets import Selector, Target, view_of
@@ -66,6 +71,8 @@ class Prepared:
     events: tuple[Event, ...]
     options: tuple[Expectation, ...]
     then: tuple[str, ...]
+    # The step's time so far (settle, predict); observe goes on measuring on it.
+    clock: Stopwatch = field(default_factory=Stopwatch)
 
 
 class StepClients:
@@ -147,15 +154,23 @@ class StepCore:
 
         self.progress(f"{label}: waiting for a settled state")
         started = time.time()
+        clock = Stopwatch()
         # A follower cut off from its peers is live but cannot catch up until healed.
         excused = self.nemesis.faulted_brokers
         try:
-            before_snap = self.observer.wait_until(lambda s: is_settled(s, self.oracle_topics, excused),
-                                                   timeout=self.timeouts.settle,
-                                                   description=f"a settled state before {label}")
+            with clock.phase(SETTLE):
+                before_snap = self.observer.wait_until(lambda s: is_settled(s, self.oracle_topics, excused),
+                                                       timeout=self.timeouts.settle,
+                                                       description=f"a settled state before {label}")
         except ConvergenceTimeout as exc:
             why = "; ".join(unsettled(exc.last, self.oracle_topics, excused)) if exc.last else str(exc)
             raise self.error(f"not settled before {label}: {why}") from exc
+        with clock.phase(PREDICT):
+            return self._prepared(label, step, started, before_snap, clock)
+
+    def _prepared(self, label: str, step: Step, started: float, before_snap: ZkSnapshot, clock: Stopwatch) -> Prepared:
+        """From the settled snapshot: the oracle's input, the target, the fault, its events and
+        the oracle's answers."""
         # Replicas on failed log directories are controller memory, not in ZooKeeper.
         settings, release = controller_settings(self.cluster, before_snap.controller)
         before = self.nemesis.with_controller_memory(
@@ -163,13 +178,9 @@ class StepCore:
         target = self.naming.resolve(step, before_snap, self.cluster.broker_ids)
         fault = self.naming.fault(step, target, before_snap)
         events = self.nemesis.prepare(fault, before) + [AutoRebalance() for n in step.then if n == "auto_rebalance"]
-        try:
-            options = expectations(self.predictor, before, events, rule=fault.isr_rule,
-                                   rule_brokers=target.brokers, topics=list(self.topics))
-        except Exception as exc:  # noqa: BLE001 - an oracle that cannot answer decides nothing
-            raise self.error(f"the oracle could not predict {label} ({type(exc).__name__}: {exc})") from exc
-        return Prepared(label, started, before_snap, before, target, fault, tuple(events), tuple(options),
-                        tuple(step.then))
+        options = self._expectations(label, before, events, fault.isr_rule, target.brokers)
+        return Prepared(label, started, before_snap, before, target, fault, tuple(events), options,
+                        tuple(step.then), clock)
 
     def observe(self, run: ScenarioRun, index: int | None, prepared: Prepared,
                 clients: StepClients | None = None) -> StepObserved:
@@ -178,37 +189,45 @@ class StepCore:
         from kafka_chaos.harness.observer import ConvergenceTimeout
 
         clients = clients or StepClients()
+        clock = prepared.clock
         label, fault, options = prepared.label, prepared.fault, list(prepared.options)
         self.progress(f"{fault.label} on {prepared.target.description}")
         episode = self.nemesis.episode_start(fault)
         with MetadataPoller(self.cluster, self.cluster.broker_ids, list(self.topics)) as poller:
-            metrics_before = scrape_metrics(self.cluster)
-            logs = LogCursor(self.cluster)
-            logs.mark()
-            migration_before = migration_status(self.cluster)
-            fault_at = self.nemesis.inject(fault)
+            with clock.phase(MEASURE):
+                metrics_before = scrape_metrics(self.cluster)
+                logs = LogCursor(self.cluster)
+                logs.mark()
+                migration_before = migration_status(self.cluster)
+            with clock.phase(fault.waits.inject):
+                fault_at = self.nemesis.inject(fault)
             exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before, prepared.events,
                                  prepared.target.brokers)
             after: ZkSnapshot | None
             try:
-                after = self.observer.wait_until(
-                    lambda s: converged_to(s, options, prepared.before_snap, self.topics, exact_epochs=exact) is not None,
-                    timeout=self.timeouts.convergence, description=f"the predicted state after {label}")
+                with clock.phase(fault.waits.converge):
+                    after = self.observer.wait_until(
+                        lambda s: converged_to(s, options, prepared.before_snap, self.topics,
+                                               exact_epochs=exact) is not None,
+                        timeout=self.timeouts.convergence, description=f"the predicted state after {label}")
                 converged = True
             except ConvergenceTimeout as exc:
                 after, converged = exc.last, False
             waited = time.time() - fault_at
             self.progress(f"{label}: {'converged' if converged else 'DID NOT converge'} in {waited:.1f}s")
-            metadata = self._metadata(poller, after) if converged and after is not None else None
+            with clock.phase(METADATA):
+                metadata = self._metadata(poller, after) if converged and after is not None else None
             expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
                         or matching(after, options, self.topics)) if after is not None else None
             self.nemesis.remember(expected.state if converged and expected is not None else None)
-            clients.after_converged(prepared, expected or options[0], fault_at)
+            with clock.phase(CLIENTS):
+                clients.after_converged(prepared, expected or options[0], fault_at)
             measured_at = time.time()
-            metrics_after = scrape_metrics(self.cluster)
-            logged = controller_log(self.cluster, logs, fault_at, self.topics)
-            sightings = poller.sightings_by_partition(since=fault_at)
-            migration = observe_migration(self.cluster, self.observer, list(self.topics), migration_before)
+            with clock.phase(MEASURE):
+                metrics_after = scrape_metrics(self.cluster)
+                logged = controller_log(self.cluster, logs, fault_at, self.topics)
+                sightings = poller.sightings_by_partition(since=fault_at)
+                migration = observe_migration(self.cluster, self.observer, list(self.topics), migration_before)
         window_start = min(episode if episode is not None else fault_at, fault_at)
         return StepObserved(
             run=run, index=index, label=label, traits=traits_of(fault), target=prepared.target, then=prepared.then,
@@ -220,7 +239,7 @@ class StepCore:
             clients=clients.activity(window_start, measured_at), measured_at=measured_at, finished_at=time.time(),
             ops=clients.ops(measured_at),
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
-            controller_log=logged, migration=migration)
+            controller_log=logged, migration=migration, ledger=clock.ledger())
 
     def create_topics(self, run: ScenarioRun, events: Sequence[Event], create: Callable[[], None]
                       ) -> tuple[StepObserved, tuple[Expectation, ...], bool]:
@@ -232,24 +251,28 @@ class StepCore:
 
         self.progress("creating topics")
         started = time.time()
-        snapshot = self.observer.snapshot()
-        before = cluster_state_of(snapshot, self.topics, *controller_settings(self.cluster, snapshot.controller))
-        options = tuple(expectations(self.predictor, before, list(events), rule=None, rule_brokers=(),
-                                     topics=list(self.topics)))
+        clock = Stopwatch()
+        with clock.phase(PREDICT):
+            snapshot = self.observer.snapshot()
+            before = cluster_state_of(snapshot, self.topics, *controller_settings(self.cluster, snapshot.controller))
+            options = self._expectations("the topics' creation", before, list(events), None, ())
         created_at = time.time()
-        create()
+        with clock.phase(INJECT):
+            create()
         after: ZkSnapshot | None
         try:
-            after = self.observer.wait_until(
-                lambda s: matching(s, list(options), self.topics) is not None and is_settled(s, self.topics),
-                timeout=self.timeouts.settle, description="the created topics' predicted state")
+            with clock.phase(CONVERGE):
+                after = self.observer.wait_until(
+                    lambda s: matching(s, list(options), self.topics) is not None and is_settled(s, self.topics),
+                    timeout=self.timeouts.settle, description="the created topics' predicted state")
             converged = True
         except ConvergenceTimeout as exc:
             after, converged = exc.last, False
         waited = time.time() - started
         metadata = None
         if converged and after is not None:
-            with MetadataPoller(self.cluster, sorted(after.live_brokers), list(self.topics)) as poller:
+            with clock.phase(METADATA), \
+                    MetadataPoller(self.cluster, sorted(after.live_brokers), list(self.topics)) as poller:
                 metadata = self._metadata(poller, after)
         now = time.time()
         observed = StepObserved(
@@ -257,8 +280,17 @@ class StepCore:
             target=Target((), "cluster"), then=(), started_at=started, before=snapshot, oracle_state=before,
             oracle_events=tuple(events), fault_at=created_at, episode_started_at=created_at, after=after,
             waited_s=waited, convergence_timeout_s=self.timeouts.settle, excused=(), metadata=metadata,
-            sightings={}, events=(), clients={}, measured_at=now, finished_at=now)
+            sightings={}, events=(), clients={}, measured_at=now, finished_at=now, ledger=clock.ledger())
         return observed, options, converged
+
+    def _expectations(self, label: str, before: ClusterState, events: list[Event], rule: str | None,
+                      rule_brokers: Sequence[int]) -> tuple[Expectation, ...]:
+        """The oracle's answers; a refusal ends the scenario with one line, never a traceback."""
+        try:
+            return expectations(self.predictor, before, events, rule=rule, rule_brokers=rule_brokers,
+                                topics=list(self.topics))
+        except Exception as exc:  # noqa: BLE001 - an oracle that cannot answer decides nothing
+            raise self.error(f"the oracle could not predict {label} ({type(exc).__name__}: {exc})") from exc
 
     def _metadata(self, poller: MetadataPoller, after: ZkSnapshot) -> dict[int, MetadataAnswer]:
         # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their

@@ -220,3 +220,20 @@ def test_a_failed_checks_evidence_is_the_sentence_then_its_fields_long_ones_fold
     assert "<th>misplaced</th><td>0</td><td>1</td>" in cell  # short values side by side
     assert cell.count("<pre>") == 1 and "&quot;k-29&quot;" in cell  # the long one folded, whole
     assert "(no detail)" in evidence({"expected": 2, "observed": 3})
+
+
+TIME_ROWS = [
+    {"phase": "settle", "kafka_dictated": False, "ledgers": 12, "seconds": 30.5, "mean_s": 2.54, "share": 0.25},
+    {"phase": "session_expiry", "kafka_dictated": True, "ledgers": 4, "seconds": 91.5, "mean_s": 22.9, "share": 0.75},
+]
+
+
+def test_where_the_time_went_is_a_table_in_the_terminal_and_the_page():
+    text = render_terminal(summary_document(time_ledger=TIME_ROWS))
+    assert "where the time went" in text
+    assert re.search(r"session_expiry\s+yes\s+4\s+91\.5\s+22\.9\s+75\.0 %", text)
+    page = render_html(summary_document(time_ledger=TIME_ROWS), {"latency": {}, "trend": None})
+    assert "<h3>Where the time went</h3>" in page and "91.5" in page
+    # a summary written before time ledgers were (or with none) shows neither
+    assert "where the time went" not in render_terminal(summary_document())
+    assert "Where the time went" not in render_html(summary_document(), {"latency": {}, "trend": None})

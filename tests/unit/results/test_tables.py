@@ -234,3 +234,16 @@ def test_merged_partial_rows_are_the_aggregates_over_every_file(facts, cuts):
         expected = whole[row["fault"]]
         assert row["n"] == expected["n"] and row["other"] == "kept"
         assert all(same_value(row[k], expected[k]) for k in ("low", "high", "total")), (row, expected)
+
+
+def test_time_ledger_rows_go_in_the_ledgers_phase_order_with_mean_and_share():
+    """Per phase (scenarios.model.ledger order, an unknown phase last): seconds, ledgers, mean,
+    share of all the seconds; Kafka-dictated phases marked."""
+    facts = [dict(phase="other", n=4, seconds=2.0), dict(phase="session_expiry", n=2, seconds=12.0),
+             dict(phase="nap", n=1, seconds=1.0), dict(phase="settle", n=5, seconds=5.0)]
+    rows = T.time_ledger(facts)
+    assert [(r["phase"], r["kafka_dictated"], r["ledgers"], r["seconds"], r["mean_s"], r["share"]) for r in rows] == [
+        ("settle", False, 5, 5.0, 1.0, 0.25), ("session_expiry", True, 2, 12.0, 6.0, 0.6),
+        ("other", False, 4, 2.0, 0.5, 0.1), ("nap", False, 1, 1.0, 1.0, 0.05)]
+    assert T.time_ledger([]) == []
+    assert [name for name, _ in T.columns("time_ledger")] == list(rows[0])

@@ -125,3 +125,28 @@ def test_the_writer_appends_and_the_reader_reports_damaged_lines(tmp_path: Path)
     assert "history_version 99" in problems[0].error and problems[1].line == len(observations) + 2
     groups = group_by_scenario(observations)
     assert list(groups) == [("run1", "leader_hard_kill", 0)] and len(groups[("run1", "leader_hard_kill", 0)]) == 7
+
+
+def test_time_ledgers_round_trip_and_an_older_history_reads_as_empty_ledgers() -> None:
+    """History v6 stores each step's and iteration's time ledger; versions 1-5 have none, which
+    read as empty ledgers, and an observation without one is written as before (no ``ledger``)."""
+    import json
+
+    from kafka_chaos.scenarios.history.observations import HISTORY_VERSION, READABLE_HISTORY_VERSIONS
+    from kafka_chaos.scenarios.model.ledger import TimeLedger
+
+    ledger = TimeLedger((("settle", 1.25), ("session_expiry", 6.0), ("other", 0.125)))
+    iteration = TimeLedger((("cluster", 9.5), ("heal", 0.75), ("other", 0.5)))
+    for obs in (hard_kill_step(ledger=ledger), hard_kill_step(index=None, label="create_topic", ledger=ledger),
+                ScenarioFinished(RUN, T0, T0 + 3, None, ledger=iteration),
+                ScenarioAborted(RUN, T0, T0 + 1, "not settled", iteration)):
+        line = observation_to_json(obs)
+        assert json.loads(line)["ledger"] == obs.ledger.to_list()
+        assert observation_from_json(line) == obs
+    assert HISTORY_VERSION == 6 and READABLE_HISTORY_VERSIONS == frozenset(range(1, 7))
+    for obs in _every_kind():
+        data = json.loads(observation_to_json(obs))
+        assert "ledger" not in data
+        older = json.dumps({**data, "history_version": 5})
+        read = observation_from_json(older)
+        assert read == obs and getattr(read, "ledger", TimeLedger()) == TimeLedger()
