@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from kafka_chaos.oracle import config as cfg
 from kafka_chaos.oracle.kraft import migration
+from kafka_chaos.oracle.kraft.interleavings import MODELLED_TEXT as KRAFT_MODELLED, release_modelled
 from kafka_chaos.oracle.events import (
     EVENT_TYPES,
     AddPartitions,
@@ -452,8 +453,9 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
     ctx = _EventContext(topics, _known_brokers(brokers, topics, raw_events))
     events = [_event(raw, i, ctx, mode) for i, raw in enumerate(raw_events)]
     release = _release(request.get("kafka_version", str(NEWEST)))
-    if mode is Mode.KRAFT and not Release(3, 9) <= release:
-        raise OracleInputError("kafka_version", f"{release} is not modelled in KRaft mode (the KRaft model is 3.9's)")
+    if mode is Mode.KRAFT and not release_modelled(release):
+        raise OracleInputError("kafka_version", f"{release} is not modelled in KRaft mode (the KRaft model covers "
+                                                f"{KRAFT_MODELLED})")
     state = ClusterState(
         live_brokers=live,
         topics=topics,

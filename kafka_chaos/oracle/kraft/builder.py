@@ -13,6 +13,16 @@ needs ``MetadataVersion.isElrSupported`` = 4.0-IV0 (ReplicationControlManager.ja
 MetadataVersion.java lines 347-349), an unstable version in 3.9; every ELR step of ``build()``
 (``maybePopulateTargetElr``, ``maybeUpdateRecordElr``, ``maybeUpdateLastKnownLeader``,
 ``canElectLastKnownLeader``) is then a no-op and is left out.
+
+Releases before 3.9 (3.6.1 checked line by line, ``git show 3.6.1:metadata/.../PartitionChangeBuilder.java``):
+the builder has no ELR, no directories and no ``minISR``; elections (``electPreferredLeader``,
+``electAnyLeader``, ``tryElection``: 3.6.1 lines 169-262) and ``PartitionRegistration.merge``
+(PartitionRegistration.java 3.6.1 lines 159-188) are the same.  Two steps differ, each a flag of
+:func:`build` set by the controller from the release: ``isr_shrink_bump_reads_target_isr``
+(before 3.8.0: the one ``triggerLeaderEpochBumpIfNeeded``, 3.6.1 lines 289-301, reads the
+target ISR before it is written) and ``reassignment_completes_when_adding_in_isr`` (before 3.8.0:
+``maybeCompleteReassignment`` waits for the *adding* replicas only, PartitionReassignmentReplicas.java
+3.6.1 lines 123-125).
 """
 
 from __future__ import annotations
@@ -58,13 +68,17 @@ def _contains_all(outer: Sequence[int], inner: Sequence[int]) -> bool:
 
 
 def _complete_reassignment(
-    isr: tuple[int, ...], replicas: tuple[int, ...], removing: tuple[int, ...], adding: tuple[int, ...]
+    isr: tuple[int, ...], replicas: tuple[int, ...], removing: tuple[int, ...], adding: tuple[int, ...],
+    when_adding_in_isr: bool = False,
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """``completeReassignmentIfNeeded`` (lines 425-444) ->
     ``PartitionReassignmentReplicas.maybeCompleteReassignment`` (PartitionReassignmentReplicas.java
     lines 97-126): with a reassignment in progress, the target ISR minus the removing replicas
     must be non-empty and hold every remaining replica; then ISR and replicas lose the removing
-    ones (order kept) and adding/removing are cleared.  Returns (isr, replicas, removing, adding)."""
+    ones (order kept) and adding/removing are cleared.  Returns (isr, replicas, removing, adding).
+    ``when_adding_in_isr`` (before 3.8.0, PartitionReassignmentReplicas.java 3.6.1 lines 123-125):
+    it need only hold every *adding* replica -- a target replica that was a replica already may
+    be out of the ISR (KAFKA-15665 made 3.8.0 wait for it)."""
     if not removing and not adding:
         return isr, replicas, removing, adding
     new_isr, new_replicas = isr, replicas
@@ -75,7 +89,7 @@ def _complete_reassignment(
         new_replicas = tuple(r for r in replicas if r not in removing)
         if not new_replicas:
             return isr, replicas, removing, adding
-    if not _contains_all(new_isr, new_replicas):
+    if not _contains_all(new_isr, adding if when_adding_in_isr else new_replicas):
         return isr, replicas, removing, adding
     return new_isr, new_replicas, (), ()
 
@@ -129,6 +143,8 @@ def build(
     target_leader_recovery_state: int | None = None,
     bump_leader_epoch_on_isr_shrink: bool = False,
     leader_recovery_supported: bool = True,
+    isr_shrink_bump_reads_target_isr: bool = False,
+    reassignment_completes_when_adding_in_isr: bool = False,
 ) -> ChangeRecord | None:
     """``PartitionChangeBuilder.build()`` (lines 446-486); None when the record would be a no-op.
 
@@ -152,6 +168,14 @@ def build(
        :func:`oracle.kraft.migration.isr_shrink_bumps_leader_epoch`);
     6. ``setAssignmentChanges`` (lines 488-509): replicas, removing, adding where they differ;
     7. the leader recovery state when the target differs (lines 477-479).
+
+    ``isr_shrink_bump_reads_target_isr`` (releases before 3.8.0): step 5 comes right after step
+    3, in the same ``triggerLeaderEpochBumpIfNeeded`` (PartitionChangeBuilder.java 3.6.1 lines
+    289-301, called at line 333 before the ISR is set at lines 335-338), and tests the *target*
+    ISR: a target ISR that is empty -- not written by step 4 -- still counts as a shrink, so the
+    record sets the same leader (NO_LEADER for a leaderless partition) and bumps the leader
+    epoch (KAFKA-16624 removed that record in 3.8.0).  ``reassignment_completes_when_adding_in_isr``:
+    see :func:`_complete_reassignment`.
     """
     isr = tuple(p.isr if target_isr is None else target_isr)
     replicas = tuple(p.replicas if target_replicas is None else target_replicas)
@@ -159,7 +183,8 @@ def build(
     adding = tuple(p.adding_replicas if target_adding is None else target_adding)
     recovery = p.leader_recovery_state if target_leader_recovery_state is None else target_leader_recovery_state
 
-    isr, replicas, removing, adding = _complete_reassignment(isr, replicas, removing, adding)
+    isr, replicas, removing, adding = _complete_reassignment(
+        isr, replicas, removing, adding, reassignment_completes_when_adding_in_isr)
 
     leader: int | None = None
     record_isr: tuple[int, ...] | None = None
@@ -177,11 +202,16 @@ def build(
     if leader is None and not _contains_all(replicas, p.replicas):
         leader = p.leader
 
+    if isr_shrink_bump_reads_target_isr and bump_leader_epoch_on_isr_shrink and leader is None \
+            and not _contains_all(isr, p.isr):
+        # 3.6.1 line 296: the target ISR, empty or not (the ISR field is set after, lines 335-338)
+        leader = p.leader
+
     if record_isr is None and isr and isr != p.isr:
         record_isr = isr
 
-    if bump_leader_epoch_on_isr_shrink and leader is None and record_isr is not None \
-            and not _contains_all(record_isr, p.isr):
+    if not isr_shrink_bump_reads_target_isr and bump_leader_epoch_on_isr_shrink and leader is None \
+            and record_isr is not None and not _contains_all(record_isr, p.isr):
         leader = p.leader
 
     record = ChangeRecord(
@@ -225,6 +255,8 @@ def change(
     target_leader_recovery_state: int | None = None,
     bump_leader_epoch_on_isr_shrink: bool = False,
     leader_recovery_supported: bool = True,
+    isr_shrink_bump_reads_target_isr: bool = False,
+    reassignment_completes_when_adding_in_isr: bool = False,
 ) -> tuple[PartitionState, bool] | None:
     """:func:`build` then :func:`merge`: (the new registration, unclean) or None for no record."""
     record = build(
@@ -238,6 +270,8 @@ def change(
         target_leader_recovery_state=target_leader_recovery_state,
         bump_leader_epoch_on_isr_shrink=bump_leader_epoch_on_isr_shrink,
         leader_recovery_supported=leader_recovery_supported,
+        isr_shrink_bump_reads_target_isr=isr_shrink_bump_reads_target_isr,
+        reassignment_completes_when_adding_in_isr=reassignment_completes_when_adding_in_isr,
     )
     if record is None:
         return None

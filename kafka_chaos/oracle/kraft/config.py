@@ -6,8 +6,14 @@ metadata version is the cluster's finalized ``metadata.version`` feature (``kafk
 --release-version``, ``kafka-features upgrade``), not a broker setting; the oracle reads it from
 ``config["metadata.version"]`` when given (``"3.9-IV0"``, ``"3.5"``), else the release's default
 (``MetadataVersion.LATEST_PRODUCTION``: 3.9-IV0 in 3.9, server-common MetadataVersion.java 3.9
-line 247).  ZooKeeper migration mode (``config["zookeeper.metadata.migration.enable"]``,
+line 247; 3.6 has no LATEST_PRODUCTION and formats with ``MetadataVersion.latest()``, 3.6-IV2).
+ZooKeeper migration mode (``config["zookeeper.metadata.migration.enable"]``,
 ``config["oracle.migrating.zk.brokers"]``) is read by :mod:`oracle.kraft.migration`.
+
+The model covers 3.6.0 to 3.9.x.  Every rule that changed between 3.6.1 and 3.9 (``git diff 3.6.1
+3.9`` of the controller package) is keyed here by the release it landed in -- :func:`unclean_leader_election_configurable`,
+:func:`isr_shrink_bump_reads_target_isr`, :func:`reassignment_completes_when_adding_in_isr`,
+:func:`partition_directories_supported` -- or by the metadata version, as Kafka keys it.
 """
 
 from __future__ import annotations
@@ -20,11 +26,30 @@ from kafka_chaos.oracle.release import LATEST_IV, ProtocolVersion, Release, pars
 METADATA_VERSION = "metadata.version"
 # The 3.9 release's MetadataVersion.LATEST_PRODUCTION (MetadataVersion.java 3.9 line 247).
 LATEST_PRODUCTION_3_9 = ProtocolVersion(3, 9, 0, 0)
+# The metadata version ``kafka-storage format`` writes without --release-version, per release:
+# 3.6.x has no LATEST_PRODUCTION, StorageTool uses MetadataVersion.latest() (StorageTool.scala 3.6.1
+# line 148), the last constant, IBP_3_6_IV2 (MetadataVersion.java 3.6.1 lines 186, 499-501; the
+# same in 3.6.0 and 3.6.2); 3.7.x LATEST_PRODUCTION = IBP_3_7_IV4 (3.7.0 line 231), 3.8.x
+# IBP_3_8_IV0 (3.8.0 line 239).
+_DEFAULT_METADATA_VERSION = {
+    (3, 6): ProtocolVersion(3, 6, 0, 2),
+    (3, 7): ProtocolVersion(3, 7, 0, 4),
+    (3, 8): ProtocolVersion(3, 8, 0, 0),
+    (3, 9): LATEST_PRODUCTION_3_9,
+}
+# The newest MetadataVersion constant each release knows (``MetadataVersion.fromVersionString``
+# refuses anything newer): 3.6.x ends at IBP_3_6_IV2 (MetadataVersion.java 3.6.1 line 186), 3.7.x
+# at IBP_3_8_IV0 (3.7.0 line 205), 3.8.x at IBP_3_9_IV0 (3.8.0 line 213).  3.9 is not checked.
+_NEWEST_KNOWN_METADATA_VERSION = {
+    (3, 6): ProtocolVersion(3, 6, 0, 2),
+    (3, 7): ProtocolVersion(3, 8, 0, 0),
+    (3, 8): ProtocolVersion(3, 9, 0, 0),
+}
 
 
 def metadata_version(config: Mapping[str, object], release: Release) -> ProtocolVersion:
     """The cluster's metadata version: ``config["metadata.version"]`` if it parses, else the
-    release's LATEST_PRODUCTION (3.9-IV0 for 3.9; an unparsable value is Kafka's to refuse)."""
+    release's default (3.6-IV2 for 3.6, 3.9-IV0 for 3.9; an unparsable value is Kafka's to refuse)."""
     value = config.get(METADATA_VERSION)
     if isinstance(value, str):
         parsed = parse_protocol_version(value)
@@ -32,12 +57,70 @@ def metadata_version(config: Mapping[str, object], release: Release) -> Protocol
             return parsed
     if release.at_least(3, 9):
         return LATEST_PRODUCTION_3_9
-    return ProtocolVersion(release.major, release.minor, 0, LATEST_IV)
+    default = _DEFAULT_METADATA_VERSION.get((release.major, release.minor))
+    return default if default is not None else ProtocolVersion(release.major, release.minor, 0, LATEST_IV)
+
+
+def check_metadata_version_known(mv: ProtocolVersion, release: Release) -> None:
+    """Refuse a metadata version newer than ``release`` knows: its controller could not read the
+    FeatureLevelRecord, nor ``kafka-storage format`` write it (``MetadataVersion.fromVersionString``
+    throws).  ``"3.6"`` without an IV names 3.6's newest, which is known."""
+    newest = _NEWEST_KNOWN_METADATA_VERSION.get((release.major, release.minor))
+    if newest is None:
+        return
+    same_line = (mv.major, mv.minor) == (newest.major, newest.minor)
+    if (mv.major, mv.minor) > (newest.major, newest.minor) or (same_line and newest.iv < mv.iv < LATEST_IV):
+        raise ValueError(f"metadata.version {mv.major}.{mv.minor}-IV{mv.iv} is unknown to Kafka {release}: its "
+                         f"newest is {newest.major}.{newest.minor}-IV{newest.iv} (MetadataVersion.java)")
+
+
+def unclean_leader_election_configurable(release: Release) -> bool:
+    """Whether the KRaft controller reads ``unclean.leader.election.enable`` at all: from 3.9.0
+    (KAFKA-12670, commit 7356328f530).  Before, ``ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic``
+    is ``return false; // TODO: support configuring unclean leader election.`` (ConfigurationControlManager.java
+    3.6.1 lines 478-480, unchanged in 3.7.x and 3.8.x): no fence, unfence, controlled shutdown or
+    AlterPartition builder is ever UNCLEAN, and there is no periodic ``maybeElectUncleanLeaders``
+    (absent from ReplicationControlManager.java 3.6.1; 3.9 lines 1684-1720).  Only an admin
+    ``ElectLeaders`` with ElectionType.UNCLEAN (``electLeader``, 3.6.1 lines 1368-1412) elects
+    outside the ISR."""
+    return release.at_least(3, 9)
+
+
+def isr_shrink_bump_reads_target_isr(release: Release) -> bool:
+    """Before 3.8.0 (KAFKA-16624, commit a3f24149905) the ISR-shrink leader-epoch bump is decided
+    on the builder's *target* ISR, before the ISR is written: ``triggerLeaderEpochBumpIfNeeded``
+    (PartitionChangeBuilder.java 3.6.1 lines 289-301, called at line 333, the ISR set at lines
+    335-338) tests ``!Replicas.contains(targetIsr, partition.isr)``.  An empty target ISR -- the
+    last ISR member of a partition already without a leader removed, e.g. the SHUTDOWN_NOW
+    ``handleBrokerFenced`` after a controlled shutdown -- is a "shrink": the record sets the
+    leader (-1 again) although the ISR is not written, so a useless record bumps both epochs.
+    From 3.8.0 ``triggerLeaderEpochBumpForIsrShrinkIfNeeded`` (3.9 lines 396-423, called at line
+    471 after the ISR is set) reads ``record.isr()``: no ISR field, no bump, no record.  Only
+    matters when the bump is on at all (MV < 3.6-IV0 or ZooKeeper migration mode)."""
+    return not release.at_least(3, 8)
+
+
+def reassignment_completes_when_adding_in_isr(release: Release) -> bool:
+    """Before 3.8.0 (KAFKA-15665, commit 756f44a3e58) a reassignment completes once the target ISR
+    minus the removing replicas is non-empty and holds every *adding* replica
+    (``PartitionReassignmentReplicas.maybeCompleteReassignment``, PartitionReassignmentReplicas.java
+    3.6.1 lines 98-133, the check at lines 123-125); from 3.8.0 it must hold every *target* replica
+    (3.9 lines 97-126: ``newTargetIsr.containsAll(newTargetReplicas)``).  They differ when a target
+    replica that is not being added (it was a replica already) is out of the ISR."""
+    return not release.at_least(3, 8)
+
+
+def partition_directories_supported(release: Release) -> bool:
+    """Partition registrations carry replica directories from 3.7.0 (KIP-858): 3.6's
+    ``PartitionRegistration`` has no ``directories`` (PartitionRegistration.java 3.6.1 lines
+    159-188: ``merge`` knows replicas, ISR, adding, removing, leader, epochs, recovery state only),
+    no ``LeaderAcceptor``, no ``handleAssignReplicasToDirs`` and no ``handleDirectoriesOffline``."""
+    return release.at_least(3, 7)
 
 
 def leader_epoch_bump_required_on_isr_shrink(mv: ProtocolVersion) -> bool:
     """``MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink`` (MetadataVersion.java 3.9 lines
-    331-333): below 3.6-IV0 every ISR shrink bumps the leader epoch (KAFKA-15021); from 3.6-IV0
+    331-333; 3.6.1 lines 274-276, the same): below 3.6-IV0 every ISR shrink bumps the leader epoch (KAFKA-15021); from 3.6-IV0
     only a leader change does.  The builder also bumps while the controller runs in ZooKeeper
     migration mode (``zkMigrationEnabled``, PartitionChangeBuilder.java line 397): the guard as a
     whole is :func:`oracle.kraft.migration.isr_shrink_bumps_leader_epoch`."""
@@ -55,11 +138,15 @@ def directory_assignment_supported(mv: ProtocolVersion) -> bool:
     return mv.at_least(3, 7, 2)
 
 
-def unclean_leader_election_enabled(controller_config: Mapping[str, object], topic_config: Mapping[str, object]) -> bool:
+def unclean_leader_election_enabled(controller_config: Mapping[str, object], topic_config: Mapping[str, object],
+                                    release: Release) -> bool:
     """``ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic`` (ConfigurationControlManager.java
     3.9 lines 511-518): the topic's effective value (its override, else the controller's dynamic
     and static config) read with ``Boolean.parseBoolean`` -- "true" in any case, *not* trimmed:
-    " true" is false here, while ZooKeeper mode's LogConfig trims it."""
+    " true" is false here, while ZooKeeper mode's LogConfig trims it.  Always false before 3.9.0
+    (:func:`unclean_leader_election_configurable`)."""
+    if not unclean_leader_election_configurable(release):
+        return False
     merged = {**controller_config, **topic_config}
     value = merged.get(cfg.UNCLEAN_LEADER_ELECTION_ENABLE, False)
     if isinstance(value, bool):

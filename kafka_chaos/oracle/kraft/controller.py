@@ -9,7 +9,14 @@ into a new :class:`ClusterState`.  Method names follow the Java methods they mod
 partition change goes through :func:`oracle.kraft.builder.change` (``PartitionChangeBuilder``).
 
 Line numbers are those of apache/kafka branch ``3.9`` (commit ``c821449fb7c1``), files under
-``metadata/src/main/java/org/apache/kafka/controller/`` unless said otherwise.
+``metadata/src/main/java/org/apache/kafka/controller/`` unless said otherwise.  The handlers of
+3.6.x (ReplicationControlManager.java 3.6.1: ``handleBrokerFenced`` lines 1226-1243,
+``handleBrokerUnfenced`` 1275-1287, ``handleBrokerInControlledShutdown`` 1300-1310, ``electLeader``
+1368-1412, ``processBrokerHeartbeat`` 1414-1450, ``maybeFenceOneStaleBroker`` 1480-1492,
+``maybeBalancePartitionLeaders`` 1506-1542, ``generateLeaderAndIsrUpdates`` 1717-1787,
+``changePartitionReassignment`` 1910-1940) build the same changes with ``clusterControl::isActive``
+(no ``LeaderAcceptor``: no directories before 3.7); what the release changes is read through
+:mod:`oracle.kraft.config` (``self.release``).
 
 Iteration orders: ``brokersToIsrs.partitionsWithBrokerInIsr`` / ``partitionsWithNoLeader``
 (BrokersToIsrs.java lines 278-292) and ``imbalancedPartitions`` (a ``TimelineHashSet``) iterate
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
+from kafka_chaos.oracle import config as cfg
 from kafka_chaos.oracle.kraft import builder
 from kafka_chaos.oracle.kraft import config as kcfg
 from kafka_chaos.oracle.kraft import migration
@@ -92,15 +100,21 @@ class KRaftController:
         return test
 
     def unclean_enabled(self, topic: str) -> bool:
-        return kcfg.unclean_leader_election_enabled(self.config, self.topic_configs.get(topic, {}))
+        """The topic's ``unclean.leader.election.enable`` as the controller reads it: always false
+        before 3.9.0 (:func:`kcfg.unclean_leader_election_configurable`)."""
+        return kcfg.unclean_leader_election_enabled(self.config, self.topic_configs.get(topic, {}), self.release)
 
     def _change(self, tp: TopicPartition, acceptable: Callable[[int], bool], **targets: object) -> bool:
-        """One ``PartitionChangeBuilder`` build + replay; True if a record was written."""
+        """One ``PartitionChangeBuilder`` build + replay; True if a record was written.  The
+        release's builder: :func:`kcfg.isr_shrink_bump_reads_target_isr` and
+        :func:`kcfg.reassignment_completes_when_adding_in_isr` (both before 3.8.0)."""
         result = builder.change(
             self.partitions[tp],
             acceptable,
             bump_leader_epoch_on_isr_shrink=self.bump_leader_epoch_on_isr_shrink,
             leader_recovery_supported=kcfg.leader_recovery_supported(self.metadata_version),
+            isr_shrink_bump_reads_target_isr=kcfg.isr_shrink_bump_reads_target_isr(self.release),
+            reassignment_completes_when_adding_in_isr=kcfg.reassignment_completes_when_adding_in_isr(self.release),
             **targets,  # type: ignore[arg-type]
         )
         if result is None:
@@ -199,8 +213,13 @@ class KRaftController:
         2912-2923).  ``handleAssignReplicasToDirs`` (ReplicationControlManager.java lines 2157-2230)
         builds one change per partition with ``setDirectory`` only: partition epoch +1, leader and
         ISR unchanged (the directory is online).  Seen on 3.9.2: each roll to KRaft moved the
-        partition epoch of the broker's partitions by one more than its shutdown and ISR rejoin."""
+        partition epoch of the broker's partitions by one more than its shutdown and ISR rejoin.
+        Before 3.7.0 registrations have no directories (:func:`kcfg.partition_directories_supported`;
+        3.6's ReplicaManager has no ``maybeUpdateTopicAssignment``): no record, only the new
+        registration."""
         self.zk_brokers = self.zk_brokers - {broker}
+        if not kcfg.partition_directories_supported(self.release):
+            return
         for tp in sorted(self.partitions):
             p = self.partitions[tp]
             if broker in p.unassigned_dirs:
@@ -222,8 +241,19 @@ class KRaftController:
         the broker is fenced when its session expires, with the same records.  A migrating
         ZooKeeper broker whose metadata cache names a KRaft controller does the same through its
         ``BrokerLifecycleManager`` (KafkaServer.scala 3.9 lines 950-964, heartbeats with
-        ``wantShutDown``; its ZooKeeper ControlledShutdown request is skipped, lines 799-803)."""
+        ``wantShutDown``; its ZooKeeper ControlledShutdown request is skipped, lines 799-803).
+
+        In 3.6.x and 3.7.x (:func:`kcfg.isr_shrink_bump_reads_target_isr`) with the ISR-shrink bump
+        on (ZooKeeper migration mode, or MV < 3.6-IV0) the SHUTDOWN_NOW ``handleBrokerFenced``
+        does write a record for each leaderless partition whose ISR is [broker]: target ISR []
+        is a "shrink" (PartitionChangeBuilder.java 3.6.1 line 296), the record sets leader -1
+        again -- leader epoch +1, partition epoch +1 -- once more than 3.9.  With
+        ``controlled.shutdown.enable=false`` (KafkaServer.scala 3.6.1 line 846, BrokerServer.scala
+        3.9 line 619) only the fence at session expiry runs, one pass: no such record."""
         if broker not in self.active:
+            return
+        if not cfg.controlled_shutdown_enabled(self.config):
+            self.handle_broker_fenced(broker)
             return
         self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker), broker_to_remove=broker)
         self.handle_broker_fenced(broker)
@@ -344,7 +374,7 @@ class KRaftController:
         self.topic_configs.pop(topic, None)
         return True
 
-    def change_partition_reassignment(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
+    def change_partition_reassignment(self, tp: TopicPartition, target: tuple[int, ...]) -> bool:
         """``changePartitionReassignment`` (lines 2100-2130) with ``PartitionReassignmentReplicas``
         (PartitionReassignmentReplicas.java lines 53-64): removing = current - target and adding =
         target - current, each *ascending* (TreeSet); replicas = target ++ removing.  The builder
@@ -353,13 +383,15 @@ class KRaftController:
         adding and removing -- leader epoch unchanged, partition epoch +1 -- and the leader's
         AlterPartition completes it once the new replicas have caught up (:meth:`settle`).  A
         target left without an adding/removing list keeps the partition's current one (the builder
-        starts from it), as Kafka does."""
+        starts from it), as Kafka does.  True if a record was written.  Same in 3.6.1
+        (ReplicationControlManager.java lines 1910-1940, PartitionReassignmentReplicas.java lines
+        53-63); only the completion rule differs before 3.8.0 (:func:`builder._complete_reassignment`)."""
         p = self.partitions[tp]
         current = p.replicas
         removing = tuple(sorted(set(current) - set(target)))
         adding = tuple(sorted(set(target) - set(current)))
         replicas = target + removing
-        self._change(
+        return self._change(
             tp,
             self.acceptable(tp),
             target_replicas=replicas if replicas != current else None,

@@ -13,8 +13,14 @@ single fences / unfences (k! orders), each also with the cluster settled in betw
 new leader's followers rejoin before the next fence is timing).
 
 In ZooKeeper migration mode (:mod:`oracle.kraft.migration`) a ``LogDirFailure`` of a migrating
-ZooKeeper broker halts it (ReplicaManager.scala 3.9 lines 2507-2511): its one plan is the fence
-of that broker, as for a ``BrokerFailure`` of it alone.
+ZooKeeper broker halts it (ReplicaManager.scala 3.9 lines 2507-2511; in 3.6 LogManager.scala
+3.6.1 lines 214-219, its only log directory gone): its one plan is the fence of that broker, as
+for a ``BrokerFailure`` of it alone.
+
+3.6.x (:data:`MODELLED_LINES`): the same fences, unfences and orders (``maybeFenceOneStaleBroker``,
+ReplicationControlManager.java 3.6.1 lines 1480-1492; ``BrokerHeartbeatManager`` differs from 3.9
+only in how ``register``/``touch`` are split); a ``TopicConfigChange`` has one plan (no periodic
+unclean check before 3.9.0).
 """
 
 from __future__ import annotations
@@ -51,8 +57,17 @@ MAX_UNORDERED_BROKERS = 4
 fences (unfences) is listed (1, 2, 6, 24 orders, each also settled in between); beyond it only
 ascending and descending."""
 
-FIRST_RELEASE = Release(3, 9, 0)
-"""The KRaft model is 3.9's: earlier releases' KRaft controllers were not compared with it."""
+MODELLED_LINES = ((3, 6), (3, 9))
+"""The release lines the KRaft model covers.  It is 3.9's, with every rule that differs in 3.6.x
+keyed by release or metadata version (``git diff 3.6.1 3.9`` of the controller package, 3.6.0 and
+3.6.2 compared with 3.6.1; oracle/README.md, "3.6.x").  3.7 and 3.8 get the right side of those
+rules but were not compared on their own, and 3.5 and earlier not at all: refused."""
+MODELLED_TEXT = "3.6.x and 3.9.x"
+
+
+def release_modelled(release: Release) -> bool:
+    """Whether the KRaft model covers ``release`` (:data:`MODELLED_LINES`)."""
+    return (release.major, release.minor) in MODELLED_LINES
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,10 @@ def _event_plans(state: ClusterState, event: Event) -> list[_Plan]:
         return [_Plan(f"ZooKeeper broker {event.broker} halted, fenced",
                       lambda ctl: ctl.handle_broker_fenced(event.broker))]
     if isinstance(event, TopicConfigChange):
+        if not kcfg.unclean_leader_election_configurable(state.release):
+            # Before 3.9.0 the controller never reads the setting and has no periodic unclean
+            # check (ConfigurationControlManager.java 3.6.1 lines 478-480): only ConfigRecords.
+            return [_Plan(event.KIND, lambda ctl: None)]
         # Enabling unclean election acts only at the next periodic check, up to
         # unclean.leader.election.interval.ms later: both the state before and after it.
         return [
@@ -147,16 +166,38 @@ def classify(tp: TopicPartition, before: PartitionState | None, after: Partition
 
 def check_supported(state: ClusterState, event: Event) -> None:
     """Refuse what the KRaft model does not model, with a clear ValueError."""
-    if state.release < FIRST_RELEASE:
-        raise ValueError(f"the KRaft model is Kafka 3.9's; release {state.release} is not modelled in KRaft mode")
+    if not release_modelled(state.release):
+        raise ValueError(f"the KRaft model covers Kafka {MODELLED_TEXT}; release {state.release} is not "
+                         "modelled in KRaft mode")
     mv = kcfg.metadata_version(state.config, state.release)
+    kcfg.check_metadata_version_known(mv, state.release)
     migration.check_supported(state.config, mv)
+    _check_directories(state)
     if isinstance(event, LogDirFailure) and not migration.log_dir_failure_halts(state.config, event.broker):
         if not kcfg.directory_assignment_supported(mv):
-            raise ValueError(
-                "LogDirFailure in KRaft needs metadata.version 3.7-IV2 or later (JBOD, KIP-858); below it "
-                "a broker with a failed log directory shuts down: model that as BrokerFailure"
-            )
+            raise ValueError(_log_dir_failure_refusal(state.release))
+
+
+def _log_dir_failure_refusal(release: Release) -> str:
+    if kcfg.partition_directories_supported(release):
+        return ("LogDirFailure in KRaft needs metadata.version 3.7-IV2 or later (JBOD, KIP-858); below it "
+                "a broker with a failed log directory shuts down: model that as BrokerFailure")
+    # 3.6: no directory reaches the controller (no offlineLogDirs in the heartbeat, no
+    # handleDirectoriesOffline); a broker whose only (or last) log directory fails halts
+    # (LogManager.handleLogDirFailure, LogManager.scala 3.6.1 lines 214-219).
+    return (f"LogDirFailure of a KRaft broker is not modelled on Kafka {release}: the controller never learns of "
+            "a failed directory before 3.7 (KIP-858); a broker whose last log directory fails halts "
+            "(LogManager.scala 3.6.1 lines 214-219): model that as BrokerFailure")
+
+
+def _check_directories(state: ClusterState) -> None:
+    """A registration without directories (before 3.7.0) cannot have unassigned (MIGRATING) ones."""
+    if kcfg.partition_directories_supported(state.release):
+        return
+    for tp, p in state.partitions():
+        if p.unassigned_dirs:
+            raise ValueError(f"{tp}: unassigned_dirs on Kafka {state.release}, whose partition registrations have "
+                             "no directories (KIP-858 is 3.7; PartitionRegistration.java 3.6.1 lines 159-188)")
 
 
 def _apply(state: ClusterState, event: Event, event_index: int, run: Callable[[KRaftController], None]

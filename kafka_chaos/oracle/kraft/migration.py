@@ -29,6 +29,19 @@ quorum controller of :mod:`oracle.kraft`; what differs is read from ``ClusterSta
 
 Line numbers are those of apache/kafka branch ``3.9`` (commit ``c821449fb7c1``), files under
 ``metadata/src/main/java/org/apache/kafka/controller/`` unless said otherwise.
+
+3.6.x: the same migration-mode switch (``triggerLeaderEpochBumpIfNeeded``, PartitionChangeBuilder.java
+3.6.1 line 291: ``isLeaderEpochBumpRequiredOnIsrShrink() || zkMigrationEnabled``, KAFKA-15109,
+in 3.6.0 already), the same ``zkRegistrationAllowed`` (ClusterControlManager.java 3.6.1 lines
+308-310, the registration check at lines 342-344) and the same builders (ReplicationControlManager.java
+3.6.1 lines 1013, 1401, 1537, 1758, 1871, 1929).  What differs: a migrating ZooKeeper broker's
+failed log directory halts it for another reason (:func:`log_dir_failure_halts`).  The model is
+the controller's: up to 3.6.1 a ZooKeeper *broker* ignores a LeaderAndIsr that does not raise the
+leader epoch (``ReplicaManager.becomeLeaderOrFollower``, ReplicaManager.scala 3.6.1 line 1821;
+KAFKA-16121, fixed in 3.6.2 by commit 7486223d9e3, which changed no controller code), so a
+reassignment in hybrid mode is predicted as the controller decides it -- completed once the
+new replicas join -- and a 3.6.1 cluster that stalls fails the oracle check: the known-bad
+finding of docs/findings.md §7.
 """
 
 from __future__ import annotations
@@ -37,8 +50,8 @@ from typing import Mapping
 
 from kafka_chaos.oracle import config as cfg
 from kafka_chaos.oracle.kraft import config as kcfg
-from kafka_chaos.oracle.release import ProtocolVersion
-from kafka_chaos.oracle.state import NO_LEADER, RECOVERED, PartitionPhase, PartitionState
+from kafka_chaos.oracle.release import ProtocolVersion, Release
+from kafka_chaos.oracle.state import NO_LEADER, RECOVERED, ClusterState, PartitionPhase, PartitionState
 
 MIGRATION_ENABLE = cfg.ZOOKEEPER_METADATA_MIGRATION_ENABLE
 MIGRATING_ZK_BROKERS = "oracle.migrating.zk.brokers"
@@ -126,8 +139,25 @@ def log_dir_failure_halts(config: Mapping[str, object], broker: int) -> bool:
     mode", ``Exit.halt(1)``; the 3.9 docs' migration limitations, KAFKA-16431).  ``Exit.halt``
     runs no shutdown hook: no controlled shutdown, the controller fences it when its session
     expires (``broker.session.timeout.ms``) -- a ``BrokerFailure`` of that broker, whatever the
-    metadata version (no ``handleDirectoriesOffline``)."""
+    metadata version (no ``handleDirectoriesOffline``).
+
+    3.6.x has no such halt (added in 3.7.0 by KAFKA-15357, commit a03a71d7b5f; ReplicaManager.scala
+    3.6.1 lines 2316-2353 only stops the replicas and writes ``/log_dir_event_notification``, which
+    the KRaft controller does not read) -- but a ZooKeeper broker in migration mode has exactly one
+    log directory (``require(logDirs.size == 1, "Cannot enable ZooKeeper migration when multiple
+    log directories (aka JBOD) are in use.")``, KafkaConfig.scala 3.6.1 line 2376), and when the
+    last live directory fails ``LogManager.handleLogDirFailure`` halts the broker ("Shutdown broker
+    because all log dirs ... have failed", ``Exit.halt(1)``, LogManager.scala 3.6.1 lines 214-219).
+    Same prediction."""
     return broker in migrating_zk_brokers(config)
+
+
+def topics_queued_for_deletion_migrated(release: Release) -> bool:
+    """Whether the migration copies topics queued for deletion (``/admin/delete_topics``) into
+    KRaft: 3.6.0 does (``iterateTopics`` reads ``getAllTopicsInCluster``, ZkTopicMigrationClient.scala
+    3.6.0 lines 50-51); from 3.6.1 (KAFKA-15605, commit 1de84590c47) they are left out
+    (ZkTopicMigrationClient.scala 3.6.1 lines 50-60) and the brokers delete their logs."""
+    return not release.at_least(3, 6, 1)
 
 
 def check_supported(config: Mapping[str, object], mv: ProtocolVersion) -> None:
