@@ -208,9 +208,10 @@ MODES = (ZOOKEEPER_MODE, KRAFT_MODE, MIGRATION_MODE)
 CONTROLLER_QUORUM_SIZES = (1, 3)
 # The first KRaft controller's node id; controllers take the next ids, past any broker's.
 FIRST_CONTROLLER_ID = 3000
-# The KRaft model is 3.9's (oracle.kraft): earlier releases' KRaft controllers were not compared
-# with it, so KRaft clusters run 3.9.x.
-FIRST_KRAFT_RELEASE = (3, 9)
+# The release lines the KRaft model covers (oracle.kraft.interleavings.MODELLED_LINES, which the
+# harness may not import; tests/unit/harness/test_kraft_log.py keeps the two equal): KRaft and
+# migrating clusters run these.
+KRAFT_RELEASE_LINES = ((3, 6), (3, 9))
 
 
 @dataclass(frozen=True)
@@ -392,8 +393,10 @@ def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mappin
     ``unclean.leader.election.enable`` itself: it elects)."""
     if config.mode not in (KRAFT_MODE, MIGRATION_MODE):
         raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft or migration")
-    if _version_tuple(kafka_version) < FIRST_KRAFT_RELEASE:
-        raise UsageError(f"--mode {config.mode} runs Kafka 3.9.x (the KRaft model is 3.9's), not {kafka_version}")
+    if version_tuple(kafka_version)[:2] not in KRAFT_RELEASE_LINES:
+        lines = " and ".join(f"{major}.{minor}.x" for major, minor in KRAFT_RELEASE_LINES)
+        raise UsageError(f"--mode {config.mode} runs Kafka {lines} (the releases the KRaft model covers), "
+                         f"not {kafka_version}")
     known = broker_property_names(kafka_version)
     controller = node_id in voters
     advertised = dict(listeners) if listeners else {CONTROLLER_LISTENER if controller else "PLAINTEXT": address}
@@ -420,7 +423,7 @@ def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mappin
     return dict(sorted(props.items()))
 
 
-def _version_tuple(kafka_version: str) -> tuple[int, ...]:
+def version_tuple(kafka_version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in _release(kafka_version).split(".") if x.isdigit())
 
 

@@ -16,6 +16,7 @@ Pure: the local launcher writes what these return.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from kafka_chaos.harness.config import (
@@ -37,6 +38,19 @@ BROKER_LISTENER = "PLAINTEXT"
 # The phases a broker goes through, in order; a rollback walks them back.
 ZK, HYBRID, KRAFT = "zk", "hybrid", "kraft"
 BROKER_ROLES = (ZK, HYBRID, KRAFT)
+
+
+# ``KRaftMigrationDriver.transitionTo`` logs its state changes at DEBUG up to 3.6.1
+# (KRaftMigrationDriver.java 3.6.1 line 318) and at INFO from 3.6.2 (line 323, 3.9 line 338); the
+# migration status reads them, so older controllers get that one logger at DEBUG.
+DRIVER_LOGGER_DEBUG = "log4j.logger.org.apache.kafka.metadata.migration.KRaftMigrationDriver=DEBUG\n"
+FIRST_INFO_TRANSITIONS = (3, 6, 2)
+
+
+def driver_log4j(kafka_version: str) -> str:
+    """The log4j lines a migrating cluster's nodes need for the driver's transitions to be logged."""
+    release = tuple(int(part) for part in re.findall(r"\d+", kafka_version)[:3])
+    return "" if release >= FIRST_INFO_TRANSITIONS else DRIVER_LOGGER_DEBUG
 
 
 def voters_string(voters: Mapping[int, str]) -> str:

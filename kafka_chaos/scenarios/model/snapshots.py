@@ -16,6 +16,7 @@ from typing import Any
 
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionPhase, PartitionState, TopicState
+from kafka_chaos.oracle.kraft.config import partition_directories_supported
 from kafka_chaos.oracle.mode import Mode
 
 NO_LEADER = -1
@@ -26,9 +27,11 @@ def _wanted(snapshot: ZkSnapshot, topics: Iterable[str] | None) -> list[tuple[st
     return sorted(k for k in snapshot.partitions if names is None or k[0] in names)
 
 
-def partition_state_of(ps: PartitionZkState, kraft: bool = False) -> PartitionState:
+def partition_state_of(ps: PartitionZkState, kraft: bool = False, directories: bool = True) -> PartitionState:
     """The oracle's view of one observed partition; on a KRaft snapshot its ``version`` is the
-    partition epoch, and every partition has a registration (no NewPartition)."""
+    partition epoch, and every partition has a registration (no NewPartition). ``directories``
+    False: the release's registrations carry none (before 3.7), whatever the decoder, which reads
+    a record without them as 3.9 does (every replica MIGRATING), made of it."""
     if ps.version < 0 and not kraft:
         phase = PartitionPhase.NEW
     elif ps.leader == NO_LEADER:
@@ -40,7 +43,7 @@ def partition_state_of(ps: PartitionZkState, kraft: bool = False) -> PartitionSt
                           phase=phase, adding_replicas=tuple(ps.adding_replicas),
                           removing_replicas=tuple(ps.removing_replicas),
                           partition_epoch=ps.version if kraft else None,
-                          unassigned_dirs=tuple(ps.unassigned_dirs) if kraft else ())
+                          unassigned_dirs=tuple(ps.unassigned_dirs) if kraft and directories else ())
 
 
 def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_config: Mapping[str, str],
@@ -50,15 +53,16 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
     controller runs (None: 3.9.2)."""
     by_topic: dict[str, dict[int, PartitionState]] = {}
     kraft = snapshot.mode == Mode.KRAFT
+    release = Release.parse(kafka_version) if kafka_version is not None else NEWEST_RELEASE
+    directories = partition_directories_supported(release)
     for topic, p in _wanted(snapshot, topics):
-        by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)], kraft)
+        by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)], kraft, directories)
     if kraft:  # the quorum leader is a controller node, not a broker; no deletion queue
         return ClusterState(
             live_brokers=frozenset(snapshot.live_brokers),
             topics={t: TopicState(partitions=parts, config=dict(snapshot.topic_configs.get(t, {})))
                     for t, parts in by_topic.items()},
-            controller=snapshot.controller, config=dict(broker_config), mode=Mode.KRAFT,
-            release=Release.parse(kafka_version) if kafka_version is not None else NEWEST_RELEASE)
+            controller=snapshot.controller, config=dict(broker_config), mode=Mode.KRAFT, release=release)
     return ClusterState(
         live_brokers=frozenset(snapshot.live_brokers),
         topics={t: TopicState(partitions=parts, config=dict(snapshot.topic_configs.get(t, {})))
@@ -68,7 +72,7 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
         config=dict(broker_config),
         # a deletion in flight (/admin/delete_topics/<t> while the topic still exists)
         topics_being_deleted=frozenset(getattr(snapshot, "topics_being_deleted", ())) & frozenset(by_topic),
-        release=Release.parse(kafka_version) if kafka_version is not None else NEWEST_RELEASE,
+        release=release,
     )
 
 

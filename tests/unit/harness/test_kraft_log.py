@@ -360,7 +360,18 @@ def test_kraft_node_properties_by_role_and_release() -> None:
     assert "advertised.listeners" not in controller and broker["inter.broker.listener.name"] == "PLAINTEXT"
     assert not any(k.startswith("zookeeper.") for k in broker)
     assert broker["broker.session.timeout.ms"] == "6000"  # matched to ZooKeeper mode's test session
-    with pytest.raises(UsageError, match="3.9.x"):
-        kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d", kafka_version="3.8.1")
+    for unmodelled in ("3.5.2", "3.7.2", "3.8.1"):
+        with pytest.raises(UsageError, match=r"runs Kafka 3\.6\.x and 3\.9\.x"):
+            kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d",
+                                  kafka_version=unmodelled)
+    assert kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d",
+                                 kafka_version="3.6.1")["controller.quorum.voters"] == "3000@127.0.0.1:1"
     with pytest.raises(UsageError, match="--mode kraft has no ZooKeeper ensemble"):
         ClusterConfig(mode="kraft", zookeepers=3)
+
+
+def test_the_kraft_release_lines_are_the_models() -> None:
+    from kafka_chaos.harness.config import KRAFT_RELEASE_LINES
+    from kafka_chaos.oracle.kraft.interleavings import MODELLED_LINES
+
+    assert KRAFT_RELEASE_LINES == MODELLED_LINES

@@ -112,3 +112,14 @@ def test_a_migrated_broker_keeps_its_id_and_data_and_drops_zookeeper() -> None:
                                     kafka_version="3.9.2")
     assert props["node.id"] == "2" and props["process.roles"] == "broker" and props["log.dirs"] == "/data/b2"
     assert not any(k.startswith("zookeeper.") for k in props) and "broker.id" not in props
+
+
+@pytest.mark.parametrize("kafka_version, debug", [
+    # KRaftMigrationDriver.transitionTo logs at DEBUG up to 3.6.1 (KRaftMigrationDriver.java 3.6.1
+    # line 318), at INFO from 3.6.2 (line 323; 3.9 line 338)
+    ("3.6.0", True), ("3.6.1", True), ("3.6.2", False), ("3.9.2", False), ("3.10.0", False),
+])
+def test_the_driver_logger_is_raised_to_debug_where_transitions_are_debug(kafka_version, debug) -> None:
+    from kafka_chaos.harness.migration.properties import DRIVER_LOGGER_DEBUG, driver_log4j
+
+    assert driver_log4j(kafka_version) == (DRIVER_LOGGER_DEBUG if debug else "")
