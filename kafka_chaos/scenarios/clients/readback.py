@@ -16,6 +16,9 @@ from kafka_chaos.common.waits import WaitTimeout, wait_until
 log = logging.getLogger(__name__)
 
 
+_BATCH_WAIT_S = 0.1
+
+
 class ReadBackError(HarnessError):
     """The topic could not be read back up to its high watermarks in time (one line)."""
 
@@ -50,7 +53,9 @@ def consume_all(bootstrap: str, topic: str, partitions: Sequence[int], *, client
                     f"their high watermarks {[ends[p] for p in sorted(pending)]} "
                     f"within {timeout:.0f} s"
                 )
-            for msg in consumer.consume(500, min(remaining, 1.0)):
+            # consume() returns early only with a full batch: a short wait, so that a topic read to
+            # its watermarks is seen as done within a fraction of a second, not after a second's wait.
+            for msg in consumer.consume(500, min(remaining, _BATCH_WAIT_S)):
                 record = _record_of(msg)
                 if record is not None and record[1] < ends[record[0]]:
                     records.append(record)
