@@ -476,9 +476,20 @@ def check_kraft_invariants(before: ClusterState, after: ClusterState) -> None:
 @SETTINGS
 @given(st.data())
 def test_kraft_invariants_hold_on_every_alternative(data) -> None:
-    state = data.draw(kraft_states())
+    walk_checking_invariants(data, data.draw(kraft_states()))
+
+
+def walk_checking_invariants(data, state: ClusterState, refusal=lambda event: None) -> None:
+    """One to three drawn events from ``state``, one drawn alternative after another, every
+    alternative distinct and checked; an event ``refusal`` answers with a message for must be
+    refused with it, which ends the walk."""
     for _ in range(data.draw(st.integers(1, 3))):
         event = data.draw(kraft_events(state))
+        refused = refusal(event)
+        if refused is not None:
+            with pytest.raises(ValueError, match=refused):
+                predict(state, [event])
+            return
         alternatives = predict(state, [event]).alternatives
         keys = [regs_all(a.state) for a in alternatives]
         assert len(keys) == len(set(keys))  # alternatives are distinct

@@ -38,13 +38,13 @@ from tests.unit.oracle.test_kraft import (
     SETTINGS,
     T0,
     THREE,
-    check_kraft_invariants,
     kp,
     kraft,
     kraft_events,
     kraft_states,
     regs,
     regs_all,
+    walk_checking_invariants,
 )
 from tests.unit.oracle.test_purity import FORBIDDEN, _imported_roots
 
@@ -409,12 +409,7 @@ def test_without_migration_mode_zookeeper_brokers_never_become_active(data) -> N
 def test_invariants_hold_in_migration_mode(data) -> None:
     state = with_config(data.draw(kraft_states()), {**MIG, ZK_BROKERS: ",".join(
         map(str, data.draw(st.lists(st.sampled_from(BROKERS), unique=True))))})
-    for _ in range(data.draw(st.integers(1, 3))):
-        event = data.draw(kraft_events(state))
-        alternatives = predict(state, [event]).alternatives
-        for alternative in alternatives:
-            check_kraft_invariants(state, alternative.state)
-        state = data.draw(st.sampled_from([a.state for a in alternatives]))
+    walk_checking_invariants(data, state)
 
 
 @SETTINGS

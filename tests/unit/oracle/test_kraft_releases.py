@@ -38,12 +38,12 @@ from tests.unit.oracle.test_kraft import (
     T0,
     UNCLEAN,
     acceptable_of,
-    check_kraft_invariants,
     kp,
     kraft,
     kraft_events,
     kraft_states,
     regs,
+    walk_checking_invariants,
 )
 
 R360, R361, R362, R381, R392 = Release(3, 6, 0), Release(3, 6, 1), Release(3, 6, 2), Release(3, 8, 1), Release(3, 9, 2)
@@ -349,16 +349,7 @@ def _partitions(state: ClusterState) -> tuple:
 def test_invariants_hold_on_3_6(data) -> None:
     state = at(data.draw(kraft_states()), data.draw(RELEASES_3_6),
                **data.draw(st.sampled_from([{}, MIG, {"metadata.version": "3.5-IV2"}])))
-    for _ in range(data.draw(st.integers(1, 3))):
-        event = data.draw(kraft_events(state))
-        if isinstance(event, LogDirFailure):
-            with pytest.raises(ValueError, match="before 3.7"):
-                predict(state, [event])
-            return
-        alternatives = predict(state, [event]).alternatives
-        for alternative in alternatives:
-            check_kraft_invariants(state, alternative.state)
-        state = data.draw(st.sampled_from([a.state for a in alternatives]))
+    walk_checking_invariants(data, state, lambda event: "before 3.7" if isinstance(event, LogDirFailure) else None)
 
 
 @SETTINGS
