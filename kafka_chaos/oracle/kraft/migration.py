@@ -51,7 +51,7 @@ from typing import Mapping
 from kafka_chaos.oracle import config as cfg
 from kafka_chaos.oracle.kraft import config as kcfg
 from kafka_chaos.oracle.release import ProtocolVersion, Release
-from kafka_chaos.oracle.state import NO_LEADER, RECOVERED, ClusterState, PartitionPhase, PartitionState
+from kafka_chaos.oracle.state import NO_LEADER, RECOVERED, PartitionPhase, PartitionState
 
 MIGRATION_ENABLE = cfg.ZOOKEEPER_METADATA_MIGRATION_ENABLE
 MIGRATING_ZK_BROKERS = "oracle.migrating.zk.brokers"
