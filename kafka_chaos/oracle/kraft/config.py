@@ -10,8 +10,9 @@ line 247; 3.6 has no LATEST_PRODUCTION and formats with ``MetadataVersion.latest
 ZooKeeper migration mode (``config["zookeeper.metadata.migration.enable"]``,
 ``config["oracle.migrating.zk.brokers"]``) is read by :mod:`oracle.kraft.migration`.
 
-The model covers 3.6.0 to 3.9.x.  Every rule that changed between 3.6.1 and 3.9 (``git diff 3.6.1
-3.9`` of the controller package) is keyed here by the release it landed in -- :func:`unclean_leader_election_configurable`,
+The model covers 3.6.x and 3.9.x (``oracle.kraft.interleavings.MODELLED_LINES``; 3.7 and 3.8 are
+refused, not audited on their own).  Every rule that changed between 3.6.1 and 3.9 (``git diff
+3.6.1 3.9`` of the controller package) is keyed here by the release it landed in -- :func:`unclean_leader_election_configurable`,
 :func:`isr_shrink_bump_reads_target_isr`, :func:`reassignment_completes_when_adding_in_isr`,
 :func:`partition_directories_supported` -- or by the metadata version, as Kafka keys it.
 """
