@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle import ClusterState, Event, PartitionOutcome, Prediction, epochs_determined
 from kafka_chaos.scenarios.model import isr_rules
-from kafka_chaos.scenarios.checks.functions import epochs_not_reached
+from kafka_chaos.scenarios.checks.functions import epochs_not_reached, partition_epochs_not_reached
 from kafka_chaos.scenarios.model.snapshots import mismatches, observed_partitions, predicted_partitions
 
 Predictor = Callable[[ClusterState, Sequence[Event]], Prediction]
@@ -73,9 +73,12 @@ def converged_to(snapshot: ZkSnapshot, options: Sequence[Expectation], before: Z
     topics = list(topics)
     was = observed_partitions(before, topics)
     now = observed_partitions(snapshot, topics)
+    kraft = snapshot.mode == "kraft"
     for e in options:
+        predicted = predicted_partitions(e.state, topics)
         if not mismatches(snapshot, e.state, topics) and not epochs_not_reached(
-                was, predicted_partitions(e.state, topics), now, exact=exact_epochs):
+                was, predicted, now, exact=exact_epochs) and not (kraft and partition_epochs_not_reached(
+                    was, predicted, now, exact=exact_epochs, ruled=e.ruled)):
             return e
     return None
 

@@ -6,7 +6,7 @@ cluster went on to do what the oracle said. The wait and the check apply one epo
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -101,3 +101,47 @@ def test_when_epochs_are_exact(index, fault_exact: bool, then, controller, targe
 ])
 def test_a_controlled_shutdown_counts_epochs_exactly_only_where_kip_841_holds(release, ibp, event, exact: bool) -> None:
     assert epochs_exact(0, True, (), _state(3, release, ibp), [event], (1,)) == exact
+
+
+# --- KRaft: the partition epoch is waited on too (scenarios.checks.functions.partition_epochs_not_reached)
+
+
+@dataclass(frozen=True)
+class _Observed:
+    version: int
+
+
+@dataclass(frozen=True)
+class _Predicted:
+    partition_epoch: int | None
+
+
+T0 = ("t", 0)
+
+PARTITION_EPOCH_CASES = [
+    # (name, before, predicted, observed, exact, ruled, waits)
+    # migration_broker_kill_mid_roll on 3.9.2: the roll's leader change was written (6 -> 8), the
+    # broker's directory assignment (AssignReplicasToDirs, +1) a moment later: not judged at 8
+    ("exact, a record still to come", 6, 9, 8, True, (), True),
+    ("exact, reached", 6, 9, 9, True, (), False),
+    ("exact, past the prediction: judged at once", 6, 9, 10, True, (), False),
+    ("exact, but a leader-side ISR rule changed it: moved is enough", 6, 9, 7, True, (T0,), False),
+    ("moved where predicted, not moved yet", 6, 9, 6, False, (), True),
+    ("moved where predicted, moved", 6, 9, 7, False, (), False),
+    ("not predicted to move", 6, 6, 6, False, (), False),
+    ("no partition epoch predicted (ZooKeeper mode)", 6, None, 5, True, (), False),
+]
+
+
+@pytest.mark.parametrize("name, before, predicted, observed, exact, ruled, waits", PARTITION_EPOCH_CASES,
+                         ids=[c[0] for c in PARTITION_EPOCH_CASES])
+def test_a_step_waits_for_the_predicted_partition_epoch(name, before, predicted, observed, exact, ruled,
+                                                        waits) -> None:
+    from kafka_chaos.scenarios.checks.functions import check_partition_epoch, partition_epochs_not_reached
+
+    lagging = partition_epochs_not_reached({T0: _Observed(before)}, {T0: _Predicted(predicted)},
+                                           {T0: _Observed(observed)}, exact=exact, ruled=ruled)
+    assert bool(lagging) is waits
+    if waits:  # what the wait waits for is exactly what the check would fail
+        assert not check_partition_epoch("t", 0, before, predicted, observed,
+                                         exact=exact and T0 not in ruled).passed
