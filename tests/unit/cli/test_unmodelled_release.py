@@ -1,0 +1,26 @@
+"""A KRaft or migrating run on a release the KRaft model does not cover is refused in one line
+before any cluster starts (``app.runs.refuse_unmodelled_release``, used by ``run`` and
+``explore``); ZooKeeper mode runs every release."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_chaos.app.runs import refuse_unmodelled_release
+from kafka_chaos.common.errors import UsageError
+
+ROWS = [
+    # (mode, release, refused)
+    ("kraft", "3.9.2", False), ("migration", "3.9.0", False), ("kraft", "3.6.1", False), ("migration", "3.6.0", False),
+    ("kraft", "3.8.1", True), ("migration", "3.7.2", True), ("kraft", "3.5.2", True), ("migration", "2.8.2", True),
+    ("zookeeper", "3.8.1", False), ("zookeeper", "2.4.1", False),
+]
+
+
+@pytest.mark.parametrize("mode, release, refused", ROWS)
+def test_releases_the_kraft_model_does_not_cover_are_refused(mode, release, refused) -> None:
+    if refused:
+        with pytest.raises(UsageError, match=rf"--mode {mode} runs Kafka 3\.6\.x and 3\.9\.x .*not {release}"):
+            refuse_unmodelled_release(mode, release)
+    else:
+        refuse_unmodelled_release(mode, release)
