@@ -113,18 +113,6 @@ class Case:
         return "client" if self.tolerated else "fail"
 
 
-def refuse_unmodelled_release(mode: str, kafka_version: str) -> None:
-    """A KRaft or migrating cluster on a release the KRaft model does not cover: one line (exit 2)
-    before any cluster starts, not an error row per scenario once it has."""
-    from kafka_chaos.common.errors import UsageError
-    from kafka_chaos.oracle.kraft.interleavings import MODELLED_TEXT, release_modelled
-    from kafka_chaos.oracle.release import Release
-
-    if mode in ("kraft", "migration") and not release_modelled(Release.parse(kafka_version)):
-        raise UsageError(f"--mode {mode} runs Kafka {MODELLED_TEXT} (the releases the KRaft model covers), "
-                         f"not {kafka_version}")
-
-
 def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, backend: str = "local",
                   iterations: int = 1, junit: Path | None = None, kafka_version: str | None = None,
                   kafka_home: str | None = None, report: bool = True, suite: str | None = None,
@@ -135,6 +123,7 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
                   tolerate: str | None = None) -> int:
     """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle). ``plan``:
     explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times."""
+    from kafka_chaos.harness.config import check_kraft_release
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.records.writer import RecordWriter
     from kafka_chaos.app.time_summary import time_table
@@ -150,8 +139,8 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
     t0 = progress.t0
     quiet_client_logs()
     distribution = resolve_distribution(kafka_version, kafka_home)
-    for scenario, _ in cases_planned:
-        refuse_unmodelled_release(scenario.needs.mode, scenario.needs.kafka_version or distribution.version)
+    for scenario, _ in cases_planned:  # refused in one line before any cluster starts
+        check_kraft_release(scenario.needs.mode, scenario.needs.kafka_version or distribution.version)
     run_id = uuid.uuid4().hex[:12]
     options = RunOptions(run_id=run_id, seed=seed, backend=backend, iterations=iterations,
                          results_dir=Path(results_dir), kafka_version=distribution.version,

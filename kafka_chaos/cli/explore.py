@@ -124,9 +124,10 @@ def _delay_links(backend: str) -> tuple[str, ...]:
 
 def explore_command(args: argparse.Namespace) -> int:
     from kafka_chaos.app.explore import Explorer, ShrinkBudget, explore_one
-    from kafka_chaos.app.runs import git_revision, progress_printer, quiet_client_logs, refuse_unmodelled_release, write_report
+    from kafka_chaos.app.runs import git_revision, progress_printer, quiet_client_logs, write_report
     from kafka_chaos.app.time_summary import time_table
     from kafka_chaos.harness.backends import missing_capabilities
+    from kafka_chaos.harness.config import check_kraft_release
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.records.writer import RecordWriter
     from kafka_chaos.scenarios.run.pool import ClusterPool
@@ -139,7 +140,7 @@ def explore_command(args: argparse.Namespace) -> int:
     quiet_client_logs()
     progress = progress_printer(t0)
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
-    refuse_unmodelled_release(args.mode, distribution.version)
+    check_kraft_release(args.mode, distribution.version)  # before any cluster starts
     options = RunOptions(run_id=uuid.uuid4().hex[:12], seed=seed, backend=args.backend, results_dir=results,
                          kafka_version=distribution.version, git_revision=git_revision())
     pool = ClusterPool(args.backend, distribution, progress)

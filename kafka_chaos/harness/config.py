@@ -380,6 +380,14 @@ def kraft_defaults() -> dict[str, str]:
     return {BROKER_SESSION_TIMEOUT_MS: str(TEST_SESSION_TIMEOUT_MS), BROKER_HEARTBEAT_INTERVAL_MS: "2000"}
 
 
+def check_kraft_release(mode: str, kafka_version: str) -> None:
+    """A KRaft or migrating cluster runs only the releases the KRaft model covers
+    (:data:`KRAFT_RELEASE_LINES`): one UsageError line otherwise; any release in ZooKeeper mode."""
+    if mode in (KRAFT_MODE, MIGRATION_MODE) and version_tuple(kafka_version)[:2] not in KRAFT_RELEASE_LINES:
+        lines = " and ".join(f"{major}.{minor}.x" for major, minor in KRAFT_RELEASE_LINES)
+        raise UsageError(f"--mode {mode} runs Kafka {lines} (the releases the KRaft model covers), not {kafka_version}")
+
+
 def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,
                           log_dir: str, kafka_version: str = KNOWN_PROPERTIES_VERSION,
                           listeners: Mapping[str, str] | None = None,
@@ -393,10 +401,7 @@ def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mappin
     ``unclean.leader.election.enable`` itself: it elects)."""
     if config.mode not in (KRAFT_MODE, MIGRATION_MODE):
         raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft or migration")
-    if version_tuple(kafka_version)[:2] not in KRAFT_RELEASE_LINES:
-        lines = " and ".join(f"{major}.{minor}.x" for major, minor in KRAFT_RELEASE_LINES)
-        raise UsageError(f"--mode {config.mode} runs Kafka {lines} (the releases the KRaft model covers), "
-                         f"not {kafka_version}")
+    check_kraft_release(config.mode, kafka_version)
     known = broker_property_names(kafka_version)
     controller = node_id in voters
     advertised = dict(listeners) if listeners else {CONTROLLER_LISTENER if controller else "PLAINTEXT": address}

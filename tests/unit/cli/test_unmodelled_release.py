@@ -1,12 +1,12 @@
 """A KRaft or migrating run on a release the KRaft model does not cover is refused in one line
-before any cluster starts (``app.runs.refuse_unmodelled_release``, used by ``run`` and
-``explore``); ZooKeeper mode runs every release."""
+before any cluster starts (``harness.config.check_kraft_release``, which ``run`` and
+``explore`` call first); ZooKeeper mode runs every release."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafka_chaos.app.runs import refuse_unmodelled_release
+from kafka_chaos.harness.config import check_kraft_release
 from kafka_chaos.common.errors import UsageError
 
 ROWS = [
@@ -21,6 +21,6 @@ ROWS = [
 def test_releases_the_kraft_model_does_not_cover_are_refused(mode, release, refused) -> None:
     if refused:
         with pytest.raises(UsageError, match=rf"--mode {mode} runs Kafka 3\.6\.x and 3\.9\.x .*not {release}"):
-            refuse_unmodelled_release(mode, release)
+            check_kraft_release(mode, release)
     else:
-        refuse_unmodelled_release(mode, release)
+        check_kraft_release(mode, release)
