@@ -5,6 +5,7 @@ parses arguments, loops over schedule indexes and prints; benchmarks and tests c
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from kafka_chaos.scenarios.plans.generator import GeneratorConfig
     from kafka_chaos.scenarios.plans.schedule import Schedule
     from kafka_chaos.scenarios.run.pool import ClusterPool
-    from kafka_chaos.scenarios.run.runner import Progress, RunOptions, ScenarioOutcome
+    from kafka_chaos.scenarios.run.runner import Healed, Progress, RunOptions, ScenarioOutcome
 
 TRIAL_RECORDS = "trial.jsonl"
 
@@ -44,13 +45,17 @@ class Explorer:
     trials: int = 0
     # Every run's counted time ledgers, shrink trials' too (app.time_summary).
     ledgers: list[TimeLedger] = field(default_factory=list)
+    # Whether another schedule will run after this one (the CLI's time limit): only then is its
+    # cluster started while this one drains.
+    keep_going: Callable[[], bool] = lambda: True
 
-    def run(self, schedule: Schedule, directory: Path, iteration: int, records_file: str = "records.jsonl"
-            ) -> tuple[ScenarioOutcome, list[Record]]:
+    def run(self, schedule: Schedule, directory: Path, iteration: int, records_file: str = "records.jsonl",
+            on_healed: Healed | None = None) -> tuple[ScenarioOutcome, list[Record]]:
         from kafka_chaos.app.runs import run_in_directory
 
         outcome, records = run_in_directory(self.options, self.pool, self.progress, self.predictor,
-                                            schedule.scenario(), iteration, directory, records_file)
+                                            schedule.scenario(), iteration, directory, records_file,
+                                            on_healed=on_healed)
         self.ledgers += counted_ledgers(records)
         return outcome, records
 
@@ -71,9 +76,12 @@ def primary_failure(records: list[Record]) -> tuple[str, str | None]:
 
 
 def explore_one(explorer: Explorer, seed: int, index: int, config: GeneratorConfig,
-                budget: ShrinkBudget = ShrinkBudget()) -> dict[str, Any]:
+                budget: ShrinkBudget = ShrinkBudget(), then: int | None = None) -> dict[str, Any]:
     """Generate schedule ``index`` of ``seed``, run it, and when it fails shrink, triage, confirm
-    and write it; a summary of what happened (``steps_checked`` always, the rest for a failure)."""
+    and write it; a summary of what happened (``steps_checked`` always, the rest for a failure).
+
+    ``then``: the index of the schedule that follows, whose cluster is started once this one
+    has healed, if it passed so far (a failure is shrunk on this schedule's cluster first)."""
     from kafka_chaos.scenarios.checks.triage import classify
     from kafka_chaos.scenarios.plans.generator import generate
     from kafka_chaos.scenarios.plans.schedule import dumps
@@ -84,7 +92,12 @@ def explore_one(explorer: Explorer, seed: int, index: int, config: GeneratorConf
     (explorer.results / "schedules" / f"{schedule.name}.json").write_text(dumps(schedule), encoding="utf-8")
     explorer.progress(f"{schedule.name}: {len(schedule.steps)} steps on brokers {list(schedule.brokers)}: "
                       + ", ".join(s.fault for s in schedule.steps))
-    outcome, records = explorer.run(schedule, explorer.results, 0)
+
+    def start_next_cluster(outcome: ScenarioOutcome) -> None:
+        if then is not None and outcome.passed and explorer.keep_going():
+            explorer.pool.prepare(generate(seed, then, config).scenario().needs)
+
+    outcome, records = explorer.run(schedule, explorer.results, 0, on_healed=start_next_cluster)
     checked = sum(1 for r in records if r.check == "converged" and r.fault != "create_topic")
     if outcome.passed:
         return {"steps_checked": checked}

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from kafka_chaos.scenarios.checks.expectations import Predictor
     from kafka_chaos.scenarios.plans.spec import Scenario
     from kafka_chaos.scenarios.run.pool import ClusterPool
-    from kafka_chaos.scenarios.run.runner import RunOptions, ScenarioOutcome
+    from kafka_chaos.scenarios.run.runner import Healed, RunOptions, ScenarioOutcome
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,7 +164,7 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
     pool = ClusterPool(backend, distribution, progress, open_cluster=open_cluster,
                        settle_timeout=options.settle_timeout)
     tee = TeeWriter(writer)  # each case's records, for triage (--tolerate client)
-    runner = Runner(options, pool, tee, progress, history=history, **_predicting(predictor))
+    runner = Runner(options, pool, tee, progress, history=history, predictor=_predicting(predictor))
     cases: list[Case] = []
     rerun_records: list[Record] = []  # (their time is the run's too)
     status = "interrupted"
@@ -230,9 +230,11 @@ def client_defects_only(outcome: ScenarioOutcome, records: list[Record]) -> str 
     return "; ".join(dict.fromkeys(f"{t.check}: {t.evidence}" for t in triaged))[:2000]
 
 
-def _predicting(predictor: Predictor | None) -> dict[str, Predictor]:
-    """The Runner's predictor argument: the real oracle unless a test injects another."""
-    return {"predictor": predictor} if predictor is not None else {}
+def _predicting(predictor: Predictor | None) -> Predictor:
+    """The Runner's predictor: the real oracle unless a test injects another."""
+    from kafka_chaos.oracle import predict
+
+    return predictor if predictor is not None else predict
 
 
 def _rerun_once(options: RunOptions, pool: ClusterPool, progress: Callable[[str], None], predictor: Predictor | None,
@@ -247,10 +249,11 @@ def _rerun_once(options: RunOptions, pool: ClusterPool, progress: Callable[[str]
 
 def run_in_directory(options: RunOptions, pool: ClusterPool, progress: Callable[[str], None],
                      predictor: Predictor | None, scenario: Scenario, iteration: int, directory: Path,
-                     records_file: str, attempt: int = 0) -> tuple[ScenarioOutcome, list[Record]]:
+                     records_file: str, attempt: int = 0, on_healed: Healed | None = None
+                     ) -> tuple[ScenarioOutcome, list[Record]]:
     """One scenario iteration with its history and records in ``directory`` (``records_file``:
     another name than records.jsonl keeps it out of reports over the parent), on the caller's
-    pool; the outcome and the records written."""
+    pool; the outcome and the records written. ``on_healed``: :class:`~scenarios.run.runner.Runner`'s."""
     from dataclasses import replace
 
     from kafka_chaos.records.writer import RecordWriter
@@ -262,7 +265,7 @@ def run_in_directory(options: RunOptions, pool: ClusterPool, progress: Callable[
         tee = TeeWriter(records)
         try:
             outcome = Runner(replace(options, results_dir=directory), pool, tee, progress, history=history,
-                             **_predicting(predictor)).run(scenario, iteration, attempt)
+                             on_healed=on_healed, predictor=_predicting(predictor)).run(scenario, iteration, attempt)
         finally:
             history.close()
     return outcome, tee.records
@@ -276,8 +279,12 @@ class TeeWriter:
     records: list[Record] = field(default_factory=list)
 
     def write(self, record: Record) -> None:
-        self.writer.write(record)
-        self.records.append(record)
+        self.write_all((record,))
+
+    def write_all(self, records: Iterable[Record]) -> None:
+        batch = list(records)
+        self.writer.write_all(batch)
+        self.records += batch
 
 
 def keep_schedules(results_dir: Path, sources: dict[str, str]) -> None:

@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
     new_records = []
     with RecordWriter(out) as writer:
         for obs, results in check_history(observations):
-            for record in to_records(obs, results):
-                writer.write(record)
-                new_records.append(record)
+            records = to_records(obs, results)
+            writer.write_all(records)
+            new_records += records
             verdicts = [r.passed for r in results if not r.is_measurement]
             passed += sum(v is True for v in verdicts)
             failed += sum(v is False for v in verdicts)

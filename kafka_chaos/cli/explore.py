@@ -144,15 +144,17 @@ def explore_command(args: argparse.Namespace) -> int:
     options = RunOptions(run_id=uuid.uuid4().hex[:12], seed=seed, backend=args.backend, results_dir=results,
                          kafka_version=distribution.version, git_revision=git_revision())
     pool = ClusterPool(args.backend, distribution, progress)
-    explorer = Explorer(results, pool, options, progress)
     limit = args.schedules if args.schedules is not None else (None if args.time_limit else 5)
+    explorer = Explorer(results, pool, options, progress,
+                        keep_going=lambda: args.time_limit is None or time.monotonic() - t0 < args.time_limit)
     index, ran, steps, failures = args.shard[0], 0, 0, []
     RecordWriter(results).close()  # the results dir exists (and holds records.jsonl) from the start
     print(f"kafka-chaos explore {options.run_id}: seed {seed}, shard {args.shard[0]}/{args.shard[1]}, "
           f"results in {results}", flush=True)
     try:
         while (limit is None or ran < limit) and (args.time_limit is None or time.monotonic() - t0 < args.time_limit):
-            failure = explore_one(explorer, seed, index, config, ShrinkBudget(args.shrink_budget, args.confirm))
+            then = index + args.shard[1] if limit is None or ran + 1 < limit else None
+            failure = explore_one(explorer, seed, index, config, ShrinkBudget(args.shrink_budget, args.confirm), then)
             ran += 1
             steps += failure.pop("steps_checked")
             if failure.get("failed"):

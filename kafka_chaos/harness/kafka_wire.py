@@ -1,4 +1,5 @@
-"""Just enough of the Kafka wire protocol to ask ONE broker for its metadata cache.
+"""Just enough of the Kafka wire protocol to ask ONE broker for its metadata cache (and to send
+the few requests librdkafka has no call for, or cannot aim at one broker: below).
 
 Why not confluent-kafka: librdkafka sends an application metadata request to *any* broker it
 is connected to, and it connects to the brokers it learns about — bootstrapped at broker 1,
@@ -31,16 +32,20 @@ def _string(value: str) -> bytes:
     return struct.pack(">h", len(raw)) + raw
 
 
+def _request(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+    """A size-prefixed request of a non-flexible version (request header v1)."""
+    message = struct.pack(">hhi", api_key, version, correlation_id) + _string(CLIENT_ID) + body
+    return struct.pack(">i", len(message)) + message
+
+
 def encode_metadata_request(correlation_id: int, topics: Sequence[str] | None) -> bytes:
     """A size-prefixed MetadataRequest v7 with request header v1; ``None`` asks for all topics."""
-    header = struct.pack(">hhi", METADATA_API_KEY, METADATA_VERSION, correlation_id) + _string(CLIENT_ID)
     if topics is None:
         body = struct.pack(">i", -1)
     else:
         body = struct.pack(">i", len(topics)) + b"".join(_string(t) for t in topics)
     body += struct.pack(">?", False)  # allow_auto_topic_creation
-    message = header + body
-    return struct.pack(">i", len(message)) + message
+    return _request(METADATA_API_KEY, METADATA_VERSION, correlation_id, body)
 
 
 @dataclass(frozen=True)
@@ -241,3 +246,56 @@ def decode_alter_partition_reassignments_response(payload: bytes) -> Reassignmen
         r.skip_tagged_fields()
     r.skip_tagged_fields()
     return ReassignmentAnswer(correlation_id, error_code, error_message, partitions)
+
+
+# --- FindCoordinator v1 and InitProducerId v0: a cluster made ready for clients ----------------------
+# clients/src/main/resources/common/message/FindCoordinatorRequest.json / ...Response.json and
+# InitProducerIdRequest.json / ...Response.json (3.9): both versions are non-flexible (request
+# header v1, response header v0) and answered by every release since 0.11.
+
+FIND_COORDINATOR_API_KEY = 10
+INIT_PRODUCER_ID_API_KEY = 22
+GROUP_KEY_TYPE = 0
+
+
+def encode_find_coordinator(correlation_id: int, group: str) -> bytes:
+    """A size-prefixed FindCoordinatorRequest v1 for a consumer group's coordinator."""
+    return _request(FIND_COORDINATOR_API_KEY, 1, correlation_id, _string(group) + struct.pack(">b", GROUP_KEY_TYPE))
+
+
+@dataclass(frozen=True)
+class WireAnswer:
+    """The answer of a request that only says whether it worked (and, where it did, a number:
+    the coordinator's node id, the producer id)."""
+
+    correlation_id: int
+    error_code: int
+    value: int
+
+
+def decode_find_coordinator_response(payload: bytes) -> WireAnswer:
+    """A FindCoordinatorResponse v1 without its size prefix: the coordinator's node id."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.int32()  # ThrottleTimeMs
+    error_code = r.int16()
+    r.nullable_string()  # ErrorMessage
+    node_id = r.int32()
+    r.string(), r.int32()  # Host, Port
+    if not r.at_end():
+        raise WireFormatError("FindCoordinator response has trailing bytes (not version 1?)")
+    return WireAnswer(correlation_id, error_code, node_id)
+
+
+def encode_init_producer_id(correlation_id: int, transaction_timeout_ms: int = 60_000) -> bytes:
+    """A size-prefixed InitProducerIdRequest v0 of an idempotent (not transactional) producer."""
+    return _request(INIT_PRODUCER_ID_API_KEY, 0, correlation_id,
+                    struct.pack(">hi", -1, transaction_timeout_ms))  # TransactionalId null
+
+
+def decode_init_producer_id_response(payload: bytes) -> WireAnswer:
+    """An InitProducerIdResponse v0 without its size prefix: the producer id."""
+    if len(payload) != 20:
+        raise WireFormatError(f"InitProducerId response of {len(payload)} bytes, expected 20")
+    correlation_id, _throttle, error_code, producer_id, _epoch = struct.unpack(">iihqh", payload)
+    return WireAnswer(correlation_id, error_code, producer_id)

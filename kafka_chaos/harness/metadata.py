@@ -16,7 +16,7 @@ import itertools
 import logging
 import socket
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -124,17 +124,24 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
+def _exchange(address: str, request: bytes, timeout: float) -> bytes:
+    """Send one size-prefixed request to the broker at ``host:port`` on a connection of its own;
+    its answer without the size prefix (OSError or ValueError when none came)."""
+    host, _, port = address.strip().rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.settimeout(timeout)  # each send/recv; the whole exchange is a few of them
+        sock.sendall(request)
+        (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+        return _recv_exactly(sock, size)
+
+
 def fetch_metadata(bootstrap: str, topics: Sequence[str] | None,
                    timeout: float = 5.0) -> kafka_wire.WireMetadata:
     """One Metadata request to the one broker at ``host:port``, on its own connection."""
-    host, _, port = _single_host_port(bootstrap).rpartition(":")
+    address = _single_host_port(bootstrap)
     correlation_id = next(_correlation_ids)
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-            sock.settimeout(timeout)  # each send/recv; the whole exchange is a few of them
-            sock.sendall(kafka_wire.encode_metadata_request(correlation_id, topics))
-            (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-            payload = _recv_exactly(sock, size)
+        payload = _exchange(address, kafka_wire.encode_metadata_request(correlation_id, topics), timeout)
     except (OSError, ValueError) as exc:
         raise MetadataError(f"broker at {bootstrap} did not answer a metadata request within "
                             f"{timeout:.0f} s: {type(exc).__name__}: {exc}") from exc
@@ -155,15 +162,10 @@ def alter_partition_reassignments(bootstrap: str, moves: Mapping[str, Mapping[in
     MetadataError naming Kafka's error when it refuses any partition."""
     problems = []
     for address in bootstrap.split(","):
-        host, _, port = address.strip().rpartition(":")
         correlation_id = next(_correlation_ids)
+        request = kafka_wire.encode_alter_partition_reassignments(correlation_id, int(timeout * 1000), moves)
         try:
-            with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-                sock.settimeout(timeout)
-                sock.sendall(kafka_wire.encode_alter_partition_reassignments(
-                    correlation_id, int(timeout * 1000), moves))
-                (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-                answer = kafka_wire.decode_alter_partition_reassignments_response(_recv_exactly(sock, size))
+            answer = kafka_wire.decode_alter_partition_reassignments_response(_exchange(address, request, timeout))
         except (OSError, ValueError) as exc:
             problems.append(f"{address}: {type(exc).__name__}: {exc}")
             continue
@@ -175,6 +177,36 @@ def alter_partition_reassignments(bootstrap: str, moves: Mapping[str, Mapping[in
             raise MetadataError(f"AlterPartitionReassignments refused by way of {address}: {'; '.join(refused)}")
         return
     raise MetadataError(f"no broker of {bootstrap} answered AlterPartitionReassignments: {'; '.join(problems)}")
+
+
+def find_coordinator(address: str, group: str, timeout: float = 2.0) -> kafka_wire.WireAnswer:
+    """FindCoordinator for ``group``, asked of the broker at ``address``: its error code and the
+    coordinator's node id. While ``__consumer_offsets`` does not exist the broker creates it and
+    answers COORDINATOR_NOT_AVAILABLE (``KafkaApis.getCoordinator``, 3.9)."""
+    return _answer(address, "FindCoordinator", lambda cid: kafka_wire.encode_find_coordinator(cid, group),
+                   kafka_wire.decode_find_coordinator_response, timeout)
+
+
+def init_producer_id(address: str, timeout: float = 2.0) -> kafka_wire.WireAnswer:
+    """InitProducerId of an idempotent producer, asked of the broker at ``address``: its error code
+    and the producer id. A broker without a block of producer ids asks the controller for one
+    and answers COORDINATOR_LOAD_IN_PROGRESS meanwhile (``RPCProducerIdManager.generateProducerId``,
+    3.9)."""
+    return _answer(address, "InitProducerId", kafka_wire.encode_init_producer_id,
+                   kafka_wire.decode_init_producer_id_response, timeout)
+
+
+def _answer(address: str, what: str, request: Callable[[int], bytes],
+            decode: Callable[[bytes], kafka_wire.WireAnswer], timeout: float) -> kafka_wire.WireAnswer:
+    """One request (built for its correlation id) to the broker at ``address``, and its answer."""
+    correlation_id = next(_correlation_ids)
+    try:
+        answer = decode(_exchange(address, request(correlation_id), timeout))
+    except (OSError, ValueError) as exc:
+        raise MetadataError(f"broker at {address} did not answer {what}: {type(exc).__name__}: {exc}") from exc
+    if answer.correlation_id != correlation_id:
+        raise MetadataError(f"broker at {address} answered request {answer.correlation_id}, expected {correlation_id}")
+    return answer
 
 
 def error_name(code: int) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.common.waits import WaitTimeout, wait_until
@@ -18,6 +17,10 @@ log = logging.getLogger(__name__)
 
 # Grace on top of the session timeout + 2 ticks before an old registration must have expired.
 SESSION_EXPIRY_GRACE_SECONDS = 5.0
+# How often a start-up question (metadata, coordinator, producer id) is asked again until answered:
+# each answer is a broker's or controller's decision taking milliseconds, and every broker start
+# and every cluster waits on the last one (a loopback request costs about a millisecond).
+READY_POLL_S = 0.05
 
 
 def wait_registered(zookeeper_connect: str, broker_ids: Iterable[int], *, deadline: float,
@@ -82,7 +85,7 @@ def wait_metadata_lists(bootstrap: str, expected: set[int] | Callable[[], set[in
         return True
 
     try:
-        wait_until(answers, timeout=deadline - time.monotonic(), interval=0.2, retry_on=(ConnectionError,),
+        wait_until(answers, timeout=deadline - time.monotonic(), interval=READY_POLL_S, retry_on=(ConnectionError,),
                    description=f"the broker at {bootstrap} to list the registered brokers")
     except WaitTimeout:
         return last_error
@@ -132,33 +135,26 @@ def ensure_offsets_topic(cluster: Cluster, *, partitions: int, timeout: float = 
     Kafka creates it lazily, on the first FindCoordinator, with
     ``offsets.topic.replication.factor`` replicas — refused while fewer brokers are alive, so a
     consumer group first used after a kill would wait for a coordinator until the broker is
-    back. Asking for a group's committed offsets (answered by its coordinator) is that first
-    FindCoordinator; it is repeated until answered (COORDINATOR_NOT_AVAILABLE while the topic
-    is being created)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    back. FindCoordinator is sent on the wire and repeated every :data:`READY_POLL_S` until it
+    names a coordinator (COORDINATOR_NOT_AVAILABLE while the topic is being created); through
+    librdkafka the first answer took a second, its own retry interval, not Kafka's."""
+    from kafka_chaos.harness.metadata import MetadataError, error_name, find_coordinator
 
-    bootstrap = cluster.bootstrap_servers
+    bootstrap = cluster.bootstrap_servers.split(",")[0]
     deadline = time.monotonic() + timeout
-    # Not AdminClient.describe_consumer_groups: librdkafka 2.x aborted the process
-    # (rd_kafka_enq_once_del_source_return assertion) while the coordinator was unavailable.
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "kafka-chaos-offsets-topic",
-                              "group.id": "kafka-chaos-offsets-topic", "enable.auto.commit": False,
-                              "logger": logging.getLogger(f"{__name__}.librdkafka")}
-    consumer = Consumer(config)
 
     def coordinator_found() -> bool:
-        # Committed offsets come from the group coordinator: asking finds one (FindCoordinator).
-        consumer.committed([TopicPartition(OFFSETS_TOPIC, 0)], timeout=5.0)
+        answer = find_coordinator(bootstrap, "kafka-chaos-offsets-topic")
+        if answer.error_code != 0:
+            raise MetadataError(f"FindCoordinator answered {error_name(answer.error_code)}")
         return True
 
     try:
-        wait_until(coordinator_found, timeout=max(0.0, deadline - time.monotonic()), interval=0.3,
-                   retry_on=(KafkaException,), description="a group coordinator (creates __consumer_offsets)")
+        wait_until(coordinator_found, timeout=timeout, interval=READY_POLL_S, retry_on=(MetadataError,),
+                   description="a group coordinator (creates __consumer_offsets)")
     except WaitTimeout as exc:
         raise HarnessError(f"{OFFSETS_TOPIC} could not be created within {timeout:.0f} s: "
                            f"{exc.last_error or exc}") from None
-    finally:
-        consumer.close()
 
     def settled(snapshot: ZkSnapshot) -> bool:
         states = [s for (t, _), s in snapshot.partitions.items() if t == OFFSETS_TOPIC]
@@ -171,3 +167,39 @@ def ensure_offsets_topic(cluster: Cluster, *, partitions: int, timeout: float = 
                                 description=f"{OFFSETS_TOPIC} led and fully in sync")
         except ConvergenceTimeout as exc:
             raise HarnessError(f"{OFFSETS_TOPIC} not settled within {timeout:.0f} s: {exc}") from None
+
+
+def warm_producer_ids(cluster: Cluster, *, timeout: float = 60.0) -> None:
+    """Give every broker its first block of producer ids before the workload starts.
+
+    A broker holds none after it starts: its first InitProducerId asks the controller for a
+    block and answers COORDINATOR_LOAD_IN_PROGRESS (``RPCProducerIdManager.generateProducerId``,
+    3.9; releases before IBP 3.0 allocate from ZooKeeper at once), and librdkafka retries
+    about a second later, so every idempotent producer of a fresh cluster got its first ack a
+    second late. Asking each broker on the wire (every :data:`READY_POLL_S`) until it hands out an
+    id is what a cluster that has served producers before looks like; a broker restarted by a
+    fault starts without a block again, as in Kafka."""
+    from kafka_chaos.harness.metadata import MetadataError, error_name, init_producer_id
+
+    waiting = {address.strip() for address in cluster.bootstrap_servers.split(",")}
+    last: dict[str, str] = {}
+
+    def every_broker_has_ids() -> bool:
+        for address in sorted(waiting):
+            try:
+                answer = init_producer_id(address)
+            except MetadataError as exc:
+                last[address] = str(exc)
+                continue
+            if answer.error_code == 0:
+                waiting.discard(address)
+            else:
+                last[address] = f"InitProducerId answered {error_name(answer.error_code)}"
+        return not waiting
+
+    try:
+        wait_until(every_broker_has_ids, timeout=timeout, interval=READY_POLL_S,
+                   description="a block of producer ids on every broker")
+    except WaitTimeout:
+        raise HarnessError(f"brokers at {', '.join(sorted(waiting))} handed out no producer id within "
+                           f"{timeout:.0f} s: {'; '.join(last[a] for a in sorted(waiting) if a in last)}") from None

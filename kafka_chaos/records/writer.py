@@ -1,8 +1,9 @@
 """Durable append of records to ``RESULTS_DIR/records.jsonl`` and reading them back.
 
-Every record is flushed and fsync'ed before ``write`` returns: a run killed by a fault it
-injected itself (or by Ctrl-C) keeps every record it reported, at worst with a truncated last
-line, which the report counts as malformed instead of failing.
+Every record is flushed and fsync'ed before ``write`` (or, for a batch such as the records of
+one observation, ``write_all``) returns: a run killed by a fault it injected itself (or by
+Ctrl-C) keeps every record it reported, at worst with a truncated last line, which the report
+counts as malformed instead of failing.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +28,8 @@ class RecordSink(Protocol):
 
     def write(self, record: Record) -> None: ...
 
+    def write_all(self, records: Iterable[Record]) -> None: ...
+
 
 class RecordWriter:
     """Thread-safe appender: producer threads and the scenario loop may write concurrently."""
@@ -42,16 +45,25 @@ class RecordWriter:
         self.written = 0
 
     def write(self, record: Record) -> None:
-        if not isinstance(record, Record):
-            raise TypeError(f"RecordWriter.write takes a records.schema.Record, got {type(record).__name__}")
-        line = record.to_json() + "\n"
+        self.write_all((record,))
+
+    def write_all(self, records: Iterable[Record]) -> None:
+        """Append ``records`` in order, with one fsync for all of them (a step's records are
+        hundreds: one fsync each cost about 2 % of an explore's wall time)."""
+        lines = []
+        for record in records:
+            if not isinstance(record, Record):
+                raise TypeError(f"RecordWriter.write takes a records.schema.Record, got {type(record).__name__}")
+            lines.append(record.to_json() + "\n")
+        if not lines:
+            return
         with self._lock:
             if self._file is None:
                 raise ValueError(f"RecordWriter for {self.path} is closed")
-            self._file.write(line)
+            self._file.write("".join(lines))
             self._file.flush()
             os.fsync(self._file.fileno())
-            self.written += 1
+            self.written += len(lines)
 
     def write_run_info(self, info: Mapping[str, Any]) -> Path:
         """Write ``run.json`` (command line, seed, config...) atomically: replace, never half-written."""

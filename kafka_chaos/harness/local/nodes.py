@@ -30,7 +30,7 @@ from kafka_chaos.harness.node_logs import JVM_TIMEZONE_FLAG
 from kafka_chaos.harness.nodes import zookeeper_four_letter
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
 from kafka_chaos.harness.processes import NodeProcess
-from kafka_chaos.harness.readiness import still_registered, wait_metadata_lists, wait_registered
+from kafka_chaos.harness.readiness import READY_POLL_S, still_registered, wait_metadata_lists, wait_registered
 from kafka_chaos.harness.zk_ensemble import ZkServer, ensemble_properties
 
 log = logging.getLogger(__name__)
@@ -279,7 +279,7 @@ def wait_zookeeper_answers(node: LocalNode, deadline: float, start_timeout: floa
         return True
 
     try:
-        wait_until(probe, timeout=deadline - time.monotonic(), interval=0.1, retry_on=(OSError,),
+        wait_until(probe, timeout=deadline - time.monotonic(), interval=READY_POLL_S, retry_on=(OSError,),
                    description="ZooKeeper to answer 'ruok'")
     except WaitTimeout:
         raise NodeStartFailed(node.describe_failure(

@@ -130,6 +130,7 @@ class Workload:
         self._replace_producer = threading.Event()
         self._drain_timeout = 30.0
         self._thread: threading.Thread | None = None
+        self._connected: Producer | None = None  # made by connect(), produced with by start()
         self._error: BaseException | None = None
         self._debug = DebugRing(f"{__name__}.librdkafka.{self.run_id}", _DEBUG_LINES,
                                 forward=logging.getLogger(f"{__name__}.librdkafka"))
@@ -158,6 +159,18 @@ class Workload:
         except Exception:  # the original exception matters more; keep this one in the log
             log.exception("workload on %s failed while unwinding another error", self.topic)
 
+    def connect(self) -> None:
+        """Make the producer now, before the topic exists, so that :meth:`start` produces at once.
+
+        An idempotent producer sends nothing before it holds a producer id, and librdkafka asks
+        for one only once a broker connection is up, on a timer (``rd_kafka_idemp_pid_fsm``:
+        about half a second after the first connection). Made while the topics are being
+        created, that wait is over when the workload starts. It asks for no topic's metadata
+        until it produces, so it cannot auto-create the topic. Optional."""
+        if self._thread is not None or self._connected is not None:
+            raise WorkloadError(f"workload on {self.topic} is already connected or running")
+        self._connected = self._new_producer(dict.fromkeys(self.partitions, 0))
+
     def start(self) -> None:
         if self._thread is not None:
             raise WorkloadError(f"workload on {self.topic} is already running")
@@ -174,7 +187,8 @@ class Workload:
     def stop(self, *, drain_timeout: float = 30.0) -> None:
         """Stop producing, wait up to ``drain_timeout`` for outstanding delivery reports, then
         purge the rest (reported as failures). Re-raises an exception of the producer thread.
-        Idempotent."""
+        Idempotent; a workload only connected closes its producer."""
+        self._connected = None  # never produced with: nothing to drain
         thread = self._thread
         if thread is not None:
             self._drain_timeout = drain_timeout
@@ -290,7 +304,7 @@ class Workload:
 
     def _produce_until_stopped(self) -> None:
         next_seq = dict.fromkeys(self.partitions, 0)
-        producer = self._new_producer(next_seq)
+        producer, self._connected = self._connected or self._new_producer(next_seq), None
         interval = 1.0 / (self.rate_per_partition * len(self.partitions))
         slot = 0
         due = time.monotonic()

@@ -19,17 +19,23 @@ def _seen(view: Mapping[tuple[str, int], Any]) -> dict[tuple[str, int], Partitio
 class MetadataPoller:
     """Polls each broker's metadata cache in a background thread per broker (bounded calls),
     recording when each broker first showed each leader — the ``propagation`` phase — and the
-    latest full answer for the agreement check."""
+    latest full answer for the agreement check. While :meth:`wait_agreement` waits, every broker is
+    asked at once and then every ``eager_interval``: ZooKeeper has converged, and each poll the
+    step waits for is harness time."""
 
-    def __init__(self, cluster: ChaosCluster, brokers: Iterable[int], topics: Sequence[str], interval: float = 0.2) -> None:
+    def __init__(self, cluster: ChaosCluster, brokers: Iterable[int], topics: Sequence[str], interval: float = 0.2,
+                 eager_interval: float = 0.05) -> None:
         self.cluster = cluster
         self.brokers = sorted(brokers)
         self.topics = list(topics)
         self.interval = interval
+        self.eager_interval = eager_interval
+        self._eager = False  # wait_agreement() is waiting
         self.sightings: list[tuple[float, int, tuple[str, int], int]] = []
         self.latest: dict[int, MetadataAnswer] = {}
         self._cond = threading.Condition()
         self._stop = threading.Event()
+        self._wake = {b: threading.Event() for b in self.brokers}  # poll now (or stop)
         self._threads: list[threading.Thread] = []
 
     def __enter__(self) -> MetadataPoller:
@@ -50,7 +56,7 @@ class MetadataPoller:
 
         while not self._stop.is_set():
             if not self.cluster.broker_running(broker):  # killed or not started yet
-                self._stop.wait(self.interval)
+                self._pause(broker)
                 continue
             answer: MetadataAnswer
             try:
@@ -64,7 +70,14 @@ class MetadataPoller:
                     for key, seen in answer.items():
                         self.sightings.append((at, broker, key, seen.leader))
                 self._cond.notify_all()
-            self._stop.wait(self.interval)
+            self._pause(broker)
+
+    def _pause(self, broker: int) -> None:
+        """Until the next poll: ``interval`` (``eager_interval`` while an agreement is awaited), or
+        less when woken."""
+        wake = self._wake[broker]
+        wake.wait(self.eager_interval if self._eager else self.interval)
+        wake.clear()
 
     def sightings_by_partition(self, since: float) -> dict[str, tuple[tuple[float, int, int], ...]]:
         """``"topic-p"`` -> (time, broker, leader) of every answer since ``since``."""
@@ -90,11 +103,20 @@ class MetadataPoller:
                     return False
             return True
 
-        with self._cond:
-            self._cond.wait_for(agreed, timeout=max(0.0, deadline - time.monotonic()))
-            return {b: self.latest.get(b, "no answer") for b in wanted}
+        self._eager = True
+        for b in wanted:  # now, not at the end of their current interval
+            if b in self._wake:
+                self._wake[b].set()
+        try:
+            with self._cond:
+                self._cond.wait_for(agreed, timeout=max(0.0, deadline - time.monotonic()))
+                return {b: self.latest.get(b, "no answer") for b in wanted}
+        finally:
+            self._eager = False
 
     def stop(self) -> None:
         self._stop.set()
+        for wake in self._wake.values():
+            wake.set()
         for t in self._threads:
             t.join(timeout=5)

@@ -4,13 +4,20 @@ Between scenarios the cluster is restored (every stopped broker started, every b
 registered, a controller, settled internal topics); a cluster that cannot be restored is
 recreated. The pool also answers which capabilities (``harness.cluster.Capability``) its
 clusters lack, so scenarios needing them are skipped with one line why.
+
+The next scenario's cluster, when its needs differ, may be started in the background once the
+current scenario has healed (:meth:`ClusterPool.prepare`): its start then overlaps the current
+one's drain, read-back and topic deletion — work that measures nothing — and never a fault step.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from kafka_chaos.common.errors import HarnessError
@@ -79,6 +86,19 @@ class StallWatch:
         return False
 
 
+# How long acquire() waits for a cluster prepare() is starting: its start and readiness are
+# bounded themselves (start timeout, settle timeouts); this only keeps the join bounded too.
+PREPARED_JOIN_S = 600.0
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A cluster being started in the background for the next scenario."""
+
+    needs: ClusterNeeds
+    start: Future[ManagedCluster]
+
+
 class ClusterPool:
     def __init__(self, backend: str, distribution: KafkaDistribution, progress: Progress,
                  open_cluster: Callable[..., ManagedCluster] | None = None, settle_timeout: float = 90.0,
@@ -93,6 +113,10 @@ class ClusterPool:
         self.needs: ClusterNeeds | None = None
         self._missing: dict[str, Mapping[Capability, str]] = {}  # by cluster mode
         self._releases: dict[str, KafkaDistribution] = {}  # scenarios' own releases (ClusterNeeds.kafka_version)
+        self._prepared: _Prepared | None = None
+        # One worker thread for the pool's life: a node's PR_SET_PDEATHSIG (harness.processes)
+        # fires when the *thread* that spawned it exits, so a thread per start would kill its JVMs.
+        self._starter: ThreadPoolExecutor | None = None
 
     def missing_capabilities(self, mode: str = "zookeeper") -> Mapping[Capability, str]:
         """What this pool's clusters of ``mode`` cannot do, each with a one-line reason. A
@@ -112,26 +136,78 @@ class ClusterPool:
 
     def acquire(self, needs: ClusterNeeds) -> ManagedCluster:
         # A migrated cluster is not a ZooKeeper-mode cluster any more: every migration starts afresh.
-        if self.cluster is not None and self.needs == needs and needs.mode != "migration":
+        if self._reusable(needs):
+            self._discard_prepared()
             try:
                 self.restore()
-                return self.cluster
+                return self.held()
             except HarnessError as exc:
                 self.progress(f"cluster could not be restored ({exc}); recreating it")
+        cluster = self._take_prepared(needs)
         self.release()
-        from kafka_chaos.harness.config import ClusterConfig
+        if cluster is None:
+            self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
+            cluster = self._start(needs)
+        self.cluster, self.needs = cluster, needs
+        return cluster
 
+    def prepare(self, needs: ClusterNeeds) -> None:
+        """Start, in the background, the cluster a later :meth:`acquire` of ``needs`` will take
+        (nothing when the held cluster will do). Call it only when the held cluster's faults are
+        healed: two clusters starting or under faults at once on two cores make timings lie."""
+        if self._prepared is not None or self._reusable(needs):
+            return
+        self.progress(f"starting the next {self.backend} cluster meanwhile: {needs.describe()}")
+        if self._starter is None:
+            self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="next-cluster")
+        self._prepared = _Prepared(needs, self._starter.submit(self._start, needs))
+
+    def _reusable(self, needs: ClusterNeeds) -> bool:
+        return self.cluster is not None and self.needs == needs and needs.mode != "migration"
+
+    def _take_prepared(self, needs: ClusterNeeds | None) -> ManagedCluster | None:
+        """The prepared cluster when it has ``needs`` and started; else it is destroyed (a start
+        that failed in the background is tried again in the foreground, where its error is
+        reported). ``None``: destroy it whatever it has."""
+        prepared = self._prepared
+        if prepared is None:
+            return None
+        try:
+            cluster = prepared.start.result(timeout=PREPARED_JOIN_S)
+        except FutureTimeout:
+            self._prepared = None  # still starting: destroyed at exit with every cluster this process owns
+            raise HarnessError(f"the next cluster was still starting after {PREPARED_JOIN_S:.0f} s") from None
+        except Exception as exc:  # noqa: BLE001 - the foreground start says it again if it fails again
+            self._prepared = None
+            if needs is not None:
+                self.progress(f"the next cluster did not start in the background ({exc}); starting it again")
+            return None
+        # Only now: a Ctrl-C while waiting leaves it to release(), which waits again and destroys it.
+        self._prepared = None
+        if prepared.needs != needs:
+            _destroy(cluster)
+            return None
+        return cluster
+
+    def _discard_prepared(self) -> None:
+        self._take_prepared(None)
+
+    def _start(self, needs: ClusterNeeds) -> ManagedCluster:
+        """A new cluster with ``needs``, ready for clients (destroyed again when it is not)."""
         from kafka_chaos.harness.backends import open_cluster
+        from kafka_chaos.harness.config import ClusterConfig
 
         config = ClusterConfig(brokers=needs.brokers, cluster_overrides=needs.overrides_dict, ids=needs.broker_ids,
                                zookeepers=needs.zookeepers, log_dirs=needs.log_dirs,
                                link_proxies=needs.link_proxies, mode=needs.mode, controllers=needs.controllers)
         opener = self._open or open_cluster
-        self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
         cluster: ManagedCluster = opener(self.backend, config, self.distribution_for(needs))
         cluster.__enter__()  # starts; cleans up itself when starting fails
-        self.cluster, self.needs = cluster, needs
-        self._create_offsets_topic(cluster)
+        try:
+            self._ready_for_clients(cluster)
+        except BaseException:
+            _destroy(cluster)
+            raise
         return cluster
 
     def distribution_for(self, needs: ClusterNeeds) -> KafkaDistribution:
@@ -146,20 +222,18 @@ class ClusterPool:
             self._releases[wanted] = resolve_distribution(wanted)
         return self._releases[wanted]
 
-    def _create_offsets_topic(self, cluster: ManagedCluster) -> None:
+    def _ready_for_clients(self, cluster: ManagedCluster) -> None:
         """The scenarios' consumer groups must work from the first fault on: create
         ``__consumer_offsets`` while every broker is up (Kafka would create it lazily, refused
-        while a broker is down). A failure here is a cluster that cannot be used."""
+        while a broker is down). And their idempotent producers must not wait a second for
+        their first producer id: every broker gets its first block now. A failure here is a
+        cluster that cannot be used."""
         from kafka_chaos.harness.config import OFFSETS_TOPIC_NUM_PARTITIONS
-        from kafka_chaos.harness.readiness import ensure_offsets_topic
+        from kafka_chaos.harness.readiness import ensure_offsets_topic, warm_producer_ids
 
         partitions = int(dict(cluster.broker_settings()).get(OFFSETS_TOPIC_NUM_PARTITIONS, "50"))
-        try:
-            ensure_offsets_topic(cluster, partitions=partitions,
-                                 timeout=self.settle_timeout)
-        except HarnessError:
-            self.release()
-            raise
+        ensure_offsets_topic(cluster, partitions=partitions, timeout=self.settle_timeout)
+        warm_producer_ids(cluster, timeout=self.settle_timeout)
 
     def held(self) -> ManagedCluster:
         """The cluster the pool holds now (a HarnessError when it holds none)."""
@@ -169,9 +243,10 @@ class ClusterPool:
 
     def restore(self) -> None:
         """Start every stopped broker and wait for all registered, a controller, and settled
-        internal topics."""
+        internal topics; then every broker holds producer ids again."""
         from kafka_chaos.harness.observer import ConvergenceTimeout
         from kafka_chaos.harness.observers import is_kraft, is_migrating, open_observer
+        from kafka_chaos.harness.readiness import warm_producer_ids
 
         cluster = self.held()
         if implements(cluster, ControllerQuorumControl):
@@ -198,11 +273,18 @@ class ClusterPool:
                                     description="every broker registered and settled")
             except ConvergenceTimeout as exc:
                 raise HarnessError(f"cluster not healthy: {exc}") from exc
+        warm_producer_ids(cluster, timeout=self.settle_timeout)  # a restarted broker has no block yet
 
     def release(self) -> None:
+        """Destroy the held cluster (and a prepared one)."""
         cluster, self.cluster, self.needs = self.cluster, None, None
         if cluster is not None:
-            try:
-                cluster.__exit__(None, None, None)
-            except Exception as exc:  # noqa: BLE001 - teardown goes on
-                log.warning("destroying the cluster failed: %s", exc)
+            _destroy(cluster)
+        self._discard_prepared()
+
+
+def _destroy(cluster: ManagedCluster) -> None:
+    try:
+        cluster.__exit__(None, None, None)
+    except Exception as exc:  # noqa: BLE001 - teardown goes on
+        log.warning("destroying the cluster failed: %s", exc)

@@ -5,14 +5,16 @@ The runner only *observes*. Per scenario iteration:
 1. get a cluster with the scenario's needs from the :class:`~scenarios.run.pool.ClusterPool`; a
    scenario whose faults need a capability the backend lacks is skipped with one line why;
 2. create the topics with their explicit assignment (itself an observed step, checked against
-   the oracle's ``CreateTopic``) and start the workload (idempotent ``acks=all`` producer);
+   the oracle's ``CreateTopic``) and start the workload (idempotent ``acks=all`` producers, made
+   while the topics are created so that they hold a producer id by then);
 3. for each step: wait (ZK watches, bounded) until the cluster is *settled*, build the oracle's
    input from that observation — the state BEFORE the fault, never anything later — resolve
    the target with the seeded RNG, ask the oracle for every allowed outcome (its alternatives,
    plus the fault's leader-side ISR rule), inject, wait (bounded) for one of them, wait for
    every broker's metadata to agree, and for faults that leave brokers unreachable, for the
    clients to recover;
-4. heal every fault, stop the workload (drained once healed), wait until settled, read every acknowledged message
+4. heal every fault (then ``on_healed``: ``explore`` starts its next schedule's cluster there),
+   stop the workload (drained once healed), wait until settled, read every acknowledged message
    back, delete the topics; failed scenarios get their node logs copied to
    ``RESULTS_DIR/logs/<scenario>-<i>/``.
 
@@ -88,6 +90,7 @@ log = logging.getLogger(__name__)
 SESSION_TIMEOUT_KEY = "zookeeper.session.timeout.ms"
 
 Progress = Callable[[str], None]
+Healed = Callable[["ScenarioOutcome"], None]
 
 
 @dataclass
@@ -135,13 +138,18 @@ class ScenarioAbortedError(HarnessError):
 
 class Runner:
     def __init__(self, options: RunOptions, pool: ClusterPool, writer: RecordSink, progress: Progress,
-                 predictor: Predictor = predict, history: HistoryWriter | None = None) -> None:
+                 predictor: Predictor = predict, history: HistoryWriter | None = None,
+                 on_healed: Healed | None = None) -> None:
+        """``on_healed``: called with the outcome so far once an iteration's faults are healed,
+        before its drain and read-back (``explore`` starts the next schedule's cluster there:
+        :meth:`ClusterPool.prepare`)."""
         self.options = options
         self.pool = pool
         self.writer = writer
         self.progress = progress
         self.predictor = predictor
         self.history = history if history is not None else HistoryWriter(Path(options.results_dir))
+        self.on_healed = on_healed
 
     # one scenario ----------------------------------------------------------------------------
 
@@ -193,8 +201,7 @@ class Runner:
             checks.remember(obs, computed)
         results = evaluate(obs, checks)
         checks.earlier.append(obs)
-        for record in to_records(obs, results):
-            self.writer.write(record)
+        self.writer.write_all(to_records(obs, results))
         outcome.results += [r for r in results if not r.is_measurement]
 
     def _run_in(self, ctx: _Context) -> None:
@@ -209,6 +216,7 @@ class Runner:
             interrupted = aborted = False
             core = self._step_core(ctx, nemesis)
             try:
+                self._connect_producers(ctx)
                 self._create_topics(ctx, core)
                 self._start_workloads(ctx)
                 for index, step in enumerate(ctx.scenario.steps):
@@ -227,13 +235,15 @@ class Runner:
                     self._step_progress(ctx, "healing")
                     with ctx.clock.phase(HEAL):
                         errors = nemesis.heal_all()
+                    for err in errors:
+                        ctx.outcome.error = ctx.outcome.error or f"heal failed: {err}"
+                    if self.on_healed is not None:
+                        self.on_healed(ctx.outcome)
                     # Drained once healed: a partition whose leader the last fault left down has
                     # no one to deliver to before the heal, so a drain before it waited out its
                     # whole timeout and purged what the healed cluster would have acknowledged.
                     with ctx.clock.phase(WORKLOAD_STOP):
                         self._stop_producers(ctx, drain_timeout=5.0)
-                    for err in errors:
-                        ctx.outcome.error = ctx.outcome.error or f"heal failed: {err}"
                     if aborted:
                         with ctx.clock.phase(WORKLOAD_STOP):
                             self._stop_consumers(ctx)
@@ -337,13 +347,28 @@ class Runner:
         if not converged:
             raise ScenarioAbortedError("the topics never reached their predicted initial state")
 
+    def _connect_producers(self, ctx: _Context) -> None:
+        """The producers, made while the topics are created (:meth:`Workload.connect`): each
+        holds its producer id when the workload starts."""
+        from kafka_chaos.scenarios.clients.workload import Workload
+
+        with ctx.clock.phase(WORKLOAD_START):
+            for t in ctx.scenario.topics:
+                if not t.workload:  # a topic a step deletes (scenarios.faults.topics)
+                    continue
+                physical = ctx.topic_names[t.name]
+                w = Workload(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
+                             rate_per_partition=self.options.rate_per_partition,
+                             client_id=f"kafka-chaos-{ctx.scenario.name}")
+                w.connect()
+                ctx.workloads[physical] = w
+
     def _start_workloads(self, ctx: _Context) -> None:
         with ctx.clock.phase(WORKLOAD_START):
             self._start_clients(ctx)
 
     def _start_clients(self, ctx: _Context) -> None:
         from kafka_chaos.scenarios.clients.consumers import Consumers
-        from kafka_chaos.scenarios.clients.workload import Workload
 
         ctx.ops_cut = time.time()
         for t in ctx.scenario.topics:
@@ -353,14 +378,7 @@ class Runner:
                               client_id=f"kafka-chaos-{ctx.scenario.name}")
                 ctx.consumers[physical] = c
                 c.start()
-        for t in ctx.scenario.topics:
-            if not t.workload:  # a topic a step deletes (scenarios.faults.topics)
-                continue
-            physical = ctx.topic_names[t.name]
-            w = Workload(ctx.cluster.bootstrap_servers, physical, list(t.partitions),
-                         rate_per_partition=self.options.rate_per_partition,
-                         client_id=f"kafka-chaos-{ctx.scenario.name}")
-            ctx.workloads[physical] = w
+        for w in ctx.workloads.values():
             w.start()
         for w in ctx.workloads.values():  # the workload is really flowing before any fault
             w.wait_for_acks(timeout=30.0)

@@ -9,8 +9,13 @@ import pytest
 from kafka_chaos.harness.kafka_wire import (
     CLIENT_ID,
     WireFormatError,
+    WireAnswer,
     WirePartition,
+    decode_find_coordinator_response,
+    decode_init_producer_id_response,
     decode_metadata_response,
+    encode_find_coordinator,
+    encode_init_producer_id,
     encode_metadata_request,
 )
 
@@ -109,3 +114,38 @@ def test_a_reassignment_answer_names_each_partition_error() -> None:
     answer = decode_alter_partition_reassignments_response(payload)
     assert (answer.correlation_id, answer.error_code, answer.error_message) == (7, 0, None)
     assert answer.partitions == {("t", 0): (0, None), ("t", 1): (85, "gone")}
+
+
+def test_find_coordinator_asks_version_1_for_a_group() -> None:
+    frame = encode_find_coordinator(9, "g")
+    assert struct.unpack(">i", frame[:4]) == (len(frame) - 4,)
+    assert frame[4:] == struct.pack(">hhi", 10, 1, 9) + _s(CLIENT_ID) + _s("g") + b"\x00"  # KeyType 0: group
+
+
+@pytest.mark.parametrize(("error_code", "node_id", "message"), [
+    (0, 3, None),  # the coordinator
+    (15, -1, "The coordinator is not available."),  # COORDINATOR_NOT_AVAILABLE: being created
+])
+def test_find_coordinator_answer_gives_error_and_node(error_code: int, node_id: int, message: str | None) -> None:
+    payload = (struct.pack(">iih", 9, 0, error_code) + _s(message) + struct.pack(">i", node_id)
+               + _s("127.0.0.1" if node_id >= 0 else "") + struct.pack(">i", 9092 if node_id >= 0 else -1))
+    assert decode_find_coordinator_response(payload) == WireAnswer(9, error_code, node_id)
+
+
+def test_init_producer_id_asks_version_0_without_a_transactional_id() -> None:
+    frame = encode_init_producer_id(5, 60_000)
+    assert frame[4:] == struct.pack(">hhi", 22, 0, 5) + _s(CLIENT_ID) + _s(None) + struct.pack(">i", 60_000)
+
+
+@pytest.mark.parametrize(("error_code", "producer_id"), [
+    (0, 2001),
+    (14, -1),  # COORDINATOR_LOAD_IN_PROGRESS: the broker waits for a block of ids
+])
+def test_init_producer_id_answer_gives_error_and_id(error_code: int, producer_id: int) -> None:
+    payload = struct.pack(">iihqh", 5, 0, error_code, producer_id, 0 if producer_id >= 0 else -1)
+    assert decode_init_producer_id_response(payload) == WireAnswer(5, error_code, producer_id)
+
+
+def test_init_producer_id_answer_of_another_version_is_refused() -> None:
+    with pytest.raises(WireFormatError):
+        decode_init_producer_id_response(struct.pack(">iihqh", 5, 0, 0, 1, 0) + b"\x00")

@@ -35,6 +35,20 @@ def test_every_record_is_fsynced(tmp_path, monkeypatch):
     assert len(synced) == 2
 
 
+def test_a_batch_is_written_in_order_with_one_fsync(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    batch = [make_record(iteration=i) for i in range(4)]
+    with RecordWriter(tmp_path) as writer:
+        writer.write_all(batch)
+        assert (tmp_path / RECORDS_FILE).read_text().count("\n") == 4  # durable before close
+        writer.write_all([])
+        assert writer.written == 4
+    assert len(synced) == 1
+    assert read_records(tmp_path).records == batch
+
+
 def test_appends_to_an_existing_file(tmp_path):
     with RecordWriter(tmp_path) as writer:
         writer.write(make_record(iteration=0))
