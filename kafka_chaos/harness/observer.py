@@ -58,16 +58,17 @@ log = logging.getLogger(__name__)
 
 
 class ConvergenceTimeout(HarnessError):
-    """ZooKeeper did not reach the awaited state in time."""
+    """ZooKeeper (or, for a KRaft cluster, its metadata log: ``source``) did not reach the
+    awaited state in time."""
 
     def __init__(self, description: str, last: ZkSnapshot | None, timeout: float | None = None,
-                 note: str = "") -> None:
+                 note: str = "", source: str = "ZooKeeper") -> None:
         self.description = description
         self.last = last
         self.timeout = timeout
         waited = f" after {timeout:.1f} s" if timeout is not None else ""
         seen = last.summary() if last is not None else "no snapshot could be read"
-        super().__init__(f"timed out{waited} waiting for {description}{note}; ZooKeeper showed: {seen}")
+        super().__init__(f"timed out{waited} waiting for {description}{note}; {source} showed: {seen}")
 
 
 class BrokerWaits:

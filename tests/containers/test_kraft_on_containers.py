@@ -7,9 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.containers.conftest import assert_nothing_left
 
 
+# The KRaft × containers cell of the launcher matrix: KRaft's own integration tests run on the
+# local launcher in the test command (tests/integration/test_kraft.py), this one nightly.
+@pytest.mark.nightly
 def test_kraft_steps_pass_on_containers_and_leave_nothing(kafka_image: str, tmp_path: Path, monkeypatch) -> None:
     import kafka_chaos.harness.containers.kraft as kraft_module
     from kafka_chaos.cli.main import main

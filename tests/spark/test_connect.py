@@ -1,9 +1,10 @@
-"""The report on a Spark that is already running, outgrowing one machine for real: a Spark
-standalone master and two workers on 127.0.0.1 (pip's pyspark, ``spark-class``), a Spark Connect
-server backed by that master (``kafka-chaos spark up --master spark://...``), and the report of
-several shards' results through it (``kafka-chaos report --master sc://...``) — the same
-aggregates as a local session gives.  Every process is started in a session of its own and
-stopped at the end (SIGTERM, then SIGKILL), on failure too; every wait is bounded."""
+"""The report on a Spark that is already running: a Spark Connect server (``kafka-chaos spark up``)
+and the report of several shards' results through it (``kafka-chaos report --master sc://...``)
+— the same aggregates as a local session gives. In the test command the server runs on its
+default local master; outgrowing one machine for real — a Spark standalone master and two
+workers on 127.0.0.1 (pip's pyspark, ``spark-class``) behind the server — is a ``nightly`` test
+(docs/nightly.md). Every process is started in a session of its own and stopped at the end
+(SIGTERM, then SIGKILL), on failure too; every wait is bounded."""
 
 from __future__ import annotations
 
@@ -118,14 +119,12 @@ def kafka_chaos(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           cwd=cwd, timeout=COMMAND_TIMEOUT_S)
 
 
-@pytest.fixture(scope="module")
-def connect_url(standalone, tmp_path_factory) -> Iterator[str]:
-    """``kafka-chaos spark up`` on the standalone master; ``spark down`` at the end."""
-    work = tmp_path_factory.mktemp("connect")
+@contextmanager
+def connect_server(work: Path, *master_and_confs: str) -> Iterator[str]:
+    """``kafka-chaos spark up`` (its state in ``work``), its URL; ``spark down`` at the end."""
     state_dir = work / "state"
-    up = kafka_chaos("spark", "up", "--master", standalone.url, "--port", str(free_port()), "--state-dir", str(state_dir),
-                     "--driver-memory", "1g", "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2",
-                     cwd=work)
+    up = kafka_chaos("spark", "up", *master_and_confs, "--port", str(free_port()), "--state-dir", str(state_dir),
+                     "--driver-memory", "1g", cwd=work)
     try:
         assert up.returncode == 0, up.stderr
         url = up.stdout.strip()
@@ -135,6 +134,21 @@ def connect_url(standalone, tmp_path_factory) -> Iterator[str]:
         down = kafka_chaos("spark", "down", "--state-dir", str(state_dir), cwd=work)
         assert down.returncode == 0, down.stderr
         assert not (state_dir / STATE_FILE).exists()
+
+
+@pytest.fixture(scope="module")
+def local_connect_url(tmp_path_factory) -> Iterator[str]:
+    """A Connect server on its default (local) master, as ``kafka-chaos spark up`` starts one."""
+    with connect_server(tmp_path_factory.mktemp("connect-local")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def connect_url(standalone, tmp_path_factory) -> Iterator[str]:
+    """A Connect server on the standalone master."""
+    with connect_server(tmp_path_factory.mktemp("connect"), "--master", standalone.url,
+                        "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -158,8 +172,8 @@ def results_of(out: Path) -> dict:
     return {key: value for key, value in document.items() if key not in NOT_RESULTS}
 
 
-def test_a_report_through_connect_on_a_standalone_cluster_gives_the_local_aggregates(standalone, connect_url, shards,
-                                                                                      spark, tmp_path):
+def report_through(connect_url: str, shards: list[Path], spark, tmp_path: Path) -> None:
+    """The report through ``connect_url`` gives what a local session gives, table by table."""
     local = run_report(shards, tmp_path / "local", spark=spark, use_cache=False)
     done = kafka_chaos("report", *map(str, shards), "--out", str(tmp_path / "connect"), "--master", connect_url,
                        "--no-cache", cwd=tmp_path)
@@ -167,8 +181,6 @@ def test_a_report_through_connect_on_a_standalone_cluster_gives_the_local_aggreg
     assert results_of(tmp_path / "connect") == results_of(tmp_path / "local")
     assert local.totals["records"] == 3 * 1_200 + 1
     assert len(results_of(tmp_path / "connect")["problems"]) == 2  # the malformed and the rejected line
-    # The queries ran on the cluster: each worker launched an executor for the server.
-    assert len(list(standalone.work.glob("app-*/*/stderr"))) == WORKERS
     import pyarrow.parquet as pq
 
     for table in sorted(p.name for p in (tmp_path / "local" / "tables").iterdir()):
@@ -176,7 +188,19 @@ def test_a_report_through_connect_on_a_standalone_cluster_gives_the_local_aggreg
                 == pq.read_table(tmp_path / "local" / "tables" / table).to_pylist()), table
 
 
-def test_spark_status_names_the_server(connect_url, tmp_path):
+def test_a_report_through_connect_gives_the_local_aggregates(local_connect_url, shards, spark, tmp_path):
+    report_through(local_connect_url, shards, spark, tmp_path)
+
+
+@pytest.mark.nightly
+def test_a_report_through_connect_on_a_standalone_cluster_gives_the_local_aggregates(standalone, connect_url, shards,
+                                                                                      spark, tmp_path):
+    report_through(connect_url, shards, spark, tmp_path)
+    # The queries ran on the cluster: each worker launched an executor for the server.
+    assert len(list(standalone.work.glob("app-*/*/stderr"))) == WORKERS
+
+
+def test_spark_status_names_the_server(local_connect_url, tmp_path):
     # The state dir is the fixture's; status from another directory finds nothing and says so.
     done = kafka_chaos("spark", "status", "--state-dir", str(tmp_path / "elsewhere"), cwd=tmp_path)
     assert done.returncode == 1 and "no Spark Connect server recorded" in done.stdout

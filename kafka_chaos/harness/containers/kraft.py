@@ -216,11 +216,16 @@ class ContainerKraftCluster(KraftBasics):
                 snapshot = observer.wait_until(ready, timeout=max(0.0, deadline - time.monotonic()),
                                                description=f"a quorum leader and brokers {list(brokers)} unfenced")
             except ConvergenceTimeout as exc:
-                raise HarnessError(str(exc)) from None
+                raise HarnessError(str(exc) + self._tails_of_brokers_not_up(brokers, old, exc.last)) from None
         for b in brokers:
             failure = wait_metadata_lists(self.endpoint(b).bootstrap, set(snapshot.live_brokers), deadline=deadline)
             if failure is not None:
                 raise HarnessError(f"broker {b} was unfenced but its metadata did not answer ({failure})")
+
+    def _tails_of_brokers_not_up(self, brokers: Sequence[int], old: Mapping[int, int], last: ZkSnapshot | None) -> str:
+        """The last lines of each broker the metadata log did not show unfenced (why it did not come up)."""
+        behind = [b for b in brokers if last is None or last.live_brokers.get(b, -1) <= old.get(b, -1)]
+        return "".join(f"\n{broker_alias(b)}'s last lines:\n{log_tail(self._brokers[b])}" for b in behind)
 
     # ---------------------------------------------------------------- BrokerControl
 

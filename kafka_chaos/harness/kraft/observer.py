@@ -246,7 +246,7 @@ class KraftObserver(BrokerWaits, EventQueries):
                 pass
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._stopping:
-                raise ConvergenceTimeout(description, last, timeout)
+                raise ConvergenceTimeout(description, last, timeout, source="the metadata log")
             with self._changed:
                 self._changed.wait_for(lambda: self._generation != generation or self._stopping,
                                        timeout=min(remaining, 0.5))
