@@ -135,11 +135,15 @@ class ClusterPool:
         return self._missing[mode]
 
     def acquire(self, needs: ClusterNeeds) -> ManagedCluster:
+        from kafka_chaos.harness.readiness import warm_producer_ids
+
         # A migrated cluster is not a ZooKeeper-mode cluster any more: every migration starts afresh.
         if self._reusable(needs):
             self._discard_prepared()
             try:
                 self.restore()
+                # A broker a fault restarted holds no block of producer ids yet (_ready_for_clients).
+                warm_producer_ids(self.held(), timeout=self.settle_timeout)
                 return self.held()
             except HarnessError as exc:
                 self.progress(f"cluster could not be restored ({exc}); recreating it")
@@ -243,10 +247,9 @@ class ClusterPool:
 
     def restore(self) -> None:
         """Start every stopped broker and wait for all registered, a controller, and settled
-        internal topics; then every broker holds producer ids again."""
+        internal topics."""
         from kafka_chaos.harness.observer import ConvergenceTimeout
         from kafka_chaos.harness.observers import is_kraft, is_migrating, open_observer
-        from kafka_chaos.harness.readiness import warm_producer_ids
 
         cluster = self.held()
         if implements(cluster, ControllerQuorumControl):
@@ -273,7 +276,6 @@ class ClusterPool:
                                     description="every broker registered and settled")
             except ConvergenceTimeout as exc:
                 raise HarnessError(f"cluster not healthy: {exc}") from exc
-        warm_producer_ids(cluster, timeout=self.settle_timeout)  # a restarted broker has no block yet
 
     def release(self) -> None:
         """Destroy the held cluster (and a prepared one)."""
