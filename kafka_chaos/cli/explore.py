@@ -20,7 +20,7 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="fault kinds to draw from [default: all the backend can do]")
     parser.add_argument("--weights", default="", metavar="KIND=W,...", help="relative weights (0 leaves a kind out)")
     parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local")
-    parser.add_argument("--mode", choices=("zookeeper", "kraft", "migration"), default="zookeeper",
+    parser.add_argument("--mode", choices=("zookeeper", "kraft", "migration"), default=None,
                         help="kraft: schedules for a KRaft cluster (3 controllers), the quorum's faults among "
                              "them; migration: schedules that migrate a ZooKeeper-mode cluster to 3 KRaft "
                              "controllers (and back), faults at random phases [default: zookeeper]")
@@ -68,6 +68,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.set_defaults(func=explore_command)
 
 
+def _mode(args: argparse.Namespace) -> str:
+    return str(args.mode or "zookeeper")
+
+
 def _config(args: argparse.Namespace, missing: Collection[Capability]) -> GeneratorConfig:
     from kafka_chaos.scenarios.faults import GENERATORS, fault_kind, requirements_of
     from kafka_chaos.scenarios.plans.generator import DEFAULT_WEIGHTS, DELAY_LINKS, REPERTOIRE, GeneratorConfig, default_faults
@@ -76,33 +80,56 @@ def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Genera
         raise UsageError("--steps must be >= 1, --brokers 3..9, --max-partitions 1..1000")
     if args.schedules is not None and args.schedules < 1 or args.confirm < 0:
         raise UsageError("--schedules must be >= 1 and --confirm >= 0")
+    mode = _mode(args)
     # By default every kind the backend can inject, but for those that shape the cluster (two log
     # directories, link proxies): they would change every seed's clusters; named, they run.
     faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else tuple(
-        k for k in default_faults(args.mode) if not GENERATORS[k].shapes_cluster
-        and not requirements_of([k]) & set(missing) and args.mode in fault_kind(k).modes)
+        k for k in default_faults(mode) if not GENERATORS[k].shapes_cluster
+        and not requirements_of([k]) & set(missing) and mode in fault_kind(k).modes)
     unknown = [f for f in faults if f not in REPERTOIRE]
     if unknown:
         raise UsageError(f"--faults: {', '.join(unknown)} not in the generator's repertoire: {', '.join(REPERTOIRE)}")
-    elsewhere = [f for f in faults if args.mode not in fault_kind(f).modes]
-    if elsewhere:
-        raise UsageError(f"--faults: {', '.join(elsewhere)} do not apply to a {args.mode} cluster")
+    given = _weights(args.weights, REPERTOIRE)
+    _refuse_contradictions(args, faults, given)
     for kind in faults:
         lacking = sorted(c.value for c in requirements_of([kind]) & set(missing))
         if lacking and kind != "network_delay":  # delay falls back to its ZooKeeper links (_delay_links)
             raise UsageError(f"--faults {kind} needs {', '.join(lacking)}, which --backend {args.backend} lacks")
     delay_links = _delay_links(args.backend) if "network_delay" in faults else DELAY_LINKS
-    weights = dict(DEFAULT_WEIGHTS)
-    for item in filter(None, (w.strip() for w in args.weights.split(","))):
+    weights = {**DEFAULT_WEIGHTS, **{kind: weight for kind, (_, weight) in given.items()}}
+    return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
+                           max_partitions=args.max_partitions, delay_links=delay_links, mode=mode)
+
+
+def _weights(text: str, repertoire: Collection[str]) -> dict[str, tuple[str, float]]:
+    """``--weights KIND=W,...`` -> kind -> (the item as given, W)."""
+    given: dict[str, tuple[str, float]] = {}
+    for item in filter(None, (w.strip() for w in text.split(","))):
         kind, _, value = item.partition("=")
         try:
-            weights[kind] = float(value)
+            weight = float(value)
         except ValueError:
             raise UsageError(f"--weights: {item!r} is not KIND=NUMBER") from None
-        if kind not in REPERTOIRE or weights[kind] < 0:
+        if kind not in repertoire or weight < 0:
             raise UsageError(f"--weights: {item!r}: unknown kind or negative weight")
-    return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
-                           max_partitions=args.max_partitions, delay_links=delay_links, mode=args.mode)
+        given[kind] = (item, weight)
+    return given
+
+
+def _refuse_contradictions(args: argparse.Namespace, faults: Sequence[str],
+                           weights: Mapping[str, tuple[str, float]]) -> None:
+    """One line, exit 2, when --mode, --backend, --kafka-version, --faults and --weights
+    contradict (scenarios.plans.pins): a fault or a weighted kind the mode has not, a kind weighted
+    but not drawn, a release or a launcher the mode cannot run on."""
+    from kafka_chaos.scenarios.plans.pins import fault_pins, option_pins, refuse_contradictions, weight_pins
+
+    refuse_contradictions([
+        *option_pins(mode=_mode(args), mode_source=None if args.mode else "the default --mode zookeeper",
+                     backend=args.backend, kafka_version=args.kafka_version),
+        *fault_pins(faults, named=args.faults or None, left_out="it leaves out the opt-in kinds, those that shape "
+                                                                "the cluster and those --backend cannot inject: name "
+                                                                "them in --faults"),
+        *weight_pins(weights)])
 
 
 def _delay_links(backend: str) -> tuple[str, ...]:
@@ -133,14 +160,14 @@ def explore_command(args: argparse.Namespace) -> int:
     from kafka_chaos.scenarios.run.pool import ClusterPool
     from kafka_chaos.scenarios.run.runner import RunOptions
 
-    config = _config(args, set(missing_capabilities(args.backend, args.mode)))
+    config = _config(args, set(missing_capabilities(args.backend, _mode(args))))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results = args.results or Path(f"explore-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     t0 = time.monotonic()
     quiet_client_logs()
     progress = progress_printer(t0)
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
-    check_kraft_release(args.mode, distribution.version)  # before any cluster starts
+    check_kraft_release(_mode(args), distribution.version)  # before any cluster starts (KAFKA_HOME's release)
     options = RunOptions(run_id=uuid.uuid4().hex[:12], seed=seed, backend=args.backend, results_dir=results,
                          kafka_version=distribution.version, git_revision=git_revision())
     pool = ClusterPool(args.backend, distribution, progress)

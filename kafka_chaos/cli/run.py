@@ -25,7 +25,8 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 
 if TYPE_CHECKING:
-    from kafka_chaos.scenarios.plans.schedule import Schedule
+    from kafka_chaos.scenarios.plans.pins import Pin
+    from kafka_chaos.scenarios.plans.spec import Scenario
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -52,7 +53,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="kraft: run the scenarios on KRaft clusters (those whose faults are ZooKeeper "
                              "mode's are left out, one line why) [default: each scenario's own]")
     parser.add_argument("--controllers", type=int, choices=(1, 3), default=None, metavar="N",
-                        help="KRaft controllers, 1 or 3 (with --mode kraft) [default: each scenario's own]")
+                        help="at least N KRaft controllers, 1 or 3 (with --mode kraft or KRaft scenarios; scenarios "
+                             "needing more keep theirs) [default: each scenario's own]")
     parser.add_argument("--zookeepers", type=int, choices=(1, 3, 5), default=None, metavar="N",
                         help="ZooKeeper ensemble size, 1, 3 or 5 (scenarios needing more keep theirs) [default: 1]")
     parser.add_argument("--iterations", type=int, default=1, metavar="K", help="repetitions of each scenario")
@@ -84,10 +86,30 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("give one of --suite, --scenario, --schedule or --rerun")
     if args.deflake < 0:
         raise UsageError(f"--deflake must be at least 0, not {args.deflake}")
-    if args.controllers is not None and args.mode != "kraft":
+
+
+def _refuse_contradictions(args: argparse.Namespace, items: Sequence[Pin]) -> None:
+    """One line, exit 2, when an option contradicts another or what the suite, a named scenario,
+    a schedule file or the rerun file pins (scenarios.plans.pins), before anything starts."""
+    from kafka_chaos.scenarios.plans.pins import option_pins, refuse_contradictions
+
+    refuse_contradictions([*items, *option_pins(
+        mode=args.mode, controllers=args.controllers, zookeepers=args.zookeepers, kafka_version=args.kafka_version,
+        brokers=args.brokers, backend=args.backend, seed=args.seed, iterations=args.iterations, shard=args.shard)])
+
+
+def _shaped(args: argparse.Namespace, chosen: Sequence[Scenario]) -> list[Scenario]:
+    """The scenarios with the clusters the options ask for: at least --brokers, --zookeepers and
+    --controllers (never fewer than a scenario needs), on --mode. Without --mode, --controllers
+    applies when every scenario is a KRaft one."""
+    from kafka_chaos.scenarios.plans.catalogue import with_brokers, with_mode, with_zookeepers
+
+    modes = {s.needs.mode for s in chosen}
+    mode = args.mode or (modes.pop() if len(modes) == 1 else None)
+    if args.controllers is not None and mode != "kraft":
         raise UsageError("--controllers needs --mode kraft")
-    if args.mode == "kraft" and args.zookeepers not in (None, 1):
-        raise UsageError("--mode kraft has no ZooKeeper ensemble (--zookeepers)")
+    return [with_mode(with_zookeepers(with_brokers(s, args.brokers), args.zookeepers), mode, args.controllers)
+            for s in chosen]
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -102,16 +124,21 @@ def run_command(args: argparse.Namespace) -> int:
     _validate(args)
     if args.rerun is not None:
         return _rerun(args)
+    from kafka_chaos.scenarios.plans.pins import scenario_pins, suite_pins
+
     sources: dict[str, str] = {}
-    kafka_version = args.kafka_version
     if args.schedule:  # named, so never left out: the runner says why it skips one
         from kafka_chaos.scenarios.plans.schedule import load_all
 
         schedules = load_all(args.schedule)
         chosen = [s.scenario() for s in schedules]
         sources = {s.name: str(path.resolve()) for s, path in zip(schedules, args.schedule)}
-        kafka_version = _schedules_release(schedules, args.kafka_version)
+        _refuse_contradictions(args, [pin for path, s in zip(args.schedule, chosen)
+                                      for pin in scenario_pins(f"--schedule {path}", s)])
     else:
+        _refuse_contradictions(args, [pin for s in catalogue.by_names(args.scenario)
+                                      for pin in scenario_pins(f"--scenario {s.name}", s)] if args.scenario
+                               else suite_pins(args.suite or catalogue.CONFORMANCE))
         missing: dict[str, dict[Capability, str]] = {}
         if not args.scenario:  # named scenarios are never left out: the runner says why it skips them
             from kafka_chaos.harness.backends import missing_capabilities
@@ -126,31 +153,22 @@ def run_command(args: argparse.Namespace) -> int:
         chosen = selection.scenarios
     if args.shard is not None:  # the selection's order is stable, so every machine agrees
         chosen = chosen[args.shard[0]::args.shard[1]]
-    scenarios = [catalogue.with_mode(catalogue.with_zookeepers(catalogue.with_brokers(s, args.brokers), args.zookeepers),
-                                     args.mode, args.controllers) for s in chosen]
+    scenarios = _shaped(args, chosen)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
-                         iterations=args.iterations, junit=args.junit, kafka_version=kafka_version,
+                         iterations=args.iterations, junit=args.junit, kafka_version=args.kafka_version,
                          kafka_home=args.kafka_home, report=not args.no_report,
                          suite=args.suite or ("conformance" if not (args.scenario or args.schedule) else None),
                          command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake, sources=sources,
                          tolerate=args.tolerate)
 
 
-def _schedules_release(schedules: Sequence[Schedule], flag: str | None) -> str | None:
-    """The run's release: ``--kafka-version`` (each schedule that names its own release,
-    ``cluster.kafka_version``, runs on that one); a flag that contradicts a file is refused."""
-    named = sorted({s.kafka_version for s in schedules if s.kafka_version is not None})
-    if flag is not None and any(v != flag.strip() for v in named):
-        raise UsageError(f"--kafka-version {flag}: the schedules are written for Kafka {', '.join(named)}")
-    return flag
-
-
 def _rerun(args: argparse.Namespace) -> int:
-    """``run --rerun FILE``: the listed scenario iterations with the file's seed (and backend
-    unless --backend says otherwise)."""
+    """``run --rerun FILE``: the listed scenario iterations with the file's seed, on clusters
+    shaped as the options say (--mode, --brokers, ...: the file does not record them)."""
     from kafka_chaos.scenarios.plans import catalogue
+    from kafka_chaos.scenarios.plans.pins import rerun_pins
     from kafka_chaos.scenarios.plans.schedule import load
 
     try:
@@ -164,11 +182,14 @@ def _rerun(args: argparse.Namespace) -> int:
             plan.append((scenario, iteration))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--rerun {args.rerun}: not a rerun file of kafka-chaos run ({type(exc).__name__}: {exc})") from exc
+    _refuse_contradictions(args, rerun_pins(args.rerun, [s for s, _ in plan]))
     if not plan:
         print(f"{args.rerun}: nothing to rerun (every scenario passed)")
         return 0
     results_dir = args.results or Path(f"results-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-    scenarios = list({s.name: s for s, _ in plan}.values())
+    shaped = {s.name: s for s in _shaped(args, list({s.name: s for s, _ in plan}.values()))}  # names kept
+    plan = [(shaped[s.name], i) for s, i in plan]
+    scenarios = list(shaped.values())
     return run_scenarios(scenarios, seed=seed, results_dir=results_dir, backend=args.backend,
                          junit=args.junit, kafka_version=args.kafka_version, kafka_home=args.kafka_home,
                          report=not args.no_report, command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake,

@@ -64,6 +64,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BACKENDS = ("local", "containers", "auto")
+# The cluster modes each launcher starts: a migrating cluster rolls its brokers between class
+# paths (harness.local.migration), which only the local launcher can.
+LAUNCHER_MODES: Mapping[str, frozenset[str]] = MappingProxyType({
+    "local": frozenset({"zookeeper", "kraft", "migration"}),
+    "containers": frozenset({"zookeeper", "kraft"}),
+})
 
 
 def resolve_backend(backend: str) -> str:
@@ -83,9 +89,9 @@ def resolve_backend(backend: str) -> str:
 def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDistribution",
                  base_image: str | None = None) -> "LocalCluster | ContainerCluster | LocalKraftCluster | ContainerKraftCluster":
     chosen = resolve_backend(backend)
+    if config.mode not in LAUNCHER_MODES[chosen]:
+        raise UsageError(f"--mode {config.mode} runs on the local launcher (--backend local)")
     if config.mode == "migration":
-        if chosen == "containers":
-            raise UsageError("--mode migration runs on the local launcher (--backend local)")
         from kafka_chaos.harness.local.migration import LocalMigrationCluster
 
         return LocalMigrationCluster(config, distribution)
@@ -152,6 +158,17 @@ def missing_capabilities(backend: str, mode: str = "zookeeper") -> Mapping[Capab
             for capability in NAMESPACE_RULES & declared:
                 missing[capability] = str(exc)
     return MappingProxyType(missing)
+
+
+def undeclared_capabilities(chosen: str, mode: str) -> Mapping[Capability, str]:
+    """The capabilities the launcher of ``mode`` clusters on ``chosen`` ("local" or
+    "containers") does not declare, each with a one-line reason: what it can never do, whatever
+    this machine has (:func:`missing_capabilities` adds what this machine lacks)."""
+    launcher = _launcher_class(chosen, mode)
+    declared = capabilities_of(launcher) | frozenset(capability_problems(launcher))
+    return MappingProxyType({
+        capability: _why_missing_on_kraft(capability) if mode == "kraft" else _why_missing(capability, chosen)
+        for capability in Capability if capability not in declared})
 
 
 # What the containers launcher does with iptables/tc inside a container's network namespace.

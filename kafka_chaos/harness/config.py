@@ -380,12 +380,25 @@ def kraft_defaults() -> dict[str, str]:
     return {BROKER_SESSION_TIMEOUT_MS: str(TEST_SESSION_TIMEOUT_MS), BROKER_HEARTBEAT_INTERVAL_MS: "2000"}
 
 
+def kraft_releases_text() -> str:
+    """The KRaft release lines as refusals name them: "3.6.x and 3.9.x"."""
+    return " and ".join(f"{major}.{minor}.x" for major, minor in KRAFT_RELEASE_LINES)
+
+
+def modes_running(kafka_version: str) -> frozenset[str]:
+    """The cluster modes a release runs in here: every one on the lines the KRaft model covers
+    (:data:`KRAFT_RELEASE_LINES`), ZooKeeper mode only on the others."""
+    if version_tuple(kafka_version)[:2] in KRAFT_RELEASE_LINES:
+        return frozenset(MODES)
+    return frozenset({ZOOKEEPER_MODE})
+
+
 def check_kraft_release(mode: str, kafka_version: str) -> None:
     """A KRaft or migrating cluster runs only the releases the KRaft model covers
     (:data:`KRAFT_RELEASE_LINES`): one UsageError line otherwise; any release in ZooKeeper mode."""
-    if mode in (KRAFT_MODE, MIGRATION_MODE) and version_tuple(kafka_version)[:2] not in KRAFT_RELEASE_LINES:
-        lines = " and ".join(f"{major}.{minor}.x" for major, minor in KRAFT_RELEASE_LINES)
-        raise UsageError(f"--mode {mode} runs Kafka {lines} (the releases the KRaft model covers), not {kafka_version}")
+    if mode not in modes_running(kafka_version):
+        raise UsageError(f"--mode {mode} runs Kafka {kraft_releases_text()} (the releases the KRaft model covers), "
+                         f"not {kafka_version}")
 
 
 def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,

@@ -73,8 +73,34 @@ KRAFT_SUITE = "kraft"
 # The ZooKeeper→KRaft migration driven phase by phase, faults in every phase
 # (scenarios.plans.migration_catalogue).
 MIGRATION_SUITE = "migration"
-SUITES = (SMOKE, CONFORMANCE, ZOOKEEPER_SUITE, NETWORK_SUITE, RELEASES_SUITE, UPGRADE_SUITE, KRAFT_SUITE,
-          MIGRATION_SUITE)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite, and the cluster mode it pins: ``mode`` is the one every scenario of it is written
+    for, which ``--mode`` (or any option that needs another mode) contradicts, ``pinned`` says
+    why in the refusal line (:mod:`scenarios.plans.pins`). An unpinned suite's scenarios are
+    converted by ``--mode`` where they mean the same there, the others left out with the reason."""
+
+    name: str
+    mode: str | None = None
+    pinned: str = ""
+
+
+SUITES: Mapping[str, Suite] = {suite.name: suite for suite in (
+    Suite(SMOKE),
+    Suite(CONFORMANCE),
+    Suite(ZOOKEEPER_SUITE, "zookeeper", "the zookeeper suite's faults hit the ZooKeeper ensemble of ZooKeeper-mode "
+                                        "clusters"),
+    Suite(NETWORK_SUITE, "zookeeper", "the network suite degrades and delays the links of ZooKeeper-mode clusters"),
+    Suite(RELEASES_SUITE, "zookeeper", "the releases suite checks ZooKeeper-mode behaviour that changed between "
+                                       "releases"),
+    Suite(UPGRADE_SUITE, "zookeeper", "the upgrade suite rolls ZooKeeper-mode clusters from one release to another"),
+    Suite(KRAFT_SUITE, "kraft", "the kraft suite is written for KRaft clusters (its ZooKeeper-mode twins are in "
+                                "conformance)"),
+    Suite(MIGRATION_SUITE, "migration", "the migration suite migrates ZooKeeper-mode clusters to KRaft (migration "
+                                        "mode)"),
+)}
 
 NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
 
@@ -780,12 +806,15 @@ def with_zookeepers(s: Scenario, zookeepers: int | None) -> Scenario:
 
 def with_mode(s: Scenario, mode: str | None, controllers: int | None = None) -> Scenario:
     """``--mode kraft [--controllers N]``: the scenario on a KRaft cluster (UsageError when one of
-    its faults is ZooKeeper mode's: :func:`leave_out_for_mode` keeps those out of suites)."""
-    if mode is None or (mode == s.needs.mode and controllers in (None, s.needs.controllers)):
+    its faults is ZooKeeper mode's: :func:`leave_out_for_mode` keeps those out of suites) of at
+    least N controllers: a scenario needing more keeps its own (a quorum fault needs another
+    voter to take over), as ``--brokers`` and ``--zookeepers`` never shrink a cluster."""
+    voters = max(controllers or s.needs.controllers, s.needs.controllers)
+    if mode is None or (mode == s.needs.mode and voters == s.needs.controllers):
         return s
     if mode not in s.modes:
         raise UsageError(f"scenario {s.name} cannot run on a {mode} cluster: {mode_problem(s, mode)}")
-    return replace(s, needs=replace(s.needs, mode=mode, controllers=controllers or s.needs.controllers))
+    return replace(s, needs=replace(s.needs, mode=mode, controllers=voters))
 
 
 def leave_out_for_mode(scenarios: Sequence[Scenario], mode: str) -> tuple[list[Scenario], list[tuple[Scenario, str]]]:
