@@ -389,16 +389,29 @@ class LogEntry:
 
 
 @dataclass(frozen=True)
+class BatchSpan:
+    """Which offsets one batch holds and its quorum epoch: every batch, those whose records the
+    harness skips (a NoOpRecord every ``metadata.max.idle.interval.ms``) included, so a reader
+    can tell whose record sits at an offset even where it decodes none."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+
+
+@dataclass(frozen=True)
 class BatchesRead:
     entries: tuple[LogEntry, ...]
     end_position: int  # where the next complete batch starts
     next_offset: int  # the offset after the last batch read (-1: none)
+    batches: tuple[BatchSpan, ...] = ()
 
 
 def read_batches(data: bytes, position: int = 0) -> BatchesRead:
     """Every complete batch of ``data`` from ``position`` (a segment may end mid-batch while
     it is written: that tail is left for the next read)."""
     entries: list[LogEntry] = []
+    batches: list[BatchSpan] = []
     next_offset = -1
     while position + BATCH_HEADER.size <= len(data):
         (base_offset, length, epoch, magic, _crc, attributes, last_delta, base_ts, _max_ts, _pid, _pepoch,
@@ -416,8 +429,9 @@ def read_batches(data: bytes, position: int = 0) -> BatchesRead:
             if entry is not None:
                 entries.append(entry)
         next_offset = base_offset + last_delta + 1
+        batches.append(BatchSpan(base_offset, next_offset - 1, epoch))
         position = end
-    return BatchesRead(tuple(entries), position, next_offset)
+    return BatchesRead(tuple(entries), position, next_offset, tuple(batches))
 
 
 def _record(r: _Reader, base_offset: int, epoch: int, base_ts: int, *, control: bool) -> LogEntry | None:

@@ -346,6 +346,30 @@ def test_records_a_later_leader_overwrote_are_replayed_anew(tmp_path) -> None:
     assert (snap.controller, set(snap.live_brokers)) == (3000, {1, 3})
 
 
+def test_a_paused_leaders_uncommitted_noop_does_not_hide_the_next_leader(tmp_path) -> None:
+    """run --suite migration --seed 7: active controller 3000 (epoch 1) was paused with a
+    NoOpRecord at offset 58 its followers never fetched; 3001 won epoch 3 and wrote its
+    LEADER_CHANGE at offset 58. The NoOp decodes to no record, so compared by decoded records
+    the two logs looked alike and the observer showed 3000 in epoch 1 until the step gave up."""
+    import time
+
+    from kafka_chaos.harness.kraft.observer import KraftObserver
+
+    voters = (3000, 3001, 3002)
+    common = [batch(0, [leader_change(3000, voters)], epoch=1, control_key=LEADER_CHANGE_KEY),
+              batch(1, [register_broker(1, 7, fenced=False)], epoch=1)]
+    dirs = [write_log(tmp_path, "c3000", *common, batch(2, [noop()], epoch=1)),
+            write_log(tmp_path, "c3001", *common), write_log(tmp_path, "c3002", *common)]
+    with KraftObserver(dirs, topics=[], poll_interval=0.01) as observer:
+        assert (observer.snapshot().controller, observer.snapshot().controller_epoch) == (3000, 1)
+        time.sleep(0.05)
+        elected = batch(2, [leader_change(3001, voters)], epoch=3, control_key=LEADER_CHANGE_KEY)
+        for name in ("c3001", "c3002"):
+            write_log(tmp_path, name, *common, elected)
+        snap = observer.wait_until(lambda s: s.controller_epoch == 3, timeout=5.0, description="epoch 3")
+    assert snap.controller == 3001 and set(snap.live_brokers) == {1}
+
+
 def test_kraft_node_properties_by_role_and_release() -> None:
     from kafka_chaos.common.errors import UsageError
     from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties
