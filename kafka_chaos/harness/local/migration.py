@@ -57,7 +57,7 @@ from kafka_chaos.harness.migration.properties import (
     kraft_broker_properties,
     migration_controller_properties,
 )
-from kafka_chaos.harness.migration.status import COPY_COMPLETED, MigrationStatus, last_driver_state, parse_json_znode
+from kafka_chaos.harness.migration.status import COPY_COMPLETED, MigrationStatus, active_driver_state, parse_json_znode
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
@@ -86,6 +86,7 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
         super().__init__(*args, **kwargs)
         self._log4j_extra += driver_log4j(self.distribution.version)
         self._controllers: dict[int, LocalNode] = {}
+        self._deprovisioned_logs: dict[str, Path] = {}  # node name -> its log, kept after a rollback
         self._voters: dict[int, str] = {}
         self._roles: dict[int, str] = {b: ZK for b in self.config.broker_ids()}
         self._finalized = False
@@ -132,6 +133,7 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
 
     def log_files(self) -> dict[str, Path]:
         files = super().log_files()
+        files.update(self._deprovisioned_logs)
         files.update({node.name: node.server_log for _, node in sorted(self._controllers.items())})
         return files
 
@@ -216,9 +218,18 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
                 if node.running():
                     signal_node(node, "kill", self.stop_timeout)
             for node in self._controllers.values():
+                self._keep_deprovisioned_log(node)
                 shutil.rmtree(node.directory, ignore_errors=True)
             self._controllers.clear()
             self._voters.clear()
+
+    def _keep_deprovisioned_log(self, node: LocalNode) -> None:
+        """A removed controller's log stays in the run directory until teardown: what its driver
+        did before the rollback is evidence for a failed step after it."""
+        if node.server_log.is_file():
+            kept = self.run_dir / f"{node.name}-deprovisioned.log"
+            shutil.move(node.server_log, kept)
+            self._deprovisioned_logs[f"{node.name}-deprovisioned"] = kept
 
     def clear_migration_znodes(self, *, controller_epoch_above: int | None = None) -> dict[str, object]:
         """``delete /controller`` and ``get /migration`` then ``delete /migration`` (ops.html 3.9: so a
@@ -321,33 +332,18 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
     def migration_status(self) -> MigrationStatus:
         """Where the migration is, as Kafka says it (:mod:`harness.migration.status`)."""
         state: int | None = None
+        leader: int | None = None
         if self._controllers:
             with KraftObserver(self.metadata_log_dirs(), topics=[]) as observer:
-                state = observer.zk_migration_state()
+                state, leader = observer.zk_migration_state(), observer.snapshot().controller
         logs = {c: node.server_log.read_text(errors="replace").splitlines()
                 for c, node in self._controllers.items() if node.server_log.exists()}
         migration, controller, epoch = self._read_znodes()
-        return MigrationStatus(zk_migration_state=state, driver_state=self._active_driver_state(controller, logs),
+        return MigrationStatus(zk_migration_state=state, driver_state=active_driver_state(logs, leader, controller),
                                migration_znode=migration, controller_znode=controller,
                                copy_completed=any(COPY_COMPLETED in line.lower() for lines in logs.values()
                                                   for line in lines),
                                zk_controller_epoch=epoch, broker_roles=dict(self._roles))
-
-    def _active_driver_state(self, controller: dict[str, object] | None, logs: dict[int, list[str]]) -> str | None:
-        """The driver state the active controller logged last (the one named by ``/controller``,
-        else the latest transition of any controller) in the controllers' ``logs``."""
-        active = controller.get("brokerid") if controller else None
-        chosen = [active] if isinstance(active, int) and active in self._controllers else list(self._controllers)
-        latest: tuple[float, str] | None = None
-        for c in chosen:
-            if c not in logs:
-                continue
-            state = last_driver_state(logs[c])
-            if state is not None:
-                stamp = self._controllers[c].server_log.stat().st_mtime
-                if latest is None or stamp > latest[0]:
-                    latest = (stamp, state)
-        return latest[1] if latest else None
 
     def _read_znodes(self) -> tuple[dict[str, object] | None, dict[str, object] | None, int | None]:
         """``/migration``, ``/controller`` and ``/controller_epoch`` (None where absent)."""

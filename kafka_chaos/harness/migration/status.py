@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,41 @@ def last_driver_state(lines: Iterable[str]) -> str | None:
     return transitions[-1].to_state if transitions else None
 
 
+def kraft_controller_epoch_of(controller_znode: Mapping[str, Any] | None) -> int | None:
+    epoch = (controller_znode or {}).get("kraftControllerEpoch")
+    return epoch if isinstance(epoch, int) and epoch >= 0 else None
+
+
+def kraft_controller_of(controller_znode: Mapping[str, Any] | None) -> int | None:
+    """The controller ``/controller`` names when a KRaft controller wrote it (a ZooKeeper
+    controller of 3.9 writes ``kraftControllerEpoch`` -1)."""
+    if kraft_controller_epoch_of(controller_znode) is None:
+        return None
+    broker = (controller_znode or {}).get("brokerid")
+    return broker if isinstance(broker, int) else None
+
+
+def _logged_at(line: str) -> str:
+    """A log4j line's own time, ``[yyyy-MM-dd HH:mm:ss,SSS]``: as text it sorts as the time does."""
+    return line[1:24] if line.startswith("[") else ""
+
+
+def active_driver_state(logs: Mapping[int, Sequence[str]], quorum_leader: int | None,
+                        controller_znode: Mapping[str, Any] | None) -> str | None:
+    """The migration driver state of the active controller, from each controller's log lines.
+    Only the active controller's driver leaves INACTIVE (``KRaftMigrationDriver`` reacts to
+    ``handleLeaderChange``: a standby logs "... to INACTIVE" and nothing more), so the standbys'
+    logs must not speak for it: the quorum leader's last transition (the metadata log's committed
+    leader), else that of the KRaft controller ``/controller`` names, else -- no leader known --
+    the latest transition any controller logged, by the line's own time."""
+    for active in (quorum_leader, kraft_controller_of(controller_znode)):
+        if isinstance(active, int) and active in logs:
+            return last_driver_state(logs[active])
+    latest = max((t for lines in logs.values() for t in driver_transitions(lines)),
+                 key=lambda t: _logged_at(t.line), default=None)
+    return latest.to_state if latest is not None else None
+
+
 def parse_json_znode(data: bytes | None) -> dict[str, Any] | None:
     """A znode's JSON (``/migration``, ``/controller``); None when absent or not JSON."""
     if not data:
@@ -105,17 +140,11 @@ class MigrationStatus:
 
     @property
     def kraft_controller_id(self) -> int | None:
-        """The controller ``/controller`` names when a KRaft controller wrote it (a ZooKeeper
-        controller of 3.9 writes ``kraftControllerEpoch`` -1)."""
-        if self.kraft_controller_epoch is None:
-            return None
-        broker = (self.controller_znode or {}).get("brokerid")
-        return broker if isinstance(broker, int) else None
+        return kraft_controller_of(self.controller_znode)
 
     @property
     def kraft_controller_epoch(self) -> int | None:
-        epoch = (self.controller_znode or {}).get("kraftControllerEpoch")
-        return epoch if isinstance(epoch, int) and epoch >= 0 else None
+        return kraft_controller_epoch_of(self.controller_znode)
 
     @property
     def phase(self) -> str:

@@ -16,6 +16,7 @@ from kafka_chaos.harness.migration.properties import (
 )
 from kafka_chaos.harness.migration.status import (
     MigrationStatus,
+    active_driver_state,
     driver_transitions,
     last_driver_state,
     parse_json_znode,
@@ -34,6 +35,35 @@ def test_the_driver_state_is_the_last_transition_logged() -> None:
         (3000, "INACTIVE", "WAIT_FOR_CONTROLLER_QUORUM"), (3000, "KRAFT_CONTROLLER_TO_BROKER_COMM", "DUAL_WRITE")]
     assert last_driver_state(lines) == "DUAL_WRITE"
     assert last_driver_state(["nothing"]) is None
+
+
+def _transition(node: int, at: str, to: str) -> str:
+    return LINE.replace("3000 transitioning", f"{node} transitioning").replace(
+        "07:00:23,263", at).replace("KRAFT_CONTROLLER_TO_BROKER_COMM to DUAL_WRITE", f"X to {to}")
+
+
+# run --suite migration --seed 7: provisioned 3 controllers, 3000 active (WAIT_FOR_BROKERS); the
+# standbys 3001 and 3002 logged "to INACTIVE" and went on logging other lines later, so their files
+# were the newest and the step read INACTIVE.
+LOGS = {3000: [_transition(3000, "07:00:20,100", "INACTIVE"), _transition(3000, "07:00:21,000", "WAIT_FOR_BROKERS")],
+        3001: [_transition(3001, "07:00:20,200", "INACTIVE"), "[2026-11-26 07:00:30,000] INFO later"],
+        3002: [_transition(3002, "07:00:20,300", "INACTIVE")]}
+KRAFT_CLAIMED = {"version": 2, "brokerid": 3001, "kraftControllerEpoch": 4}
+ZK_CONTROLLER = {"version": 2, "brokerid": 2, "kraftControllerEpoch": -1}
+
+
+@pytest.mark.parametrize(("logs", "leader", "znode", "state"), [
+    (LOGS, 3000, ZK_CONTROLLER, "WAIT_FOR_BROKERS"),  # the quorum leader's, whatever the standbys logged
+    (LOGS, 3002, KRAFT_CLAIMED, "INACTIVE"),  # a new leader whose driver has not moved yet: its own
+    (LOGS, None, KRAFT_CLAIMED, "INACTIVE"),  # no leader known: the one /controller names (3001)
+    (LOGS, None, ZK_CONTROLLER, "WAIT_FOR_BROKERS"),  # neither: the latest transition by its own time
+    (LOGS, None, None, "WAIT_FOR_BROKERS"),
+    ({3000: ["no transition"]}, 3000, None, None),
+    ({}, None, None, None),
+])
+def test_the_driver_state_is_the_active_controllers(logs: dict[int, list[str]], leader: int | None,
+                                                    znode: dict[str, int] | None, state: str | None) -> None:
+    assert active_driver_state(logs, leader, znode) == state
 
 
 def test_the_migration_state_record_is_decoded_and_replayed() -> None:
