@@ -43,6 +43,7 @@ def test_a_broker_rolled_to_another_release_runs_its_jars_on_its_data(tmp_path: 
     partition."""
     import psutil
 
+    from kafka_chaos.common.waits import wait_until
     from kafka_chaos.harness.config import ClusterConfig
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.harness.local.cluster import LocalCluster
@@ -58,4 +59,11 @@ def test_a_broker_rolled_to_another_release_runs_its_jars_on_its_data(tmp_path: 
         assert "kafka_2.13-3.9.2.jar" in jars and "kafka_2.13-3.1.2.jar" not in jars
         assert (cluster.broker_version(1), cluster.broker_overrides(1)) == ("3.9.2", {"inter.broker.protocol.version": "3.1"})
         assert "inter.broker.protocol.version=3.1" in (tmp_path / "cluster" / "broker-1" / "server.properties").read_text()
-        assert broker_view(cluster.endpoint(1).bootstrap, ["rolled"], timeout=30.0)[("rolled", 0)].leader == 1
+        # Ready means the broker's metadata lists every broker: the controller's failover sends that
+        # UpdateMetadata with no partition (KafkaController.onControllerFailover ->
+        # sendUpdateMetadataRequest(liveOrShuttingDownBrokerIds, Set.empty), 3.9); the partitions
+        # follow in the replica state machine's start-up, a moment later.
+        view = wait_until(lambda: broker_view(cluster.endpoint(1).bootstrap, ["rolled"], timeout=30.0),
+                          timeout=30.0, interval=0.1, accept=lambda v: ("rolled", 0) in v,
+                          description="the rolled broker's metadata holding rolled-0")
+        assert view[("rolled", 0)].leader == 1
