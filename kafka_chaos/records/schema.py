@@ -39,6 +39,8 @@ latency_ms        dict[str, float | None] | None — phases of a leader switch, 
                   fault injection (the "latency" measurement): the report counts every record
                   carrying latency_ms as one leader switch.  The "client_availability"
                   measurement (one per partition per fault step) carries instead
+                  "produce_outage" (ms the producer's sends went unanswered: its stalls of
+                  1 s or more between acknowledgements, scenarios.checks.availability),
                   "produce_unavailable" / "consume_unavailable" (ms of fixed 1 s windows with
                   no ack / no poll), "unavailable" (longest stretch without an ack),
                   "e2e_p50" / "e2e_p99" / "e2e_p999" (produce -> first consume); its
@@ -80,7 +82,14 @@ FIRST_VERSION = 1
 LEADER_SWITCH_PHASES = ("detection", "election", "propagation", "first_produce", "client_gap")
 # The clients' view of a fault per partition (the "client_availability" measurement,
 # scenarios.checks.availability): gated and aggregated like the leader-switch phases.
-CLIENT_PHASES = ("produce_unavailable", "consume_unavailable", "unavailable", "e2e_p50", "e2e_p99", "e2e_p999")
+CLIENT_PHASES = ("produce_outage", "produce_unavailable", "consume_unavailable", "unavailable", "e2e_p50", "e2e_p99",
+                 "e2e_p999")
+# A silence of this many seconds or more between the producer's acknowledgements of a partition
+# is a stall (its "produce_outage"; the latency record's unended silence), not the workload's pace.
+STALL_S = 1.0
+# Of those, the counts of fixed 1 s windows without success (in ms, multiples of 1,000): coarse,
+# shown apart from the phases measured to the millisecond.
+WINDOW_PHASES = ("produce_unavailable", "consume_unavailable")
 LATENCY_PHASES = LEADER_SWITCH_PHASES + CLIENT_PHASES
 
 RecordKind = Literal["check", "measurement"]

@@ -9,7 +9,8 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence, Set as AbstractSet
 from typing import Any
 
-from kafka_chaos.results import formatting as fmt
+from kafka_chaos.records.schema import STALL_S
+from kafka_chaos.results import formatting as fmt, phases
 
 Row = Mapping[str, Any]
 Column = tuple[str, str, Callable[[Any], str]]  # (key, header, formatter)
@@ -117,7 +118,8 @@ _LATENCY_COLUMNS: list[Column] = [
 
 def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
     """``summary``: the summary.json content; ``images``: ``latency`` {fault: SVG text},
-    ``breakdown``, ``trend``, ``heatmap``: SVG text | None; ``timelines``: (anchor, SVG)."""
+    ``leader_switch``, ``produce_outage``, ``trend``, ``heatmap``: SVG text | None;
+    ``timelines``: (anchor, SVG)."""
     totals = summary["totals"]
     gates = summary.get("gates", {})
     parts = [
@@ -144,57 +146,8 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
             ("backend", "backend", fmt.text), ("kafka_version", "Kafka", fmt.text), *_OUTCOME_COLUMNS,
         ], _outcome_class),
         "</details>",
-        "<h2>Latency of a leader switch</h2>",
-        "<p class=\"note\">Milliseconds from the fault to each phase: detection (the controller noticed), "
-        "election (new leader in ZooKeeper), propagation (in broker metadata), first_produce (first "
-        "acknowledged produce); client_gap is the largest gap between acknowledged produces.</p>",
-        _table(summary["latency"], [("fault", "fault", fmt.text), ("phase", "phase", fmt.text), *_LATENCY_COLUMNS]),
-    ]
-    if images.get("breakdown"):
-        parts.append(images["breakdown"])
-    # SVG written by results.svg, its text escaped there: embedded as it is.
-    parts += list(images.get("latency", {}).values())
-    parts += [
-        "<h3>Client availability per fault</h3>",
-        "<p class=\"note\">Share of fixed 1 s windows from the fault to the end of the step with at least one "
-        "acknowledged produce / one record consumed (assign-mode consumer), per partition and fault step; "
-        "the client phases above (produce_unavailable, consume_unavailable, unavailable, e2e_p50/p99/p999) "
-        "come from the same measurements.</p>",
-        _table(summary.get("availability", []), [
-            ("fault", "fault", fmt.text), ("count", "n", fmt.count),
-            ("produce_mean", "produce mean", fmt.rate), ("produce_min", "produce min", fmt.rate),
-            ("consume_mean", "consume mean", fmt.rate), ("consume_min", "consume min", fmt.rate)]),
-        "<h3>What the controller said, per fault</h3>",
-        "<p class=\"note\">The controller's own JMX metrics around each fault step (scraped before the fault and "
-        "when the step's measurement closed): how often the controller moved, BrokerChange events "
-        "(LeaderElectionRateAndTimeMs) and their mean time, events through the controller's queue and their mean "
-        "wait (EventQueueTimeMs), controlled shutdowns, unclean elections, and the largest offline / "
-        "under-replicated / under-min-ISR partition counts and event-queue size at a step's end.</p>",
-        _table(summary.get("controller", []), [
-            ("fault", "fault", fmt.text), ("steps", "steps", fmt.count),
-            ("controller_moves", "controller moved", fmt.count),
-            ("broker_change_events", "BrokerChange events", fmt.count),
-            ("broker_change_mean_ms", "mean ms", fmt.ms), ("queued_events", "queued events", fmt.count),
-            ("queue_mean_ms", "mean queue ms", fmt.ms), ("controlled_shutdowns", "controlled shutdowns", fmt.count),
-            ("shutdown_mean_ms", "mean ms", fmt.ms), ("unclean_elections", "unclean elections", fmt.count),
-            ("offline_max", "offline max", fmt.count), ("under_replicated_max", "under-replicated max", fmt.count),
-            ("under_min_isr_max", "under min ISR max", fmt.count), ("queue_size_max", "queue size max", fmt.count)]),
-        "<h3>By partition count</h3>",
-        _table(summary["latency_by_partitions"], [
-            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
-            ("partitions", "partitions", fmt.count), *_LATENCY_COLUMNS]),
-        "<h3>By ZooKeeper session timeout</h3>",
-        _table(summary["latency_by_session_timeout"], [
-            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
-            ("session_timeout_ms", "session timeout ms", fmt.count), *_LATENCY_COLUMNS]),
-        "<h3>By Kafka release</h3>",  # absent from a summary written before releases were
-        _table(summary.get("latency_by_release", []), [
-            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
-            ("kafka_version", "Kafka", fmt.text), *_LATENCY_COLUMNS]),
-        "<h3>ZooKeeper mode and KRaft</h3>",  # absent from a summary written before KRaft was
-        _table(summary.get("latency_by_mode", []), [
-            ("fault", "fault", fmt.text), ("phase", "phase", fmt.text),
-            ("mode", "mode", fmt.text), *_LATENCY_COLUMNS]),
+        *_leader_switch(summary, images),
+        *_client_availability(summary, images),
         _migration_timeline(summary.get("migration_timeline", [])),  # absent before migrations were
         _time_ledger(summary.get("time_ledger", [])),  # absent before time ledgers were
         _timelines(images.get("timelines", [])),
@@ -216,6 +169,114 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _leader_switch(summary: Mapping[str, Any], images: Mapping[str, Any]) -> list[str]:
+    """"Latency of a leader switch": the phases per fault as small multiples first, then
+    everything behind them folded (every phase's percentiles, the distributions), the
+    controller's own account, and the percentiles by partition count, session timeout, release
+    and mode.  The clients' figures are in :func:`_client_availability`."""
+    rows = phases.leader_switch_rows(summary["latency"])
+    distributions = images.get("latency", {})
+    return [
+        '<h2 id="latency">Latency of a leader switch</h2>',
+        '<p class="note">Per fault, each phase\'s median (bar) and p99 (whisker) in ms from the fault: '
+        "<b>detection</b> (the controller can notice: the broker's znode is gone, or on KRaft it is fenced), "
+        "<b>election</b> (the new leader written), <b>propagation</b> (every live broker's metadata shows it), "
+        "<b>first produce</b> (the first acknowledged produce after it). Each phase includes the ones before it: "
+        "grey is the time already spent when the phase began, the colour what the phase adds. Every panel has "
+        "the same scale; the values at the right are p50 · p99. What the clients saw is under "
+        '<a href="#clients">Client availability</a>.</p>',
+        images.get("leader_switch") or '<p class="note">No leader-switch phase measured.</p>',
+        f"<details><summary>Every phase per fault: n, p50, p90, p99, max ({len(rows):,} rows; controller_queue, "
+        "controller_processing, leader_and_isr, update_metadata and leader_ready split the election from the "
+        "controller's logs)</summary>",
+        _table(rows, [("fault", "fault", fmt.text), ("phase", "phase", fmt.text), *_LATENCY_COLUMNS]),
+        "</details>",
+        # SVG written by results.svg, its text escaped there: embedded as it is.
+        f"<details><summary>Distribution of each phase, per fault ({len(distributions)} charts)</summary>",
+        *distributions.values(),
+        "</details>",
+        "<h3>What the controller said, per fault</h3>",
+        "<p class=\"note\">The controller's own JMX metrics around each fault step (scraped before the fault and "
+        "when the step's measurement closed): how often the controller moved, BrokerChange events "
+        "(LeaderElectionRateAndTimeMs) and their mean time, events through the controller's queue and their mean "
+        "wait (EventQueueTimeMs), controlled shutdowns, unclean elections, and the largest offline / "
+        "under-replicated / under-min-ISR partition counts and event-queue size at a step's end.</p>",
+        _table(summary.get("controller", []), [
+            ("fault", "fault", fmt.text), ("steps", "steps", fmt.count),
+            ("controller_moves", "controller moved", fmt.count),
+            ("broker_change_events", "BrokerChange events", fmt.count),
+            ("broker_change_mean_ms", "mean ms", fmt.ms), ("queued_events", "queued events", fmt.count),
+            ("queue_mean_ms", "mean queue ms", fmt.ms), ("controlled_shutdowns", "controlled shutdowns", fmt.count),
+            ("shutdown_mean_ms", "mean ms", fmt.ms), ("unclean_elections", "unclean elections", fmt.count),
+            ("offline_max", "offline max", fmt.count), ("under_replicated_max", "under-replicated max", fmt.count),
+            ("under_min_isr_max", "under min ISR max", fmt.count), ("queue_size_max", "queue size max", fmt.count)]),
+        _folded_breakdown("By partition count", summary["latency_by_partitions"],
+                          ("partitions", "partitions", fmt.count)),
+        _folded_breakdown("By ZooKeeper session timeout", summary["latency_by_session_timeout"],
+                          ("session_timeout_ms", "session timeout ms", fmt.count)),
+        # absent from a summary written before releases / KRaft were
+        _folded_breakdown("By Kafka release", summary.get("latency_by_release", []),
+                          ("kafka_version", "Kafka", fmt.text)),
+        _folded_breakdown("ZooKeeper mode and KRaft", summary.get("latency_by_mode", []), ("mode", "mode", fmt.text)),
+    ]
+
+
+def _folded_breakdown(title: str, rows: Sequence[Row], key: Column) -> str:
+    """Every phase's percentiles per fault and one more key, folded under ``title``."""
+    return (f"<h3>{html.escape(title)}</h3><details><summary>Every phase per fault × {html.escape(key[1])} "
+            f"({len(rows):,} rows)</summary>"
+            + _table(rows, [("fault", "fault", fmt.text), ("phase", "phase", phases.phase_label), key,
+                            *_LATENCY_COLUMNS])
+            + "</details>")
+
+
+def _client_availability(summary: Mapping[str, Any], images: Mapping[str, Any]) -> list[str]:
+    """"Client availability": the producer's outage (ms, from its own acknowledgements) first,
+    the clients' other millisecond figures folded, then the coarse 1 s-window figures apart."""
+    measured = phases.client_ms_rows(summary["latency"])
+    return [
+        '<h2 id="clients">Client availability</h2>',
+        '<p class="note">What the workload\'s idempotent <code>acks=all</code> producer and its consumers saw, '
+        "per partition and fault step (the <code>client_availability</code> measurements), from their own "
+        "events. <b>produce_outage</b>: how long the producer's sends went unanswered — its stalls of "
+        f"{STALL_S:g} s or more between two acknowledgements (or holding a failed send), from the last "
+        "acknowledgement before each to the next one, added up from the fault to the end of the step's "
+        "measurement; 0 where the partition never stalled. The producer retries, so a send during a leader "
+        "switch is acknowledged late rather than failed.</p>",
+        images.get("produce_outage") or '<p class="note">No produce outage measured (a history before it '
+                                         "was, or no client ops).</p>",
+        f"<details><summary>The clients' figures to the millisecond, per fault ({len(measured):,} rows): "
+        "produce_outage; unavailable, the longest stretch without an acknowledgement from the fault to the "
+        "step's end; client_gap, the fault's target partition's longest silence between acknowledgements (the "
+        "latency record); e2e_p50 / p99 / p999, a message's creation to its first poll</summary>",
+        _table(measured, [("fault", "fault", fmt.text), ("phase", "phase", fmt.text), *_LATENCY_COLUMNS]),
+        "</details>",
+        "<h3>In 1 s windows</h3>",
+        "<p class=\"note\">Coarse, kept for the tables and gates that use them: the window from the fault to the "
+        "end of the step's measurement cut into fixed 1 s windows, per partition and fault step. Availability: "
+        "the share of windows with at least one acknowledged produce / one record consumed (assign-mode "
+        "consumer). Windows without: the same as ms (<code>produce_unavailable</code>, "
+        "<code>consume_unavailable</code>), always a multiple of 1,000 — a window count, not a duration "
+        "measured to the millisecond.</p>",
+        _table(_windows_per_fault(summary.get("availability", []), phases.window_rows(summary["latency"])), [
+            ("fault", "fault", fmt.text), ("count", "n", fmt.count),
+            ("produce_mean", "produce: mean share", fmt.rate), ("produce_min", "min share", fmt.rate),
+            ("produce_p50", "ms without ack, p50", fmt.ms), ("produce_p99", "p99", fmt.ms),
+            ("consume_mean", "consume: mean share", fmt.rate), ("consume_min", "min share", fmt.rate),
+            ("consume_p50", "ms without poll, p50", fmt.ms), ("consume_p99", "p99", fmt.ms)]),
+    ]
+
+
+def _windows_per_fault(availability: Sequence[Row], windows: Sequence[Row]) -> list[Row]:
+    """One row per fault: its availability shares beside its windows without success."""
+    by_fault = {row["fault"]: dict(row) for row in availability}
+    for row in windows:
+        side = "produce" if row["phase"] == "produce_unavailable" else "consume"
+        merged = by_fault.setdefault(row["fault"], {"fault": row["fault"], "count": row["count"]})
+        merged[f"{side}_p50"], merged[f"{side}_p99"] = row.get("p50"), row.get("p99")
+    return sorted(by_fault.values(), key=lambda r: fmt.text(r["fault"]))
 
 
 def _overview(totals: Mapping[str, Any], gates: Mapping[str, Any]) -> str:
@@ -385,7 +446,7 @@ def _migration_timeline(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     return "".join([
-        "<h3>Migration phase timeline</h3>",
+        "<h2>Migration phase timeline</h2>",
         "<p class=\"note\">Every step of a migrating cluster in order (ZooKeeper→KRaft, KIP-866): the phase "
         "before and after it as Kafka reported them (the metadata log's ZkMigrationStateRecord, the migration "
         "driver's last state), the KRaft controller in charge, the step's seconds from fault to measurement, "
@@ -404,7 +465,7 @@ def _time_ledger(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     return "".join([
-        "<h3>Where the time went</h3>",
+        "<h2>Where the time went</h2>",
         "<p class=\"note\">Every scenario iteration's wall time by phase, from the <code>time_ledger</code> "
         "measurements: each fault step's (settle, predict, inject, convergence, metadata, clients, measure) and "
         "the iteration's around them (cluster, topics, workload, checks, heal, read-back); <code>other</code> is "

@@ -1,5 +1,5 @@
-"""The report's charts other than the latency distributions (:mod:`results.svg`), drawn from the
-aggregates' Python rows as inline SVG text.
+"""The report's charts other than the latency section's (:mod:`results.svg`,
+:mod:`results.latency_charts`), drawn from the aggregates' Python rows as inline SVG text.
 
 They were matplotlib PNGs: importing matplotlib cost about 2 CPU-s and drawing and PNG-encoding
 the breakdown, trend, heatmap and three timelines about 5 CPU-s of a one-run report, on a
@@ -25,73 +25,13 @@ PHASE_COLOURS = {
     "detection": "#4C72B0", "election": "#DD8452", "propagation": "#55A868",
     "first_produce": "#C44E52", "client_gap": "#8172B3",
     # the clients' phases (client_availability measurements)
-    "produce_unavailable": "#937860", "consume_unavailable": "#DA8BC3", "unavailable": "#8C8C8C",
+    "produce_outage": "#0F766E", "produce_unavailable": "#937860", "consume_unavailable": "#DA8BC3",
+    "unavailable": "#8C8C8C",
     "e2e_p50": "#CCB974", "e2e_p99": "#64B5CD", "e2e_p999": "#2F4F4F",
 }
-CUMULATIVE_PHASES = ("detection", "election", "propagation", "first_produce")  # ms from the fault, in order
 MAX_FAULT_PLOTS = 12
 GRID, FRAME = "#e4e4e4", "#333"
 CHAR_PX = 6.2  # the width of a character at font-size 10-11, for margins sized to their labels
-
-
-def leader_switch_breakdown(latency: Sequence[Row]) -> str | None:
-    """Stacked horizontal bars per fault: the median time from the fault to each phase, split
-    into the part each phase adds; the median client gap drawn as a marker."""
-    medians: dict[str, dict[str, float]] = defaultdict(dict)
-    for row in latency:
-        if row.get("p50") is not None:
-            medians[row["fault"]][row["phase"]] = row["p50"]
-    faults = sorted(f for f, m in medians.items() if any(p in m for p in CUMULATIVE_PHASES))[:MAX_FAULT_PLOTS]
-    if not faults:
-        return None
-    left = 20 + CHAR_PX * max(len(f) for f in faults)
-    bar, top = 36, 34
-    entries = [(p, PHASE_COLOURS[p], "box") for p in CUMULATIVE_PHASES if any(p in medians[f] for f in faults)]
-    if any("client_gap" in medians[f] for f in faults):
-        entries.append(("client_gap (median)", PHASE_COLOURS["client_gap"], "dot"))
-    legend_width = 30 + CHAR_PX * max(len(label) for label, _, _ in entries)
-    columns = max(1, min(len(entries), int((800 - 40) // legend_width)))
-    width, bottom = 800, top + bar * len(faults)
-    height = bottom + 56 + 14 * math.ceil(len(entries) / columns)
-    right = width - 80  # room for the totals after the bars
-    ends = [max(_reached(medians[f]), medians[f].get("client_gap") or 0.0) for f in faults]
-    ticks = nice_ticks(0.0, max(ends) or 1.0)
-    x = scale(0.0, ticks[-1], left, right)
-    canvas = Canvas(width, height, "Breakdown of a leader switch")
-    for tick in ticks:
-        canvas.line(x(tick), top, x(tick), bottom + 4, GRID)
-        canvas.text(x(tick), bottom + 16, number(tick), anchor="middle")
-    for i, fault in enumerate(faults):
-        y = top + i * bar + bar * 0.2
-        reached = 0.0
-        for phase in CUMULATIVE_PHASES:
-            if phase in medians[fault]:
-                added = max(0.0, medians[fault][phase] - reached)
-                canvas.rect(x(reached), y, x(reached + added) - x(reached), bar * 0.6, PHASE_COLOURS[phase],
-                            tooltip=f"{fault}: {phase} +{added:,.0f} ms (median {medians[fault][phase]:,.0f} ms)")
-                reached += added
-        gap = medians[fault].get("client_gap")
-        if gap is not None:
-            cx, cy = x(gap), y + bar * 0.3
-            canvas.path(f"M{cx:.1f},{cy - 5:.1f}L{cx + 5:.1f},{cy:.1f}L{cx:.1f},{cy + 5:.1f}L{cx - 5:.1f},{cy:.1f}Z",
-                        fill=PHASE_COLOURS["client_gap"])
-        canvas.text(x(max(reached, gap or 0.0)) + 8, y + bar * 0.3 + 4, f"{reached:,.0f} ms", size=9)
-        canvas.text(left - 6, y + bar * 0.3 + 4, fault, anchor="end")
-    canvas.rect(left, top, right - left, bottom - top, "none", extra=f' stroke="{FRAME}"')
-    canvas.text((left + right) / 2, 20, "Breakdown of a leader switch", anchor="middle", size=13)
-    canvas.text((left + right) / 2, bottom + 32, "median ms from the fault (each segment: what the phase adds)",
-                anchor="middle")
-    canvas.legend(entries, 20, bottom + 52, columns=columns, column_width=legend_width)
-    return canvas.svg()
-
-
-def _reached(medians: Mapping[str, float]) -> float:
-    """Where the stacked bar ends: the largest median reached so far, phase after phase."""
-    reached = 0.0
-    for phase in CUMULATIVE_PHASES:
-        if phase in medians:
-            reached += max(0.0, medians[phase] - reached)
-    return reached
 
 
 def pass_rate_over_time(by_day: Sequence[Row], by_run: Sequence[Row]) -> str | None:

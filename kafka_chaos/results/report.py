@@ -335,13 +335,18 @@ def _timelines(files: Sequence[Path], failing: Sequence[Mapping[str, Any]],
 
 
 def _render_html(summary: Mapping[str, Any], timelines: Sequence[tuple[str, str]] = ()) -> str:
-    from kafka_chaos.results import plots, svg
+    from kafka_chaos.records.schema import STALL_S
+    from kafka_chaos.results import latency_charts, plots, svg
     from kafka_chaos.results.html import render_html
+    from kafka_chaos.results.phases import leader_switch_rows
 
     images: dict[str, Any] = {
         "timelines": list(timelines),
-        "latency": svg.latency_distributions(summary["latency_histogram"], summary["latency"]),
-        "breakdown": plots.leader_switch_breakdown(summary["latency"]),
+        # the leader switch's phases only: the clients' have their own chart and tables
+        "latency": svg.latency_distributions(leader_switch_rows(summary["latency_histogram"]),
+                                             leader_switch_rows(summary["latency"])),
+        "leader_switch": latency_charts.leader_switch_panels(summary["latency"]),
+        "produce_outage": latency_charts.produce_outage_chart(summary["latency"], STALL_S),
         "trend": plots.pass_rate_over_time(summary["trend_by_day"], summary["trend_by_run"]),
         "heatmap": plots.pass_rate_heatmap(summary["pass_rates"]),
     }

@@ -182,9 +182,10 @@ def _text(value: str) -> str:
 
 
 # ------------------------------------------------------------------- shared drawing primitives
-# The report's other charts (breakdown, trend, heatmap, timelines: results.plots) are SVG too, so
-# the report no longer imports matplotlib at all (its import alone was ~2 CPU-s, and drawing
-# and PNG-encoding five or six figures ~5 CPU-s of a one-run report).
+# The report's other charts (the latency section's: results.latency_charts; trend, heatmap,
+# timelines: results.plots) are SVG too, so the report no longer imports matplotlib at all (its
+# import alone was ~2 CPU-s, and drawing and PNG-encoding five or six figures ~5 CPU-s of a
+# one-run report).
 
 
 class Canvas:

@@ -120,13 +120,18 @@ def _iteration_lines(rng: random.Random, shape: _Shape, common: str, iteration: 
     consume = round(rng.uniform(0.5, 1.0), 4)
     windows = rng.randint(5, 30)
     e2e = sorted(round(rng.lognormvariate(3.0 + i, 0.4), 1) for i in range(3))
+    longest = round(rng.lognormvariate(7.5, 0.5), 1)
+    # No draw of its own, so the other values stay the ones this seed always gave: the longest
+    # silence, when it was a stall (a second or more), less the ack before it.
+    outage = round(longest - 20.0, 1) if longest >= 1000.0 else 0.0
     yield ('{' + common + per_scenario +
            '"check": "client_availability", "kind": "measurement", "passed": null, "detail": "", '
            f'"expected": null, "observed": {{"produce_availability": {produce!r}, "consume_availability": {consume!r}, '
            f'"windows": {windows}}}, "topic": "t", "partition": 0, '
-           f'"latency_ms": {{"produce_unavailable": {round((1 - produce) * windows * 1000, 1)!r}, '
+           f'"latency_ms": {{"produce_outage": {outage!r}, '
+           f'"produce_unavailable": {round((1 - produce) * windows * 1000, 1)!r}, '
            f'"consume_unavailable": {round((1 - consume) * windows * 1000, 1)!r}, '
-           f'"unavailable": {round(rng.lognormvariate(7.5, 0.5), 1)!r}, "e2e_p50": {e2e[0]!r}, '
+           f'"unavailable": {longest!r}, "e2e_p50": {e2e[0]!r}, '
            f'"e2e_p99": {e2e[1]!r}, "e2e_p999": {e2e[2]!r}}}}}\n')
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kafka_chaos.results import formatting as fmt
+from kafka_chaos.results import formatting as fmt, phases
 
 Row = Mapping[str, Any]
 TERMINAL_PASS_RATE_ROWS = 12
@@ -27,6 +27,12 @@ def _columns(rows: Sequence[Row], spec: Sequence[tuple[str, str, int, Callable[[
     lines = [line([header for _, header, _, _ in spec])]
     lines += [line([formatter(row.get(key)) for key, _, _, formatter in spec]) for row in rows]
     return lines
+
+
+def _latency_spec(phase_width: int) -> list[tuple[str, str, int, Callable[[Any], str]]]:
+    return [("fault", "fault", 30, fmt.text), ("phase", "phase", phase_width, phases.phase_label),
+            ("count", "n", -7, fmt.count), ("p50", "p50", -8, fmt.ms), ("p90", "p90", -8, fmt.ms),
+            ("p99", "p99", -8, fmt.ms), ("max", "max", -8, fmt.ms)]
 
 
 def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) -> str:
@@ -53,13 +59,15 @@ def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) 
             ("passed", "pass", -6, fmt.count), ("failed", "fail", -5, fmt.count),
             ("unknown", "unk", -4, fmt.count), ("pass_rate", "rate", -7, fmt.rate),
         ])
-    if summary["latency"]:
-        lines += ["", "latency, ms from the fault (nearest-rank percentiles):"]
-        lines += _columns(summary["latency"], [
-            ("fault", "fault", 30, fmt.text), ("phase", "phase", 13, fmt.text), ("count", "n", -7, fmt.count),
-            ("p50", "p50", -8, fmt.ms), ("p90", "p90", -8, fmt.ms), ("p99", "p99", -8, fmt.ms),
-            ("max", "max", -8, fmt.ms),
-        ])
+    leader_switch = phases.leader_switch_rows(summary["latency"])
+    if leader_switch:
+        lines += ["", "leader switch, ms from the fault (nearest-rank percentiles):"]
+        lines += _columns(leader_switch, _latency_spec(21))
+    clients = phases.client_rows(summary["latency"])
+    if clients:
+        lines += ["", "clients, ms per partition and fault step (produce_outage: unanswered sends, from the "
+                      "producer's acks; 1 s windows: a count of windows without success, in ms):"]
+        lines += _columns(clients, _latency_spec(33))
     if summary.get("time_ledger"):  # absent from a summary written before time ledgers were
         lines += ["", "where the time went (time_ledger measurements):"]
         lines += _columns(summary["time_ledger"], [

@@ -10,7 +10,8 @@ from tests.spark.helpers import record, tables_of
 def _measured(fault: str, produce: float, consume: float | None, e2e_p99: float):
     return record(kind="measurement", check="client_availability", passed=None, fault=fault,
                   observed={"produce_availability": produce, "consume_availability": consume, "windows": 5},
-                  latency_ms={"produce_unavailable": (1 - produce) * 5000, "e2e_p99": e2e_p99, "e2e_p999": None})
+                  latency_ms={"produce_outage": (1 - produce) * 5300, "produce_unavailable": (1 - produce) * 5000,
+                              "e2e_p99": e2e_p99, "e2e_p999": None})
 
 
 def test_availability_per_fault_and_client_phases_in_the_percentiles(spark):
@@ -29,7 +30,9 @@ def test_availability_per_fault_and_client_phases_in_the_percentiles(spark):
     assert stats[("hard_kill", "e2e_p99")]["count"] == 2 and stats[("hard_kill", "e2e_p99")]["max"] == 5000.0
     assert ("hard_kill", "e2e_p999") not in stats  # a null phase is no sample
     phases = [r["phase"] for r in tables["latency"] if r["fault"] == "hard_kill"]
-    assert phases == ["election", "produce_unavailable", "e2e_p99"]  # leader-switch phases first
+    assert phases == ["election", "produce_outage", "produce_unavailable", "e2e_p99"]  # leader-switch phases first
+    outage = stats[("hard_kill", "produce_outage")]
+    assert (outage["count"], outage["p50"], outage["max"]) == (2, 0.0, 2120.0)  # a step without a stall is a 0
 
 
 def _controller(fault: str | None, elections: int, election_ms: float, queued: int, queue_ms: float,

@@ -7,9 +7,12 @@ input :func:`golden_input` builds — generated runs plus every awkward line the
 current code must reproduce every row, in order, value for value (sums of doubles to 12 significant
 digits: they are added per file, then across files) — since the tables are finished in Python
 from one query's partial aggregates (results.tables), and from cached per-file partials, too.
-Changed on purpose once: the histogram's bin edges are 10^(k/20) correctly rounded (results.tables.bin_edge) where Spark's
-``pow`` differed from it in the last bit (same bins, same counts).  Regenerate the file only when
-an aggregate's meaning changes on purpose:
+Changed on purpose twice: the histogram's bin edges are 10^(k/20) correctly rounded (results.tables.bin_edge) where Spark's
+``pow`` differed from it in the last bit (same bins, same counts); and the generated
+``client_availability`` records carry ``produce_outage`` since the producer's outage is measured:
+its rows were added to the latency tables, every other row kept as it was (the availability means
+too, equal to 12 digits).  Regenerate the file only when an aggregate's meaning changes on purpose,
+and check that its diff is what you meant:
 
     .venv/bin/python -m tests.spark.test_golden  # writes tests/spark/golden/aggregates.json
 """

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from kafka_chaos.results.phases import leader_switch_rows
 from kafka_chaos.results.report import run_report
 from kafka_chaos.results.synthetic import write_synthetic_results
 from kafka_chaos.records.writer import RecordWriter
@@ -89,8 +90,10 @@ def test_parquet_tables_and_html(report, spark):
     assert 'src="data:image/png' not in page  # every chart is inline SVG (no matplotlib)
     charts = re.findall(r'<svg xmlns="http://www.w3.org/2000/svg" class="chart"[^>]* aria-label="([^"]*)"', page)
     assert sum(label.startswith("Latency distribution") for label in charts) == len(
-        {row["fault"] for row in document["latency_histogram"]})  # one latency distribution per fault
-    assert {"Breakdown of a leader switch", "Pass rate over time (UTC)", "Pass rate per scenario and check"} <= set(charts)
+        {row["fault"] for row in leader_switch_rows(document["latency_histogram"])})  # one per fault
+    assert {"Where a leader switch spends its time, per fault", "Pass rate over time (UTC)",
+            "Pass rate per scenario and check"} <= set(charts)
+    assert "Producer outage per fault" in " ".join(charts)  # the clients' own chart, apart
     assert "Failing checks" in page and "manual" in page
 
 

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_chaos.records.schema import STALL_S
 from kafka_chaos.scenarios.history.controller_log import ControllerPhases
 from kafka_chaos.scenarios.clients.delivery import Ack, first_ack_after, largest_gap
 
@@ -181,7 +182,7 @@ def isr_written_at(events: Iterable[Any], topic: str, partition: int, isr: Itera
 
 
 # A trailing silence shorter than this is the workload's own pace, not a stall.
-STALL_MIN_S = 1.0
+STALL_MIN_S = STALL_S
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from kafka_chaos.oracle import predict
-from kafka_chaos.records.schema import Record
+from kafka_chaos.records.schema import STALL_S, Record
 from kafka_chaos.harness.zkevents import PartitionStateWritten
 from kafka_chaos.scenarios.checks import availability
 from kafka_chaos.scenarios.model import isr_rules
@@ -510,9 +510,10 @@ def _split(name: str) -> tuple[str, int]:
 
 @register_check("client_availability", StepObserved)
 def client_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
-    """Per partition of a fault step: produce / consume availability in fixed windows, the
-    unavailability window and end-to-end latency (:mod:`scenarios.checks.availability`), from the fault
-    to the end of the step's measurement. Histories without client ops (version 1) give none."""
+    """Per partition of a fault step: the producer's outage from its own delivery reports,
+    produce / consume availability in fixed windows, the unavailability window and end-to-end
+    latency (:mod:`scenarios.checks.availability`), from the fault to the end of the step's
+    measurement. Histories without client ops (version 1) give none."""
     if obs.index is None or not obs.ops:
         return []
     results = []
@@ -525,7 +526,8 @@ def client_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResul
             {"produce_availability": round(a.produce, 4),
              "consume_availability": None if a.consume is None else round(a.consume, 4),
              "windows": a.windows, "window_s": availability.WINDOW_S, "e2e_samples": len(a.e2e_ms)},
-            f"{name} during {obs.traits.label}: produce {a.produce:.0%} / consume "
+            f"{name} during {obs.traits.label}: produce outage {e2e['produce_outage']} ms in {len(a.stalls)} "
+            f"stall(s) of {STALL_S:g} s or more; produce {a.produce:.0%} / consume "
             f"{'-' if a.consume is None else f'{a.consume:.0%}'} of {a.windows} windows of "
             f"{availability.WINDOW_S:g} s; longest without ack {e2e['unavailable']} ms; e2e p99 {e2e['e2e_p99']} ms",
             topic, partition, kind="measurement", latency_ms=e2e,

@@ -7,7 +7,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-from kafka_chaos.results import plots, svg
+from kafka_chaos.results import latency_charts, plots, svg
 from kafka_chaos.results.html import render_html
 from kafka_chaos.results.terminal import render_terminal
 
@@ -91,17 +91,8 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def test_plots_are_svg_or_none_without_data():
     document = summary_document()
-    breakdown = ET.fromstring(plots.leader_switch_breakdown(document["latency"]))  # well-formed, embeddable
-    bars = [r for r in breakdown.iter(f"{SVG}rect") if r.get("fill") in plots.PHASE_COLOURS.values()
-            and r.find(f"{SVG}title") is not None]
-    assert [b.get("fill") for b in bars] == [plots.PHASE_COLOURS[p] for p in plots.CUMULATIVE_PHASES]
-    widths = [float(b.get("width")) for b in bars]  # detection ends at its median, each phase adds its part
-    assert widths[0] > 50 * widths[1] > 0 and widths[1] < widths[2] < widths[3]
-    texts = [t.text for t in breakdown.iter(f"{SVG}text")]
-    assert "hard_kill" in texts and any(t and t.endswith(" ms") for t in texts)
     trend = ET.fromstring(plots.pass_rate_over_time(document["trend_by_day"], document["trend_by_run"]))
     assert trend.find(f"{SVG}circle") is not None and "pass rate %" in [t.text for t in trend.iter(f"{SVG}text")]
-    assert plots.leader_switch_breakdown([]) is None
     assert plots.pass_rate_over_time([], []) is None
     assert "matplotlib" not in sys.modules  # the report draws without it
 
@@ -146,13 +137,14 @@ def test_latency_distributions_are_svg_step_lines_on_a_log_axis():
 
 
 def test_html_is_self_contained_and_escaped():
-    breakdown = plots.leader_switch_breakdown(summary_document()["latency"])
+    panels = latency_charts.leader_switch_panels(summary_document()["latency"])
     chart = svg.latency_distributions(summary_document()["latency_histogram"], summary_document()["latency"])
     heatmap = plots.pass_rate_heatmap(summary_document()["pass_rates"])
-    page = render_html(summary_document(), {"latency": chart, "breakdown": breakdown, "trend": None, "heatmap": heatmap})
+    page = render_html(summary_document(), {"latency": chart, "leader_switch": panels, "trend": None,
+                                            "heatmap": heatmap})
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "<img" not in page  # every chart inline, as SVG
-    assert page.count("<svg ") == 3 and chart["hard_kill"] in page and breakdown in page and heatmap in page
+    assert page.count("<svg ") == 3 and chart["hard_kill"] in page and panels in page and heatmap in page
     assert not re.search(r'(src|href)="(?!data:|#)', page)  # nothing fetched from elsewhere (in-page links only)
     assert "leader &lt;1&gt; != 2" in page and "<1>" not in page
     assert "CI gate FAILED" in page and "Failing checks" in page and "r1" in page
@@ -233,7 +225,7 @@ def test_where_the_time_went_is_a_table_in_the_terminal_and_the_page():
     assert "where the time went" in text
     assert re.search(r"session_expiry\s+yes\s+4\s+91\.5\s+22\.9\s+75\.0 %", text)
     page = render_html(summary_document(time_ledger=TIME_ROWS), {"latency": {}, "trend": None})
-    assert "<h3>Where the time went</h3>" in page and "91.5" in page
+    assert "<h2>Where the time went</h2>" in page and "91.5" in page
     # a summary written before time ledgers were (or with none) shows neither
     assert "where the time went" not in render_terminal(summary_document())
     assert "Where the time went" not in render_html(summary_document(), {"latency": {}, "trend": None})

@@ -95,6 +95,9 @@ def test_availability_measurement_records() -> None:
     assert record.latency_ms["e2e_p50"] == 25.0  # created 5 ms before the ack, polled 20 ms after it
     # acks every 100 ms from T0+0.6 to T0+5.5 after the fault at T0+0.5; the window ends at T0+7
     assert record.latency_ms["unavailable"] == 1500.0
+    # the producer's outage: no ack in the stretch before T0+0.6 (100 ms of it after the fault, a
+    # failed send reported there too), and the 1.5 s still unanswered when the window ends
+    assert record.latency_ms["produce_outage"] == 1600.0
     assert record.observed["produce_availability"] == 1.0 and record.observed["windows"] == 6
 
 
