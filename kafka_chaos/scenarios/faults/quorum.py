@@ -7,6 +7,17 @@ The oracle's event for each is :class:`oracle.ControllerFailover`: no partition 
 broker is fenced, because a new active controller starts every broker's session afresh. The
 fault returns once a quorum leader other than the one it hit is in the metadata log (bounded),
 so the step measures the election, not only the kill.
+
+Killing or pausing the leader when no majority of voters would be left (an earlier kill holds one
+down, or the quorum has one voter) leaves the quorum without a leader: no candidate can win
+(``KafkaRaftClient`` needs a majority of votes), no controller writes, so every broker carries on
+with the metadata it has and none is fenced -- fencing is the active controller's
+(``BrokerHeartbeatManager`` runs in it only). The step holds that outage for ``seconds`` (default
+10: past the brokers' session timeout, so a controller that kept the old sessions' clocks would
+fence them), watching that no leader is committed meanwhile, then the voters return -- the paused
+leader resumed, the killed one started again -- and it waits for the leader they elect: the step
+is checked like any failover (nothing changed, nobody fenced), the outage like ZooKeeper mode's
+total one (nothing could change).
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl
@@ -23,7 +34,15 @@ from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle import ClusterState, Event
 from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.events import ControllerFailover
-from kafka_chaos.scenarios.faults.base import QUORUM_MODES, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import (
+    QUORUM_MODES,
+    FaultBase,
+    FaultEnv,
+    StepTopics,
+    register_fault,
+    reject_unknown_options,
+    require_capability,
+)
 from kafka_chaos.scenarios.faults.generation import (
     Candidates,
     ClusterModel,
@@ -42,6 +61,14 @@ _QUORUM = frozenset({Capability.CONTROLLER_QUORUM})
 # KRaft elects within controller.quorum.election.timeout.ms (1 s) of the fetch timeout
 # (controller.quorum.fetch.timeout.ms, 2 s) running out; a loaded 2-core machine gets a margin.
 NEW_LEADER_WAIT_S = 30.0
+# A quorum left without a majority: how long the outage lasts by default, and at least (longer
+# than the fetch timeout, so the voters left have campaigned and the return elects anew).
+LEADERLESS_S = 10.0
+MIN_LEADERLESS_S = 3.0
+
+
+class LeaderWithoutMajority(HarnessError):
+    """A quorum leader was committed while no majority of voters was up: Raft forbids it."""
 
 
 def _quorum(env: FaultEnv, kind: str) -> ControllerQuorumControl:
@@ -62,10 +89,12 @@ def _quorum_epoch(env: FaultEnv) -> int:
     return -1 if epoch is None else epoch
 
 
-def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str) -> None:
-    """Until the metadata log shows a leader of a later quorum epoch (LEADER_CHANGE record)."""
+def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str, *, same_epoch: bool = False) -> None:
+    """Until the metadata log shows a leader of a later quorum epoch (LEADER_CHANGE record);
+    ``same_epoch``: or the leader of ``old_epoch`` again (a lone voter resumed keeps its epoch)."""
     def new_leader(s: ZkSnapshot) -> bool:
-        return s.controller is not None and (s.controller_epoch or -1) > old_epoch
+        epoch = -1 if s.controller_epoch is None else s.controller_epoch
+        return s.controller is not None and (epoch > old_epoch or (same_epoch and epoch == old_epoch))
 
     if not callable(getattr(env.observer, "kraft_snapshot", None)):
         env.observer.wait_until(new_leader, timeout=NEW_LEADER_WAIT_S, description=f"a new quorum leader after {kind}")
@@ -76,6 +105,25 @@ def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str) -> None:
             raise HarnessError(f"no new quorum leader within {NEW_LEADER_WAIT_S:.0f} s after {kind}: the log shows "
                                f"leader {view.controller} in epoch {view.controller_epoch}")
         time.sleep(0.1)
+
+
+def majority_left(voters: int, up: int) -> bool:
+    """Pure: whether ``up`` running voters of ``voters`` can elect a leader (a strict majority,
+    ``KafkaRaftClient``'s ``CandidateState.isVoteGranted``)."""
+    return up > voters // 2
+
+
+def leaderless_seconds(kind: str, options: Mapping[str, Any]) -> float:
+    """The ``seconds`` option: how long a quorum left without a majority stays so."""
+    reject_unknown_options(kind, options, ("seconds",))
+    try:
+        seconds = float(options.get("seconds", LEADERLESS_S))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{kind}: 'seconds' must be a number, not {options.get('seconds')!r}") from exc
+    if not MIN_LEADERLESS_S <= seconds <= 120:
+        raise UsageError(f"{kind}: 'seconds' must be in [{MIN_LEADERLESS_S:g}, 120] (longer than the quorum's "
+                         f"2 s fetch timeout), not {seconds:g}")
+    return seconds
 
 
 @dataclass
@@ -111,20 +159,69 @@ class _QuorumFault(FaultBase):
         return named
 
 
+@dataclass
+class _LeaderFault(_QuorumFault):
+    """A fault on the quorum leader alone; ``seconds``: how long the quorum stays leaderless when
+    it leaves no majority up (module docstring)."""
+
+    seconds: float = LEADERLESS_S
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
+        return cls(target, leaderless_seconds(cls.kind, options))
+
+    def _majority_left_without(self, env: FaultEnv, leader: int) -> bool:
+        quorum = _quorum(env, self.kind)
+        up = [c for c in quorum.controller_ids if c != leader and quorum.controller_running(c)]
+        return majority_left(len(quorum.controller_ids), len(up))
+
+    def _hold_leaderless(self, env: FaultEnv, leader: int, epoch: int) -> None:
+        """The outage: ``seconds`` with no majority up, LeaderWithoutMajority if a leader of a
+        later epoch is committed meanwhile."""
+        log.info("%s: no majority of voters left without %d: the quorum stays leaderless for %.0f s",
+                 self.kind, leader, self.seconds)
+        deadline = time.monotonic() + self.seconds
+        while time.monotonic() < deadline:
+            view = _quorum_view(env)
+            if view.controller is not None and (view.controller_epoch or -1) > epoch:
+                raise LeaderWithoutMajority(
+                    f"{self.kind}: quorum leader {view.controller} committed in epoch {view.controller_epoch} "
+                    f"while {leader} was down and no majority of voters was up")
+            time.sleep(0.1)
+
+    def _others_campaigned(self, env: FaultEnv, leader: int) -> bool:
+        """Whether another voter ran during the outage (it timed out fetching and stood in later
+        epochs, so the leader the return elects has a later one)."""
+        quorum = _quorum(env, self.kind)
+        return any(c != leader and quorum.controller_running(c) for c in quorum.controller_ids)
+
+
 @register_fault
 @dataclass
-class QuorumLeaderKill(_QuorumFault):
+class QuorumLeaderKill(_LeaderFault):
     """SIGKILL of the active controller; another voter wins the next epoch
-    (``KafkaRaftClient``'s election after ``controller.quorum.fetch.timeout.ms``)."""
+    (``KafkaRaftClient``'s election after ``controller.quorum.fetch.timeout.ms``) -- or, with no
+    majority left, the quorum stays leaderless for ``seconds`` and the killed voter is started
+    again (the module docstring)."""
 
     kind: ClassVar[str] = "quorum_leader_kill"
     kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits for the next election
     _killed: int | None = field(default=None, init=False)
 
     def inject(self, env: FaultEnv) -> None:
-        self._killed, epoch = self._leader(env), _quorum_epoch(env)
-        _quorum(env, self.kind).kill_controller(self._killed)
-        _wait_new_epoch(env, epoch, self.kind)
+        leader, epoch = self._leader(env), _quorum_epoch(env)
+        quorum = _quorum(env, self.kind)
+        if self._majority_left_without(env, leader):
+            self._killed = leader
+            quorum.kill_controller(leader)
+            _wait_new_epoch(env, epoch, self.kind)
+            return
+        quorum.kill_controller(leader)
+        try:
+            self._hold_leaderless(env, leader, epoch)
+        finally:
+            quorum.start_controller(leader)  # the voters return
+        _wait_new_epoch(env, epoch, self.kind)  # restarted, it stands as a candidate in a later epoch
 
     def heal(self, env: FaultEnv) -> None:
         quorum = _quorum(env, self.kind)
@@ -135,9 +232,10 @@ class QuorumLeaderKill(_QuorumFault):
 
 @register_fault
 @dataclass
-class QuorumLeaderPause(_QuorumFault):
+class QuorumLeaderPause(_LeaderFault):
     """SIGSTOP of the active controller until a new leader is elected, then SIGCONT: the old
-    leader wakes up in an old epoch, learns the new one and follows."""
+    leader wakes up in an old epoch, learns the new one and follows -- or, with no majority left,
+    it is resumed after ``seconds`` of a leaderless quorum (the module docstring)."""
 
     kind: ClassVar[str] = "quorum_leader_pause"
     kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits for the next election
@@ -145,11 +243,18 @@ class QuorumLeaderPause(_QuorumFault):
     def inject(self, env: FaultEnv) -> None:
         leader, epoch = self._leader(env), _quorum_epoch(env)
         quorum = _quorum(env, self.kind)
+        majority = self._majority_left_without(env, leader)
         quorum.pause_controller(leader)
         try:
-            _wait_new_epoch(env, epoch, self.kind)
+            if majority:
+                _wait_new_epoch(env, epoch, self.kind)
+                return
+            self._hold_leaderless(env, leader, epoch)
         finally:
             quorum.resume_controller(leader)
+        # A lone voter resumes its own leadership in its epoch; with others up, they stood in
+        # later epochs meanwhile and the leader they elect with it has one.
+        _wait_new_epoch(env, epoch, self.kind, same_epoch=not self._others_campaigned(env, leader))
 
 
 @register_fault
@@ -204,10 +309,9 @@ def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None
     if step.fault == QuorumLoss.kind:
         model.controllers_down = 0  # it starts every controller again
         return
-    if model.quorum_spare < 1:
-        raise IllegalStep(f"{step.fault} would leave the quorum without a majority to elect a new leader")
-    if step.fault == QuorumLeaderKill.kind:
+    if step.fault == QuorumLeaderKill.kind and model.quorum_spare >= 1:
         model.controllers_down += 1  # down until healed, or a quorum_loss starts it
+    # Without a spare voter the step holds a leaderless quorum, then starts (or resumes) its voter.
 
 
 def _quorum_candidates(kind: str) -> Candidates:
@@ -216,7 +320,7 @@ def _quorum_candidates(kind: str) -> Candidates:
             return []
         if kind == QuorumLoss.kind:
             return [Step(kind, NoTarget("every controller"), {"seconds": float(draw.rng.choice((3, 10)))})]
-        return [Step(kind, Controller())] if model.quorum_spare >= 1 else []
+        return [Step(kind, Controller())]
     return candidates
 
 

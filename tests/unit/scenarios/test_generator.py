@@ -56,21 +56,28 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
     assert high > 250 and gaps > 250 and several > 30
 
 
-def test_kraft_schedules_draw_only_what_applies_to_kraft_and_keep_a_quorum() -> None:
+def test_kraft_schedules_draw_only_what_applies_to_kraft_and_keep_a_quorum_between_steps() -> None:
     from kafka_chaos.scenarios.plans.generator import default_faults
 
     config = GeneratorConfig(mode="kraft", faults=default_faults("kraft"))
     kinds = set()
+    leaderless = 0
     for i in range(300):
         s = generate(7, i, config)
         assert (s.mode, s.controllers) == ("kraft", 3) and s.scenario().needs.mode == "kraft"
         assert not problems(s)
         kinds |= {st.fault for st in s.steps}
         down = 0
-        for st in s.steps:  # never two voters of three down at once
-            down = 0 if st.fault == "quorum_loss" else down + (st.fault == "quorum_leader_kill")
+        for st in s.steps:  # never two voters of three held down after a step
+            if st.fault == "quorum_loss":
+                down = 0
+            elif st.fault in ("quorum_leader_kill", "quorum_leader_pause") and down == 1:
+                leaderless += 1  # no majority left: the step itself brings its voter back
+            elif st.fault == "quorum_leader_kill":
+                down += 1
             assert down <= 1
     assert {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss", "hard_kill", "controlled_shutdown"} <= kinds
+    assert leaderless > 0  # quorum faults without a spare voter are drawn too
     assert not kinds & {"controller_kill", "reassignment", "network_partition", "log_dir_failure"}
     # a ZooKeeper-mode seed's schedules are what they were: the quorum's kinds are opt-in there
     assert "quorum_loss" not in default_faults()

@@ -89,3 +89,75 @@ def test_the_quorum_faults_name_one_leader_and_hold_no_broker() -> None:
     with pytest.raises(Exception, match="targets the one quorum leader"):
         fault("quorum_leader_kill", (3000, 3001)).inject(env(Quorum(), Log()))
     assert fault("quorum_leader_kill").holds == () and fault("quorum_loss", ()).holds == ()
+
+
+# --- a quorum left without a majority -------------------------------------------------------------
+
+@dataclass
+class Clock:
+    """time.monotonic and time.sleep of the quorum module: a sleep moves the clock, not the test."""
+    now: float = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    import kafka_chaos.scenarios.faults.quorum as quorum_module
+
+    fake = Clock()
+    monkeypatch.setattr(quorum_module.time, "monotonic", fake.monotonic)
+    monkeypatch.setattr(quorum_module.time, "sleep", fake.sleep)
+    return fake
+
+
+@pytest.mark.parametrize(("voters", "up", "left"), [
+    (1, 0, False), (3, 1, False), (3, 2, True), (3, 3, True), (5, 2, False), (5, 3, True),
+])
+def test_a_majority_is_more_than_half_of_the_voters(voters: int, up: int, left: bool) -> None:
+    from kafka_chaos.scenarios.faults.quorum import majority_left
+
+    assert majority_left(voters, up) is left
+
+
+def test_killing_the_leader_with_no_majority_left_holds_the_outage_then_starts_it_again(clock: Clock) -> None:
+    quorum, log = Quorum(running={3000, 3001}), Log()  # 3002 killed by an earlier step
+    fault("quorum_leader_kill").inject(env(quorum, log))
+    assert quorum.log == ["kill 3000", "start 3000"] and quorum.running == {3000, 3001}
+    assert clock.now >= 10.0 and log.waited == ["a new quorum leader after quorum_leader_kill"]
+
+
+def test_pausing_a_lone_voter_resumes_it_after_the_seconds_given(clock: Clock) -> None:
+    quorum, log = Quorum(running={3000}, controller_ids=[3000]), Log()
+    fault("quorum_leader_pause", seconds=4).inject(env(quorum, log))
+    assert quorum.log == ["pause 3000", "resume 3000"] and 4.0 <= clock.now < 5.0 and len(log.waited) == 1
+
+
+def test_a_leader_committed_without_a_majority_is_reported_and_the_voter_still_returns(clock: Clock) -> None:
+    from kafka_chaos.scenarios.faults.quorum import LeaderWithoutMajority
+
+    class Moving(Log):
+        def snapshot(self, topics: object = None) -> ZkSnapshot:
+            self.epoch += 1  # every look shows a later epoch committed
+            return super().snapshot(topics)
+
+    quorum = Quorum(running={3000, 3001})
+    with pytest.raises(LeaderWithoutMajority, match="no majority of voters was up"):
+        fault("quorum_leader_kill").inject(env(quorum, Moving()))
+    assert quorum.log == ["kill 3000", "start 3000"]
+
+
+@pytest.mark.parametrize(("options", "error"), [
+    ({"seconds": 2}, r"'seconds' must be in \[3, 120\]"),
+    ({"seconds": "x"}, "'seconds' must be a number"),
+    ({"secs": 5}, "unknown option"),
+])
+def test_the_outage_option_is_refused_in_one_line(options: dict[str, object], error: str) -> None:
+    from kafka_chaos.common.errors import UsageError
+
+    with pytest.raises(UsageError, match=error):
+        fault("quorum_leader_pause", **options)
