@@ -11,9 +11,17 @@ appended since (logs only grow: a restarted broker appends to the same files).
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import uuid
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+# A directory: a cluster left by an exception (``with cluster: ...`` raising) copies its nodes'
+# logs into a subdirectory of it before it is torn down, so whoever triages the failure -- a
+# test's report, a user's own pytest suite -- still has them.
+FAILED_LOGS_ENV = "KAFKA_CHAOS_FAILED_LOGS"
 
 CONTROLLER_LOGS = ("controller.log", "state-change.log")
 # Log4j's ``[%d]`` carries no zone, so every node's JVM runs in UTC on both launchers: the
@@ -81,3 +89,38 @@ def _read_from(path: Path, offset: int) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
 
 
+
+
+def copy_node_logs(cluster: object, target: Path) -> list[Path]:
+    """Every node's log and every broker's controller and state-change logs into ``target``
+    (``broker-1.log``, ``broker-1-controller.log``, ``controller-3000.log``, ...); the files
+    written. A file gone meanwhile (a container removed) is skipped."""
+    target.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for node, path in getattr(cluster, "log_files")().items():
+        path = Path(path)
+        copies = [(path, target / f"{node}.log")]
+        if str(node).startswith("broker-"):
+            copies += [(path.parent / name, target / f"{node}-{name}") for name in CONTROLLER_LOGS]
+        for source, copy in copies:
+            if source.is_file():
+                shutil.copyfile(source, copy)
+                written.append(copy)
+    return written
+
+
+def keep_failed_logs(cluster: object) -> Path | None:
+    """When :data:`FAILED_LOGS_ENV` names a directory: the cluster's logs copied into a new
+    ``<it>/<launcher class>-<8 hex digits>`` (a cluster torn down by an exception); never raises."""
+    root = os.environ.get(FAILED_LOGS_ENV)
+    if not root:
+        return None
+    name = f"{type(cluster).__name__}-{uuid.uuid4().hex[:8]}"
+    target = Path(root) / name
+    try:
+        copy_node_logs(cluster, target)
+    except Exception as exc:  # noqa: BLE001 - logs are a courtesy; the teardown must go on
+        log.warning("keeping the logs of %s in %s: %s", name, target, exc)
+        return None
+    log.info("kept the logs of %s in %s", name, target)
+    return target

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.common.waits import WaitTimeout, wait_until
+from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.containers import teardown
@@ -172,6 +173,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if exc is not None and not isinstance(exc, KeyboardInterrupt):
+            keep_failed_logs(self)
         self.destroy()
 
     def start(self) -> None:

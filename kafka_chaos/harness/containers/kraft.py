@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError, UsageError
+from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.containers import teardown
@@ -104,6 +105,8 @@ class ContainerKraftCluster(KraftBasics):
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if exc is not None and not isinstance(exc, KeyboardInterrupt):
+            keep_failed_logs(self)
         self.destroy()
 
     # ---------------------------------------------------------------- Cluster

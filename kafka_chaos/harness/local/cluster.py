@@ -43,6 +43,7 @@ from typing import Any
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness import jmx_exporter, processes
+from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
@@ -169,6 +170,8 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if exc is not None and not isinstance(exc, KeyboardInterrupt):
+            keep_failed_logs(self)
         self.destroy()
 
     # ---------------------------------------------------------------- Cluster

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import random
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
@@ -413,18 +412,11 @@ class Runner:
         """Every node's log, every broker's controller and state-change logs (what the controller
         decided and sent, where a failure is triaged), and the producers' and group consumers'
         librdkafka debug lines, into ``logs/<scenario>-<iteration>/`` (a failed iteration only)."""
-        from kafka_chaos.harness.node_logs import CONTROLLER_LOGS
+        from kafka_chaos.harness.node_logs import copy_node_logs
 
         target = Path(self.options.results_dir) / "logs" / f"{scenario}-{iteration}"
         try:
-            files = self.pool.held().log_files()
-            target.mkdir(parents=True, exist_ok=True)
-            for node, path in files.items():
-                if Path(path).is_file():
-                    shutil.copyfile(path, target / f"{node}.log")
-                for name in CONTROLLER_LOGS if str(node).startswith("broker-") else ():
-                    if (Path(path).parent / name).is_file():
-                        shutil.copyfile(Path(path).parent / name, target / f"{node}-{name}")
+            copy_node_logs(self.pool.held(), target)
             debug = {f"consumer-group-{topic}": c.debug_lines for topic, c in (ctx.consumers if ctx else {}).items()}
             debug.update({f"producer-{topic}": w.debug_lines for topic, w in (ctx.workloads if ctx else {}).items()})
             for name, debug_lines in debug.items():
