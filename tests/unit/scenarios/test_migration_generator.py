@@ -51,7 +51,7 @@ def test_the_other_modes_never_draw_a_migration_step() -> None:
 
 def test_some_seeds_reach_each_phase() -> None:
     reached = {s.fault + (f"/{s.options.get('to')}" if s.fault == "migration_roll" else "")
-               for i in range(40) for s in generate(3, i, CONFIG).steps}
+               for i in range(80) for s in generate(3, i, CONFIG).steps}
     assert {"migration_provision", "migration_roll/hybrid", "migration_roll/kraft", "migration_finalize",
             "migration_deprovision", "migration_roll/zk"} <= reached
 
