@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# The test command: set up (idempotent), then `mypy --strict` over every package, unit tests,
-# Spark tests, the real-cluster integration tests (including the `smoke` chaos suite) and,
-# where a Docker engine answers or is installable, the containers tests.
+# The test command: set up (idempotent), then two lanes side by side:
+#   - the real-cluster lane: the integration tests (including the `smoke` chaos suite) and, where
+#     a Docker engine answers or is installable, the containers tests -- one cluster at a time;
+#   - the CPU lane, at the lowest priority (nice 19): `mypy --strict` over every package, the unit
+#     tests and the Spark tests. The clusters' tests spend most of their time waiting out Kafka's
+#     session and election timeouts; this lane takes the idle CPU then, and yields it to the JVMs
+#     whenever they want it (a nice-19 process gets ~1.5 % of a contended core).
+# Arguments go to pytest in both lanes (`-m nightly`); a test path among them runs just what it
+# selects, in one lane.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +18,43 @@ else
 fi
 
 export TESTCONTAINERS_RYUK_DISABLED="${TESTCONTAINERS_RYUK_DISABLED:-true}"
-echo "==> mypy --strict"
-.venv/bin/mypy --strict kafka_chaos/
-# The slowest tests are listed at the end: the command has a 20-minute budget to keep.
-exec .venv/bin/pytest tests --durations=25 "$@"
+
+for arg in "$@"; do
+  if [ -e "${arg%%::*}" ]; then
+    echo "==> mypy --strict"
+    .venv/bin/mypy --strict kafka_chaos/
+    exec .venv/bin/pytest --durations=25 "$@"
+  fi
+done
+
+lane_dir=$(mktemp -d /tmp/kafka-chaos-test-lane.XXXXXX)
+cpu_lane() {
+  echo "==> mypy --strict"
+  .venv/bin/mypy --strict kafka_chaos/
+  echo "==> unit and Spark tests"
+  .venv/bin/pytest tests/unit tests/spark --durations=10 "$@"
+}
+nice -n 19 setsid bash -c "$(declare -f cpu_lane); cpu_lane \"\$@\"" cpu_lane "$@" > "$lane_dir/out" 2>&1 &
+lane=$!
+stop_lane() { kill -TERM -- "-$lane" 2>/dev/null || true; wait "$lane" 2>/dev/null || true; rm -rf "$lane_dir"; }
+trap 'stop_lane; exit 130' INT
+trap 'stop_lane; exit 143' TERM
+trap 'rm -rf "$lane_dir"' EXIT
+
+echo "==> real-cluster tests (mypy, unit and Spark tests run beside them; their output follows)"
+# The slowest tests are listed at the end: the command has a 15-minute budget to keep.
+set +e
+.venv/bin/pytest tests/integration tests/containers --durations=25 "$@"
+clusters=$?
+echo "==> waiting for the mypy, unit and Spark lane"
+wait "$lane"
+cpu=$?
+set -e
+cat "$lane_dir/out"
+echo "==> real-cluster tests: exit $clusters; mypy, unit and Spark tests: exit $cpu"
+# pytest's 5 (nothing collected) is a lane whose selection (-m nightly) has no test in it.
+for rc in "$clusters" "$cpu"; do
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
+done
+if [ "$clusters" -eq 5 ] && [ "$cpu" -eq 5 ]; then exit 5; fi
+exit 0

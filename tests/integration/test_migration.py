@@ -1,10 +1,15 @@
-"""The ZooKeeper→KRaft migration driven on a real local cluster (``--mode migration``), from a
-hand-written schedule file with odd broker ids: the KRaft controller provisioned with the
-ZooKeeper cluster's id, every broker rolled into migration mode at once (the metadata copy), a
-migrating ZooKeeper broker killed while the KRaft controller is in charge, every broker rolled
-to KRaft, the controller finalised -- under the client workload. Every check passes, each phase
-is the one Kafka reported, ZooKeeper equals the metadata log at every dual-write step, and the
-history re-checks offline to the same verdicts (``kafka-chaos check``).
+"""The ZooKeeper→KRaft migration driven on a real local cluster (``--mode migration``), from the
+hand-written schedule file of issue 41 (``schedules/mig_quorum_kill_dual_write.json``: 3 voters,
+odd broker ids, every broker rolled into migration mode at once -- the metadata copy --, the
+active KRaft controller killed, a migrating ZooKeeper broker killed and started while the KRaft
+controller is in charge, every broker rolled to KRaft, the active controller paused with no
+majority of voters left -- an outage, then their return --, the migration finalised), with the
+active controller paused twice before the kill (each time another voter must take over and the
+harness must see it: a paused leader's last NoOpRecord once hid the next one's LEADER_CHANGE).
+Every check passes under the client workload, each phase is the one Kafka reported, ZooKeeper
+equals the metadata log at every dual-write step, and the history re-checks offline to the same
+verdicts (``kafka-chaos check``). ``schedules/migration_kill_in_hybrid.json`` (one controller) is
+the nightly's cell of the same path (docs/nightly.md).
 
 And the known-bad corpus's schedule on Kafka 3.6.1 (docs/findings.md §7): KAFKA-16121 found again
 -- a reassignment in hybrid mode never completes, the oracle's checks say where, and the leader's
@@ -12,16 +17,20 @@ own state-change log says why. (3.6.2 and 3.9.2 passing it is the nightly's: doc
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.checks.registry import check_history
-from kafka_chaos.scenarios.history.observations import HistoryProblem, read_history
+from kafka_chaos.scenarios.faults.quorum import LEADERLESS_S
+from kafka_chaos.scenarios.history.observations import HistoryProblem, StepObserved, read_history
+from kafka_chaos.scenarios.model.ledger import SESSION_EXPIRY  # where a quorum fault's inject goes (WAITS_OUT_TIMEOUT)
 from kafka_chaos.scenarios.plans.schedule import load
 
-SCHEDULE = Path(__file__).parent / "schedules" / "migration_kill_in_hybrid.json"
+SCHEDULE = Path(__file__).parent / "schedules" / "mig_quorum_kill_dual_write.json"
+PAUSE = {"fault": "quorum_leader_pause", "target": {"controller": {}}}
 KNOWN_BAD = Path(__file__).parents[2] / "docs" / "schedules" / "kafka_16121_reassignment_in_hybrid.json"
 # The reassignment converges in under a second where Kafka has the fix (and the provisioning and
 # the roll, whose own waits are the faults', converge and settle in a tenth of that): waiting
@@ -29,29 +38,52 @@ KNOWN_BAD = Path(__file__).parents[2] / "docs" / "schedules" / "kafka_16121_reas
 SHORT_WAITS = {"convergence_timeout": 8.0, "settle_timeout": 8.0}
 
 
-def test_a_migration_with_a_kill_in_hybrid_passes_and_its_phases_are_observed(tmp_path: Path) -> None:
-    schedule = load(SCHEDULE)
+def with_two_pauses_first(path: Path, into: Path) -> Path:
+    """The schedule file with the active controller paused twice after the roll into hybrid."""
+    data = json.loads(path.read_text())
+    for step in data["steps"]:  # the steps an "earlier" target names move down by two
+        if "earlier" in step.get("target", {}) and step["target"]["earlier"] >= 2:
+            step["target"]["earlier"] += 2
+    data["steps"][2:2] = [PAUSE, PAUSE]
+    data["name"] += "_paused_twice"
+    into.write_text(json.dumps(data))
+    return into
+
+
+def test_a_migration_through_quorum_failovers_and_an_outage_passes_and_its_phases_are_observed(
+        tmp_path: Path) -> None:
+    path = with_two_pauses_first(SCHEDULE, tmp_path / "schedule.json")
+    schedule = load(path)
     results = tmp_path / "run"
     rc = run_scenarios([schedule.scenario()], seed=31, results_dir=results, report=False,
-                       sources={schedule.name: str(SCHEDULE)})
+                       sources={schedule.name: str(path)})
     records = read_records(results).records
     assert rc == 0, [(r.check, r.fault, r.detail) for r in records if r.kind == "check" and r.passed is False]
 
     timeline = [r for r in records if r.check == "migration_timeline"]
     assert [(r.fault, r.observed["phase_after"]) for r in timeline] == [
-        ("migration_provision", "pre-migration"), ("migration_roll/hybrid", "hybrid"), ("hard_kill", "hybrid"),
-        ("start", "hybrid"), ("migration_roll/kraft", "dual-write"), ("migration_finalize", "finalized")]
-    assert timeline[1].observed["driver_state"] == "DUAL_WRITE" and timeline[1].observed["kraft_controller"] == 3000
-    phases = [r for r in records if r.check == "migration_phase"]
-    assert len(phases) == 4 and all(r.passed for r in phases)
-    dual_write = [r for r in records if r.check == "migration_dual_write"]
-    assert len(dual_write) == 4 and all(r.passed for r in dual_write)  # hybrid x3 and dual-write
+        ("migration_provision", "pre-migration"), ("migration_roll/hybrid", "hybrid"),
+        ("quorum_leader_pause", "hybrid"), ("quorum_leader_pause", "hybrid"), ("quorum_leader_kill", "hybrid"),
+        ("hard_kill", "hybrid"), ("start", "hybrid"), ("migration_roll/kraft", "dual-write"),
+        ("quorum_leader_pause", "dual-write"), ("migration_finalize", "finalized")]
+    assert timeline[1].observed["driver_state"] == "DUAL_WRITE"
+    assert all(r.passed for r in records if r.check in ("migration_phase", "migration_dual_write"))
+    assert len([r for r in records if r.check == "migration_dual_write"]) >= 7  # hybrid and dual-write steps
     # the KRaft controller judged the kill in hybrid, bumping the leader epoch on each ISR shrink
     kill = [r for r in records if r.fault == "hard_kill" and r.check == "oracle_partition_epoch"]
     assert kill and all(r.passed for r in kill)
     assert {r.mode for r in records if r.check == "oracle_leader"} == {"migration"}
 
     observations = [o for o in read_history(results / "history.jsonl") if not isinstance(o, HistoryProblem)]
+    quorum = [(o.before.controller, o.before.controller_epoch, o.after.controller, o.after.controller_epoch,
+               o.ledger.seconds(SESSION_EXPIRY)) for o in observations
+              if isinstance(o, StepObserved) and o.traits.kind in ("quorum_leader_pause", "quorum_leader_kill")
+              and o.after is not None]
+    assert len(quorum) == 4
+    for before, before_epoch, after, after_epoch, _ in quorum[:3]:  # a majority left: another voter leads
+        assert after != before and after_epoch > before_epoch, quorum
+    *_, outage = quorum[3]  # two voters up, the leader paused: no majority until it is resumed
+    assert outage >= LEADERLESS_S and quorum[3][3] > quorum[3][1], quorum
     recorded = Counter((r.check, r.passed) for r in records if r.kind == "check")
     rechecked = Counter((r.check, r.passed) for _, rs in check_history(observations) for r in rs if not r.is_measurement)
     assert rechecked == recorded
