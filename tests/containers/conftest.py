@@ -77,8 +77,8 @@ def assert_nothing_left(run_id: str) -> None:
 
 SMOKE_SCENARIOS = ("leader_hard_kill", "controller_kill", "controlled_shutdown_leader",
                    "preferred_election_after_restart", "reassign_leader_off")
-# broker_isolated_from_everyone keeps the default cluster (the smoke scenarios'); the other three
-# need a short replica.lag.time.max.ms: two clusters in all.
+# broker_isolated_from_everyone needs the default cluster; the other three need a short
+# replica.lag.time.max.ms: two clusters in all.
 PARTITION_SCENARIOS = ("broker_isolated_from_everyone", "follower_cut_from_leader", "leader_cut_from_zookeeper",
                        "controller_cut_from_zookeeper")
 
@@ -91,11 +91,9 @@ class SuiteRun:
     cluster_runs: list[str]  # the run id of every cluster the run started
 
 
-@pytest.fixture(scope="session")
-def containers_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
-    """One `kafka-chaos run --backend containers` of the smoke suite's scenarios and the
-    partition scenarios, shared by the tests that check it: a container cluster costs a start
-    per distinct set of needs, so the two groups share the default one."""
+def run_on_containers(scenarios: tuple[str, ...], results: Path) -> SuiteRun:
+    """One `kafka-chaos run --backend containers` of ``scenarios``, noting the run id of every
+    cluster it starts (so a test can check that nothing of each is left)."""
     import kafka_chaos.harness.containers.cluster as cluster_module
     from kafka_chaos.cli.main import main
     from kafka_chaos.records.writer import read_records
@@ -108,12 +106,27 @@ def containers_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -
         return made[-1]
 
     cluster_module.new_run_id = recording  # session scope: no monkeypatch fixture here
-    results = tmp_path_factory.mktemp("containers-run") / "results"
     try:
         argv = ["run", "--backend", "containers", "--seed", "11", "--no-report", "--results", str(results)]
-        for name in SMOKE_SCENARIOS + PARTITION_SCENARIOS:
+        for name in scenarios:
             argv += ["--scenario", name]
         rc = main(argv)
     finally:
         cluster_module.new_run_id = original
     return SuiteRun(rc, results, read_records(results).records, made)
+
+
+@pytest.fixture(scope="session")
+def containers_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """One `kafka-chaos run --backend containers` of the partition scenarios, shared by the
+    tests that check it (tests/containers/test_partition_scenarios.py): they cut links inside
+    the containers' network namespaces, which only this launcher does without root."""
+    return run_on_containers(PARTITION_SCENARIOS, tmp_path_factory.mktemp("containers-run") / "results")
+
+
+@pytest.fixture(scope="session")
+def containers_smoke_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    """The smoke suite's scenarios through `kafka-chaos run --backend containers`: a matrix
+    cell, for the nightly tests only (the test command runs the same scenarios on the local
+    launcher, tests/integration/test_smoke_suite.py; docs/nightly.md)."""
+    return run_on_containers(SMOKE_SCENARIOS, tmp_path_factory.mktemp("containers-smoke-run") / "results")

@@ -1,6 +1,6 @@
-"""The network-partition scenarios through `kafka-chaos run --backend containers` (the session's
-shared run with the smoke suite, tests/containers/conftest.py): they pass, record the documented
-rule checks and the client windows, and leave no container or network behind."""
+"""The network-partition scenarios through `kafka-chaos run --backend containers` (one run shared
+by this module's tests, tests/containers/conftest.py): they pass, record the documented rule
+checks and the client windows, and leave no container or network behind."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from kafka_chaos.cli.main import main
 from kafka_chaos.records.writer import read_records
-from tests.containers.conftest import PARTITION_SCENARIOS, SMOKE_SCENARIOS, SuiteRun, assert_nothing_left
+from tests.containers.conftest import PARTITION_SCENARIOS, SuiteRun, assert_nothing_left
 
 
 def records_of(run: SuiteRun, scenario: str, **where: object) -> list:  # type: ignore[type-arg]
@@ -23,7 +23,7 @@ def test_every_scenario_passes_and_leaves_nothing(containers_run: SuiteRun) -> N
     failed = [(r.scenario, r.check, r.topic, r.partition, r.detail) for r in containers_run.records
               if r.kind == "check" and r.passed is not True]
     assert containers_run.rc == 0, failed
-    assert {r.scenario for r in containers_run.records} == set(SMOKE_SCENARIOS + PARTITION_SCENARIOS)
+    assert {r.scenario for r in containers_run.records} == set(PARTITION_SCENARIOS)
     info = json.loads((containers_run.results / "run.json").read_text())
     assert info["passed"] is True and info["backend"] == "containers"
     assert len(containers_run.cluster_runs) == 2, "one cluster per distinct cluster needs"

@@ -1,28 +1,36 @@
-"""The `smoke` chaos suite on the containers launcher, and nothing of it left afterwards (its
-scenarios run in the session's shared containers run, tests/containers/conftest.py)."""
+"""The `smoke` chaos suite on the containers launcher, and nothing of it left afterwards: a
+matrix cell, `nightly` (docs/nightly.md) -- the test command runs the same scenarios on the local
+launcher (tests/integration/test_smoke_suite.py) and the containers launcher with the partition
+scenarios (tests/containers/test_partition_scenarios.py)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from kafka_chaos.scenarios.plans.catalogue import suite
-from tests.containers.conftest import SMOKE_SCENARIOS, SuiteRun
+from tests.containers.conftest import SMOKE_SCENARIOS, SuiteRun, assert_nothing_left
 
 
-def test_the_shared_run_holds_the_whole_smoke_suite() -> None:
+def test_the_containers_run_holds_the_whole_smoke_suite() -> None:
     assert set(SMOKE_SCENARIOS) == {s.name for s in suite("smoke")}, "update SMOKE_SCENARIOS"
 
 
-def test_smoke_suite_passes_on_containers_and_leaves_nothing(containers_run: SuiteRun) -> None:
+@pytest.mark.nightly
+def test_smoke_suite_passes_on_containers_and_leaves_nothing(containers_smoke_run: SuiteRun) -> None:
     from kafka_chaos.harness.containers.image import docker_client
     from kafka_chaos.harness.containers.labels import OWNER_LABEL, current_owner
 
-    smoke = [r for r in containers_run.records if r.scenario in SMOKE_SCENARIOS]
-    failed = [(r.scenario, r.check, r.detail) for r in smoke if r.kind == "check" and r.passed is not True]
-    assert not failed
-    assert {r.scenario for r in smoke} == set(SMOKE_SCENARIOS)
-    info = json.loads((containers_run.results / "run.json").read_text())
-    assert info["backend"] == "containers"
+    run = containers_smoke_run
+    failed = [(r.scenario, r.check, r.detail) for r in run.records if r.kind == "check" and r.passed is not True]
+    assert run.rc == 0 and not failed, failed
+    assert {r.scenario for r in run.records} == set(SMOKE_SCENARIOS)
+    info = json.loads((run.results / "run.json").read_text())
+    assert info["passed"] is True and info["backend"] == "containers"
+    assert len(run.cluster_runs) == 1, "the smoke scenarios share one cluster"
+    for run_id in run.cluster_runs:
+        assert_nothing_left(run_id)
     client = docker_client()
     mine = {"label": f"{OWNER_LABEL}={current_owner()}"}
     left = [c.name for c in client.containers.list(all=True, filters=mine)] + \

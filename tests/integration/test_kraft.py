@@ -9,6 +9,10 @@ suite's steps checked against the KRaft controller model.
 2. Two kraft scenarios (a leader kill, a quorum leader kill) through the ordinary runner: every
    check passes against the KRaft model, partition epochs included; the stored inputs re-check
    to the same verdicts.
+
+Both on one cluster (module scope: the shape the kraft scenarios need, started once); the
+second test brings back the quorum leader the first one killed, as the runner's cluster pool
+restores a cluster it reuses, and hands the cluster to the run's pool.
 """
 
 from __future__ import annotations
@@ -16,16 +20,45 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+
+import pytest
 
 from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness.config import ClusterConfig
-from kafka_chaos.harness.distribution import java_executable, resolve_distribution
+from kafka_chaos.harness.distribution import KafkaDistribution, java_executable, resolve_distribution
 from kafka_chaos.harness.kraft.records import NO_LEADER_CHANGE, BrokerRegistrationChanged, PartitionChanged, PartitionCreated, RegisterBroker, read_batches
 from kafka_chaos.harness.local.kraft import LocalKraftCluster
 from kafka_chaos.harness.metadata import broker_view, create_topic
 
 PAYLOAD = re.compile(r"\| offset: (\d+) .*? payload: (\{.*\})\s*$")
+RELEASE = "3.9.2"
+# 3 voters and 3 brokers: what the kraft scenarios below need (kraft_catalogue.KRAFT_QUORUM).
+CONFIG = ClusterConfig(brokers=3, mode="kraft", controllers=3)
+
+
+class SharedKraftCluster(LocalKraftCluster):
+    """Started and destroyed by the module's fixture: a run's cluster pool enters it (it is
+    started) and leaves it (ClusterPool.release) without either."""
+
+    def __enter__(self) -> SharedKraftCluster:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedKraftCluster]:
+    shared = SharedKraftCluster(CONFIG, resolve_distribution(RELEASE), run_dir=tmp_path_factory.mktemp("kraft") / "cluster")
+    shared.start()
+    try:
+        yield shared
+    finally:
+        shared.destroy()
 
 
 def dump_log_segment(classpath: str, segment: Path) -> dict[int, dict]:
@@ -42,11 +75,9 @@ def dump_log_segment(classpath: str, segment: Path) -> dict[int, dict]:
     return out
 
 
-def test_the_decoder_reads_what_kafkas_own_decoder_reads(tmp_path: Path) -> None:
-    distribution = resolve_distribution("3.9.2")
-    config = ClusterConfig(brokers=3, mode="kraft", controllers=3)
-    with LocalKraftCluster(config, distribution, run_dir=tmp_path / "cluster") as cluster, \
-            cluster.observer(topics=["k"]) as observer:
+def test_the_decoder_reads_what_kafkas_own_decoder_reads(cluster: SharedKraftCluster) -> None:
+    distribution = cluster.distribution
+    with cluster.observer(topics=["k"]) as observer:
         create_topic(cluster.bootstrap_servers, "k", {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}, {}, timeout=60.0)
         observer.wait_until(lambda s: len(s.partitions) == 3, timeout=30, description="k created")
         cluster.kill_broker(1)
@@ -102,7 +133,7 @@ def test_the_decoder_reads_what_kafkas_own_decoder_reads(tmp_path: Path) -> None
     assert checked >= 12, checked
 
 
-def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path) -> None:
+def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path, cluster: SharedKraftCluster) -> None:
     from kafka_chaos.app.runs import run_scenarios
     from kafka_chaos.results.verdicts import verdict_changes
     from kafka_chaos.scenarios.checks.registry import check_history, to_records
@@ -114,7 +145,20 @@ def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path) -> None:
     names = ["leader_hard_kill_kraft", "quorum_leader_kill"]
     # both on one 3-voter cluster (as `run --mode kraft --controllers 3` does): one start
     scenarios = [catalogue.with_mode(s, "kraft", 3) for s in catalogue.by_names(names)]
-    rc = run_scenarios(scenarios, seed=30, results_dir=results, report=False)
+    # The module's cluster whole again (the quorum leader the decoder test killed), as the pool
+    # restores a cluster it reuses.
+    for voter in cluster.controller_ids:
+        if not cluster.controller_running(voter):
+            cluster.start_controller(voter)
+    for broker in cluster.broker_ids:
+        if not cluster.broker_running(broker):
+            cluster.start_broker(broker)
+
+    def the_shared_cluster(backend: str, config: ClusterConfig, distribution: KafkaDistribution) -> SharedKraftCluster:
+        assert (backend, config, distribution.version) == ("local", CONFIG, RELEASE), (backend, config)
+        return cluster
+
+    rc = run_scenarios(scenarios, seed=30, results_dir=results, report=False, open_cluster=the_shared_cluster)
     records = read_records(results).records
     failed = [(r.scenario, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
     assert rc == 0 and not failed, failed

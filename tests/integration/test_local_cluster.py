@@ -95,7 +95,13 @@ def test_three_brokers_come_up(cluster: LocalCluster) -> None:
     assert set(cluster.log_files()) == {"zookeeper", "broker-1", "broker-2", "broker-3"}
 
 
+@pytest.mark.nightly
 def test_kill_the_leader_then_restart_it(cluster: LocalCluster) -> None:
+    """A matrix cell, ``nightly`` (docs/nightly.md): the test command kills and restarts a broker
+    of this launcher in tests/containers/test_cluster_contract.py[local] (registration, expiry,
+    new epoch), kills a leader and judges the new one, every broker's metadata and the restarted
+    broker's return in the smoke suite's leader_hard_kill (tests/integration/test_smoke_suite.py),
+    and checks the state file after a restart through the CLI (test_cli_round_trip)."""
     topic = "kill-leader"
     create_and_settle(cluster, topic, (1, 2, 3))
     old_data = cluster.run_dir / "broker-1" / "data" / f"{topic}-0"

@@ -3,7 +3,12 @@ broker 2 is cut from ZooKeeper and healed, and the loopback firewall's clean-up 
 of a killed run removed at start, ours removed at destroy).
 
 The four partition scenarios of the catalogue run on this launcher in the conformance suite
-(``bash scripts/main.sh``); this test checks the mechanism on its own, in ~30 s.
+(``bash scripts/main.sh``); this test checks the mechanism on its own, in ~30 s. A matrix cell,
+``nightly`` (docs/nightly.md): the test command cuts a broker from ZooKeeper on the containers
+launcher (tests/containers/test_partitions.py, iptables in the broker's namespace) and on this
+launcher through its link proxies (tests/integration/test_link_proxies.py), and this launcher's
+iptables chains on loopback cut peers (tests/integration/test_local_cluster.py) and are removed
+when stale or at destroy (tests/integration/test_delayed_peer_links.py).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from kafka_chaos.harness.local.network import our_chains, partition_problem
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.zkclient import close_bounded, connect
 
-pytestmark = pytest.mark.skipif(partition_problem() is not None, reason=str(partition_problem()))
+pytestmark = [pytest.mark.nightly,
+              pytest.mark.skipif(partition_problem() is not None, reason=str(partition_problem()))]
 
 TIMEOUT = 60.0  # a bound for a busy shared machine, never a speed assertion
 

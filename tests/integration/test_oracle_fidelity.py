@@ -16,11 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
 
+from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness import metadata
 from kafka_chaos.harness.config import ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.metadata import MetadataError
+from kafka_chaos.harness.node_logs import LogCursor
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
 from kafka_chaos.harness.zkadmin import ZkAdmin
 from kafka_chaos.oracle import (
@@ -64,6 +66,23 @@ def expiry_bound(cluster: LocalCluster) -> float:
     """Seconds within which a killed broker's session is surely gone (doc: failover-timing)."""
     session_ms = int(cluster.broker_settings().get(ZOOKEEPER_SESSION_TIMEOUT_MS, "18000"))
     return 2 * session_ms / 1000 + 15
+
+
+def create_without_waiting(cluster: LocalCluster, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+    """CreateTopics with operation timeout 0, for a topic whose leader never comes (its only
+    replica is a broker that never existed). Kafka 3.9 ``ZkAdminManager.createTopics`` writes the
+    topic's znodes (``adminZkClient.createTopicWithAssignment``) before it looks at the timeout,
+    and with ``timeout <= 0`` answers at once (REQUEST_TIMED_OUT, which librdkafka's
+    CreateTopics response parser reports as success for an operation timeout <= 0) instead of
+    holding the request in its purgatory until a leader or the timeout comes. The callers wait
+    for the znodes in ZooKeeper."""
+    from confluent_kafka.admin import NewTopic
+
+    replicas = [list(assignment[p]) for p in sorted(assignment)]
+    with metadata.admin_client(cluster.bootstrap_servers, 30.0) as client:
+        future = client.create_topics([NewTopic(topic, num_partitions=len(replicas), replica_assignment=replicas)],
+                                      operation_timeout=0, request_timeout=30.0)[topic]
+        future.result(timeout=31.0)
 
 
 def oracle_state(snap: ZkSnapshot, topics: Sequence[str], broker_config: Mapping[str, str]) -> ClusterState:
@@ -185,9 +204,10 @@ def ensure_running(cluster: LocalCluster, brokers: Sequence[int]) -> None:
 
 
 def wait_matching(observer: ZkObserver, prediction_alternatives: tuple[Alternative, ...], names: list[str],
-                  live: set[int], timeout: float, what: str) -> Alternative:
-    """Bounded wait until ZooKeeper shows ``live`` and one of the alternatives, then 3 s of
-    stability; returns the alternative."""
+                  live: set[int], timeout: float, what: str, *, settle: float) -> Alternative:
+    """Bounded wait until ZooKeeper shows ``live`` and one of the alternatives, then ``settle``
+    seconds for a controller event that may still change it (each caller says why it waits or
+    why nothing can come); the state must still be that alternative. Returns the alternative."""
     def shows_one(s: ZkSnapshot) -> bool:
         return set(s.live_brokers) == live and matching(prediction_alternatives, oracle_state(s, names, {})) is not None
 
@@ -197,7 +217,7 @@ def wait_matching(observer: ZkObserver, prediction_alternatives: tuple[Alternati
         last = timeout_error.last
         shown = zk_view(oracle_state(last, names, {})) if last is not None else None
         pytest.fail(f"{what}: ZooKeeper shows {shown}; the oracle allows {describe(prediction_alternatives)}")
-    time.sleep(3.0)
+    time.sleep(settle)
     observed = oracle_state(observer.snapshot(names), names, {})
     found = matching(prediction_alternatives, observed)
     assert found is not None, f"{what}: ZooKeeper moved on to {zk_view(observed)}"
@@ -235,6 +255,9 @@ def test_unclean_override_with_spaces_elects_at_the_next_controller_event_not_at
         observer.wait_until(lambda s: s.controller == 4 and set(s.live_brokers) == {4, 6}
                             and s.partition(topic, 0).leader == -1, timeout=bound,
                             description="6 back, 4 the controller, the partition leaderless")
+        # 6's startup (its BrokerChange) may still be queued at the controller once ZooKeeper
+        # shows it registered; with unclean election off it must leave the partition leaderless:
+        # 3 s for it to run, so that the oracle starts from what the controller left.
         time.sleep(3.0)
         before = observer.snapshot(names)
         state = oracle_state(before, names, settings)
@@ -244,14 +267,21 @@ def test_unclean_override_with_spaces_elects_at_the_next_controller_event_not_at
         at_change = predict(state, [TopicConfigChange(topic, change)])
         with ZkAdmin(cluster.zookeeper_connect) as admin:
             admin.set_topic_config(topic, change)
-        found = wait_matching(observer, at_change.alternatives, names, {4, 6}, 15, "after the config change")
+        # Nothing is written at the change, so ZooKeeper matches at once; an election would come
+        # from the brokers' config-change listeners (TopicConfigHandler.processConfigChanges ->
+        # KafkaController.enableTopicUncleanLeaderElection), which run after the write and show
+        # nothing in ZooKeeper until then: 3 s for such an event to arrive and be written.
+        found = wait_matching(observer, at_change.alternatives, names, {4, 6}, 15, "after the config change",
+                              settle=3.0)
         assert found.state.partition(topic, 0).leader == -1  # nothing elected at the change
 
         after_change = oracle_state(observer.snapshot(names), names, settings)
         assert after_change.topics[topic].config == change
         at_failover = predict(after_change, [BrokerFailure((4,))])
         cluster.kill_broker(4)
-        found = wait_matching(observer, at_failover.alternatives, names, {6}, bound, "after 4's failover")
+        # The new controller's failover elects 6 (onControllerFailover) in its first event; with 4
+        # and 5 dead and 6 the only replica left, no later event changes the partition.
+        found = wait_matching(observer, at_failover.alternatives, names, {6}, bound, "after 4's failover", settle=0)
         elected = found.state.partition(topic, 0)
         assert (elected.leader, elected.isr, elected.leader_recovery_state) == (6, (6,), 1), found.label
         print(f"failover: {found.label}; ZooKeeper {zk_view(found.state)[1]}")
@@ -274,10 +304,7 @@ def test_admin_election_naming_a_partition_without_state_elects_nothing(cluster:
     settings = cluster.broker_settings()
     with ZkObserver(cluster.zookeeper_connect, topics=names) as observer:
         metadata.create_topic(cluster.bootstrap_servers, electable, {0: (5, 6)})
-        try:  # CreateTopics waits for a leader that never comes; the topic is written anyway
-            metadata.create_topic(cluster.bootstrap_servers, orphan, {0: (9,)}, timeout=5)
-        except MetadataError:
-            pass
+        create_without_waiting(cluster, orphan, {0: (9,)})
         with ZkAdmin(cluster.zookeeper_connect) as admin:  # reorder: 6 preferred, 5 still leads
             admin.write_reassignment([(electable, 0, [6, 5])])
         observer.wait_until(
@@ -290,20 +317,37 @@ def test_admin_election_naming_a_partition_without_state_elects_nothing(cluster:
         both = [TopicPartition(electable, 0), TopicPartition(orphan, 0)]
         refused = predict(state, [PreferredElection(tuple(both))])
         assert {o.outcome for o in refused.outcomes} == {Outcome.REQUEST_FAILED}
+        controller_log = LogCursor(cluster)
+        controller_log.mark()
         try:
             answer: object = metadata.elect_leaders(cluster.bootstrap_servers, "preferred",
-                                                    [(electable, 0), (orphan, 0)], timeout=10)
-        except MetadataError as error:  # the controller never answers: the request times out
+                                                    [(electable, 0), (orphan, 0)], timeout=3)
+        except MetadataError as error:  # the controller never answers: the client gives up
             answer = str(error)
         print(f"ElectLeaders naming the stateless partition answered: {answer}")
-        found = wait_matching(observer, refused.alternatives, names, {4, 5, 6}, 15, "after the refused election")
+        # It reached the controller and failed there: KafkaController.process logs the exception
+        # that ended the event ("Error processing event ReplicaLeaderElection(...)", 3.9: the
+        # NoSuchElementException of processReplicaLeaderElection's partitionLeadershipInfo(tp).get),
+        # and the election's callback, the event's last act, never runs: no answer ever comes.
+        failed = wait_until(
+            lambda: [line for line in controller_log.lines_since_mark()
+                     if "Error processing event ReplicaLeaderElection" in line and orphan in line],
+            timeout=30, interval=0.2, description="the controller's error line for the ElectLeaders event")
+        print(f"the controller: {failed[0]}")
+        # The line is written after the event ended, and nothing of it can follow: the state
+        # matches (nothing elected) or the test fails now.
+        found = wait_matching(observer, refused.alternatives, names, {4, 5, 6}, 15, "after the refused election",
+                              settle=0)
         assert found.state.partition(electable, 0).leader == 5
 
         state = oracle_state(observer.snapshot(names), names, settings)
         elected = predict(state, [PreferredElection((TopicPartition(electable, 0),))])
         assert metadata.elect_leaders(cluster.bootstrap_servers, "preferred", [(electable, 0)], timeout=30) == {
             (electable, 0): None}
-        found = wait_matching(observer, elected.alternatives, names, {4, 5, 6}, 15, "after the election alone")
+        # ElectLeaders answered after the election's one write (its DelayedElectLeader completes
+        # once the new leader is in the metadata); no other event is pending.
+        found = wait_matching(observer, elected.alternatives, names, {4, 5, 6}, 15, "after the election alone",
+                              settle=0)
         assert found.state.partition(electable, 0).leader == 6
 
 
@@ -318,10 +362,7 @@ def test_reassigning_a_stateless_partition_then_starting_a_target(cluster: Local
     settings = cluster.broker_settings()
     bound = expiry_bound(cluster)
     with ZkObserver(cluster.zookeeper_connect, topics=names) as observer:
-        try:  # CreateTopics waits for a leader that never comes; the topic is written anyway
-            metadata.create_topic(cluster.bootstrap_servers, orphan, {0: (9,)}, timeout=5)
-        except MetadataError:
-            pass
+        create_without_waiting(cluster, orphan, {0: (9,)})
         cluster.kill_broker(5)
         observer.wait_until(lambda s: s.has_topic(orphan) and 5 not in s.live_brokers and s.controller is not None,
                             timeout=bound, description="5 gone, the orphan topic written")
@@ -331,14 +372,19 @@ def test_reassigning_a_stateless_partition_then_starting_a_target(cluster: Local
             admin.write_reassignment([(orphan, 0, [5, 9])])
         observer.wait_until(lambda s: not s.pending_reassignment and s.partition(orphan, 0).replicas == (5, 9),
                             timeout=30, description="the reassignment recorded and given up")
-        found = wait_matching(observer, recorded.alternatives, names, {4, 6}, 15, "after the reassignment")
+        # The wait above saw /admin/reassign_partitions go: the last write of the controller's
+        # failed reassignment (KafkaController.processZkPartitionReassignment removes the failed
+        # partitions last); nothing else is pending.
+        found = wait_matching(observer, recorded.alternatives, names, {4, 6}, 15, "after the reassignment", settle=0)
         assert found.state.partition(orphan, 0).adding_replicas == (5,)
         assert found.state.partition(orphan, 0).phase is PartitionPhase.NEW
 
         state = oracle_state(observer.snapshot(names), names, settings)
         resumed = predict(state, [BrokerStartup((5,))])
         cluster.start_broker(5)
-        found = wait_matching(observer, resumed.alternatives, names, {4, 5, 6}, 30, "after 5 started")
+        # One controller event (onBrokerStartup) initialises the partition and resumes the
+        # reassignment; its other target (9) never exists, so nothing follows.
+        found = wait_matching(observer, resumed.alternatives, names, {4, 5, 6}, 30, "after 5 started", settle=0)
         p = found.state.partition(orphan, 0)
         assert (p.replicas, p.leader, p.isr, p.leader_epoch, p.adding_replicas) == ((5, 9), 5, (5,), 1, (5,))
 
@@ -373,7 +419,10 @@ def test_controlled_shutdown_requests_count_only_rf_above_1_leaderships(cluster:
         prediction = predict(state, [ControlledShutdown(6)])
         offset = log_size(cluster, 6)
         cluster.stop_broker(6)
-        wait_matching(observer, prediction.alternatives, [single], {4, 5}, bound, "after 6's controlled shutdown")
+        # The match is the write of 6's BrokerChange (its partition leaderless): the last event,
+        # with nothing else down or starting.
+        wait_matching(observer, prediction.alternatives, [single], {4, 5}, bound, "after 6's controlled shutdown",
+                      settle=0)
         lines = shutdown_lines(cluster, 6, offset)
         assert sum("returned successfully" in line for line in lines) == 1, lines
         assert not any("Retrying controlled shutdown" in line for line in lines), lines
@@ -390,7 +439,8 @@ def test_controlled_shutdown_requests_count_only_rf_above_1_leaderships(cluster:
         prediction = predict(state, [ControlledShutdown(6)])
         offset = log_size(cluster, 6)
         cluster.stop_broker(6)
-        wait_matching(observer, prediction.alternatives, names, {4}, bound, "after 6's second controlled shutdown")
+        wait_matching(observer, prediction.alternatives, names, {4}, bound, "after 6's second controlled shutdown",
+                      settle=0)  # as after the first: 6's BrokerChange is the last event
         lines = shutdown_lines(cluster, 6, offset)
         requests = sum("Controlled shutdown request returned" in line for line in lines)
         assert requests == 3, lines

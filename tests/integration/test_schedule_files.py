@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 from kafka_chaos.app.runs import run_scenarios
-from kafka_chaos.results.report import run_report
-from kafka_chaos.records.writer import read_records
+from kafka_chaos.records.writer import RECORDS_FILE, read_records
+from kafka_chaos.results.report import with_replay_commands
 from kafka_chaos.scenarios.plans.schedule import load
 from tests.integration.test_deflake import FailsOnce
 
@@ -77,8 +77,12 @@ def test_a_failing_schedule_file_run_prints_a_replay_command_that_replays_it(tmp
     assert rc == 1 and any(check == "oracle_outcome" for check, _, _ in failed_checks(results))
     kept = {p.name for p in (results / "logs" / "h2026s3-0").iterdir()}  # what a failure is triaged from
     assert {f"broker-{b}{suffix}" for b in (2, 5, 9) for suffix in (".log", "-controller.log", "-state-change.log")} <= kept
-    summary = run_report([results], out=results / "report")
-    replays = {row["replay"] for row in json.loads(summary.summary_json.read_text())["failing_checks"]}
+    # The replay command as the report writes it (its failing_checks rows, results.report), built
+    # from the records without a Spark session: the report's own aggregation of those rows is
+    # tests/spark's (test_transforms, test_report).
+    failing = [{"scenario": r.scenario, "seed": r.seed, "backend": r.backend, "iteration": r.iteration}
+               for r in read_records(results).records if r.kind == "check" and r.passed is False]
+    replays = {row["replay"] for row in with_replay_commands(failing, [results / RECORDS_FILE])}
     assert replays == {f"kafka-chaos run --schedule {results}/schedules/h2026s3.json --seed 2026 --backend local"}
     again = kafka_chaos(shlex.split(replays.pop()) + ["--no-report", "--results", str(tmp_path / "again")],
                         cwd=tmp_path)
