@@ -77,10 +77,11 @@ def assert_nothing_left(run_id: str) -> None:
 
 SMOKE_SCENARIOS = ("leader_hard_kill", "controller_kill", "controlled_shutdown_leader",
                    "preferred_election_after_restart", "reassign_leader_off")
-# broker_isolated_from_everyone needs the default cluster; the other three need a short
-# replica.lag.time.max.ms: two clusters in all.
-PARTITION_SCENARIOS = ("broker_isolated_from_everyone", "follower_cut_from_leader", "leader_cut_from_zookeeper",
-                       "controller_cut_from_zookeeper")
+# The partition scenarios of the test command, on one cluster (all three need a short
+# replica.lag.time.max.ms); broker_isolated_from_everyone needs the default cluster, the smoke
+# scenarios', and runs with them in the nightly (a cut from everyone is also test_partitions').
+PARTITION_SCENARIOS = ("follower_cut_from_leader", "leader_cut_from_zookeeper", "controller_cut_from_zookeeper")
+NIGHTLY_SCENARIOS = (*SMOKE_SCENARIOS, "broker_isolated_from_everyone")
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ def containers_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="session")
 def containers_smoke_run(kafka_image: str, tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
-    """The smoke suite's scenarios through `kafka-chaos run --backend containers`: a matrix
-    cell, for the nightly tests only (the test command runs the same scenarios on the local
-    launcher, tests/integration/test_smoke_suite.py; docs/nightly.md)."""
-    return run_on_containers(SMOKE_SCENARIOS, tmp_path_factory.mktemp("containers-smoke-run") / "results")
+    """The smoke suite's scenarios and the cut from everyone through `kafka-chaos run --backend
+    containers`, on one cluster: matrix cells, for the nightly tests only (the test command runs
+    the smoke scenarios on the local launcher, tests/integration/test_smoke_suite.py, and cuts a
+    broker from everyone on containers in tests/containers/test_partitions.py; docs/nightly.md)."""
+    return run_on_containers(NIGHTLY_SCENARIOS, tmp_path_factory.mktemp("containers-smoke-run") / "results")

@@ -26,7 +26,7 @@ def test_every_scenario_passes_and_leaves_nothing(containers_run: SuiteRun) -> N
     assert {r.scenario for r in containers_run.records} == set(PARTITION_SCENARIOS)
     info = json.loads((containers_run.results / "run.json").read_text())
     assert info["passed"] is True and info["backend"] == "containers"
-    assert len(containers_run.cluster_runs) == 2, "one cluster per distinct cluster needs"
+    assert len(containers_run.cluster_runs) == 1, "one cluster per distinct cluster needs"
     for run_id in containers_run.cluster_runs:
         assert_nothing_left(run_id)
 
@@ -61,18 +61,29 @@ def test_follower_cut_from_its_peers_shrinks_then_expands_the_isr_by_the_documen
 
 def test_a_leader_cut_from_zookeeper_loses_its_partitions_and_clients_see_it_later(
         containers_run: SuiteRun) -> None:
-    for name, fault in (("leader_cut_from_zookeeper", "network_partition/zookeeper"),
-                        ("controller_cut_from_zookeeper", "network_partition/zookeeper"),
-                        ("broker_isolated_from_everyone", "network_partition/everyone")):
-        switches = records_of(containers_run, name, check="latency", fault=fault)
-        assert len(switches) == 2, f"{name}: every broker leads two partitions of t"
-        for r in switches:
-            ms = r.latency_ms
-            assert ms["detection"] is not None and ms["election"] is not None, (name, ms)
-            assert ms["first_produce"] is not None, f"{name}: clients found the new leader of {r.partition}"
-            # the cluster moved the leader first, the client saw its first ack from it later
-            assert r.timestamps["election"] <= r.timestamps["first_produce"]
-        assert records_of(containers_run, name, check="client_window", fault="network_partition/heal")
+    for name in ("leader_cut_from_zookeeper", "controller_cut_from_zookeeper"):
+        assert_leaders_moved_before_clients_saw_them(containers_run, name, "network_partition/zookeeper")
+
+
+@pytest.mark.nightly
+def test_a_broker_isolated_from_everyone_loses_its_partitions_and_clients_see_it_later(
+        containers_smoke_run: SuiteRun) -> None:
+    assert_leaders_moved_before_clients_saw_them(containers_smoke_run, "broker_isolated_from_everyone",
+                                                 "network_partition/everyone")
+
+
+def assert_leaders_moved_before_clients_saw_them(run: SuiteRun, name: str, fault: str) -> None:
+    """The leaders a cut broker held moved, and the clients saw their first ack from the new ones
+    after that (its two partitions of t); a client window measured for the heal."""
+    switches = records_of(run, name, check="latency", fault=fault)
+    assert len(switches) == 2, f"{name}: every broker leads two partitions of t"
+    for r in switches:
+        ms = r.latency_ms
+        assert ms["detection"] is not None and ms["election"] is not None, (name, ms)
+        assert ms["first_produce"] is not None, f"{name}: clients found the new leader of {r.partition}"
+        # the cluster moved the leader first, the client saw its first ack from it later
+        assert r.timestamps["election"] <= r.timestamps["first_produce"]
+    assert records_of(run, name, check="client_window", fault="network_partition/heal")
 
 
 def test_controller_cut_from_zookeeper_is_replaced_by_exactly_one_other(containers_run: SuiteRun) -> None:
