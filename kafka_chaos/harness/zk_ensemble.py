@@ -14,6 +14,7 @@ without a running ``ZooKeeperServer``), so ``srvr`` tells serving from merely ru
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ HOST = "127.0.0.1"
 INIT_LIMIT_TICKS = 10
 SYNC_LIMIT_TICKS = 5
 SERVING_MODES = ("leader", "follower", "standalone")
+# A connection's session in the ``cons`` four-letter word (ZooKeeper 3.8
+# ``ServerCnxn.dumpConnectionInfo``: "…,sid=0x100011f6a5a0000,…"); 0 until the handshake is done.
+_SESSION_ID = re.compile(r"sid=0x([0-9a-fA-F]+)")
 
 
 @dataclass(frozen=True)
@@ -107,3 +111,35 @@ def wait_not_serving(client_ports: Mapping[int, int], servers: Iterable[int], ti
         raise HarnessError(f"ZooKeeper servers {chosen} still serve {timeout:.0f} s after losing quorum "
                            f"(modes: {modes(client_ports)})") from None
     return time.monotonic() - began
+
+
+def parse_session_ids(cons: str) -> set[int]:
+    """The sessions the ``cons`` answer lists a connection for (pure; none for 0x0)."""
+    return {sid for sid in (int(m.group(1), 16) for m in _SESSION_ID.finditer(cons)) if sid}
+
+
+def connected_sessions(client_ports: Mapping[int, int], servers: Iterable[int], timeout: float = 1.0) -> set[int]:
+    """The sessions with a connection open on any of ``servers`` (``cons``); a server that does
+    not answer (killed, paused, out of the quorum) adds none."""
+    found: set[int] = set()
+    for server in servers:
+        try:
+            found |= parse_session_ids(zookeeper_four_letter(HOST, client_ports[server], "cons", timeout=timeout))
+        except OSError:
+            continue
+    return found
+
+
+def broker_sessions(zookeeper_connect: str, broker_ids: Iterable[int]) -> dict[int, int]:
+    """Each registered broker's ZooKeeper session (the ephemeral owner of ``/brokers/ids/N``);
+    a broker without a registration is left out."""
+    from kafka_chaos.harness.zkclient import short_session
+    from kafka_chaos.harness.zkpaths import broker_path
+
+    sessions: dict[int, int] = {}
+    with short_session(zookeeper_connect, command_s=5.0) as client:
+        for broker in broker_ids:
+            stat = client.retry(client.exists, broker_path(broker))
+            if stat is not None and stat.ephemeralOwner:
+                sessions[broker] = int(stat.ephemeralOwner)
+    return sessions

@@ -15,7 +15,10 @@ the ZooKeeper leader only.  What the cluster must show for each, and the ZooKeep
 
 Faults that predict "no event" hold the step for one session window after the fault, so a
 session that did expire shows in the observation (a moved leader, a shrunk ISR) instead of
-after it.
+after it -- or, sooner, until every registered broker's session has a connection open on a
+server it can reach (the ``cons`` four-letter word): a connected client pings, and ZooKeeper 3.8
+expires only a session nobody pings (``SessionTrackerImpl.touchSession`` on every packet), so no
+expiry is left pending.
 """
 
 from __future__ import annotations
@@ -69,6 +72,45 @@ def session_window_s(env: FaultEnv) -> float:
     """How long a broker whose session was lost needs to show it: session timeout, two ticks
     (the expirer runs per tick) and a margin for a loaded machine."""
     return (env.session_timeout_ms + 2 * env.tick_time_ms) / 1000.0 + 2.0
+
+
+SAFE_CONFIRMATIONS = 2  # polls in a row: a connection whose session is being refused shows briefly
+SAFE_POLL_S = 0.5
+
+
+def sessions_safe(sessions: Mapping[int, int], connected: Mapping[int, set[int]],
+                  reachable: Mapping[int, Sequence[int]], servers: Sequence[int]) -> bool:
+    """Pure: whether every broker's session (``sessions``: broker -> session id) has a connection
+    on a server it can reach (``reachable``: broker -> servers, default every one of ``servers``;
+    ``connected``: server -> the sessions it lists)."""
+    return all(any(session in connected.get(server, set()) for server in reachable.get(broker, servers))
+               for broker, session in sessions.items())
+
+
+def hold_for_lost_sessions(env: FaultEnv, cluster: ZooKeeperEnsembleControl, servers: Sequence[int],
+                           reachable: Mapping[int, Sequence[int]] | None = None) -> float:
+    """Hold the step until a session the fault lost would have expired (:func:`session_window_s`)
+    or, sooner, until :func:`sessions_safe` holds :data:`SAFE_CONFIRMATIONS` polls in a row for
+    the brokers registered now (``servers``: those that serve). Returns the seconds held."""
+    from kafka_chaos.harness import zk_ensemble
+
+    started = time.monotonic()
+    deadline = started + session_window_s(env)
+    ports, confirmed = cluster.zookeeper_client_ports(), 0
+    while time.monotonic() < deadline:
+        try:
+            sessions = zk_ensemble.broker_sessions(str(getattr(env.cluster, "zookeeper_connect")),
+                                                   env.cluster.broker_ids)
+            connected = {server: zk_ensemble.connected_sessions(ports, [server]) for server in servers}
+            safe = bool(sessions) and sessions_safe(sessions, connected, reachable or {}, servers)
+        except HarnessError as exc:  # the ensemble electing: not known yet
+            log.debug("sessions not confirmed: %s", exc)
+            safe = False
+        confirmed = confirmed + 1 if safe else 0
+        if confirmed >= SAFE_CONFIRMATIONS:
+            break
+        time.sleep(min(SAFE_POLL_S, max(0.0, deadline - time.monotonic())))
+    return time.monotonic() - started
 
 
 class _LeaderCutter(ZooKeeperLinkPartitioner, ZooKeeperEnsembleControl, NetworkHealer, Protocol):
@@ -140,7 +182,8 @@ class ZooKeeperServerFault(FaultBase):
         zk_ensemble.wait_serving(cluster.zookeeper_client_ports(), survivors, SERVE_TIMEOUT_S)
         log.info("%s: servers %s down, %s serve (leader %s)", self.label, self._hit, survivors,
                  cluster.zookeeper_leader())
-        time.sleep(session_window_s(env))  # let any session the fault lost expire before we look
+        held = hold_for_lost_sessions(env, cluster, survivors)  # any session the fault lost expires first
+        log.info("%s: held %.1f s for lost sessions", self.label, held)
 
     def heal(self, env: FaultEnv) -> None:
         if self._hit:
@@ -213,8 +256,8 @@ class ZooKeeperQuorumLoss(FaultBase):
         log.info("%s: quorum lost for %.1f s (servers %s), restored", self.label,
                  time.monotonic() - lost_at, self._hit)
         self._hit = ()
-        if not self.kill_broker:
-            time.sleep(session_window_s(env))  # a session lost to the outage would expire by now
+        if not self.kill_broker:  # a session lost to the outage expires first
+            hold_for_lost_sessions(env, cluster, servers)
 
     def heal(self, env: FaultEnv) -> None:
         if self._hit:
@@ -266,7 +309,9 @@ class ZooKeeperLeaderCut(FaultBase):
                                "(run with --zookeepers 3)")
         for broker in self.target.brokers:
             cluster.cut_from_zookeeper_server(broker, leader)
-        time.sleep(session_window_s(env))  # a session lost to the cut would expire by now
+        servers = cluster.zookeeper_servers()  # a cut broker's session is safe only off the leader
+        elsewhere = [s for s in servers if s != leader]
+        hold_for_lost_sessions(env, cluster, servers, {b: elsewhere for b in self.target.brokers})
 
     def heal(self, env: FaultEnv) -> None:
         if self.variant == "cut":

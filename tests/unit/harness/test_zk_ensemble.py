@@ -43,3 +43,32 @@ def test_roles_need_an_ensemble_with_a_leader() -> None:
         choose_servers("leader", 1, [1])
     with pytest.raises(HarnessError, match="no quorum"):
         choose_servers("follower", None, [1, 2, 3])
+
+
+# ZooKeeper 3.8's answer to `cons` (ServerCnxn.dumpConnectionInfo): an established session, and a
+# connection whose handshake is not done (the four-letter word's own has no sid at all).
+CONS = (" /127.0.0.1:43210[1](queued=0,recved=12,sent=12,sid=0x1000079d0c70001,lop=PING,est=1764300000000,"
+        "to=6000,lcxid=0x3,lzxid=0x20,lresp=1764300001000,llat=0,minlat=0,avglat=0,maxlat=1)\n"
+        " /127.0.0.1:43211[1](queued=0,recved=1,sent=0,sid=0x0,lop=NA,est=1764300002000,to=6000)\n"
+        " /127.0.0.1:43212[0](queued=0,recved=1,sent=0)\n")
+
+
+def test_cons_lists_the_sessions_with_a_connection() -> None:
+    from kafka_chaos.harness.zk_ensemble import parse_session_ids
+
+    assert parse_session_ids(CONS) == {0x1000079d0c70001}
+    assert parse_session_ids("This ZooKeeper instance is not currently serving requests\n") == set()
+
+
+@pytest.mark.parametrize(("connected", "reachable", "safe"), [
+    ({1: {11, 12}, 2: {13}}, {}, True),  # every broker's session on some server
+    ({1: {11, 12}, 2: set()}, {}, False),  # broker 3's session nowhere yet: it may still expire
+    ({1: {11, 12, 13}}, {3: [2, 3]}, False),  # a cut broker seen only on the server it is cut from
+    ({1: {11, 12}, 3: {13}}, {3: [2, 3]}, True),  # ... and then on one it can reach
+    ({}, {}, False),
+])
+def test_a_session_is_safe_once_connected_where_its_broker_can_reach(
+        connected: dict[int, set[int]], reachable: dict[int, list[int]], safe: bool) -> None:
+    from kafka_chaos.scenarios.faults.zookeeper import sessions_safe
+
+    assert sessions_safe({1: 11, 2: 12, 3: 13}, connected, reachable, [1, 2, 3]) is safe
