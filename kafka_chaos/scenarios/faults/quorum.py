@@ -183,7 +183,7 @@ class _LeaderFault(_QuorumFault):
         deadline = time.monotonic() + self.seconds
         while time.monotonic() < deadline:
             view = _quorum_view(env)
-            if view.controller is not None and (view.controller_epoch or -1) > epoch:
+            if view.controller is not None and view.controller_epoch is not None and view.controller_epoch > epoch:
                 raise LeaderWithoutMajority(
                     f"{self.kind}: quorum leader {view.controller} committed in epoch {view.controller_epoch} "
                     f"while {leader} was down and no majority of voters was up")
