@@ -23,6 +23,7 @@ from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.metadata import MetadataError
 from kafka_chaos.harness.node_logs import LogCursor
+from kafka_chaos.scenarios.model.snapshots import is_settled
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
 from kafka_chaos.harness.zkadmin import ZkAdmin
 from kafka_chaos.oracle import (
@@ -198,9 +199,16 @@ def test_two_brokers_killed_together_match_an_oracle_alternative(cluster: LocalC
 
 
 def ensure_running(cluster: LocalCluster, brokers: Sequence[int]) -> None:
+    """Every broker of ``brokers`` up and every ISR of every topic whole: the module's tests share
+    one cluster, and a test must not start from what the last one left (a broker still leading
+    an RF-2 partition whose restarted follower has not caught up makes its controlled shutdown
+    retry: seen once a test no longer slept 3 s at its end)."""
     for broker in brokers:
         if not cluster.broker_running(broker):
             cluster.start_broker(broker)
+    with ZkObserver(cluster.zookeeper_connect) as observer:
+        observer.wait_until(lambda s: set(brokers) <= set(s.live_brokers) and is_settled(s, None), timeout=60,
+                            description="every broker up and every ISR whole")
 
 
 def wait_matching(observer: ZkObserver, prediction_alternatives: tuple[Alternative, ...], names: list[str],
