@@ -23,7 +23,6 @@ from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.metadata import MetadataError
 from kafka_chaos.harness.node_logs import LogCursor
-from kafka_chaos.scenarios.model.snapshots import is_settled
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver, ZkSnapshot
 from kafka_chaos.harness.zkadmin import ZkAdmin
 from kafka_chaos.oracle import (
@@ -206,9 +205,13 @@ def ensure_running(cluster: LocalCluster, brokers: Sequence[int]) -> None:
     for broker in brokers:
         if not cluster.broker_running(broker):
             cluster.start_broker(broker)
+    def whole(s: ZkSnapshot) -> bool:  # (not is_settled: a test leaves a reassignment that never completes)
+        live = set(s.live_brokers)
+        return set(brokers) <= live and all(set(p.replicas) & live <= set(p.isr)
+                                            for p in s.partitions.values() if p.leader in live)
+
     with ZkObserver(cluster.zookeeper_connect) as observer:
-        observer.wait_until(lambda s: set(brokers) <= set(s.live_brokers) and is_settled(s, None), timeout=60,
-                            description="every broker up and every ISR whole")
+        observer.wait_until(whole, timeout=60, description="every broker up and every ISR whole")
 
 
 def wait_matching(observer: ZkObserver, prediction_alternatives: tuple[Alternative, ...], names: list[str],
