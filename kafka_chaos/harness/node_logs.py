@@ -14,7 +14,9 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +33,18 @@ JVM_TIMEZONE_FLAG = "-Duser.timezone=UTC"
 MAX_READ_BYTES = 256 * 1024 * 1024  # a 10,000-partition failover logs a few MB; bound it anyway
 
 
-def controller_log_files(cluster: object) -> list[Path]:
+class HasLogFiles(Protocol):
+    """What reading a cluster's logs needs of it (every launcher; ``harness.cluster.Cluster``)."""
+
+    def log_files(self) -> Mapping[str, Path]: ...
+
+
+def controller_log_files(cluster: HasLogFiles) -> list[Path]:
     """The files holding the brokers' controller and state-change lines, and the ZooKeeper
     servers' logs (they say when a session expired: the start of a hard-killed broker's
     failover)."""
     files: list[Path] = []
-    for node, path in getattr(cluster, "log_files")().items():
+    for node, path in cluster.log_files().items():
         path = Path(path)
         if str(node).startswith("zookeeper"):
             files.append(path)
@@ -51,7 +59,7 @@ def controller_log_files(cluster: object) -> list[Path]:
 class LogCursor:
     """Sizes of a cluster's controller log files at a moment, and the lines appended since."""
 
-    def __init__(self, cluster: object) -> None:
+    def __init__(self, cluster: HasLogFiles) -> None:
         self._cluster = cluster
         self._sizes: dict[Path, int] = {}
 
@@ -89,15 +97,13 @@ def _read_from(path: Path, offset: int) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
 
 
-
-
-def copy_node_logs(cluster: object, target: Path) -> list[Path]:
+def copy_node_logs(cluster: HasLogFiles, target: Path) -> list[Path]:
     """Every node's log and every broker's controller and state-change logs into ``target``
     (``broker-1.log``, ``broker-1-controller.log``, ``controller-3000.log``, ...); the files
     written. A file gone meanwhile (a container removed) is skipped."""
     target.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for node, path in getattr(cluster, "log_files")().items():
+    for node, path in cluster.log_files().items():
         path = Path(path)
         copies = [(path, target / f"{node}.log")]
         if str(node).startswith("broker-"):
@@ -109,7 +115,7 @@ def copy_node_logs(cluster: object, target: Path) -> list[Path]:
     return written
 
 
-def keep_failed_logs(cluster: object) -> Path | None:
+def keep_failed_logs(cluster: HasLogFiles) -> Path | None:
     """When :data:`FAILED_LOGS_ENV` names a directory: the cluster's logs copied into a new
     ``<it>/<launcher class>-<8 hex digits>`` (a cluster torn down by an exception); never raises."""
     root = os.environ.get(FAILED_LOGS_ENV)

@@ -99,7 +99,7 @@ def hold_for_lost_sessions(env: FaultEnv, cluster: ZooKeeperEnsembleControl, ser
     ports, confirmed = cluster.zookeeper_client_ports(), 0
     while time.monotonic() < deadline:
         try:
-            sessions = zk_ensemble.broker_sessions(str(getattr(env.cluster, "zookeeper_connect")),
+            sessions = zk_ensemble.broker_sessions(env.cluster.zookeeper_connect,
                                                    env.cluster.broker_ids)
             connected = {server: zk_ensemble.connected_sessions(ports, [server]) for server in servers}
             safe = bool(sessions) and sessions_safe(sessions, connected, reachable or {}, servers)
