@@ -110,8 +110,11 @@ def _weights(text: str, repertoire: Collection[str]) -> dict[str, tuple[str, flo
             weight = float(value)
         except ValueError:
             raise UsageError(f"--weights: {item!r} is not KIND=NUMBER") from None
-        if kind not in repertoire or weight < 0:
-            raise UsageError(f"--weights: {item!r}: unknown kind or negative weight")
+        if kind not in repertoire:
+            raise UsageError(f"--weights: {item!r}: {kind!r} is not in the generator's repertoire: "
+                             f"{', '.join(repertoire)}")
+        if weight < 0:
+            raise UsageError(f"--weights: {item!r}: a weight is 0 or more")
         given[kind] = (item, weight)
     return given
 

@@ -238,3 +238,22 @@ def test_a_suite_pins_the_mode_its_scenarios_are_written_for() -> None:
         modes = {s.needs.mode for s in catalogue.suite(name)}
         assert modes == {suite.mode or "zookeeper"}, name
         assert (suite.mode is None) == (suite.pinned == ""), name
+
+
+
+# (argv, how the line starts, what else it names)
+BAD_WEIGHTS = [
+    ("explore --weights session_expiry=3",
+     "--weights: 'session_expiry=3': 'session_expiry' is not in the generator's repertoire: ", "hard_kill"),
+    ("explore --weights hard_kill=-1", "--weights: 'hard_kill=-1': a weight is 0 or more", ""),
+    ("explore --weights hard_kill=often", "--weights: 'hard_kill=often' is not KIND=NUMBER", ""),
+]
+
+
+@pytest.mark.parametrize("argv, start, names", BAD_WEIGHTS, ids=[argv for argv, _, _ in BAD_WEIGHTS])
+def test_a_bad_weight_is_one_line_naming_what_is_wrong(argv: str, start: str, names: str,
+                                                       nothing_starts: list[list[str]],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv.split()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kafka-chaos: error: {start}") and err.count("\n") == 1 and names in err
