@@ -52,7 +52,7 @@ from kafka_chaos.harness.migration.properties import (
     KRAFT,
     MIGRATION_ENABLE,
     ZK,
-    driver_log4j,
+    migration_log4j,
     hybrid_broker_properties,
     kraft_broker_properties,
     migration_controller_properties,
@@ -84,7 +84,7 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """:class:`LocalCluster`'s arguments; no controller runs until :meth:`provision_controllers`."""
         super().__init__(*args, **kwargs)
-        self._log4j_extra += driver_log4j(self.distribution.version)
+        self._log4j_extra += migration_log4j(self.distribution.version)
         self._controllers: dict[int, LocalNode] = {}
         self._deprovisioned_logs: dict[str, Path] = {}  # node name -> its log, kept after a rollback
         self._voters: dict[int, str] = {}

@@ -47,10 +47,22 @@ DRIVER_LOGGER_DEBUG = "log4j.logger.org.apache.kafka.metadata.migration.KRaftMig
 FIRST_INFO_TRANSITIONS = (3, 6, 2)
 
 
-def driver_log4j(kafka_version: str) -> str:
-    """The log4j lines a migrating cluster's nodes need for the driver's transitions to be logged."""
+# Where a ZooKeeper broker's AlterPartition requests go and what answers them: the channel moves
+# from the ZooKeeper controller to the KRaft one at DEBUG only (NodeToControllerRequestThread.
+# maybeResetNetworkClient, 3.9.2; BrokerToControllerRequestThread up to 3.6.x), and
+# DefaultAlterPartitionManager.sendRequest logs each request and response at DEBUG. A broker whose
+# ISR changes were refused for minutes during a migration (docs/findings.md §11) said at INFO only
+# that they failed, not to whom it had sent them.
+CONTROLLER_CHANNEL_DEBUG = ("log4j.logger.kafka.server.NodeToControllerRequestThread=DEBUG\n"
+                            "log4j.logger.kafka.server.BrokerToControllerRequestThread=DEBUG\n"
+                            "log4j.logger.kafka.server.DefaultAlterPartitionManager=DEBUG\n")
+
+
+def migration_log4j(kafka_version: str) -> str:
+    """The log4j lines a migrating cluster's nodes need: the driver's transitions logged (the
+    migration status reads them), and the brokers' controller channel's (for triage)."""
     release = tuple(int(part) for part in re.findall(r"\d+", kafka_version)[:3])
-    return "" if release >= FIRST_INFO_TRANSITIONS else DRIVER_LOGGER_DEBUG
+    return ("" if release >= FIRST_INFO_TRANSITIONS else DRIVER_LOGGER_DEBUG) + CONTROLLER_CHANNEL_DEBUG
 
 
 def voters_string(voters: Mapping[int, str]) -> str:

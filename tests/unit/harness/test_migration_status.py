@@ -150,6 +150,6 @@ def test_a_migrated_broker_keeps_its_id_and_data_and_drops_zookeeper() -> None:
     ("3.6.0", True), ("3.6.1", True), ("3.6.2", False), ("3.9.2", False), ("3.10.0", False),
 ])
 def test_the_driver_logger_is_raised_to_debug_where_transitions_are_debug(kafka_version, debug) -> None:
-    from kafka_chaos.harness.migration.properties import DRIVER_LOGGER_DEBUG, driver_log4j
+    from kafka_chaos.harness.migration.properties import CONTROLLER_CHANNEL_DEBUG, DRIVER_LOGGER_DEBUG, migration_log4j
 
-    assert driver_log4j(kafka_version) == (DRIVER_LOGGER_DEBUG if debug else "")
+    assert migration_log4j(kafka_version) == (DRIVER_LOGGER_DEBUG if debug else "") + CONTROLLER_CHANNEL_DEBUG
