@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Self, cast
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl
+from kafka_chaos.harness.config import BROKER_SESSION_TIMEOUT_MS, TEST_SESSION_TIMEOUT_MS
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle import ClusterState, Event
 from kafka_chaos.oracle.mode import Mode
@@ -113,6 +114,16 @@ def majority_left(voters: int, up: int) -> bool:
     return up > voters // 2
 
 
+def lone_pause_fences(others_up: int, seconds: float, broker_session_timeout_ms: int) -> bool:
+    """Pure: whether pausing the leader fences every broker when it resumes. A lone voter (no
+    other voter up) resumes in its own epoch with its brokers' last heartbeats as old as the pause
+    (``BrokerHeartbeatManager`` keeps them), so the first ``maybeFenceOneStaleBroker`` after it
+    fences each broker whose session ran out (3.9.2 ``QuorumController`` line 1331); any other
+    voter up elects a leader of a later epoch on the return, which starts every session afresh.
+    Not modelled yet (docs/findings.md §12)."""
+    return others_up == 0 and seconds * 1000 >= broker_session_timeout_ms
+
+
 def leaderless_seconds(kind: str, options: Mapping[str, Any]) -> float:
     """The ``seconds`` option: how long a quorum left without a majority stays so."""
     reject_unknown_options(kind, options, ("seconds",))
@@ -189,6 +200,18 @@ class _LeaderFault(_QuorumFault):
                     f"while {leader} was down and no majority of voters was up")
             time.sleep(0.1)
 
+    def _refuse_what_is_not_modelled(self, env: FaultEnv, leader: int) -> None:
+        """A lone voter paused past the brokers' session timeout fences them all when it resumes,
+        which no prediction says yet: refused before anything happens (one line), not mispredicted."""
+        quorum = _quorum(env, self.kind)
+        others_up = sum(1 for c in quorum.controller_ids if c != leader and quorum.controller_running(c))
+        timeout_ms = int(env.cluster.broker_settings().get(BROKER_SESSION_TIMEOUT_MS, TEST_SESSION_TIMEOUT_MS))
+        if self.kind == QuorumLeaderPause.kind and lone_pause_fences(others_up, self.seconds, timeout_ms):
+            raise UsageError(f"{self.kind}: pausing the lone voter {leader} for {self.seconds:g} s, at or past the "
+                             f"brokers' {timeout_ms / 1000:g} s session timeout, fences every broker when it "
+                             f"resumes, which is not modelled yet (docs/findings.md §12): give 'seconds' below "
+                             f"{timeout_ms / 1000:g}")
+
     def _others_campaigned(self, env: FaultEnv, leader: int) -> bool:
         """Whether another voter ran during the outage (it timed out fetching and stood in later
         epochs, so the leader the return elects has a later one)."""
@@ -244,6 +267,7 @@ class QuorumLeaderPause(_LeaderFault):
         leader, epoch = self._leader(env), _quorum_epoch(env)
         quorum = _quorum(env, self.kind)
         majority = self._majority_left_without(env, leader)
+        self._refuse_what_is_not_modelled(env, leader)
         quorum.pause_controller(leader)
         try:
             if majority:

@@ -43,6 +43,9 @@ class Quorum:
     def controller_running(self, c: int) -> bool:
         return c in self.running
 
+    def broker_settings(self) -> dict[str, str]:
+        return {"broker.session.timeout.ms": "6000"}
+
 
 @dataclass
 class Log:
@@ -135,6 +138,36 @@ def test_pausing_a_lone_voter_resumes_it_after_the_seconds_given(clock: Clock) -
     quorum, log = Quorum(running={3000}, controller_ids=[3000]), Log()
     fault("quorum_leader_pause", seconds=4).inject(env(quorum, log))
     assert quorum.log == ["pause 3000", "resume 3000"] and 4.0 <= clock.now < 5.0 and len(log.waited) == 1
+
+
+@pytest.mark.parametrize(("others_up", "seconds", "timeout_ms", "fences"), [
+    (0, 8.0, 6000, True),  # the lone voter resumes in its epoch: every session ran out
+    (0, 6.0, 6000, True),  # at the timeout: stale (BrokerHeartbeatManager.hasValidSession)
+    (0, 5.0, 6000, False),  # within it: every session still valid
+    (0, 10.0, 18000, False),  # a longer session timeout
+    (1, 10.0, 6000, False),  # another voter up stands in later epochs: the new leader starts afresh
+    (2, 30.0, 6000, False),
+])
+def test_only_a_lone_voter_paused_past_the_session_timeout_fences_on_resume(
+        others_up: int, seconds: float, timeout_ms: int, fences: bool) -> None:
+    from kafka_chaos.scenarios.faults.quorum import lone_pause_fences
+
+    assert lone_pause_fences(others_up, seconds, timeout_ms) is fences
+
+
+def test_pausing_a_lone_voter_past_the_session_timeout_is_refused_before_anything_happens(clock: Clock) -> None:
+    from kafka_chaos.common.errors import UsageError
+
+    quorum, log = Quorum(running={3000}, controller_ids=[3000]), Log()
+    with pytest.raises(UsageError, match=r"lone voter 3000 for 8 s.*not modelled yet.*below 6$"):
+        fault("quorum_leader_pause", seconds=8).inject(env(quorum, log))
+    assert quorum.log == [] and clock.now == 0.0
+
+
+def test_killing_a_lone_voter_past_the_session_timeout_is_not_refused(clock: Clock) -> None:
+    quorum, log = Quorum(running={3000}, controller_ids=[3000]), Log()  # restarted, it rebuilds every session
+    fault("quorum_leader_kill", seconds=8).inject(env(quorum, log))
+    assert quorum.log == ["kill 3000", "start 3000"]
 
 
 def test_a_leader_committed_without_a_majority_is_reported_and_the_voter_still_returns(clock: Clock) -> None:
