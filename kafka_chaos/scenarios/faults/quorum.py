@@ -181,10 +181,13 @@ class _LeaderFault(_QuorumFault):
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
         return cls(target, leaderless_seconds(cls.kind, options))
 
-    def _majority_left_without(self, env: FaultEnv, leader: int) -> bool:
+    def _others_up(self, env: FaultEnv, leader: int) -> int:
+        """How many voters other than ``leader`` are running."""
         quorum = _quorum(env, self.kind)
-        up = [c for c in quorum.controller_ids if c != leader and quorum.controller_running(c)]
-        return majority_left(len(quorum.controller_ids), len(up))
+        return sum(1 for c in quorum.controller_ids if c != leader and quorum.controller_running(c))
+
+    def _majority_left_without(self, env: FaultEnv, leader: int) -> bool:
+        return majority_left(len(_quorum(env, self.kind).controller_ids), self._others_up(env, leader))
 
     def _hold_leaderless(self, env: FaultEnv, leader: int, epoch: int) -> None:
         """The outage: ``seconds`` with no majority up, LeaderWithoutMajority if a leader of a
@@ -200,23 +203,10 @@ class _LeaderFault(_QuorumFault):
                     f"while {leader} was down and no majority of voters was up")
             time.sleep(0.1)
 
-    def _refuse_what_is_not_modelled(self, env: FaultEnv, leader: int) -> None:
-        """A lone voter paused past the brokers' session timeout fences them all when it resumes,
-        which no prediction says yet: refused before anything happens (one line), not mispredicted."""
-        quorum = _quorum(env, self.kind)
-        others_up = sum(1 for c in quorum.controller_ids if c != leader and quorum.controller_running(c))
-        timeout_ms = int(env.cluster.broker_settings().get(BROKER_SESSION_TIMEOUT_MS, TEST_SESSION_TIMEOUT_MS))
-        if self.kind == QuorumLeaderPause.kind and lone_pause_fences(others_up, self.seconds, timeout_ms):
-            raise UsageError(f"{self.kind}: pausing the lone voter {leader} for {self.seconds:g} s, at or past the "
-                             f"brokers' {timeout_ms / 1000:g} s session timeout, fences every broker when it "
-                             f"resumes, which is not modelled yet (docs/findings.md §12): give 'seconds' below "
-                             f"{timeout_ms / 1000:g}")
-
     def _others_campaigned(self, env: FaultEnv, leader: int) -> bool:
         """Whether another voter ran during the outage (it timed out fetching and stood in later
         epochs, so the leader the return elects has a later one)."""
-        quorum = _quorum(env, self.kind)
-        return any(c != leader and quorum.controller_running(c) for c in quorum.controller_ids)
+        return self._others_up(env, leader) > 0
 
 
 @register_fault
@@ -262,6 +252,16 @@ class QuorumLeaderPause(_LeaderFault):
 
     kind: ClassVar[str] = "quorum_leader_pause"
     kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits for the next election
+
+    def _refuse_what_is_not_modelled(self, env: FaultEnv, leader: int) -> None:
+        """A lone voter paused past the brokers' session timeout fences them all when it resumes,
+        which no prediction says yet: refused before anything happens (one line), not mispredicted."""
+        timeout_ms = int(env.cluster.broker_settings().get(BROKER_SESSION_TIMEOUT_MS, TEST_SESSION_TIMEOUT_MS))
+        if lone_pause_fences(self._others_up(env, leader), self.seconds, timeout_ms):
+            raise UsageError(f"{self.kind}: pausing the lone voter {leader} for {self.seconds:g} s, at or past the "
+                             f"brokers' {timeout_ms / 1000:g} s session timeout, fences every broker when it "
+                             f"resumes, which is not modelled yet (docs/findings.md §12): give 'seconds' below "
+                             f"{timeout_ms / 1000:g}")
 
     def inject(self, env: FaultEnv) -> None:
         leader, epoch = self._leader(env), _quorum_epoch(env)

@@ -240,7 +240,6 @@ def test_a_suite_pins_the_mode_its_scenarios_are_written_for() -> None:
         assert (suite.mode is None) == (suite.pinned == ""), name
 
 
-
 # (argv, how the line starts, what else it names)
 BAD_WEIGHTS = [
     ("explore --weights session_expiry=3",
