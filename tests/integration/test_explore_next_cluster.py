@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import psutil
+
 from kafka_chaos.app.explore import Explorer, ShrinkBudget, explore_one
 from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.processes import processes_mentioning
@@ -20,10 +22,24 @@ NO_SHRINKING = ShrinkBudget(0.0, confirm=0)
 RUN_DIRS = "/kafka-chaos-"  # every local cluster's run directory (tempfile prefix)
 
 
+def cluster_nodes() -> set[int]:
+    """The JVMs (ZooKeeper, brokers) of local clusters: processes whose command line names a run
+    directory. Others mention the prefix too — ``flock /tmp/kafka-chaos-cluster.lock CMD``, a
+    shell tailing a node's log — and are no node."""
+    nodes = set()
+    for pid in processes_mentioning(RUN_DIRS):
+        try:
+            if psutil.Process(pid).name() == "java":
+                nodes.add(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return nodes
+
+
 def test_the_next_schedule_runs_on_a_cluster_started_while_the_last_one_drained(tmp_path: Path) -> None:
     needs = [generate(SEED, i, CONFIG).scenario().needs for i in range(3)]
     assert len(set(needs)) == 3, "each schedule needs a cluster of its own (broker ids differ)"
-    before = set(processes_mentioning(RUN_DIRS))
+    before = cluster_nodes()
     lines: list[str] = []
     distribution = resolve_distribution(None, None)
     options = RunOptions(run_id=uuid.uuid4().hex[:12], seed=SEED, results_dir=tmp_path,
@@ -48,4 +64,5 @@ def test_the_next_schedule_runs_on_a_cluster_started_while_the_last_one_drained(
                        f"starting the next local cluster meanwhile: {needs[2].describe()}"]
     assert first_dir != second_dir
     assert not first_dir.exists() and not second_dir.exists()
-    assert set(processes_mentioning(RUN_DIRS)) <= before, "a node of the pool's clusters outlived it"
+    outlived = {pid: " ".join(psutil.Process(pid).cmdline())[:300] for pid in cluster_nodes() - before}
+    assert not outlived, f"nodes of the pool's clusters outlived it: {outlived}"
