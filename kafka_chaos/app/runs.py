@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kafka_chaos.records.schema import Record
     from kafka_chaos.records.writer import RecordSink
     from kafka_chaos.scenarios.checks.expectations import Predictor
-    from kafka_chaos.scenarios.plans.spec import Scenario
+    from kafka_chaos.scenarios.plans.spec import KnownBug, Scenario
     from kafka_chaos.scenarios.run.pool import ClusterPool
     from kafka_chaos.scenarios.run.runner import Healed, RunOptions, ScenarioOutcome
 
@@ -58,7 +58,8 @@ def summary_table(cases: list[Case]) -> str:
         o = c.outcome
         ok, bad, unknown = o.counts
         skipped = bool(o.results) and all(r.check == "backend_supports_scenario" for r in o.results)
-        result = ("PASS" if o.passed else "SKIP" if skipped else "FLAKY" if c.verdict == "flaky"
+        result = ("CAUGHT" if c.verdict == "caught" else "MISSED" if c.expects
+                  else "PASS" if o.passed else "SKIP" if skipped else "FLAKY" if c.verdict == "flaky"
                   else "CLIENT" if c.verdict == "client" else "ERROR" if o.error and not bad else "FAIL")
         rows.append((o.scenario, str(o.iteration), result, str(ok), str(bad), str(unknown), f"{o.seconds:.1f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -103,9 +104,14 @@ class Case:
     reruns: list[ScenarioOutcome] = field(default_factory=list)
     # Why every failed check of the first attempt is a known client defect the run tolerates.
     tolerated: str | None = None
+    # The known Kafka bug the scenario's release has (the corpus suite): it must fail that check.
+    expects: KnownBug | None = None
 
     @property
     def verdict(self) -> str:
+        if self.expects is not None:  # caught, or missed: reruns and tolerance do not apply
+            return "caught" if any(r.check == self.expects.caught_by and r.passed is False
+                                   for r in self.outcome.results) else "fail"
         if self.outcome.passed:
             return "pass"
         if any(r.passed for r in self.reruns):
@@ -173,11 +179,11 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
             progress.case_started(f"{s.name}#{i}")
             progress(f"{s.name}#{i}: start ({s.needs.describe()})")
             first = len(tee.records)
-            case = Case(runner.run(s, i))
-            if tolerate == "client":
+            case = Case(runner.run(s, i), expects=s.expects)
+            if tolerate == "client" and s.expects is None:
                 case.tolerated = client_defects_only(case.outcome, tee.records[first:])
             for attempt in range(1, deflake + 1):
-                if case.outcome.passed or any(r.passed for r in case.reruns):
+                if s.expects is not None or case.outcome.passed or any(r.passed for r in case.reruns):
                     break
                 rerun, records = _rerun_once(options, pool, progress, predictor, s, i, attempt)
                 case.reruns.append(rerun)
@@ -204,7 +210,8 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
         write_rerun_file(Path(results_dir), seed, backend, cases, sources or {})
         if junit is not None:
             write_junit(junit, [JUnitCase(c.outcome.scenario, c.outcome.iteration, c.outcome.seconds, c.outcome.results,
-                                          c.outcome.error, tuple((r.results, r.error) for r in c.reruns), c.tolerated)
+                                          c.outcome.error, tuple((r.results, r.error) for r in c.reruns), c.tolerated,
+                                          c.expects)
                                 for c in cases])
     print(summary_table(cases), flush=True)
     print(time_table(counted_ledgers(tee.records + rerun_records), time.monotonic() - t0), flush=True)
@@ -303,7 +310,7 @@ def keep_schedules(results_dir: Path, sources: dict[str, str]) -> None:
 def write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Case], sources: dict[str, str]) -> None:
     """``rerun.json``: the failing and flaky scenario iterations, replayed by ``run --rerun``."""
     listed = [{"scenario": c.outcome.scenario, "iteration": c.outcome.iteration, "verdict": c.verdict,
-               "schedule": sources.get(c.outcome.scenario)} for c in cases if c.verdict != "pass"]
+               "schedule": sources.get(c.outcome.scenario)} for c in cases if c.verdict not in ("pass", "caught")]
     (results_dir / RERUN_FILE).write_text(json.dumps({"seed": seed, "backend": backend, "cases": listed}, indent=2)
                                           + "\n", encoding="utf-8")
 

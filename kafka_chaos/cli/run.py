@@ -116,10 +116,12 @@ def run_command(args: argparse.Namespace) -> int:
     from kafka_chaos.scenarios.plans import catalogue
 
     if args.list:
-        for s in catalogue.all_scenarios():
+        listed = catalogue.all_scenarios()
+        width = max(len(s.name) for s in listed)
+        for s in listed:
             needs = ", ".join(sorted(c.value for c in s.requirements - {Capability.BROKER_CONTROL}))
             extra = f"  [needs {needs}]" if needs else ""
-            print(f"{s.name:34s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}{extra}")
+            print(f"{s.name:{width}s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}{extra}")
         return 0
     _validate(args)
     if args.rerun is not None:

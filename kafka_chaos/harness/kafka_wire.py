@@ -84,7 +84,7 @@ class _Reader:
     def _unpack(self, fmt: str) -> tuple[int | bool, ...]:
         size = struct.calcsize(fmt)
         if self._pos + size > len(self._data):
-            raise WireFormatError(f"metadata response truncated at byte {self._pos}")
+            raise WireFormatError(f"response truncated at byte {self._pos}")
         values = struct.unpack_from(fmt, self._data, self._pos)
         self._pos += size
         return values
@@ -95,6 +95,9 @@ class _Reader:
     def int32(self) -> int:
         return int(self._unpack(">i")[0])
 
+    def int64(self) -> int:
+        return int(self._unpack(">q")[0])
+
     def boolean(self) -> bool:
         return bool(self._unpack(">?")[0])
 
@@ -103,7 +106,7 @@ class _Reader:
         if length < 0:
             return None
         if self._pos + length > len(self._data):
-            raise WireFormatError(f"metadata response truncated in a string at byte {self._pos}")
+            raise WireFormatError(f"response truncated in a string at byte {self._pos}")
         raw = self._data[self._pos:self._pos + length]
         self._pos += length
         return raw.decode("utf-8")
@@ -299,3 +302,58 @@ def decode_init_producer_id_response(payload: bytes) -> WireAnswer:
         raise WireFormatError(f"InitProducerId response of {len(payload)} bytes, expected 20")
     correlation_id, _throttle, error_code, producer_id, _epoch = struct.unpack(">iihqh", payload)
     return WireAnswer(correlation_id, error_code, producer_id)
+
+
+# --- DescribeLogDirs v1 ------------------------------------------------------------------------------
+# What a broker holds on disk, per log directory: clients/src/main/resources/common/message/
+# DescribeLogDirsRequest.json and ...Response.json (3.9: versions 0-4, flexible from 2; 2.4: 0-1).
+# Version 1 is the newest every release from 2.4 on answers, and Kafka 4.0 drops only version 0
+# (KIP-896). The broker answers from its LogManager (``ReplicaManager.describeLogDirs``): every
+# log it has loaded, current and future (``IsFutureKey``: an AlterReplicaLogDirs copy), and each
+# offline directory with KAFKA_STORAGE_ERROR and no topics.
+
+DESCRIBE_LOG_DIRS_API_KEY = 35
+DESCRIBE_LOG_DIRS_VERSION = 1
+
+
+def encode_describe_log_dirs(correlation_id: int) -> bytes:
+    """A size-prefixed DescribeLogDirsRequest v1 for every topic (Topics null)."""
+    return _request(DESCRIBE_LOG_DIRS_API_KEY, DESCRIBE_LOG_DIRS_VERSION, correlation_id, struct.pack(">i", -1))
+
+
+@dataclass(frozen=True)
+class WireLogDir:
+    """One log directory of a broker: its error code, and the partitions it holds a log of."""
+
+    error_code: int
+    path: str
+    current: frozenset[tuple[str, int]]
+    future: frozenset[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class WireLogDirs:
+    correlation_id: int
+    dirs: tuple[WireLogDir, ...]
+
+
+def decode_describe_log_dirs_response(payload: bytes) -> WireLogDirs:
+    """A DescribeLogDirsResponse v1 (response header v0) without its size prefix."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.int32()  # ThrottleTimeMs
+    dirs = []
+    for _ in range(r.count()):
+        error_code, path = r.int16(), r.string()
+        current: set[tuple[str, int]] = set()
+        future: set[tuple[str, int]] = set()
+        for _ in range(r.count()):
+            name = r.string()
+            for _ in range(r.count()):
+                partition = r.int32()
+                r.int64(), r.int64()  # PartitionSize, OffsetLag
+                (future if r.boolean() else current).add((name, partition))
+        dirs.append(WireLogDir(error_code, path, frozenset(current), frozenset(future)))
+    if not r.at_end():
+        raise WireFormatError("DescribeLogDirs response has trailing bytes (not version 1?)")
+    return WireLogDirs(correlation_id, tuple(dirs))

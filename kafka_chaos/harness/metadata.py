@@ -19,7 +19,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
@@ -196,8 +196,24 @@ def init_producer_id(address: str, timeout: float = 2.0) -> kafka_wire.WireAnswe
                    kafka_wire.decode_init_producer_id_response, timeout)
 
 
+def describe_log_dirs(address: str, timeout: float = 2.0) -> kafka_wire.WireLogDirs:
+    """DescribeLogDirs v1 asked of the broker at ``address``: every log it holds, per directory
+    (``ReplicaManager.describeLogDirs``: its LogManager's logs, so a partition it stopped without
+    deleting is there, one it deleted is not — ``LogManager.asyncDelete`` drops it at once)."""
+    return _answer(address, "DescribeLogDirs", kafka_wire.encode_describe_log_dirs,
+                   kafka_wire.decode_describe_log_dirs_response, timeout)
+
+
+class _Correlated(Protocol):
+    @property
+    def correlation_id(self) -> int: ...
+
+
+A = TypeVar("A", bound=_Correlated)
+
+
 def _answer(address: str, what: str, request: Callable[[int], bytes],
-            decode: Callable[[bytes], kafka_wire.WireAnswer], timeout: float) -> kafka_wire.WireAnswer:
+            decode: Callable[[bytes], A], timeout: float) -> A:
     """One request (built for its correlation id) to the broker at ``address``, and its answer."""
     correlation_id = next(_correlation_ids)
     try:

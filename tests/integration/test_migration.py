@@ -11,9 +11,11 @@ equals the metadata log at every dual-write step, and the history re-checks offl
 verdicts (``kafka-chaos check``). ``schedules/migration_kill_in_hybrid.json`` (one controller) is
 the nightly's cell of the same path (docs/nightly.md).
 
-And the known-bad corpus's schedule on Kafka 3.6.1 (docs/findings.md §7): KAFKA-16121 found again
--- a reassignment in hybrid mode never completes, the oracle's checks say where, and the leader's
-own state-change log says why. (3.6.2 and 3.9.2 passing it is the nightly's: docs/nightly.md.)"""
+And two entries of the known-bug corpus on Kafka 3.6.1 (docs/recall.md): KAFKA-16121 found again
+(docs/findings.md §7) -- a reassignment in hybrid mode never completes, the oracle's checks say
+where, and the leader's own state-change log says why -- and KAFKA-16120, a removed replica left
+on its broker, which only the replicas on disk show. (Their fixed releases passing is the nightly's
+corpus run: docs/nightly.md.)"""
 
 from __future__ import annotations
 
@@ -28,13 +30,15 @@ from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.checks.registry import check_history
 from kafka_chaos.scenarios.history.observations import HistoryProblem, StepObserved, read_history
 from kafka_chaos.scenarios.model.ledger import SESSION_EXPIRY  # where a quorum fault's inject goes (WAITS_OUT_TIMEOUT)
+from kafka_chaos.scenarios.plans.corpus import CORPUS_DIR
+from kafka_chaos.scenarios.plans.catalogue import by_names
 from kafka_chaos.scenarios.plans.schedule import load
 
 SCHEDULE = Path(__file__).parent / "schedules" / "mig_quorum_kill_dual_write.json"
 PAUSE = {"fault": "quorum_leader_pause", "target": {"controller": {}}}
 OUTAGE_S = 7.0
 ONE_CONTROLLER = Path(__file__).parent / "schedules" / "migration_kill_in_hybrid.json"
-KNOWN_BAD = Path(__file__).parents[2] / "docs" / "schedules" / "kafka_16121_reassignment_in_hybrid.json"
+KNOWN_BAD = CORPUS_DIR / "kafka_16121_reassignment_in_hybrid.json"
 # Both waits are spent whole on 3.6.1 (the reassignment never converges, and the cluster never
 # settles after the heal: a reassignment stays pending). Where Kafka has the fix (3.9.2, measured)
 # the reassignment converges 0.2 s after it is written and the healed cluster settles in 0.1 s;
@@ -138,6 +142,28 @@ def test_kafka_16121_is_found_again_on_3_6_1(tmp_path: Path) -> None:
     assert any("Ignoring LeaderAndIsr request from controller 3000" in line
                and "-t-0 since its associated leader epoch 2 matches the current leader epoch" in line
                for line in leader_log.splitlines())
+
+
+def test_the_corpus_catches_kafka_16120_on_3_6_1_with_the_replicas_on_disk(tmp_path: Path) -> None:
+    """The corpus entry on its affected release, as ``run --suite corpus`` runs it: the reassignment
+    converges and every metadata view is right, but broker 1 keeps t-0's log (StopReplica with
+    deletePartition = false, MigrationPropagator.scala 3.6.1 line 210). The entry is CAUGHT, so
+    the run passes; the fixed release (3.6.2) is the nightly's corpus run."""
+    scenario = by_names(["kafka_16120_removed_replica_left_in_hybrid_on_3_6_1"])[0]
+    results = tmp_path / "run"
+    rc = run_scenarios([scenario], seed=1, results_dir=results, report=False, suite="corpus",
+                       runner_options=SHORT_WAITS, junit=tmp_path / "junit.xml")
+    records = read_records(results).records
+    failed = [(r.check, r.fault, r.detail) for r in records if r.kind == "check" and r.passed is False]
+    assert rc == 0, failed
+    assert {r.kafka_version for r in records} == {"3.6.1"}
+    t = f"{scenario.name}-0-t".replace("_", "-")  # the topic's name in this run (Runner: one per iteration)
+    assert failed == [("replicas_on_disk", "reassignment", f"not assigned, still on disk: {t}-0 on broker 1")]
+    on_disk = next(r for r in records if r.check == "replicas_on_disk" and r.passed is False)
+    assert [x for x in on_disk.observed["1"] if x.startswith(t)] == [f"{t}-0", f"{t}-1", f"{t}-2"]
+    assert [x for x in on_disk.expected["1"] if x.startswith(t)] == [f"{t}-1", f"{t}-2"]
+    junit = (tmp_path / "junit.xml").read_text()
+    assert 'failures="0"' in junit and "KAFKA-16120 caught on 3.6.1: replicas_on_disk failed" in junit
 
 
 def test_a_zookeeper_cluster_id_starting_with_a_dash_formats_the_controllers(tmp_path: Path) -> None:

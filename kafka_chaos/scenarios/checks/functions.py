@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.scenarios.model.snapshots import partition_differences
 
@@ -382,6 +383,54 @@ def check_quorum_leader(leader: int | None, epoch: int | None, before_epoch: int
         problems.append(f"quorum epoch went back from {before_epoch} to {epoch}")
     return CheckResult("single_controller", not problems, allowed_set,
                        {"quorum_leader": leader, "epoch": epoch}, "; ".join(problems))
+
+
+def check_active_controller_count(controller: int | None, counts: Mapping[int, float],
+                                  changed_since: bool = False) -> CheckResult:
+    """Every broker's own word on who is controller: exactly the one ``/controller`` names
+    reports ``ActiveControllerCount`` 1 (``KafkaController.ActiveControllerCount``: 1 while
+    ``isActive``), and every other broker 0 — none when ``/controller`` names no broker that
+    answered (a migration's KRaft controller, or nobody). A broker that resigned while
+    ``/controller`` still names it (KAFKA-13407: ``elect()`` returning early after a ZooKeeper
+    session change) shows as a controller nobody runs. ``changed_since``: ``/controller`` was
+    written after the snapshot, so the two reads may see different controllers (unknown)."""
+    active = sorted(b for b, v in counts.items() if v >= 1)
+    expected = [controller] if controller in counts else []
+    observed = {str(b): v for b, v in sorted(counts.items())}
+    if active == expected:
+        return CheckResult("active_controller_count", True, expected, observed,
+                           f"{len(counts)} brokers: {'only ' + str(controller) if expected else 'none'} active")
+    if changed_since:
+        return CheckResult("active_controller_count", None, expected, observed,
+                           "/controller changed between the snapshot and the scrape")
+    named = f"/controller names {controller}" if controller is not None else "no /controller"
+    return CheckResult("active_controller_count", False, expected, observed,
+                       f"{named}; brokers reporting themselves active controller: {active or 'none'}")
+
+
+def check_reassignments_completed_in_sync(before: ZkSnapshot, after: ZkSnapshot,
+                                          reassigned: Iterable[tuple[str, int]]) -> list[CheckResult]:
+    """A reassignment completes only once every target replica is in the ISR: ZooKeeper mode's
+    ``KafkaController.isReassignmentComplete`` (3.9.2 line 1046, ``targetReplicas.subsetOf(isr)``)
+    and KRaft's ``PartitionReassignmentReplicas.maybeCompleteReassignment`` from 3.8.0 (3.9.2
+    line 121, ``newTargetIsr.containsAll(newTargetReplicas)``). One result per partition of
+    ``reassigned`` (the step's reassignments and those pending before it) whose replicas changed
+    and that has none adding or removing after the step: it fails when a replica of the new
+    assignment was down from the step's start to its end — it could not have been in the ISR —
+    and is not in it. KRaft before 3.8.0 checked the *adding* replicas only (KAFKA-15665)."""
+    results = []
+    for t, p in sorted(set(reassigned)):
+        was, now = before.partitions.get((t, p)), after.partitions.get((t, p))
+        if was is None or now is None or now.adding_replicas or now.removing_replicas \
+                or set(now.replicas) == set(was.replicas):
+            continue
+        down = [r for r in now.replicas if r not in before.live_brokers and r not in after.live_brokers
+                and r not in now.isr]
+        detail = (f"{t}-{p}: reassignment to {list(now.replicas)} completed with replica(s) {down} down throughout "
+                  f"and out of the ISR {list(now.isr)}" if down
+                  else f"{t}-{p}: reassignment to {list(now.replicas)} completed, ISR {list(now.isr)}")
+        results.append(CheckResult("reassignment_in_sync", not down, list(now.replicas), list(now.isr), detail, t, p))
+    return results
 
 
 def check_single_controller(controller: int | None, live_brokers: Iterable[int],

@@ -18,12 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kafka_chaos.oracle import predict
+from kafka_chaos.oracle import Reassign, predict
 from kafka_chaos.records.schema import STALL_S, Record
-from kafka_chaos.harness.zkevents import PartitionStateWritten
+from kafka_chaos.harness.zkevents import ControllerChanged, PartitionStateWritten
 from kafka_chaos.scenarios.checks import availability
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks import misplaced
+from kafka_chaos.scenarios.checks.disk import check_replicas_on_disk, untold_removals
 from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
@@ -43,11 +44,13 @@ from kafka_chaos.scenarios.checks.migration import (
 )
 from kafka_chaos.scenarios.checks.functions import (
     CheckResult,
+    check_active_controller_count,
     check_converged,
     check_delivery,
     check_isr_rule,
     check_metadata_agrees,
     check_partition_epoch,
+    check_reassignments_completed_in_sync,
     check_quorum_leader,
     check_single_controller,
     compare_partitions,
@@ -62,7 +65,7 @@ from kafka_chaos.scenarios.history.observations import (
     StepObserved,
 )
 from kafka_chaos.scenarios.model.ledger import ITERATION, STEP, TOPIC_CREATION
-from kafka_chaos.scenarios.model.snapshots import mismatches, observed_partitions, predicted_partitions
+from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, mismatches, observed_partitions, predicted_partitions
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +262,42 @@ def metadata_agrees(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     zk = {k: v for k, v in observed_partitions(obs.after, obs.topics).items()
           if k[0] not in deleting and v.version >= 0}
     return [check_metadata_agrees(zk, obs.metadata)]
+
+
+@register_check("active_controller_count", StepObserved)
+def active_controller_count(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """ZooKeeper-mode controllers (a migration's hybrid phase included): the brokers' own
+    ActiveControllerCount, scraped when the step's measurement closed, against ``/controller``."""
+    if obs.metrics is None or obs.after is None or obs.after.mode != "zookeeper":
+        return []
+    counts = cm.active_controller_counts(obs.metrics.after.brokers)
+    if not counts:  # a release or launcher whose brokers export no such gauge
+        return []
+    after = obs.after
+    changed = any(isinstance(e, ControllerChanged) and e.at > after.taken_at for e in obs.events)
+    return [check_active_controller_count(after.controller, counts, changed)]
+
+
+@register_check("reassignment_in_sync", StepObserved)
+def reassignment_in_sync(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """The reassignments the step made or found pending, once completed: every target replica
+    was in the ISR (:func:`~scenarios.checks.functions.check_reassignments_completed_in_sync`)."""
+    if obs.after is None:
+        return []
+    reassigned = {(e.topic, e.partition) for e in obs.oracle_events if isinstance(e, Reassign)}
+    reassigned |= {k for k, s in obs.before.partitions.items() if s.adding_replicas or s.removing_replicas}
+    return check_reassignments_completed_in_sync(obs.before, obs.after, reassigned)
+
+
+@register_check("replicas_on_disk", StepObserved)
+def replicas_on_disk(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """Each asked broker's logs are its assigned replicas (:mod:`scenarios.checks.disk`); strays
+    removed while their broker could not be told, in this step or an earlier one, are let be."""
+    if obs.on_disk is None or obs.after is None:
+        return []
+    steps = [(o.before, o.after, o.excused) for o in [*ctx.earlier, obs] if isinstance(o, StepObserved)]
+    return [check_replicas_on_disk(obs.after, [*obs.topics, *INTERNAL_TOPICS], obs.on_disk,
+                                   tolerated=untold_removals(steps))]
 
 
 @register_check("isr_rule", StepObserved)

@@ -4,7 +4,8 @@
   on: the cluster converged somewhere else, with a controller and agreeing brokers;
 * ``kafka`` — Kafka broke a documented guarantee: acknowledged data lost or duplicated with
   clean elections only (the read-back or the consumers' history), brokers' metadata disagreeing
-  with ZooKeeper after the bounded wait, not exactly one live controller;
+  with ZooKeeper after the bounded wait, not exactly one live controller (in ZooKeeper or in
+  the brokers' own ActiveControllerCount), a broker's logs not its assigned replicas;
 * ``client`` — the client library, by its own account: every message the ``delivery`` check
   found duplicated was sent again by the idempotent producer under a bumped epoch after its
   batch was possibly persisted (the producer's debug lines, :mod:`scenarios.clients.producer_log`:
@@ -35,7 +36,8 @@ _BY_CHECK = {
     "oracle_leader": MODEL, "oracle_isr": MODEL, "oracle_replicas": MODEL, "oracle_epoch": MODEL, "oracle_partition_epoch": MODEL,
     "oracle_outcome": MODEL, "oracle_partition": MODEL, "rule_leader_isr_shrink": MODEL,
     "rule_leader_isr_expand": MODEL, "delivery": KAFKA, "metadata_agrees_zk": KAFKA,
-    "single_controller": KAFKA, "scenario_completed": HARNESS, "healed": HARNESS,
+    "single_controller": KAFKA, "replicas_on_disk": KAFKA, "active_controller_count": KAFKA,
+    "reassignment_in_sync": KAFKA, "scenario_completed": HARNESS, "healed": HARNESS,
     "backend_supports_scenario": HARNESS,
     # The clients' history (scenarios.checks.client_history): what the log showed consumers breaks
     # Kafka's guarantees; how the producer's own sends came back may be the client library's.

@@ -64,16 +64,13 @@ def _via(kind: str, options: Mapping[str, Any], allowed: tuple[str, ...]) -> str
 @dataclass
 class ReassignmentFault(FaultBase):
     """Write ``/admin/reassign_partitions`` (the pre-2.4 ZooKeeper path the seeds describe); on a
-    migrating cluster whose KRaft controller is in charge, AlterPartitionReassignments
-    (``harness.migration.admin``). Options: ``topic`` and ``moves``, a list of (partition, target
-    replicas in order)."""
+    KRaft cluster, or a migrating one whose KRaft controller is in charge, AlterPartitionReassignments
+    (``harness.kraft.admin``, ``harness.migration.admin``). Options: ``topic`` and ``moves``, a list
+    of (partition, target replicas in order)."""
 
     topic: str = ""
     moves: tuple[tuple[int, tuple[int, ...]], ...] = ()
     kind: ClassVar[str] = "reassignment"
-    # Not yet in the kraft suite: its AlterPartitionReassignments path is exercised on migrating
-    # clusters only (harness.kraft.admin), the KRaft suite was not re-run with it.
-    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY | MIGRATION_ONLY
     # Phases A and B write several times, and a dead target stalls phase A: "increased".
     exact_epochs: ClassVar[bool] = False
 

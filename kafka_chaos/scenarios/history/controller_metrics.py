@@ -152,11 +152,15 @@ def summarise(metrics: FaultMetrics) -> dict[str, Any]:
     return out
 
 
+def active_controller_counts(scrape: Mapping[int, Mapping[str, float]]) -> dict[int, float]:
+    """Each answering broker's ActiveControllerCount (a broker without the gauge left out)."""
+    return {int(b): v for b, v in _gauge(scrape, MEASURED["active_controllers"][0]).items()}
+
+
 def active_controller(scrape: Mapping[int, Mapping[str, float]]) -> int | None:
     """The one broker whose ActiveControllerCount is 1 (None: none or several answered so)."""
-    prefix = MEASURED["active_controllers"][0]
-    active = [b for b, v in _gauge(scrape, prefix).items() if v >= 1]
-    return int(active[0]) if len(active) == 1 else None
+    active = [b for b, v in active_controller_counts(scrape).items() if v >= 1]
+    return active[0] if len(active) == 1 else None
 
 
 def describe(summary: Mapping[str, Any]) -> str:

@@ -33,6 +33,10 @@ Version 5 adds ``migration`` to the steps of a migrating cluster
 Version 6 adds ``ledger`` to ``step``, ``finished`` and ``aborted``: where the step's or the scenario
 iteration's wall time went, as ``[[phase, seconds], ...]`` (:mod:`scenarios.model.ledger`). Older
 observations have none (read as an empty ledger) and give no ``time_ledger`` record.
+
+Version 7 adds ``on_disk`` to steps that converged (:mod:`scenarios.history.disk`: each asked
+broker's replicas on disk, from DescribeLogDirs); older steps have none and give no
+``replicas_on_disk`` result.
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ from kafka_chaos.oracle import ClusterState, Event
 from kafka_chaos.scenarios.clients import codec
 from kafka_chaos.scenarios.clients.ops import ClientOps, ops_from_dict, ops_to_dict
 from kafka_chaos.scenarios.history.controller_log import LogEvent
+from kafka_chaos.scenarios.history import disk
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics
+from kafka_chaos.scenarios.history.disk import DiskAnswer
 from kafka_chaos.scenarios.history.migration import MigrationObserved
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
 from kafka_chaos.scenarios.model.ledger import TimeLedger
@@ -60,8 +66,9 @@ HISTORY_FILE = "history.jsonl"
 # 4: an acknowledgement without an offset (an idempotent producer's implicit ack) is stored with
 # offset null; versions 1-3 stored it as offset 0, and are read as they were written.
 # 6: time ledgers (StepObserved, ScenarioFinished, ScenarioAborted).
-HISTORY_VERSION = 6
-READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
+# 7: each broker's replicas on disk (StepObserved.on_disk).
+HISTORY_VERSION = 7
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
 
 
 
@@ -198,6 +205,9 @@ class StepObserved:
     migration: MigrationObserved | None = None
     # Where the step's wall time went, started_at to finished_at (history v6; empty before).
     ledger: TimeLedger = TimeLedger()
+    # Each asked broker's replicas on disk once the step converged (scenarios.history.disk;
+    # history v7); None: not asked (it never converged, an older history).
+    on_disk: Mapping[int, DiskAnswer] | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -228,6 +238,8 @@ class StepObserved:
             "controller_log": None if self.controller_log is None else [e.to_list() for e in self.controller_log],
             **({"migration": self.migration.to_dict()} if self.migration is not None else {}),
             **_ledger_to_dict(self.ledger),
+            **({"on_disk": {str(b): disk.answer_to_json(a) for b, a in sorted(self.on_disk.items())}}
+               if self.on_disk is not None else {}),
         }
 
     @classmethod
@@ -253,7 +265,9 @@ class StepObserved:
             controller_log=None if d.get("controller_log") is None else tuple(
                 LogEvent.from_list(e) for e in d["controller_log"]),
             migration=MigrationObserved.from_dict(d["migration"]) if d.get("migration") is not None else None,
-            ledger=TimeLedger.from_list(d.get("ledger")))
+            ledger=TimeLedger.from_list(d.get("ledger")),
+            on_disk=None if d.get("on_disk") is None else {
+                int(b): disk.answer_from_json(a) for b, a in d["on_disk"].items()})
 
 
 def _ledger_to_dict(ledger: TimeLedger) -> dict[str, Any]:

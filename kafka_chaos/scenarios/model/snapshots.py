@@ -20,6 +20,9 @@ from kafka_chaos.oracle.kraft.config import partition_directories_supported
 from kafka_chaos.oracle.mode import Mode
 
 NO_LEADER = -1
+# Kafka's own topics every scenario watches besides its own (created while every broker is up:
+# harness.readiness.ensure_offsets_topic).
+INTERNAL_TOPICS = ("__consumer_offsets",)
 
 
 def _wanted(snapshot: ZkSnapshot, topics: Iterable[str] | None) -> list[tuple[str, int]]:

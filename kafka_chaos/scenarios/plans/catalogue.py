@@ -55,6 +55,8 @@ from kafka_chaos.scenarios.model.targets import (
 )
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, mode_problem, validate_steps
+from kafka_chaos.scenarios.plans import corpus
+from kafka_chaos.scenarios.plans.corpus import CORPUS_SUITE
 
 SMOKE = "smoke"
 CONFORMANCE = "conformance"
@@ -85,6 +87,9 @@ class Suite:
     name: str
     mode: str | None = None
     pinned: str = ""
+    # Each scenario runs in the mode (and on the release) it is written for, none converted:
+    # any --mode contradicts the suite (``pinned`` says why).
+    own_modes: bool = False
 
 
 SUITES: Mapping[str, Suite] = {suite.name: suite for suite in (
@@ -100,6 +105,8 @@ SUITES: Mapping[str, Suite] = {suite.name: suite for suite in (
                                 "conformance)"),
     Suite(MIGRATION_SUITE, "migration", "the migration suite migrates ZooKeeper-mode clusters to KRaft (migration "
                                         "mode)"),
+    Suite(CORPUS_SUITE, None, "each entry of the corpus runs in the mode and on the releases its Kafka bug needs",
+          own_modes=True),
 )}
 
 NETWORK_PARTITION = "network_partition"  # a fault kind (scenarios.faults.network)
@@ -916,3 +923,6 @@ def follower_log_dir_failure() -> list[Step]:
 # The kraft suite mirrors scenarios registered above, so it is registered last.
 from kafka_chaos.scenarios.plans import kraft_catalogue  # noqa: E402,F401  isort: skip
 from kafka_chaos.scenarios.plans import migration_catalogue  # noqa: E402,F401  isort: skip
+
+# The known-bug corpus: schedule files, each twice (its affected and its fixed release).
+_REGISTRY.update((s.name, s) for s in corpus.scenarios())

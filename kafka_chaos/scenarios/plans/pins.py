@@ -209,6 +209,8 @@ def suite_pins(name: str) -> list[Pin]:
         shared = frozenset.intersection(*(s.requirements for s in scenarios)) if scenarios else frozenset()
         pins += [Modes(source, suite.pinned, False, frozenset({suite.mode})),
                  Needs(source, suite.pinned, False, suite.mode, shared)]
+    if suite.own_modes:  # no mode is every scenario's: any mode an option asks for contradicts
+        pins.append(Modes(source, suite.pinned, False, frozenset()))
     releases = sorted({s.needs.kafka_version for s in scenarios if s.needs.kafka_version is not None})
     if releases:
         pins.append(Releases(source, f"each scenario of the {name} suite runs on its own Kafka release "

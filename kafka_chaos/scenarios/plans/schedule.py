@@ -23,7 +23,7 @@ from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
-from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, validate_steps
+from kafka_chaos.scenarios.plans.spec import ClusterNeeds, KnownBug, Scenario, validate_steps
 from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault
 
 SCHEDULE_VERSION = 1
@@ -59,6 +59,7 @@ class Schedule:
     kafka_version: str | None = None  # the release it is written for (None: the run's)
     mode: str = "zookeeper"  # "kraft": KRaft controllers instead of ZooKeeper
     controllers: int = 1  # KRaft controllers: 1 or 3
+    known_bug: KnownBug | None = None  # the Kafka bug it reproduces (the corpus: scenarios.plans.corpus)
 
     @property
     def needs(self) -> ClusterNeeds:
@@ -108,6 +109,7 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                     "config": dict(t.config), **({} if t.workload else {"workload": False})}
                    for t in s.topics],
         "steps": [_step_to_json(st) for st in s.steps],
+        **({"known_bug": s.known_bug.to_json()} if s.known_bug is not None else {}),
     }
 
 
@@ -243,9 +245,29 @@ def _step(value: Any, where: str) -> Step:
     return Step(fault, target, options, then)
 
 
+def _release(value: Any, where: str) -> str:
+    try:
+        return check_version(_str(value, where))
+    except UsageError as exc:
+        raise _fail(where, str(exc)) from None
+
+
+def _known_bug(value: Any, where: str) -> KnownBug:
+    """``{"jira": "KAFKA-16120", "affected": "3.6.1", "fixed": "3.6.2", "caught_by": "replicas_on_disk"}``."""
+    obj = _object(value, where)
+    _only(obj, {"jira", "affected", "fixed", "caught_by"}, where)
+    jira = _str(obj.get("jira"), f"{where}.jira")
+    if not re.fullmatch(r"KAFKA-\d+", jira):
+        raise _fail(f"{where}.jira", f"must be a Kafka JIRA key like KAFKA-16120, not {jira!r}")
+    affected, fixed = _release(obj.get("affected"), f"{where}.affected"), _release(obj.get("fixed"), f"{where}.fixed")
+    if affected == fixed:
+        raise _fail(where, f"the affected and the fixed release are both {affected}")
+    return KnownBug(jira, affected, fixed, _str(obj.get("caught_by"), f"{where}.caught_by"))
+
+
 def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     obj = _object(data, where)
-    _only(obj, {"schedule_version", "name", "doc", "cluster", "topics", "steps"}, where)
+    _only(obj, {"schedule_version", "name", "doc", "cluster", "topics", "steps", "known_bug"}, where)
     if obj.get("schedule_version") != SCHEDULE_VERSION:
         raise _fail(f"{where}.schedule_version", f"must be {SCHEDULE_VERSION}, not {obj.get('schedule_version')!r}")
     name = _str(obj.get("name"), f"{where}.name")
@@ -264,10 +286,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.cluster.link_proxies", f"must be true or false, not {link_proxies!r}")
     kafka_version = cluster.get("kafka_version")
     if kafka_version is not None:
-        try:
-            kafka_version = check_version(_str(kafka_version, f"{where}.cluster.kafka_version"))
-        except UsageError as exc:
-            raise _fail(f"{where}.cluster.kafka_version", str(exc)) from None
+        kafka_version = _release(kafka_version, f"{where}.cluster.kafka_version")
     mode = cluster.get("mode", "zookeeper")
     if mode not in ("zookeeper", "kraft", "migration"):
         raise _fail(f"{where}.cluster.mode", f"must be \"zookeeper\", \"kraft\" or \"migration\", not {mode!r}")
@@ -284,8 +303,9 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     doc = obj.get("doc", "")
     if not isinstance(doc, str):
         raise _fail(f"{where}.doc", "must be a string")
+    known_bug = _known_bug(obj["known_bug"], f"{where}.known_bug") if "known_bug" in obj else None
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
-                 doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers))
+                 doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug)
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

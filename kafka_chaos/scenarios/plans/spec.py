@@ -51,6 +51,20 @@ class ClusterNeeds:
 
 
 @dataclass(frozen=True)
+class KnownBug:
+    """A Kafka bug a schedule reproduces (the known-bug corpus, docs/recall.md): the last release
+    that has it, the first that has the fix, and the check that must fail on the former."""
+
+    jira: str
+    affected: str
+    fixed: str
+    caught_by: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"jira": self.jira, "affected": self.affected, "fixed": self.fixed, "caught_by": self.caught_by}
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     doc: str
@@ -58,6 +72,8 @@ class Scenario:
     steps: tuple[Step, ...]
     suites: frozenset[str]
     needs: ClusterNeeds = ClusterNeeds()
+    # Run on a release with this bug: it passes only by failing ``caught_by`` (the corpus suite).
+    expects: KnownBug | None = None
 
     @property
     def requirements(self) -> frozenset[Capability]:

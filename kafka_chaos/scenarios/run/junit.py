@@ -8,6 +8,9 @@ Reruns (``kafka-chaos run --deflake N``) are reported the way Maven Surefire doe
 GitLab and pytest-rerunfailures' readers understand): a case that failed and then passed on a
 rerun is a success carrying one ``<flakyFailure>`` per failed attempt; a case failing every
 attempt keeps its ``<failure>`` and gets one ``<rerunFailure>`` per rerun.
+
+A known-bug corpus entry on its affected release (``JUnitCase.expects``) is a success when its
+named check failed (the failures as its output) and a ``<failure>`` when it did not.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_chaos.scenarios.checks.functions import CheckResult
+from kafka_chaos.scenarios.plans.spec import KnownBug
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,17 @@ class JUnitCase:
     # Every failed check is a known client-library defect the run tolerates (run --tolerate
     # client): reported as skipped with the failures as its text, so CI stays green and sees it.
     tolerated: str | None = None
+    # Run on a release with a known Kafka bug (the corpus suite): a success only when its
+    # ``caught_by`` check failed; passing means the bug went unseen, a failure.
+    expects: KnownBug | None = None
+
+    @property
+    def caught(self) -> bool:
+        return self.expects is not None and any(r.check == self.expects.caught_by for r in self.failed)
+
+    @property
+    def missed(self) -> bool:
+        return self.expects is not None and not self.caught
 
     @property
     def flaky(self) -> bool:
@@ -67,8 +82,8 @@ def _line(r: CheckResult) -> str:
 
 
 def junit_xml(cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> ET.ElementTree:
-    failures = sum(1 for c in cases if c.failed and not c.flaky and not c.tolerated)
-    errors = sum(1 for c in cases if not c.failed and (c.error or c.unknown) and not c.flaky)
+    failures = sum(1 for c in cases if c.missed or (c.failed and not c.flaky and not c.tolerated and not c.caught))
+    errors = sum(1 for c in cases if not c.failed and (c.error or c.unknown) and not c.flaky and not c.missed)
     root = ET.Element("testsuites", name=suite, tests=str(len(cases)), failures=str(failures),
                       errors=str(errors), time=f"{sum(c.seconds for c in cases):.3f}")
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)), failures=str(failures),
@@ -76,6 +91,9 @@ def junit_xml(cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> ET.Elem
     for case in cases:
         tc = ET.SubElement(ts, "testcase", classname=f"{suite}.{case.scenario}", name=case.name,
                            time=f"{case.seconds:.3f}")
+        if case.expects is not None:
+            _known_bug_case(tc, case, case.expects)
+            continue
         if case.flaky:  # a success: every failed attempt as a flakyFailure (Surefire)
             for results, error in [(case.results, case.error), *case.reruns]:
                 if not _passed(results, error):
@@ -101,6 +119,17 @@ def junit_xml(cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> ET.Elem
             out.text = "\n".join(_line(r) for r in passed)
     ET.indent(root)
     return ET.ElementTree(root)
+
+
+def _known_bug_case(tc: ET.Element, case: JUnitCase, bug: KnownBug) -> None:
+    """A corpus entry on its affected release: the failed checks are the evidence of a success,
+    or of a failure when the named one is not among them."""
+    lines = "\n".join(([case.error] if case.error else []) + [_line(r) for r in case.failed + case.unknown])
+    if case.caught:
+        ET.SubElement(tc, "system-out").text = f"{bug.jira} caught on {bug.affected}: {bug.caught_by} failed\n{lines}"
+    else:
+        ET.SubElement(tc, "failure", message=f"{bug.jira} not caught on {bug.affected}: {bug.caught_by} did not fail",
+                      type="KnownBugMissed").text = lines
 
 
 def write_junit(path: str | Path, cases: Sequence[JUnitCase], suite: str = "kafka-chaos") -> Path:

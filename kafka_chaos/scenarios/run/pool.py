@@ -24,14 +24,12 @@ from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl, ManagedCluster, capabilities_of, implements
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds
-from kafka_chaos.scenarios.model.snapshots import is_settled
+from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, is_settled
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.distribution import KafkaDistribution
 
 log = logging.getLogger(__name__)
-
-INTERNAL_TOPICS = ("__consumer_offsets",)
 
 Progress = Callable[[str], None]
 

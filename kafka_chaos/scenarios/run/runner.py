@@ -75,8 +75,8 @@ from kafka_chaos.scenarios.model.ledger import (
     Stopwatch,
     TimeLedger,
 )
-from kafka_chaos.scenarios.model.snapshots import is_settled
-from kafka_chaos.scenarios.run.pool import INTERNAL_TOPICS, ClusterPool
+from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, is_settled
+from kafka_chaos.scenarios.run.pool import ClusterPool
 from kafka_chaos.scenarios.run.step import Prepared, StepClients, StepCore, StepNaming, StepTimeouts
 from kafka_chaos.scenarios.model.targets import Target
 

@@ -39,13 +39,15 @@ from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, co
 from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
 from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASURE, METADATA, PREDICT, SETTLE, Stopwatch
-from kafka_chaos.scenarios.model.snapshots import cluster_state_of, is_settled, observed_partitions, unsettled
+from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, cluster_state_of, is_settled, observed_partitions, unsettled
 from kafka_chaos.scenarios.run.poller import MetadataPoller
+from kafka_chaos.scenarios.run.disk_view import replicas_on_disk
+from kafka_chaos.scenarios.checks.disk import disk_settled
+from kafka_chaos.scenarios.history.disk import DiskAnswer
 from kafka_chaos.scenarios.model.targets import Selector, Target, view_of
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = ("__consumer_offsets",)
 
 Progress = Callable[[str], None]
 
@@ -55,6 +57,7 @@ class StepTimeouts:
     settle: float = 90.0
     convergence: float = 90.0
     metadata: float = 20.0
+    disk: float = 15.0
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,8 @@ class StepCore:
             waited = time.time() - fault_at
             self.progress(f"{label}: {'converged' if converged else 'DID NOT converge'} in {waited:.1f}s")
             with clock.phase(METADATA):
-                metadata = self._metadata(poller, after) if converged and after is not None else None
+                metadata, on_disk = (self._metadata(poller, after), self._on_disk(prepared.before_snap, after)) \
+                    if converged and after is not None else (None, None)
             expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
                         or matching(after, options, self.topics)) if after is not None else None
             self.nemesis.remember(expected.state if converged and expected is not None else None)
@@ -239,7 +243,7 @@ class StepCore:
             clients=clients.activity(window_start, measured_at), measured_at=measured_at, finished_at=time.time(),
             ops=clients.ops(measured_at),
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
-            controller_log=logged, migration=migration, ledger=clock.ledger())
+            controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger())
 
     def create_topics(self, run: ScenarioRun, events: Sequence[Event], create: Callable[[], None]
                       ) -> tuple[StepObserved, tuple[Expectation, ...], bool]:
@@ -269,18 +273,20 @@ class StepCore:
         except ConvergenceTimeout as exc:
             after, converged = exc.last, False
         waited = time.time() - started
-        metadata = None
+        metadata, on_disk = None, None
         if converged and after is not None:
             with clock.phase(METADATA), \
                     MetadataPoller(self.cluster, sorted(after.live_brokers), list(self.topics)) as poller:
                 metadata = self._metadata(poller, after)
+                on_disk = self._on_disk(snapshot, after)
         now = time.time()
         observed = StepObserved(
             run=run, index=None, label="create_topic", traits=FaultTraits("create_topic", "create_topic", exact_epochs=True),
             target=Target((), "cluster"), then=(), started_at=started, before=snapshot, oracle_state=before,
             oracle_events=tuple(events), fault_at=created_at, episode_started_at=created_at, after=after,
             waited_s=waited, convergence_timeout_s=self.timeouts.settle, excused=(), metadata=metadata,
-            sightings={}, events=(), clients={}, measured_at=now, finished_at=now, ledger=clock.ledger())
+            sightings={}, events=(), clients={}, measured_at=now, finished_at=now, on_disk=on_disk,
+            ledger=clock.ledger())
         return observed, options, converged
 
     def _expectations(self, label: str, before: ClusterState, events: list[Event], rule: str | None,
@@ -292,10 +298,19 @@ class StepCore:
         except Exception as exc:  # noqa: BLE001 - an oracle that cannot answer decides nothing
             raise self.error(f"the oracle could not predict {label} ({type(exc).__name__}: {exc})") from exc
 
+    def _asked(self, after: ZkSnapshot) -> list[int]:
+        # Brokers a fault still holds (a cut broker) cannot receive the controller's requests:
+        # their metadata and their logs are stale by design, so they are not asked.
+        return [b for b in sorted(after.live_brokers) if b not in self.nemesis.faulted_brokers]
+
+    def _on_disk(self, before: ZkSnapshot, after: ZkSnapshot) -> dict[int, DiskAnswer]:
+        held = tuple(self.nemesis.faulted_brokers)
+        return replicas_on_disk(self.cluster, self._asked(after), self.oracle_topics,
+                                lambda answers: disk_settled(before, after, self.oracle_topics, held, answers),
+                                timeout=self.timeouts.disk)
+
     def _metadata(self, poller: MetadataPoller, after: ZkSnapshot) -> dict[int, MetadataAnswer]:
-        # Brokers a fault still holds (a cut broker) cannot receive UpdateMetadata: their
-        # metadata is stale by design, so they are not asked.
-        asked = [b for b in sorted(after.live_brokers) if b not in self.nemesis.faulted_brokers]
+        asked = self._asked(after)
         # A topic queued for deletion, or a partition without a state znode, is in no broker's
         # metadata cache: not awaited (scenarios.checks.registry.metadata_agrees).
         zk_parts = {k: v for k, v in observed_partitions(after, list(self.topics)).items()

@@ -10,10 +10,14 @@ from kafka_chaos.harness.kafka_wire import (
     CLIENT_ID,
     WireFormatError,
     WireAnswer,
+    WireLogDir,
+    WireLogDirs,
     WirePartition,
+    decode_describe_log_dirs_response,
     decode_find_coordinator_response,
     decode_init_producer_id_response,
     decode_metadata_response,
+    encode_describe_log_dirs,
     encode_find_coordinator,
     encode_init_producer_id,
     encode_metadata_request,
@@ -149,3 +153,42 @@ def test_init_producer_id_answer_gives_error_and_id(error_code: int, producer_id
 def test_init_producer_id_answer_of_another_version_is_refused() -> None:
     with pytest.raises(WireFormatError):
         decode_init_producer_id_response(struct.pack(">iihqh", 5, 0, 0, 1, 0) + b"\x00")
+
+
+def test_describe_log_dirs_asks_version_1_for_every_topic() -> None:
+    frame = encode_describe_log_dirs(4)
+    assert struct.unpack(">i", frame[:4]) == (len(frame) - 4,)
+    assert frame[4:] == struct.pack(">hhi", 35, 1, 4) + _s(CLIENT_ID) + struct.pack(">i", -1)  # Topics null
+
+
+def _log_dirs_response(*dirs: tuple[int, str, list[tuple[str, list[tuple[int, bool]]]]]) -> bytes:
+    """A v1 answer as ``ReplicaManager.describeLogDirs`` writes it (sizes and lags arbitrary)."""
+    body = struct.pack(">ii", 4, 0) + struct.pack(">i", len(dirs))
+    for error_code, path, topics in dirs:
+        body += struct.pack(">h", error_code) + _s(path) + struct.pack(">i", len(topics))
+        for name, partitions in topics:
+            body += _s(name) + struct.pack(">i", len(partitions))
+            for index, future in partitions:
+                body += struct.pack(">iqq?", index, 1234, 0, future)
+    return body
+
+
+def test_describe_log_dirs_answer_separates_current_future_and_offline_directories() -> None:
+    payload = _log_dirs_response(
+        (0, "/data/a", [("t", [(0, False), (1, False), (1, True)]), ("__consumer_offsets", [(7, False)])]),
+        (56, "/data/b", []))  # KAFKA_STORAGE_ERROR: an offline directory lists nothing
+    assert decode_describe_log_dirs_response(payload) == WireLogDirs(4, (
+        WireLogDir(0, "/data/a", frozenset({("t", 0), ("t", 1), ("__consumer_offsets", 7)}), frozenset({("t", 1)})),
+        WireLogDir(56, "/data/b", frozenset(), frozenset())))
+
+
+@pytest.mark.parametrize("cut", [3, 11, -1])
+def test_describe_log_dirs_answer_cut_short_is_refused(cut: int) -> None:
+    payload = _log_dirs_response((0, "/data/a", [("t", [(0, False)])]))
+    with pytest.raises(WireFormatError, match="truncated"):
+        decode_describe_log_dirs_response(payload[:cut])
+
+
+def test_describe_log_dirs_answer_of_another_version_is_refused() -> None:
+    with pytest.raises(WireFormatError, match="version 1"):
+        decode_describe_log_dirs_response(_log_dirs_response((0, "/d", [])) + b"\x00")

@@ -26,6 +26,7 @@ from kafka_chaos.scenarios.history.observations import (
     observation_to_json,
     read_history,
 )
+from tests.unit.oracle.test_kraft import kraft_events, kraft_states
 from tests.unit.oracle.test_properties import cluster_states, events_for
 from tests.unit.scenarios.histories import RUN, T0, acks, hard_kill_step
 
@@ -43,8 +44,6 @@ def test_oracle_states_and_events_round_trip(data) -> None:
 @given(st.data())
 def test_kraft_states_and_events_round_trip(data) -> None:
     """A KRaft input keeps its mode, partition epochs and quorum-only events."""
-    from tests.unit.oracle.test_kraft import kraft_events, kraft_states
-
     state = data.draw(kraft_states())
     d = codec.state_to_dict(state)
     assert d["mode"] == "kraft" and codec.state_from_dict(d) == state
@@ -143,7 +142,7 @@ def test_time_ledgers_round_trip_and_an_older_history_reads_as_empty_ledgers() -
         line = observation_to_json(obs)
         assert json.loads(line)["ledger"] == obs.ledger.to_list()
         assert observation_from_json(line) == obs
-    assert HISTORY_VERSION == 6 and READABLE_HISTORY_VERSIONS == frozenset(range(1, 7))
+    assert HISTORY_VERSION == 7 and READABLE_HISTORY_VERSIONS == frozenset(range(1, 8))
     for obs in _every_kind():
         data = json.loads(observation_to_json(obs))
         assert "ledger" not in data

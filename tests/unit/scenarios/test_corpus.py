@@ -1,0 +1,105 @@
+"""The known-bug corpus (scenarios.plans.corpus): its files, the two scenarios each becomes, and
+how a run judges an entry on its affected release — CAUGHT only when the named check failed."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kafka_chaos.app.runs import Case, summary_table
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.config import check_kraft_release
+from kafka_chaos.scenarios.checks.functions import CheckResult
+from kafka_chaos.scenarios.checks.registry import CHECKS
+from kafka_chaos.scenarios.checks.triage import _BY_CHECK
+from kafka_chaos.scenarios.plans import catalogue, corpus
+from kafka_chaos.scenarios.plans.schedule import schedule_from_json, schedule_to_json
+from kafka_chaos.scenarios.plans.spec import KnownBug
+from kafka_chaos.scenarios.run.junit import JUnitCase, junit_xml
+from kafka_chaos.scenarios.run.runner import ScenarioOutcome
+
+FILES = sorted(corpus.CORPUS_DIR.glob("*.json"))
+CHECK_NAMES = {c.name for c in CHECKS} | set(_BY_CHECK)
+
+
+def test_the_docs_link_is_the_packaged_corpus() -> None:
+    docs = Path(__file__).parents[3] / "docs" / "schedules" / "corpus"
+    assert docs.resolve() == corpus.CORPUS_DIR.resolve()
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_every_entry_names_its_bug_releases_and_check_and_round_trips(path: Path) -> None:
+    data = json.loads(path.read_text())
+    schedule = schedule_from_json(data, path.name)
+    bug = schedule.known_bug
+    assert bug is not None and bug.jira in schedule.doc and bug.caught_by in CHECK_NAMES
+    assert schedule.name == path.stem and schedule.kafka_version is None
+    for release in (bug.affected, bug.fixed):  # both runnable in the entry's mode
+        check_kraft_release(schedule.mode, release)
+    assert schedule_from_json(schedule_to_json(schedule)) == schedule
+
+
+def test_each_entry_is_two_scenarios_of_the_corpus_suite_the_affected_one_expecting_its_check() -> None:
+    entries = corpus.entries()
+    scenarios = catalogue.suite(corpus.CORPUS_SUITE)
+    assert len(scenarios) == 2 * len(entries) >= 4
+    by_name = {s.name: s for s in scenarios}
+    for entry in entries:
+        bug = entry.known_bug
+        assert bug is not None
+        affected = by_name[f"{entry.name}_on_{bug.affected.replace('.', '_')}"]
+        fixed = by_name[f"{entry.name}_on_{bug.fixed.replace('.', '_')}"]
+        assert (affected.needs.kafka_version, affected.expects) == (bug.affected, bug)
+        assert (fixed.needs.kafka_version, fixed.expects) == (bug.fixed, None)
+        assert affected.steps == fixed.steps == entry.steps
+
+
+KNOWN = {"jira": "KAFKA-16120", "affected": "3.6.1", "fixed": "3.6.2", "caught_by": "replicas_on_disk"}
+
+
+@pytest.mark.parametrize("bug, message", [
+    ({**KNOWN, "jira": "16120"}, "schedule.known_bug.jira: must be a Kafka JIRA key like KAFKA-16120"),
+    ({**KNOWN, "fixed": "3.6.1"}, "schedule.known_bug: the affected and the fixed release are both 3.6.1"),
+    ({**KNOWN, "affected": "2.3.1"}, "schedule.known_bug.affected: Kafka 2.3.1 is not supported"),
+    ({**KNOWN, "caught_by": ""}, "schedule.known_bug.caught_by: must be a non-empty string"),
+    ({**KNOWN, "severity": "high"}, "schedule.known_bug: unknown field(s) 'severity'"),
+    ("KAFKA-16120", "schedule.known_bug: must be an object"),
+])
+def test_a_bad_known_bug_is_one_line_naming_the_field(bug: object, message: str) -> None:
+    data = json.loads(FILES[0].read_text())
+    with pytest.raises(UsageError) as info:
+        schedule_from_json({**data, "known_bug": bug})
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+BUG = KnownBug("KAFKA-16120", "3.6.1", "3.6.2", "replicas_on_disk")
+STRAY = CheckResult("replicas_on_disk", False, detail="not assigned, still on disk: t-0 on broker 1")
+OTHER = CheckResult("oracle_leader", False, detail="t-0: leader expected 2, observed 3")
+OK = CheckResult("converged", True)
+
+
+@pytest.mark.parametrize("results, error, expects, verdict, shown", [
+    ([OK, STRAY], None, BUG, "caught", "CAUGHT"),
+    ([OK, STRAY, OTHER], None, BUG, "caught", "CAUGHT"),  # the named check failed: what else did is evidence
+    ([OK], None, BUG, "fail", "MISSED"),  # the release has the bug and the run passed: it went unseen
+    ([OK, OTHER], None, BUG, "fail", "MISSED"),  # failed, but not the way the bug fails
+    ([], "not settled before step 1", BUG, "fail", "MISSED"),
+    ([OK], None, None, "pass", "PASS"),  # the fixed release
+    ([OK, STRAY], None, None, "fail", "FAIL"),
+])
+def test_an_entry_on_its_affected_release_passes_only_by_failing_its_check(
+        results: list[CheckResult], error: str | None, expects: KnownBug | None, verdict: str, shown: str) -> None:
+    case = Case(ScenarioOutcome("kafka_16120_on_3_6_1", 0, 30.0, results, error), expects=expects)
+    assert case.verdict == verdict
+    assert summary_table([case]).splitlines()[2].split()[2] == shown
+    junit = junit_xml([JUnitCase("kafka_16120_on_3_6_1", 0, 30.0, results, error, expects=expects)]).getroot()
+    testcase = next(junit.iter("testcase"))
+    assert (testcase.find("failure") is None) == (verdict != "fail"), ET.tostring(testcase)
+    assert junit.get("failures") == ("1" if verdict == "fail" and (expects or results[-1].passed is False) else "0")
+    if verdict == "caught":
+        assert "KAFKA-16120 caught on 3.6.1: replicas_on_disk failed" in testcase.findtext("system-out", "")
+    if expects is not None and verdict == "fail":
+        assert testcase.find("failure").get("message") == "KAFKA-16120 not caught on 3.6.1: replicas_on_disk did not fail"
