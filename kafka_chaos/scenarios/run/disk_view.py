@@ -23,9 +23,8 @@ def replicas_on_disk(cluster: ChaosCluster, brokers: Sequence[int], topics: Sequ
     def ask() -> dict[int, DiskAnswer]:
         answers: dict[int, DiskAnswer] = {}
         for b in brokers:
-            endpoint = cluster.endpoint(b)
             try:
-                answers[b] = disk_replicas(describe_log_dirs(f"{endpoint.host}:{endpoint.port}"), topics)
+                answers[b] = disk_replicas(describe_log_dirs(cluster.endpoint(b).bootstrap), topics)
             except MetadataError as exc:
                 answers[b] = str(exc)
         return answers
