@@ -62,8 +62,8 @@ def test_the_kinds_and_their_declared_traits() -> None:
 def test_which_cluster_modes_each_kind_applies_to() -> None:
     """ZooKeeper's own faults, those writing admin znodes and those aimed at the controller
     broker are ZooKeeper mode's; the quorum's faults KRaft's and a migrating cluster's; the
-    migration's steps a migrating cluster's; reassignment also a migrating cluster's (through the
-    Admin API once the KRaft controller is in charge); the rest apply to every mode."""
+    migration's steps a migrating cluster's; the rest apply to every mode (reassignment through the
+    Admin API wherever a KRaft controller is in charge)."""
     modes = {k: make_fault(k, ONE, OPTIONS.get(k, {}), **TOPICS).modes for k in FAULTS}
     zookeeper = {k for k, m in modes.items() if m == {"zookeeper"}}
     quorum = {k for k, m in modes.items() if m == {"kraft", "migration"}}
@@ -71,11 +71,10 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     assert zookeeper == {"controller_kill", "network_partition", "zookeeper_server",
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
                          "log_dir_failure", "roll"}
-    assert modes["reassignment"] == {"zookeeper", "migration"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
-               if k not in zookeeper | quorum | migration | {"reassignment"})
+               if k not in zookeeper | quorum | migration)
     # an option can make a kind ZooKeeper mode's: the znode variants
     assert make_fault("preferred_election", ONE, {"topic": "t", "via": "znode"}, **TOPICS).modes == {"zookeeper"}
 
