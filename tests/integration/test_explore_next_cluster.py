@@ -19,18 +19,15 @@ from kafka_chaos.scenarios.run.runner import RunOptions
 SEED = 5
 CONFIG = GeneratorConfig(steps=1, brokers=3, max_partitions=2, topics=1, faults=("preferred_election",))
 NO_SHRINKING = ShrinkBudget(0.0, confirm=0)
-RUN_DIRS = "/kafka-chaos-"  # every local cluster's run directory (tempfile prefix)
-
-
 def cluster_nodes() -> set[int]:
-    """The JVMs (ZooKeeper, brokers) of local clusters: processes whose command line names a run
-    directory. Others mention the prefix too — ``flock /tmp/kafka-chaos-cluster.lock CMD``, a
-    shell tailing a node's log — and are no node."""
+    """The JVMs this test process started (ZooKeeper, brokers: the pool's nodes are its children).
+    Not every process mentioning a run directory's prefix: a ``flock /tmp/kafka-chaos-cluster.lock``
+    waiter, or a JVM of the CI's other lane whose class path is in ``/tmp/kafka-chaos-ci.*``."""
     nodes = set()
-    for pid in processes_mentioning(RUN_DIRS):
+    for child in psutil.Process().children(recursive=True):
         try:
-            if psutil.Process(pid).name() == "java":
-                nodes.add(pid)
+            if child.name() == "java" and child.status() != psutil.STATUS_ZOMBIE:
+                nodes.add(child.pid)
         except psutil.NoSuchProcess:
             continue
     return nodes
