@@ -90,7 +90,7 @@ def unsettled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Itera
     catching_up = live - set(excused)
     if live and snapshot.controller is None:
         reasons.append("no controller")
-    if snapshot.pending_reassignment:
+    if snapshot.pending_reassignment and not reassignments_stalled(snapshot):
         reasons.append("reassignment pending")
     if getattr(snapshot, "pending_preferred_election", False):
         reasons.append("preferred election pending")
@@ -101,7 +101,7 @@ def unsettled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Itera
             if any(r in live for r in ps.replicas):
                 reasons.append(f"{name} has no state yet")
             continue
-        if ps.adding_replicas or ps.removing_replicas:
+        if (ps.adding_replicas or ps.removing_replicas) and not _stalled(ps, live):
             reasons.append(f"{name} is being reassigned")
         if ps.leader != NO_LEADER and ps.leader in live:
             missing = [r for r in ps.replicas if r in catching_up and r not in ps.isr] if ps.leader in catching_up \
@@ -113,6 +113,23 @@ def unsettled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Itera
             # last leaders in ZooKeeper): that state is as settled as it will get.
             reasons.append(f"{name} leader {ps.leader} is not live")
     return reasons
+
+
+def _stalled(ps: PartitionZkState, live: set[int]) -> bool:
+    """A reassignment that waits for a target replica that is down: it completes only once every
+    target replica is in the ISR (``KafkaController.isReassignmentComplete``; KRaft from 3.8.0,
+    ``PartitionReassignmentReplicas.maybeCompleteReassignment``), so nothing moves until a fault
+    brings that broker back -- as settled as it gets."""
+    target = [r for r in ps.replicas if r not in ps.removing_replicas]
+    return any(r not in live for r in target)
+
+
+def reassignments_stalled(snapshot: ZkSnapshot) -> bool:
+    """Every partition being reassigned waits for a down target replica (and some partition is):
+    a pending reassignment nothing but a later fault can move."""
+    moving = [ps for ps in snapshot.partitions.values() if ps.adding_replicas or ps.removing_replicas]
+    live = set(snapshot.live_brokers)
+    return bool(moving) and all(_stalled(ps, live) for ps in moving)
 
 
 def is_settled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> bool:
@@ -133,7 +150,8 @@ def mismatches(snapshot: ZkSnapshot, predicted: ClusterState, topics: Iterable[s
         # a survivor's KafkaController.elect wins, nothing leads (and with no partition to move
         # the partitions already match): checked then, single_controller failed.
         diffs.append("no live controller")
-    if snapshot.pending_reassignment:
+    if snapshot.pending_reassignment and not any(
+            ps.adding_replicas or ps.removing_replicas for ts in predicted.topics.values() for ps in ts.partitions.values()):
         diffs.append("reassignment pending")
     if getattr(snapshot, "pending_preferred_election", False):
         diffs.append("preferred election pending")

@@ -71,3 +71,35 @@ def test_a_state_is_not_reached_before_a_controller_is_elected() -> None:
     assert mismatches(snap(after, live=(2, 3), controller=None), predicted, ["u"]) == ["no live controller"]
     assert mismatches(snap(after, live=(2, 3), controller=1), predicted, ["u"]) == ["no live controller"]  # lingering
     assert matches_prediction(snap(after, live=(2, 3), controller=3), predicted, ["u"])
+
+
+def _moving(replicas, isr, removing=(), adding=(), live=(1, 3)):
+    from dataclasses import replace
+
+    ps = replace(zk("t", 0, replicas, isr[0], isr, 4), adding_replicas=tuple(adding), removing_replicas=tuple(removing))
+    return replace(snap([ps], live=live), pending_reassignment=True)
+
+
+def test_a_reassignment_waiting_for_a_down_target_replica_is_settled_one_that_can_finish_is_not() -> None:
+    """KAFKA-15665's fixed behaviour: [1, 2, 3] -> [1, 2] with 2 down waits for 2 (nothing moves
+    until it starts), so the step after it may begin; with 2 live it is still running."""
+    stalled = _moving((1, 2, 3), (1, 3), removing=(3,))
+    assert unsettled(stalled, None) == []
+    running = _moving((1, 2, 3), (1, 3), removing=(3,), live=(1, 2, 3))
+    assert unsettled(running, None) == ["reassignment pending", "t-0 is being reassigned", "t-0 ISR [1, 3] lacks live [2]"]
+    removed_down = _moving((1, 2, 3), (1, 2), removing=(3,), live=(1, 2))  # only the removed replica is down
+    assert "reassignment pending" in unsettled(removed_down, None)
+    adding_down = _moving((1, 3, 2), (1, 3), adding=(2,))
+    assert unsettled(adding_down, None) == []
+
+
+def test_a_predicted_pending_reassignment_is_no_mismatch() -> None:
+    from kafka_chaos.oracle import ClusterState, PartitionState, TopicState
+
+    stalled = _moving((1, 2, 3), (1, 3), removing=(3,))
+    pending = ClusterState(frozenset({1, 3}), {"t": TopicState({0: PartitionState((1, 2, 3), 1, (1, 3), 4,
+                                                                                   removing_replicas=(3,))})}, controller=1)
+    done = ClusterState(frozenset({1, 3}), {"t": TopicState({0: PartitionState((1, 2), 1, (1,), 4)})}, controller=1)
+    assert mismatches(stalled, pending, ["t"]) == []
+    assert mismatches(stalled, done, ["t"]) == ["reassignment pending", "t-0 ISR [1, 3] != [1]",
+                                               "t-0 replicas [1, 2, 3] != [1, 2]"]
