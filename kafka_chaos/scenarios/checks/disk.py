@@ -15,10 +15,9 @@ step, re-registered during it (a new broker epoch: a controller drops requests t
 left, ``ControllerChannelManager.removeBroker``), or held by a fault. A ZooKeeper-mode broker never
 deletes such a log by itself (it only acts on the controller's requests), and a KRaft broker only
 at start-up, from 3.7.1 and 3.8.0 on (``LogManager.isStrayKraftReplica``, KAFKA-16234), so such
-logs are let be. Not
-compared: topics being deleted, partitions without a state (no LeaderAndIsr was sent yet), and
-the missing replicas of a broker with an offline log directory (they are offline replicas, the
-oracle's business).
+logs are let be. Not compared: topics being deleted, partitions without a state (no LeaderAndIsr
+was sent yet), and the missing replicas of a broker with an offline log directory (they are
+offline replicas, the oracle's business).
 
 Pure functions of recorded snapshots and DescribeLogDirs answers.
 """
