@@ -110,8 +110,7 @@ class Case:
     @property
     def verdict(self) -> str:
         if self.expects is not None:  # caught, or missed: reruns and tolerance do not apply
-            return "caught" if any(r.check == self.expects.caught_by and r.passed is False
-                                   for r in self.outcome.results) else "fail"
+            return "caught" if self.expects.caught_in(self.outcome.results) else "fail"
         if self.outcome.passed:
             return "pass"
         if any(r.passed for r in self.reruns):

@@ -4,13 +4,25 @@ the generator and the shrinker build them; the runner executes them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.scenarios.faults import Fault, make_fault, requirements_of
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import Target
+
+
+class Verdict(Protocol):
+    """A check's result as far as a known bug asks (scenarios.checks.functions.CheckResult)."""
+
+    @property
+    def check(self) -> str: ...
+
+    @property
+    def passed(self) -> bool | None: ...
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,10 @@ class KnownBug:
 
     def to_json(self) -> dict[str, str]:
         return {"jira": self.jira, "affected": self.affected, "fixed": self.fixed, "caught_by": self.caught_by}
+
+    def caught_in(self, results: Iterable[Verdict]) -> bool:
+        """Whether ``caught_by`` is among the checks that failed."""
+        return any(r.check == self.caught_by and r.passed is False for r in results)
 
 
 @dataclass(frozen=True)

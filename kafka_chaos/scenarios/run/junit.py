@@ -41,7 +41,7 @@ class JUnitCase:
 
     @property
     def caught(self) -> bool:
-        return self.expects is not None and any(r.check == self.expects.caught_by for r in self.failed)
+        return self.expects is not None and self.expects.caught_in(self.results)
 
     @property
     def missed(self) -> bool:
