@@ -202,6 +202,16 @@ class LogDirFailer(Protocol):
 
 
 @runtime_checkable
+class ReplicaLogReader(Protocol):
+    """Read a broker's replicas from their segment files (:mod:`harness.replica_logs`): where its
+    log directories are, seen from this process."""
+
+    def replica_log_dirs(self, broker_id: int) -> list[Path]:
+        """The broker's ``log.dirs`` as this host reaches them, in ``log.dirs`` order (raises
+        ``HarnessError`` when they cannot be reached now: a container that is not running)."""
+
+
+@runtime_checkable
 class LinkDelayer(Protocol):
     """Slow links of one broker through per-link proxies (:mod:`harness.link_proxy`) that delay
     each direction by ``delay_ms`` ± ``jitter_ms``, order preserved, until ``heal_network``.
@@ -344,6 +354,7 @@ class Capability(StrEnum):
     BROKER_RELEASES = "broker_releases"
     CONTROLLER_QUORUM = "controller_quorum"
     ZK_MIGRATION = "zk_migration"
+    REPLICA_LOGS = "replica_logs"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -358,6 +369,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.BROKER_RELEASES: ReleaseRoller,
     Capability.CONTROLLER_QUORUM: ControllerQuorumControl,
     Capability.ZK_MIGRATION: MigrationControl,
+    Capability.REPLICA_LOGS: ReplicaLogReader,
 })
 
 

@@ -357,3 +357,46 @@ def decode_describe_log_dirs_response(payload: bytes) -> WireLogDirs:
     if not r.at_end():
         raise WireFormatError("DescribeLogDirs response has trailing bytes (not version 1?)")
     return WireLogDirs(correlation_id, tuple(dirs))
+
+
+# --- ListOffsets v1: a leader's high watermark --------------------------------------------------------
+# ListOffsetsRequest.json / ...Response.json (3.9; the same in 2.4): version 1 is non-flexible;
+# request ReplicaId, Topics [Name, Partitions [PartitionIndex, Timestamp]]; response Topics [Name,
+# Partitions [PartitionIndex, ErrorCode, Timestamp, Offset]] (ThrottleTimeMs from v2). Timestamp
+# -1 (LATEST) asked by a client (ReplicaId -1) of the leader answers the high watermark
+# (``Partition.fetchOffsetForTimestamp``: READ_UNCOMMITTED, v1's only isolation). Every release
+# from 0.10.1 to 4.x answers v1 (KIP-896 removed v0 only).
+
+LIST_OFFSETS_API_KEY = 2
+LATEST_TIMESTAMP = -1
+
+
+@dataclass(frozen=True)
+class WireOffsets:
+    correlation_id: int
+    offsets: Mapping[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (error code, offset)
+
+
+def encode_list_offsets(correlation_id: int, partitions: Mapping[str, Sequence[int]]) -> bytes:
+    """A size-prefixed ListOffsetsRequest v1 asking the latest offset of ``partitions``."""
+    body = struct.pack(">ii", -1, len(partitions))
+    for topic, numbers in sorted(partitions.items()):
+        body += _string(topic) + struct.pack(">i", len(numbers))
+        body += b"".join(struct.pack(">iq", p, LATEST_TIMESTAMP) for p in sorted(numbers))
+    return _request(LIST_OFFSETS_API_KEY, 1, correlation_id, body)
+
+
+def decode_list_offsets_response(payload: bytes) -> WireOffsets:
+    """A ListOffsetsResponse v1 without its size prefix."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    offsets: dict[tuple[str, int], tuple[int, int]] = {}
+    for _ in range(r.count()):
+        topic = r.string()
+        for _ in range(r.count()):
+            partition, error_code = r.int32(), r.int16()
+            r.int64()  # timestamp
+            offsets[(topic, partition)] = (error_code, r.int64())
+    if not r.at_end():
+        raise WireFormatError("ListOffsets response has trailing bytes (not version 1?)")
+    return WireOffsets(correlation_id, offsets)

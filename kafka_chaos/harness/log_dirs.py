@@ -103,6 +103,11 @@ class LogDirControls:
         """Where the broker's directories are seen from this process, in ``log.dirs`` order."""
         raise NotImplementedError
 
+    def replica_log_dirs(self, broker_id: int) -> list[Path]:
+        """:class:`harness.cluster.ReplicaLogReader`: the same directories, failed ones included
+        (reading a moved-aside directory's old name finds no partition there)."""
+        return self._log_dir_host_paths(broker_id)
+
     def _log_dir(self, broker_id: int, index: int) -> Path:
         paths = self._log_dir_host_paths(broker_id)
         if isinstance(index, bool) or not 0 <= index < len(paths):

@@ -204,6 +204,13 @@ def describe_log_dirs(address: str, timeout: float = 2.0) -> kafka_wire.WireLogD
                    kafka_wire.decode_describe_log_dirs_response, timeout)
 
 
+def latest_offsets(address: str, partitions: Mapping[str, Sequence[int]], timeout: float = 2.0) -> kafka_wire.WireOffsets:
+    """ListOffsets v1 (LATEST) asked of the broker at ``address``: for each partition it leads,
+    its high watermark; NOT_LEADER_OR_FOLLOWER for the others."""
+    return _answer(address, "ListOffsets", lambda c: kafka_wire.encode_list_offsets(c, partitions),
+                   kafka_wire.decode_list_offsets_response, timeout)
+
+
 class _Correlated(Protocol):
     @property
     def correlation_id(self) -> int: ...

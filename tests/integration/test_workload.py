@@ -17,10 +17,14 @@ from kafka_chaos.harness import zkpaths
 from kafka_chaos.harness.config import AUTO_LEADER_REBALANCE_ENABLE, ZOOKEEPER_SESSION_TIMEOUT_MS, ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.local.cluster import LocalCluster
-from kafka_chaos.harness.metadata import alter_topic_config, create_topic
+from kafka_chaos.harness.metadata import alter_topic_config, create_topic, delete_topics
+from kafka_chaos.harness.replica_logs import batches_in
 from kafka_chaos.harness.observer import ZkObserver
 from kafka_chaos.scenarios.clients.delivery import Ack, largest_gap, validate_delivery
+from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
+from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.clients.workload import Workload, WorkloadError
+from kafka_chaos.scenarios.run.log_view import leaders_high_watermarks, replica_logs
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,50 @@ def test_consume_all_reads_back_exactly_what_was_acknowledged(cluster: LocalClus
     # The accounting can fail: an acknowledgement the log does not hold is reported lost.
     phantom = Ack(0, 10**9, "phantom", time.time())
     assert validate_delivery([*acks, phantom], records).lost == ("phantom",)
+
+
+def test_in_sync_replicas_logs_agree_until_a_followers_batch_changes_and_producer_ids_are_unique(
+    cluster: LocalCluster,
+) -> None:
+    """The replica_logs_agree and producer_ids_unique invariants on what a real cluster holds: the
+    in-sync replicas' segment files read up to each leader's high watermark (ListOffsets) agree,
+    two workloads' producers hold two ids; then one byte of a follower's committed batch is
+    changed on disk and the check names that follower."""
+    topics = ["wl-logs", "wl-logs-2"]
+    create_topic(cluster.bootstrap_servers, topics[0], ASSIGNMENT)
+    create_topic(cluster.bootstrap_servers, topics[1], {0: [1, 2, 3]})
+    first = Workload(cluster.bootstrap_servers, topics[0], [0, 1, 2], rate_per_partition=100)
+    second = Workload(cluster.bootstrap_servers, topics[1], [0])
+    with first, second:
+        produce_for(first, 2.0)
+        produce_for(second, 0.0)
+    with ZkObserver(cluster.zookeeper_connect, topics=topics) as observer:
+        after = observer.wait_until(lambda s: all(len(p.isr) == 3 for t in topics for p in s.topic_partitions(t)),
+                                    timeout=30, description="every replica in sync")
+
+    logs = replica_logs(cluster, leaders_high_watermarks(cluster), after, topics, held=(), timeout=10)
+    results = check_replica_logs(logs)
+    assert [(r.topic, r.partition, r.passed) for r in results] == \
+        [(topics[0], 0, True), (topics[0], 1, True), (topics[0], 2, True), (topics[1], 0, True)]
+    acked = {p: len(first.acks(p)) for p in (0, 1, 2)}
+    assert all(logs[f"{topics[0]}-{p}"].high == n for p, n in acked.items()), (logs, acked)  # every ack compared
+
+    given = first.producer_ids() + second.producer_ids()
+    assert len({g.client for g in given}) == 2 and check_producer_ids_unique(given).passed is True
+
+    state = after.partitions[(topics[0], 0)]
+    follower = next(b for b in state.isr if b != state.leader)
+    segment = cluster.replica_log_dirs(follower)[0] / f"{topics[0]}-0" / "00000000000000000000.log"
+    batch = next(iter(batches_in(segment.read_bytes())))
+    with segment.open("r+b") as f:  # the batch's last byte: a record's, below the high watermark
+        f.seek(len(batch.data) - 1)
+        f.write(bytes([batch.data[-1] ^ 0xFF]))
+    changed = check_replica_logs(replica_logs(cluster, leaders_high_watermarks(cluster), after, topics[:1],
+                                              held=(), timeout=1.0))
+    assert [r.passed for r in changed] == [False, True, True]
+    assert changed[0].detail.startswith(f"broker {follower}'s log differs from broker {state.leader}'s")
+    assert "same offsets, different bytes" in changed[0].detail
+    delete_topics(cluster.bootstrap_servers, topics)
 
 
 def test_leader_kill_loses_nothing_and_the_produce_gap_spans_the_failover(

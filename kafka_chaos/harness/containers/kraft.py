@@ -133,6 +133,11 @@ class ContainerKraftCluster(KraftBasics):
             files[name] = path
         return files
 
+    def replica_log_dirs(self, broker_id: int) -> list[Path]:
+        """The host directory the broker's container mounts as its data directory."""
+        self._broker(broker_id)  # an unknown id is a one-line UsageError
+        return [self._dir() / broker_alias(broker_id)]
+
     def metadata_log_dirs(self) -> list[Path]:
         return [self._dir() / controller_alias(c) for c in self.controller_ids]
 

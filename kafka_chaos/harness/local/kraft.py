@@ -163,6 +163,9 @@ class LocalKraftCluster(LocalControllerControls, KraftBasics):
     def controller_pid(self, node_id: int) -> int | None:
         return self._controller(node_id).running_pid()
 
+    def replica_log_dirs(self, broker_id: int) -> list[Path]:
+        return [self._broker(broker_id).directory / "data"]
+
     def metadata_log_dirs(self) -> list[Path]:
         """Each controller's metadata log directory (``__cluster_metadata-0``'s parent)."""
         return [node.directory / "data" for _, node in sorted(self._controllers.items())]

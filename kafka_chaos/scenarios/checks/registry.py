@@ -25,6 +25,8 @@ from kafka_chaos.scenarios.checks import availability
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks import misplaced
 from kafka_chaos.scenarios.checks.disk import check_replicas_on_disk, untold_removals
+from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
+from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
@@ -304,6 +306,13 @@ def replicas_on_disk(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
                                    tolerated=untold_removals(steps))]
 
 
+@register_check("replica_logs_agree", StepObserved)
+def replica_logs_agree(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """Each partition's in-sync replicas hold the same log below the high watermark
+    (:mod:`scenarios.checks.replica_logs`)."""
+    return [] if obs.replica_logs is None else check_replica_logs(obs.replica_logs)
+
+
 @register_check("isr_rule", StepObserved)
 def isr_rule(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     """The documented leader-side ISR rule, per partition it changes (:mod:`scenarios.model.isr_rules`)."""
@@ -449,6 +458,14 @@ def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
             else []
         results += check_delivery(d.topic, report, unclean, evidence, d.resent)
     return results
+
+
+@register_check("producer_ids_unique", ScenarioFinished)
+def producer_ids_unique(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    """No producer id handed to two producer instances over the whole run
+    (:mod:`scenarios.checks.producer_ids`); nothing for a history without producer ids (before v8)."""
+    recorded = [d.producers for d in obs.deliveries if d.producers is not None]
+    return [check_producer_ids_unique(g for given in recorded for g in given)] if recorded else []
 
 
 def _report_from_ops(obs: ScenarioFinished, ctx: CheckContext, topic: str) -> DeliveryReport | None:

@@ -37,7 +37,8 @@ _BY_CHECK = {
     "oracle_outcome": MODEL, "oracle_partition": MODEL, "rule_leader_isr_shrink": MODEL,
     "rule_leader_isr_expand": MODEL, "delivery": KAFKA, "metadata_agrees_zk": KAFKA,
     "single_controller": KAFKA, "replicas_on_disk": KAFKA, "active_controller_count": KAFKA,
-    "reassignment_in_sync": KAFKA, "scenario_completed": HARNESS, "healed": HARNESS,
+    "reassignment_in_sync": KAFKA, "replica_logs_agree": KAFKA, "producer_ids_unique": KAFKA,
+    "scenario_completed": HARNESS, "healed": HARNESS,
     "backend_supports_scenario": HARNESS,
     # The clients' history (scenarios.checks.client_history): what the log showed consumers breaks
     # Kafka's guarantees; how the producer's own sends came back may be the client library's.

@@ -17,6 +17,10 @@ transition with idempotent producer"), whose maintainers describe this epoch-bum
 bump may come from another partition's gap (seen: explore-27007-12, t0 [4]'s batch possibly
 persisted, the gap on t0 [7]). :func:`possibly_persisted_resends` finds it, so a duplicate it
 explains is triaged ``client`` with the producer's own lines as evidence.
+
+Each producer instance logs the producer id and epoch it is given (``rd_kafka_idemp_pid_update``,
+GETPID: "Acquired PID{Id:1000,Epoch:0}"), at start-up and at every epoch bump;
+:func:`producer_ids_given` reads them for the ``producer_ids_unique`` check.
 """
 
 from __future__ import annotations
@@ -37,6 +41,31 @@ _RENUMBERED = re.compile(
     r"with base MsgId (?P<base>\d+)")
 _CLIENT_NAME = re.compile(_CLIENT)
 POSSIBLY_PERSISTED = "MsgPossiblyPersisted"
+ACQUIRED_PID = "Acquired PID{"
+_ACQUIRED = re.compile(_TIME + _CLIENT + r".*?Acquired PID\{Id:(?P<id>-?\d+),Epoch:(?P<epoch>-?\d+)\}")
+
+
+@dataclass(frozen=True)
+class ProducerIdGiven:
+    """A producer instance (``<client.id>#producer-N``) was given ``producer_id`` and ``epoch``."""
+
+    client: str
+    at: float
+    producer_id: int
+    epoch: int
+
+    def to_list(self) -> list[object]:
+        return [self.client, self.at, self.producer_id, self.epoch]
+
+    @classmethod
+    def from_list(cls, v: list[object]) -> ProducerIdGiven:
+        return cls(str(v[0]), float(str(v[1])), int(str(v[2])), int(str(v[3])))
+
+
+def producer_ids_given(lines: Iterable[str]) -> list[ProducerIdGiven]:
+    """Every producer id and epoch a producer instance logged it acquired, in order."""
+    return [ProducerIdGiven(m["client"], float(m["at"]), int(m["id"]), int(m["epoch"]))
+            for line in lines if ACQUIRED_PID in line and (m := _ACQUIRED.search(line)) is not None]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,12 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from kafka_chaos.harness.errors import HarnessError, UsageError
 from kafka_chaos.scenarios.clients.debug_ring import DebugRing
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport, validate_delivery
-from kafka_chaos.scenarios.clients.producer_log import possibly_persisted_resends
+from kafka_chaos.scenarios.clients.producer_log import (
+    ACQUIRED_PID,
+    ProducerIdGiven,
+    possibly_persisted_resends,
+    producer_ids_given,
+)
 from kafka_chaos.scenarios.clients.readback import consume_all
 
 log = logging.getLogger(__name__)
@@ -133,7 +138,7 @@ class Workload:
         self._connected: Producer | None = None  # made by connect(), produced with by start()
         self._error: BaseException | None = None
         self._debug = DebugRing(f"{__name__}.librdkafka.{self.run_id}", _DEBUG_LINES,
-                                forward=logging.getLogger(f"{__name__}.librdkafka"))
+                                forward=logging.getLogger(f"{__name__}.librdkafka"), keep=(ACQUIRED_PID,))
         # Each producer instance's start (time.time()) and the next sequence number of every
         # partition then: librdkafka numbers a producer's messages per partition from MsgId 1
         # (rd_kafka_toppar_enq_msg), so MsgId m of generation g is sequence base_g + m - 1.
@@ -351,6 +356,10 @@ class Workload:
     def debug_lines(self) -> list[str]:
         """The producer's librdkafka debug lines (the last ``_DEBUG_LINES``)."""
         return self._debug.lines()
+
+    def producer_ids(self) -> list[ProducerIdGiven]:
+        """Every producer id and epoch this workload's producer instances were given, in order."""
+        return producer_ids_given(self._debug.kept_lines())
 
     def key_of(self, partition: int, seq: int) -> str:
         """The key (and value) of the partition's message number ``seq``."""

@@ -37,6 +37,12 @@ observations have none (read as an empty ledger) and give no ``time_ledger`` rec
 Version 7 adds ``on_disk`` to steps that converged (:mod:`scenarios.history.disk`: each asked
 broker's replicas on disk, from DescribeLogDirs); older steps have none and give no
 ``replicas_on_disk`` result.
+
+Version 8 adds ``replica_logs`` to steps that converged (:mod:`scenarios.history.replica_logs`:
+the in-sync replicas' logs of each partition, summed up in blocks) and ``producers`` to a topic's
+delivery (:mod:`scenarios.clients.producer_log`: the producer ids and epochs its producers were
+given); older observations have neither and give no ``replica_logs_agree`` or
+``producer_ids_unique`` result.
 """
 
 from __future__ import annotations
@@ -53,11 +59,13 @@ from kafka_chaos.harness.zkevents import PartitionStateWritten, ZkEvent, event_f
 from kafka_chaos.oracle import ClusterState, Event
 from kafka_chaos.scenarios.clients import codec
 from kafka_chaos.scenarios.clients.ops import ClientOps, ops_from_dict, ops_to_dict
+from kafka_chaos.scenarios.clients.producer_log import ProducerIdGiven
 from kafka_chaos.scenarios.history.controller_log import LogEvent
-from kafka_chaos.scenarios.history import disk
+from kafka_chaos.scenarios.history import disk, replica_logs
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics
 from kafka_chaos.scenarios.history.disk import DiskAnswer
 from kafka_chaos.scenarios.history.migration import MigrationObserved
+from kafka_chaos.scenarios.history.replica_logs import PartitionLogs
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
 from kafka_chaos.scenarios.model.ledger import TimeLedger
 from kafka_chaos.scenarios.model.targets import Target
@@ -67,8 +75,9 @@ HISTORY_FILE = "history.jsonl"
 # offset null; versions 1-3 stored it as offset 0, and are read as they were written.
 # 6: time ledgers (StepObserved, ScenarioFinished, ScenarioAborted).
 # 7: each broker's replicas on disk (StepObserved.on_disk).
-HISTORY_VERSION = 7
-READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
+# 8: the in-sync replicas' logs (StepObserved.replica_logs) and producer ids (TopicDelivery.producers).
+HISTORY_VERSION = 8
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
 
 
 
@@ -208,6 +217,9 @@ class StepObserved:
     # Each asked broker's replicas on disk once the step converged (scenarios.history.disk;
     # history v7); None: not asked (it never converged, an older history).
     on_disk: Mapping[int, DiskAnswer] | None = None
+    # "t-p" -> its in-sync replicas' logs once the step converged (scenarios.history.replica_logs;
+    # history v8); None: not read (it never converged, a launcher that cannot, an older history).
+    replica_logs: Mapping[str, PartitionLogs] | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -240,6 +252,7 @@ class StepObserved:
             **_ledger_to_dict(self.ledger),
             **({"on_disk": {str(b): disk.answer_to_json(a) for b, a in sorted(self.on_disk.items())}}
                if self.on_disk is not None else {}),
+            **({"replica_logs": replica_logs.logs_to_json(self.replica_logs)} if self.replica_logs is not None else {}),
         }
 
     @classmethod
@@ -267,7 +280,8 @@ class StepObserved:
             migration=MigrationObserved.from_dict(d["migration"]) if d.get("migration") is not None else None,
             ledger=TimeLedger.from_list(d.get("ledger")),
             on_disk=None if d.get("on_disk") is None else {
-                int(b): disk.answer_from_json(a) for b, a in d["on_disk"].items()})
+                int(b): disk.answer_from_json(a) for b, a in d["on_disk"].items()},
+            replica_logs=None if d.get("replica_logs") is None else replica_logs.logs_from_json(d["replica_logs"]))
 
 
 def _ledger_to_dict(ledger: TimeLedger) -> dict[str, Any]:
@@ -286,16 +300,22 @@ class TopicDelivery:
     # Keys the producer sent again under a bumped epoch after their batch was possibly
     # persisted, with its own log lines (Workload.resent_keys; history v4, absent before).
     resent: Mapping[str, str] = field(default_factory=dict)
+    # The producer id and epoch each of the topic's producers was given, in order (history v8;
+    # None before, and when the workload never ran).
+    producers: tuple[ProducerIdGiven, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "problem": self.problem,
                 "report": None if self.report is None else codec.report_to_dict(self.report),
-                **({"resent": dict(sorted(self.resent.items()))} if self.resent else {})}
+                **({"resent": dict(sorted(self.resent.items()))} if self.resent else {}),
+                **({"producers": [g.to_list() for g in self.producers]} if self.producers is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TopicDelivery:
         report = None if d["report"] is None else codec.report_from_dict(d["report"])
-        return cls(d["topic"], report, d["problem"], dict(d.get("resent") or {}))
+        producers = d.get("producers")
+        return cls(d["topic"], report, d["problem"], dict(d.get("resent") or {}),
+                   None if producers is None else tuple(ProducerIdGiven.from_list(g) for g in producers))
 
 
 @dataclass(frozen=True)

@@ -290,13 +290,16 @@ class Runner:
                      for physical, w in readable.items()}
         deliveries = []
         for physical, w in ctx.workloads.items():
+            producers = tuple(w.producer_ids())
             if physical not in readable:
-                deliveries.append(TopicDelivery(physical, None, f"workload failed: {ctx.workload_errors[physical]}"))
+                deliveries.append(TopicDelivery(physical, None, f"workload failed: {ctx.workload_errors[physical]}",
+                                                producers=producers))
                 continue
             try:
-                deliveries.append(TopicDelivery(physical, reads[physical].result(), resent=w.resent_keys()))
+                deliveries.append(TopicDelivery(physical, reads[physical].result(), resent=w.resent_keys(),
+                                                producers=producers))
             except HarnessError as exc:
-                deliveries.append(TopicDelivery(physical, None, f"could not read back: {exc}"))
+                deliveries.append(TopicDelivery(physical, None, f"could not read back: {exc}", producers=producers))
         return deliveries
 
     @staticmethod

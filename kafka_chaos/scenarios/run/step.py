@@ -22,7 +22,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from kafka_chaos.harness.cluster import ChaosCluster, Cluster, MigrationControl, ReleaseRoller, implements
+from kafka_chaos.harness.cluster import (
+    ChaosCluster,
+    Cluster,
+    MigrationControl,
+    ReleaseRoller,
+    ReplicaLogReader,
+    implements,
+)
 from kafka_chaos.harness.migration.properties import HYBRID
 from kafka_chaos.harness.observers import Observer
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
@@ -42,6 +49,8 @@ from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASUR
 from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, cluster_state_of, is_settled, observed_partitions, unsettled
 from kafka_chaos.scenarios.run.poller import MetadataPoller
 from kafka_chaos.scenarios.run.disk_view import replicas_on_disk
+from kafka_chaos.scenarios.run.log_view import leaders_high_watermarks, replica_logs
+from kafka_chaos.scenarios.history.replica_logs import PartitionLogs
 from kafka_chaos.scenarios.checks.disk import disk_settled
 from kafka_chaos.scenarios.history.disk import DiskAnswer
 from kafka_chaos.scenarios.model.targets import Selector, Target, view_of
@@ -221,6 +230,7 @@ class StepCore:
             with clock.phase(METADATA):
                 metadata, on_disk = (self._metadata(poller, after), self._on_disk(prepared.before_snap, after)) \
                     if converged and after is not None else (None, None)
+                in_sync_logs = self._replica_logs(after) if converged and after is not None else None
             expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
                         or matching(after, options, self.topics)) if after is not None else None
             self.nemesis.remember(expected.state if converged and expected is not None else None)
@@ -243,7 +253,7 @@ class StepCore:
             clients=clients.activity(window_start, measured_at), measured_at=measured_at, finished_at=time.time(),
             ops=clients.ops(measured_at),
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
-            controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger())
+            controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger(), replica_logs=in_sync_logs)
 
     def create_topics(self, run: ScenarioRun, events: Sequence[Event], create: Callable[[], None]
                       ) -> tuple[StepObserved, tuple[Expectation, ...], bool]:
@@ -308,6 +318,14 @@ class StepCore:
         return replicas_on_disk(self.cluster, self._asked(after), self.oracle_topics,
                                 lambda answers: disk_settled(before, after, self.oracle_topics, held, answers),
                                 timeout=self.timeouts.disk)
+
+    def _replica_logs(self, after: ZkSnapshot) -> dict[str, PartitionLogs] | None:
+        """The in-sync replicas' logs of the scenario's topics (None: a launcher that cannot read
+        them); the internal topics are compacted, each replica by itself (``scenarios.run.log_view``)."""
+        if not implements(self.cluster, ReplicaLogReader):
+            return None
+        return replica_logs(cast(ReplicaLogReader, self.cluster), leaders_high_watermarks(self.cluster), after,
+                            self.topics, self.nemesis.faulted_brokers, timeout=self.timeouts.disk)
 
     def _metadata(self, poller: MetadataPoller, after: ZkSnapshot) -> dict[int, MetadataAnswer]:
         asked = self._asked(after)

@@ -54,12 +54,12 @@ def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: 
     assert list(missing_capabilities("local")) == [Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION]
 
 
-def test_a_kraft_cluster_has_broker_and_quorum_controls_only() -> None:
+def test_a_kraft_cluster_has_broker_and_quorum_controls_and_replica_logs_only() -> None:
     missing = missing_capabilities("local", "kraft")
-    assert set(Capability) - set(missing) == {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM}
+    have = {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM, Capability.REPLICA_LOGS}
+    assert set(Capability) - set(missing) == have
     assert missing[Capability.ZOOKEEPER_ENSEMBLE] == "a KRaft cluster has no ZooKeeper"
-    assert set(Capability) - set(missing_capabilities("containers", "kraft")) == {
-        Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM}
+    assert set(Capability) - set(missing_capabilities("containers", "kraft")) == have
 
 
 def test_a_migrating_cluster_adds_the_migration_and_its_controllers_to_zookeeper_mode(

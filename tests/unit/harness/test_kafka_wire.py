@@ -192,3 +192,23 @@ def test_describe_log_dirs_answer_cut_short_is_refused(cut: int) -> None:
 def test_describe_log_dirs_answer_of_another_version_is_refused() -> None:
     with pytest.raises(WireFormatError, match="version 1"):
         decode_describe_log_dirs_response(_log_dirs_response((0, "/d", [])) + b"\x00")
+
+
+def test_list_offsets_asks_version_1_for_the_latest_offset_of_each_partition_as_a_client() -> None:
+    from kafka_chaos.harness.kafka_wire import encode_list_offsets
+
+    frame = encode_list_offsets(9, {"t": [1, 0]})
+    assert struct.unpack(">i", frame[:4]) == (len(frame) - 4,)
+    assert frame[4:] == (struct.pack(">hhi", 2, 1, 9) + _s(CLIENT_ID) + struct.pack(">ii", -1, 1) + _s("t")
+                         + struct.pack(">i", 2) + struct.pack(">iq", 0, -1) + struct.pack(">iq", 1, -1))
+
+
+def test_list_offsets_answers_each_partitions_error_and_offset() -> None:
+    from kafka_chaos.harness.kafka_wire import decode_list_offsets_response
+
+    body = struct.pack(">ii", 9, 1) + _s("t") + struct.pack(">i", 2) + struct.pack(">ihqq", 0, 0, -1, 4711) \
+        + struct.pack(">ihqq", 1, 6, -1, -1)
+    answer = decode_list_offsets_response(body)
+    assert (answer.correlation_id, dict(answer.offsets)) == (9, {("t", 0): (0, 4711), ("t", 1): (6, -1)})
+    with pytest.raises(WireFormatError):
+        decode_list_offsets_response(body + b"\x00")

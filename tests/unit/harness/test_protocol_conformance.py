@@ -16,6 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from kafka_chaos.harness.cluster import (
+    ReplicaLogReader,
     CAPABILITY_PROTOCOLS,
     BrokerControl,
     Capability,
@@ -36,21 +37,25 @@ from kafka_chaos.harness.cluster import (
 from kafka_chaos.harness.containers.cluster import ContainerCluster
 from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.local.migration import LocalMigrationCluster
+from kafka_chaos.harness.local.kraft import LocalKraftCluster
+from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
 
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
     LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller},
+                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, ReplicaLogReader},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-                       ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer},
+                       ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, ReplicaLogReader},
     # a ZooKeeper-mode local cluster plus the migration and, once provisioned, its controllers
     LocalMigrationCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller,
-                            MigrationControl, ControllerQuorumControl},
+                            MigrationControl, ControllerQuorumControl, ReplicaLogReader},
+    LocalKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader},
+    ContainerKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
              ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, MigrationControl,
-             ControllerQuorumControl]
+             ControllerQuorumControl, ReplicaLogReader]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 
