@@ -29,6 +29,7 @@ from confluent_kafka.admin import (
     ConfigResource,
     ConfigSource,
     NewPartitions,
+    ResourceType,
     NewTopic,
 )
 
@@ -372,23 +373,37 @@ def _source(source: Any) -> int:
     return int(getattr(source, "value", source))
 
 
-def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | None], *,
-                       timeout: float = 30.0) -> None:
-    """IncrementalAlterConfigs on a topic (the broker writes ``/config/topics/<t>`` and the
-    change notification itself); None deletes a key."""
+def _alter_configs(bootstrap: str, kind: ResourceType, name: str, what: str,
+                   changes: Mapping[str, str | None], timeout: float) -> None:
+    """IncrementalAlterConfigs of one resource; None deletes a key."""
     if not changes:
-        raise UsageError(f"alter_topic_config {topic!r}: no changes given")
+        raise UsageError(f"altering config of {what}: no changes given")
     entries = [
         ConfigEntry(key, value if value is not None else "",
                     incremental_operation=AlterConfigOpType.SET if value is not None
                     else AlterConfigOpType.DELETE)
         for key, value in changes.items()
     ]
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    resource = ConfigResource(kind, name, incremental_configs=entries)
     with admin_client(bootstrap, timeout) as client:
         futures = client.incremental_alter_configs([resource], request_timeout=timeout)
         for future in futures.values():
-            _result(future, timeout + 1, f"altering config of topic {topic!r}")
+            _result(future, timeout + 1, f"altering config of {what}")
+
+
+def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | None], *,
+                       timeout: float = 30.0) -> None:
+    """IncrementalAlterConfigs on a topic (the broker writes ``/config/topics/<t>`` and the
+    change notification itself); None deletes a key."""
+    _alter_configs(bootstrap, ResourceType.TOPIC, topic, f"topic {topic!r}", changes, timeout)
+
+
+def alter_broker_config(bootstrap: str, broker: str, changes: Mapping[str, str | None], *,
+                        timeout: float = 30.0) -> None:
+    """IncrementalAlterConfigs on broker ``broker`` (its id, or ``""`` for the cluster-wide
+    default): a dynamic broker config (ZooKeeper ``/config/brokers/<id|<default>>``, KRaft a
+    ConfigRecord); None deletes a key."""
+    _alter_configs(bootstrap, ResourceType.BROKER, broker, f"broker {broker or '<default>'}", changes, timeout)
 
 
 # --- topic deletion and partition growth during faults ------------------------------

@@ -140,7 +140,11 @@ def read_replica(log_dirs: list[Path], topic: str, partition: int) -> ReplicaLog
     None when none does."""
     for log_dir in log_dirs:
         directory = log_dir / f"{topic}-{partition}"
-        if directory.is_dir():
+        try:
+            found = directory.is_dir()
+        except OSError as exc:  # another user's container root, without root
+            raise ReplicaLogError(f"cannot reach {directory}: {exc.strerror or exc}") from exc
+        if found:
             watermarks: Mapping[tuple[str, int], int] = high_watermarks(log_dir)
             return ReplicaLog(read_log(directory), watermarks.get((topic, partition)))
     return None

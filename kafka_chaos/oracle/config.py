@@ -88,6 +88,33 @@ def topic_override_enables_unclean(topic_config: Mapping[str, object]) -> bool:
     return scala_to_boolean(topic_config.get(UNCLEAN_LEADER_ELECTION_ENABLE)) is True
 
 
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+
+
+def throttled_followers(topic_config: Mapping[str, object], partition: int) -> frozenset[int] | None:
+    """The brokers whose follower replica of ``partition`` the topic's
+    ``follower.replication.throttled.replicas`` throttles (``"partition:broker,..."``), None for
+    ``*`` (every one): ``TopicConfigHandler.parseThrottledPartitions`` (ConfigHandler.scala 3.9 line
+    150; a follower reads the entries naming itself). Such a follower fetches at its broker's
+    ``follower.replication.throttled.rate`` while out of the ISR
+    (``RemoteLeaderEndPoint.shouldFollowerThrottle``, 3.9 line 236; 3.4 line 231): at a few bytes
+    a second it never catches up."""
+    value = str(topic_config.get(FOLLOWER_THROTTLED_REPLICAS, "")).strip()
+    if value == "*":
+        return None
+    named = (entry.split(":") for entry in value.split(",") if entry.count(":") == 1)
+    return frozenset(int(b) for p, b in named
+                     if p.strip().isdigit() and b.strip().isdigit() and int(p) == partition)
+
+
+def follower_throttled(topic_config: Mapping[str, object], partition: int, broker: int) -> bool:
+    """Whether the topic throttles ``broker``'s follower replica of ``partition``."""
+    if FOLLOWER_THROTTLED_REPLICAS not in topic_config:
+        return False
+    named = throttled_followers(topic_config, partition)
+    return named is None or broker in named
+
+
 def auto_leader_rebalance_enabled(config: Mapping[str, object]) -> bool:
     return _bool_setting(config, AUTO_LEADER_REBALANCE_ENABLE, True)
 

@@ -638,12 +638,19 @@ class WorkingController:
 
     # --- settling ------------------------------------------------------------------------------
 
-    def settle(self) -> None:
+    def throttled(self, tp: TopicPartition, broker: int) -> bool:
+        """Whether ``broker``'s follower replica of ``tp`` is throttled by its topic's config."""
+        return cfg.follower_throttled(self.topic_configs.get(tp.topic, {}), tp.partition, broker)
+
+    def settle(self, throttled_behind: bool = False) -> None:
         """What happens after the controller is done: every live replica of a partition with a live
         leader catches up and the *leader* adds it to the ISR (AlterPartition: appended, epoch
         unchanged; the leader sends RECOVERED since ``Partition.makeLeader`` marked it so).  A
         reassigning partition whose targets are then all in the ISR completes
-        (``processAlterPartition`` -> ``maybeCompleteReassignment``)."""
+        (``processAlterPartition`` -> ``maybeCompleteReassignment``).  ``throttled_behind``: a
+        follower its topic throttles (:func:`config.throttled_followers`) stays out -- whether it
+        catches up hangs on its broker's throttle rate, a dynamic broker config the model does not
+        see, so both are legal (:func:`interleavings.iter_event_alternatives`)."""
         changed = True
         while changed:
             changed = False
@@ -652,7 +659,8 @@ class WorkingController:
                 online = self.online_for(tp)  # a replica on a failed log directory cannot fetch
                 if not p.has_leader_and_isr or p.leader not in online:
                     continue
-                joining = tuple(r for r in p.replicas if r in online and r not in p.isr)
+                joining = tuple(r for r in p.replicas if r in online and r not in p.isr
+                                and not (throttled_behind and self.throttled(tp, r)))
                 if not joining:
                     continue
                 self.partitions[tp] = p.with_changes(isr=p.isr + joining, leader_recovery_state=RECOVERED)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Callable, Hashable, Iterator, Sequence
 
+from kafka_chaos.oracle.config import FOLLOWER_THROTTLED_REPLICAS
 from kafka_chaos.oracle.controller import WorkingController, check_known, classify_outcomes, needs_election
 from kafka_chaos.oracle.events import (
     AddPartitions,
@@ -223,12 +224,23 @@ def iter_event_alternatives(
             "its failover is that broker's BrokerFailure or ControlledShutdown"
         )
     seen: set[Hashable] = set()
-    for plan in _event_plans(state, event):
-        after, outcomes = _apply(state, event, event_index, plan.run)
-        key = state_key(after)
-        if key not in seen:
-            seen.add(key)
-            yield plan.label, after, outcomes
+    # A follower its topic throttles may catch up or not (WorkingController.settle): each order
+    # once with it caught up, then once with it left behind.
+    throttles = (False, True) if _may_throttle(state, event) else (False,)
+    for throttled_behind in throttles:
+        for plan in _event_plans(state, event):
+            after, outcomes = _apply(state, event, event_index, plan.run, throttled_behind)
+            key = state_key(after)
+            if key not in seen:
+                seen.add(key)
+                yield plan.label + (", throttled followers behind" if throttled_behind else ""), after, outcomes
+
+
+def _may_throttle(state: ClusterState, event: Event) -> bool:
+    configs = [dict(ts.config) for ts in state.topics.values()]
+    if isinstance(event, TopicConfigChange):
+        configs.append({k: v for k, v in event.config.items() if v is not None})
+    return any(FOLLOWER_THROTTLED_REPLICAS in c for c in configs)
 
 
 def apply_event_alternatives(
@@ -241,7 +253,8 @@ def apply_event_alternatives(
 
 
 def _apply(
-    state: ClusterState, event: Event, event_index: int, run_brokers: Callable[[WorkingController], None]
+    state: ClusterState, event: Event, event_index: int, run_brokers: Callable[[WorkingController], None],
+    throttled_behind: bool = False,
 ) -> tuple[ClusterState, tuple[PartitionOutcome, ...]]:
     ctl = WorkingController(state)
     before = dict(ctl.partitions)
@@ -298,7 +311,7 @@ def _apply(
     else:
         raise TypeError(f"not an oracle event: {event!r}")
 
-    ctl.settle()
+    ctl.settle(throttled_behind)
     after_state = ctl.freeze()
     after = dict(after_state.partitions())
     if explicit is None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
+from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle import ClusterState, Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
 from kafka_chaos.scenarios.faults.base import MIGRATION_ONLY, ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, admin_request, register_fault
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
@@ -63,31 +64,77 @@ def _via(kind: str, options: Mapping[str, Any], allowed: tuple[str, ...]) -> str
 @register_fault
 @dataclass
 class ReassignmentFault(FaultBase):
-    """Write ``/admin/reassign_partitions`` (the pre-2.4 ZooKeeper path the seeds describe); on a
-    KRaft cluster, or a migrating one whose KRaft controller is in charge, AlterPartitionReassignments
-    (``harness.kraft.admin``, ``harness.migration.admin``). Options: ``topic`` and ``moves``, a list
-    of (partition, target replicas in order)."""
+    """Write ``/admin/reassign_partitions`` (the pre-2.4 ZooKeeper path the seeds describe,
+    ``via="znode"``, the default in ZooKeeper mode) or send AlterPartitionReassignments (KIP-455,
+    ``via="admin"``; always on a KRaft cluster, or a migrating one whose KRaft controller is in
+    charge: ``harness.kraft.admin``, ``harness.migration.admin``). Options: ``topic`` and ``moves``,
+    a list of (partition, target replicas in order); a target of ``null`` cancels the partition's
+    reassignment (``via="admin"``, ZooKeeper mode: ``KafkaController.maybeBuildReassignment``, 3.9
+    line 1912, reassigns a partition being reassigned to its original replicas, and answers
+    NO_REASSIGNMENT_IN_PROGRESS for any other, writing nothing). The KRaft model has no
+    cancellation (``ReplicationControlManager``'s revert differs from a reassignment)."""
 
     topic: str = ""
-    moves: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    moves: tuple[tuple[int, tuple[int, ...] | None], ...] = ()
+    via: str = "znode"
     kind: ClassVar[str] = "reassignment"
     # Phases A and B write several times, and a dead target stalls phase A: "increased".
     exact_epochs: ClassVar[bool] = False
+    _events: list[Event] | None = field(default=None, init=False)  # set by prepare()
+    _zookeeper_controller: bool = field(default=True, init=False)
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ReassignmentFault:
         topic = topics.physical(cls.kind, options)
         try:
-            moves = tuple((int(p), tuple(int(r) for r in replicas)) for p, replicas in options["moves"])
+            moves = tuple((int(p), None if replicas is None else tuple(int(r) for r in replicas))
+                          for p, replicas in options["moves"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{cls.kind}: 'moves' must be a list of (partition, [replicas]) pairs") from exc
-        return cls(target, topic, moves)
+            raise UsageError(f"{cls.kind}: 'moves' must be a list of (partition, [replicas] or null) pairs") from exc
+        via = _via(cls.kind, {"via": options.get("via", "znode")}, ("znode", "admin"))
+        if via == "znode" and any(r is None for _, r in moves):
+            raise UsageError(f"{cls.kind}: a cancellation (target null) needs \"via\": \"admin\" "
+                             "(/admin/reassign_partitions cannot cancel)")
+        return cls(target, topic, moves, via)
+
+    @property
+    def cancels(self) -> bool:
+        return any(r is None for _, r in self.moves)
+
+    @property
+    def modes(self) -> frozenset[str]:
+        return ZOOKEEPER_ONLY if self.cancels else self.mode_support
+
+    def prepare(self, env: FaultEnv, state: ClusterState) -> None:
+        self._zookeeper_controller = state.mode is Mode.ZOOKEEPER
+        self._events = []
+        for p, replicas in self.moves:
+            if replicas is not None:
+                self._events.append(Reassign(self.topic, p, replicas))
+                continue
+            tp = TopicPartition(self.topic, p)
+            current = state.partition(tp) if state.has_partition(tp) else None
+            if current is not None and current.is_being_reassigned:
+                self._events.append(Reassign(self.topic, p, current.origin_replicas))
 
     def oracle_events(self) -> list[Event]:
-        return [Reassign(self.topic, p, tuple(r)) for p, r in self.moves]
+        """The reassignments; a cancellation's is known once :meth:`prepare` read the partition's
+        original replicas (before that, the explicit targets only: what schedule validation reads)."""
+        if self._events is None:
+            return [Reassign(self.topic, p, r) for p, r in self.moves if r is not None]
+        return list(self._events)
 
     def inject(self, env: FaultEnv) -> None:
-        env.admin.write_reassignment([(self.topic, p, list(r)) for p, r in self.moves])
+        if self.via == "znode" or not self._zookeeper_controller:
+            env.admin.write_reassignment([(self.topic, p, list(r)) for p, r in self.moves if r is not None])
+            return
+        from kafka_chaos.harness.metadata import alter_partition_reassignments
+
+        # In ZooKeeper mode only the controller takes it (KafkaApis.handleAlterPartitionReassignmentsRequest
+        # answers NOT_CONTROLLER elsewhere: ZkSupport has no forwarding of it before KRaft).
+        controller = env.observer.snapshot().controller
+        address = env.cluster.endpoint(controller).bootstrap if controller is not None else env.bootstrap
+        alter_partition_reassignments(address, {self.topic: {p: r for p, r in self.moves}})
 
 
 @register_fault

@@ -16,6 +16,7 @@ from typing import Any
 
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionPhase, PartitionState, TopicState
+from kafka_chaos.oracle.config import follower_throttled
 from kafka_chaos.oracle.kraft.config import partition_directories_supported
 from kafka_chaos.oracle.mode import Mode
 
@@ -101,11 +102,12 @@ def unsettled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Itera
             if any(r in live for r in ps.replicas):
                 reasons.append(f"{name} has no state yet")
             continue
-        if (ps.adding_replicas or ps.removing_replicas) and not _stalled(ps, live):
+        config = _throttle_config(snapshot, key[0])
+        if (ps.adding_replicas or ps.removing_replicas) and not _stalled(ps, live, config):
             reasons.append(f"{name} is being reassigned")
         if ps.leader != NO_LEADER and ps.leader in live:
-            missing = [r for r in ps.replicas if r in catching_up and r not in ps.isr] if ps.leader in catching_up \
-                else []
+            missing = [r for r in ps.replicas if r in catching_up and r not in ps.isr and not _throttled(ps, r, config)] \
+                if ps.leader in catching_up else []
             if missing:
                 reasons.append(f"{name} ISR {list(ps.isr)} lacks live {missing}")
         elif ps.leader != NO_LEADER and live:
@@ -115,21 +117,35 @@ def unsettled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Itera
     return reasons
 
 
-def _stalled(ps: PartitionZkState, live: set[int]) -> bool:
-    """A reassignment that waits for a target replica that is down: it completes only once every
-    target replica is in the ISR (``KafkaController.isReassignmentComplete``; KRaft from 3.8.0,
+def _throttle_config(snapshot: ZkSnapshot, topic: str) -> Mapping[str, str] | None:
+    """The topic's overrides where a throttled follower may stay behind: ZooKeeper mode only, the
+    KRaft model has no such alternative (oracle.controller.WorkingController.settle)."""
+    return None if snapshot.mode == "kraft" else snapshot.topic_configs.get(topic)
+
+
+def _throttled(ps: PartitionZkState, broker: int, config: Mapping[str, str] | None) -> bool:
+    return config is not None and follower_throttled(config, ps.partition, broker)
+
+
+def _stalled(ps: PartitionZkState, live: set[int], config: Mapping[str, str] | None = None) -> bool:
+    """A reassignment that waits for a target replica that is down, or for an added replica the
+    topic throttles that is not in the ISR yet: it completes only once every target replica is in
+    the ISR (``KafkaController.isReassignmentComplete``; KRaft from 3.8.0,
     ``PartitionReassignmentReplicas.maybeCompleteReassignment``), so nothing moves until a fault
-    brings that broker back -- as settled as it gets."""
+    brings that broker back, or at the throttle's pace (with ``follower.replication.throttled.rate``
+    at a few bytes a second, never) -- as settled as it gets."""
     target = [r for r in ps.replicas if r not in ps.removing_replicas]
-    return any(r not in live for r in target)
+    if any(r not in live for r in target):
+        return True
+    return any(r not in ps.isr and _throttled(ps, r, config) for r in ps.adding_replicas)
 
 
 def reassignments_stalled(snapshot: ZkSnapshot) -> bool:
-    """Every partition being reassigned waits for a down target replica (and some partition is):
-    a pending reassignment nothing but a later fault can move."""
+    """Every partition being reassigned waits for a down target replica or a throttled added one
+    (and some partition is): a pending reassignment nothing but a later fault can move."""
     moving = [ps for ps in snapshot.partitions.values() if ps.adding_replicas or ps.removing_replicas]
     live = set(snapshot.live_brokers)
-    return bool(moving) and all(_stalled(ps, live) for ps in moving)
+    return bool(moving) and all(_stalled(ps, live, _throttle_config(snapshot, ps.topic)) for ps in moving)
 
 
 def is_settled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> bool:

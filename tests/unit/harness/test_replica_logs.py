@@ -96,3 +96,12 @@ def test_a_replica_is_found_in_whichever_log_directory_holds_it(tmp_path: Path) 
     assert read_replica([a], "t", 0) is None
     no_checkpoint = read_replica([a], "u", 1)
     assert no_checkpoint is not None and no_checkpoint.high_watermark is None and no_checkpoint.batches == []
+
+
+def test_a_directory_this_process_may_not_enter_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "is_dir", refuse)
+    with pytest.raises(ReplicaLogError, match="cannot reach .*t-0: Permission denied"):
+        read_replica([tmp_path], "t", 0)

@@ -32,6 +32,8 @@ OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "delete_topic": {"topic": "t"},
     "add_partitions": {"topic": "t", "add": ((2, (1,)),)},
     "roll": {"to": "3.9.2"},
+    "topic_config": {"topic": "t", "set": {"retention.ms": 3600000}},
+    "broker_config": {"broker": 1, "set": {"follower.replication.throttled.rate": 1}},
 }
 
 
@@ -47,6 +49,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "network_partition": (network, True), "reassignment": (frozenset(), False),
         "preferred_election": (frozenset(), True), "unclean_election": (frozenset(), True),
         "delete_topic": (frozenset(), True), "add_partitions": (frozenset(), True),
+        "topic_config": (frozenset(), True), "broker_config": (frozenset(), True),
         "zookeeper_server": (ensemble, True), "zookeeper_quorum_loss": (ensemble | brokers, True),
         "zookeeper_leader_cut": (ensemble | network | {Capability.ZOOKEEPER_LINK_PARTITION}, True),
         "network_degrade": (network | {Capability.NETWORK_DEGRADE}, True),
@@ -77,6 +80,9 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
                if k not in zookeeper | quorum | migration)
     # an option can make a kind ZooKeeper mode's: the znode variants
     assert make_fault("preferred_election", ONE, {"topic": "t", "via": "znode"}, **TOPICS).modes == {"zookeeper"}
+    # and a reassignment's cancellation (the KRaft model has none)
+    cancel = {"topic": "t", "moves": [[0, None]], "via": "admin"}
+    assert make_fault("reassignment", ONE, cancel, **TOPICS).modes == {"zookeeper"}
 
 
 @pytest.mark.parametrize("kind", sorted(FAULTS))

@@ -135,6 +135,11 @@ def test_a_controller_kill_is_started_again_through_its_step() -> None:
     assert model.unknown_down == [] and model.spare == 2
 
 
+# Opt-in kinds registered after the digest below was taken: a schedule that names none of them is
+# what it was (a kind registered later is walked after the others).
+ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config")
+
+
 def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
     """The same seed makes the same schedule on every machine (``random.Random`` seeded with a
     string hashes it with SHA-512); a generator change that alters old seeds must say so here."""
@@ -142,7 +147,7 @@ def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
 
     golden = Path(__file__).parent / "data" / "explore-12345-0.json"
     # The repertoire when the file was pinned (kinds added since are drawn only when named).
-    pinned = tuple(k for k in REPERTOIRE if k not in ("log_dir_failure", "network_delay"))
+    pinned = tuple(k for k in REPERTOIRE if k not in ("log_dir_failure", "network_delay", *ADDED_SINCE_THE_DIGEST))
     assert dumps(generate(12345, 0, GeneratorConfig(faults=pinned, steps=8))) == golden.read_text()
 
 
@@ -227,7 +232,8 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
         "hard_kill", "controller_kill", "controlled_shutdown", "pause", "short_pause", "restart", "start",
         "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
         "add_partitions", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
-        "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")
+        "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
+        "topic_config", "broker_config")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == ["log_dir_failure", "network_delay"]
 
 
@@ -240,7 +246,8 @@ def test_a_seeds_schedules_stay_what_they_were() -> None:
     from kafka_chaos.scenarios.plans.schedule import dumps
 
     digest = hashlib.sha256()
-    for config in (GeneratorConfig(), GeneratorConfig(faults=REPERTOIRE)):
+    repertoire = tuple(k for k in REPERTOIRE if k not in ADDED_SINCE_THE_DIGEST)  # drawn only when named
+    for config in (GeneratorConfig(), GeneratorConfig(faults=repertoire)):
         for index in range(10):
             digest.update(dumps(generate(2026, index, config)).encode())
     assert digest.hexdigest() == "d2a02d711f261ffb5342139c5fcb3cec90e0d9d664eec8866a0078f755b4423f"

@@ -159,11 +159,17 @@ def test_the_observation_compares_live_unheld_in_sync_replicas_up_to_the_lowest_
     assert check_replica_logs(found)[0].passed is True
 
 
-def test_the_leaders_high_watermark_bounds_the_range_when_it_answers(tmp_path: Path) -> None:
-    dirs = Dirs(tmp_path)
+def two_replicas(root: Path, follower_batches: int, checkpointed: int) -> Dirs:
+    """t-0 on brokers 1 (50 batches) and 2 (``follower_batches``), both checkpointed at ``checkpointed``."""
+    dirs = Dirs(root)
     small = log_of(*[1] * 50)
-    dirs.write(1, "t", 0, small, 10)
-    dirs.write(2, "t", 0, small[:45], 10)
+    dirs.write(1, "t", 0, small, checkpointed)
+    dirs.write(2, "t", 0, small[:follower_batches], checkpointed)
+    return dirs
+
+
+def test_the_leaders_high_watermark_bounds_the_range_when_it_answers(tmp_path: Path) -> None:
+    dirs = two_replicas(tmp_path, 45, 10)
     asked: list[dict[int, dict[str, list[int]]]] = []
 
     def answer(leaders: Mapping[int, Mapping[str, Sequence[int]]]) -> dict[tuple[str, int], int]:
@@ -176,10 +182,7 @@ def test_the_leaders_high_watermark_bounds_the_range_when_it_answers(tmp_path: P
 
 
 def test_a_disagreement_is_read_again_until_the_timeout_then_kept(tmp_path: Path) -> None:
-    dirs = Dirs(tmp_path)
-    small = log_of(*[1] * 50)
-    dirs.write(1, "t", 0, small, 50)
-    dirs.write(2, "t", 0, small[:40], 50)
+    dirs = two_replicas(tmp_path, 40, 50)
     calls: list[int] = []
 
     def answer(leaders: Mapping[int, Mapping[str, Sequence[int]]]) -> dict[tuple[str, int], int]:
