@@ -25,6 +25,7 @@ from kafka_chaos.scenarios.checks import availability
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks import misplaced
 from kafka_chaos.scenarios.checks.disk import check_replicas_on_disk, untold_removals
+from kafka_chaos.scenarios.checks.min_isr import GRACE_S, MIN_INSYNC_REPLICAS, check_min_isr_honoured
 from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
 from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.history import controller_log
@@ -313,6 +314,21 @@ def replica_logs_agree(obs: StepObserved, ctx: CheckContext) -> list[CheckResult
     return [] if obs.replica_logs is None else check_replica_logs(obs.replica_logs)
 
 
+@register_check("min_isr_honoured", StepObserved)
+def min_isr_honoured(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """No NOT_ENOUGH_REPLICAS refusal once the step converged while the ISR held the topic's
+    minimum (:mod:`scenarios.checks.min_isr`); nothing for a step that did not converge or a
+    history without refusals recorded (before v8)."""
+    recorded = {k: c.refused for k, c in obs.clients.items() if c.refused is not None}
+    if obs.after is None or obs.index is None or not recorded or obs.waited_s >= obs.convergence_timeout_s:
+        return []
+    since = obs.fault_at + obs.waited_s + GRACE_S
+    expected, _ = ctx.expected(obs)
+    configured = {t: ts.config for t, ts in expected.state.topics.items()}
+    return check_min_isr_honoured(obs.after, recorded, since, obs.measured_at,
+                                  obs.oracle_state.config.get(MIN_INSYNC_REPLICAS), configured)
+
+
 @register_check("isr_rule", StepObserved)
 def isr_rule(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     """The documented leader-side ISR rule, per partition it changes (:mod:`scenarios.model.isr_rules`)."""
@@ -384,13 +400,13 @@ def client_window(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     results = []
     for (t, p), want in sorted(predicted_partitions(expected.state, obs.topics).items()):
         was = obs.before.partitions.get((t, p))
-        if was is None or not hit & set(was.replicas) or want.leader not in (was.leader, -1):
-            continue
+        if was is None or (hit and not hit & set(was.replicas)) or want.leader not in (was.leader, -1):
+            continue  # no broker hit: a fault on a whole topic (its config), every partition measured
         isr_change = (lat.isr_written_at(obs.events, t, p, want.isr, obs.fault_at)
                       if set(want.isr) != set(was.isr) else None)
         window = lat.client_window(obs.episode_started_at, obs.measured_at, _acks(obs, t, p), p,
                                    fault_at=obs.fault_at, isr_change_at=isr_change)
-        role = "leader" if was.leader in hit else "follower"
+        role = "leader" if was.leader in hit else "follower" if hit else "partition"
         got = obs.after.partitions.get((t, p)) if obs.after is not None else None
         ms = window.ms()
         detail = (f"{t}-{p} (the {role} {'healed' if healing else 'hit'} by {obs.traits.label}): "

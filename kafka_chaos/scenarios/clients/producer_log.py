@@ -139,6 +139,27 @@ def possibly_persisted_resends(lines: Iterable[str]) -> list[Resend]:
     return found
 
 
+# librdkafka's words for NOT_ENOUGH_REPLICAS (rd_kafka_err_descs): the leader refused to append
+# because its ISR is below the topic's min.insync.replicas (Partition.appendRecordsToLeader).
+NOT_ENOUGH_REPLICAS = "Not enough in-sync replicas"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A ProduceRequest batch of ``topic``-``partition`` the leader refused (librdkafka retries it)."""
+
+    topic: str
+    partition: int
+    at: float
+    error: str
+
+
+def refusals(lines: Iterable[str], wanted: str = NOT_ENOUGH_REPLICAS) -> list[Refusal]:
+    """Every failed batch whose error contains ``wanted``, in order."""
+    return [Refusal(m["topic"], int(m["partition"]), float(m["at"]), m["error"])
+            for line in lines if wanted in line and (m := _FAILED_BATCH.search(line)) is not None]
+
+
 def explaining(resends: Iterable[Resend], topic: str, partition: int, msgid: int) -> Resend | None:
     """The resend that explains a duplicate of message ``msgid`` of the partition, if any."""
     return next((r for r in resends if r.batch.topic == topic and r.batch.partition == partition

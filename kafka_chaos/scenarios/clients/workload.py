@@ -36,6 +36,7 @@ from kafka_chaos.scenarios.clients.producer_log import (
     ProducerIdGiven,
     possibly_persisted_resends,
     producer_ids_given,
+    refusals,
 )
 from kafka_chaos.scenarios.clients.readback import consume_all
 
@@ -356,6 +357,15 @@ class Workload:
     def debug_lines(self) -> list[str]:
         """The producer's librdkafka debug lines (the last ``_DEBUG_LINES``)."""
         return self._debug.lines()
+
+    def refusals(self, since: float, until: float) -> dict[int, list[tuple[str, float]]]:
+        """Partition -> ``(error, time)`` of each batch the leader refused with NOT_ENOUGH_REPLICAS
+        in ``[since, until]`` (librdkafka retried it), from the producer's debug ring."""
+        found: dict[int, list[tuple[str, float]]] = {}
+        for r in refusals(self._debug.lines()):
+            if r.topic == self.topic and since <= r.at <= until:
+                found.setdefault(r.partition, []).append((r.error, r.at))
+        return found
 
     def producer_ids(self) -> list[ProducerIdGiven]:
         """Every producer id and epoch this workload's producer instances were given, in order."""

@@ -10,9 +10,10 @@ dual-writes it to ZooKeeper for the ZooKeeper-mode brokers (``KRaftMigrationZkWr
 What the controller does about it: for a topic, nothing to its partitions unless the change
 enables ``unclean.leader.election.enable`` (the oracle's ``TopicConfigChange``:
 ``KafkaController.processTopicUncleanLeaderElectionEnable`` in ZooKeeper mode); for a broker,
-nothing — the dynamic broker configs the controller itself reads
-(``unclean.leader.election.enable`` as a broker default: ``KafkaController.enableDefaultUncleanLeaderElection``)
-are refused, the oracle does not model them. The change is kept after the step (configs are
+nothing — the dynamic broker defaults the controller itself reads
+(``unclean.leader.election.enable``: ``KafkaController.enableDefaultUncleanLeaderElection``) are
+refused, the oracle does not model them, and so is ``min.insync.replicas`` (the
+``min_isr_honoured`` check takes the topic's override, else the static setting). The change is kept after the step (configs are
 state, not a fault to heal): a schedule that wants it undone deletes the key in a later step.
 
 A change is where configuration propagation bugs show: KAFKA-16428 (3.6.1, a migration's
@@ -38,8 +39,9 @@ from kafka_chaos.scenarios.model.targets import NoTarget, Target
 log = logging.getLogger(__name__)
 
 DEFAULT_BROKER = "default"
-# Dynamic broker configs the controller acts on, which the oracle does not model.
-CONTROLLER_READS = frozenset({"unclean.leader.election.enable"})
+# Dynamic broker defaults the controller acts on, which the oracle does not model, or that a check
+# reads from the static settings (min_isr_honoured takes the topic's override, else the static one).
+CONTROLLER_READS = frozenset({"unclean.leader.election.enable", "min.insync.replicas"})
 
 
 def config_changes(kind: str, options: Mapping[str, Any]) -> dict[str, str | None]:
@@ -79,6 +81,9 @@ class TopicConfigFault(FaultBase):
     topic: str = ""
     changes: Mapping[str, str | None] = field(default_factory=dict)
     kind: ClassVar[str] = "topic_config"
+    # The clients are waited for until they write again, and measured: a change of
+    # min.insync.replicas decides whether the leaders take acks=all writes at all.
+    client_windows: ClassVar[bool] = True
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> TopicConfigFault:
@@ -118,8 +123,8 @@ class BrokerConfigFault(FaultBase):
         changes = config_changes(cls.kind, options)
         modelled = sorted(set(changes) & CONTROLLER_READS)
         if modelled:
-            raise UsageError(f"{cls.kind}: {modelled[0]} changes what the controller does, which the oracle does "
-                             "not model as a broker config (set it on a topic: topic_config or unclean_election)")
+            raise UsageError(f"{cls.kind}: {modelled[0]} as a dynamic broker default is not modelled (the controller "
+                             "or a check reads it): set it on a topic with topic_config")
         return cls(target, "" if broker == DEFAULT_BROKER else str(broker), changes)
 
     @property

@@ -41,8 +41,9 @@ broker's replicas on disk, from DescribeLogDirs); older steps have none and give
 Version 8 adds ``replica_logs`` to steps that converged (:mod:`scenarios.history.replica_logs`:
 the in-sync replicas' logs of each partition, summed up in blocks) and ``producers`` to a topic's
 delivery (:mod:`scenarios.clients.producer_log`: the producer ids and epochs its producers were
-given); older observations have neither and give no ``replica_logs_agree`` or
-``producer_ids_unique`` result.
+given) and ``refused`` to a step's client activity (the leader's refusals the producer retried);
+older observations have none of them and give no ``replica_logs_agree``, ``producer_ids_unique``
+or ``min_isr_honoured`` result.
 """
 
 from __future__ import annotations
@@ -161,18 +162,25 @@ class FaultTraits:
 
 @dataclass(frozen=True)
 class ClientActivity:
-    """What the producer saw on one partition during the step: acks, failed sends."""
+    """What the producer saw on one partition during the step: acks, failed sends, and the
+    leader's refusals it retried (``refused``: librdkafka's own account of each failed
+    ProduceRequest, :func:`scenarios.clients.producer_log.refusals`; history v8, none before)."""
 
     acks: tuple[Ack, ...] = ()
     failures: tuple[tuple[str, float], ...] = ()  # (error name, time)
+    # (the broker's error as librdkafka words it, time); None: not recorded (an older history)
+    refused: tuple[tuple[str, float], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"acks": [codec.ack_to_list(a) for a in self.acks], "failures": [list(f) for f in self.failures]}
+        return {"acks": [codec.ack_to_list(a) for a in self.acks], "failures": [list(f) for f in self.failures],
+                **({"refused": [list(r) for r in self.refused]} if self.refused is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ClientActivity:
+        refused = d.get("refused")
         return cls(tuple(codec.ack_from_list(a) for a in d["acks"]),
-                   tuple((str(n), float(t)) for n, t in d["failures"]))
+                   tuple((str(n), float(t)) for n, t in d["failures"]),
+                   None if refused is None else tuple((str(n), float(t)) for n, t in refused))
 
 
 @dataclass(frozen=True)

@@ -25,17 +25,24 @@ if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run 
 
 def client_activity(workloads: Mapping[str, Workload], since: float, until: float) -> dict[str, ClientActivity]:
     """Per ``"topic-p"``: the acks from the last one before ``since`` (it bounds the first gap a
-    measurement looks at) up to ``until``, and the failed sends in between."""
+    measurement looks at) up to ``until``, and the failed sends and the leader's refusals in between."""
     activity = {}
     for topic, w in workloads.items():
         failures = w.failures()
+        refused = w.refusals(since, until)
         for p in w.partitions:
             acks: list[Ack] = [a for a in w.acks(p) if a.acked_at <= until]
             earlier = [i for i, a in enumerate(acks) if a.acked_at < since]
             kept = acks[earlier[-1]:] if earlier else acks
             failed = tuple((name, at) for part, name, at in failures if part == p and since <= at <= until)
-            activity[f"{topic}-{p}"] = ClientActivity(tuple(kept), failed)
+            activity[f"{topic}-{p}"] = ClientActivity(tuple(kept), failed, tuple(refused.get(p, ())))
     return activity
+
+
+# A topic-wide fault (a config change) reaches the brokers through a change notification or the
+# metadata log: the writes acknowledged this long after it show what the leaders enforce (the
+# min_isr_honoured check judges from 2 s after the step converged).
+CONFIG_APPLIED_S = 3.0
 
 
 def wait_for_clients(workloads: Mapping[str, Workload], events: Iterable[ZkEvent], fault: Fault, before_snap: ZkSnapshot,
@@ -47,18 +54,18 @@ def wait_for_clients(workloads: Mapping[str, Workload], events: Iterable[ZkEvent
     waited for. Returns the partitions that got no ack in time."""
     deadline = time.monotonic() + timeout
     events = list(events)
-    hit = set(fault.target.brokers)
+    hit = set(fault.target.brokers)  # none: a cluster-wide fault (a topic's config) touches every partition
     waiting: list[str] = []
     for t, w in workloads.items():
         if t not in expected.state.topics:
             continue
         for p, want in sorted(expected.state.topics[t].partitions.items()):
             was = before_snap.partitions.get((t, p))
-            if was is None or not hit & set(was.replicas) or want.leader == -1 or want.leader in fault.holds:
+            if was is None or (hit and not hit & set(was.replicas)) or want.leader == -1 or want.leader in fault.holds:
                 continue
             acted = (lat.election_at(events, t, p, want.leader, fault_at) if want.leader != was.leader
                      else lat.isr_written_at(events, t, p, want.isr, fault_at) if set(want.isr) != set(was.isr)
-                     else None)
+                     else fault_at + CONFIG_APPLIED_S if not hit else None)
             got = w.wait_for_acks(timeout=max(0.0, deadline - time.monotonic()),
                                   after=acted if acted is not None else fault_at, partitions=[p])
             if got.get(p) is None:

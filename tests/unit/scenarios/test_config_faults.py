@@ -54,7 +54,7 @@ def test_a_topic_config_change_is_the_oracles_topic_config_change() -> None:
 def test_a_broker_config_change_moves_no_partition_and_refuses_what_the_controller_reads() -> None:
     fault = make_fault("broker_config", NONE, {"broker": "default", "delete": ["log.cleaner.threads"]}, **TOPICS)
     assert fault.oracle_events() == [] and fault.label == "broker_config default: -log.cleaner.threads"
-    with pytest.raises(UsageError, match="unclean.leader.election.enable changes what the controller does"):
+    with pytest.raises(UsageError, match="unclean.leader.election.enable as a dynamic broker default is not modelled"):
         make_fault("broker_config", NONE, {"broker": 1, "set": {"unclean.leader.election.enable": True}}, **TOPICS)
     with pytest.raises(UsageError, match="'broker' must be a broker id or 'default'"):
         make_fault("broker_config", NONE, {"broker": True, "set": {"a": 1}}, **TOPICS)
