@@ -89,6 +89,9 @@ class _Reader:
         self._pos += size
         return values
 
+    def int8(self) -> int:
+        return int(self._unpack(">b")[0])
+
     def int16(self) -> int:
         return int(self._unpack(">h")[0])
 
@@ -400,3 +403,50 @@ def decode_list_offsets_response(payload: bytes) -> WireOffsets:
     if not r.at_end():
         raise WireFormatError("ListOffsets response has trailing bytes (not version 1?)")
     return WireOffsets(correlation_id, offsets)
+
+
+# --- IncrementalAlterConfigs v0 (KIP-339): a broker's or the cluster-wide default's dynamic config ---
+# librdkafka refuses a ConfigResource with an empty name, which is how Kafka names the cluster-wide
+# broker default (ConfigResource("", BROKER): /config/brokers/<default>). IncrementalAlterConfigsRequest.json
+# / ...Response.json (2.4 and 3.9): version 0 is non-flexible; request Resources [ResourceType int8,
+# ResourceName, Configs [Name, ConfigOperation int8 (SET 0, DELETE 1), Value nullable]], ValidateOnly;
+# response ThrottleTimeMs, Responses [ErrorCode, ErrorMessage nullable, ResourceType, ResourceName].
+
+INCREMENTAL_ALTER_CONFIGS_API_KEY = 44
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+_SET, _DELETE = 0, 1
+
+
+def _nullable_string(value: str | None) -> bytes:
+    return struct.pack(">h", -1) if value is None else _string(value)
+
+
+def encode_incremental_alter_configs(correlation_id: int, resource_type: int, name: str,
+                                     changes: Mapping[str, str | None]) -> bytes:
+    """A size-prefixed IncrementalAlterConfigsRequest v0 of one resource; None deletes a key."""
+    body = struct.pack(">i", 1) + struct.pack(">b", resource_type) + _string(name) + struct.pack(">i", len(changes))
+    for key, value in sorted(changes.items()):
+        body += _string(key) + struct.pack(">b", _DELETE if value is None else _SET) + _nullable_string(value)
+    body += struct.pack(">?", False)  # validate_only
+    return _request(INCREMENTAL_ALTER_CONFIGS_API_KEY, 0, correlation_id, body)
+
+
+@dataclass(frozen=True)
+class WireConfigAnswer:
+    correlation_id: int
+    results: tuple[tuple[int, str | None, int, str], ...]  # (error code, message, resource type, name)
+
+
+def decode_incremental_alter_configs_response(payload: bytes) -> WireConfigAnswer:
+    """An IncrementalAlterConfigsResponse v0 without its size prefix."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.int32()  # throttle_time_ms
+    results = []
+    for _ in range(r.count()):
+        code, message = r.int16(), r.nullable_string()
+        resource_type = r.int8()
+        results.append((code, message, resource_type, r.string()))
+    if not r.at_end():
+        raise WireFormatError("IncrementalAlterConfigs response has trailing bytes (not version 0?)")
+    return WireConfigAnswer(correlation_id, tuple(results))

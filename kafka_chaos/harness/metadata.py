@@ -384,7 +384,10 @@ def _alter_configs(bootstrap: str, kind: ResourceType, name: str, what: str,
                     else AlterConfigOpType.DELETE)
         for key, value in changes.items()
     ]
-    resource = ConfigResource(kind, name, incremental_configs=entries)
+    try:
+        resource = ConfigResource(kind, name, incremental_configs=entries)
+    except ValueError as exc:  # librdkafka's own validation of the resource
+        raise UsageError(f"altering config of {what}: {exc}") from exc
     with admin_client(bootstrap, timeout) as client:
         futures = client.incremental_alter_configs([resource], request_timeout=timeout)
         for future in futures.values():
@@ -398,12 +401,21 @@ def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | N
     _alter_configs(bootstrap, ResourceType.TOPIC, topic, f"topic {topic!r}", changes, timeout)
 
 
-def alter_broker_config(bootstrap: str, broker: str, changes: Mapping[str, str | None], *,
+def alter_broker_config(address: str, broker: str, changes: Mapping[str, str | None], *,
                         timeout: float = 30.0) -> None:
-    """IncrementalAlterConfigs on broker ``broker`` (its id, or ``""`` for the cluster-wide
-    default): a dynamic broker config (ZooKeeper ``/config/brokers/<id|<default>>``, KRaft a
-    ConfigRecord); None deletes a key."""
-    _alter_configs(bootstrap, ResourceType.BROKER, broker, f"broker {broker or '<default>'}", changes, timeout)
+    """IncrementalAlterConfigs v0 (own wire code: librdkafka refuses the default's empty name) of
+    broker ``broker`` (its id: ask that broker, ``address``; or ``""``, the cluster-wide default,
+    asked of any broker): a dynamic broker config (ZooKeeper ``/config/brokers/<id|<default>>``,
+    KRaft a ConfigRecord); None deletes a key. A refusal is a MetadataError naming Kafka's error."""
+    if not changes:
+        raise UsageError(f"altering config of broker {broker or '<default>'}: no changes given")
+    answer = _answer(address, "IncrementalAlterConfigs",
+                     lambda c: kafka_wire.encode_incremental_alter_configs(c, kafka_wire.BROKER_RESOURCE, broker, changes),
+                     kafka_wire.decode_incremental_alter_configs_response, timeout)
+    refused = [f"{error_name(code)}{f' ({message})' if message else ''}" for code, message, _, _ in answer.results
+               if code != 0]
+    if refused:
+        raise MetadataError(f"broker {broker or '<default>'} config change refused by {address}: {'; '.join(refused)}")
 
 
 # --- topic deletion and partition growth during faults ------------------------------

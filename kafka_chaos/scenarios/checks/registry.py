@@ -25,7 +25,7 @@ from kafka_chaos.scenarios.checks import availability
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks import misplaced
 from kafka_chaos.scenarios.checks.disk import check_replicas_on_disk, untold_removals
-from kafka_chaos.scenarios.checks.min_isr import GRACE_S, MIN_INSYNC_REPLICAS, check_min_isr_honoured
+from kafka_chaos.scenarios.checks.min_isr import GRACE_S, MIN_INSYNC_REPLICAS, Writes, check_min_isr_honoured
 from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
 from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.history import controller_log
@@ -316,10 +316,11 @@ def replica_logs_agree(obs: StepObserved, ctx: CheckContext) -> list[CheckResult
 
 @register_check("min_isr_honoured", StepObserved)
 def min_isr_honoured(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
-    """No NOT_ENOUGH_REPLICAS refusal once the step converged while the ISR held the topic's
-    minimum (:mod:`scenarios.checks.min_isr`); nothing for a step that did not converge or a
-    history without refusals recorded (before v8)."""
-    recorded = {k: c.refused for k, c in obs.clients.items() if c.refused is not None}
+    """Once the step converged, no NOT_ENOUGH_REPLICAS refusal while the ISR held the topic's
+    minimum and no acknowledgement while it was below (:mod:`scenarios.checks.min_isr`); nothing
+    for a step that did not converge or a history without refusals recorded (before v8)."""
+    recorded = {k: Writes(tuple(at for _, at in c.refused), tuple(a.acked_at for a in c.acks))
+                for k, c in obs.clients.items() if c.refused is not None}
     if obs.after is None or obs.index is None or not recorded or obs.waited_s >= obs.convergence_timeout_s:
         return []
     since = obs.fault_at + obs.waited_s + GRACE_S

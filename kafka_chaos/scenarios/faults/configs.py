@@ -113,6 +113,7 @@ class BrokerConfigFault(FaultBase):
     broker: str = ""
     changes: Mapping[str, str | None] = field(default_factory=dict)
     kind: ClassVar[str] = "broker_config"
+    client_windows: ClassVar[bool] = True  # as topic_config: what the leaders enforce shows in the writes
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> BrokerConfigFault:
@@ -139,7 +140,12 @@ class BrokerConfigFault(FaultBase):
 
         if self.broker and int(self.broker) not in env.cluster.broker_ids:
             raise UsageError(f"{self.kind}: no broker {self.broker} in the cluster {env.cluster.broker_ids}")
-        alter_broker_config(env.bootstrap, self.broker, self.changes)
+        # A broker's own config is changed by asking that broker (ZkAdminManager validates it there);
+        # the default by asking a live one.
+        asked = int(self.broker) if self.broker else min(env.observer.snapshot().live_brokers, default=None)
+        if asked is None:
+            raise UsageError(f"{self.kind}: no live broker to ask")
+        alter_broker_config(env.cluster.endpoint(asked).bootstrap, self.broker, self.changes)
         log.info("broker %s config: %s", self.broker or DEFAULT_BROKER, _described(self.changes))
 
 

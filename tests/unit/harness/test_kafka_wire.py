@@ -212,3 +212,21 @@ def test_list_offsets_answers_each_partitions_error_and_offset() -> None:
     assert (answer.correlation_id, dict(answer.offsets)) == (9, {("t", 0): (0, 4711), ("t", 1): (6, -1)})
     with pytest.raises(WireFormatError):
         decode_list_offsets_response(body + b"\x00")
+
+
+def test_incremental_alter_configs_sets_and_deletes_the_keys_of_one_resource() -> None:
+    from kafka_chaos.harness.kafka_wire import encode_incremental_alter_configs
+
+    frame = encode_incremental_alter_configs(5, 4, "", {"b": None, "a": "1"})
+    assert frame[4:] == (struct.pack(">hhi", 44, 0, 5) + _s(CLIENT_ID) + struct.pack(">ib", 1, 4) + _s("")
+                         + struct.pack(">i", 2) + _s("a") + struct.pack(">b", 0) + _s("1")
+                         + _s("b") + struct.pack(">bh", 1, -1) + struct.pack(">?", False))
+
+
+def test_incremental_alter_configs_answers_each_resources_error() -> None:
+    from kafka_chaos.harness.kafka_wire import decode_incremental_alter_configs_response
+
+    body = struct.pack(">iii", 5, 0, 1) + struct.pack(">h", 42) + _s("bad") + struct.pack(">b", 4) + _s("")
+    assert decode_incremental_alter_configs_response(body).results == ((42, "bad", 4, ""),)
+    with pytest.raises(WireFormatError):
+        decode_incremental_alter_configs_response(body + b"\x00")

@@ -92,7 +92,7 @@ def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
     assert type(fault).requires == FAULTS[kind].requires
     assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
     assert fault.client_windows == (kind in ("network_partition", "short_pause", "network_degrade",
-                                            "network_delay", "topic_config"))
+                                            "network_delay", "topic_config", "broker_config"))
     assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
-from kafka_chaos.scenarios.checks.min_isr import check_min_isr_honoured, effective_min_isr
+from kafka_chaos.scenarios.checks.min_isr import Writes, check_min_isr_honoured, effective_min_isr
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate
 from kafka_chaos.scenarios.clients.producer_log import Refusal, refusals
 from kafka_chaos.scenarios.history.observations import ClientActivity, StepObserved, observation_from_json, observation_to_json
@@ -39,28 +39,34 @@ def after(isr: tuple[int, ...]) -> ZkSnapshot:
                       topic_configs={}, pending_reassignment=False)
 
 
-REFUSED = (("Broker: Not enough in-sync replicas", 12.0),)
-# Each case fires only on its own: (ISR, topic config, refusals, verdicts).
+TWO = {"min.insync.replicas": "2"}
+# Each case fires only on its own: (ISR, topic config, refused at, acked at, verdicts).
 CASES = {
-    "refused while the ISR holds the minimum": ((1, 2), {"min.insync.replicas": "2"}, REFUSED, [False]),
-    "refused while the ISR is below it": ((1,), {"min.insync.replicas": "2"}, REFUSED, [True]),
-    "refused before the grace ended": ((1, 2), {}, (("Broker: Not enough in-sync replicas", 9.0),), [True]),
-    "no refusal": ((1, 2), {"min.insync.replicas": "2"}, (), [True]),
+    "refused while the ISR holds the minimum": ((1, 2), TWO, (12.0,), (), [False]),
+    "refused while the ISR is below it": ((1,), TWO, (12.0,), (), [True]),
+    "acknowledged while the ISR holds the minimum": ((1, 2), TWO, (), (12.0,), [True]),
+    "acknowledged while the ISR is below it": ((1,), TWO, (), (12.0,), [False]),
+    "refused before the grace ended": ((1, 2), {}, (9.0,), (), [True]),
+    "acknowledged before the grace ended": ((1,), TWO, (), (9.0, 20.5), [True]),
+    "nothing at all": ((1, 2), TWO, (), (), [True]),
 }
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
-def test_refusals_against_the_settled_isr(case: str) -> None:
-    isr, config, refused, verdicts = CASES[case]
-    results = check_min_isr_honoured(after(isr), {"t-0": refused}, 10.0, 20.0, None, {"t": config})
+def test_writes_against_the_settled_isr(case: str) -> None:
+    isr, config, refused, acked, verdicts = CASES[case]
+    results = check_min_isr_honoured(after(isr), {"t-0": Writes(refused, acked)}, 10.0, 20.0, None, {"t": config})
     assert [r.passed for r in results] == verdicts
 
 
-def test_a_refusal_names_the_leader_the_isr_and_the_minimum() -> None:
-    [result] = check_min_isr_honoured(after((1, 2)), {"t-0": REFUSED}, 10.0, 20.0, "2", {})
-    assert (result.topic, result.partition) == ("t", 0)
-    assert result.detail.startswith("leader 1 refused acks=all writes with NOT_ENOUGH_REPLICAS 1 time(s)")
-    assert result.detail.endswith("while its ISR [1, 2] held min.insync.replicas=2")
+def test_a_violation_names_the_leader_the_isr_and_the_minimum() -> None:
+    [refused] = check_min_isr_honoured(after((1, 2)), {"t-0": Writes((12.0,), ())}, 10.0, 20.0, "2", {})
+    assert (refused.topic, refused.partition) == ("t", 0)
+    assert refused.detail.startswith("leader 1 refused acks=all writes with NOT_ENOUGH_REPLICAS 1 time(s), 4.0 s")
+    assert refused.detail.endswith("while its ISR [1, 2] held min.insync.replicas=2")
+    [acked] = check_min_isr_honoured(after((1,)), {"t-0": Writes((), (11.0, 13.0))}, 10.0, 20.0, "2", {})
+    assert acked.detail.startswith("leader 1 acknowledged acks=all writes 2 time(s), 3.0 s to 5.0 s after")
+    assert acked.detail.endswith("while its ISR [1] was below min.insync.replicas=2")
 
 
 def test_the_registered_check_needs_recorded_refusals_and_a_converged_step() -> None:
@@ -73,7 +79,8 @@ def test_the_registered_check_needs_recorded_refusals_and_a_converged_step() -> 
     back = observation_from_json(observation_to_json(recorded))
     assert isinstance(back, StepObserved) and back.clients == recorded.clients
     results = [r for r in evaluate(back, CheckContext()) if r.check == "min_isr_honoured"]
-    assert [(r.passed, r.topic) for r in results] == [(False, "t")]  # ISR [2] holds the default 1
+    # ISR [2] holds the default 1: the refusal fails; t-1's acks end before the grace does
+    assert [(r.passed, r.topic, r.partition) for r in results] == [(False, "t", 0)]
     unconverged = replace(back, waited_s=back.convergence_timeout_s)
     assert [r for r in evaluate(unconverged, CheckContext()) if r.check == "min_isr_honoured"] == []
     assert ClientActivity().refused is None
