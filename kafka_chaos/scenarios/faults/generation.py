@@ -64,6 +64,7 @@ class ClusterModel:
     provisioned: bool = False
     finalized: bool = False
     roles: dict[int, str] = field(default_factory=dict)
+    deleted: dict[str, TopicSpec] = field(default_factory=dict)  # topics a step deleted, not created again
 
     @classmethod
     def of(cls, plan: Plan) -> ClusterModel:

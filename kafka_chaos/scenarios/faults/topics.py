@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kafka_chaos.common.errors import HarnessError, UsageError
-from kafka_chaos.oracle import NO_LEADER, AddPartitions, ClusterState, DeleteTopic, Event
+from kafka_chaos.oracle import NO_LEADER, AddPartitions, ClusterState, CreateTopic, DeleteTopic, Event
 from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, admin_request, register_fault
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
@@ -55,6 +55,50 @@ class DeleteTopicFault(FaultBase):
         # ZooKeeper decides whether the deletion completed or waits, as the oracle predicts.
         answer = request_topic_deletion(env.bootstrap, self.topic)
         log.info("deleting topic %s: %s", self.topic, answer)
+
+
+def _assignment(kind: str, value: Any) -> dict[int, tuple[int, ...]]:
+    try:
+        assignment = {int(p): tuple(int(r) for r in replicas) for p, replicas in dict(value).items()}
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{kind}: 'assignment' must map partitions to replica lists") from exc
+    if sorted(assignment) != list(range(len(assignment))) or any(
+            not rs or len(set(rs)) != len(rs) for rs in assignment.values()):
+        raise UsageError(f"{kind}: 'assignment' needs partitions 0..n-1, each with distinct replicas")
+    return assignment
+
+
+@register_fault
+@dataclass
+class RecreateTopicFault(FaultBase):
+    """Create again a topic an earlier step deleted, by AdminClient ``createTopics`` with an
+    explicit assignment, which may name a broker that is down: Kafka only requires it to be
+    registered (KRaft ``ReplicationControlManager.validateManualPartitionAssignment``; the ISR is
+    the active replicas), so the broker finds the partition again under a new topic id when it
+    starts -- with the old log still on its disk (KAFKA-14616). Options: ``topic`` (an unproduced
+    one), ``assignment`` ({partition: [replicas]}; default the schedule's)."""
+
+    topic: str = ""
+    assignment: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    kind: ClassVar[str] = "recreate_topic"
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> RecreateTopicFault:
+        unknown = sorted(set(options) - {"topic", "assignment"})
+        if unknown:
+            raise UsageError(f"{cls.kind}: unknown option {unknown[0]!r} (expected topic, assignment)")
+        physical = topics.physical(cls.kind, options)
+        if "assignment" not in options:
+            raise UsageError(f"{cls.kind}: option 'assignment' is required ({{partition: [replicas]}})")
+        return cls(target, physical, _assignment(cls.kind, options["assignment"]))
+
+    def oracle_events(self) -> list[Event]:
+        return [CreateTopic(self.topic, dict(self.assignment))]
+
+    def inject(self, env: FaultEnv) -> None:
+        from kafka_chaos.harness.metadata import create_topic
+
+        create_topic(env.bootstrap, self.topic, self.assignment)
 
 
 def _additions(kind: str, options: Mapping[str, Any]) -> tuple[tuple[int, tuple[int, ...]], ...]:
@@ -197,6 +241,9 @@ def _topic_admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None
     adding partitions (through the AdminClient only onto registered brokers; by rewriting the topic
     znode onto any broker of the cluster, down ones included)."""
     topic = step.options.get("topic")
+    if step.fault == RecreateTopicFault.kind:
+        _recreate(model, step, topic)
+        return
     if not isinstance(topic, str) or topic not in model.topics:
         raise IllegalStep(f"{step.fault} on unknown topic {topic!r}")
     spec = model.topics[topic]
@@ -204,6 +251,7 @@ def _topic_admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None
         if spec.workload:
             raise IllegalStep(f"delete_topic of {topic}: it carries a workload")
         model.topics = {name: t for name, t in model.topics.items() if name != topic}
+        model.deleted = {**model.deleted, topic: spec}
         return
     additions = [(int(p), tuple(int(r) for r in rs)) for p, rs in step.options.get("add", ())]
     rf = len(next(iter(spec.assignment.values())))
@@ -218,6 +266,38 @@ def _topic_admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None
             raise IllegalStep(f"add_partitions {topic}-{p} onto brokers outside the cluster")
         assignment[p] = replicas
     model.topics = {**model.topics, topic: TopicSpec(spec.name, assignment, spec.config, spec.workload)}
+
+
+def _recreate(model: ClusterModel, step: Step, topic: Any) -> None:
+    if not isinstance(topic, str) or topic not in model.deleted:
+        raise IllegalStep(f"recreate_topic of {topic!r}: no step deleted it")
+    assignment = _assignment(step.fault, step.options.get("assignment", {}))
+    if any(r not in model.brokers for rs in assignment.values() for r in rs):
+        raise IllegalStep(f"recreate_topic {topic} onto brokers outside the cluster")
+    # Every partition needs a live replica (KRaft refuses the topic otherwise; ZooKeeper mode would
+    # leave it without a leader, which the settle wait cannot pass).
+    if model.unknown_down or any(not set(rs) & set(model.free) for rs in assignment.values()):
+        raise IllegalStep(f"recreate_topic {topic}: a partition without a live replica")
+    spec = model.deleted[topic]
+    model.deleted = {t: s for t, s in model.deleted.items() if t != topic}
+    model.topics = {**model.topics, topic: TopicSpec(spec.name, assignment, spec.config, spec.workload)}
+
+
+def _recreate_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    """The deleted topic again, each partition on a live broker and any others (down ones too:
+    KAFKA-14616's trigger)."""
+    if not model.deleted or model.unknown_down or not model.free:
+        return []
+    topic = draw.rng.choice(sorted(model.deleted))
+    rf = len(next(iter(model.deleted[topic].assignment.values())))
+    assignment: dict[str, list[int]] = {}
+    for p in sorted(model.deleted[topic].assignment):
+        first = draw.rng.choice(model.free)
+        rest = draw.rng.sample([b for b in model.brokers if b != first], rf - 1)
+        replicas = [first, *rest]
+        draw.rng.shuffle(replicas)
+        assignment[str(p)] = replicas
+    return [Step(RecreateTopicFault.kind, NoTarget(f"{topic} again"), {"topic": topic, "assignment": assignment})]
 
 
 def _delete_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
@@ -240,3 +320,5 @@ def _add_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
 register_generator(GeneratorSide(DeleteTopicFault.kind, 1, _topic_admin, _delete_candidates, opt_in=True,
                                  unproduced_topic=True))
 register_generator(GeneratorSide(AddPartitionsFault.kind, 1, _topic_admin, _add_candidates, opt_in=True))
+register_generator(GeneratorSide(RecreateTopicFault.kind, 1, _topic_admin, _recreate_candidates, opt_in=True,
+                                 unproduced_topic=True))

@@ -137,7 +137,7 @@ def test_a_controller_kill_is_started_again_through_its_step() -> None:
 
 # Opt-in kinds registered after the digest below was taken: a schedule that names none of them is
 # what it was (a kind registered later is walked after the others).
-ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config")
+ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config", "recreate_topic")
 
 
 def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
@@ -231,7 +231,7 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
     assert REPERTOIRE == tuple(GENERATORS) == (
         "hard_kill", "controller_kill", "controlled_shutdown", "pause", "short_pause", "restart", "start",
         "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
-        "add_partitions", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
+        "add_partitions", "recreate_topic", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
         "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
         "topic_config", "broker_config")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == ["log_dir_failure", "network_delay"]
