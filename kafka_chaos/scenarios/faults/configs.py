@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.oracle import Event, TopicConfigChange
-from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault
+from kafka_chaos.scenarios.faults.base import FaultBase, FaultEnv, StepTopics, register_fault, reject_unknown_options
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import NoTarget, Target
@@ -67,12 +67,6 @@ def _described(changes: Mapping[str, str | None]) -> str:
     return ", ".join(f"{k}={v}" if v is not None else f"-{k}" for k, v in sorted(changes.items()))
 
 
-def _reject_unknown(kind: str, options: Mapping[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise UsageError(f"{kind}: unknown option {unknown[0]!r} (expected {', '.join(sorted(allowed))})")
-
-
 @register_fault
 @dataclass
 class TopicConfigFault(FaultBase):
@@ -87,7 +81,7 @@ class TopicConfigFault(FaultBase):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> TopicConfigFault:
-        _reject_unknown(cls.kind, options, {"topic", "set", "delete"})
+        reject_unknown_options(cls.kind, options, ("topic", "set", "delete"))
         return cls(target, topics.physical(cls.kind, options), config_changes(cls.kind, options))
 
     @property
@@ -117,7 +111,7 @@ class BrokerConfigFault(FaultBase):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> BrokerConfigFault:
-        _reject_unknown(cls.kind, options, {"broker", "set", "delete"})
+        reject_unknown_options(cls.kind, options, ("broker", "set", "delete"))
         broker = options.get("broker")
         if broker != DEFAULT_BROKER and (isinstance(broker, bool) or not isinstance(broker, int)):
             raise UsageError(f"{cls.kind}: 'broker' must be a broker id or {DEFAULT_BROKER!r}, not {broker!r}")

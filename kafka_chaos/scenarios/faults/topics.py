@@ -20,7 +20,15 @@ from typing import Any, ClassVar
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.oracle import NO_LEADER, AddPartitions, ClusterState, CreateTopic, DeleteTopic, Event
-from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, admin_request, register_fault
+from kafka_chaos.scenarios.faults.base import (
+    ZOOKEEPER_ONLY,
+    FaultBase,
+    FaultEnv,
+    StepTopics,
+    admin_request,
+    register_fault,
+    reject_unknown_options,
+)
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import NoTarget, Target
@@ -84,9 +92,7 @@ class RecreateTopicFault(FaultBase):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> RecreateTopicFault:
-        unknown = sorted(set(options) - {"topic", "assignment"})
-        if unknown:
-            raise UsageError(f"{cls.kind}: unknown option {unknown[0]!r} (expected topic, assignment)")
+        reject_unknown_options(cls.kind, options, ("topic", "assignment"))
         physical = topics.physical(cls.kind, options)
         if "assignment" not in options:
             raise UsageError(f"{cls.kind}: option 'assignment' is required ({{partition: [replicas]}})")

@@ -116,3 +116,38 @@ def test_the_cluster_verbs_refuse_bad_input_in_one_line(tmp_path, capsys) -> Non
     assert main(["cluster", "delete-topic", "t", "--state-dir", str(tmp_path)]) == 2  # no cluster there
     err = capsys.readouterr().err
     assert err.count("\n") == 3 and "Traceback" not in err and "expected comma-separated broker ids" in err
+
+
+def test_a_recreated_topic_is_the_oracles_create_topic_with_the_assignment_given() -> None:
+    from kafka_chaos.oracle import CreateTopic
+
+    topics = {"topic_names": {"d": "phys-d"}, "topic_partitions": {"d": (0,)}}
+    fault = make_fault("recreate_topic", Target((), "d"), {"topic": "d", "assignment": {"0": [3, 1, 2]}}, **topics)
+    assert fault.oracle_events() == [CreateTopic("phys-d", {0: (3, 1, 2)})]
+    for options, message in [({"topic": "d"}, "option 'assignment' is required"),
+                              ({"topic": "d", "assignment": {"1": [1]}}, "needs partitions 0..n-1"),
+                              ({"topic": "d", "assignment": {"0": [1, 1]}}, "distinct replicas"),
+                              ({"topic": "d", "assignment": {"0": [1]}, "via": "x"}, r"unknown option\(s\) 'via'")]:
+        with pytest.raises(UsageError, match=message):
+            make_fault("recreate_topic", Target((), "d"), options, **topics)
+
+
+def test_the_generator_recreates_only_a_deleted_topic_with_a_live_replica_in_every_partition() -> None:
+    import random
+
+    from kafka_chaos.scenarios.faults import GENERATORS
+    from kafka_chaos.scenarios.faults.generation import Draw
+
+    model = ClusterModel((1, 2, 3), {"d": TopicSpec("d", {0: (1, 2)}, workload=False)}, live={1, 3})
+    side = GENERATORS["recreate_topic"]
+    assert side.candidates(model, Draw(random.Random(1), ())) == []  # nothing deleted yet
+    with pytest.raises(IllegalStep, match="no step deleted it"):
+        side.apply(model, Step("recreate_topic", NoTarget("d"), {"topic": "d", "assignment": {"0": [1, 2]}}), None)
+    GENERATORS["delete_topic"].apply(model, Step("delete_topic", NoTarget("d"), {"topic": "d"}), None)
+    with pytest.raises(IllegalStep, match="without a live replica"):
+        side.apply(model, Step("recreate_topic", NoTarget("d"), {"topic": "d", "assignment": {"0": [2]}}), None)
+    for seed in range(10):
+        [step] = side.candidates(model, Draw(random.Random(seed), ()))
+        assert set(step.options["assignment"]["0"]) & {1, 3}
+    side.apply(model, Step("recreate_topic", NoTarget("d"), {"topic": "d", "assignment": {"0": [2, 3]}}), None)
+    assert model.topics["d"].assignment == {0: (2, 3)} and model.deleted == {}
