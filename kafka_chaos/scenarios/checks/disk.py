@@ -15,7 +15,9 @@ step, re-registered during it (a new broker epoch: a controller drops requests t
 left, ``ControllerChannelManager.removeBroker``), or held by a fault. A ZooKeeper-mode broker never
 deletes such a log by itself (it only acts on the controller's requests), and a KRaft broker only
 at start-up, from 3.7.1 and 3.8.0 on (``LogManager.isStrayKraftReplica``, KAFKA-16234), so such
-logs are let be. Not compared: topics being deleted, partitions without a state (no LeaderAndIsr
+logs are let be -- until a new KRaft controller of a migration sends the broker a full
+LeaderAndIsr (from 3.6.1 a migrating ZooKeeper-mode broker then renames every log the request
+does not name stray, KAFKA-15605: :func:`reconciled_brokers`). Not compared: topics being deleted, partitions without a state (no LeaderAndIsr
 was sent yet), and the missing replicas of a broker with an offline log directory (they are
 offline replicas, the oracle's business).
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.scenarios.checks.functions import CheckResult
@@ -68,17 +71,43 @@ def removed_untold(before: ZkSnapshot, after: ZkSnapshot, held: Iterable[int]) -
     return {r for r in removed(before, after) if not _could_be_told(r[0], before, after, held)}
 
 
-def untold_removals(steps: Sequence[tuple[ZkSnapshot, ZkSnapshot | None, Sequence[int]]]) -> frozenset[BrokerReplica]:
-    """Over a scenario's steps in order, each ``(before, after, held)``: the replicas removed
-    from a broker that could not be told, during a step or between one step's end and the next
-    one's start (a reassignment may finish there), and not assigned to it again since."""
+def reconciled_brokers(status_before: Mapping[str, Any] | None, status_after: Mapping[str, Any] | None,
+                       before: ZkSnapshot, after: ZkSnapshot, held: Iterable[int]) -> frozenset[int]:
+    """The migrating ZooKeeper-mode brokers a new KRaft leader reconciled in a step: when a KRaft
+    controller becomes active in a migration (a new ``kraft_controller_epoch``), the
+    KRaftMigrationDriver sends every broker a *full* LeaderAndIsr from its metadata image, and a
+    broker in migration mode renames every log the request does not name stray
+    (``ReplicaManager.becomeLeaderOrFollower``, 3.6.1 lines 1899-1908, 3.9 line 1933:
+    ``updateStrayLogs(findStrayPartitionsFromLeaderAndIsr(...))``; added in 3.6.1 by KAFKA-15605).
+    Those that could be told: live at both ends of the step with one broker epoch, unheld."""
+    if not status_before or not status_after:
+        return frozenset()
+    epoch_before, epoch_after = status_before.get("kraft_controller_epoch"), status_after.get("kraft_controller_epoch")
+    if not isinstance(epoch_after, int) or (isinstance(epoch_before, int) and epoch_after <= epoch_before):
+        return frozenset()
+    roles = status_after.get("broker_roles") or {}
+    held = tuple(held)
+    return frozenset(int(b) for b, role in roles.items()
+                     if role == "hybrid" and _could_be_told(int(b), before, after, held))
+
+
+# One step as untold_removals reads it: (before, after, held, brokers a full LeaderAndIsr reconciled).
+StepDisk = tuple[ZkSnapshot, ZkSnapshot | None, Sequence[int], frozenset[int]]
+
+
+def untold_removals(steps: Sequence[StepDisk]) -> frozenset[BrokerReplica]:
+    """Over a scenario's steps in order: the replicas removed from a broker that could not be
+    told, during a step or between one step's end and the next one's start (a reassignment may
+    finish there), not assigned to it again since, and not on a broker a full LeaderAndIsr
+    reconciled since (:func:`reconciled_brokers`: it must have dropped them)."""
     untold: set[BrokerReplica] = set()
     previous: tuple[ZkSnapshot, Sequence[int]] | None = None
-    for before, after, held in steps:
+    for before, after, held, reconciled in steps:
         spans = ([(previous[0], before, previous[1])] if previous is not None else []) + \
                 ([(before, after, held)] if after is not None else [])
         for start, end, span_held in spans:
             untold = (untold | removed_untold(start, end, span_held)) - _assignment(end)
+        untold = {r for r in untold if r[0] not in reconciled}
         previous = (after, held) if after is not None else None
     return frozenset(untold)
 
@@ -137,13 +166,15 @@ def check_replicas_on_disk(after: ZkSnapshot, topics: Iterable[str], on_disk: Ma
 
 
 def disk_settled(before: ZkSnapshot, after: ZkSnapshot, topics: Iterable[str], held: Iterable[int],
-                 on_disk: Mapping[int, DiskAnswer]) -> bool:
+                 on_disk: Mapping[int, DiskAnswer], reconciled: Iterable[int] = ()) -> bool:
     """What the observation waits for (bounded): every broker answered, holds a log of each of
-    its replicas, and dropped the ones this step removed from it while it could be told. A
-    stray from an earlier step is not waited for: nothing in Kafka will remove it now."""
+    its replicas, and dropped the ones this step removed from it while it could be told, and a
+    broker a full LeaderAndIsr reconciled every stray. Another stray from an earlier step is not
+    waited for: nothing in Kafka will remove it now."""
     answered = {b: a for b, a in on_disk.items() if isinstance(a, DiskReplicas)}
     if len(answered) < len(on_disk):
         return False
     found = disagreement(after, topics, answered)
     told = removed(before, after) - removed_untold(before, after, held)
-    return not found.missing and not (found.strays & told)
+    reconciled = set(reconciled)
+    return not found.missing and not (found.strays & told) and not any(b in reconciled for b, _, _ in found.strays)

@@ -24,7 +24,7 @@ from kafka_chaos.harness.zkevents import ControllerChanged, PartitionStateWritte
 from kafka_chaos.scenarios.checks import availability
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks import misplaced
-from kafka_chaos.scenarios.checks.disk import check_replicas_on_disk, untold_removals
+from kafka_chaos.scenarios.checks.disk import check_replicas_on_disk, reconciled_brokers, untold_removals
 from kafka_chaos.scenarios.checks.min_isr import GRACE_S, MIN_INSYNC_REPLICAS, Writes, check_min_isr_honoured
 from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
 from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
@@ -302,9 +302,15 @@ def replicas_on_disk(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     removed while their broker could not be told, in this step or an earlier one, are let be."""
     if obs.on_disk is None or obs.after is None:
         return []
-    steps = [(o.before, o.after, o.excused) for o in [*ctx.earlier, obs] if isinstance(o, StepObserved)]
+    steps = [(o.before, o.after, o.excused, _reconciled(o)) for o in [*ctx.earlier, obs] if isinstance(o, StepObserved)]
     return [check_replicas_on_disk(obs.after, [*obs.topics, *INTERNAL_TOPICS], obs.on_disk,
                                    tolerated=untold_removals(steps))]
+
+
+def _reconciled(obs: StepObserved) -> frozenset[int]:
+    if obs.migration is None or obs.after is None:
+        return frozenset()
+    return reconciled_brokers(obs.migration.before, obs.migration.after, obs.before, obs.after, obs.excused)
 
 
 @register_check("replica_logs_agree", StepObserved)

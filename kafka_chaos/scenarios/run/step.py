@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import Any, cast
 
 from kafka_chaos.harness.cluster import (
     ChaosCluster,
@@ -51,7 +51,7 @@ from kafka_chaos.scenarios.run.poller import MetadataPoller
 from kafka_chaos.scenarios.run.disk_view import replicas_on_disk
 from kafka_chaos.scenarios.run.log_view import leaders_high_watermarks, replica_logs
 from kafka_chaos.scenarios.history.replica_logs import PartitionLogs
-from kafka_chaos.scenarios.checks.disk import disk_settled
+from kafka_chaos.scenarios.checks.disk import disk_settled, reconciled_brokers
 from kafka_chaos.scenarios.history.disk import DiskAnswer
 from kafka_chaos.scenarios.model.targets import Selector, Target, view_of
 
@@ -228,7 +228,8 @@ class StepCore:
             waited = time.time() - fault_at
             self.progress(f"{label}: {'converged' if converged else 'DID NOT converge'} in {waited:.1f}s")
             with clock.phase(METADATA):
-                metadata, on_disk = (self._metadata(poller, after), self._on_disk(prepared.before_snap, after)) \
+                metadata, on_disk = (self._metadata(poller, after),
+                                     self._on_disk(prepared.before_snap, after, migration_before)) \
                     if converged and after is not None else (None, None)
                 in_sync_logs = self._replica_logs(after) if converged and after is not None else None
             expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
@@ -313,10 +314,13 @@ class StepCore:
         # their metadata and their logs are stale by design, so they are not asked.
         return [b for b in sorted(after.live_brokers) if b not in self.nemesis.faulted_brokers]
 
-    def _on_disk(self, before: ZkSnapshot, after: ZkSnapshot) -> dict[int, DiskAnswer]:
+    def _on_disk(self, before: ZkSnapshot, after: ZkSnapshot,
+                 migration_before: Mapping[str, Any] | None = None) -> dict[int, DiskAnswer]:
         held = tuple(self.nemesis.faulted_brokers)
+        reconciled = reconciled_brokers(migration_before, migration_status(self.cluster), before, after, held) \
+            if migration_before is not None else frozenset()
         return replicas_on_disk(self.cluster, self._asked(after), self.oracle_topics,
-                                lambda answers: disk_settled(before, after, self.oracle_topics, held, answers),
+                                lambda answers: disk_settled(before, after, self.oracle_topics, held, answers, reconciled),
                                 timeout=self.timeouts.disk)
 
     def _replica_logs(self, after: ZkSnapshot) -> dict[str, PartitionLogs] | None:

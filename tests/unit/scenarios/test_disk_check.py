@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 
 from kafka_chaos.harness.observer import PartitionZkState, ZkSnapshot
 from kafka_chaos.scenarios.checks.disk import (
+    reconciled_brokers,
     assigned_replicas,
     check_replicas_on_disk,
     disagreement,
@@ -46,6 +47,7 @@ def disk(*replicas: tuple[str, int], failed: tuple[str, ...] = ()) -> DiskReplic
 
 
 EXACT = {1: disk(), 2: disk(("t", 0), ("t", 1)), 3: disk(("t", 0), ("t", 1))}
+NONE: frozenset[int] = frozenset()  # no broker reconciled by a full LeaderAndIsr
 
 
 def test_brokers_holding_exactly_their_replicas_pass() -> None:
@@ -55,7 +57,7 @@ def test_brokers_holding_exactly_their_replicas_pass() -> None:
 
 def test_a_removed_replica_left_on_a_broker_that_was_told_fails_naming_it() -> None:
     on_disk = {**EXACT, 1: disk(("t", 0))}
-    result = check_replicas_on_disk(AFTER, ["t"], on_disk, tolerated=untold_removals([(BEFORE, AFTER, ())]))
+    result = check_replicas_on_disk(AFTER, ["t"], on_disk, tolerated=untold_removals([(BEFORE, AFTER, (), NONE)]))
     assert result.passed is False
     assert result.detail == "not assigned, still on disk: t-0 on broker 1"
 
@@ -74,25 +76,25 @@ def test_an_assigned_replica_without_a_log_fails_naming_it() -> None:
 def test_a_replica_removed_while_its_broker_could_not_be_told_is_let_be(
         why: str, after: ZkSnapshot, held: tuple[int, ...]) -> None:
     before = snap({2: 102, 3: 103}, list(BEFORE.partitions.values())) if why == "down at its start" else BEFORE
-    tolerated = untold_removals([(before, after, held)])
+    tolerated = untold_removals([(before, after, held, NONE)])
     assert tolerated == {(1, "t", 0)}, why
     later = snap(LIVE, list(AFTER.partitions.values()))  # broker 1 back, its log still there
     assert check_replicas_on_disk(later, ["t"], {**EXACT, 1: disk(("t", 0))}, tolerated).passed is True, why
 
 
 def test_a_tolerated_stray_assigned_again_and_removed_again_while_told_fails() -> None:
-    gone_while_down = (BEFORE, snap({2: 102, 3: 103}, list(AFTER.partitions.values())), ())
-    back = (snap(LIVE, list(AFTER.partitions.values())), BEFORE, ())  # reassigned to [1, 2, 3] again
-    removed_again = (BEFORE, AFTER, ())
+    gone_while_down = (BEFORE, snap({2: 102, 3: 103}, list(AFTER.partitions.values())), (), NONE)
+    back = (snap(LIVE, list(AFTER.partitions.values())), BEFORE, (), NONE)  # reassigned to [1, 2, 3] again
+    removed_again = (BEFORE, AFTER, (), NONE)
     assert untold_removals([gone_while_down]) == {(1, "t", 0)}
     assert untold_removals([gone_while_down, back, removed_again]) == frozenset()
 
 
 def test_a_removal_between_two_steps_counts_as_told_when_the_broker_was_live() -> None:
-    first = (BEFORE, BEFORE, ())  # a reassignment still pending when the step ended
-    second = (AFTER, AFTER, ())  # ... and done when the next one began
+    first = (BEFORE, BEFORE, (), NONE)  # a reassignment still pending when the step ended
+    second = (AFTER, AFTER, (), NONE)  # ... and done when the next one began
     assert untold_removals([first, second]) == frozenset()
-    down_between = (snap({2: 102, 3: 103}, list(AFTER.partitions.values())), AFTER, ())
+    down_between = (snap({2: 102, 3: 103}, list(AFTER.partitions.values())), AFTER, (), NONE)
     assert untold_removals([first, down_between]) == {(1, "t", 0)}
 
 
@@ -172,3 +174,31 @@ def test_exact_logs_pass_and_any_one_extra_or_missing_log_fails(assignment: dict
     changed = held - {("t", p)} if ("t", p) in held else held | {("t", p)}
     result = check_replicas_on_disk(after, ["t"], {**exact, b: DiskReplicas(changed)})
     assert result.passed is False and f"t-{p} on broker {b}" in result.detail
+
+
+def _status(epoch: int | None, **roles: str) -> dict[str, object]:
+    return {"kraft_controller_epoch": epoch, "broker_roles": {b[1:]: r for b, r in roles.items()}}
+
+
+@pytest.mark.parametrize("before, after, held, reconciled", [
+    (_status(1, b1="hybrid", b2="zk"), _status(2, b1="hybrid", b2="zk"), (), {1}),  # a failover: hybrid only
+    (_status(None, b1="zk"), _status(1, b1="hybrid"), (), {1}),  # the KRaft controller's first epoch
+    (_status(2, b1="hybrid"), _status(2, b1="hybrid"), (), set()),  # no new KRaft leader
+    (_status(1, b1="hybrid"), _status(2, b1="hybrid"), (1,), set()),  # held: it cannot be told
+    (None, _status(2, b1="hybrid"), (), set()),  # not a migrating cluster
+])
+def test_a_new_kraft_leader_reconciles_the_hybrid_brokers_it_could_tell(
+        before: dict[str, object] | None, after: dict[str, object], held: tuple[int, ...], reconciled: set[int]) -> None:
+    assert reconciled_brokers(before, after, AFTER, AFTER, held) == reconciled
+
+
+def test_a_stray_let_be_while_its_broker_was_down_is_not_once_a_full_leader_and_isr_reconciled_it() -> None:
+    down = snap({2: 102, 3: 103}, list(AFTER.partitions.values()))
+    gone_while_down = (BEFORE, down, (), NONE)
+    back = (down, snap(LIVE, list(AFTER.partitions.values())), (), NONE)
+    failover = (AFTER, AFTER, (), frozenset({1}))
+    assert untold_removals([gone_while_down, back]) == {(1, "t", 0)}
+    assert untold_removals([gone_while_down, back, failover]) == frozenset()
+    stray = {**EXACT, 1: disk(("t", 0))}
+    assert not disk_settled(AFTER, AFTER, ["t"], (), stray, reconciled=(1,))  # the observation waits for it
+    assert disk_settled(AFTER, AFTER, ["t"], (), stray)
