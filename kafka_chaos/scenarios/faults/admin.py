@@ -78,8 +78,9 @@ class ReassignmentFault(FaultBase):
     moves: tuple[tuple[int, tuple[int, ...] | None], ...] = ()
     via: str = "znode"
     kind: ClassVar[str] = "reassignment"
-    # Phases A and B write several times, and a dead target stalls phase A: "increased".
-    exact_epochs: ClassVar[bool] = False
+    # Every write of phases A and B is modelled (one bump for A, one per removed ISR member and the
+    # leader move in B; a dead or throttled target stalls after A), so the epochs are exact.
+    exact_epochs: ClassVar[bool] = True
     _events: list[Event] | None = field(default=None, init=False)  # set by prepare()
     _zookeeper_controller: bool = field(default=True, init=False)
 

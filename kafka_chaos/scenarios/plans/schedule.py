@@ -20,7 +20,7 @@ from typing import Any
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.harness.distribution import check_version
-from kafka_chaos.oracle import AddPartitions, Event, Reassign
+from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds, KnownBug, Scenario, validate_steps
@@ -355,6 +355,9 @@ def check_runnable(s: Schedule, where: str = "schedule") -> None:
             _check_replicas(event, cluster, s.brokers, f"{at}.options")
         if step.fault == "start":
             _check_start(s, i, named, down, at)
+        if step.fault == "recreate_topic" and not any(
+                e.fault == "delete_topic" and e.options.get("topic") == step.options.get("topic") for e in s.steps[:i]):
+            raise _fail(f"{at}.options.topic", f"no earlier step deletes topic {step.options.get('topic')!r}")
         if down is None or Capability.BROKER_CONTROL not in fault.requires:
             continue  # only process faults take brokers down and start them (a heal releases a cut)
         if fault.holds and named is None:
@@ -366,7 +369,7 @@ def check_runnable(s: Schedule, where: str = "schedule") -> None:
 def _check_replicas(event: Event, cluster: set[int], brokers: Sequence[int], where: str) -> None:
     if isinstance(event, Reassign):
         moves = {event.partition: event.replicas}
-    elif isinstance(event, AddPartitions):
+    elif isinstance(event, (AddPartitions, CreateTopic)):
         moves = dict(event.replicas)
     else:
         return

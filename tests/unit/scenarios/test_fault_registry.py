@@ -47,7 +47,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "hard_kill": (brokers, True), "controller_kill": (brokers, False), "controlled_shutdown": (brokers, True),
         "start": (brokers, True), "restart": (brokers, True), "pause": (brokers, True),
         "short_pause": (brokers, True),
-        "network_partition": (network, True), "reassignment": (frozenset(), False),
+        "network_partition": (network, True), "reassignment": (frozenset(), True),
         "preferred_election": (frozenset(), True), "unclean_election": (frozenset(), True),
         "delete_topic": (frozenset(), True), "add_partitions": (frozenset(), True),
         "topic_config": (frozenset(), True), "broker_config": (frozenset(), True),

@@ -107,6 +107,10 @@ def _with(path: str, value):
      "schedule.steps[1].target: broker(s) [9] are running here: no earlier step left them down"),
     ("steps.0", {"fault": "restart", "target": {"brokers": [4]}},
      "schedule.steps[1].target.earlier: step 0 (restart) leaves no broker down to start"),
+    ("steps.2", {"fault": "recreate_topic", "options": {"topic": "t", "assignment": {"0": [4, 5]}}},
+     "schedule.steps[2].options.topic: no earlier step deletes topic 't'"),
+    ("steps.2", {"fault": "reassignment", "options": {"topic": "t", "moves": [[0, None]]}},
+     "a cancellation (target null) needs \"via\": \"admin\""),
 ])
 def test_bad_schedules_are_one_line_naming_the_field(path: str, value, message: str) -> None:
     with pytest.raises(UsageError) as info:
