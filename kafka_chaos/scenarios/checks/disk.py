@@ -79,16 +79,22 @@ def reconciled_brokers(status_before: Mapping[str, Any] | None, status_after: Ma
     broker in migration mode renames every log the request does not name stray
     (``ReplicaManager.becomeLeaderOrFollower``, 3.6.1 lines 1899-1908, 3.9 line 1933:
     ``updateStrayLogs(findStrayPartitionsFromLeaderAndIsr(...))``; added in 3.6.1 by KAFKA-15605).
-    Those that could be told: live at both ends of the step with one broker epoch, unheld."""
+    Those that could be told: live at both ends of the step with one broker epoch, unheld. The new
+    leader shows first in the metadata log (the snapshots' KRaft view: a new quorum epoch), a moment
+    before the driver's status says so: either counts."""
     if not status_before or not status_after:
         return frozenset()
-    epoch_before, epoch_after = status_before.get("kraft_controller_epoch"), status_after.get("kraft_controller_epoch")
-    if not isinstance(epoch_after, int) or (isinstance(epoch_before, int) and epoch_after <= epoch_before):
+    if not (_new_kraft_epoch(status_before.get("kraft_controller_epoch"), status_after.get("kraft_controller_epoch"))
+            or (before.mode == after.mode == "kraft" and _new_kraft_epoch(before.controller_epoch, after.controller_epoch))):
         return frozenset()
-    roles = status_after.get("broker_roles") or {}
+    roles = {**(status_before.get("broker_roles") or {}), **(status_after.get("broker_roles") or {})}
     held = tuple(held)
     return frozenset(int(b) for b, role in roles.items()
                      if role == "hybrid" and _could_be_told(int(b), before, after, held))
+
+
+def _new_kraft_epoch(before: object, after: object) -> bool:
+    return isinstance(after, int) and (not isinstance(before, int) or after > before)
 
 
 # One step as untold_removals reads it: (before, after, held, brokers a full LeaderAndIsr reconciled).

@@ -202,3 +202,10 @@ def test_a_stray_let_be_while_its_broker_was_down_is_not_once_a_full_leader_and_
     stray = {**EXACT, 1: disk(("t", 0))}
     assert not disk_settled(AFTER, AFTER, ["t"], (), stray, reconciled=(1,))  # the observation waits for it
     assert disk_settled(AFTER, AFTER, ["t"], (), stray)
+
+
+def test_the_new_quorum_epoch_in_the_metadata_log_counts_before_the_drivers_status_shows_it() -> None:
+    before, after = replace(AFTER, mode="kraft", controller_epoch=1), replace(AFTER, mode="kraft", controller_epoch=2)
+    status = _status(1, b1="hybrid", b2="kraft")
+    assert reconciled_brokers(status, status, before, after, ()) == {1}
+    assert reconciled_brokers(status, status, before, before, ()) == set()
