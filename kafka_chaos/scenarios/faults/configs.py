@@ -136,9 +136,12 @@ class BrokerConfigFault(FaultBase):
             raise UsageError(f"{self.kind}: no broker {self.broker} in the cluster {env.cluster.broker_ids}")
         # A broker's own config is changed by asking that broker (ZkAdminManager validates it there);
         # the default by asking a live one.
-        asked = int(self.broker) if self.broker else min(env.observer.snapshot().live_brokers, default=None)
-        if asked is None:
-            raise UsageError(f"{self.kind}: no live broker to ask")
+        live = env.observer.snapshot().live_brokers
+        asked = int(self.broker) if self.broker else min(live, default=None)
+        if asked is None or asked not in live:
+            raise UsageError(f"{self.kind}: broker {asked} is not running: a broker's own config is changed by "
+                             f"asking it (\"default\" asks any live broker)" if asked is not None
+                             else f"{self.kind}: no live broker to ask")
         alter_broker_config(env.cluster.endpoint(asked).bootstrap, self.broker, self.changes)
         log.info("broker %s config: %s", self.broker or DEFAULT_BROKER, _described(self.changes))
 
@@ -165,6 +168,9 @@ def _configs(model: ClusterModel, step: Step, target: tuple[int, ...] | None) ->
         broker = step.options.get("broker")
         if broker != DEFAULT_BROKER and broker not in model.brokers:
             raise IllegalStep(f"broker_config of unknown broker {broker!r}")
+        # A broker's own config is changed by asking it (BrokerConfigFault.inject): it must run.
+        if broker != DEFAULT_BROKER and (model.unknown_down or broker not in model.free):
+            raise IllegalStep(f"broker_config of broker {broker}: it may be down")
         return
     topic = step.options.get("topic")
     if not isinstance(topic, str) or topic not in model.topics:
@@ -191,7 +197,7 @@ def _topic_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
 
 
 def _broker_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
-    choices: list[int | str] = [DEFAULT_BROKER, *model.brokers]
+    choices: list[int | str] = [DEFAULT_BROKER, *([] if model.unknown_down else model.free)]
     broker = draw.rng.choice(choices)
     name, values = draw.rng.choice(_BROKER_CHOICES)
     return [Step(BrokerConfigFault.kind, NoTarget(f"broker {broker} config"),

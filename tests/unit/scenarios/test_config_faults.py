@@ -89,6 +89,16 @@ def test_the_generator_keeps_min_insync_replicas_within_the_replication_factor_a
     with pytest.raises(IllegalStep, match="unknown broker 9"):
         GENERATORS["broker_config"].apply(model, Step("broker_config", NoTarget("b"), {"broker": 9, "set": {"a": "1"}}),
                                           None)
+    # Found by `explore --mode kraft --seed 78`: a config change asked of a killed broker.
+    model.live.discard(3)
+    with pytest.raises(IllegalStep, match="broker_config of broker 3: it may be down"):
+        GENERATORS["broker_config"].apply(model, Step("broker_config", NoTarget("b"), {"broker": 3, "set": {"a": "1"}}),
+                                          None)
+    GENERATORS["broker_config"].apply(model, Step("broker_config", NoTarget("b"),
+                                                  {"broker": "default", "set": {"a": "1"}}), None)
+    for seed in range(20):
+        [step] = GENERATORS["broker_config"].candidates(model, Draw(random.Random(seed), ()))
+        assert step.options["broker"] != 3
 
 
 @pytest.mark.parametrize("seed", range(20))
