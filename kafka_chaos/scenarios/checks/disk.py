@@ -17,9 +17,9 @@ deletes such a log by itself (it only acts on the controller's requests), and a 
 at start-up, from 3.7.1 and 3.8.0 on (``LogManager.isStrayKraftReplica``, KAFKA-16234), so such
 logs are let be -- until a new KRaft controller of a migration sends the broker a full
 LeaderAndIsr (from 3.6.1 a migrating ZooKeeper-mode broker then renames every log the request
-does not name stray, KAFKA-15605: :func:`reconciled_brokers`). Not compared: topics being deleted, partitions without a state (no LeaderAndIsr
-was sent yet), and the missing replicas of a broker with an offline log directory (they are
-offline replicas, the oracle's business).
+does not name stray, KAFKA-15605: :func:`reconciled_brokers`). Not compared: topics being
+deleted, partitions without a state (no LeaderAndIsr was sent yet), and the missing replicas of a
+broker with an offline log directory (they are offline replicas, the oracle's business).
 
 Pure functions of recorded snapshots and DescribeLogDirs answers.
 """

@@ -3,10 +3,11 @@ files (:mod:`harness.replica_logs`) and summed up in blocks (:mod:`scenarios.his
 for the ``replica_logs_agree`` check.
 
 The range compared ends at the leader's high watermark, asked (ListOffsets) before the files are
-read: every in-sync replica held each offset below it then. Compared: the partitions of the scenario's topics with a leader and at least two in-sync replicas
-on live brokers no fault holds (a paused broker's files say nothing about what it will do). Left
-out: topics being deleted, and compacted topics (``cleanup.policy`` with ``compact``: each replica's
-log cleaner rewrites its own segments, ``LogCleaner``, so their batches differ by design).
+read: every in-sync replica held each offset below it then. Compared: the partitions of the
+scenario's topics with a leader and at least two in-sync replicas on live brokers no fault holds (a
+paused broker's files say nothing about what it will do). Left out: topics being deleted, and
+compacted topics (``cleanup.policy`` with ``compact``: each replica's log cleaner rewrites its own
+segments, ``LogCleaner``, so their batches differ by design).
 """
 
 from __future__ import annotations
