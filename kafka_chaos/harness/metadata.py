@@ -29,7 +29,6 @@ from confluent_kafka.admin import (
     ConfigResource,
     ConfigSource,
     NewPartitions,
-    ResourceType,
     NewTopic,
 )
 
@@ -373,11 +372,12 @@ def _source(source: Any) -> int:
     return int(getattr(source, "value", source))
 
 
-def _alter_configs(bootstrap: str, kind: ResourceType, name: str, what: str,
-                   changes: Mapping[str, str | None], timeout: float) -> None:
-    """IncrementalAlterConfigs of one resource; None deletes a key."""
+def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | None], *,
+                       timeout: float = 30.0) -> None:
+    """IncrementalAlterConfigs on a topic (the broker writes ``/config/topics/<t>`` and the
+    change notification itself); None deletes a key."""
     if not changes:
-        raise UsageError(f"altering config of {what}: no changes given")
+        raise UsageError(f"alter_topic_config {topic!r}: no changes given")
     entries = [
         ConfigEntry(key, value if value is not None else "",
                     incremental_operation=AlterConfigOpType.SET if value is not None
@@ -385,20 +385,13 @@ def _alter_configs(bootstrap: str, kind: ResourceType, name: str, what: str,
         for key, value in changes.items()
     ]
     try:
-        resource = ConfigResource(kind, name, incremental_configs=entries)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
     except ValueError as exc:  # librdkafka's own validation of the resource
-        raise UsageError(f"altering config of {what}: {exc}") from exc
+        raise UsageError(f"altering config of topic {topic!r}: {exc}") from exc
     with admin_client(bootstrap, timeout) as client:
         futures = client.incremental_alter_configs([resource], request_timeout=timeout)
         for future in futures.values():
-            _result(future, timeout + 1, f"altering config of {what}")
-
-
-def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | None], *,
-                       timeout: float = 30.0) -> None:
-    """IncrementalAlterConfigs on a topic (the broker writes ``/config/topics/<t>`` and the
-    change notification itself); None deletes a key."""
-    _alter_configs(bootstrap, ResourceType.TOPIC, topic, f"topic {topic!r}", changes, timeout)
+            _result(future, timeout + 1, f"altering config of topic {topic!r}")
 
 
 def alter_broker_config(address: str, broker: str, changes: Mapping[str, str | None], *,

@@ -15,6 +15,7 @@ Pure: judges the blocks :mod:`scenarios.run.log_view` recorded.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.history.replica_logs import BLOCK_OFFSETS, LogBlock, PartitionLogs
@@ -27,11 +28,10 @@ def first_difference(reference: tuple[LogBlock, ...], other: tuple[LogBlock, ...
     for mine, theirs in zip(reference, other):
         if mine != theirs:
             start = min(mine.start, theirs.start)
+            same_offsets = replace(mine, digest=theirs.digest) == theirs
             return (f"offsets {start}-{start + BLOCK_OFFSETS - 1}: {theirs.batches} batch(es) {theirs.first_offset}.."
                     f"{theirs.last_offset} vs {mine.batches} batch(es) {mine.first_offset}..{mine.last_offset}"
-                    + (", same offsets, different bytes" if (mine.start, mine.batches, mine.first_offset,
-                       mine.last_offset) == (theirs.start, theirs.batches, theirs.first_offset,
-                                             theirs.last_offset) else ""))
+                    + (", same offsets, different bytes" if same_offsets else ""))
     if len(reference) != len(other):
         longer, shorter = (reference, other) if len(reference) > len(other) else (other, reference)
         missing = longer[len(shorter)]

@@ -81,7 +81,8 @@ class ReassignmentFault(FaultBase):
     # Every write of phases A and B is modelled (one bump for A, one per removed ISR member and the
     # leader move in B; a dead or throttled target stalls after A), so the epochs are exact.
     exact_epochs: ClassVar[bool] = True
-    _events: list[Event] | None = field(default=None, init=False)  # set by prepare()
+    # A cancelled partition being reassigned -> its original replicas (set by prepare())
+    _origins: dict[int, tuple[int, ...]] = field(default_factory=dict, init=False)
     _zookeeper_controller: bool = field(default=True, init=False)
 
     @classmethod
@@ -108,22 +109,15 @@ class ReassignmentFault(FaultBase):
 
     def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         self._zookeeper_controller = state.mode is Mode.ZOOKEEPER
-        self._events = []
-        for p, replicas in self.moves:
-            if replicas is not None:
-                self._events.append(Reassign(self.topic, p, replicas))
-                continue
-            tp = TopicPartition(self.topic, p)
-            current = state.partition(tp) if state.has_partition(tp) else None
-            if current is not None and current.is_being_reassigned:
-                self._events.append(Reassign(self.topic, p, current.origin_replicas))
+        cancelled = [TopicPartition(self.topic, p) for p, replicas in self.moves if replicas is None]
+        self._origins = {tp.partition: state.partition(tp).origin_replicas for tp in cancelled
+                         if state.has_partition(tp) and state.partition(tp).is_being_reassigned}
 
     def oracle_events(self) -> list[Event]:
         """The reassignments; a cancellation's is known once :meth:`prepare` read the partition's
         original replicas (before that, the explicit targets only: what schedule validation reads)."""
-        if self._events is None:
-            return [Reassign(self.topic, p, r) for p, r in self.moves if r is not None]
-        return list(self._events)
+        targets = [(p, r if r is not None else self._origins.get(p)) for p, r in self.moves]
+        return [Reassign(self.topic, p, r) for p, r in targets if r is not None]
 
     def inject(self, env: FaultEnv) -> None:
         if self.via == "znode" or not self._zookeeper_controller:

@@ -84,7 +84,7 @@ class RecreateTopicFault(FaultBase):
     registered (KRaft ``ReplicationControlManager.validateManualPartitionAssignment``; the ISR is
     the active replicas), so the broker finds the partition again under a new topic id when it
     starts -- with the old log still on its disk (KAFKA-14616). Options: ``topic`` (an unproduced
-    one), ``assignment`` ({partition: [replicas]}; default the schedule's)."""
+    one), ``assignment`` ({partition: [replicas]}; required)."""
 
     topic: str = ""
     assignment: Mapping[int, tuple[int, ...]] = field(default_factory=dict)

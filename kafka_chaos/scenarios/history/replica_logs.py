@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from itertools import groupby
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -76,28 +77,22 @@ def compared_range(starts: Iterable[int], high_watermarks: Iterable[int]) -> tup
     return max(starts, default=0), min(high_watermarks, default=0)
 
 
+def _block_of(batch: Batch) -> int:
+    return batch.base_offset - batch.base_offset % BLOCK_OFFSETS
+
+
 def log_blocks(batches: Iterable[Batch], low: int, high: int) -> tuple[LogBlock, ...]:
     """The blocks of the batches wholly inside ``[low, high)``."""
-    blocks: list[LogBlock] = []
-    current: tuple[int, int, int, int, Any] | None = None  # start, count, first, last, hash
-
-    def close() -> None:
-        if current is not None:
-            start, count, first, last, digest = current
-            blocks.append(LogBlock(start, count, first, last, digest.hexdigest()))
-
-    for batch in batches:
-        if batch.base_offset < low or batch.last_offset >= high:
-            continue
-        start = batch.base_offset - batch.base_offset % BLOCK_OFFSETS
-        if current is None or current[0] != start:
-            close()
-            current = (start, 0, batch.base_offset, batch.last_offset, hashlib.blake2b(digest_size=8))
-        digest = current[4]
-        digest.update(_OFFSETS.pack(batch.base_offset, batch.last_offset))
-        digest.update(batch.data)
-        current = (start, current[1] + 1, current[2], batch.last_offset, digest)
-    close()
+    inside = (b for b in batches if low <= b.base_offset and b.last_offset < high)
+    blocks = []
+    for start, group in groupby(inside, key=_block_of):
+        members = list(group)
+        digest = hashlib.blake2b(digest_size=8)
+        for batch in members:
+            digest.update(_OFFSETS.pack(batch.base_offset, batch.last_offset))
+            digest.update(batch.data)
+        blocks.append(LogBlock(start, len(members), members[0].base_offset, members[-1].last_offset,
+                               digest.hexdigest()))
     return tuple(blocks)
 
 

@@ -13,10 +13,10 @@ segments, ``LogCleaner``, so their batches differ by design).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.common.waits import WaitTimeout, wait_until
 from kafka_chaos.harness.cluster import Cluster, ReplicaLogReader
 from kafka_chaos.harness.metadata import MetadataError, latest_offsets
 from kafka_chaos.harness.replica_logs import ReplicaLog, read_replica
@@ -112,8 +112,10 @@ def replica_logs(reader: ReplicaLogReader, high_watermarks: HighWatermarks, afte
     may still be in the snapshot's, behind the leader's high watermark, until the shrink lands."""
     pending = compared_partitions(after, topics, held)
     found: dict[str, PartitionLogs] = {}
-    deadline = time.monotonic() + timeout
-    while pending:
+
+    def read_pending() -> dict[tuple[str, int], list[int]]:
+        """Read the pending partitions; the ones whose logs still disagree stay pending."""
+        nonlocal pending
         leaders: dict[int, dict[str, list[int]]] = {}
         for topic, partition in pending:
             leaders.setdefault(after.partitions[(topic, partition)].leader, {}).setdefault(topic, []).append(partition)
@@ -128,9 +130,13 @@ def replica_logs(reader: ReplicaLogReader, high_watermarks: HighWatermarks, afte
             if not _agrees(topic, partition, logs):
                 disagreeing[(topic, partition)] = brokers
         pending = disagreeing
-        if pending and time.monotonic() + POLL_INTERVAL_S > deadline:
-            break
-        if pending:
-            time.sleep(POLL_INTERVAL_S)
+        return pending
+
+    if pending:
+        try:
+            wait_until(read_pending, timeout=timeout, interval=POLL_INTERVAL_S, accept=lambda left: not left,
+                       description="the in-sync replicas' logs to agree")
+        except WaitTimeout:
+            pass  # the last reads are what the check judges
     log.debug("read the in-sync replicas' logs of %d partitions", len(found))
     return found
