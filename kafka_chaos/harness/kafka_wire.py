@@ -299,12 +299,22 @@ def encode_init_producer_id(correlation_id: int, transaction_timeout_ms: int = 6
                     struct.pack(">hi", -1, transaction_timeout_ms))  # TransactionalId null
 
 
-def decode_init_producer_id_response(payload: bytes) -> WireAnswer:
-    """An InitProducerIdResponse v0 without its size prefix: the producer id."""
+@dataclass(frozen=True)
+class WireProducerId:
+    """An InitProducerId answer: the producer id and epoch handed out (-1 and -1 on an error)."""
+
+    correlation_id: int
+    error_code: int
+    producer_id: int
+    epoch: int
+
+
+def decode_init_producer_id_response(payload: bytes) -> WireProducerId:
+    """An InitProducerIdResponse v0 without its size prefix: the producer id and epoch."""
     if len(payload) != 20:
         raise WireFormatError(f"InitProducerId response of {len(payload)} bytes, expected 20")
-    correlation_id, _throttle, error_code, producer_id, _epoch = struct.unpack(">iihqh", payload)
-    return WireAnswer(correlation_id, error_code, producer_id)
+    correlation_id, _throttle, error_code, producer_id, epoch = struct.unpack(">iihqh", payload)
+    return WireProducerId(correlation_id, error_code, producer_id, epoch)
 
 
 # --- DescribeLogDirs v1 ------------------------------------------------------------------------------

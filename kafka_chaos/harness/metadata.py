@@ -187,9 +187,9 @@ def find_coordinator(address: str, group: str, timeout: float = 2.0) -> kafka_wi
                    kafka_wire.decode_find_coordinator_response, timeout)
 
 
-def init_producer_id(address: str, timeout: float = 2.0) -> kafka_wire.WireAnswer:
-    """InitProducerId of an idempotent producer, asked of the broker at ``address``: its error code
-    and the producer id. A broker without a block of producer ids asks the controller for one
+def init_producer_id(address: str, timeout: float = 2.0) -> kafka_wire.WireProducerId:
+    """InitProducerId of an idempotent producer, asked of the broker at ``address``: its error code,
+    the producer id and its epoch. A broker without a block of producer ids asks the controller for one
     and answers COORDINATOR_LOAD_IN_PROGRESS meanwhile (``RPCProducerIdManager.generateProducerId``,
     3.9)."""
     return _answer(address, "InitProducerId", kafka_wire.encode_init_producer_id,

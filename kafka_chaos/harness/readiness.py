@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.common.waits import WaitTimeout, wait_until
@@ -169,8 +170,20 @@ def ensure_offsets_topic(cluster: Cluster, *, partitions: int, timeout: float = 
             raise HarnessError(f"{OFFSETS_TOPIC} not settled within {timeout:.0f} s: {exc}") from None
 
 
-def warm_producer_ids(cluster: Cluster, *, timeout: float = 60.0) -> None:
-    """Give every broker its first block of producer ids before the workload starts.
+@dataclass(frozen=True)
+class ProducerIdGrant:
+    """The broker at ``address`` handed the harness ``producer_id`` (and ``epoch``) at ``at``:
+    one InitProducerId, so one producer instance as far as the cluster knows."""
+
+    address: str
+    at: float
+    producer_id: int
+    epoch: int
+
+
+def warm_producer_ids(cluster: Cluster, *, timeout: float = 60.0) -> list[ProducerIdGrant]:
+    """Give every broker its first block of producer ids before the workload starts, and return
+    the id each one handed out.
 
     A broker holds none after it starts: its first InitProducerId asks the controller for a
     block and answers COORDINATOR_LOAD_IN_PROGRESS (``RPCProducerIdManager.generateProducerId``,
@@ -178,11 +191,14 @@ def warm_producer_ids(cluster: Cluster, *, timeout: float = 60.0) -> None:
     about a second later, so every idempotent producer of a fresh cluster got its first ack a
     second late. Asking each broker on the wire (every :data:`READY_POLL_S`) until it hands out an
     id is what a cluster that has served producers before looks like; a broker restarted by a
-    fault starts without a block again, as in Kafka."""
+    fault starts without a block again, as in Kafka. Each id handed out is a producer instance's
+    like any client's: the ``producer_ids_unique`` check counts them (a block handed out twice
+    shows first in a fresh broker's first id: KAFKA-15552)."""
     from kafka_chaos.harness.metadata import MetadataError, error_name, init_producer_id
 
     waiting = {address.strip() for address in cluster.bootstrap_servers.split(",")}
     last: dict[str, str] = {}
+    grants: list[ProducerIdGrant] = []
 
     def every_broker_has_ids() -> bool:
         for address in sorted(waiting):
@@ -193,6 +209,7 @@ def warm_producer_ids(cluster: Cluster, *, timeout: float = 60.0) -> None:
                 continue
             if answer.error_code == 0:
                 waiting.discard(address)
+                grants.append(ProducerIdGrant(address, time.time(), answer.producer_id, answer.epoch))
             else:
                 last[address] = f"InitProducerId answered {error_name(answer.error_code)}"
         return not waiting
@@ -203,3 +220,4 @@ def warm_producer_ids(cluster: Cluster, *, timeout: float = 60.0) -> None:
     except WaitTimeout:
         raise HarnessError(f"brokers at {', '.join(sorted(waiting))} handed out no producer id within "
                            f"{timeout:.0f} s: {'; '.join(last[a] for a in sorted(waiting) if a in last)}") from None
+    return grants

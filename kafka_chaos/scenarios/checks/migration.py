@@ -10,9 +10,9 @@
   log's once the write-behind caught up (leader, leader epoch, ISR, replicas), within a bound;
 * ``migration_rollback_allowed`` -- a rollback starts only from a phase the guide allows it in:
   not finalised, every broker back in migration mode;
-* ``topic_ids_kept``, ``leader_epochs_monotone``, ``isr_within_replicas`` -- across every step of a
-  migrating cluster: a topic keeps its id, a leader epoch never goes back, the ISR is a subset
-  of the replicas;
+* ``leader_epochs_monotone``, ``isr_within_replicas`` -- across every step of a migrating
+  cluster: a leader epoch never goes back, the ISR is a subset of the replicas (that a topic keeps
+  its id is checked in every mode: :mod:`scenarios.checks.topic_ids`);
 * ``migration_timeline`` -- a measurement, no verdict: the phase before and after each step, how
   long the step took and how long ZooKeeper lagged the log (the report's phase timeline).
 """
@@ -116,12 +116,6 @@ def check_rollback_controller_epoch(after: ZkSnapshot, topics: Sequence[str]) ->
                        f"partition controller epochs <= {epoch}", len(above),
                        ("written by a later controller than ZooKeeper's: " + "; ".join(above)) if above
                        else ("" if epoch is not None else "no ZooKeeper controller epoch"))
-
-
-def check_topic_ids_kept(before: ZkSnapshot, after: ZkSnapshot, topics: Sequence[str]) -> CheckResult:
-    changed = [f"{t}: {before.topic_ids[t]} → {after.topic_ids[t]}" for t in topics
-               if before.topic_ids.get(t) and after.topic_ids.get(t) and before.topic_ids[t] != after.topic_ids[t]]
-    return CheckResult("topic_ids_kept", not changed, "every topic keeps its id", len(changed), "; ".join(changed))
 
 
 def check_leader_epochs_monotone(before: ZkSnapshot, after: ZkSnapshot, topics: Sequence[str]) -> CheckResult:

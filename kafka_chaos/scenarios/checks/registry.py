@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kafka_chaos.oracle import Reassign, predict
+from kafka_chaos.oracle import CreateTopic, DeleteTopic, Reassign, predict
 from kafka_chaos.records.schema import STALL_S, Record
 from kafka_chaos.harness.zkevents import ControllerChanged, PartitionStateWritten
 from kafka_chaos.scenarios.checks import availability
@@ -28,6 +28,7 @@ from kafka_chaos.scenarios.checks.disk import check_replicas_on_disk, reconciled
 from kafka_chaos.scenarios.checks.min_isr import GRACE_S, MIN_INSYNC_REPLICAS, Writes, check_min_isr_honoured
 from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
 from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
+from kafka_chaos.scenarios.checks.topic_ids import check_topic_ids_kept
 from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
@@ -42,7 +43,6 @@ from kafka_chaos.scenarios.checks.migration import (
     check_migration_phase,
     check_rollback_allowed,
     check_rollback_controller_epoch,
-    check_topic_ids_kept,
     migration_timeline,
 )
 from kafka_chaos.scenarios.checks.functions import (
@@ -236,7 +236,7 @@ def single_controller(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
 def migration_invariants(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     """A migrating cluster's steps (:mod:`scenarios.checks.migration`): the phase each migration step
     leads to, ZooKeeper = the metadata log while dual-writing, the rollback's preconditions, and
-    topic ids, leader epochs and ISR ⊆ replicas across every step."""
+    leader epochs and ISR ⊆ replicas across every step."""
     m = obs.migration
     if m is None or obs.after is None:
         return []
@@ -245,8 +245,7 @@ def migration_invariants(obs: StepObserved, ctx: CheckContext) -> list[CheckResu
         results.append(check_dual_write(m.zookeeper, m.kraft, obs.topics, m.write_behind_s, WRITE_BEHIND_BOUND_S))
     if obs.traits.kind == "migration_deprovision":
         results += [check_rollback_allowed(m.before), check_rollback_controller_epoch(obs.after, obs.topics)]
-    results += [check_topic_ids_kept(obs.before, obs.after, obs.topics),
-                check_leader_epochs_monotone(obs.before, obs.after, obs.topics),
+    results += [check_leader_epochs_monotone(obs.before, obs.after, obs.topics),
                 check_isr_within_replicas(obs.after, obs.topics),
                 migration_timeline(obs.traits.label, m, obs.measured_at - obs.fault_at)]
     return results
@@ -294,6 +293,16 @@ def reassignment_in_sync(obs: StepObserved, ctx: CheckContext) -> list[CheckResu
     reassigned = {(e.topic, e.partition) for e in obs.oracle_events if isinstance(e, Reassign)}
     reassigned |= {k for k, s in obs.before.partitions.items() if s.adding_replicas or s.removing_replicas}
     return check_reassignments_completed_in_sync(obs.before, obs.after, reassigned)
+
+
+@register_check("topic_ids_kept", StepObserved)
+def topic_ids_kept(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """No topic's id changed or vanished in the step (:mod:`scenarios.checks.topic_ids`), but
+    those the step deleted or created."""
+    if obs.after is None:
+        return []
+    made = {e.topic for e in obs.oracle_events if isinstance(e, (CreateTopic, DeleteTopic))}
+    return check_topic_ids_kept(obs.before, obs.after, made)
 
 
 @register_check("replicas_on_disk", StepObserved)
@@ -485,9 +494,12 @@ def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
 
 @register_check("producer_ids_unique", ScenarioFinished)
 def producer_ids_unique(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
-    """No producer id handed to two producer instances over the whole run
-    (:mod:`scenarios.checks.producer_ids`); nothing for a history without producer ids (before v8)."""
+    """No producer id handed to two producer instances over the whole run — the workloads'
+    producers and the harness's own InitProducerIds (v9) alike (:mod:`scenarios.checks.producer_ids`);
+    nothing for a history without producer ids (before v8)."""
     recorded = [d.producers for d in obs.deliveries if d.producers is not None]
+    if obs.granted is not None:
+        recorded.append(obs.granted)
     return [check_producer_ids_unique(g for given in recorded for g in given)] if recorded else []
 
 

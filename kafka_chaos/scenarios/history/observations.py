@@ -77,8 +77,9 @@ HISTORY_FILE = "history.jsonl"
 # 6: time ledgers (StepObserved, ScenarioFinished, ScenarioAborted).
 # 7: each broker's replicas on disk (StepObserved.on_disk).
 # 8: the in-sync replicas' logs (StepObserved.replica_logs) and producer ids (TopicDelivery.producers).
-HISTORY_VERSION = 8
-READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
+# 9: the producer ids the brokers handed the harness itself (ScenarioFinished.granted).
+HISTORY_VERSION = 9
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
 
 
 
@@ -340,18 +341,24 @@ class ScenarioFinished:
     ops: Mapping[str, ClientOps] = field(default_factory=dict)
     # Where the iteration's wall time went outside its fault steps' ledgers (history v6).
     ledger: TimeLedger = TimeLedger()
+    # The producer ids the brokers handed the harness's own InitProducerIds: when the cluster was
+    # acquired and once more after healing (history v9; None before).
+    granted: tuple[ProducerIdGiven, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "finished", "run": self.run.to_dict(), "started_at": self.started_at,
                 "finished_at": self.finished_at, "healed": self.healed,
                 "deliveries": [t.to_dict() for t in self.deliveries], "ops": ops_to_dict(self.ops),
-                **_ledger_to_dict(self.ledger)}
+                **_ledger_to_dict(self.ledger),
+                **({"granted": [g.to_list() for g in self.granted]} if self.granted is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScenarioFinished:
+        granted = d.get("granted")
         return cls(ScenarioRun.from_dict(d["run"]), d["started_at"], d["finished_at"], d["healed"],
                    tuple(TopicDelivery.from_dict(t) for t in d["deliveries"]), ops_from_dict(d.get("ops")),
-                   TimeLedger.from_list(d.get("ledger")))
+                   TimeLedger.from_list(d.get("ledger")),
+                   tuple(ProducerIdGiven.from_list(g) for g in granted) if granted is not None else None)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, is_settled
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.distribution import KafkaDistribution
+    from kafka_chaos.harness.readiness import ProducerIdGrant
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,10 @@ class ClusterPool:
         self._missing: dict[str, Mapping[Capability, str]] = {}  # by cluster mode
         self._releases: dict[str, KafkaDistribution] = {}  # scenarios' own releases (ClusterNeeds.kafka_version)
         self._prepared: _Prepared | None = None
+        # The producer ids the held cluster's brokers handed the harness when it was acquired
+        # (its warm-up), and those of clusters started but not yet acquired, by id().
+        self.granted: list[ProducerIdGrant] = []
+        self._granted_at_start: dict[int, list[ProducerIdGrant]] = {}
         # One worker thread for the pool's life: a node's PR_SET_PDEATHSIG (harness.processes)
         # fires when the *thread* that spawned it exits, so a thread per start would kill its JVMs.
         self._starter: ThreadPoolExecutor | None = None
@@ -141,7 +146,7 @@ class ClusterPool:
             try:
                 self.restore()
                 # A broker a fault restarted holds no block of producer ids yet (_ready_for_clients).
-                warm_producer_ids(self.held(), timeout=self.settle_timeout)
+                self.granted = warm_producer_ids(self.held(), timeout=self.settle_timeout)
                 return self.held()
             except HarnessError as exc:
                 self.progress(f"cluster could not be restored ({exc}); recreating it")
@@ -151,6 +156,7 @@ class ClusterPool:
             self.progress(f"starting a {self.backend} cluster: {needs.describe()}")
             cluster = self._start(needs)
         self.cluster, self.needs = cluster, needs
+        self.granted = self._granted_at_start.pop(id(cluster), [])
         return cluster
 
     def prepare(self, needs: ClusterNeeds) -> None:
@@ -235,7 +241,7 @@ class ClusterPool:
 
         partitions = int(dict(cluster.broker_settings()).get(OFFSETS_TOPIC_NUM_PARTITIONS, "50"))
         ensure_offsets_topic(cluster, partitions=partitions, timeout=self.settle_timeout)
-        warm_producer_ids(cluster, timeout=self.settle_timeout)
+        self._granted_at_start[id(cluster)] = warm_producer_ids(cluster, timeout=self.settle_timeout)
 
     def held(self) -> ManagedCluster:
         """The cluster the pool holds now (a HarnessError when it holds none)."""

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from kafka_chaos.harness.cluster import ChaosCluster, Cluster
 from kafka_chaos.harness.observers import Observer
+from kafka_chaos.harness.readiness import ProducerIdGrant
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.oracle import CreateTopic, Event, predict
 from kafka_chaos.records.writer import RecordSink
@@ -48,6 +49,7 @@ from kafka_chaos.scenarios.plans.spec import Scenario
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate, to_records
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.clients.ops import ClientOps
+from kafka_chaos.scenarios.clients.producer_log import ProducerIdGiven
 from kafka_chaos.scenarios.run.client_cuts import client_activity, client_ops, wait_for_clients, with_read_back
 from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor
 from kafka_chaos.scenarios.faults import FaultEnv, Nemesis, requirements_of
@@ -174,6 +176,7 @@ class Runner:
             with clock.phase(CLUSTER):
                 cluster = self.pool.acquire(scenario.needs)
             ctx = _Context.build(scenario, iteration, cluster, outcome, checks, self.options, attempt, clock)
+            ctx.granted += self.pool.granted
             self._run_in(ctx)
         except KeyboardInterrupt:
             interrupted = True
@@ -268,6 +271,7 @@ class Runner:
             self._stop_consumers(ctx)  # healed: a group member leaves its group at once
         with ctx.clock.phase(READ_BACK):
             deliveries = self._read_back(ctx)
+            self._ask_fresh_producer_ids(ctx)
         ops = client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)
         for physical, w in ctx.workloads.items():  # the read-back is the last poll of every partition
             ops = with_read_back(ops, physical, w.read_back, time.time())
@@ -277,7 +281,20 @@ class Runner:
                 self._delete_topics(ctx)
         finally:
             self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, finished_at, None,
-                                                                 tuple(deliveries), ops, ctx.ledger()))
+                                                                 tuple(deliveries), ops, ctx.ledger(),
+                                                                 granted=harness_producer_ids(ctx.granted)))
+
+    def _ask_fresh_producer_ids(self, ctx: _Context) -> None:
+        """Every broker asked for one more producer id once the faults are healed, as a producer
+        started after them would (KAFKA-15552's trigger: the first block a controller hands out
+        after a migration). A broker that hands out none is said, not failed: the read-back has
+        already judged the cluster's availability."""
+        from kafka_chaos.harness.readiness import warm_producer_ids
+
+        try:
+            ctx.granted += warm_producer_ids(ctx.cluster, timeout=self.options.settle_timeout)
+        except HarnessError as exc:
+            self._step_progress(ctx, f"no fresh producer id after healing: {exc}")
 
     def _read_back(self, ctx: _Context) -> list[TopicDelivery]:
         """Every acknowledged message of each topic read back (or why not)."""
@@ -457,6 +474,13 @@ class _WorkloadClients(StepClients):
         return client_ops(self._ctx.workloads, self._ctx.consumers, self._ctx.ops_cut, until)
 
 
+def harness_producer_ids(granted: Sequence[ProducerIdGrant]) -> tuple[ProducerIdGiven, ...]:
+    """The harness's own InitProducerIds as the producer instances they are to the cluster: one
+    instance per id handed out."""
+    return tuple(ProducerIdGiven(f"kafka-chaos-init-producer-id@{g.address}#{n}", g.at, g.producer_id, g.epoch)
+                 for n, g in enumerate(granted, start=1))
+
+
 @dataclass
 class _Context:
     scenario: Scenario
@@ -476,6 +500,7 @@ class _Context:
     workload_errors: dict[str, str] = field(default_factory=dict)
     consumers: dict[str, Consumers] = field(default_factory=dict)
     ops_cut: float = 0.0  # the clients' operations up to here are in an emitted observation
+    granted: list[ProducerIdGrant] = field(default_factory=list)  # the harness's own InitProducerIds
 
     @property
     def physical_topics(self) -> list[str]:

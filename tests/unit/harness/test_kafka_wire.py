@@ -16,6 +16,7 @@ from kafka_chaos.harness.kafka_wire import (
     decode_describe_log_dirs_response,
     decode_find_coordinator_response,
     decode_init_producer_id_response,
+    WireProducerId,
     decode_metadata_response,
     encode_describe_log_dirs,
     encode_find_coordinator,
@@ -141,13 +142,14 @@ def test_init_producer_id_asks_version_0_without_a_transactional_id() -> None:
     assert frame[4:] == struct.pack(">hhi", 22, 0, 5) + _s(CLIENT_ID) + _s(None) + struct.pack(">i", 60_000)
 
 
-@pytest.mark.parametrize(("error_code", "producer_id"), [
-    (0, 2001),
-    (14, -1),  # COORDINATOR_LOAD_IN_PROGRESS: the broker waits for a block of ids
+@pytest.mark.parametrize(("error_code", "producer_id", "epoch"), [
+    (0, 2001, 0),
+    (0, 7, 3),
+    (14, -1, -1),  # COORDINATOR_LOAD_IN_PROGRESS: the broker waits for a block of ids
 ])
-def test_init_producer_id_answer_gives_error_and_id(error_code: int, producer_id: int) -> None:
-    payload = struct.pack(">iihqh", 5, 0, error_code, producer_id, 0 if producer_id >= 0 else -1)
-    assert decode_init_producer_id_response(payload) == WireAnswer(5, error_code, producer_id)
+def test_init_producer_id_answer_gives_error_id_and_epoch(error_code: int, producer_id: int, epoch: int) -> None:
+    payload = struct.pack(">iihqh", 5, 0, error_code, producer_id, epoch)
+    assert decode_init_producer_id_response(payload) == WireProducerId(5, error_code, producer_id, epoch)
 
 
 def test_init_producer_id_answer_of_another_version_is_refused() -> None:

@@ -8,11 +8,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, strategies as st
 
+from kafka_chaos.harness.readiness import ProducerIdGrant
 from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate
 from kafka_chaos.scenarios.clients.debug_ring import DebugRing
 from kafka_chaos.scenarios.clients.producer_log import ACQUIRED_PID, ProducerIdGiven, producer_ids_given
 from kafka_chaos.scenarios.history.observations import ScenarioFinished, TopicDelivery, observation_from_json, observation_to_json
+from kafka_chaos.scenarios.run.runner import harness_producer_ids
 from tests.unit.scenarios.histories import RUN
 
 # Lines as the workload's ring keeps them (a real 3.6.1 run's, shortened).
@@ -85,3 +87,31 @@ def test_the_registered_check_takes_every_topics_producers_and_the_record_surviv
     assert [r.passed for r in results] == [False]
     assert [r.passed for r in evaluate(replace(back, deliveries=back.deliveries[:1]), CheckContext())
             if r.check == "producer_ids_unique"] == [True]
+
+
+GRANT_CASES = {
+    # KAFKA-15552: the block the last ZooKeeper-mode grant came from handed out again by the KRaft
+    # controller, to a broker that restarted in the migration.
+    "a block handed out twice": ((g("a#producer-1", 7),), (ProducerIdGrant("b1:9092", 1.0, 2000, 0),
+                                                           ProducerIdGrant("b2:9092", 9.0, 2000, 0)), False),
+    "the harness's id given to a client too": ((g("a#producer-1", 1000),),
+                                               (ProducerIdGrant("b1:9092", 1.0, 1000, 0),), False),
+    "every grant its own id": ((g("a#producer-1", 7),), (ProducerIdGrant("b1:9092", 1.0, 1000, 0),
+                                                         ProducerIdGrant("b1:9092", 9.0, 1001, 0)), True),
+    "grants alone, no workload": ((), (ProducerIdGrant("b1:9092", 1.0, 1000, 0),), True),
+}
+
+
+@pytest.mark.parametrize("case", GRANT_CASES, ids=list(GRANT_CASES))
+def test_the_harness_grants_count_as_producers_and_survive_the_history_file(case: str) -> None:
+    producers, grants, verdict = GRANT_CASES[case]
+    obs = replace(finished(TopicDelivery("t", None, "x", producers=producers)), granted=harness_producer_ids(grants))
+    back = observation_from_json(observation_to_json(obs))
+    assert back == obs
+    assert isinstance(back, ScenarioFinished)
+    assert [r.passed for r in evaluate(back, CheckContext()) if r.check == "producer_ids_unique"] == [verdict]
+
+
+def test_each_grant_is_its_own_producer_instance() -> None:
+    grants = [ProducerIdGrant("b1:9092", 1.0, 5, 0), ProducerIdGrant("b1:9092", 2.0, 6, 0)]
+    assert len({p.client for p in harness_producer_ids(grants)}) == 2
