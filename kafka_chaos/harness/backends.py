@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         ZooKeeperControl,
         ZooKeeperEnsembleControl,
         MigrationControl,
+        QuorumLinkPartitioner,
         ReleaseRoller,
         ZooKeeperLinkPartitioner,
     )
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
         rolls: ReleaseRoller = local
         on_kraft: tuple[ChaosCluster, ControllerQuorumControl, ChaosCluster, ControllerQuorumControl] = (
             kraft, kraft, kraft_containers, kraft_containers)
-        del on_kraft
+        kraft_links: tuple[QuorumLinkPartitioner, QuorumLinkPartitioner] = (kraft, kraft_containers)
+        del on_kraft, kraft_links
         on_migration: tuple[ChaosCluster, MigrationControl, ControllerQuorumControl] = (migrating, migrating, migrating)
         del on_migration
         del claims, more, ensemble, log_dirs, rolls
@@ -173,7 +175,7 @@ def undeclared_capabilities(chosen: str, mode: str) -> Mapping[Capability, str]:
 
 # What the containers launcher does with iptables/tc inside a container's network namespace.
 NAMESPACE_RULES = frozenset({Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
-                             Capability.NETWORK_DEGRADE})
+                             Capability.NETWORK_DEGRADE, Capability.QUORUM_LINK_PARTITION})
 
 
 def _launcher_class(chosen: str, mode: str = "zookeeper") -> type:
@@ -201,7 +203,10 @@ def _launcher_class(chosen: str, mode: str = "zookeeper") -> type:
 def _why_missing_on_kraft(capability: Capability) -> str:
     if capability.value.startswith("zookeeper"):
         return "a KRaft cluster has no ZooKeeper"
-    return f"the local KRaft launcher has no {capability.value} capability yet"
+    if capability is Capability.NETWORK_PARTITION:
+        return ("a KRaft cluster cuts links between node ids instead (quorum_link_partition: "
+                "QuorumLinkPartitioner.cut_links)")
+    return f"the KRaft launchers have no {capability.value} capability yet"
 
 
 def _why_missing(capability: Capability, chosen: str) -> str:
@@ -220,6 +225,8 @@ def _why_missing(capability: Capability, chosen: str) -> str:
         return "controller quorum faults need a KRaft cluster (--mode kraft) or a migrating one (--mode migration)"
     if capability is Capability.ZK_MIGRATION:
         return f"the migration needs a migrating cluster (--mode migration) on the local launcher, not {chosen}"
+    if capability is Capability.QUORUM_LINK_PARTITION:
+        return "cuts between KRaft controllers and brokers need a KRaft cluster (--mode kraft)"
     if capability is Capability.NETWORK_PARTITION:
         return (f"needs --backend containers: network partitions need a broker in its own network "
                 f"namespace, and the {chosen} launcher runs them on the host's")

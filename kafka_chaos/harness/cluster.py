@@ -10,13 +10,14 @@ that (one mechanism for any number of capabilities) rather than on launcher clas
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.migration.status import MigrationStatus
 
 
@@ -265,6 +266,38 @@ class ControllerQuorumControl(Protocol):
 
     def controller_running(self, node_id: int) -> bool: ...
 
+    def controller_address(self, node_id: int) -> str:
+        """host:port of the controller's CONTROLLER listener, reachable from the harness process."""
+
+
+@runtime_checkable
+class QuorumLinkPartitioner(Protocol):
+    """Capability QUORUM_LINK_PARTITION: cuts between the nodes of a KRaft cluster -- controllers
+    and brokers, named by node id -- both directions, until heal_network. The harness and the
+    clients keep their links to every node."""
+
+    def cut_links(self, node_id: int, peers: Sequence[int]) -> None:
+        """Drop every packet between node_id and each of peers (controller or broker ids), both ways, until heal_network."""
+
+    def heal_network(self) -> None:
+        """Remove every cut this cluster made. Idempotent."""
+
+
+def quorum_cut_peers(node_id: int, peers: Sequence[int], node_ids: Sequence[int]) -> tuple[int, ...]:
+    """Pure: the peers a :meth:`QuorumLinkPartitioner.cut_links` names, checked against the
+    cluster's node ids (KRaft's one id space: controllers and brokers) and in their given order
+    without repeats; a one-line UsageError for an unknown id, a node cut from itself or no peer."""
+    known = set(node_ids)
+    everyone = ", ".join(map(str, sorted(known)))
+    unknown = [n for n in (node_id, *peers) if n not in known]
+    if unknown:
+        raise UsageError(f"cut_links: unknown node id {unknown[0]}: the nodes are {everyone}")
+    if node_id in peers:
+        raise UsageError(f"cut_links: node {node_id} cannot be cut from itself")
+    if not peers:
+        raise UsageError(f"cut_links: name at least one node to cut {node_id} from (the nodes are {everyone})")
+    return tuple(dict.fromkeys(peers))
+
 
 @runtime_checkable
 class MigrationControl(Protocol):
@@ -307,8 +340,8 @@ class MigrationControl(Protocol):
 
 class NetworkHealer(Protocol):
     """Undo every cut, degradation and delay: what every launcher with a network capability
-    (``NETWORK_PARTITION``, ``ZOOKEEPER_LINK_PARTITION``, ``NETWORK_DEGRADE``, ``LINK_DELAY``)
-    also has."""
+    (``NETWORK_PARTITION``, ``ZOOKEEPER_LINK_PARTITION``, ``NETWORK_DEGRADE``, ``LINK_DELAY``,
+    ``QUORUM_LINK_PARTITION``) also has."""
 
     def heal_network(self) -> None: ...
 
@@ -355,6 +388,7 @@ class Capability(StrEnum):
     CONTROLLER_QUORUM = "controller_quorum"
     ZK_MIGRATION = "zk_migration"
     REPLICA_LOGS = "replica_logs"
+    QUORUM_LINK_PARTITION = "quorum_link_partition"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -370,6 +404,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.CONTROLLER_QUORUM: ControllerQuorumControl,
     Capability.ZK_MIGRATION: MigrationControl,
     Capability.REPLICA_LOGS: ReplicaLogReader,
+    Capability.QUORUM_LINK_PARTITION: QuorumLinkPartitioner,
 })
 
 

@@ -6,10 +6,18 @@ on the host by Kafka's own tool, from the same release's jars (``StorageTool for
 has no shell to run it in), and the controllers' metadata logs are read from the host by the
 observer (:class:`harness.kraft.observer.KraftObserver`) as on the local launcher. Network: the
 ZooKeeper-mode layout (a run network with fixed addresses, brokers' ``INTERNAL`` listener on it and
-``EXTERNAL`` published on 127.0.0.1); controller N is ``controller-N:9093`` on the network only.
+``EXTERNAL`` published on 127.0.0.1); controller N is ``controller-N:9093`` on the network, its
+CONTROLLER listener also published on 127.0.0.1 for the harness (``controller_address``: the
+voters themselves use the network).
 
-Capabilities: ``broker_control`` and ``controller_quorum`` (docker kill / stop / pause / start).
-Network cuts of KRaft nodes are not offered yet.
+Capabilities: ``broker_control`` and ``controller_quorum`` (docker kill / stop / pause / start),
+``replica_logs``, and as root with iptables and nsenter ``quorum_link_partition``: ``cut_links``
+adds DROP rules for each peer's fixed address to the cut node's own namespace, both INPUT and
+OUTPUT (:class:`harness.containers.network.NamespaceFirewall`, as ``isolate`` does in ZooKeeper
+mode). The harness's and the clients' links arrive from the bridge gateway and are never cut. A
+cut lives in the cut node's namespace: a peer that restarts comes back on its fixed address and
+stays cut, but the cut node itself, once killed or stopped, comes back healed (its namespace died
+with its process) -- as in ZooKeeper mode.
 """
 
 from __future__ import annotations
@@ -25,19 +33,27 @@ from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.node_logs import keep_failed_logs
-from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
+from kafka_chaos.harness.cluster import BrokerEndpoint, Capability, quorum_cut_peers
 from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.containers import teardown
 from kafka_chaos.harness.containers.cluster import disable_ryuk_unless_present
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.labels import new_run_id, run_labels
+from kafka_chaos.harness.containers.network import (
+    NamespaceFirewall,
+    check_partition_tools,
+    partition_tools_problem,
+    peer_addresses,
+)
 from kafka_chaos.harness.containers.nodes import (  # noqa: I001
     BROKER_DATA_DIR,
     EXTERNAL_PORT,
     INTERNAL_PORT,
     METRICS_PORT,
     NodeStarter,
+    address_on,
     broker_alias,
+    container_pid,
     container_state,
     kill_container,
     log_tail,
@@ -73,7 +89,9 @@ class ContainerKraftCluster(KraftBasics):
 
     @staticmethod
     def capability_problems() -> Mapping[Capability, str]:
-        return {}
+        """Cuts are iptables rules entered into a container's namespace: root, iptables, nsenter."""
+        problem = partition_tools_problem()
+        return {} if problem is None else {Capability.QUORUM_LINK_PARTITION: problem}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *, base_image: str | None = None,
                  start_timeout: float = START_TIMEOUT_SECONDS, metrics: bool = True,
@@ -96,6 +114,9 @@ class ContainerKraftCluster(KraftBasics):
         self._brokers: dict[int, Container] = {}
         self._broker_ports: dict[int, int] = {}
         self._metrics_ports: dict[int, int] = {}
+        self._controller_ports: dict[int, int] = {}  # each controller's CONTROLLER listener on 127.0.0.1
+        self._addresses: dict[int, str] = {}  # node id -> its fixed address on the run network
+        self._cut: set[int] = set()  # nodes with cut rules in their namespace
         self._properties: dict[str, dict[str, str]] = {}  # node -> server.properties (container paths)
         self._destroyed = False
 
@@ -141,6 +162,12 @@ class ContainerKraftCluster(KraftBasics):
     def metadata_log_dirs(self) -> list[Path]:
         return [self._dir() / controller_alias(c) for c in self.controller_ids]
 
+    def controller_address(self, node_id: int) -> str:
+        """The controller's CONTROLLER listener as published on 127.0.0.1 (the voters reach one
+        another as ``controller-N:9093`` on the run network, which the host cannot resolve)."""
+        self._controller(node_id)
+        return f"127.0.0.1:{self._controller_ports[node_id]}"
+
     # ---------------------------------------------------------------- start
 
     def start(self) -> None:
@@ -159,10 +186,11 @@ class ContainerKraftCluster(KraftBasics):
         image = ensure_kafka_image(self.distribution, base_image=self.base_image, client=self._client).tag
         teardown.register(self)
         self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-kraft-"))
-        brokers = self.broker_ids
-        ports = free_ports(2 * len(brokers))
+        brokers, controllers = self.broker_ids, self.controller_ids
+        ports = free_ports(2 * len(brokers) + len(controllers))
         self._broker_ports = dict(zip(brokers, ports))
-        self._metrics_ports = dict(zip(brokers, ports[len(brokers):])) if self._metrics else {}
+        self._metrics_ports = dict(zip(brokers, ports[len(brokers):2 * len(brokers)])) if self._metrics else {}
+        self._controller_ports = dict(zip(controllers, ports[2 * len(brokers):]))
         self._starter = NodeStarter(self.run_id, image, self.labels, kafka_version=self.kafka_version)
         self._starter.create_network()
         voters = {c: f"{controller_alias(c)}:{CONTROLLER_PORT}" for c in self.controller_ids}
@@ -179,8 +207,10 @@ class ContainerKraftCluster(KraftBasics):
         self._format_storage()
         for i, c in enumerate(self.controller_ids):
             self._controllers[c] = self._start_node(controller_alias(c), "controller", -(i + 1))
+            self._addresses[c] = address_on(self._controllers[c], self._starter.network.name)
         for i, b in enumerate(brokers):
             self._brokers[b] = self._start_node(broker_alias(b), "broker", i)
+            self._addresses[b] = address_on(self._brokers[b], self._starter.network.name)
         self._wait_ready(brokers, time.monotonic() + self.start_timeout)
         log.info("KRaft container cluster %s ready in %.1f s: bootstrap %s", self.run_id,
                  time.monotonic() - began, self.bootstrap_servers)
@@ -189,7 +219,9 @@ class ContainerKraftCluster(KraftBasics):
         assert self._starter is not None
         broker_id = int(name.removeprefix("broker-")) if role == "broker" else None
         host_ports = {}
-        if broker_id is not None:
+        if broker_id is None:
+            host_ports[CONTROLLER_PORT] = self._controller_ports[int(name.removeprefix("controller-"))]
+        else:
             host_ports[EXTERNAL_PORT] = self._broker_ports[broker_id]
             if broker_id in self._metrics_ports:
                 host_ports[METRICS_PORT] = self._metrics_ports[broker_id]
@@ -239,9 +271,11 @@ class ContainerKraftCluster(KraftBasics):
 
     def kill_broker(self, broker_id: int) -> None:
         kill_container(self._running(self._broker(broker_id), f"broker {broker_id}"))
+        self._cut.discard(broker_id)  # its namespace, and the cut in it, died with it
 
     def stop_broker(self, broker_id: int) -> None:
         self._running(self._broker(broker_id), f"broker {broker_id}").stop(timeout=int(self.stop_timeout))
+        self._cut.discard(broker_id)
 
     def pause_broker(self, broker_id: int) -> None:
         self._running(self._broker(broker_id), f"broker {broker_id}").pause()
@@ -270,9 +304,11 @@ class ContainerKraftCluster(KraftBasics):
 
     def kill_controller(self, node_id: int) -> None:
         kill_container(self._running(self._controller(node_id), controller_alias(node_id)))
+        self._cut.discard(node_id)
 
     def stop_controller(self, node_id: int) -> None:
         self._running(self._controller(node_id), controller_alias(node_id)).stop(timeout=int(self.stop_timeout))
+        self._cut.discard(node_id)
 
     def pause_controller(self, node_id: int) -> None:
         self._running(self._controller(node_id), controller_alias(node_id)).pause()
@@ -288,6 +324,26 @@ class ContainerKraftCluster(KraftBasics):
         if self.controller_running(node_id):
             raise HarnessError(f"controller {node_id} is already running")
         container.start()
+
+    # ---------------------------------------------------------------- QuorumLinkPartitioner
+
+    def cut_links(self, node_id: int, peers: Sequence[int]) -> None:
+        """Drop every packet between ``node_id`` and each of ``peers`` (controller or broker ids),
+        both ways, until :meth:`heal_network` or until ``node_id``'s container restarts."""
+        chosen = quorum_cut_peers(node_id, peers, self._node_ids())
+        check_partition_tools()
+        container = self._node(node_id)
+        NamespaceFirewall(container_pid(container), self._alias(node_id)).drop(peer_addresses(chosen, self._addresses))
+        self._cut.add(node_id)
+        log.info("node %d cut from nodes %s", node_id, ", ".join(map(str, chosen)))
+
+    def heal_network(self) -> None:
+        """Flush the cut rules of every container this cluster cut that still runs (idempotent)."""
+        for node_id in sorted(self._cut):
+            container = {**self._brokers, **self._controllers}.get(node_id)
+            if container is not None and container_state(container) in ("running", "paused"):
+                NamespaceFirewall(container_pid(container), self._alias(node_id)).heal()
+        self._cut.clear()
 
     # ---------------------------------------------------------------- teardown
 
@@ -329,6 +385,17 @@ class ContainerKraftCluster(KraftBasics):
         except KeyError:
             raise UsageError(f"unknown broker id {broker_id}: the brokers are "
                              f"{', '.join(map(str, self.broker_ids))}") from None
+
+    def _node_ids(self) -> list[int]:
+        if not self._controllers:
+            raise HarnessError("the cluster has not been started")
+        return sorted([*self._brokers, *self._controllers])
+
+    def _node(self, node_id: int) -> Container:
+        return self._controller(node_id) if node_id in self._controllers else self._broker(node_id)
+
+    def _alias(self, node_id: int) -> str:
+        return controller_alias(node_id) if node_id in self._controllers else broker_alias(node_id)
 
     def _controller(self, node_id: int) -> Container:
         try:

@@ -10,6 +10,9 @@ embedded DNS sit in the nat table and are left alone).
 DROP, not REJECT: a partitioned peer looks like a dead one — connections hang until a timeout
 fires (zookeeper.session.timeout.ms, replica.lag.time.max.ms), as in a real network split.
 A container's namespace dies with its process, so a restarted broker comes back healed.
+
+KRaft clusters (:class:`harness.containers.kraft.ContainerKraftCluster`) cut between node ids the
+same way: the cut node's namespace drops each named peer's fixed address (:func:`peer_addresses`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import ipaddress
 import logging
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +59,15 @@ def addresses_to_cut(peers: Peers, *, from_zookeeper: bool, from_brokers: bool,
     if not chosen:
         raise HarnessError("isolate needs at least one of from_zookeeper, from_brokers, from_clients")
     return tuple(dict.fromkeys(chosen))
+
+
+def peer_addresses(peers: Sequence[int], addresses: Mapping[int, str]) -> tuple[str, ...]:
+    """Pure: the run-network addresses of the KRaft nodes a cut names (node id -> address: each
+    node's fixed one, which a restart keeps), in the peers' order, without repeats."""
+    missing = [peer for peer in peers if not addresses.get(peer)]
+    if missing:
+        raise HarnessError(f"node {missing[0]} has no address on the run network (was the cluster started?)")
+    return tuple(dict.fromkeys(addresses[peer] for peer in peers))
 
 
 def drop_rules(addresses: Iterable[str]) -> list[list[str]]:
@@ -208,6 +220,15 @@ def established_connections(pid: int, local_port: int) -> set[str]:
         except OSError:
             continue
     return established_from(tables, local_port)
+
+
+def partition_tools_problem() -> str | None:
+    """Why this host cannot cut container networks (one line), or None when it can."""
+    try:
+        check_partition_tools()
+    except HarnessError as exc:
+        return str(exc)
+    return None
 
 
 def check_partition_tools() -> None:

@@ -13,7 +13,10 @@ the controllers' metadata log (:class:`harness.kraft.observer.KraftObserver`) sh
 leader and every broker registered and unfenced; then each broker's metadata lists them all.
 
 Faults keep data; a killed or stopped node starts again on its directory and port. The
-controllers are :class:`harness.cluster.ControllerQuorumControl`.
+controllers are :class:`harness.cluster.ControllerQuorumControl`. As root with iptables, links
+between nodes are cut on loopback (:class:`harness.cluster.QuorumLinkPartitioner`,
+:mod:`harness.local.kraft_links`): the firewall is installed before the nodes start and removed
+with the cluster.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.local.controllers import LocalControllerControls
+from kafka_chaos.harness.local.kraft_links import LocalQuorumLinkControls
+from kafka_chaos.harness.local.network import partition_problem
 from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
 from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeStartFailed, broker_node_name, check_alive, jvm_command, signal_node
 from kafka_chaos.harness.nodes import free_ports
@@ -77,15 +82,18 @@ def controller_node_name(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class LocalKraftCluster(LocalControllerControls, KraftBasics):
-    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
-    :class:`harness.cluster.ControllerQuorumControl` of a KRaft cluster on local JVMs."""
+class LocalKraftCluster(LocalControllerControls, LocalQuorumLinkControls, KraftBasics):
+    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
+    :class:`harness.cluster.ControllerQuorumControl` and, as root with iptables,
+    :class:`harness.cluster.QuorumLinkPartitioner` of a KRaft cluster on local JVMs."""
 
     backend = "local"
 
     @staticmethod
     def capability_problems() -> Mapping[Capability, str]:
-        return {}
+        """Cuts need root and iptables with owner/connmark matching on this machine."""
+        problem = partition_problem()
+        return {} if problem is None else {Capability.QUORUM_LINK_PARTITION: problem}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, start_timeout: float = 120.0,
@@ -207,6 +215,7 @@ class LocalKraftCluster(LocalControllerControls, KraftBasics):
             self._brokers[b] = self._prepare(broker_node_name(b), b, broker_ports[b], voters, java, log4j,
                                              agent_option)
         self._format_storage()
+        self._install_quorum_firewall()  # before any node opens a connection: marks apply to new ones
         deadline = time.monotonic() + self.start_timeout
         log.info("starting %d KRaft controllers and %d Kafka %s brokers (run dir %s)", len(controllers), len(brokers),
                  self.kafka_version, self._run_dir)
@@ -280,7 +289,7 @@ class LocalKraftCluster(LocalControllerControls, KraftBasics):
 
     def _spawn(self, node: LocalNode) -> None:
         node.process = processes.spawn(node.name, node.command, output=node.stdout_log, identity=node.identity,
-                                       cwd=node.directory, detached=self._detached)
+                                       cwd=node.directory, detached=self._detached, group=node.group)
 
     # ---------------------------------------------------------------- BrokerControl
 
@@ -331,7 +340,7 @@ class LocalKraftCluster(LocalControllerControls, KraftBasics):
         return any(n.running() for n in [*self._controllers.values(), *self._brokers.values()])
 
     def destroy(self) -> None:
-        """Kill every node, then remove the run directory. Idempotent."""
+        """Kill every node, remove the loopback firewall, then the run directory. Idempotent."""
         with self._lock:
             if self._destroyed:
                 return
@@ -344,6 +353,10 @@ class LocalKraftCluster(LocalControllerControls, KraftBasics):
                         node.process.kill()
                     except HarnessError as exc:
                         errors.append(str(exc))
+            try:
+                self._remove_quorum_firewall()
+            except HarnessError as exc:
+                errors.append(str(exc))
             if self._run_dir is not None:
                 shutil.rmtree(self._run_dir, ignore_errors=True)
                 if self._run_dir.exists():
@@ -354,9 +367,15 @@ class LocalKraftCluster(LocalControllerControls, KraftBasics):
     # ---------------------------------------------------------------- state file
 
     def write_state(self) -> Path:
-        """``cluster.json``: what another process needs to control this cluster (``cluster`` verbs)."""
-        return write_state(self.run_dir, render_kraft_state(self.run_dir, self.config, self.distribution,
-                                                             self._cluster_id, self._controllers, self._brokers))
+        """``cluster.json``: what another process needs to control this cluster (``cluster`` verbs),
+        with each node's group id, so that a node another process restarts keeps its cuts and
+        :meth:`destroy` of an attached cluster removes the firewall."""
+        state = render_kraft_state(self.run_dir, self.config, self.distribution, self._cluster_id,
+                                   self._controllers, self._brokers)
+        for kind, nodes in (("controllers", self._controllers), ("brokers", self._brokers)):
+            for entry in state[kind]:
+                entry["group"] = nodes[int(entry["id"])].group  # read back by harness.local.state
+        return write_state(self.run_dir, state)
 
     @classmethod
     def attach(cls, state_dir: str | os.PathLike[str]) -> LocalKraftCluster:

@@ -123,6 +123,10 @@ class LocalMigrationCluster(LocalControllerControls, LocalCluster):
     def metadata_log_dirs(self) -> list[Path]:
         return [node.directory / "data" for _, node in sorted(self._controllers.items())]
 
+    def controller_address(self, node_id: int) -> str:
+        """host:port of the controller's CONTROLLER listener (its voter address)."""
+        return self._controller(node_id).bootstrap
+
     def broker_settings(self) -> dict[str, str]:
         """The brokers' shared settings; while provisioned and not finalised, also the
         controllers' ``zookeeper.metadata.migration.enable`` (the KRaft model reads it)."""

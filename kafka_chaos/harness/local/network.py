@@ -30,10 +30,13 @@ delays it only while asked to.  The proxy's own onward connections carry ``SO_MA
 ``PROXY_MARK`` (and so the connection mark ``PROXY_MARK``): no redirect, and no client cut,
 matches them.
 
-Rules live in chains named ``KCHAOS-<ZooKeeper port>`` (mangle, filter and, with redirects, nat),
-hooked into OUTPUT.  They are removed when the cluster is destroyed (also on Ctrl-C and at exit: the
-launcher's own teardown); a new cluster first removes chains of ours whose ZooKeeper port has
-no listener any more (a run killed with SIGKILL).
+Rules live in chains named ``KCHAOS-<port>`` (mangle, filter and, with redirects, nat), hooked
+into OUTPUT, after a port of the cluster's: its ZooKeeper's (server 1 of an ensemble), or a KRaft
+cluster's first controller's (:mod:`harness.local.kraft_links`).  They are removed when the
+cluster is destroyed (also on Ctrl-C and at exit: the launcher's own teardown); a new cluster first
+removes chains of ours none of whose nodes listens any more (a run killed with SIGKILL) -- every
+node's port, not only the one the chain is named after, since a fault may have killed that node
+(a ZooKeeper server, a KRaft controller) of a cluster that still runs.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import psutil
@@ -57,6 +60,7 @@ CHAIN_PREFIX = "KCHAOS-"
 MARK_BASE = 0x4B430000  # "KC": a node's group id and connection mark is this plus its port
 PROXY_MARK = MARK_BASE  # the link proxy's onward connections (no node has port 0)
 _CHAIN_RE = re.compile(r"^(KCHAOS-(\d+)(?:-Q)?)$")
+_GID_OWNER_RE = re.compile(r"--gid-owner (\d+)\b")
 TABLES = ("mangle", "filter", "nat")
 # Bandwidth limits: an HTB qdisc on lo (this kernel has HTB and TBF, not netem or prio), a
 # default class as fast as loopback and one limited class; packets of degraded links are put in
@@ -73,13 +77,15 @@ def node_mark(port: int) -> int:
     return MARK_BASE + port
 
 
-def chain_name(zookeeper_port: int) -> str:
-    return f"{CHAIN_PREFIX}{zookeeper_port}"
+def chain_name(port: int) -> str:
+    """The chains of the cluster named after ``port`` (its ZooKeeper's or first controller's)."""
+    return f"{CHAIN_PREFIX}{port}"
 
 
 @dataclass(frozen=True)
 class Cut:
-    """One broker cut off from some peers (their ports) and possibly from clients.
+    """One node (a broker; on a KRaft cluster a controller or a broker) cut off from some peers
+    (their ports) and possibly from clients.
 
     A node is named by its first listener's port (its mark); ``other_listeners`` holds, as
     (node port, listening port) pairs, every further port a node listens on — a broker's
@@ -251,10 +257,10 @@ def redirect_problem() -> str | None:
 
 
 class LoopbackFirewall:
-    """The two chains of one local cluster (named after its ZooKeeper port)."""
+    """The chains of one local cluster, named after one of its ports (:func:`chain_name`)."""
 
-    def __init__(self, zookeeper_port: int) -> None:
-        self.chain = chain_name(zookeeper_port)
+    def __init__(self, named_after: int) -> None:
+        self.chain = chain_name(named_after)
 
     def install(self, node_ports: Iterable[int], redirects: Sequence[Redirect] = ()) -> None:
         """Create the chains (empty filter chain), mark each node's new connections and, with
@@ -326,7 +332,7 @@ def remove_chain(chain: str) -> None:
 
 
 def our_chains() -> dict[str, int]:
-    """Chains of ours in either table -> the ZooKeeper port they are named after."""
+    """Chains of ours in any table -> the port they are named after."""
     found: dict[str, int] = {}
     for table in TABLES:
         listing = _iptables(table, ["-S"], check=False).stdout
@@ -345,15 +351,43 @@ def listening_ports() -> set[int]:
     return ports
 
 
+def marked_ports(mangle_listing: str) -> dict[str, set[int]]:
+    """Pure: from ``iptables -t mangle -S``, each chain of ours -> the ports of the nodes whose
+    connections it marks (:func:`mark_rules`: the group id is ``node_mark(port)``)."""
+    found: dict[str, set[int]] = {}
+    for line in mangle_listing.splitlines():
+        parts = line.split(maxsplit=2)
+        if len(parts) < 3 or parts[0] != "-A" or not parts[1].startswith(CHAIN_PREFIX):
+            continue
+        for gid in _GID_OWNER_RE.findall(parts[2]):
+            port = int(gid) - MARK_BASE
+            if 0 < port < 65536:
+                found.setdefault(parts[1], set()).add(port)
+    return found
+
+
+def stale_chains(named_after: Mapping[str, int], marked: Mapping[str, set[int]], alive: set[int]) -> list[str]:
+    """Pure: the chains (``our_chains()``) of clusters none of whose nodes listens: neither the
+    port a chain is named after nor any port its marks name (a ``-Q`` chain goes with its
+    cluster's). A chain that marks nothing (a nat or filter chain left alone) has its name only."""
+    stale = []
+    for chain, port in named_after.items():
+        ports = {port} | marked.get(chain.removesuffix("-Q"), set())
+        if not ports & alive:
+            stale.append(chain)
+    return stale
+
+
 def remove_stale_chains() -> list[str]:
-    """Remove chains of ours whose ZooKeeper port nobody listens on (a killed run's)."""
+    """Remove chains of ours whose cluster no longer listens on any of its ports (a killed run's)."""
     if partition_problem() is not None:
         return []
     alive = listening_ports()
-    stale = [chain for chain, port in our_chains().items() if port not in alive]
+    marked = marked_ports(_iptables("mangle", ["-S"], check=False).stdout)
+    stale = stale_chains(our_chains(), marked, alive)
     for chain in stale:
-        log.warning("removing stale iptables chain %s (no ZooKeeper listens on its port)", chain)
+        log.warning("removing stale iptables chain %s (none of its cluster's nodes listens)", chain)
         remove_chain(chain)
-    if not (set(our_chains().values()) & alive):
-        remove_htb()  # a shaper no live cluster of ours owns
+    if not our_chains():
+        remove_htb()  # a shaper no live cluster of ours owns (every chain left is a live one's)
     return stale

@@ -47,19 +47,54 @@ def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: 
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: "needs root (iptables on loopback)")
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
-                             Capability.NETWORK_DEGRADE, Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION]
+                             Capability.NETWORK_DEGRADE, Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION,
+                             Capability.QUORUM_LINK_PARTITION]
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
-    assert list(missing_capabilities("local")) == [Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION]
+    assert list(missing_capabilities("local")) == [Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION,
+                                                   Capability.QUORUM_LINK_PARTITION]
 
 
-def test_a_kraft_cluster_has_broker_and_quorum_controls_and_replica_logs_only() -> None:
+def test_a_kraft_cluster_has_broker_and_quorum_controls_replica_logs_and_quorum_links_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_chaos.harness.containers.network
+    import kafka_chaos.harness.local.kraft
+
+    monkeypatch.setattr(kafka_chaos.harness.local.kraft, "partition_problem", lambda: None)  # as on a root host
+    monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", lambda: None)
     missing = missing_capabilities("local", "kraft")
-    have = {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM, Capability.REPLICA_LOGS}
+    have = {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM, Capability.REPLICA_LOGS,
+            Capability.QUORUM_LINK_PARTITION}
     assert set(Capability) - set(missing) == have
     assert missing[Capability.ZOOKEEPER_ENSEMBLE] == "a KRaft cluster has no ZooKeeper"
+    assert "cut_links" in missing[Capability.NETWORK_PARTITION]
     assert set(Capability) - set(missing_capabilities("containers", "kraft")) == have
+
+
+def test_kraft_quorum_links_are_missing_with_the_hosts_reason_on_either_launcher(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_chaos.harness.containers.network
+    import kafka_chaos.harness.local.kraft
+
+    def no_nsenter() -> None:
+        raise HarnessError("network partitions need nsenter on the host")
+
+    monkeypatch.setattr(kafka_chaos.harness.local.kraft, "partition_problem", lambda: "needs root (iptables on loopback)")
+    monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", no_nsenter)
+    local, containers = missing_capabilities("local", "kraft"), missing_capabilities("containers", "kraft")
+    assert local[Capability.QUORUM_LINK_PARTITION] == "needs root (iptables on loopback)"
+    assert containers[Capability.QUORUM_LINK_PARTITION] == "network partitions need nsenter on the host"
+    assert Capability.CONTROLLER_QUORUM not in local and Capability.CONTROLLER_QUORUM not in containers
+
+
+def test_quorum_links_need_a_kraft_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_chaos.harness.local.cluster
+
+    monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
+    for backend, mode in [("local", "zookeeper"), ("local", "migration"), ("containers", "zookeeper")]:
+        reason = missing_capabilities(backend, mode)[Capability.QUORUM_LINK_PARTITION]
+        assert reason == "cuts between KRaft controllers and brokers need a KRaft cluster (--mode kraft)"
 
 
 def test_a_migrating_cluster_adds_the_migration_and_its_controllers_to_zookeeper_mode(
@@ -67,7 +102,7 @@ def test_a_migrating_cluster_adds_the_migration_and_its_controllers_to_zookeeper
     import kafka_chaos.harness.local.cluster
 
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
-    assert list(missing_capabilities("local", "migration")) == []
+    assert list(missing_capabilities("local", "migration")) == [Capability.QUORUM_LINK_PARTITION]
     assert "local launcher" in missing_capabilities("local")[Capability.ZK_MIGRATION]
 
 
@@ -103,6 +138,9 @@ def test_containers_without_root_lack_every_namespace_rule_with_the_reason(monke
 
     monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", no_root)
     missing = missing_capabilities("containers")
-    assert {c: missing[c] for c in NAMESPACE_RULES} == {c: "network partitions need root on the host"
-                                                        for c in NAMESPACE_RULES}
+    zookeeper_mode = NAMESPACE_RULES - {Capability.QUORUM_LINK_PARTITION}  # a KRaft cluster's
+    assert {c: missing[c] for c in zookeeper_mode} == {c: "network partitions need root on the host"
+                                                       for c in zookeeper_mode}
+    assert missing_capabilities("containers", "kraft")[Capability.QUORUM_LINK_PARTITION] == \
+        "network partitions need root on the host"
     assert Capability.ZOOKEEPER_ENSEMBLE not in missing  # an ensemble needs no root
