@@ -460,3 +460,72 @@ def decode_incremental_alter_configs_response(payload: bytes) -> WireConfigAnswe
     if not r.at_end():
         raise WireFormatError("IncrementalAlterConfigs response has trailing bytes (not version 0?)")
     return WireConfigAnswer(correlation_id, tuple(results))
+
+
+# --- DescribeQuorum v0: what one KRaft voter says of the quorum --------------------------------------
+# clients/src/main/resources/common/message/DescribeQuorumRequest.json / ...Response.json (3.6:
+# versions 0-1, 3.9: 0-2, all flexible: request header v2, response header v1). A voter answers
+# only while it is the leader (``KafkaRaftClient.handleDescribeQuorumRequest``: NOT_LEADER_OR_FOLLOWER
+# otherwise, 3.6.2 line 1230), with its own id and epoch -- so asking each voter on its own who
+# answers is asking which voters believe they lead. Controllers serve it on their controller
+# listener (``ControllerApis``: DESCRIBE_QUORUM).
+
+DESCRIBE_QUORUM_API_KEY = 55
+METADATA_TOPIC = "__cluster_metadata"
+
+
+def encode_describe_quorum(correlation_id: int) -> bytes:
+    """A size-prefixed DescribeQuorumRequest v0 for ``__cluster_metadata-0``."""
+    header = struct.pack(">hhi", DESCRIBE_QUORUM_API_KEY, 0, correlation_id) + _string(CLIENT_ID) + NO_TAGGED_FIELDS
+    body = _uvarint(2) + _compact_string(METADATA_TOPIC) + _uvarint(2) + struct.pack(">i", 0) + NO_TAGGED_FIELDS
+    body += NO_TAGGED_FIELDS + NO_TAGGED_FIELDS  # the topic's, the request's
+    message = header + body
+    return struct.pack(">i", len(message)) + message
+
+
+@dataclass(frozen=True)
+class WireQuorum:
+    """A DescribeQuorum answer for ``__cluster_metadata-0``: an error (the top level's, else the
+    partition's), and from a leader its id, epoch, high watermark and each voter's log end."""
+
+    correlation_id: int
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[tuple[int, int], ...]  # (replica id, log end offset)
+
+
+def decode_describe_quorum_response(payload: bytes) -> WireQuorum:
+    """A DescribeQuorumResponse v0 (response header v1) without its size prefix."""
+    r = _CompactReader(payload)
+    correlation_id = r.int32()
+    r.skip_tagged_fields()
+    error_code = r.int16()
+    found: WireQuorum | None = None
+    for _ in range(max(r.uvarint() - 1, 0)):
+        topic = r.compact_nullable_string()
+        for _ in range(max(r.uvarint() - 1, 0)):
+            index, partition_error = r.int32(), r.int16()
+            leader_id, leader_epoch, high_watermark = r.int32(), r.int32(), r.int64()
+            voters = _replica_states(r)
+            _replica_states(r)  # observers
+            r.skip_tagged_fields()
+            if topic == METADATA_TOPIC and index == 0:
+                found = WireQuorum(correlation_id, error_code or partition_error, leader_id, leader_epoch,
+                                   high_watermark, voters)
+        r.skip_tagged_fields()
+    r.skip_tagged_fields()
+    if not r.at_end():
+        raise WireFormatError("DescribeQuorum response has trailing bytes (not version 0?)")
+    if found is None:
+        return WireQuorum(correlation_id, error_code, -1, -1, -1, ())
+    return found
+
+
+def _replica_states(r: _CompactReader) -> tuple[tuple[int, int], ...]:
+    states = []
+    for _ in range(max(r.uvarint() - 1, 0)):
+        states.append((r.int32(), r.int64()))
+        r.skip_tagged_fields()
+    return tuple(states)

@@ -196,6 +196,13 @@ def init_producer_id(address: str, timeout: float = 2.0) -> kafka_wire.WireProdu
                    kafka_wire.decode_init_producer_id_response, timeout)
 
 
+def describe_quorum(address: str, timeout: float = 2.0) -> kafka_wire.WireQuorum:
+    """DescribeQuorum asked of the KRaft voter at ``address`` (its controller listener): its leader
+    id and epoch when it believes it leads, else NOT_LEADER_OR_FOLLOWER."""
+    return _answer(address, "DescribeQuorum", kafka_wire.encode_describe_quorum,
+                   kafka_wire.decode_describe_quorum_response, timeout)
+
+
 def describe_log_dirs(address: str, timeout: float = 2.0) -> kafka_wire.WireLogDirs:
     """DescribeLogDirs v1 asked of the broker at ``address``: every log it holds, per directory
     (``ReplicaManager.describeLogDirs``: its LogManager's logs, so a partition it stopped without

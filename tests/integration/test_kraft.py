@@ -6,9 +6,10 @@ suite's steps checked against the KRaft controller model.
    registration change this project decodes from the active controller's segment is what
    Kafka's ``DumpLogSegments --cluster-metadata-decoder`` prints for the same offsets, and the
    replayed view equals what every broker's metadata answers.
-2. Two kraft scenarios (a leader kill, a quorum leader kill) through the ordinary runner: every
-   check passes against the KRaft model, partition epochs included; the stored inputs re-check
-   to the same verdicts.
+2. Three kraft scenarios (a leader kill, a quorum leader kill, the quorum leader cut from the
+   other voters and healed) through the ordinary runner: every check passes against the KRaft
+   model, partition epochs included, and one voter leads at every step; the stored inputs
+   re-check to the same verdicts.
 
 Both on one cluster (module scope: the shape the kraft scenarios need, started once); the
 second test brings back the quorum leader the first one killed, as the runner's cluster pool
@@ -142,7 +143,7 @@ def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path, cluster: Share
     from kafka_chaos.scenarios.plans import catalogue
 
     results = tmp_path / "run"
-    names = ["leader_hard_kill_kraft", "quorum_leader_kill"]
+    names = ["leader_hard_kill_kraft", "quorum_leader_kill", "quorum_leader_cut"]
     # both on one 3-voter cluster (as `run --mode kraft --controllers 3` does): one start
     scenarios = [catalogue.with_mode(s, "kraft", 3) for s in catalogue.by_names(names)]
     # The module's cluster whole again (the quorum leader the decoder test killed), as the pool
@@ -166,6 +167,8 @@ def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path, cluster: Share
     assert epochs and any(r.expected["rule"] == "exact" and r.expected["predicted"] > r.expected["before"] >= 0
                           for r in epochs)
     assert {r.scenario for r in records if r.check == "single_controller"} == set(names)
+    # every voter asked at every step: one leader, also while the quorum_leader_cut held (KAFKA-15489)
+    assert {r.scenario for r in records if r.check == "one_quorum_leader" and r.passed} == set(names)
     # the stored inputs (mode, partition epochs) re-check to the same verdicts
     observations = [o for o in read_history(results / HISTORY_FILE) if not isinstance(o, HistoryProblem)]
     again = [rec for obs, rs in check_history(observations) for rec in to_records(obs, rs)]

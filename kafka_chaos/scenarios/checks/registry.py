@@ -29,6 +29,8 @@ from kafka_chaos.scenarios.checks.min_isr import GRACE_S, MIN_INSYNC_REPLICAS, W
 from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
 from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.checks.topic_ids import check_topic_ids_kept
+from kafka_chaos.scenarios.checks.isr_registered import check_isr_registered
+from kafka_chaos.scenarios.checks.quorum import check_one_quorum_leader
 from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
@@ -293,6 +295,24 @@ def reassignment_in_sync(obs: StepObserved, ctx: CheckContext) -> list[CheckResu
     reassigned = {(e.topic, e.partition) for e in obs.oracle_events if isinstance(e, Reassign)}
     reassigned |= {k for k, s in obs.before.partitions.items() if s.adding_replicas or s.removing_replicas}
     return check_reassignments_completed_in_sync(obs.before, obs.after, reassigned)
+
+
+@register_check("one_quorum_leader", StepObserved)
+def one_quorum_leader(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """KRaft voters (a KRaft cluster's, a migration's once provisioned): one answers as the
+    quorum's leader, of the newest epoch (:mod:`scenarios.checks.quorum`)."""
+    if not obs.quorum:
+        return []
+    return [check_one_quorum_leader(obs.quorum, obs.after, obs.fault_at)]
+
+
+@register_check("isr_registered", StepObserved)
+def isr_registered(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """Once the step converged: no led partition's ISR names an unregistered broker
+    (:mod:`scenarios.checks.isr_registered`), the scenario's topics and the internal ones."""
+    if obs.after is None or not ctx.expected(obs)[1]:
+        return []  # an unsettled snapshot may name a broker the controller has yet to take out
+    return [check_isr_registered(obs.after, [*obs.topics, *INTERNAL_TOPICS])]
 
 
 @register_check("topic_ids_kept", StepObserved)

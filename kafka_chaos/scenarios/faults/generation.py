@@ -59,6 +59,8 @@ class ClusterModel:
     mode: str = "zookeeper"  # the cluster's ("kraft": KRaft controllers, quorum faults)
     controllers: int = 1  # KRaft voters
     controllers_down: int = 0  # KRaft voters a fault killed, not started again
+    quorum_cut: bool = False  # the active controller cut from the other voters, until healed
+    zookeeper_down: bool = False  # a ZooKeeper server a step killed or paused, until restored
     # A migrating cluster (mode "migration"): the controllers provisioned and not removed, the
     # migration finalised, and each broker's role (zk, hybrid, kraft; absent: zk).
     provisioned: bool = False
@@ -179,11 +181,12 @@ class GeneratorSide:
     cluster_overrides: Mapping[str, str] = field(default_factory=dict)
     log_dirs: int = 1
     link_proxies: bool = False
+    zookeepers: int = 1  # the ZooKeeper ensemble's size
     unproduced_topic: bool = False  # an unproduced topic to act on ("d")
 
     @property
     def shapes_cluster(self) -> bool:
-        return bool(self.cluster_overrides) or self.log_dirs > 1 or self.link_proxies
+        return bool(self.cluster_overrides) or self.log_dirs > 1 or self.link_proxies or self.zookeepers > 1
 
 
 GENERATORS: dict[str, GeneratorSide] = {}  # in registration order: the order of every draw

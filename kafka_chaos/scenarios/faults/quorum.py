@@ -330,6 +330,8 @@ class QuorumLoss(_QuorumFault):
 def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
     if not model.has_quorum:
         raise IllegalStep(f"{step.fault} needs KRaft controllers (a KRaft cluster, or a migration's once provisioned)")
+    if model.quorum_cut:
+        raise IllegalStep(f"{step.fault} while a voter is cut from the others: the model could not say who is left")
     if step.fault == QuorumLoss.kind:
         model.controllers_down = 0  # it starts every controller again
         return
@@ -340,7 +342,7 @@ def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None
 
 def _quorum_candidates(kind: str) -> Candidates:
     def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
-        if not model.has_quorum:
+        if not model.has_quorum or model.quorum_cut:
             return []
         if kind == QuorumLoss.kind:
             return [Step(kind, NoTarget("every controller"), {"seconds": float(draw.rng.choice((3, 10)))})]

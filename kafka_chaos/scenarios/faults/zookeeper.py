@@ -33,6 +33,8 @@ from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability, NetworkHealer, ZooKeeperEnsembleControl, ZooKeeperLinkPartitioner
 from kafka_chaos.oracle import BrokerFailure, Event
 from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
+from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Target
 
 log = logging.getLogger(__name__)
@@ -316,3 +318,44 @@ class ZooKeeperLeaderCut(FaultBase):
     def heal(self, env: FaultEnv) -> None:
         if self.variant == "cut":
             cast(NetworkHealer, env.cluster).heal_network()
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+# A generated schedule that may draw these runs a 3-server ensemble: one server down keeps a quorum.
+GENERATED_ENSEMBLE = 3
+
+
+def _zookeeper(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    if model.mode != "zookeeper":
+        raise IllegalStep(f"{step.fault} needs a ZooKeeper-mode cluster")
+    if step.fault == ZOOKEEPER_SERVER and step.options.get("action") == "restore":
+        if not model.zookeeper_down:
+            raise IllegalStep(f"{ZOOKEEPER_SERVER} restore: no server is down")
+        model.zookeeper_down = False
+        return
+    if model.zookeeper_down:
+        raise IllegalStep(f"{step.fault} while a ZooKeeper server is down: a second one would lose the quorum")
+    if step.options.get("kill_broker"):
+        raise IllegalStep(f"{ZOOKEEPER_QUORUM_LOSS} with kill_broker is not drawn")
+    # A quorum loss restores its servers itself; a server killed or paused stays down until restored.
+    model.zookeeper_down = step.fault == ZOOKEEPER_SERVER
+
+
+def _server_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    if model.mode != "zookeeper":
+        return []
+    if model.zookeeper_down:
+        return [Step(ZOOKEEPER_SERVER, options={"action": "restore"})]
+    return [Step(ZOOKEEPER_SERVER, options={"action": draw.rng.choice(("kill", "pause")),
+                                            "role": draw.rng.choice(("leader", "follower"))})]
+
+
+def _quorum_loss_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    return [Step(ZOOKEEPER_QUORUM_LOSS)] if model.mode == "zookeeper" and not model.zookeeper_down else []
+
+
+register_generator(GeneratorSide(ZOOKEEPER_SERVER, 1, _zookeeper, _server_candidates, opt_in=True,
+                                 zookeepers=GENERATED_ENSEMBLE))
+register_generator(GeneratorSide(ZOOKEEPER_QUORUM_LOSS, 1, _zookeeper, _quorum_loss_candidates, opt_in=True,
+                                 zookeepers=GENERATED_ENSEMBLE))

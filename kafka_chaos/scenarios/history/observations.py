@@ -44,6 +44,11 @@ delivery (:mod:`scenarios.clients.producer_log`: the producer ids and epochs its
 given) and ``refused`` to a step's client activity (the leader's refusals the producer retried);
 older observations have none of them and give no ``replica_logs_agree``, ``producer_ids_unique``
 or ``min_isr_honoured`` result.
+
+Version 9 adds ``granted`` to ``finished`` (the producer ids the brokers handed the harness's own
+InitProducerIds: :func:`harness.readiness.warm_producer_ids`) and ``quorum`` to steps of a cluster
+with KRaft voters (:mod:`scenarios.history.quorum`: what each voter said of the quorum); older
+observations have none and give no ``one_quorum_leader`` result.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from kafka_chaos.scenarios.history import disk, replica_logs
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics
 from kafka_chaos.scenarios.history.disk import DiskAnswer
 from kafka_chaos.scenarios.history.migration import MigrationObserved
+from kafka_chaos.scenarios.history.quorum import VoterAnswer
 from kafka_chaos.scenarios.history.replica_logs import PartitionLogs
 from kafka_chaos.scenarios.clients.delivery import Ack, DeliveryReport
 from kafka_chaos.scenarios.model.ledger import TimeLedger
@@ -77,7 +83,8 @@ HISTORY_FILE = "history.jsonl"
 # 6: time ledgers (StepObserved, ScenarioFinished, ScenarioAborted).
 # 7: each broker's replicas on disk (StepObserved.on_disk).
 # 8: the in-sync replicas' logs (StepObserved.replica_logs) and producer ids (TopicDelivery.producers).
-# 9: the producer ids the brokers handed the harness itself (ScenarioFinished.granted).
+# 9: the producer ids the brokers handed the harness itself (ScenarioFinished.granted) and what each
+# KRaft voter said of the quorum (StepObserved.quorum).
 HISTORY_VERSION = 9
 READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
 
@@ -229,6 +236,9 @@ class StepObserved:
     # "t-p" -> its in-sync replicas' logs once the step converged (scenarios.history.replica_logs;
     # history v8); None: not read (it never converged, a launcher that cannot, an older history).
     replica_logs: Mapping[str, PartitionLogs] | None = None
+    # voter -> what it said of the quorum when the measurement closed (scenarios.history.quorum;
+    # history v9); None: no KRaft quorum, or an older history.
+    quorum: Mapping[int, VoterAnswer] | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -262,6 +272,8 @@ class StepObserved:
             **({"on_disk": {str(b): disk.answer_to_json(a) for b, a in sorted(self.on_disk.items())}}
                if self.on_disk is not None else {}),
             **({"replica_logs": replica_logs.logs_to_json(self.replica_logs)} if self.replica_logs is not None else {}),
+            **({"quorum": {str(v): a.to_list() for v, a in sorted(self.quorum.items())}}
+               if self.quorum is not None else {}),
         }
 
     @classmethod
@@ -290,7 +302,9 @@ class StepObserved:
             ledger=TimeLedger.from_list(d.get("ledger")),
             on_disk=None if d.get("on_disk") is None else {
                 int(b): disk.answer_from_json(a) for b, a in d["on_disk"].items()},
-            replica_logs=None if d.get("replica_logs") is None else replica_logs.logs_from_json(d["replica_logs"]))
+            replica_logs=None if d.get("replica_logs") is None else replica_logs.logs_from_json(d["replica_logs"]),
+            quorum=None if d.get("quorum") is None else {
+                int(v): VoterAnswer.from_list(a) for v, a in d["quorum"].items()})
 
 
 def _ledger_to_dict(ledger: TimeLedger) -> dict[str, Any]:

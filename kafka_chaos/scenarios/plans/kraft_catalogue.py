@@ -143,6 +143,17 @@ def quorum_leader_pause() -> list[Step]:
     return [Step("quorum_leader_pause", Controller())]
 
 
+@_register("quorum_leader_cut", KRAFT_QUORUM, [zk.topic_t])
+def quorum_leader_cut() -> list[Step]:
+    """Kafka 3.9 KRaft: cut the active controller from the two other voters (its brokers keep their links):
+    the others elect a leader of a later epoch, and the cut one resigns within 1.5 fetch timeouts
+    of its last majority fetch (``KafkaRaftClient.pollLeader``'s check-quorum, from 3.7.0:
+    KAFKA-15489), so one voter leads while the cut holds; then heal it (its candidacy in later
+    epochs may force another election). Partitions and brokers unchanged throughout."""
+    return [Step("quorum_leader_cut", Controller()),
+            Step("quorum_leader_cut", Controller(), frozen({"variant": "heal"}))]
+
+
 @_register("quorum_loss_brokers_carry_on", KRAFT_QUORUM, [zk.topic_t])
 def quorum_loss_brokers_carry_on() -> list[Step]:
     """Kafka 3.9 KRaft: kill every controller for 10 s (longer than the brokers' session), then start them: the

@@ -153,7 +153,9 @@ def _draws_clash(a: Pin, b: Pin) -> str | None:
 
 
 def _replays_clash(a: Pin, b: Pin) -> str | None:
-    if isinstance(a, Replays) and isinstance(b, Replays):
+    """The rerun file chooses the iterations and their seed; options choosing them too contradict
+    it, not each other (``--seed 7 --iterations 3`` is three iterations of seed 7)."""
+    if isinstance(a, Replays) and isinstance(b, Replays) and not (a.option and b.option):
         return _whys(a, b)
     return None
 

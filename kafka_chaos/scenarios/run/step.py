@@ -50,6 +50,7 @@ from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, cluster_state
 from kafka_chaos.scenarios.run.poller import MetadataPoller
 from kafka_chaos.scenarios.run.disk_view import replicas_on_disk
 from kafka_chaos.scenarios.run.log_view import leaders_high_watermarks, replica_logs
+from kafka_chaos.scenarios.run.quorum_view import ask_voters
 from kafka_chaos.scenarios.history.replica_logs import PartitionLogs
 from kafka_chaos.scenarios.checks.disk import disk_settled, reconciled_brokers
 from kafka_chaos.scenarios.history.disk import DiskAnswer
@@ -243,6 +244,7 @@ class StepCore:
                 logged = controller_log(self.cluster, logs, fault_at, self.topics)
                 sightings = poller.sightings_by_partition(since=fault_at)
                 migration = observe_migration(self.cluster, self.observer, list(self.topics), migration_before)
+                quorum = ask_voters(self.cluster)
         window_start = min(episode if episode is not None else fault_at, fault_at)
         return StepObserved(
             run=run, index=index, label=label, traits=traits_of(fault), target=prepared.target, then=prepared.then,
@@ -254,7 +256,8 @@ class StepCore:
             clients=clients.activity(window_start, measured_at), measured_at=measured_at, finished_at=time.time(),
             ops=clients.ops(measured_at),
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
-            controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger(), replica_logs=in_sync_logs)
+            controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger(), replica_logs=in_sync_logs,
+            quorum=quorum)
 
     def create_topics(self, run: ScenarioRun, events: Sequence[Event], create: Callable[[], None]
                       ) -> tuple[StepObserved, tuple[Expectation, ...], bool]:

@@ -17,6 +17,9 @@ from kafka_chaos.harness.kafka_wire import (
     decode_find_coordinator_response,
     decode_init_producer_id_response,
     WireProducerId,
+    WireQuorum,
+    decode_describe_quorum_response,
+    encode_describe_quorum,
     decode_metadata_response,
     encode_describe_log_dirs,
     encode_find_coordinator,
@@ -232,3 +235,38 @@ def test_incremental_alter_configs_answers_each_resources_error() -> None:
     assert decode_incremental_alter_configs_response(body).results == ((42, "bad", 4, ""),)
     with pytest.raises(WireFormatError):
         decode_incremental_alter_configs_response(body + b"\x00")
+
+
+def _compact(s: str) -> bytes:
+    raw = s.encode()
+    return bytes([len(raw) + 1]) + raw
+
+
+def test_describe_quorum_asks_version_0_for_the_metadata_partition() -> None:
+    frame = encode_describe_quorum(3)
+    assert struct.unpack(">i", frame[:4]) == (len(frame) - 4,)
+    assert frame[4:] == (struct.pack(">hhi", 55, 0, 3) + _s(CLIENT_ID) + b"\x00"
+                         + b"\x02" + _compact("__cluster_metadata") + b"\x02" + struct.pack(">i", 0) + b"\x00"
+                         + b"\x00" + b"\x00")
+
+
+def _quorum_answer(error: int, partition_error: int, leader: int, epoch: int, voters: list[tuple[int, int]],
+                   topic: str = "__cluster_metadata") -> bytes:
+    replicas = bytes([len(voters) + 1]) + b"".join(struct.pack(">iq", v, leo) + b"\x00" for v, leo in voters)
+    partition = struct.pack(">ihiiq", 0, partition_error, leader, epoch, 99) + replicas + b"\x01" + b"\x00"
+    return (struct.pack(">i", 8) + b"\x00" + struct.pack(">h", error)
+            + b"\x02" + _compact(topic) + b"\x02" + partition + b"\x00" + b"\x00")
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    (_quorum_answer(0, 0, 3001, 7, [(3000, 99), (3001, 99)]), WireQuorum(8, 0, 3001, 7, 99, ((3000, 99), (3001, 99)))),
+    (_quorum_answer(0, 6, 0, 0, []), WireQuorum(8, 6, 0, 0, 99, ())),  # not the leader
+    (_quorum_answer(0, 0, 3001, 7, [], topic="other"), WireQuorum(8, 0, -1, -1, -1, ())),
+])
+def test_describe_quorum_answer_gives_the_leader_and_epoch_or_the_error(payload: bytes, expected: WireQuorum) -> None:
+    assert decode_describe_quorum_response(payload) == expected
+
+
+def test_describe_quorum_answer_with_trailing_bytes_is_refused() -> None:
+    with pytest.raises(WireFormatError):
+        decode_describe_quorum_response(_quorum_answer(0, 0, 1, 1, []) + b"\x00")

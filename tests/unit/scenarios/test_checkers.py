@@ -37,7 +37,7 @@ def test_a_step_that_did_what_kafka_does_passes_every_check() -> None:
     assert verdicts and all(r.passed is True for r in verdicts), [r.detail for r in verdicts if not r.passed]
     checks = by_check(results)
     assert set(checks) == {"converged", "oracle_leader", "oracle_isr", "oracle_replicas", "oracle_epoch",
-                           "oracle_outcome", "single_controller", "metadata_agrees_zk", "latency"}
+                           "oracle_outcome", "single_controller", "metadata_agrees_zk", "latency", "isr_registered"}
     assert len(checks["oracle_leader"]) == 2  # one per partition of t
     [latency] = checks["latency"]  # t-0's leader moved: one measurement
     assert latency.kind == "measurement" and latency.passed is None and latency.partition == 0

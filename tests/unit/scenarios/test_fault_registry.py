@@ -59,6 +59,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "network_delay": (frozenset({Capability.LINK_DELAY}), True),
         "roll": (brokers | {Capability.BROKER_RELEASES}, True),
         "quorum_leader_kill": (quorum, True), "quorum_leader_pause": (quorum, True), "quorum_loss": (quorum, True),
+        "quorum_leader_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
         **{k: (brokers | {Capability.ZK_MIGRATION}, True) for k in (
             "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")},
     }
@@ -73,13 +74,15 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     zookeeper = {k for k, m in modes.items() if m == {"zookeeper"}}
     quorum = {k for k, m in modes.items() if m == {"kraft", "migration"}}
     migration = {k for k, m in modes.items() if m == {"migration"}}
+    kraft = {k for k, m in modes.items() if m == {"kraft"}}
     assert zookeeper == {"controller_kill", "network_partition", "zookeeper_server",
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
                          "log_dir_failure", "roll"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
+    assert kraft == {"quorum_leader_cut"}  # a migration's hybrid brokers under it are not modelled
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
-               if k not in zookeeper | quorum | migration)
+               if k not in zookeeper | quorum | migration | kraft)
     # an option can make a kind ZooKeeper mode's: the znode variants
     assert make_fault("preferred_election", ONE, {"topic": "t", "via": "znode"}, **TOPICS).modes == {"zookeeper"}
     # and a reassignment's cancellation (the KRaft model has none)

@@ -50,7 +50,7 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
         several += any(isinstance(st.target, Brokers) and len(st.target.broker_ids) > 1 for st in s.steps)
     # every kind a ZooKeeper-mode cluster can take; the quorum's faults on a KRaft one, the
     # migration's steps on a migrating one
-    assert kinds == set(REPERTOIRE) - {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
+    assert kinds == set(REPERTOIRE) - {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss", "quorum_leader_cut",
                                        "migration_provision", "migration_roll", "migration_finalize",
                                        "migration_deprovision"}
     assert high > 250 and gaps > 250 and several > 30
@@ -137,7 +137,8 @@ def test_a_controller_kill_is_started_again_through_its_step() -> None:
 
 # Opt-in kinds registered after the digest below was taken: a schedule that names none of them is
 # what it was (a kind registered later is walked after the others).
-ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config", "recreate_topic")
+ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config", "recreate_topic", "zookeeper_server",
+                          "zookeeper_quorum_loss", "quorum_leader_cut")
 
 
 def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
@@ -231,10 +232,11 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
     assert REPERTOIRE == tuple(GENERATORS) == (
         "hard_kill", "controller_kill", "controlled_shutdown", "pause", "short_pause", "restart", "start",
         "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
-        "add_partitions", "recreate_topic", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
+        "add_partitions", "recreate_topic", "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
         "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
-        "topic_config", "broker_config")
-    assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == ["log_dir_failure", "network_delay"]
+        "topic_config", "broker_config", "quorum_leader_cut")
+    assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == [
+        "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay"]
 
 
 def test_a_seeds_schedules_stay_what_they_were() -> None:
@@ -251,3 +253,28 @@ def test_a_seeds_schedules_stay_what_they_were() -> None:
         for index in range(10):
             digest.update(dumps(generate(2026, index, config)).encode())
     assert digest.hexdigest() == "d2a02d711f261ffb5342139c5fcb3cec90e0d9d664eec8866a0078f755b4423f"
+
+
+def test_zookeeper_server_faults_run_on_an_ensemble_of_three_and_keep_its_quorum() -> None:
+    """The ZooKeeper leader (or a follower) killed or paused and restored, and the quorum lost and
+    back, drawn when named: the schedule asks for 3 servers, and never takes a second one down."""
+    config = GeneratorConfig(faults=("hard_kill", "start", "zookeeper_server", "zookeeper_quorum_loss"), steps=8)
+    kinds: set[str] = set()
+    for i in range(100):
+        s = generate(11, i, config)
+        assert problems(s) == [] and s.zookeepers == 3
+        down = False
+        for st in s.steps:
+            kinds.add(st.fault if st.fault != "zookeeper_server" else f"zookeeper_server/{st.options['action']}")
+            if st.fault == "zookeeper_server":
+                assert (st.options["action"] == "restore") is down
+                down = st.options["action"] != "restore"
+            elif st.fault == "zookeeper_quorum_loss":
+                assert not down
+    assert {"zookeeper_server/kill", "zookeeper_server/pause", "zookeeper_server/restore",
+            "zookeeper_quorum_loss"} <= kinds
+    assert generate(11, 0, GeneratorConfig(faults=("hard_kill", "start"))).zookeepers == 1
+    model = ClusterModel.of(generate(11, 0, config))
+    model.apply(Step("zookeeper_server", options={"action": "kill", "role": "leader"}))
+    with pytest.raises(IllegalStep, match="lose the quorum"):
+        model.apply(Step("zookeeper_quorum_loss"))

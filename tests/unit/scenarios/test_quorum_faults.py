@@ -9,6 +9,7 @@ import pytest
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
+from kafka_chaos.oracle.events import ControllerFailover
 from kafka_chaos.scenarios.faults import make_fault
 from kafka_chaos.scenarios.faults.base import FaultEnv
 from kafka_chaos.scenarios.model.targets import Target
@@ -42,6 +43,9 @@ class Quorum:
 
     def controller_running(self, c: int) -> bool:
         return c in self.running
+
+    def controller_address(self, c: int) -> str:
+        return f"127.0.0.1:{9000 + c}"
 
     def broker_settings(self) -> dict[str, str]:
         return {"broker.session.timeout.ms": "6000"}
@@ -194,3 +198,64 @@ def test_the_outage_option_is_refused_in_one_line(options: dict[str, object], er
 
     with pytest.raises(UsageError, match=error):
         fault("quorum_leader_pause", **options)
+
+
+# --- the active controller cut from the other voters (scenarios.faults.quorum_links) -------------
+
+@dataclass
+class CuttableQuorum(Quorum):
+    cuts: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
+    healed: int = 0
+
+    def cut_links(self, node_id: int, peers: object) -> None:
+        self.cuts.append((node_id, tuple(peers)))  # type: ignore[call-overload]
+
+    def heal_network(self) -> None:
+        self.healed += 1
+
+
+def test_a_leader_cut_drops_its_links_to_the_other_voters_until_a_new_leader_and_the_hold(monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    quorum, log = CuttableQuorum(), Log()
+    cut = fault("quorum_leader_cut", (3001,))
+    cut.inject(env(quorum, log))
+    assert quorum.cuts == [(3001, (3000, 3002))] and quorum.healed == 0
+    assert log.waited == ["a new quorum leader after quorum_leader_cut"]
+    assert slept and 0 < slept[-1] <= 7.0  # held until CUT_HOLD_S after the cut
+    assert cut.holds == () and cut.oracle_events() == [ControllerFailover()]
+    cut.heal(env(quorum, log))  # teardown heals what a step left cut
+    assert quorum.healed == 1
+    heal = fault("quorum_leader_cut", (3002,), variant="heal")
+    slept.clear()
+    heal.inject(env(quorum, log))
+    assert slept == [7.0]  # measured once the election the return may force is over
+    assert quorum.healed == 2 and heal.label == "quorum_leader_cut/heal" and heal.oracle_events() == [ControllerFailover()]
+
+
+def test_a_leader_cut_is_refused_without_the_capability_or_other_voters() -> None:
+    with pytest.raises(Exception, match="quorum_link_partition"):
+        fault("quorum_leader_cut").inject(env(Quorum(), Log()))
+    with pytest.raises(Exception, match="nobody to cut"):
+        fault("quorum_leader_cut").inject(env(CuttableQuorum(controller_ids=[3000]), Log()))
+    with pytest.raises(Exception, match="'variant' must be"):
+        fault("quorum_leader_cut", variant="voters")
+
+
+def test_generated_kraft_schedules_heal_each_leader_cut_before_any_other_quorum_fault() -> None:
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate, problems
+
+    config = GeneratorConfig(mode="kraft", faults=("hard_kill", "start", "quorum_leader_kill", "quorum_leader_cut"),
+                             steps=8)
+    cuts = 0
+    for i in range(60):
+        s = generate(5, i, config)
+        assert not problems(s)
+        cut = False
+        for st in s.steps:
+            if st.fault == "quorum_leader_cut":
+                assert (st.options.get("variant") == "heal") is cut
+                cut, cuts = not cut, cuts + (not cut)
+            elif st.fault == "quorum_leader_kill":
+                assert not cut
+    assert cuts > 10
