@@ -70,7 +70,13 @@ from kafka_chaos.scenarios.history.observations import (
     StepObserved,
 )
 from kafka_chaos.scenarios.model.ledger import ITERATION, STEP, TOPIC_CREATION
-from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, mismatches, observed_partitions, predicted_partitions
+from kafka_chaos.scenarios.model.snapshots import (
+    INTERNAL_TOPICS,
+    judged_topics,
+    mismatches,
+    observed_partitions,
+    predicted_partitions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -110,14 +116,15 @@ class CheckContext:
         options = self.expectations(obs)
         if obs.after is None:
             return options[0], False
-        found = [e for e in options if matching(obs.after, (e,), obs.topics) is not None]
+        topics = _judged(obs)
+        found = [e for e in options if matching(obs.after, (e,), topics) is not None]
         if not found:
             return options[0], False
         if _exact_epochs(obs):
             after = obs.after
             same_epochs = [e for e in found if all(
                 (t, p) in after.partitions and after.partitions[(t, p)].leader_epoch == want.leader_epoch
-                for (t, p), want in predicted_partitions(e.state, obs.topics).items())]
+                for (t, p), want in predicted_partitions(e.state, topics).items())]
             if same_epochs:
                 return same_epochs[0], True
         return found[0], True
@@ -172,7 +179,7 @@ def converged(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
         return [check_converged(description, False, obs.convergence_timeout_s, "no snapshot could be read")]
     expected, matched = ctx.expected(obs)
     if not matched:
-        last = "; ".join(mismatches(obs.after, expected.state, obs.topics))
+        last = "; ".join(mismatches(obs.after, expected.state, _judged(obs)))
         return [check_converged(description, False, obs.waited_s, last)]
     result = check_converged(description, True, obs.waited_s)
     options = ctx.expectations(obs)
@@ -183,15 +190,21 @@ def converged(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     return [result]
 
 
+def _judged(obs: StepObserved) -> list[str]:
+    """The topics the step's state is judged on: its own and the internal ones the oracle's input holds."""
+    return judged_topics(obs.topics, obs.oracle_state)
+
+
 @register_check("oracle", StepObserved)
 def oracle_partitions(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     """Leader, ISR, replicas, epoch and outcome class of every predicted partition."""
     if obs.after is None:
         return []
     expected, _ = ctx.expected(obs)
-    return compare_partitions(observed_partitions(obs.before, obs.topics),
-                              predicted_partitions(expected.state, obs.topics),
-                              observed_partitions(obs.after, obs.topics), expected.outcomes,
+    topics = _judged(obs)
+    return compare_partitions(observed_partitions(obs.before, topics),
+                              predicted_partitions(expected.state, topics),
+                              observed_partitions(obs.after, topics), expected.outcomes,
                               exact_epochs=_exact_epochs(obs), live_after=obs.after.live_brokers)
 
 
@@ -204,7 +217,7 @@ def oracle_partition_epoch(obs: StepObserved, ctx: CheckContext) -> list[CheckRe
     expected, _ = ctx.expected(obs)
     exact = _exact_epochs(obs)
     results = []
-    for (t, p), want in sorted(predicted_partitions(expected.state, obs.topics).items()):
+    for (t, p), want in sorted(predicted_partitions(expected.state, _judged(obs)).items()):
         got = obs.after.partitions.get((t, p))
         predicted = getattr(want, "partition_epoch", None)
         if got is None or predicted is None:

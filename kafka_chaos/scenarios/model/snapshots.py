@@ -209,6 +209,14 @@ def matches_prediction(snapshot: ZkSnapshot, predicted: ClusterState, topics: It
     return not mismatches(snapshot, predicted, list(topics))
 
 
+def judged_topics(topics: Iterable[str], state: ClusterState) -> list[str]:
+    """The topics a step's state is judged on: the scenario's, and the internal ones the oracle's
+    input holds -- ``__consumer_offsets`` is predicted like any topic, and several brokers killed
+    at once often hit two of its ISR members (an older history's input may lack it)."""
+    topics = list(topics)
+    return [*topics, *(t for t in INTERNAL_TOPICS if t in state.topics and t not in topics)]
+
+
 def predicted_partitions(state: ClusterState, topics: Iterable[str]) -> dict[tuple[str, int], PartitionState]:
     return {(t, p): ps for t in topics if t in state.topics for p, ps in state.topics[t].partitions.items()}
 

@@ -46,7 +46,14 @@ from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, co
 from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
 from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASURE, METADATA, PREDICT, SETTLE, Stopwatch
-from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, cluster_state_of, is_settled, observed_partitions, unsettled
+from kafka_chaos.scenarios.model.snapshots import (
+    INTERNAL_TOPICS,
+    cluster_state_of,
+    is_settled,
+    judged_topics,
+    observed_partitions,
+    unsettled,
+)
 from kafka_chaos.scenarios.run.poller import MetadataPoller
 from kafka_chaos.scenarios.run.disk_view import replicas_on_disk
 from kafka_chaos.scenarios.run.log_view import leaders_high_watermarks, replica_logs
@@ -216,11 +223,12 @@ class StepCore:
                 fault_at = self.nemesis.inject(fault)
             exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before, prepared.events,
                                  prepared.target.brokers)
+            judged = judged_topics(self.topics, prepared.before)
             after: ZkSnapshot | None
             try:
                 with clock.phase(fault.waits.converge):
                     after = self.observer.wait_until(
-                        lambda s: converged_to(s, options, prepared.before_snap, self.topics,
+                        lambda s: converged_to(s, options, prepared.before_snap, judged,
                                                exact_epochs=exact) is not None,
                         timeout=self.timeouts.convergence, description=f"the predicted state after {label}")
                 converged = True
@@ -233,8 +241,8 @@ class StepCore:
                                      self._on_disk(prepared.before_snap, after, migration_before)) \
                     if converged and after is not None else (None, None)
                 in_sync_logs = self._replica_logs(after) if converged and after is not None else None
-            expected = (converged_to(after, options, prepared.before_snap, self.topics, exact_epochs=exact)
-                        or matching(after, options, self.topics)) if after is not None else None
+            expected = (converged_to(after, options, prepared.before_snap, judged, exact_epochs=exact)
+                        or matching(after, options, judged)) if after is not None else None
             self.nemesis.remember(expected.state if converged and expected is not None else None)
             with clock.phase(CLIENTS):
                 clients.after_converged(prepared, expected or options[0], fault_at)

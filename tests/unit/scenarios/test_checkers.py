@@ -212,3 +212,31 @@ def test_of_interleavings_ending_alike_the_one_with_the_observed_epochs_is_chose
     assert checks["oracle_epoch"][0].passed is True, checks["oracle_epoch"][0].detail
     assert checks["converged"][0].observed["alternatives"] > 1
     assert "then" in checks["converged"][0].observed["alternative"]
+
+
+def test_the_internal_topics_the_oracles_input_holds_are_judged_like_any_other() -> None:
+    """``__consumer_offsets`` is predicted like the scenario's topics (its partitions were in the
+    oracle's input all along, never compared): a leader the cluster did not elect there fails the
+    step; a history whose input lacks it is judged on its own topics only."""
+    from kafka_chaos.harness.observer import PartitionZkState
+    from kafka_chaos.scenarios.model.snapshots import cluster_state_of
+    from tests.unit.scenarios.histories import BEFORE, AFTER, TOPIC
+
+    def offsets(leader: int, isr: tuple[int, ...], epoch: int) -> PartitionZkState:
+        return PartitionZkState("__consumer_offsets", 0, (1, 2), leader, epoch, isr, 1, 0, 1)
+
+    def with_offsets(snap, part):  # type: ignore[no-untyped-def]
+        return replace(snap, partitions={**snap.partitions, ("__consumer_offsets", 0): part})
+
+    before = with_offsets(BEFORE, offsets(1, (1, 2), 3))
+    state = cluster_state_of(before, [TOPIC, "__consumer_offsets"], {})
+    elected = hard_kill_step(before=before, oracle_state=state, after=with_offsets(AFTER, offsets(2, (2,), 4)))
+    stuck = replace(elected, after=with_offsets(AFTER, offsets(-1, (2,), 4)))
+
+    def failed(obs) -> list[tuple[str, str | None]]:  # type: ignore[no-untyped-def]
+        return sorted({(r.check, r.topic) for r in evaluate(obs, CheckContext()) if r.passed is False})
+
+    assert failed(elected) == []
+    assert ("oracle_leader", "__consumer_offsets") in failed(stuck) and ("converged", None) in failed(stuck)
+    older = replace(stuck, oracle_state=cluster_state_of(before, [TOPIC], {}))
+    assert failed(older) == []
