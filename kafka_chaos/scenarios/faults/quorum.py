@@ -72,11 +72,11 @@ class LeaderWithoutMajority(HarnessError):
     """A quorum leader was committed while no majority of voters was up: Raft forbids it."""
 
 
-def _quorum(env: FaultEnv, kind: str) -> ControllerQuorumControl:
+def quorum_control(env: FaultEnv, kind: str) -> ControllerQuorumControl:
     return cast(ControllerQuorumControl, require_capability(env, Capability.CONTROLLER_QUORUM, kind))
 
 
-def _quorum_view(env: FaultEnv) -> ZkSnapshot:
+def quorum_view(env: FaultEnv) -> ZkSnapshot:
     """The metadata log's view: a migrating cluster's observer follows whichever controller is in
     charge, and before the metadata copy that is ZooKeeper's -- the quorum is then read from its
     own log (:meth:`harness.migration.observer.MigrationObserver.kraft_snapshot`)."""
@@ -85,12 +85,12 @@ def _quorum_view(env: FaultEnv) -> ZkSnapshot:
     return view if isinstance(view, ZkSnapshot) else env.observer.snapshot()
 
 
-def _quorum_epoch(env: FaultEnv) -> int:
-    epoch = _quorum_view(env).controller_epoch
+def quorum_epoch(env: FaultEnv) -> int:
+    epoch = quorum_view(env).controller_epoch
     return -1 if epoch is None else epoch
 
 
-def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str, *, same_epoch: bool = False) -> None:
+def wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str, *, same_epoch: bool = False) -> None:
     """Until the metadata log shows a leader of a later quorum epoch (LEADER_CHANGE record);
     ``same_epoch``: or the leader of ``old_epoch`` again (a lone voter resumed keeps its epoch)."""
     def new_leader(s: ZkSnapshot) -> bool:
@@ -101,7 +101,7 @@ def _wait_new_epoch(env: FaultEnv, old_epoch: int, kind: str, *, same_epoch: boo
         env.observer.wait_until(new_leader, timeout=NEW_LEADER_WAIT_S, description=f"a new quorum leader after {kind}")
         return
     deadline = time.monotonic() + NEW_LEADER_WAIT_S  # a migrating cluster: polled in the log itself
-    while not new_leader(view := _quorum_view(env)):
+    while not new_leader(view := quorum_view(env)):
         if time.monotonic() >= deadline:
             raise HarnessError(f"no new quorum leader within {NEW_LEADER_WAIT_S:.0f} s after {kind}: the log shows "
                                f"leader {view.controller} in epoch {view.controller_epoch}")
@@ -138,7 +138,7 @@ def leaderless_seconds(kind: str, options: Mapping[str, Any]) -> float:
 
 
 @dataclass
-class _QuorumFault(FaultBase):
+class QuorumFault(FaultBase):
     requires: ClassVar[frozenset[Capability]] = _QUORUM
     mode_support: ClassVar[frozenset[str]] = QUORUM_MODES
     # Whether the KRaft controller decides the partitions (False: a migrating cluster before the
@@ -162,16 +162,16 @@ class _QuorumFault(FaultBase):
         if len(self.target.brokers) != 1:
             raise UsageError(f"{self.kind} targets the one quorum leader (the 'controller' selector)")
         leader = self.target.brokers[0]
-        if leader in _quorum(env, self.kind).controller_ids:
+        if leader in quorum_control(env, self.kind).controller_ids:
             return leader
-        named = _quorum_view(env).controller
+        named = quorum_view(env).controller
         if named is None:
             raise HarnessError(f"{self.kind}: the metadata log names no quorum leader")
         return named
 
 
 @dataclass
-class _LeaderFault(_QuorumFault):
+class _LeaderFault(QuorumFault):
     """A fault on the quorum leader alone; ``seconds``: how long the quorum stays leaderless when
     it leaves no majority up (module docstring)."""
 
@@ -183,11 +183,11 @@ class _LeaderFault(_QuorumFault):
 
     def _others_up(self, env: FaultEnv, leader: int) -> int:
         """How many voters other than ``leader`` are running."""
-        quorum = _quorum(env, self.kind)
+        quorum = quorum_control(env, self.kind)
         return sum(1 for c in quorum.controller_ids if c != leader and quorum.controller_running(c))
 
     def _majority_left_without(self, env: FaultEnv, leader: int) -> bool:
-        return majority_left(len(_quorum(env, self.kind).controller_ids), self._others_up(env, leader))
+        return majority_left(len(quorum_control(env, self.kind).controller_ids), self._others_up(env, leader))
 
     def _hold_leaderless(self, env: FaultEnv, leader: int, epoch: int) -> None:
         """The outage: ``seconds`` with no majority up, LeaderWithoutMajority if a leader of a
@@ -196,7 +196,7 @@ class _LeaderFault(_QuorumFault):
                  self.kind, leader, self.seconds)
         deadline = time.monotonic() + self.seconds
         while time.monotonic() < deadline:
-            view = _quorum_view(env)
+            view = quorum_view(env)
             if view.controller is not None and view.controller_epoch is not None and view.controller_epoch > epoch:
                 raise LeaderWithoutMajority(
                     f"{self.kind}: quorum leader {view.controller} committed in epoch {view.controller_epoch} "
@@ -222,22 +222,22 @@ class QuorumLeaderKill(_LeaderFault):
     _killed: int | None = field(default=None, init=False)
 
     def inject(self, env: FaultEnv) -> None:
-        leader, epoch = self._leader(env), _quorum_epoch(env)
-        quorum = _quorum(env, self.kind)
+        leader, epoch = self._leader(env), quorum_epoch(env)
+        quorum = quorum_control(env, self.kind)
         if self._majority_left_without(env, leader):
             self._killed = leader
             quorum.kill_controller(leader)
-            _wait_new_epoch(env, epoch, self.kind)
+            wait_new_epoch(env, epoch, self.kind)
             return
         quorum.kill_controller(leader)
         try:
             self._hold_leaderless(env, leader, epoch)
         finally:
             quorum.start_controller(leader)  # the voters return
-        _wait_new_epoch(env, epoch, self.kind)  # restarted, it stands as a candidate in a later epoch
+        wait_new_epoch(env, epoch, self.kind)  # restarted, it stands as a candidate in a later epoch
 
     def heal(self, env: FaultEnv) -> None:
-        quorum = _quorum(env, self.kind)
+        quorum = quorum_control(env, self.kind)
         if self._killed is not None and self._killed in quorum.controller_ids \
                 and not quorum.controller_running(self._killed):
             quorum.start_controller(self._killed)
@@ -264,26 +264,26 @@ class QuorumLeaderPause(_LeaderFault):
                              f"{timeout_ms / 1000:g}")
 
     def inject(self, env: FaultEnv) -> None:
-        leader, epoch = self._leader(env), _quorum_epoch(env)
-        quorum = _quorum(env, self.kind)
+        leader, epoch = self._leader(env), quorum_epoch(env)
+        quorum = quorum_control(env, self.kind)
         majority = self._majority_left_without(env, leader)
         self._refuse_what_is_not_modelled(env, leader)
         quorum.pause_controller(leader)
         try:
             if majority:
-                _wait_new_epoch(env, epoch, self.kind)
+                wait_new_epoch(env, epoch, self.kind)
                 return
             self._hold_leaderless(env, leader, epoch)
         finally:
             quorum.resume_controller(leader)
         # A lone voter resumes its own leadership in its epoch; with others up, they stood in
         # later epochs meanwhile and the leader they elect with it has one.
-        _wait_new_epoch(env, epoch, self.kind, same_epoch=not self._others_campaigned(env, leader))
+        wait_new_epoch(env, epoch, self.kind, same_epoch=not self._others_campaigned(env, leader))
 
 
 @register_fault
 @dataclass
-class QuorumLoss(_QuorumFault):
+class QuorumLoss(QuorumFault):
     """Every controller killed for ``seconds`` (default 10: past the brokers' session timeout,
     so a controller that kept the old sessions' clocks would fence them all), then started
     again. The brokers keep serving on the metadata they have; once a leader is back nothing
@@ -304,16 +304,16 @@ class QuorumLoss(_QuorumFault):
         return cls(target, seconds)
 
     def inject(self, env: FaultEnv) -> None:
-        quorum, epoch = _quorum(env, self.kind), _quorum_epoch(env)
+        quorum, epoch = quorum_control(env, self.kind), quorum_epoch(env)
         for c in quorum.controller_ids:
             if quorum.controller_running(c):  # an earlier quorum_leader_kill may hold one down
                 quorum.kill_controller(c)
         time.sleep(self.seconds)  # the fault itself: a bounded, deliberate outage
         self.heal(env)
-        _wait_new_epoch(env, epoch, self.kind)
+        wait_new_epoch(env, epoch, self.kind)
 
     def heal(self, env: FaultEnv) -> None:
-        quorum = _quorum(env, self.kind)
+        quorum = quorum_control(env, self.kind)
         errors = []
         for c in quorum.controller_ids:
             if not quorum.controller_running(c):

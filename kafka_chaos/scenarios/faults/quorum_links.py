@@ -20,7 +20,7 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, QuorumLinkPartitioner
 from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, Fault, FaultEnv, StepTopics, register_fault, reject_unknown_options, require_capability
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
-from kafka_chaos.scenarios.faults.quorum import _quorum, _quorum_epoch, _QuorumFault, _wait_new_epoch
+from kafka_chaos.scenarios.faults.quorum import QuorumFault, quorum_control, quorum_epoch, wait_new_epoch
 from kafka_chaos.scenarios.model.ledger import WAITS_OUT_TIMEOUT, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Controller, Target
@@ -41,7 +41,7 @@ def _links(env: FaultEnv, kind: str) -> QuorumLinkPartitioner:
 
 
 @dataclass
-class QuorumLeaderCut(_QuorumFault):
+class QuorumLeaderCut(QuorumFault):
     """The active controller cut from the other voters -- both directions, its brokers' and the
     clients' links kept -- until a later ``heal`` step (or teardown). The other voters stop hearing
     from it, time out (``controller.quorum.fetch.timeout.ms``) and elect a leader of a later epoch;
@@ -69,15 +69,15 @@ class QuorumLeaderCut(_QuorumFault):
         return f"{self.kind}/leader_from_voters"
 
     def inject(self, env: FaultEnv) -> None:
-        leader, epoch = self._leader(env), _quorum_epoch(env)
-        others = [c for c in _quorum(env, self.kind).controller_ids if c != leader]
+        leader, epoch = self._leader(env), quorum_epoch(env)
+        others = [c for c in quorum_control(env, self.kind).controller_ids if c != leader]
         if not others:
             raise UsageError(f"{self.kind}: the quorum has one voter, there is nobody to cut {leader} from")
         cut_at = time.monotonic()
         self._cut = True  # set first: a half-made cut is healed too
         _links(env, self.kind).cut_links(leader, others)
         log.info("%s: voter %d cut from voters %s", self.kind, leader, others)
-        _wait_new_epoch(env, epoch, self.kind)
+        wait_new_epoch(env, epoch, self.kind)
         time.sleep(max(0.0, cut_at + CUT_HOLD_S - time.monotonic()))  # the fault itself: a bounded hold
 
     def heal(self, env: FaultEnv) -> None:
@@ -87,7 +87,7 @@ class QuorumLeaderCut(_QuorumFault):
 
 
 @dataclass
-class QuorumLeaderCutHeal(_QuorumFault):
+class QuorumLeaderCutHeal(QuorumFault):
     """Remove the cut of an earlier ``quorum_leader_cut`` step (``heal_network``; idempotent). The
     voter that was cut stood as a candidate in ever later epochs meanwhile (no pre-vote before 4.0,
     KIP-996), so its return may force an election: :class:`oracle.ControllerFailover`, any voter
