@@ -192,7 +192,7 @@ def converged(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
 
 def _judged(obs: StepObserved) -> list[str]:
     """The topics the step's state is judged on: its own and the internal ones the oracle's input holds."""
-    return judged_topics(obs.topics, obs.oracle_state)
+    return judged_topics(obs.topics, obs.oracle_state, obs.traits.isr_rule)
 
 
 @register_check("oracle", StepObserved)

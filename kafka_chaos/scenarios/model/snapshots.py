@@ -209,11 +209,18 @@ def matches_prediction(snapshot: ZkSnapshot, predicted: ClusterState, topics: It
     return not mismatches(snapshot, predicted, list(topics))
 
 
-def judged_topics(topics: Iterable[str], state: ClusterState) -> list[str]:
+def judged_topics(topics: Iterable[str], state: ClusterState, isr_rule: str | None = None) -> list[str]:
     """The topics a step's state is judged on: the scenario's, and the internal ones the oracle's
     input holds -- ``__consumer_offsets`` is predicted like any topic, and several brokers killed
-    at once often hit two of its ISR members (an older history's input may lack it)."""
+    at once often hit two of its ISR members (an older history's input may lack it). Not under a
+    leader-side ISR rule (``isr_rule``): whether a leader drops a silent follower depends on whether
+    the partition was written meanwhile -- a follower at the leader's end offset stays in sync
+    however long it is silent (``Partition.isCaughtUp``, 3.9: ``leaderEndOffset == logEndOffset``)
+    -- and only the scenario's topics are written for sure (an offsets partition only when a group
+    it hosts commits)."""
     topics = list(topics)
+    if isr_rule is not None:
+        return topics
     return [*topics, *(t for t in INTERNAL_TOPICS if t in state.topics and t not in topics)]
 
 

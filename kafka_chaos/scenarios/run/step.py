@@ -223,7 +223,7 @@ class StepCore:
                 fault_at = self.nemesis.inject(fault)
             exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before, prepared.events,
                                  prepared.target.brokers)
-            judged = judged_topics(self.topics, prepared.before)
+            judged = judged_topics(self.topics, prepared.before, fault.isr_rule)
             after: ZkSnapshot | None
             try:
                 with clock.phase(fault.waits.converge):

@@ -240,3 +240,6 @@ def test_the_internal_topics_the_oracles_input_holds_are_judged_like_any_other()
     assert ("oracle_leader", "__consumer_offsets") in failed(stuck) and ("converged", None) in failed(stuck)
     older = replace(stuck, oracle_state=cluster_state_of(before, [TOPIC], {}))
     assert failed(older) == []
+    # under a leader-side ISR rule an offsets partition shrinks only if it was written: not judged
+    ruled = replace(stuck, traits=replace(stuck.traits, isr_rule="rule_leader_isr_shrink"))
+    assert ("oracle_leader", "__consumer_offsets") not in failed(ruled)
