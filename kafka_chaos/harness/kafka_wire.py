@@ -423,6 +423,7 @@ def decode_list_offsets_response(payload: bytes) -> WireOffsets:
 # response ThrottleTimeMs, Responses [ErrorCode, ErrorMessage nullable, ResourceType, ResourceName].
 
 INCREMENTAL_ALTER_CONFIGS_API_KEY = 44
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
 _SET, _DELETE = 0, 1
 

@@ -24,8 +24,6 @@ from typing import Any, Literal, Protocol, TypeVar
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
     ConfigResource,
     ConfigSource,
     NewPartitions,
@@ -381,24 +379,24 @@ def _source(source: Any) -> int:
 
 def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | None], *,
                        timeout: float = 30.0) -> None:
-    """IncrementalAlterConfigs on a topic (the broker writes ``/config/topics/<t>`` and the
-    change notification itself); None deletes a key."""
+    """IncrementalAlterConfigs v0 (own wire code) on a topic, asked of the first broker of
+    ``bootstrap`` that answers; None deletes a key. Any broker takes it: in ZooKeeper mode it
+    writes ``/config/topics/<t>`` and the change notification itself
+    (``ZkAdminManager.incrementalAlterConfigs``), a KRaft or migrating broker forwards it to the
+    controller. Not librdkafka's admin client, which sends it to the controller its metadata names
+    and, in a migrating cluster with a broker down, timed out "waiting for controller" (corpus
+    run, KAFKA-16428 on 3.6.2). A refusal is a MetadataError naming Kafka's error."""
     if not changes:
         raise UsageError(f"alter_topic_config {topic!r}: no changes given")
-    entries = [
-        ConfigEntry(key, value if value is not None else "",
-                    incremental_operation=AlterConfigOpType.SET if value is not None
-                    else AlterConfigOpType.DELETE)
-        for key, value in changes.items()
-    ]
-    try:
-        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
-    except ValueError as exc:  # librdkafka's own validation of the resource
-        raise UsageError(f"altering config of topic {topic!r}: {exc}") from exc
-    with admin_client(bootstrap, timeout) as client:
-        futures = client.incremental_alter_configs([resource], request_timeout=timeout)
-        for future in futures.values():
-            _result(future, timeout + 1, f"altering config of topic {topic!r}")
+    problems = []
+    for address in bootstrap.split(","):
+        try:
+            _alter_configs(address, kafka_wire.TOPIC_RESOURCE, topic, changes, timeout, f"topic {topic!r}")
+            return
+        except _NoAnswer as exc:
+            problems.append(str(exc))
+    raise MetadataError(f"no broker of {bootstrap} answered IncrementalAlterConfigs for topic {topic!r}: "
+                        f"{'; '.join(problems)}")
 
 
 def alter_broker_config(address: str, broker: str, changes: Mapping[str, str | None], *,
@@ -409,13 +407,26 @@ def alter_broker_config(address: str, broker: str, changes: Mapping[str, str | N
     KRaft a ConfigRecord); None deletes a key. A refusal is a MetadataError naming Kafka's error."""
     if not changes:
         raise UsageError(f"altering config of broker {broker or '<default>'}: no changes given")
-    answer = _answer(address, "IncrementalAlterConfigs",
-                     lambda c: kafka_wire.encode_incremental_alter_configs(c, kafka_wire.BROKER_RESOURCE, broker, changes),
-                     kafka_wire.decode_incremental_alter_configs_response, timeout)
+    _alter_configs(address, kafka_wire.BROKER_RESOURCE, broker, changes, timeout, f"broker {broker or '<default>'}")
+
+
+class _NoAnswer(MetadataError):
+    """The broker did not answer at all (another may)."""
+
+
+def _alter_configs(address: str, resource_type: int, name: str, changes: Mapping[str, str | None],
+                   timeout: float, what: str) -> None:
+    """One IncrementalAlterConfigs v0 of one resource asked of the broker at ``address``."""
+    try:
+        answer = _answer(address, "IncrementalAlterConfigs",
+                         lambda c: kafka_wire.encode_incremental_alter_configs(c, resource_type, name, changes),
+                         kafka_wire.decode_incremental_alter_configs_response, timeout)
+    except MetadataError as exc:
+        raise _NoAnswer(str(exc)) from exc
     refused = [f"{error_name(code)}{f' ({message})' if message else ''}" for code, message, _, _ in answer.results
                if code != 0]
     if refused:
-        raise MetadataError(f"broker {broker or '<default>'} config change refused by {address}: {'; '.join(refused)}")
+        raise MetadataError(f"{what} config change refused by {address}: {'; '.join(refused)}")
 
 
 # --- topic deletion and partition growth during faults ------------------------------
