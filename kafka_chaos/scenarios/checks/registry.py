@@ -312,7 +312,7 @@ def reassignment_in_sync(obs: StepObserved, ctx: CheckContext) -> list[CheckResu
 
 @register_check("one_quorum_leader", StepObserved)
 def one_quorum_leader(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
-    """KRaft voters (a KRaft cluster's, a migration's once provisioned): one answers as the
+    """KRaft voters (a KRaft cluster's, a migration's once provisioned): at most one answers as the
     quorum's leader, of the newest epoch (:mod:`scenarios.checks.quorum`)."""
     if not obs.quorum:
         return []
