@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import socket
+from collections.abc import Collection
 
 EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
 _LOWEST_PORT = 10000
@@ -19,15 +20,17 @@ def _ephemeral_low() -> int:
         return 32768  # Linux's default
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """Ports free right now, distinct, and below the kernel's ephemeral range: a port picked in
-    that range (``bind(0)``) may become some client's local port before the node binds it (seen:
-    a broker of a 6-broker cluster refused with "Address already in use"). Each candidate is
-    bound to prove it free; all are held open together. ``bind(0)`` only when the range leaves
-    no room below it."""
+def free_ports(count: int, host: str = "127.0.0.1", *, taken: Collection[int] = ()) -> list[int]:
+    """Ports free right now, distinct, none of ``taken`` (ports picked earlier for nodes that have
+    not bound them yet: a ZooKeeper server picked first and started first took a broker's port,
+    seen in CI), and below the kernel's ephemeral range: a port picked in that range (``bind(0)``)
+    may become some client's local port before the node binds it (seen: a broker of a 6-broker
+    cluster refused with "Address already in use"). Each candidate is bound to prove it free; all
+    are held open together. ``bind(0)`` only when the range leaves no room below it."""
     low = _ephemeral_low()
     rng = random.SystemRandom()
     candidates = rng.sample(range(_LOWEST_PORT, low), min(low - _LOWEST_PORT, 50 * count)) if low > _LOWEST_PORT else []
+    candidates = [p for p in candidates if p not in set(taken)]
     sockets: list[socket.socket] = []
     try:
         for port in candidates:
@@ -43,6 +46,9 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
         while len(sockets) < count:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
+            if s.getsockname()[1] in taken:
+                s.close()
+                continue
             sockets.append(s)
         return [s.getsockname()[1] for s in sockets]
     finally:

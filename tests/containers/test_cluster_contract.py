@@ -68,11 +68,13 @@ def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:
     # local: iptables on loopback, as root), run ZooKeeper ensembles and fail log directories;
     # only the local one delays links (its userspace link proxies: this kernel has no netem) and
     # rolls a broker to another release (one class path per broker; containers: one image each).
-    # Neither ZooKeeper-mode cluster has KRaft controllers (tests/containers/test_kraft_on_containers.py)
-    # nor migrates (the local launcher's migrating cluster does: tests/integration/test_migration.py).
+    # Neither ZooKeeper-mode cluster has KRaft controllers (tests/containers/test_kraft_on_containers.py),
+    # so no links between them to cut either (tests/integration/test_kraft_links.py), nor migrates
+    # (the local launcher's migrating cluster does: tests/integration/test_migration.py).
     assert isinstance(cluster, NetworkPartitioner)
     local_only = {Capability.LINK_DELAY, Capability.BROKER_RELEASES}
-    both = set(Capability) - local_only - {Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION}
+    both = set(Capability) - local_only - {Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION,
+                                           Capability.QUORUM_LINK_PARTITION}
     from kafka_chaos.harness.cluster import capability_problems
 
     lacking = set(capability_problems(cluster))  # without root: no cuts, no containers' log dirs

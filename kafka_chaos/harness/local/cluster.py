@@ -248,7 +248,8 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
         layout = self._layout(self._run_dir)
         servers = self._plan_ensemble()
         n = self.config.brokers
-        ports = free_ports((3 if self.config.control_plane_listener else 2) * n)  # one set: all distinct
+        ensemble = [p for s in servers for p in (s.client_port, s.quorum_port, s.election_port) if p]
+        ports = free_ports((3 if self.config.control_plane_listener else 2) * n, taken=ensemble)  # all distinct
         broker_ports, metrics_ports = ports[:n], ports[n:2 * n]
         control_ports: list[int | None] = list(ports[2 * n:]) or [None] * n  # KIP-291's listener
         for server in servers:

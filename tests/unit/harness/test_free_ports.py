@@ -32,3 +32,11 @@ def test_without_room_below_the_range_the_kernel_chooses(monkeypatch: pytest.Mon
     monkeypatch.setattr(nodes, "_ephemeral_low", lambda: 1024)
     ports = nodes.free_ports(3)
     assert len(set(ports)) == 3
+
+
+def test_ports_picked_earlier_for_other_nodes_are_not_picked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A ZooKeeper server's port, picked first but not bound yet, is free to bind: only `taken` says
+    # a broker must not get it (seen in CI: "Socket server failed to bind … Address already in use").
+    low = nodes._ephemeral_low()
+    monkeypatch.setattr(nodes, "_LOWEST_PORT", low - 3)
+    assert set(nodes.free_ports(2, taken=[low - 3])) == {low - 2, low - 1}
