@@ -27,10 +27,11 @@ def free_ports(count: int, host: str = "127.0.0.1", *, taken: Collection[int] = 
     may become some client's local port before the node binds it (seen: a broker of a 6-broker
     cluster refused with "Address already in use"). Each candidate is bound to prove it free; all
     are held open together. ``bind(0)`` only when the range leaves no room below it."""
+    taken = frozenset(taken)
     low = _ephemeral_low()
     rng = random.SystemRandom()
     candidates = rng.sample(range(_LOWEST_PORT, low), min(low - _LOWEST_PORT, 50 * count)) if low > _LOWEST_PORT else []
-    candidates = [p for p in candidates if p not in set(taken)]
+    candidates = [p for p in candidates if p not in taken]
     sockets: list[socket.socket] = []
     try:
         for port in candidates:

@@ -30,12 +30,12 @@ CHECK = "isr_registered"
 def check_isr_registered(after: ZkSnapshot, topics: Iterable[str]) -> CheckResult:
     topics = set(topics)
     live = set(after.live_brokers)
-    strays = {f"{t}-{p}": sorted(set(s.isr) - live) for (t, p), s in sorted(after.partitions.items())
-              if t in topics and s.leader in live and set(s.isr) - live}
-    led = sum(1 for (t, _), s in after.partitions.items() if t in topics and s.leader in live)
+    led = {f"{t}-{p}": sorted(set(s.isr) - live) for (t, p), s in sorted(after.partitions.items())
+           if t in topics and s.leader in live}
+    strays = {tp: unregistered for tp, unregistered in led.items() if unregistered}
     expected = "the ISR of every led partition names registered brokers only"
     if strays:
         return CheckResult(CHECK, False, expected, strays,
                            "; ".join(f"{tp}: ISR names unregistered broker(s) {bs}" for tp, bs in strays.items())
                            + f" (registered: {sorted(live)})")
-    return CheckResult(CHECK, True, expected, {}, f"{led} led partition(s), every ISR member registered")
+    return CheckResult(CHECK, True, expected, {}, f"{len(led)} led partition(s), every ISR member registered")
