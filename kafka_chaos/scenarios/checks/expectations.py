@@ -51,16 +51,18 @@ def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Eve
 
 
 def epochs_exact(index: int | None, fault_exact: bool, then: Sequence[str], state: ClusterState,
-                 events: Sequence[Event], targets: Iterable[int]) -> bool:
+                 events: Sequence[Event]) -> bool:
     """Whether a step's leader epochs are judged exactly (else: increased where the oracle
     predicts a write, never decreased). Topic creation (``index`` None) always; a fault when its
     path is modelled write by write (``fault_exact``), no follow-up event is pending, the
-    controller (``state``, the oracle's input) is known and not hit (a failover's writes are
-    counted differently), and the release determines the count (``oracle.epochs_determined``)."""
+    controller (``state``, the oracle's input) is known, and the release determines the count
+    (``oracle.epochs_determined``). A step that hits the controller is judged exactly too: the
+    ZooKeeper controller's failover (``onControllerFailover``: the removal written before the
+    election, +2 on the partitions the old controller led) and KRaft's (no partition write) are
+    modelled, whichever broker or voter wins."""
     if index is None:
         return True
-    return (fault_exact and not then and state.controller is not None and state.controller not in set(targets)
-            and epochs_determined(state, events))
+    return fault_exact and not then and state.controller is not None and epochs_determined(state, events)
 
 
 def converged_to(snapshot: ZkSnapshot, options: Sequence[Expectation], before: ZkSnapshot, topics: Iterable[str], *,

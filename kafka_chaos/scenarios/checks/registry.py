@@ -168,8 +168,7 @@ def evaluate(obs: Observation, ctx: CheckContext) -> list[CheckResult]:
 # --- steps: the oracle and the cluster-wide checks ----------------------------------------------
 
 def _exact_epochs(obs: StepObserved) -> bool:
-    return epochs_exact(obs.index, obs.traits.exact_epochs, obs.then, obs.oracle_state, obs.oracle_events,
-                        obs.target.brokers)
+    return epochs_exact(obs.index, obs.traits.exact_epochs, obs.then, obs.oracle_state, obs.oracle_events)
 
 
 @register_check("converged", StepObserved)

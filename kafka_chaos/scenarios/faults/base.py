@@ -113,9 +113,9 @@ class Fault(Protocol):
     # Capabilities the cluster must have (``harness.cluster.Capability``).
     requires: ClassVar[frozenset[Capability]]
     # Whether the oracle models every controller write on this fault's path, so the predicted
-    # leader epoch is exact (kafka-3.9-zk-controller.md §2.1–2.3, 2.6, 2.7). Elsewhere
-    # (controller failover: removal + election = +2; reassignment phases; auto-rebalance timing)
-    # the check is "strictly increased where an election happened".
+    # leader epoch is exact (kafka-3.9-zk-controller.md §2.1–2.3, 2.6, 2.7; a controller failover's
+    # removal + election = +2, a reassignment's phases). A fault that says no is judged "strictly
+    # increased where an election happened" (``checks.expectations.epochs_exact``).
     exact_epochs: ClassVar[bool]
     # Whether the step waits for the clients of the partitions it touched and measures their
     # client-visible windows (faults that leave brokers running but unreachable).

@@ -71,9 +71,6 @@ class ControllerKill(HardKill):
     kind: ClassVar[str] = "controller_kill"
     # KRaft's controllers are no brokers: quorum_leader_kill (scenarios.faults.quorum)
     mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
-    # Failover writes the removal before the election (+2), resumes reassignments and schedules
-    # the auto-rebalance check: the oracle's epoch count is not exact on this path.
-    exact_epochs: ClassVar[bool] = False
 
 
 @register_fault

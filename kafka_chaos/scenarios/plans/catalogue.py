@@ -228,8 +228,8 @@ def controller_kill() -> list[Step]:
     ``/controller`` znode and ``onControllerFailover`` (epoch bump, replica/partition state
     machines start-up, offline elections); Kafka 3.9 ``KafkaController.elect`` /
     ``onControllerFailover``. Which broker wins is nondeterministic: any live broker is allowed;
-    partitions the old controller led get epoch +2 (removal then election), so epochs are
-    checked as "strictly increased" there."""
+    partitions the old controller led get epoch +2 (removal, then election), the others it
+    followed +1: the oracle's count, judged exactly."""
     return [Step("controller_kill", Controller())]
 
 
@@ -441,8 +441,8 @@ def controller_cut_from_zookeeper() -> list[Step]:
     """Cut the controller off from ZooKeeper only, then heal. Its session expires, so
     ``/controller`` and its ``/brokers/ids`` entry vanish; the other brokers' ``/controller``
     watches race to Kafka 3.9 ``KafkaController.elect`` and the winner runs ``onControllerFailover``
-    (seeds 000/001) with the cut broker dead — partitions it led get epoch +2 (removal then
-    election), so epochs are checked as "strictly increased". Which broker wins is
+    (seeds 000/001) with the cut broker dead — partitions it led get epoch +2 (removal, then
+    election), judged exactly like any modelled step. Which broker wins is
     nondeterministic: the check is exactly one controller, live, and not the cut one, plus the
     predicted leaders and ISRs. Healed, the old controller learns its session expired
     (``processExpire`` → ``onControllerResignation``), re-registers, and finds a controller in

@@ -221,8 +221,7 @@ class StepCore:
                 migration_before = migration_status(self.cluster)
             with clock.phase(fault.waits.inject):
                 fault_at = self.nemesis.inject(fault)
-            exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before, prepared.events,
-                                 prepared.target.brokers)
+            exact = epochs_exact(index, fault.exact_epochs, prepared.then, prepared.before, prepared.events)
             judged = judged_topics(self.topics, prepared.before, fault.isr_rule)
             after: ZkSnapshot | None
             try:

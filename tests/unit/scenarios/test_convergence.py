@@ -57,6 +57,11 @@ CASES = [
     ("controller kill, all written", CONTROLLER_KILLED, predicted_snapshot(CONTROLLER_KILLED, (1, 2), 1), False, True),
     ("controller kill, the failover's write not yet", CONTROLLER_KILLED,
      predicted_snapshot(CONTROLLER_KILLED, (1, 2), 1, short=1), False, False),
+    ("controller kill, all written (exact)", CONTROLLER_KILLED, predicted_snapshot(CONTROLLER_KILLED, (1, 2), 1), True, True),
+    ("controller kill, one write too many (exact)", CONTROLLER_KILLED,
+     predicted_snapshot(CONTROLLER_KILLED, (1, 2), 1, short=-1), True, False),
+    ("controller kill, one write too many (increased)", CONTROLLER_KILLED,
+     predicted_snapshot(CONTROLLER_KILLED, (1, 2), 1, short=-1), False, True),
 ]
 
 
@@ -78,16 +83,16 @@ def _state(controller: int | None, release: str = "3.9.2", ibp: str | None = Non
     return ClusterState(frozenset({1, 2, 3}), {}, controller=controller, config=config, release=Release.parse(release))
 
 
-@pytest.mark.parametrize(("index", "fault_exact", "then", "controller", "targets", "exact"), [
-    (None, False, ("auto_rebalance",), None, (3,), True),  # topic creation: always exact
-    (0, True, (), 3, (1,), True),
-    (0, False, (), 3, (1,), False),  # the fault's path is not modelled write by write
-    (0, True, ("auto_rebalance",), 3, (1,), False),  # a follow-up event is pending
-    (0, True, (), None, (1,), False),  # no controller known
-    (0, True, (), 3, (3,), False),  # the controller is hit: a failover
+@pytest.mark.parametrize(("index", "fault_exact", "then", "controller", "event", "exact"), [
+    (None, False, ("auto_rebalance",), None, BrokerFailure((3,)), True),  # topic creation: always exact
+    (0, True, (), 3, BrokerFailure((1,)), True),
+    (0, False, (), 3, BrokerFailure((1,)), False),  # the fault's path is not modelled write by write
+    (0, True, ("auto_rebalance",), 3, BrokerFailure((1,)), False),  # a follow-up event is pending
+    (0, True, (), None, BrokerFailure((1,)), False),  # no controller known
+    (0, True, (), 3, BrokerFailure((3,)), True),  # the controller is hit: its failover is modelled
 ])
-def test_when_epochs_are_exact(index, fault_exact: bool, then, controller, targets, exact: bool) -> None:
-    assert epochs_exact(index, fault_exact, then, _state(controller), [BrokerFailure((1,))], targets) == exact
+def test_when_epochs_are_exact(index, fault_exact: bool, then, controller, event, exact: bool) -> None:
+    assert epochs_exact(index, fault_exact, then, _state(controller), [event]) == exact
 
 
 @pytest.mark.parametrize(("release", "ibp", "event", "exact"), [
@@ -100,7 +105,7 @@ def test_when_epochs_are_exact(index, fault_exact: bool, then, controller, targe
     ("2.4.1", None, BrokerFailure((1,)), True),  # no controlled shutdown, no race
 ])
 def test_a_controlled_shutdown_counts_epochs_exactly_only_where_kip_841_holds(release, ibp, event, exact: bool) -> None:
-    assert epochs_exact(0, True, (), _state(3, release, ibp), [event], (1,)) == exact
+    assert epochs_exact(0, True, (), _state(3, release, ibp), [event]) == exact
 
 
 # --- KRaft: the partition epoch is waited on too (scenarios.checks.functions.partition_epochs_not_reached)

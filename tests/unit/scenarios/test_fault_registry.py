@@ -44,7 +44,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
     ensemble = frozenset({Capability.ZOOKEEPER_ENSEMBLE})
     quorum = frozenset({Capability.CONTROLLER_QUORUM})
     assert traits == {
-        "hard_kill": (brokers, True), "controller_kill": (brokers, False), "controlled_shutdown": (brokers, True),
+        "hard_kill": (brokers, True), "controller_kill": (brokers, True), "controlled_shutdown": (brokers, True),
         "start": (brokers, True), "restart": (brokers, True), "pause": (brokers, True),
         "short_pause": (brokers, True),
         "network_partition": (network, True), "reassignment": (frozenset(), True),
