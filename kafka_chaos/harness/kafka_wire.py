@@ -530,3 +530,54 @@ def _replica_states(r: _CompactReader) -> tuple[tuple[int, int], ...]:
         states.append((r.int32(), r.int64()))
         r.skip_tagged_fields()
     return tuple(states)
+
+
+# --- DeleteRecords v1: move partitions' log start offsets (kafka-delete-records.sh) --------------------
+# clients/src/main/resources/common/message/DeleteRecordsRequest.json / ...Response.json: 2.4.0 has
+# versions 0-1 ("Version 1 is the same as version 0"), 3.9 0-2 (flexible from 2); version 1 is the
+# newest 2.4.0 answers and Kafka 4.0 keeps it (KIP-896 drops version 0 only). Non-flexible: request
+# header v1, response header v0. Request Topics [Name, Partitions [PartitionIndex int32, Offset
+# int64]], TimeoutMs int32; response ThrottleTimeMs int32, Topics [Name, Partitions
+# [PartitionIndex int32, LowWatermark int64, ErrorCode int16]]. Offset -1 (DeleteRecordsRequest.
+# HIGH_WATERMARK) is the partition's high watermark (``Partition.deleteRecordsOnLeader``). Only the
+# leader takes it (NOT_LEADER_OR_FOLLOWER elsewhere): the AdminClient sends each leader its own
+# partitions (``KafkaAdminClient.deleteRecords``).
+
+DELETE_RECORDS_API_KEY = 21
+DELETE_RECORDS_VERSION = 1
+HIGH_WATERMARK_OFFSET = -1  # DeleteRecordsRequest.HIGH_WATERMARK
+
+
+def encode_delete_records(correlation_id: int, offsets: Mapping[str, Mapping[int, int]], timeout_ms: int) -> bytes:
+    """A size-prefixed DeleteRecordsRequest v1: topic -> partition -> the offset below which to delete
+    (-1: the high watermark), in name and partition order."""
+    body = struct.pack(">i", len(offsets))
+    for topic, partitions in sorted(offsets.items()):
+        body += _string(topic) + struct.pack(">i", len(partitions))
+        body += b"".join(struct.pack(">iq", p, offset) for p, offset in sorted(partitions.items()))
+    body += struct.pack(">i", timeout_ms)
+    return _request(DELETE_RECORDS_API_KEY, DELETE_RECORDS_VERSION, correlation_id, body)
+
+
+@dataclass(frozen=True)
+class WireDeleted:
+    """A DeleteRecords answer: (topic, partition) -> (error code, low watermark; -1 with an error)."""
+
+    correlation_id: int
+    partitions: Mapping[tuple[str, int], tuple[int, int]]
+
+
+def decode_delete_records_response(payload: bytes) -> WireDeleted:
+    """A DeleteRecordsResponse v1 (response header v0) without its size prefix."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.int32()  # ThrottleTimeMs
+    partitions: dict[tuple[str, int], tuple[int, int]] = {}
+    for _ in range(r.count()):
+        topic = r.string()
+        for _ in range(r.count()):
+            index, low_watermark, error_code = r.int32(), r.int64(), r.int16()
+            partitions[(topic, index)] = (error_code, low_watermark)
+    if not r.at_end():
+        raise WireFormatError("DeleteRecords response has trailing bytes (not version 1?)")
+    return WireDeleted(correlation_id, partitions)

@@ -216,6 +216,17 @@ def latest_offsets(address: str, partitions: Mapping[str, Sequence[int]], timeou
                    kafka_wire.decode_list_offsets_response, timeout)
 
 
+def delete_records(address: str, offsets: Mapping[str, Mapping[int, int]], *, wait_ms: int = 10_000,
+                   timeout: float = 15.0) -> kafka_wire.WireDeleted:
+    """DeleteRecords v1 (own wire code) asked of the broker at ``address``, the leader of the
+    partitions in ``offsets`` (topic -> partition -> offset, -1: the high watermark): each
+    partition's error code and low watermark. The leader moves its log start at once and answers
+    when every live replica's log start reached the offset, or after ``wait_ms`` with
+    REQUEST_TIMED_OUT (``ReplicaManager.deleteRecords``, ``DelayedDeleteRecords``)."""
+    return _answer(address, "DeleteRecords", lambda c: kafka_wire.encode_delete_records(c, offsets, wait_ms),
+                   kafka_wire.decode_delete_records_response, max(timeout, wait_ms / 1000.0 + 2.0))
+
+
 class _Correlated(Protocol):
     @property
     def correlation_id(self) -> int: ...

@@ -54,13 +54,37 @@ messages, inconsistent offsets, non-monotonic polls (a position beyond the new l
 reset to the earliest offset) and non-monotonic sends. Those classes
 (:data:`TRUNCATION_ANOMALIES`) are *allowed* on a partition where the oracle predicted
 ``unclean_elected`` — counted apart, never hidden — and fail everywhere else.
+
+Records deleted on purpose (``delete_records``: DeleteRecords moved the partition's log start;
+:mod:`scenarios.faults.records`) are gone by design. Each answer's *low watermark* — the lowest log
+start of the leader and every live replica once the deletion was applied
+(``Partition.lowWatermarkIfLeader``) — is recorded (:class:`LogStart`), and every offset below it
+left every live replica's log. So an acknowledged message placed below the highest recorded low
+watermark of its partition that the final read-back lacks is *deleted*: its ``unseen`` and
+``lost_write`` anomalies are marked so (:attr:`Anomaly.deleted`) and counted apart, never hidden and
+never failing — whether or not a consumer read it before the deletion. At or above the low
+watermark everything is judged as before. A consumer positioned below the new log start gets
+OFFSET_OUT_OF_RANGE and resets to it (``auto.offset.reset``; librdkafka records no reset the
+consumer could see): its next record jumps forward over the deleted offsets, which no longer hold
+a message, so a jump whose skipped offsets all lie below a low watermark recorded before the poll
+is no ``poll_skip`` (and the reset only moves forward: no ``nonmonotonic_poll``).
+
+*Placed* means: at the offset its acknowledgement names, else (an implicit acknowledgement) at the
+lowest offset a consumer read it at. An implicit acknowledgement nobody read cannot be placed and
+is never called deleted: it stays ``unseen`` when the read-back lacks it. That keeps the allowance
+sound — it never explains a message whose offset is unknown — at the price of a possible false
+``unseen`` for a message that was both implicitly acknowledged (a batch that failed, then a later
+one of the same producer succeeded) and deleted before either consumer read it; the ``assign``
+consumer follows the log within a poll, so this needs a deletion in the very second of such a
+failure.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps, ConsumerReset, Poll
 
@@ -96,6 +120,28 @@ class Anomaly:
     partition: str  # "t-p"
     detail: str
     allowed: bool = False  # an unclean election the oracle predicted explains it
+    deleted: bool = False  # below a recorded low watermark: delete_records removed it
+
+
+@dataclass(frozen=True)
+class LogStart:
+    """A low watermark a ``delete_records`` step's leader answered for the partition, and when the
+    request was sent (``StepObserved.fault_at``): every offset below it was deleted by then."""
+
+    at: float
+    low_watermark: int
+
+
+def recorded_log_starts(outcome: Mapping[str, Any] | None, at: float) -> dict[str, LogStart]:
+    """``"t-p"`` -> its recorded low watermark, from a ``delete_records`` step's outcome
+    (``FaultTraits.outcome``: ``{"partitions": {"t-p": {"low_watermark": ...}}}``); partitions
+    whose leader answered none are left out."""
+    found: dict[str, LogStart] = {}
+    for name, answer in ((outcome or {}).get("partitions") or {}).items():
+        low = answer.get("low_watermark") if isinstance(answer, Mapping) else None
+        if isinstance(low, int) and not isinstance(low, bool) and low > 0:
+            found[str(name)] = LogStart(at, low)
+    return found
 
 
 @dataclass(frozen=True)
@@ -106,6 +152,7 @@ class PartitionSummary:
     failed: int
     polls: int
     consumers: tuple[str, ...]
+    deleted: int = 0  # acknowledged messages below a recorded low watermark, not read back
 
 
 def _sequence(key: str) -> int | None:
@@ -119,10 +166,12 @@ def _where(offset: int | None) -> str:
 
 
 def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: bool = False,
-                    final_read: bool = True) -> tuple[list[Anomaly], PartitionSummary]:
+                    final_read: bool = True, log_starts: Sequence[LogStart] = ()
+                    ) -> tuple[list[Anomaly], PartitionSummary]:
     """Every anomaly of one partition's history, in :data:`ANOMALIES` order, and its counts.
     ``ops`` in time order (the stretches of a run); ``final_read``: whether the last poll is
-    the read-back up to the high watermarks (else ``unseen`` is not judged)."""
+    the read-back up to the high watermarks (else ``unseen`` is not judged); ``log_starts``: the
+    low watermarks ``delete_records`` steps recorded for it (see the module)."""
     stretches = list(ops)
     acks = [a for o in stretches for a in o.acks]
     failed = [f for o in stretches for f in o.failed]
@@ -153,14 +202,25 @@ def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: 
     for a in acks:
         if acked_keys.get(a.key) is None:  # the first acknowledgement that names an offset
             acked_keys[a.key] = a.offset
+    deleted_below = max((s.low_watermark for s in log_starts), default=0)
+    deleted: set[str] = set()  # keys placed below it that the read-back lacks
+    explained: set[tuple[str, str]] = set()  # their anomalies
     for key, acked_at in acked_keys.items():
+        placed = acked_at if acked_at is not None else min(offsets_of.get(key, ()), default=None)
+        gone = placed is not None and placed < deleted_below and key not in read_at_end
+        why = f" (deleted: below the low watermark {deleted_below})" if gone else ""
+        mine: list[tuple[str, str]] = []
         if acked_at is not None and key not in polled and max(offsets_of[key]) <= bound:
-            found.append((LOST_WRITE, f"{key} acked at offset {acked_at}, below offset {bound} read, never read"))
+            mine.append((LOST_WRITE, f"{key} acked at offset {acked_at}, below offset {bound} read, never read{why}"))
         if final_read and key not in read_at_end:
-            found.append((UNSEEN, f"{key} acked {_where(acked_at)}, not in the final read-back"
-                                  + (" (read earlier)" if key in polled else "")))
+            mine.append((UNSEEN, f"{key} acked {_where(acked_at)}, not in the final read-back"
+                                 + (" (read earlier)" if key in polled else "") + why))
+        found += mine
+        if gone:
+            deleted.add(key)
+            explained.update(mine)
 
-    found += _poll_anomalies(polls, resets, known)
+    found += _poll_anomalies(polls, resets, known, log_starts)
 
     by_sequence = sorted((s, a.offset, a.key) for a in acks
                          if a.offset is not None and (s := _sequence(a.key)) is not None)
@@ -173,15 +233,19 @@ def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: 
             found.append((FAILED_SEND_READ, f"{f.key} failed with {f.error} yet was read"))
 
     order = {kind: i for i, kind in enumerate(ANOMALIES)}
-    anomalies = [Anomaly(kind, name, detail, truncation_allowed and kind in TRUNCATION_ANOMALIES)
+    anomalies = [Anomaly(kind, name, detail, truncation_allowed and kind in TRUNCATION_ANOMALIES,
+                         (kind, detail) in explained)
                  for kind, detail in sorted(found, key=lambda f: order[f[0]])]
     consumers = tuple(sorted({p.consumer for p in polls}))
-    return anomalies, PartitionSummary(len(acks), len(failed), len(polls), consumers)
+    return anomalies, PartitionSummary(len(acks), len(failed), len(polls), consumers, len(deleted))
 
 
-def _poll_anomalies(polls: Sequence[Poll], resets: Sequence[ConsumerReset],
-                    known: Sequence[int]) -> list[tuple[str, str]]:
-    """Non-monotonic polls and skips per consumer, restarting at each of its resets."""
+def _poll_anomalies(polls: Sequence[Poll], resets: Sequence[ConsumerReset], known: Sequence[int],
+                    log_starts: Sequence[LogStart] = ()) -> list[tuple[str, str]]:
+    """Non-monotonic polls and skips per consumer, restarting at each of its resets; a jump over
+    offsets that all lie below a low watermark recorded before the poll is the reset to the new
+    log start (OFFSET_OUT_OF_RANGE), not a skip."""
+    starts = sorted((s.at, s.low_watermark) for s in log_starts)
     events: list[tuple[float, int, str, int, str]] = []  # (time, 0 reset / 1 poll, consumer, offset, key)
     for r in resets:
         events.append((r.at, 0, r.consumer, -1, ""))
@@ -191,7 +255,7 @@ def _poll_anomalies(polls: Sequence[Poll], resets: Sequence[ConsumerReset],
     events.sort(key=lambda e: (e[0], e[1]))
     last: dict[str, tuple[int, str]] = {}
     found: list[tuple[str, str]] = []
-    for _, kind, consumer, offset, key in events:
+    for polled_at, kind, consumer, offset, key in events:
         if kind == 0:
             last.pop(consumer, None)
             continue
@@ -203,8 +267,10 @@ def _poll_anomalies(polls: Sequence[Poll], resets: Sequence[ConsumerReset],
         if offset <= o1:
             found.append((NONMONOTONIC_POLL, f"{consumer} read {key} at offset {offset} after {k1} at {o1}"))
             continue
-        skipped = bisect.bisect_left(known, offset) - bisect.bisect_right(known, o1)
-        if skipped > 0:
+        first, end = bisect.bisect_right(known, o1), bisect.bisect_left(known, offset)
+        skipped = end - first
+        deleted_below = max((low for at, low in starts if at <= polled_at), default=0)
+        if skipped > 0 and known[end - 1] >= deleted_below:
             found.append((POLL_SKIP, f"{consumer} read offset {offset} right after {o1}, skipping {skipped} "
                                      f"known offset(s)"))
     return found

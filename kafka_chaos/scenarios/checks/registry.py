@@ -520,6 +520,7 @@ def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
             continue
         report = _report_from_ops(obs, ctx, d.topic) or d.report
         unclean = unclean_partitions(ctx, d.topic)
+        # (a stored report, of a history without ops, knows no deletion: there is none before v10)
         evidence = _misplaced_evidence(obs, ctx, d.topic, report.misplaced) if report.misplaced and not unclean \
             else []
         results += check_delivery(d.topic, report, unclean, evidence, d.resent)
@@ -546,9 +547,20 @@ def _report_from_ops(obs: ScenarioFinished, ctx: CheckContext, topic: str) -> De
     stretches = {n: ops for n, ops in _ops_by_partition(ctx, obs).items() if _split(n)[0] == topic}
     consumed = [(_split(n)[1], p.offset, p.key) for n, ops in stretches.items() for o in ops for p in o.polls
                 if p.consumer == READBACK]
-    if not consumed:
+    # Acknowledged messages below a low watermark delete_records recorded are deleted, not lost
+    # (scenarios.checks.client_history): placed at their acknowledged offset, else where a consumer
+    # read them. With such a deletion an empty read-back is judged too (everything may be gone).
+    deleted_below = {_split(n)[1]: max(s.low_watermark for s in starts)
+                     for n, starts in log_starts(ctx).items() if n in stretches}
+    if not consumed and not (deleted_below and stretches):
         return None
-    return validate_delivery((a for ops in stretches.values() for o in ops for a in o.acks), consumed)
+    placed: dict[str, int] = {}
+    for ops in stretches.values():
+        for o in ops:
+            for p in o.polls:
+                placed[p.key] = min(placed.get(p.key, p.offset), p.offset)
+    return validate_delivery((a for ops in stretches.values() for o in ops for a in o.acks), consumed,
+                             deleted_below=deleted_below, placed=placed)
 
 
 def _misplaced_evidence(obs: ScenarioFinished, ctx: CheckContext, topic: str,
@@ -664,11 +676,23 @@ def client_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResul
     return results
 
 
+def log_starts(ctx: CheckContext) -> dict[str, list[hc.LogStart]]:
+    """``"t-p"`` -> the low watermarks earlier ``delete_records`` steps recorded for it (their
+    ``traits.outcome``, history v10), in step order."""
+    found: dict[str, list[hc.LogStart]] = {}
+    for obs in ctx.earlier:
+        if isinstance(obs, StepObserved) and obs.index is not None and obs.traits.outcome is not None:
+            for name, start in hc.recorded_log_starts(obs.traits.outcome, obs.fault_at).items():
+                found.setdefault(name, []).append(start)
+    return found
+
+
 def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
     stretches = _ops_by_partition(ctx, obs)
     if not stretches:
         return []  # a version-1 history: nothing recorded to check
     read_back = {d.topic for d in obs.deliveries if d.report is not None}
+    starts = log_starts(ctx)
     results: list[CheckResult] = []
     for topic in obs.run.topics:
         names = sorted((n for n in stretches if _split(n)[0] == topic), key=lambda n: _split(n)[1])
@@ -680,17 +704,22 @@ def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResu
         for name in names:
             anomalies, summary = hc.check_partition(name, stretches[name],
                                                     truncation_allowed=_split(name)[1] in allowed,
-                                                    final_read=topic in read_back)
+                                                    final_read=topic in read_back, log_starts=starts.get(name, ()))
             found += anomalies
             summaries[name] = summary
+        deletions = any(n in starts for n in names)  # else the records are what they were before v10
         for kind in hc.ANOMALIES:
             of_kind = [a for a in found if a.kind == kind]
-            bad = [a for a in of_kind if not a.allowed]
-            ok = [a for a in of_kind if a.allowed]
-            observed = {"anomalies": len(bad), "allowed": len(ok),
-                        "by_partition": {n: sum(1 for a in of_kind if a.partition == n) for n in names
-                                         if any(a.partition == n for a in of_kind)},
-                        "sample": [f"{a.partition}: {a.detail}" for a in (bad or ok)[:5]]}
+            bad = [a for a in of_kind if not a.allowed and not a.deleted]
+            ok = [a for a in of_kind if a.allowed and not a.deleted]
+            gone = [a for a in of_kind if a.deleted]
+            observed: dict[str, Any] = {
+                "anomalies": len(bad), "allowed": len(ok),
+                "by_partition": {n: sum(1 for a in of_kind if a.partition == n) for n in names
+                                 if any(a.partition == n for a in of_kind)},
+                "sample": [f"{a.partition}: {a.detail}" for a in (bad or ok or gone)[:5]]}
+            if deletions:
+                observed["deleted"] = len(gone)
             if kind == hc.UNSEEN and topic not in read_back:
                 results.append(CheckResult(f"history_{kind}", None, 0, observed,
                                            "not judged: no final read-back", topic))
@@ -699,6 +728,8 @@ def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResu
             detail = (f"{len(bad)} {kind.replace('_', ' ')} anomal{'y' if len(bad) == 1 else 'ies'}"
                       + (f" ({len(ok)} more allowed: unclean election predicted on "
                          f"{sorted({a.partition for a in ok})})" if ok else "")
+                      + (f" ({len(gone)} more deleted: below the low watermark delete_records recorded on "
+                         f"{sorted({a.partition for a in gone})})" if gone else "")
                       + f" over {sum(s.acks for s in summaries.values())} acks and {polls} polls"
                       + (f"; e.g. {bad[0].partition}: {bad[0].detail}" if bad else ""))
             results.append(CheckResult(f"history_{kind}", not bad, 0, observed, detail, topic))
@@ -710,7 +741,8 @@ def history(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
     """The Jepsen-style history checker (:mod:`scenarios.checks.client_history`) over every send and
     poll of the scenario: one result per anomaly class and topic, ``history_<class>``; the
     anomalies an unclean election the oracle predicted must cause are allowed there and
-    counted apart (``observed.allowed``)."""
+    counted apart (``observed.allowed``), and so are the messages ``delete_records`` removed
+    (``observed.deleted``, where a step recorded low watermarks)."""
     return _history_results(obs, ctx)
 
 

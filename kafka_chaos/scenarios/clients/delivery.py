@@ -70,6 +70,10 @@ class DeliveryReport:
     duplicate_copies: int = 0  # consumed records beyond the first copy of each key (any key)
     duplicated_unacked: tuple[str, ...] = ()
     acked_by_partition: Mapping[int, int] = field(default_factory=lambda: _frozen({}))
+    # Acknowledged keys not read back that lie below their partition's recorded low watermark:
+    # removed by delete_records (DeleteRecords), not lost; counted apart.
+    deleted: tuple[str, ...] = ()
+    deleted_by_partition: Mapping[int, int] = field(default_factory=lambda: _frozen({}))
 
     @property
     def ok(self) -> bool:
@@ -91,6 +95,9 @@ class DeliveryReport:
             parts.append(f"{self.unacked_consumed} consumed but never acked")
         if self.duplicated_unacked:
             parts.append(f"{len(self.duplicated_unacked)} of them duplicated")
+        if self.deleted:
+            parts.append(f"{len(self.deleted)} acked below a recorded low watermark, deleted "
+                         f"{dict(self.deleted_by_partition)}")
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
@@ -109,16 +116,24 @@ class DeliveryReport:
             "acked_by_partition": {str(p): n for p, n in self.acked_by_partition.items()},
             "lost_sample": list(self.lost[:20]),
             "duplicated_sample": list(self.duplicated[:20]),
+            # only where delete_records deleted any: other records stay as they were
+            **({"deleted": len(self.deleted),
+                "deleted_by_partition": {str(p): n for p, n in self.deleted_by_partition.items()}}
+               if self.deleted else {}),
         }
 
 
 def validate_delivery(
-    acked: Iterable[Ack], consumed: Iterable[tuple[int, int, str]]
+    acked: Iterable[Ack], consumed: Iterable[tuple[int, int, str]], *,
+    deleted_below: Mapping[int, int] | None = None, placed: Mapping[str, int] | None = None,
 ) -> DeliveryReport:
     """Compare acknowledged messages with consumed ``(partition, offset, key)`` triples.
 
     Order does not matter on either side. Keys are reported in log order (partition, offset)
-    so the first lost key is the first hole.
+    so the first lost key is the first hole. ``deleted_below``: partition -> a low watermark
+    ``delete_records`` recorded; an acknowledged message not consumed whose offset (its
+    acknowledgement's, else ``placed[key]``: where a consumer read it) lies below it is
+    ``deleted``, not ``lost``; one without any known offset stays lost.
     """
     acks_by_key: dict[str, Ack] = {}
     for ack in acked:
@@ -133,7 +148,18 @@ def validate_delivery(
         first_position.setdefault(key, (partition, offset))
         positions.setdefault(key, []).append((partition, offset))
 
-    lost = sorted((ack for key, ack in acks_by_key.items() if key not in copies), key=Ack.log_order)
+    missing = sorted((ack for key, ack in acks_by_key.items() if key not in copies), key=Ack.log_order)
+    below, where = deleted_below or {}, placed or {}
+
+    def _deleted(ack: Ack) -> bool:
+        offset = ack.offset if ack.offset is not None else where.get(ack.key)
+        return offset is not None and ack.partition in below and offset < below[ack.partition]
+
+    lost = [a for a in missing if not _deleted(a)]
+    deleted = [a for a in missing if _deleted(a)]
+    deleted_by_partition: defaultdict[int, int] = defaultdict(int)
+    for ack in deleted:
+        deleted_by_partition[ack.partition] += 1
     copied = [key for key, n in copies.items() if n > 1]  # already in log order
     duplicated = [key for key in copied if key in acks_by_key]
     # A duplicate whose acknowledgement names one of its copies is a duplicate, not misplaced (an
@@ -164,6 +190,8 @@ def validate_delivery(
         duplicate_copies=sum(n - 1 for n in copies.values()),
         duplicated_unacked=tuple(key for key in copied if key not in acks_by_key),
         acked_by_partition=_frozen(acked_by_partition),
+        deleted=tuple(a.key for a in deleted),
+        deleted_by_partition=_frozen(deleted_by_partition),
     )
 
 

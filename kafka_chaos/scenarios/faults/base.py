@@ -156,6 +156,11 @@ class Fault(Protocol):
         (:mod:`scenarios.model.ledger`): Kafka-dictated ones where it starts nodes or a session,
         heartbeat or election timeout decides how long it takes."""
 
+    @property
+    def outcome(self) -> Mapping[str, Any] | None:
+        """What the fault's own requests were answered, once injected, for the step's history
+        record (``FaultTraits.outcome``; JSON-ready), or None: ``delete_records``' low watermarks."""
+
     def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         """Read from the cluster what :meth:`oracle_events` depends on (which of ``state``'s
         partitions a log directory holds); the pipeline calls it just before asking for the
@@ -183,7 +188,7 @@ ANY_MODE = ZOOKEEPER_ONLY | KRAFT_ONLY | MIGRATION_ONLY
 @dataclass
 class FaultBase:
     """What a fault class inherits unless it says otherwise: needs no capability, epochs exact,
-    no client windows, holds and releases no broker, no ISR rule, nothing to heal."""
+    no client windows, holds and releases no broker, no ISR rule, no outcome, nothing to heal."""
 
     target: Target
     kind: ClassVar[str] = ""
@@ -224,6 +229,10 @@ class FaultBase:
     @property
     def waits(self) -> FaultWaits:
         return self.kafka_waits
+
+    @property
+    def outcome(self) -> Mapping[str, Any] | None:
+        return None
 
     def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         return None

@@ -49,6 +49,11 @@ Version 9 adds ``granted`` to ``finished`` (the producer ids the brokers handed 
 InitProducerIds: :func:`harness.readiness.warm_producer_ids`) and ``quorum`` to steps of a cluster
 with KRaft voters (:mod:`scenarios.history.quorum`: what each voter said of the quorum); older
 observations have none and give no ``one_quorum_leader`` result.
+
+Version 10 adds ``outcome`` to a fault step's ``traits`` where the fault has one to tell (what
+its own requests were answered: ``delete_records`` records each partition's low watermark,
+:mod:`scenarios.faults.records`, which the delivery and history checks read); other steps are
+written as version 9 wrote them.
 """
 
 from __future__ import annotations
@@ -85,8 +90,9 @@ HISTORY_FILE = "history.jsonl"
 # 8: the in-sync replicas' logs (StepObserved.replica_logs) and producer ids (TopicDelivery.producers).
 # 9: the producer ids the brokers handed the harness itself (ScenarioFinished.granted) and what each
 # KRaft voter said of the quorum (StepObserved.quorum).
-HISTORY_VERSION = 9
-READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
+# 10: what a fault's own requests were answered (FaultTraits.outcome: delete_records' low watermarks).
+HISTORY_VERSION = 10
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 
 
 
@@ -159,9 +165,15 @@ class FaultTraits:
     isr_rule: str | None = None
     holds: tuple[int, ...] = ()
     releases: tuple[int, ...] = ()
+    # What the fault's own requests were answered (history v10; None: nothing to tell, and written
+    # as before): ``delete_records``' low watermarks (``scenarios.faults.records``).
+    outcome: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "holds": list(self.holds), "releases": list(self.releases)}
+        d = {**self.__dict__, "holds": list(self.holds), "releases": list(self.releases)}
+        if self.outcome is None:  # every other step is written as version 9 wrote it
+            del d["outcome"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FaultTraits:

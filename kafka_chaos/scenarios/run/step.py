@@ -143,8 +143,10 @@ class StepNaming:
 
 
 def traits_of(fault: Fault) -> FaultTraits:
+    """What the step's fault declared, and (after ``inject``) its outcome."""
+    outcome = fault.outcome
     return FaultTraits(fault.kind, fault.label, fault.exact_epochs, fault.client_windows, fault.isr_rule,
-                       tuple(fault.holds), tuple(fault.releases))
+                       tuple(fault.holds), tuple(fault.releases), None if outcome is None else dict(outcome))
 
 
 @dataclass
