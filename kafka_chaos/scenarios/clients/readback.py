@@ -41,8 +41,11 @@ def consume_all(bootstrap: str, topic: str, partitions: Sequence[int], *, client
         "logger": logging.getLogger(f"{__name__}.librdkafka"),
     })
     try:
-        ends = {p: _high_watermark(consumer, topic, p, deadline) for p in wanted}
-        pending = {p for p, end in ends.items() if end > 0}
+        marks = {p: _watermarks(consumer, topic, p, deadline) for p in wanted}
+        ends = {p: high for p, (_, high) in marks.items()}
+        # A partition whose log start reached its high watermark (delete_records deleted every record:
+        # DeleteRecords to the high watermark) has nothing to read: no position would ever be reported.
+        pending = {p for p, (low, high) in marks.items() if high > low}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
         records: list[tuple[int, int, str]] = []
         while pending:
@@ -68,14 +71,15 @@ def consume_all(bootstrap: str, topic: str, partitions: Sequence[int], *, client
         consumer.close()
 
 
-def _high_watermark(consumer: Consumer, topic: str, partition: int, deadline: float) -> int:
+def _watermarks(consumer: Consumer, topic: str, partition: int, deadline: float) -> tuple[int, int]:
+    """The partition's log start and high watermark, as its leader answers them."""
     tp = TopicPartition(topic, partition)
 
-    def query() -> int:
+    def query() -> tuple[int, int]:
         offsets = consumer.get_watermark_offsets(tp, timeout=2.0, cached=False)
         if offsets is None:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
-        return int(offsets[1])
+        return int(offsets[0]), int(offsets[1])
 
     try:
         return wait_until(query, timeout=deadline - time.monotonic(), interval=0.5,
