@@ -1,5 +1,6 @@
-"""Cuts between KRaft nodes on the local launcher (root + iptables): a real 3.9.2 cluster of 3
-controllers and 3 brokers whose quorum leader is cut from the two other voters with ``cut_links``.
+"""Cuts between KRaft nodes on the local launcher (root + iptables), on real 3.9.2 clusters of 3
+controllers and 3 brokers: the quorum leader cut from the two other voters with ``cut_links``, and
+a broker cut from every controller through the ordinary runner (``broker_controller_cut``).
 
 What the controllers' metadata logs show: the two others elect a leader of a later epoch (their
 logs carry its LEADER_CHANGE; the cut one's does not, it still ends in its own epoch), while the
@@ -10,17 +11,26 @@ before 4.0, KIP-996) that it cannot win with its shorter log, and its own log sh
 current leader and epoch -- it fetched from that leader: it follows again. Every node runs with
 the group id of its port (the loopback firewall's marks), and destroy removes the chains.
 
-A matrix cell, ``nightly`` (docs/nightly.md): about 40 s, and the test command is near its budget.
+The broker cut (``schedules/kraft_broker_controller_cut.json``): the leader of t-0 cut from every
+controller, then healed, each step checked against the KRaft model. The cut step converges once
+the active controller fenced it (its session expired: never before the heartbeats it missed could
+have kept it), t-0's leadership moved and its ISRs shrunk, while its own metadata still names it
+t-0's leader -- held by the fault, it is not asked; healed, it is unfenced at its next heartbeat,
+rejoins every ISR and its metadata is judged again.
+
+A matrix cell, ``nightly`` (docs/nightly.md): about 40 s for the voter cut and 25 s for the broker
+cut, and the test command is near its budget.
 """
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import psutil
 import pytest
 
-from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.config import TEST_SESSION_TIMEOUT_MS, ClusterConfig
 from kafka_chaos.harness.distribution import resolve_distribution
 from kafka_chaos.harness.local.kraft import LocalKraftCluster
 from kafka_chaos.harness.local.network import node_mark, our_chains, partition_problem
@@ -57,3 +67,51 @@ def test_a_quorum_leader_cut_from_the_other_voters_is_replaced_and_follows_once_
         assert all(cluster.controller_running(c) for c in voters)
         log.info("%s", describe(proof))
     assert chain not in our_chains(), "destroy removes the firewall"
+
+
+SCHEDULE = Path(__file__).parent / "schedules" / "kraft_broker_controller_cut.json"
+HEARTBEAT_MS = 2000  # broker.heartbeat.interval.ms: the session runs from the last one before the cut
+
+
+def test_a_broker_cut_from_the_controllers_is_fenced_then_unfenced_once_healed(tmp_path: Path) -> None:
+    from kafka_chaos.app.runs import run_scenarios
+    from kafka_chaos.records.writer import read_records
+    from kafka_chaos.results.verdicts import verdict_changes
+    from kafka_chaos.scenarios.checks.registry import check_history, to_records
+    from kafka_chaos.scenarios.history.observations import HISTORY_FILE, HistoryProblem, StepObserved, read_history
+    from kafka_chaos.scenarios.plans.schedule import load
+
+    schedule = load(SCHEDULE)
+    results = tmp_path / "run"
+    rc = run_scenarios([schedule.scenario()], seed=42, results_dir=results, report=False,
+                       kafka_version=RELEASE, sources={schedule.name: str(SCHEDULE)})
+    records = read_records(results).records
+    failed = [(r.fault, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
+    assert rc == 0 and not failed, failed
+    cut, heal = "broker_controller_cut/from_controllers", "broker_controller_cut/heal"
+    for label in (cut, heal):  # both steps judged by the KRaft model, epochs exact
+        judged = {r.check for r in records if r.fault == label and r.kind == "check" and r.passed}
+        assert {"oracle_leader", "oracle_isr", "oracle_partition_epoch", "metadata_agrees_zk",
+                "one_quorum_leader"} <= judged, (label, judged)
+    # t-0's leadership moved 1 -> 2 when the session expired: not before the cut broker's last
+    # heartbeat could have kept it alive (at most one interval before the cut)
+    moved = [r for r in records if r.fault == cut and r.check == "latency"]
+    assert [(r.partition, r.expected["leader"]) for r in moved] == [(0, 2)], moved
+    detection = moved[0].latency_ms["detection"]
+    assert TEST_SESSION_TIMEOUT_MS - HEARTBEAT_MS <= detection, detection
+
+    steps = [o for o in read_history(results / HISTORY_FILE) if isinstance(o, StepObserved) and o.index is not None]
+    cut_step, heal_step = steps
+    assert cut_step.target.brokers == (1,) and cut_step.excused == (1,) and heal_step.excused == ()
+    assert 1 not in cut_step.after.live_brokers and 1 in heal_step.after.live_brokers  # fenced, then unfenced
+    # the cut broker, held, is not asked; its own metadata still names it t-0's leader after the fence
+    assert set(cut_step.metadata) == {2, 3} and set(heal_step.metadata) == {1, 2, 3}
+    t0 = f"{schedule.name}-0-t-0".replace("_", "-")
+    fenced_at = cut_step.fault_at + detection / 1000
+    stale = [leader for at, broker, leader in cut_step.sightings[t0] if broker == 1 and at > fenced_at + 0.1]
+    assert stale and set(stale) == {1}, stale
+    assert all(set(p.isr) == {1, 2, 3} for (t, _), p in heal_step.after.partitions.items() if t == t0[:-2])
+    # the stored inputs re-check to the same verdicts
+    observations = [o for o in read_history(results / HISTORY_FILE) if not isinstance(o, HistoryProblem)]
+    again = [rec for obs, rs in check_history(observations) for rec in to_records(obs, rs)]
+    assert again and not verdict_changes(records, again)

@@ -1,11 +1,17 @@
-"""A KRaft voter cut from the other voters: the active controller's links to them dropped (both
-directions), its brokers' and the clients' kept, until a heal step. It needs the
-``quorum_link_partition`` capability (:class:`harness.cluster.QuorumLinkPartitioner`) beside
-``controller_quorum``; the target is the quorum leader the settled snapshot names (the
-``controller`` selector).
+"""Cuts between KRaft nodes (the ``quorum_link_partition`` capability,
+:class:`harness.cluster.QuorumLinkPartitioner`, beside ``controller_quorum``): every packet between
+a node and the peers named dropped, both directions, the other links and the clients' kept, until
+a heal step (or teardown).
 
-KAFKA-15489's trigger: before 3.7.0 a leader that no majority fetches from stays leader of its
-epoch, while the voters it cannot reach elect another -- two active controllers.
+``quorum_leader_cut``: the active controller cut from the other voters; the target is the quorum
+leader the settled snapshot names (the ``controller`` selector). KAFKA-15489's trigger: before
+3.7.0 a leader that no majority fetches from stays leader of its epoch, while the voters it cannot
+reach elect another -- two active controllers.
+
+``broker_controller_cut``: a broker cut from every controller, its links to the other brokers and
+the clients kept. It cannot heartbeat, so the active controller fences it when its session expires
+-- the same records as a killed broker's -- while it goes on running, replicating and answering
+clients on the metadata it had; healed, its next heartbeat unfences it.
 """
 
 from __future__ import annotations
@@ -18,12 +24,22 @@ from typing import Any, ClassVar, Self, cast
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, QuorumLinkPartitioner
-from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, Fault, FaultEnv, StepTopics, register_fault, reject_unknown_options, require_capability
+from kafka_chaos.oracle import BrokerFailure, BrokerStartup, Event
+from kafka_chaos.scenarios.faults.base import (
+    KRAFT_ONLY,
+    Fault,
+    FaultBase,
+    FaultEnv,
+    StepTopics,
+    register_fault,
+    reject_unknown_options,
+    require_capability,
+)
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.faults.quorum import QuorumFault, quorum_control, quorum_epoch, wait_new_epoch
-from kafka_chaos.scenarios.model.ledger import WAITS_OUT_TIMEOUT, FaultWaits
+from kafka_chaos.scenarios.model.ledger import DETECTED_BY_TIMEOUT, PLAIN, WAITS_OUT_TIMEOUT, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
-from kafka_chaos.scenarios.model.targets import Controller, Target
+from kafka_chaos.scenarios.model.targets import Brokers, Controller, Target
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +153,8 @@ def _leader_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | 
         return
     if model.quorum_cut or model.controllers < 3 or model.controllers_down:
         raise IllegalStep(f"{LEADER_CUT}: needs every voter of 3 or more up and none cut")
+    if _controller_cut(model):  # its heal would heal that cut too (heal_network undoes every cut)
+        raise IllegalStep(f"{LEADER_CUT} while a broker is cut from the controllers")
     model.quorum_cut = True
 
 
@@ -145,7 +163,172 @@ def _leader_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
         return []
     if model.quorum_cut:
         return [Step(LEADER_CUT, Controller(), {"variant": HEAL})]
+    if _controller_cut(model):
+        return []
     return [Step(LEADER_CUT, Controller())] if model.controllers >= 3 and not model.controllers_down else []
 
 
 register_generator(GeneratorSide(LEADER_CUT, 1.0, _leader_cut_rule, _leader_cut_candidates, opt_in=True))
+
+
+# --- a broker cut from the controllers ------------------------------------------------------------
+
+BROKER_CUT = "broker_controller_cut"
+FROM_CONTROLLERS = "from_controllers"
+# What ClusterModel.cut records for a broker this kind cut (network_partition's variants are others).
+CUT_FROM_CONTROLLERS = "controllers"
+
+
+@dataclass
+class BrokerControllerCut(FaultBase):
+    """The target broker(s) cut from every KRaft controller -- both directions, its links to the
+    other brokers and the clients kept -- until a later ``heal`` step (or teardown). It can send
+    no heartbeat, so once ``broker.session.timeout.ms`` has passed since its last one the active
+    controller fences it (``maybeFenceOneStaleBroker`` -> ``handleBrokerFenced``: every ISR
+    without it, its leaderships moved, a BrokerRegistrationChangeRecord; ReplicationControlManager
+    3.9.2 lines 1633-1646 and 1319-1336, ``BrokerHeartbeatManager.findOneStaleBroker`` lines
+    453-464; 3.6.2: lines 1480-1492 and 1226-1243): the records of a killed broker,
+    :class:`oracle.BrokerFailure`. Unlike a killed one it keeps running on the metadata it had:
+    it goes on fetching as a follower, leads its old partitions in its own view and answers the
+    clients' metadata requests with it; a leader that learnt of the fence does not take it back
+    into an ISR (``Partition.isReplicaIsrEligible``, 3.9.2 Partition.scala lines 1060-1085: a
+    fenced broker is not eligible) and its own AlterPartition requests cannot reach the
+    controller. The fault holds it, so its own metadata, logs and disk are not judged while cut
+    (as a ZooKeeper-mode broker cut from ZooKeeper, ``network_partition``). KRaft clusters only
+    (a migration's hybrid brokers are not modelled under it)."""
+
+    kind: ClassVar[str] = BROKER_CUT
+    requires: ClassVar[frozenset[Capability]] = _LINKS
+    mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
+    kafka_waits: ClassVar[FaultWaits] = DETECTED_BY_TIMEOUT  # nothing moves until its session expires
+    # A broker running but cut off: the clients' gap is measured (the partitions it led stall
+    # until they find the new leaders).
+    client_windows: ClassVar[bool] = True
+    _cut: bool = field(default=False, init=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{FROM_CONTROLLERS}"
+
+    @property
+    def holds(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerFailure(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        controllers = _controllers_of(env, self.kind, self.target.brokers)
+        links = _links(env, self.kind)
+        self._cut = True  # set first: a half-made cut is healed too
+        for broker in self.target.brokers:
+            links.cut_links(broker, controllers)
+        log.info("%s: broker(s) %s cut from controllers %s", self.kind, list(self.target.brokers), controllers)
+
+    def heal(self, env: FaultEnv) -> None:
+        if self._cut:
+            _links(env, self.kind).heal_network()
+            self._cut = False
+
+
+@dataclass
+class BrokerControllerCutHeal(FaultBase):
+    """Remove the cut of an earlier ``broker_controller_cut`` step (``heal_network``, which undoes
+    every cut the cluster made; idempotent); target: the brokers it cut (``{"earlier": i}``). The
+    broker's next heartbeat asks to be unfenced (``wantFence`` false: it is RUNNING,
+    BrokerLifecycleManager.scala 3.9.2 line 460) with a metadata offset past its registration
+    record -- it has not re-registered -- so the controller unfences it at once
+    (``BrokerHeartbeatManager.calculateNextBrokerState``, 3.9.2 lines 542-563, 3.6.2 lines
+    545-566; ``handleBrokerUnfenced``: leaderless partitions whose ISR holds it elect it) and it
+    catches up with the metadata log, turns follower where another leads now (truncating what
+    only it wrote), and rejoins the ISRs through its leaders: :class:`oracle.BrokerStartup`, judged
+    as the ``start`` of a killed broker is."""
+
+    kind: ClassVar[str] = BROKER_CUT
+    requires: ClassVar[frozenset[Capability]] = _LINKS
+    mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
+    kafka_waits: ClassVar[FaultWaits] = PLAIN  # the next heartbeat, every broker.heartbeat.interval.ms
+    client_windows: ClassVar[bool] = True  # a heal's window covers the whole cut
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{HEAL}"
+
+    @property
+    def releases(self) -> tuple[int, ...]:
+        return self.target.brokers
+
+    def oracle_events(self) -> list[Event]:
+        return [BrokerStartup(tuple(self.target.brokers))]
+
+    def inject(self, env: FaultEnv) -> None:
+        _links(env, self.kind).heal_network()
+        log.info("%s: healed broker(s) %s", self.kind, list(self.target.brokers))
+
+
+def _controllers_of(env: FaultEnv, kind: str, brokers: tuple[int, ...]) -> list[int]:
+    """The controllers to cut ``brokers`` from: every voter; a one-line error for a target that
+    names none, or names a controller."""
+    controllers = list(quorum_control(env, kind).controller_ids)
+    if not brokers:
+        raise UsageError(f"{kind} needs brokers to cut (a broker selector)")
+    named = sorted(set(brokers) & set(controllers))
+    if named:
+        raise UsageError(f"{kind} cuts brokers from the controllers, and {named} are controllers "
+                         f"({LEADER_CUT} cuts a voter from the others)")
+    return controllers
+
+
+def broker_controller_cut(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
+    """One kind, two classes: ``variant`` ``heal`` builds a :class:`BrokerControllerCutHeal`,
+    none (or ``from_controllers``) a :class:`BrokerControllerCut`."""
+    reject_unknown_options(BROKER_CUT, options, ("variant",))
+    variant = options.get("variant", FROM_CONTROLLERS)
+    if variant == HEAL:
+        return BrokerControllerCutHeal(target)
+    if variant != FROM_CONTROLLERS:
+        raise UsageError(f"{BROKER_CUT}: 'variant' must be '{FROM_CONTROLLERS}' or '{HEAL}', not {variant!r}")
+    return BrokerControllerCut(target)
+
+
+register_fault(BrokerControllerCut, build=broker_controller_cut)
+
+
+# --- generator side (scenarios.faults.generation) ------------------------------------------------
+
+def _controller_cut(model: ClusterModel) -> list[int]:
+    """The brokers an earlier step cut from the controllers, not healed yet."""
+    return sorted(b for b, how in model.cut.items() if how == CUT_FROM_CONTROLLERS)
+
+
+def _broker_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    if model.mode != "kraft":
+        raise IllegalStep(f"{BROKER_CUT} needs a KRaft cluster")
+    if step.options.get("variant") == HEAL:
+        if not target or any(model.cut.get(b) != CUT_FROM_CONTROLLERS for b in target):
+            raise IllegalStep(f"{BROKER_CUT} heal of {target}: not cut from the controllers")
+        for b in target:
+            del model.cut[b]
+        return
+    if model.quorum_cut or model.delayed:  # one heal_network undoes every cut
+        raise IllegalStep(f"{BROKER_CUT} while a voter is cut or links are delayed")
+    if _controller_cut(model):
+        raise IllegalStep(f"{BROKER_CUT}: one cut at a time (its heal heals every cut)")
+    # Fenced, it counts as down: another broker must stay to lead.
+    for b in model.need_free(step.fault, target, downs=True):
+        model.cut[b] = CUT_FROM_CONTROLLERS
+
+
+def _broker_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    if model.mode != "kraft":
+        return []
+    cut = _controller_cut(model)
+    if cut:
+        return [Step(BROKER_CUT, Brokers(tuple(cut)), {"variant": HEAL})]
+    free, spare = model.drawable()
+    if not free or spare < 1 or model.quorum_cut or model.delayed:
+        return []
+    return [Step(BROKER_CUT, Brokers((draw.rng.choice(free),)))]
+
+
+register_generator(GeneratorSide(BROKER_CUT, 1.0, _broker_cut_rule, _broker_cut_candidates, opt_in=True))

@@ -175,6 +175,12 @@ HANDLER_ROWS = [
     # other active replicas rejoin through AlterPartition (alterPartition lines 1008-1120): +1 each
     (kraft({1, 2}, {0: kp((1, 2, 3), NO_LEADER, (3,), 4, 10)}), BrokerStartup((3,)),
      {0: ((1, 2, 3), 3, (3, 1, 2), 5, 13, 0)}),
+    # a broker cut from the controllers (fault broker_controller_cut) is fenced as a killed one is (the
+    # first row); healed, its first heartbeat (wantFence false, a metadata offset past its registration
+    # record) is granted UNFENCED at once (BrokerHeartbeatManager.calculateNextBrokerState, 3.9.2 lines
+    # 542-563) -> handleBrokerUnfenced: it takes no leadership back and rejoins both ISRs, +1 each
+    (kraft({2, 3}, {0: kp((1, 2, 3), 2, (2, 3), 5, 11), 1: kp((2, 3, 1), 2, (2, 3), 0, 1)}), BrokerStartup((1,)),
+     {0: ((1, 2, 3), 2, (2, 3, 1), 5, 12, 0), 1: ((2, 3, 1), 2, (2, 3, 1), 0, 2, 0)}),
     # ... a returning broker outside the ISR of a leaderless partition elects nobody
     (kraft({2}, {0: kp((1, 2, 3), NO_LEADER, (3,), 4, 10)}), BrokerStartup((1,)),
      {0: ((1, 2, 3), -1, (3,), 4, 10, 0)}),
@@ -225,6 +231,22 @@ HANDLER_ROWS = [
 @pytest.mark.parametrize("state, event, expected", HANDLER_ROWS)
 def test_handler_rows(state, event, expected) -> None:
     assert regs(predict(state, [event]).state) == expected
+
+
+def test_a_broker_cut_from_the_controllers_then_healed_is_a_fence_then_an_unfence() -> None:
+    """The whole ``broker_controller_cut`` episode, one step each: the session expiry fences it
+    (maybeFenceOneStaleBroker, 3.9.2 lines 1633-1646), the heal unfences it; the partition it alone
+    was in sync for is leaderless meanwhile and led by it again (handleBrokerUnfenced, 3.9.2 lines
+    1370-1382: partitionsWithNoLeader with it as brokerToAdd)."""
+    state = kraft({1, 2, 3}, {**THREE, 2: kp((1, 2), 1, (1,), 2, 2)})
+    cut = predict(state, [BrokerFailure((1,))]).state
+    assert regs(cut) == {0: ((1, 2, 3), 2, (2, 3), 5, 11, 0), 1: ((2, 3, 1), 2, (2, 3), 0, 1, 0),
+                         2: ((1, 2), -1, (1,), 3, 3, 0)}
+    assert cut.live_brokers == {2, 3}
+    healed = predict(cut, [BrokerStartup((1,))]).state
+    assert regs(healed) == {0: ((1, 2, 3), 2, (2, 3, 1), 5, 12, 0), 1: ((2, 3, 1), 2, (2, 3, 1), 0, 2, 0),
+                            2: ((1, 2), 1, (1, 2), 4, 5, 0)}
+    assert healed.live_brokers == {1, 2, 3}
 
 
 def test_metadata_version_below_3_6_bumps_the_leader_epoch_on_every_isr_shrink() -> None:

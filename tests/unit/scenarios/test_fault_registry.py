@@ -60,6 +60,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "roll": (brokers | {Capability.BROKER_RELEASES}, True),
         "quorum_leader_kill": (quorum, True), "quorum_leader_pause": (quorum, True), "quorum_loss": (quorum, True),
         "quorum_leader_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
+        "broker_controller_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
         **{k: (brokers | {Capability.ZK_MIGRATION}, True) for k in (
             "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")},
     }
@@ -80,7 +81,8 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
                          "log_dir_failure", "roll"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
-    assert kraft == {"quorum_leader_cut"}  # a migration's hybrid brokers under it are not modelled
+    # a migration's hybrid brokers under them are not modelled
+    assert kraft == {"quorum_leader_cut", "broker_controller_cut"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
                if k not in zookeeper | quorum | migration | kraft)
     # an option can make a kind ZooKeeper mode's: the znode variants
@@ -97,7 +99,8 @@ def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
     assert type(fault).requires == FAULTS[kind].requires
     assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
     assert fault.client_windows == (kind in ("network_partition", "short_pause", "network_degrade",
-                                            "network_delay", "topic_config", "broker_config"))
+                                            "network_delay", "topic_config", "broker_config",
+                                            "broker_controller_cut"))
     assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
 
 

@@ -259,3 +259,117 @@ def test_generated_kraft_schedules_heal_each_leader_cut_before_any_other_quorum_
             elif st.fault == "quorum_leader_kill":
                 assert not cut
     assert cuts > 10
+
+
+# --- a broker cut from the controllers (scenarios.faults.quorum_links) ----------------------------
+
+def test_a_broker_cut_drops_its_links_to_every_controller_and_holds_it_until_its_heal() -> None:
+    from kafka_chaos.oracle.events import BrokerFailure, BrokerStartup
+    from kafka_chaos.scenarios.model.ledger import DETECTED_BY_TIMEOUT, PLAIN
+
+    quorum, log = CuttableQuorum(), Log()
+    cut = fault("broker_controller_cut", (2,))
+    assert cut.label == "broker_controller_cut/from_controllers" and cut.modes == {"kraft"}
+    assert cut.holds == (2,) and cut.releases == () and cut.oracle_events() == [BrokerFailure((2,))]
+    assert cut.waits == DETECTED_BY_TIMEOUT and cut.client_windows and cut.exact_epochs and cut.isr_rule is None
+    cut.inject(env(quorum, log))
+    assert quorum.cuts == [(2, (3000, 3001, 3002))] and quorum.healed == 0 and log.waited == []
+    cut.heal(env(quorum, log))  # teardown heals what a step left cut, once
+    cut.heal(env(quorum, log))
+    assert quorum.healed == 1
+    two = fault("broker_controller_cut", (1, 3), variant="from_controllers")
+    two.inject(env(quorum, log))
+    assert quorum.cuts[1:] == [(1, (3000, 3001, 3002)), (3, (3000, 3001, 3002))]
+    assert two.oracle_events() == [BrokerFailure((1, 3))]
+    heal = fault("broker_controller_cut", (2,), variant="heal")
+    assert heal.label == "broker_controller_cut/heal" and heal.holds == () and heal.releases == (2,)
+    assert heal.oracle_events() == [BrokerStartup((2,))] and heal.waits == PLAIN and heal.client_windows
+    heal.inject(env(quorum, log))
+    assert quorum.healed == 2
+
+
+@pytest.mark.parametrize("options, target, message", [
+    ({"variant": "from_voters"}, (1,), "'variant' must be 'from_controllers' or 'heal', not 'from_voters'"),
+    ({"seconds": 3}, (1,), "unknown option\\(s\\) 'seconds': only 'variant'"),
+])
+def test_a_broker_cut_refuses_bad_options(options, target, message) -> None:
+    with pytest.raises(Exception, match=message):
+        fault("broker_controller_cut", target, **options)
+
+
+def test_a_broker_cut_is_refused_on_a_controller_without_brokers_or_without_the_capability() -> None:
+    with pytest.raises(Exception, match=r"\[3001\] are controllers \(quorum_leader_cut cuts a voter"):
+        fault("broker_controller_cut", (3001,)).inject(env(CuttableQuorum(), Log()))
+    with pytest.raises(Exception, match="needs brokers to cut"):
+        fault("broker_controller_cut", ()).inject(env(CuttableQuorum(), Log()))
+    with pytest.raises(Exception, match="quorum_link_partition"):
+        fault("broker_controller_cut", (1,)).inject(env(Quorum(), Log()))
+    quorum = CuttableQuorum()
+    with pytest.raises(Exception):
+        fault("broker_controller_cut", (1, 3002)).inject(env(quorum, Log()))
+    assert quorum.cuts == []  # refused before anything was cut
+
+
+def test_generated_kraft_schedules_heal_each_broker_cut_and_never_touch_the_cut_broker_meanwhile() -> None:
+    from kafka_chaos.scenarios.model.targets import Brokers
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, default_faults, generate, problems
+
+    assert "broker_controller_cut" not in default_faults("kraft")  # opt-in, as quorum_leader_cut
+    config = GeneratorConfig(mode="kraft", faults=("hard_kill", "controlled_shutdown", "start", "reassignment",
+                                                   "quorum_leader_kill", "quorum_leader_cut",
+                                                   "broker_controller_cut"), steps=10)
+    cuts = heals = 0
+    for i in range(80):
+        s = generate(6, i, config)
+        assert not problems(s)
+        cut: tuple[int, ...] = ()
+        leader_cut = False
+        for st in s.steps:
+            hit = tuple(st.target.broker_ids) if isinstance(st.target, Brokers) else ()
+            if st.fault == "broker_controller_cut":
+                healing = st.options.get("variant") == "heal"
+                assert healing == bool(cut) and not leader_cut
+                if healing:
+                    assert hit == cut
+                    heals += 1
+                cut = () if healing else hit
+                cuts += not healing
+            elif st.fault == "quorum_leader_cut":
+                assert not cut
+                leader_cut = st.options.get("variant") != "heal"
+            else:
+                assert not set(hit) & set(cut), (s.name, st)
+                assert not any(set(m[1]) & set(cut) for m in st.options.get("moves", ()))
+    assert cuts > 10 and heals > 5
+
+
+def test_the_generator_model_refuses_broker_cuts_it_could_not_follow() -> None:
+    from kafka_chaos.scenarios.faults.generation import ClusterModel, IllegalStep
+    from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+    from kafka_chaos.scenarios.model.targets import Brokers, Controller
+
+    def model(mode: str = "kraft") -> ClusterModel:
+        return ClusterModel((1, 2, 3), {"t": TopicSpec("t", {0: (1, 2, 3)})}, live={1, 2, 3}, mode=mode, controllers=3)
+
+    cut = Step("broker_controller_cut", Brokers((1,)))
+    with pytest.raises(IllegalStep, match="needs a KRaft cluster"):
+        model("zookeeper").apply(cut)
+    m = model()
+    with pytest.raises(IllegalStep, match="not cut from the controllers"):
+        m.apply(Step("broker_controller_cut", Brokers((1,)), {"variant": "heal"}))
+    m.apply(cut)
+    assert m.cut == {1: "controllers"} and m.free == [2, 3]
+    for step, message in [
+        (Step("broker_controller_cut", Brokers((2,))), "one cut at a time"),
+        (Step("hard_kill", Brokers((1,))), "not live, or held"),
+        (Step("quorum_leader_cut", Controller()), "while a broker is cut from the controllers"),
+        (Step("broker_controller_cut", Brokers((2,)), {"variant": "heal"}), "not cut from the controllers"),
+    ]:
+        with pytest.raises(IllegalStep, match=message):
+            model_copy = model()
+            model_copy.apply(cut)
+            model_copy.apply(step)
+    m.apply(Step("broker_controller_cut", Brokers((1,)), {"variant": "heal"}))
+    assert m.cut == {} and m.free == [1, 2, 3]
+    with pytest.raises(IllegalStep, match="would leave no live broker"):
+        model().apply(Step("broker_controller_cut", Brokers((1, 2, 3))))
