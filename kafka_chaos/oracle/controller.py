@@ -72,6 +72,7 @@ class WorkingController:
         # failover that found the topic ineligible (README: what it cannot predict).
         self.deleting: set[str] = set(state.topics_being_deleted)
         self.forgotten: set[str] = set(state.deletions_forgotten)  # see ClusterState.deletions_forgotten
+        self.rebalance_due = state.rebalance_check_due  # see ClusterState.rebalance_check_due
         self.deleted_replicas: set[tuple[TopicPartition, int]] = {
             (tp, r)
             for tp, p in self.partitions.items()
@@ -126,6 +127,7 @@ class WorkingController:
                 and r not in self.online_for(tp)
             ),
             deletions_forgotten=frozenset(self.forgotten & self.deleting),
+            rebalance_check_due=self.rebalance_due,
         )
 
     # --- PartitionStateMachine -----------------------------------------------------------------
@@ -289,7 +291,8 @@ class WorkingController:
         """``onControllerFailover``: ``initializeControllerContext`` (shutting-down ids cleared),
         ``replicaStateMachine.startup()`` (OfflineReplica for every replica on a non-live broker:
         the removal write comes *before* the election), ``partitionStateMachine.startup()``,
-        ``initializePartitionReassignments``, and the auto-rebalance task scheduled 5 s later."""
+        ``initializePartitionReassignments``, and the auto-rebalance task scheduled 5 s later
+        (``ClusterState.rebalance_check_due``: run once the step's events are done)."""
         self.shutting_down.clear()
         # A new controller has no ReplicaDeletionSuccessful replicas (initializeReplicaState).
         self.deleted_replicas.clear()
@@ -315,9 +318,7 @@ class WorkingController:
         eligible = [t for t in sorted(self.deleting) if self.all_replicas_online(t) and not self.topic_being_reassigned(t)]
         if eligible:
             self.resume_deletions(*eligible)
-        if cfg.auto_leader_rebalance_enabled(self.config):
-            self.settle()  # five seconds is time enough for caught-up followers to rejoin
-            self.check_and_trigger_auto_leader_rebalance()
+        self.rebalance_due = cfg.auto_leader_rebalance_enabled(self.config)
 
     def do_controlled_shutdown(self, broker: int) -> list[TopicPartition]:
         """``doControlledShutdown`` (KafkaController.scala 3.9 lines 1360-1410): acts only on partitions
@@ -476,10 +477,12 @@ class WorkingController:
         return outcomes
 
     def check_and_trigger_auto_leader_rebalance(self) -> None:
-        """``checkAndTriggerAutoLeaderRebalance``: per preferred broker B, the share of its partitions
+        """``checkAndTriggerAutoLeaderRebalance`` (which also answers a failover's scheduled check):
+        per preferred broker B, the share of its partitions
         (AR.head == B) with a state znode whose leader is not B; strictly above
         ``leader.imbalance.per.broker.percentage`` / 100 -> preferred election for those whose
         preferred replica can lead (``canPreferredReplicaBeLeader``)."""
+        self.rebalance_due = False
         threshold = cfg.leader_imbalance_per_broker_percentage(self.config) / 100
         by_preferred: dict[int, list[TopicPartition]] = {}
         for tp, p in sorted(self.partitions.items()):

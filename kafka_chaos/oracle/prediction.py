@@ -7,7 +7,7 @@ from itertools import chain
 from typing import Hashable, Sequence
 
 from kafka_chaos.oracle.interleavings import iter_event_alternatives
-from kafka_chaos.oracle.events import ControlledShutdown, Event
+from kafka_chaos.oracle.events import AutoRebalance, ControlledShutdown, Event
 from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.oracle.release import Release, protocol_version
@@ -99,9 +99,20 @@ def predict(
                     labels += (f"event {index}: {label}" if len(events) > 1 else label,)
                 next_paths.append(_Path(labels, after, path.outcomes + outcomes, path.steps + (after,)))
         paths = next_paths
+    paths = [_run_due_rebalance_check(path, len(events)) for path in paths]
     alternatives = tuple(_alternative_of(path) for path in paths)
     main = alternatives[0]
     return Prediction(state=main.state, outcomes=main.outcomes, steps=main.steps, alternatives=alternatives)
+
+
+def _run_due_rebalance_check(path: _Path, index: int) -> _Path:
+    """The leader-imbalance check a failover scheduled (``ClusterState.rebalance_check_due``), run
+    on the settled state the step's last event left: five seconds is time enough for caught-up
+    followers to rejoin and for a paused or restarted controller to register again."""
+    if not path.state.rebalance_check_due:
+        return path
+    _, after, outcomes = next(iter_event_alternatives(path.state, AutoRebalance(), index))
+    return _Path(path.labels, after, path.outcomes + outcomes, path.steps + (after,))
 
 
 def _alternative_of(path: _Path) -> Alternative:

@@ -173,6 +173,13 @@ class ClusterState:
     # takes their online replicas offline again, writing their ISR removals (onPartitionDeletion,
     # TopicDeletionManager.scala 3.9 lines 284-315). An observed state has none.
     deletions_forgotten: frozenset[str] = frozenset()
+    # Controller memory within one prediction: a failover with ``auto.leader.rebalance.enable``
+    # scheduled its first leader-imbalance check 5 s later (KafkaController.onControllerFailover ->
+    # scheduleAutoLeaderRebalanceTask(delay = 5, SECONDS), KafkaController.scala 3.9), so the
+    # check sees what the step's later events did in those seconds -- a paused or restarted
+    # controller re-registering -- and runs after the step's last event (``prediction.predict``).
+    # A prediction's result and an observed state have none.
+    rebalance_check_due: bool = False
     # The release the controller runs (oracle.release): rules that changed between releases
     # follow it, the IBP's default with it.
     release: Release = NEWEST
@@ -199,6 +206,8 @@ class ClusterState:
             _frozen_mapping({int(b): frozenset(tps) for b, tps in self.offline_replicas.items() if tps}),
         )
         object.__setattr__(self, "mode", Mode(self.mode))
+        if self.rebalance_check_due and self.mode is not Mode.ZOOKEEPER:
+            raise ValueError("rebalance_check_due is the ZooKeeper controller's memory (mode zookeeper)")
         if self.mode is Mode.ZOOKEEPER:
             if self.controller is not None and self.controller not in self.live_brokers:
                 raise ValueError(f"controller {self.controller} is not a live broker")
@@ -278,4 +287,5 @@ def state_key(state: ClusterState) -> Hashable:
         tuple(sorted((b, tuple(sorted(tps))) for b, tps in state.offline_replicas.items())),
         tuple(sorted(state.deleted_offline_replicas)),
         tuple(sorted(state.deletions_forgotten)),
+        state.rebalance_check_due,
     )

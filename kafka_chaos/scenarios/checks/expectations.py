@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
-from kafka_chaos.oracle import ClusterState, Event, PartitionOutcome, Prediction, epochs_determined
+from kafka_chaos.oracle import ClusterState, Event, Mode, PartitionOutcome, Prediction, epochs_determined
+from kafka_chaos.oracle.config import auto_leader_rebalance_enabled
 from kafka_chaos.scenarios.model import isr_rules
 from kafka_chaos.scenarios.checks.functions import epochs_not_reached, partition_epochs_not_reached
 from kafka_chaos.scenarios.model.snapshots import mismatches, observed_partitions, predicted_partitions
@@ -63,6 +64,21 @@ def epochs_exact(index: int | None, fault_exact: bool, then: Sequence[str], stat
     if index is None:
         return True
     return fault_exact and not then and state.controller is not None and epochs_determined(state, events)
+
+
+# KafkaController.onControllerFailover: scheduleAutoLeaderRebalanceTask(delay = 5, SECONDS) (3.9;
+# the same delay since 1.1), plus a margin for the event queue.
+FAILOVER_CHECK_DELAY_S = 5.0
+FAILOVER_CHECK_MARGIN_S = 1.5
+
+
+def failover_check_pending(before: ClusterState, options: Sequence[Expectation]) -> bool:
+    """Whether the step fails the ZooKeeper controller over with ``auto.leader.rebalance.enable``:
+    the new controller checks the leader imbalance :data:`FAILOVER_CHECK_DELAY_S` later, which the
+    oracle predicts after the step's last event (``ClusterState.rebalance_check_due``) -- a check
+    that moves no leader is not seen, so the step is measured only once it has run."""
+    return (before.mode is Mode.ZOOKEEPER and auto_leader_rebalance_enabled(before.config)
+            and any(e.oracle.controller != before.controller for e in options))
 
 
 def converged_to(snapshot: ZkSnapshot, options: Sequence[Expectation], before: ZkSnapshot, topics: Iterable[str], *,

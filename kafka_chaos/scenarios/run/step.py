@@ -42,7 +42,17 @@ from kafka_chaos.scenarios.run.migration_view import migration_status, observe_m
 from kafka_chaos.scenarios.clients.ops import ClientOps
 from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_lines
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape
-from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, converged_to, epochs_exact, expectations, matching
+from kafka_chaos.scenarios.checks.expectations import (
+    FAILOVER_CHECK_DELAY_S,
+    FAILOVER_CHECK_MARGIN_S,
+    Expectation,
+    Predictor,
+    converged_to,
+    epochs_exact,
+    expectations,
+    failover_check_pending,
+    matching,
+)
 from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
 from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASURE, METADATA, PREDICT, SETTLE, Stopwatch
@@ -228,10 +238,8 @@ class StepCore:
             after: ZkSnapshot | None
             try:
                 with clock.phase(fault.waits.converge):
-                    after = self.observer.wait_until(
-                        lambda s: converged_to(s, options, prepared.before_snap, judged,
-                                               exact_epochs=exact) is not None,
-                        timeout=self.timeouts.convergence, description=f"the predicted state after {label}")
+                    after = self._converge(label, options, prepared, judged, exact,
+                                           failover_check_pending(prepared.before, options))
                 converged = True
             except ConvergenceTimeout as exc:
                 after, converged = exc.last, False
@@ -267,6 +275,23 @@ class StepCore:
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
             controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger(), replica_logs=in_sync_logs,
             quorum=quorum)
+
+    def _converge(self, label: str, options: Sequence[Expectation], prepared: Prepared, judged: Sequence[str],
+                  exact: bool, failover_check: bool) -> ZkSnapshot:
+        """The first snapshot in the predicted state; after a failover that scheduled the leader
+        imbalance check (:func:`failover_check_pending`), the first one once the check has run:
+        the failover came before the first match, so its check runs within the delay after it."""
+        def predicted(s: ZkSnapshot) -> bool:
+            return converged_to(s, options, prepared.before_snap, judged, exact_epochs=exact) is not None
+
+        deadline = time.monotonic() + self.timeouts.convergence
+        description = f"the predicted state after {label}"
+        after = self.observer.wait_until(predicted, timeout=self.timeouts.convergence, description=description)
+        if not failover_check:
+            return after
+        time.sleep(min(FAILOVER_CHECK_DELAY_S + FAILOVER_CHECK_MARGIN_S, max(0.0, deadline - time.monotonic())))
+        return self.observer.wait_until(predicted, timeout=max(0.0, deadline - time.monotonic()),
+                                        description=f"{description} and the failover's leader-imbalance check")
 
     def create_topics(self, run: ScenarioRun, events: Sequence[Event], create: Callable[[], None]
                       ) -> tuple[StepObserved, tuple[Expectation, ...], bool]:

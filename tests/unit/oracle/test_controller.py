@@ -17,6 +17,7 @@ from kafka_chaos.oracle import (
     TopicPartition,
     UncleanElection,
     apply_event,
+    predict,
 )
 from tests.unit.oracle.builders import NEW, OFFLINE, ONLINE, T0, cluster, lit, new_part, one, part, run
 
@@ -80,9 +81,26 @@ def test_controller_failure_forgets_the_controller_and_bumps_offline_partitions(
 def test_failover_runs_auto_rebalance_when_enabled():
     p = part([2, 1], 1, [1, 2], 1)
     enabled = one({1, 2, 3}, p, controller=3, config={"auto.leader.rebalance.enable": "true"})
-    assert lit(run(enabled, BrokerFailure((3,)))[0]) == ([2, 1], 2, [1, 2], 2, 0)
+    after, _, state = run(enabled, BrokerFailure((3,)))
+    assert lit(after) == ([2, 1], 1, [1, 2], 1, 0) and state.rebalance_check_due  # 5 s later, not yet
+    assert lit(predict(enabled, [BrokerFailure((3,))]).state.partition(T0)) == ([2, 1], 2, [1, 2], 2, 0)
+    assert not predict(enabled, [BrokerFailure((3,))]).state.rebalance_check_due
     disabled = one({1, 2, 3}, p, controller=3)
-    assert lit(run(disabled, BrokerFailure((3,)))[0]) == ([2, 1], 1, [1, 2], 1, 0)
+    after, _, state = run(disabled, BrokerFailure((3,)))
+    assert lit(after) == ([2, 1], 1, [1, 2], 1, 0) and not state.rebalance_check_due
+    assert lit(predict(disabled, [BrokerFailure((3,))]).state.partition(T0)) == ([2, 1], 1, [1, 2], 1, 0)
+
+
+@pytest.mark.parametrize(("rebalance", "expected"), [
+    # removal written before the election (+2), then the check 5 s after the failover finds the
+    # paused controller registered again and in the ISR: its preferred partition goes back (+1)
+    ("true", ([3, 1], 3, [1, 3], 7, 0)),
+    ("false", ([3, 1], 1, [1, 3], 6, 0)),
+])
+def test_a_failovers_imbalance_check_sees_the_paused_controller_back(rebalance: str, expected) -> None:
+    paused = one({1, 2, 3}, part([3, 1], 3, [3, 1], 4), controller=3, config={"auto.leader.rebalance.enable": rebalance})
+    prediction = predict(paused, [BrokerFailure((3,)), BrokerStartup((3,))])
+    assert lit(prediction.state.partition(T0)) == expected
 
 
 def test_last_broker_dies_nobody_writes():

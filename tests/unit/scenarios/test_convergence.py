@@ -150,3 +150,23 @@ def test_a_step_waits_for_the_predicted_partition_epoch(name, before, predicted,
     if waits:  # what the wait waits for is exactly what the check would fail
         assert not check_partition_epoch("t", 0, before, predicted, observed,
                                          exact=exact and T0 not in ruled).passed
+
+
+def _options(before: ClusterState, *events: object) -> tuple:
+    return expectations(predict, before, list(events), rule=None, rule_brokers=(), topics=TOPICS)
+
+
+@pytest.mark.parametrize(("rebalance", "event", "pending"), [
+    ("true", BrokerFailure((3,)), True),  # the controller dies: its successor checks 5 s later
+    ("true", BrokerFailure((1,)), False),  # a broker dies: no failover, no check scheduled
+    ("false", BrokerFailure((3,)), False),  # no auto-rebalance task at all
+    (None, BrokerFailure((3,)), True),  # Kafka's default is true
+])
+def test_a_step_waits_for_the_failovers_imbalance_check_only_where_one_is_scheduled(rebalance, event, pending) -> None:
+    from kafka_chaos.scenarios.checks.expectations import failover_check_pending
+    from kafka_chaos.scenarios.model.snapshots import cluster_state_of
+
+    config = {} if rebalance is None else {"auto.leader.rebalance.enable": rebalance}
+    before = cluster_state_of(BEFORE, TOPICS, config)
+    assert before.controller == 3
+    assert failover_check_pending(before, _options(before, event)) == pending
