@@ -83,6 +83,8 @@ CASES: list[tuple[str, str | None, TxnHistory]] = [
     ("lost: acked without offset, not in the read-back", tc.LOST_WRITE,
      replace(BASE, txns=(P0, P1, P2, replace(C0, sends=C0.sends + (TxnSend("out", 1, "f"),))),
              readback=BASE.readback + (ReadBack("out", 1, 0, 0, 20.0),))),
+    ("deleted below the log start is not lost", None,
+     replace(_without_reads(BASE, ("in", "b")), readback=(replace(READBACK[0], start=2, records=((5, "d"),)), READBACK[1]))),
     ("duplicate", tc.DUPLICATE, _readback(BASE, "out", 7, (6, "a"))),
     ("nonmonotonic read", tc.NONMONOTONIC_READ, replace(BASE, reads=BASE.reads + (R("rc", "in", 0, "a", 12.0),))),
     ("read past the LSO", tc.READ_PAST_LSO,
@@ -303,7 +305,7 @@ class Sim:
                           tuple(TxnOffset("g", t, p, o) for (t, p), o in sorted(self.group.items())))
 
 
-actions = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 10_000)), max_size=80)
+actions = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 10_000)), max_size=120)
 
 
 def simulate(steps: list[tuple[int, int]]) -> TxnHistory:

@@ -38,7 +38,8 @@ Anomaly classes (:data:`CLASSES`, one :class:`CheckResult` each per run):
     ``:lost-write``, ``lost-write-cases``, with its bound: the highest offset read), or that
     the final read-back (from the log start to the end, after healing) does not hold (Jepsen's
     ``:unseen`` at the end of the test). A transaction counted as ``txn_outcome_contradiction``
-    is not counted again here.
+    is not counted again here; a message below the read-back's log start (deleted by
+    retention or DeleteRecords) is not judged.
 ``txn_duplicate``
     One message (topic and key) at two positions among the ``read_committed`` reads and the
     acknowledgements of committed sends (Jepsen's ``:duplicate``, ``duplicate-cases``): in a
@@ -93,6 +94,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,9 +174,9 @@ class _Index:
         self.txn_sends: list[list[int]] = []
         by_pos: dict[tuple[str, int, int], list[int]] = {}
         by_key: dict[tuple[str, str], list[int]] = {}
-        for i, t in enumerate(h.txns):
+        for i, txn in enumerate(h.txns):
             mine = []
-            for s in t.sends:
+            for s in txn.sends:
                 sid = len(self.sends)
                 self.sends.append(s)
                 self.send_txn.append(i)
@@ -188,42 +190,49 @@ class _Index:
         self.outcome = [t.outcome for t in h.txns]
 
         # read_committed reads (the read-back's too): (consumer, topic, partition, offset, key, at,
-        # candidates other than aborted ones, every candidate aborted)
-        memo: dict[tuple[str, int, int, str], tuple[tuple[int, ...], bool]] = {}
-        self.rc_reads: list[tuple[str, str, int, int, str, float, tuple[int, ...], bool]] = []
+        # candidates other than aborted ones, every candidate aborted); per send who received it
+        # (``read_by``: perhaps, one of several candidates; ``surely_read_by``: the only one) and
+        # the offsets reads put it at
         unknown = sorted({r.consumer for r in h.reads} - set(levels))
         if unknown:
             raise ValueError(f"reads by consumers the history does not declare: {unknown}")
-        for r in h.reads:
-            if levels[r.consumer] != READ_COMMITTED:
-                continue
-            k = (r.topic, r.partition, r.offset, r.key)
-            got = memo.get(k)
-            if got is None:
-                got = memo[k] = self._attribute(*k)
-            self.rc_reads.append((r.consumer, r.topic, r.partition, r.offset, r.key, r.polled_at, got[0], got[1]))
+        committed = {c for c, level in levels.items() if level == READ_COMMITTED}
+        self.rc_reads: list[tuple[str, str, int, int, str, float, tuple[int, ...], bool]] = []
         self.readback_reads: list[tuple[str, str, int, int, str, float, tuple[int, ...], bool]] = []
         self.readback_span: dict[TP, tuple[int, int]] = {}
-        for rb in h.readback or ():
-            self.readback_span[(rb.topic, rb.partition)] = (rb.start, rb.end)
-            for o, key in rb.records:
-                k = (rb.topic, rb.partition, o, key)
-                got = memo.get(k)
-                if got is None:
-                    got = memo[k] = self._attribute(*k)
-                self.readback_reads.append((READBACK, rb.topic, rb.partition, o, key, rb.at, got[0], got[1]))
-
-        # per send: who received it (read_committed), the offsets reads put it at, the read-back
-        # (``read_by``: perhaps received, one of several candidates; ``surely_read_by``: the only one)
         self.read_by: dict[int, set[str]] = {}
         self.surely_read_by: dict[int, set[str]] = {}
         self.read_offsets: dict[int, set[int]] = {}
-        for c, _t, _p, o, _k, _when, cands, _aborted in self._all_rc():
-            for sid in cands:
-                self.read_by.setdefault(sid, set()).add(c)
+        for rb in h.readback or ():
+            self.readback_span[(rb.topic, rb.partition)] = (rb.start, rb.end)
+        memo: dict[tuple[str, int, int, str], tuple[tuple[int, ...], bool]] = {}
+        attribute, read_by, surely, read_offsets = self._attribute, self.read_by, self.surely_read_by, self.read_offsets
+        rc_reads, readback_reads = self.rc_reads, self.readback_reads
+        everything = chain(((r.consumer, r.topic, r.partition, r.offset, r.key, r.polled_at) for r in h.reads),
+                           ((READBACK, rb.topic, rb.partition, o, key, rb.at)
+                            for rb in h.readback or () for o, key in rb.records))
+        for c, t, p, o, key, at in everything:
+            if c not in committed:
+                continue
+            k = (t, p, o, key)
+            got = memo.get(k)
+            if got is None:
+                got = memo[k] = attribute(t, p, o, key)
+            cands = got[0]
+            (readback_reads if c == READBACK else rc_reads).append((c, t, p, o, key, at, cands, got[1]))
             if len(cands) == 1:
-                self.surely_read_by.setdefault(cands[0], set()).add(c)
-                self.read_offsets.setdefault(cands[0], set()).add(o)
+                sid = cands[0]
+                if sid in read_by:
+                    read_by[sid].add(c)
+                    surely[sid].add(c)
+                    read_offsets[sid].add(o)
+                else:
+                    read_by[sid] = {c}
+                    surely[sid] = {c}
+                    read_offsets[sid] = {o}
+            else:
+                for sid in cands:
+                    read_by.setdefault(sid, set()).add(c)
         self.pos: list[int | None] = []
         for sid, s in enumerate(self.sends):
             if s.offset is not None:
@@ -441,6 +450,8 @@ def _lost(ix: _Index, excluded: set[int]) -> list[TxnAnomaly]:
                 continue
             s, at = ix.sends[sid], ix.pos[sid]
             span = ix.readback_span.get((s.topic, s.partition))
+            if span is not None and at is not None and at < span[0]:
+                continue  # below the log start when read back: deleted (retention, DeleteRecords)
             why = None
             if at is not None and at <= bound.get((s.topic, s.partition), -1):
                 why = f"below offset {bound[(s.topic, s.partition)]} read"
@@ -453,13 +464,20 @@ def _lost(ix: _Index, excluded: set[int]) -> list[TxnAnomaly]:
 
 
 def _duplicates(ix: _Index) -> list[TxnAnomaly]:
-    places: dict[tuple[str, str], set[tuple[int, int]]] = defaultdict(set)
+    first: dict[tuple[str, str], tuple[int, int]] = {}
+    places: dict[tuple[str, str], set[tuple[int, int]]] = defaultdict(set)  # the keys at two or more
     for sid, s in enumerate(ix.sends):
         if s.offset is not None and ix.outcome[ix.send_txn[sid]] == COMMITTED:
-            places[(s.topic, s.key)].add((s.partition, s.offset))
+            here = (s.partition, s.offset)
+            was = first.setdefault((s.topic, s.key), here)
+            if was != here:
+                places[(s.topic, s.key)].update((was, here))
     for _c, t, p, o, k, _when, cands, _aborted in ix._all_rc():
         if cands:
-            places[(t, k)].add((p, o))
+            here = (p, o)
+            was = first.setdefault((t, k), here)
+            if was != here:
+                places[(t, k)].update((was, here))
     found = []
     for (t, k), where in places.items():
         if len(where) > 1:
