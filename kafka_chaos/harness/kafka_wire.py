@@ -382,6 +382,9 @@ def decode_describe_log_dirs_response(payload: bytes) -> WireLogDirs:
 
 LIST_OFFSETS_API_KEY = 2
 LATEST_TIMESTAMP = -1
+# EARLIEST (-2) answers the leader's log start offset (``Partition.fetchOffsetForTimestamp``):
+# where a DeleteRecords moved it.
+EARLIEST_TIMESTAMP = -2
 
 
 @dataclass(frozen=True)
@@ -390,12 +393,14 @@ class WireOffsets:
     offsets: Mapping[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (error code, offset)
 
 
-def encode_list_offsets(correlation_id: int, partitions: Mapping[str, Sequence[int]]) -> bytes:
-    """A size-prefixed ListOffsetsRequest v1 asking the latest offset of ``partitions``."""
+def encode_list_offsets(correlation_id: int, partitions: Mapping[str, Sequence[int]],
+                        timestamp: int = LATEST_TIMESTAMP) -> bytes:
+    """A size-prefixed ListOffsetsRequest v1 asking the latest (or, with ``EARLIEST_TIMESTAMP``,
+    the earliest) offset of ``partitions``."""
     body = struct.pack(">ii", -1, len(partitions))
     for topic, numbers in sorted(partitions.items()):
         body += _string(topic) + struct.pack(">i", len(numbers))
-        body += b"".join(struct.pack(">iq", p, LATEST_TIMESTAMP) for p in sorted(numbers))
+        body += b"".join(struct.pack(">iq", p, timestamp) for p in sorted(numbers))
     return _request(LIST_OFFSETS_API_KEY, 1, correlation_id, body)
 
 

@@ -216,6 +216,15 @@ def latest_offsets(address: str, partitions: Mapping[str, Sequence[int]], timeou
                    kafka_wire.decode_list_offsets_response, timeout)
 
 
+def log_start_offsets(address: str, partitions: Mapping[str, Sequence[int]],
+                      timeout: float = 2.0) -> kafka_wire.WireOffsets:
+    """ListOffsets v1 (EARLIEST) asked of the broker at ``address``: for each partition it leads,
+    its log start offset; NOT_LEADER_OR_FOLLOWER for the others."""
+    return _answer(address, "ListOffsets",
+                   lambda c: kafka_wire.encode_list_offsets(c, partitions, kafka_wire.EARLIEST_TIMESTAMP),
+                   kafka_wire.decode_list_offsets_response, timeout)
+
+
 def delete_records(address: str, offsets: Mapping[str, Mapping[int, int]], *, wait_ms: int = 10_000,
                    timeout: float = 15.0) -> kafka_wire.WireDeleted:
     """DeleteRecords v1 (own wire code) asked of the broker at ``address``, the leader of the

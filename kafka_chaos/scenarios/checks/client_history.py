@@ -59,7 +59,8 @@ Records deleted on purpose (``delete_records``: DeleteRecords moved the partitio
 :mod:`scenarios.faults.records`) are gone by design. Each answer's *low watermark* — the lowest log
 start of the leader and every live replica once the deletion was applied
 (``Partition.lowWatermarkIfLeader``) — is recorded (:class:`LogStart`), and every offset below it
-left every live replica's log. So an acknowledged message placed below the highest recorded low
+left every live replica's log (after REQUEST_TIMED_OUT the leader's own log start, recorded beside
+it, where higher: the records below it left the leader). So an acknowledged message placed below the highest recorded low
 watermark of its partition that the final read-back lacks is *deleted*: its ``unseen`` and
 ``lost_write`` anomalies are marked so (:attr:`Anomaly.deleted`) and counted apart, never hidden and
 never failing — whether or not a consumer read it before the deletion. At or above the low
@@ -134,13 +135,17 @@ class LogStart:
 
 def recorded_log_starts(outcome: Mapping[str, Any] | None, at: float) -> dict[str, LogStart]:
     """``"t-p"`` -> its recorded low watermark, from a ``delete_records`` step's outcome
-    (``FaultTraits.outcome``: ``{"partitions": {"t-p": {"low_watermark": ...}}}``); partitions
-    whose leader answered none are left out."""
+    (``FaultTraits.outcome``: ``{"partitions": {"t-p": {"low_watermark": ..., "log_start": ...}}}``;
+    ``log_start``, the leader's own, recorded only after REQUEST_TIMED_OUT, counts where it is
+    higher); partitions whose leader answered neither are left out."""
     found: dict[str, LogStart] = {}
     for name, answer in ((outcome or {}).get("partitions") or {}).items():
-        low = answer.get("low_watermark") if isinstance(answer, Mapping) else None
-        if isinstance(low, int) and not isinstance(low, bool) and low > 0:
-            found[str(name)] = LogStart(at, low)
+        if not isinstance(answer, Mapping):
+            continue
+        known = [v for v in (answer.get("low_watermark"), answer.get("log_start"))
+                 if isinstance(v, int) and not isinstance(v, bool)]
+        if known and max(known) > 0:
+            found[str(name)] = LogStart(at, max(known))
     return found
 
 

@@ -14,7 +14,10 @@ replica (``Partition.lowWatermarkIfLeader``) — reached it: the followers take 
 start from their next fetch (``ReplicaFetcherThread.processPartitionData`` →
 ``maybeIncrementLogStartOffset``). That low watermark is what each partition's answer carries, and
 what this fault records (``outcome``, the step's ``traits.outcome`` in the history): every offset
-below it was removed from every live replica's log.
+below it was removed from every live replica's log. After REQUEST_TIMED_OUT (a live follower that did
+not fetch in time: paused, cut) the answer carries the low watermark from before the deletion, so the
+leader's log start (ListOffsets EARLIEST) is recorded beside it as ``log_start``: below it the
+records are gone from the leader, and so from any read of the partition while it leads.
 
 What the controller does: nothing. No znode, no metadata record, no LeaderAndIsr; leaders, ISRs,
 replicas and epochs stay as they were (the partition's state is the leader's ``Log`` alone). The
@@ -61,6 +64,7 @@ WAIT_MS = 10_000
 ATTEMPTS = 3
 RETRY_PAUSE_S = 1.0
 NOT_LEADER = frozenset({"NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE"})
+TIMED_OUT = "REQUEST_TIMED_OUT"
 
 Before = str | int | float  # HIGH_WATERMARK, an absolute offset, or a fraction of the high watermark
 
@@ -120,12 +124,13 @@ class DeleteRecordsFault(FaultBase):
 
     @property
     def label(self) -> str:
-        what = f"{self.kind} {self.topic} before {self.before}"
-        if not self.answers:
-            return what
-        shown = ", ".join(f"{tp.rpartition('-')[2]}: {a['low_watermark'] if a['error'] is None else a['error']}"
-                          for tp, a in sorted(self.answers.items(), key=lambda kv: int(kv[0].rpartition('-')[2])))
-        return f"{what}: low watermarks {{{shown}}}"
+        """What was asked (records group by it: the answers are in :attr:`outcome`)."""
+        return f"{self.kind} {self.topic} before {self.before}"
+
+    def answered(self) -> str:
+        """The answers, one line: each partition's low watermark, or its error."""
+        return ", ".join(f"{tp.rpartition('-')[2]}: {a['low_watermark'] if a['error'] is None else a['error']}"
+                         for tp, a in sorted(self.answers.items(), key=lambda kv: int(kv[0].rpartition('-')[2])))
 
     @property
     def outcome(self) -> Mapping[str, Any] | None:
@@ -143,7 +148,7 @@ class DeleteRecordsFault(FaultBase):
             pending = self._ask_leaders(env, pending)
             if not pending:
                 break
-        log.info("%s", self.label)
+        log.info("%s: low watermarks {%s}", self.label, self.answered())
 
     def _ask_leaders(self, env: FaultEnv, partitions: Sequence[int]) -> list[int]:
         """Ask each partition's leader (as the observer shows it now); the partitions whose leader
@@ -173,6 +178,7 @@ class DeleteRecordsFault(FaultBase):
                     self.answers[f"{self.topic}-{p}"] = {"leader": leader, "requested": None, "low_watermark": None,
                                                          "error": "NO_ANSWER"}
                 continue
+            timed_out = []
             for p in led:
                 code, low_watermark = answer.partitions.get((self.topic, p), (-1, -1))
                 error = None if code == 0 else error_name(code) if code > 0 else "NOT_ANSWERED"
@@ -181,7 +187,27 @@ class DeleteRecordsFault(FaultBase):
                     "low_watermark": low_watermark if low_watermark >= 0 else None, "error": error}
                 if error in NOT_LEADER:
                     moved.append(p)
+                elif error == TIMED_OUT:
+                    timed_out.append(p)
+            if timed_out:
+                self._ask_log_starts(address, leader, timed_out)
         return moved
+
+    def _ask_log_starts(self, address: str, leader: int, partitions: Sequence[int]) -> None:
+        """After REQUEST_TIMED_OUT — the leader moved its log start, a live follower did not fetch
+        it within the wait — the leader's log start (ListOffsets EARLIEST) is recorded beside the
+        low watermark it answered (the old one): the records below it are gone from the leader."""
+        from kafka_chaos.harness.metadata import MetadataError, log_start_offsets
+
+        try:
+            starts = log_start_offsets(address, {self.topic: list(partitions)})
+        except MetadataError as exc:
+            log.warning("%s: no log start offsets from leader %d: %s", self.kind, leader, exc)
+            return
+        for p in partitions:
+            code, start = starts.offsets.get((self.topic, p), (-1, -1))
+            if code == 0 and start >= 0:
+                self.answers[f"{self.topic}-{p}"]["log_start"] = start
 
     def _offsets(self, address: str, partitions: Sequence[int]) -> dict[int, int]:
         """Each partition's requested offset: -1 for the high watermark, the number given, or the

@@ -11,10 +11,12 @@ from __future__ import annotations
 import pytest
 
 from kafka_chaos.harness.kafka_wire import (
+    EARLIEST_TIMESTAMP,
     WireDeleted,
     WireFormatError,
     decode_delete_records_response,
     encode_delete_records,
+    encode_list_offsets,
 )
 
 CLIENT = "0014" + "kafka-chaos-observer".encode().hex()  # ClientId: int16 length 20, then its bytes
@@ -76,3 +78,10 @@ def test_a_delete_records_answer_of_another_version_is_refused() -> None:
     """Bytes after the last partition mean another version (2 is flexible: tagged fields)."""
     with pytest.raises(WireFormatError, match="trailing bytes"):
         decode_delete_records_response(ANSWER + b"\x00")
+
+
+def test_list_offsets_asks_the_earliest_offset_the_log_start_after_a_timed_out_deletion() -> None:
+    """ListOffsets v1 (2.4.0 and 3.9 alike): ReplicaId -1, Topics [Name, Partitions [PartitionIndex,
+    Timestamp]]; Timestamp -2 (EARLIEST) answers the leader's log start offset."""
+    assert encode_list_offsets(5, {"t": [1]}, EARLIEST_TIMESTAMP)[4:] == _hex(
+        "0002 0001 00000005", CLIENT, "ffffffff", "00000001", "0001 74", "00000001", "00000001 fffffffffffffffe")

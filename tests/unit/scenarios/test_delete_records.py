@@ -115,6 +115,7 @@ class _Broker:
 
     high_watermarks: dict[int, int]
     not_leader_once: set[int] = field(default_factory=set)
+    timed_out: set[int] = field(default_factory=set)  # a live follower does not fetch: the old low watermark
     requests: list[tuple[str, dict[str, dict[int, int]]]] = field(default_factory=list)
 
     def delete_records(self, address: str, offsets: dict[str, dict[int, int]], **_: Any) -> kafka_wire.WireDeleted:
@@ -124,6 +125,8 @@ class _Broker:
             if p in self.not_leader_once:
                 self.not_leader_once.discard(p)
                 answers[("phys-t", p)] = (6, -1)
+            elif p in self.timed_out:
+                answers[("phys-t", p)] = (7, 3)  # REQUEST_TIMED_OUT, the low watermark before
             elif offset > self.high_watermarks[p]:
                 answers[("phys-t", p)] = (1, -1)  # OFFSET_OUT_OF_RANGE
             else:
@@ -134,11 +137,17 @@ class _Broker:
                        ) -> kafka_wire.WireOffsets:
         return kafka_wire.WireOffsets(1, {("phys-t", p): (0, self.high_watermarks[p]) for p in partitions["phys-t"]})
 
+    def log_start_offsets(self, address: str, partitions: dict[str, list[int]], timeout: float = 2.0
+                          ) -> kafka_wire.WireOffsets:
+        self.requests.append((address, {"earliest": {p: -2 for p in partitions["phys-t"]}}))
+        return kafka_wire.WireOffsets(1, {("phys-t", p): (0, self.high_watermarks[p]) for p in partitions["phys-t"]})
+
 
 def _inject(monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], broker: _Broker,
             leaders: list[dict[int, int]]) -> DeleteRecordsFault:
     monkeypatch.setattr(metadata, "delete_records", broker.delete_records)
     monkeypatch.setattr(metadata, "latest_offsets", broker.latest_offsets)
+    monkeypatch.setattr(metadata, "log_start_offsets", broker.log_start_offsets)
     monkeypatch.setattr("kafka_chaos.scenarios.faults.records.RETRY_PAUSE_S", 0.0)
     fault = make_fault("delete_records", NONE, options, **TOPICS)
     assert isinstance(fault, DeleteRecordsFault)
@@ -155,7 +164,8 @@ def test_each_leader_is_asked_for_its_own_partitions_and_its_low_watermarks_are_
         "phys-t-0": {"leader": 1, "requested": -1, "low_watermark": 100, "error": None},
         "phys-t-1": {"leader": 2, "requested": -1, "low_watermark": 80, "error": None},
         "phys-t-2": {"leader": 1, "requested": -1, "low_watermark": 60, "error": None}}}
-    assert fault.label == "delete_records phys-t before high_watermark: low watermarks {0: 100, 1: 80, 2: 60}"
+    assert fault.label == "delete_records phys-t before high_watermark"  # records group by it
+    assert fault.answered() == "0: 100, 1: 80, 2: 60"
     assert hc.recorded_log_starts(fault.outcome, 5.0) == {
         "phys-t-0": hc.LogStart(5.0, 100), "phys-t-1": hc.LogStart(5.0, 80), "phys-t-2": hc.LogStart(5.0, 60)}
 
@@ -182,6 +192,19 @@ def test_refusals_and_partitions_without_a_leader_are_recorded_not_raised(monkey
         "phys-t-7": "UNKNOWN_TOPIC_OR_PARTITION"}
     assert answers["phys-t-0"]["low_watermark"] == 90 and answers["phys-t-1"]["low_watermark"] is None
     assert hc.recorded_log_starts(fault.outcome, 0.0) == {"phys-t-0": hc.LogStart(0.0, 90)}
+
+
+def test_after_a_timed_out_answer_the_leaders_own_log_start_is_recorded_and_counts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    broker = _Broker({0: 100, 1: 80, 2: 60}, timed_out={1})
+    fault = _inject(monkeypatch, {"topic": "t", "partitions": [0, 1]}, broker, [{0: 2, 1: 2}])
+    assert broker.requests == [("127.0.0.1:9002", {"phys-t": {0: -1, 1: -1}}),
+                               ("127.0.0.1:9002", {"earliest": {1: -2}})]
+    assert fault.outcome is not None and fault.outcome["partitions"]["phys-t-1"] == {
+        "leader": 2, "requested": -1, "low_watermark": 3, "error": "REQUEST_TIMED_OUT", "log_start": 80}
+    assert "log_start" not in fault.outcome["partitions"]["phys-t-0"]
+    assert hc.recorded_log_starts(fault.outcome, 1.0) == {"phys-t-0": hc.LogStart(1.0, 100),
+                                                          "phys-t-1": hc.LogStart(1.0, 80)}
 
 
 def test_the_outcome_round_trips_in_the_history_and_other_steps_are_written_as_before() -> None:

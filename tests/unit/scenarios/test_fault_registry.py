@@ -35,6 +35,7 @@ OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "topic_config": {"topic": "t", "set": {"retention.ms": 3600000}},
     "recreate_topic": {"topic": "t", "assignment": {"0": [1, 2]}},
     "broker_config": {"broker": 1, "set": {"follower.replication.throttled.rate": 1}},
+    "delete_records": {"topic": "t"},
 }
 
 
@@ -51,7 +52,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "preferred_election": (frozenset(), True), "unclean_election": (frozenset(), True),
         "delete_topic": (frozenset(), True), "add_partitions": (frozenset(), True),
         "topic_config": (frozenset(), True), "broker_config": (frozenset(), True),
-        "recreate_topic": (frozenset(), True),
+        "recreate_topic": (frozenset(), True), "delete_records": (frozenset(), True),
         "zookeeper_server": (ensemble, True), "zookeeper_quorum_loss": (ensemble | brokers, True),
         "zookeeper_leader_cut": (ensemble | network | {Capability.ZOOKEEPER_LINK_PARTITION}, True),
         "network_degrade": (network | {Capability.NETWORK_DEGRADE}, True),

@@ -139,7 +139,7 @@ def test_a_controller_kill_is_started_again_through_its_step() -> None:
 # Opt-in kinds registered after the digest below was taken: a schedule that names none of them is
 # what it was (a kind registered later is walked after the others).
 ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config", "recreate_topic", "zookeeper_server",
-                          "zookeeper_quorum_loss", "quorum_leader_cut", "broker_controller_cut")
+                          "zookeeper_quorum_loss", "quorum_leader_cut", "broker_controller_cut", "delete_records")
 
 
 def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
@@ -235,7 +235,7 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
         "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
         "add_partitions", "recreate_topic", "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
         "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
-        "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut")
+        "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut", "delete_records")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == [
         "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay"]
 
