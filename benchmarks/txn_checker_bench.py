@@ -11,8 +11,8 @@ one transaction that sends its consumer's positions (the group's final offsets a
 Two read_committed consumers and one read_uncommitted consumer read every partition through
 the last stable offset after each round; the final read-back reads everything. Events = sends +
 consumer reads + read-back records. Prints, per size, events/s of ``check_transactions``
-(min / median / max over ``--runs``), and apart the JSON round trip of the history. Figures
-only: nothing here asserts a speed; no cluster.
+(min / median / max over ``--runs``), and apart the JSON round trip of the history and its
+size. Figures only: nothing here asserts a speed; no cluster.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def history(events: int, seed: int = 43) -> TxnHistory:
 
     while messages < target:
         t += 1.0
-        opened = []
+        opened: list[tuple[int, int, list[TxnSend]]] = []
         for j in range(OPEN):
             pid = (len(txns) + j) % PRODUCERS
             opened.append((pid, len(txns) + j, []))
@@ -141,12 +141,13 @@ def main() -> int:
             found = tc.fired(results)
         g0 = results[-1].observed["cycles"]
         started = time.perf_counter()
-        TxnHistory.from_dict(json.loads(json.dumps(h.to_dict())))
+        text = json.dumps(h.to_dict(), separators=(",", ":"))
+        TxnHistory.from_dict(json.loads(text))
         codec = events / (time.perf_counter() - started)
         print(f"{events:>9,} events ({len(h.txns):,} transactions, {len(h.reads):,} reads): "
               f"checker {min(rates):,.0f} / {statistics.median(rates):,.0f} / {max(rates):,.0f} events/s "
               f"(min / median / max of {args.runs}); fired {sorted(found) or 'nothing'}, {g0} G0 cycles; "
-              f"JSON round trip {codec:,.0f} events/s")
+              f"JSON round trip {codec:,.0f} events/s, {len(text) / events:.0f} bytes/event")
     return 0
 
 

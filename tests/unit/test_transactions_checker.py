@@ -82,7 +82,7 @@ CASES: list[tuple[str, str | None, TxnHistory]] = [
     ("lost committed write", tc.LOST_WRITE, _without_reads(BASE, ("in", "b"))),
     ("lost: acked without offset, not in the read-back", tc.LOST_WRITE,
      replace(BASE, txns=(P0, P1, P2, replace(C0, sends=C0.sends + (TxnSend("out", 1, "f"),))),
-             readback=BASE.readback + (ReadBack("out", 1, 0, 0, 20.0),))),
+             readback=READBACK + (ReadBack("out", 1, 0, 0, 20.0),))),
     ("deleted below the log start is not lost", None,
      replace(_without_reads(BASE, ("in", "b")), readback=(replace(READBACK[0], start=2, records=((5, "d"),)), READBACK[1]))),
     ("duplicate", tc.DUPLICATE, _readback(BASE, "out", 7, (6, "a"))),
@@ -152,7 +152,7 @@ def test_reads_tied_by_offset_when_a_key_is_resent() -> None:
     a0 = Txn("k", 0, ABORTED, (TxnSend("out", 1, "k", 5),))
     a1 = Txn("k", 1, COMMITTED, (TxnSend("out", 1, "k", 7),), committing_at=12)
     h = replace(BASE, txns=BASE.txns + (a0, a1), reads=BASE.reads + (R("rc", "out", 7, "k", 13.0, partition=1),),
-                readback=BASE.readback + (ReadBack("out", 1, 0, 9, 20.0, ((7, "k"),)),))
+                readback=READBACK + (ReadBack("out", 1, 0, 9, 20.0, ((7, "k"),)),))
     assert fired(h) == set()
     assert fired(replace(h, reads=h.reads + (R("rc2", "out", 5, "k", 13.0, partition=1),))) == {tc.ABORTED_READ}
 

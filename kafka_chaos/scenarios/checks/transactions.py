@@ -26,8 +26,8 @@ Anomaly classes (:data:`CLASSES`, one :class:`CheckResult` each per run):
     the client saw abort — Adya's / Elle's **G1a** (aborted read), Jepsen's ``:G1a``
     (``g1a-cases``: a value written by a ``:fail`` operation was read).
 ``txn_torn``
-    A committed transaction seen in part: a ``read_committed`` consumer, in one stretch
-    without a reset, read past every offset of the transaction, received some of its messages
+    A committed transaction seen in part: a ``read_committed`` consumer (or the final
+    read-back), in one stretch without a reset, read past every offset of the transaction, received some of its messages
     and missed one another consumer did receive (a missed message nobody received is a
     ``txn_lost_write``) — the atomicity Jepsen's item 7 ("intermediate reads") asks about; or
     readers disagreeing on the message at an offset holding a committed transaction's message
@@ -303,8 +303,9 @@ def _aborted_reads(ix: _Index) -> list[TxnAnomaly]:
             readers.setdefault((t, p, o, k), []).append(c)
     found = []
     for (t, p, o, k), cs in readers.items():
-        writers = sorted({ix.name(ix.send_txn[sid]) for sid in ix.by_key.get((t, k), ())
-                          if ix.sends[sid].partition == p})
+        sids = [sid for sid in ix.by_pos.get((t, p, o), ()) if ix.sends[sid].key == k] or \
+            [sid for sid in ix.by_key.get((t, k), ()) if ix.sends[sid].partition == p]
+        writers = sorted({ix.name(ix.send_txn[sid]) for sid in sids})
         who = sorted(set(cs))
         found.append(TxnAnomaly(ABORTED_READ, f"{', '.join(who)} read {t}/{k} at {_at(t, p, o)}, written by "
                                               f"{', '.join(writers)}, which the client saw abort",
@@ -397,15 +398,18 @@ def _torn(ix: _Index, spans: dict[tuple[str, str, int], list[tuple[int, int]]]) 
                           f"{ix.where(missed[0])} (which {sorted(ix.surely_read_by[missed[0]])[0]} received)",
                     (t.name,), tuple(ix.key(sid) for sid in missed), tuple(ix.where(sid) for sid in missed)))
     # readers (and acknowledgements) disagreeing on an offset that holds a committed message
-    at_offset: dict[tuple[str, int, int], set[str]] = defaultdict(set)
+    first: dict[tuple[str, int, int], str] = {}
+    at_offset: dict[tuple[str, int, int], set[str]] = defaultdict(set)  # the offsets holding two or more
     for s in ix.sends:
         if s.offset is not None:
-            at_offset[(s.topic, s.partition, s.offset)].add(s.key)
+            was = first.setdefault((s.topic, s.partition, s.offset), s.key)
+            if was != s.key:
+                at_offset[(s.topic, s.partition, s.offset)].update((was, s.key))
     for _c, tp_t, tp_p, o, k, _when, _cands, _aborted in ix._all_rc():
-        at_offset[(tp_t, tp_p, o)].add(k)
+        was = first.setdefault((tp_t, tp_p, o), k)
+        if was != k:
+            at_offset[(tp_t, tp_p, o)].update((was, k))
     for (tp_t, tp_p, o), keys in at_offset.items():
-        if len(keys) < 2:
-            continue
         writers = sorted({ix.name(ix.send_txn[sid]) for k in keys for sid in ix.by_key.get((tp_t, k), ())
                           if ix.sends[sid].partition == tp_p and ix.outcome[ix.send_txn[sid]] == COMMITTED})
         if writers:

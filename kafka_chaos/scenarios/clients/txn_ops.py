@@ -105,9 +105,10 @@ class Txn:
     of :data:`OUTCOMES`, as the client saw it, with ``error`` the error name that ended it
     otherwise (a ``KafkaError`` name such as ``_TIMED_OUT`` or ``_FENCED``, or a Java
     exception's simple name). Times are epoch seconds of the harness's clock: ``began_at``
-    (``begin_transaction``), ``committing_at`` (``commit_transaction`` was called; None when it
-    never was, or is not known), ``ended_at`` (the commit or abort returned, or the client gave
-    up)."""
+    (``begin_transaction``), ``committing_at`` (taken just before ``commit_transaction`` was
+    called; None when it never was, or when the client reports only afterwards — a late stamp
+    would make the reads of the transaction look earlier than its commit), ``ended_at`` (the
+    commit or abort returned, or the client gave up)."""
 
     txn_id: str
     seq: int
@@ -212,7 +213,9 @@ class TxnHistory:
     """Everything the transactional workload recorded over a run.
 
     ``resets``: a consumer's positions were (re)established on every partition it reads
-    (:class:`scenarios.clients.ops.ConsumerReset`: assigned, revoked, lost). ``readback``: None
+    (:class:`scenarios.clients.ops.ConsumerReset`: assigned, revoked, lost; a seek, such as a
+    copier rewinding to its group's committed offsets after an abort, is a reset too; a
+    consumer whose position moved without one is judged as reading on). ``readback``: None
     when the final read-back did not happen (then the checks that need it are not judged).
     ``group_offsets``: the committed offsets of the read-process-write groups read after the
     run (every partition a transaction sent offsets for; a missing one has none committed), or
