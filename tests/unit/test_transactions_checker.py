@@ -67,6 +67,11 @@ def _readback(h: TxnHistory, topic: str, end: int, *records: tuple[int, str]) ->
 Q = Txn("q", 0, ABORTED, (TxnSend("in", 0, "q", 7),), (TxnOffset("g2", "out", 0, 9),), began_at=12, ended_at=13)
 RR = Txn("r", 0, ABORTED, (TxnSend("out", 0, "r", 8),), (TxnOffset("g2", "in", 0, 8),), began_at=12, ended_at=13)
 SELF = Txn("s", 0, ABORTED, (TxnSend("in", 0, "s", 7),), (TxnOffset("g2", "in", 0, 8),), began_at=12, ended_at=13)
+# w#0 wrote in-0@7 and out-0@6; c#1 wrote out-0@5 first, then read w#0's in-0@7 (position 8) once
+# it had committed: Elle's ww (c#1 before w#0 on out-0) and wr (w#0 before c#1) make a cycle
+W1 = Txn("w", 0, COMMITTED, (TxnSend("in", 0, "w1", 7), TxnSend("out", 0, "w2", 6)), committing_at=12, ended_at=12.5)
+C2 = Txn("c", 1, COMMITTED, (TxnSend("out", 0, "c2", 5),), (TxnOffset("g", "in", 0, 8),), began_at=11,
+         committing_at=14, ended_at=14.5)
 C1 = Txn("c", 1, ABORTED, (TxnSend("out", 0, "z", 5),), (TxnOffset("g", "in", 0, 6),), began_at=12, ended_at=13)
 
 CASES: list[tuple[str, str | None, TxnHistory]] = [
@@ -89,6 +94,9 @@ CASES: list[tuple[str, str | None, TxnHistory]] = [
     ("nonmonotonic read", tc.NONMONOTONIC_READ, replace(BASE, reads=BASE.reads + (R("rc", "in", 0, "a", 12.0),))),
     ("read past the LSO", tc.READ_PAST_LSO,
      replace(BASE, reads=tuple(replace(r, polled_at=6.5) if r.key == "d" else r for r in BASE.reads))),
+    ("ww then wr is no G1c: a copier wrote before it read (Jepsen allows it)", None,
+     replace(_readback(_readback(BASE, "in", 9, (7, "w1")), "out", 8, (5, "c2"), (6, "w2")),
+             txns=BASE.txns + (W1, C2), group_offsets=(TxnOffset("g", "in", 0, 8),))),
     ("G1c: two copiers each read the other's open write", tc.G1C, replace(BASE, txns=BASE.txns + (Q, RR))),
     ("G1c: a copier read past its own open write", tc.G1C, replace(BASE, txns=BASE.txns + (SELF,))),
     ("offsets committed without the writes", tc.OFFSETS_WITHOUT_WRITES,

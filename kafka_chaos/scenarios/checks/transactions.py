@@ -61,8 +61,10 @@ Anomaly classes (:data:`CLASSES`, one :class:`CheckResult` each per run):
     transaction whose consumer's position on a partition (the offset it sent to the
     transaction) is past a message of T1 — T1 wrote there below what T2 read (a ww edge by
     offset order followed by T2's wr edge), so T1 had ended before T2 read, hence before T2
-    ended. Every cycle is a contradiction; one of a single transaction is a transaction that
-    read past its own open write (Jepsen's precommitted read). The version order of each
+    ended. Every cycle is a contradiction — Jepsen's Bufstream analysis found such cycles of
+    write-read edges only (``jepsen-io/bufstream`` ``workload/early_read.clj``: a poll saw a
+    transaction's values before it committed); one of a single transaction is a transaction
+    that read past its own open write (Jepsen's precommitted read). The version order of each
     partition is a chain of position nodes, so the graph stays linear in the history;
     strongly connected components by Tarjan's algorithm.
 ``txn_offsets_without_writes``

@@ -25,7 +25,10 @@ An outcome is what the *client* saw (Jepsen's ``:ok`` / ``:fail`` / ``:info``): 
 (``commit_transaction`` returned), ``aborted`` (the client knows the transaction cannot have
 committed: ``abort_transaction`` returned, or the commit failed with an error that aborts it),
 ``unknown`` (anything else: a timeout, a fatal error, a fenced producer, a process that died).
-An unknown transaction may or may not be visible; the checker never counts it either way.
+An unknown transaction may or may not be visible; the checker never counts it either way. A
+fenced commit is unknown: the coordinator completes a commit it had prepared before the fence,
+and Kafka reports its own timeout of a transaction as ``ProducerFencedException`` too (Jepsen's
+Bufstream analysis, ``jepsen-io/bufstream`` ``workload/producer_fence.clj``).
 
 Pure data with lossless, compact JSON forms (lists, not dicts: a history holds tens of
 thousands of reads; the read-back is one list of ``[offset, key]`` pairs per partition).
