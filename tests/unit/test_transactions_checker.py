@@ -330,6 +330,7 @@ def test_a_correct_kafka_fires_nothing(steps: list[tuple[int, int]]) -> None:
     results = tc.check_transactions(h)
     assert tc.fired(results) == set(), [r.detail for r in results if r.passed is False]
     assert all(r.passed is True for r in results if not r.is_measurement)
+    assert TxnHistory.from_dict(json.loads(json.dumps(h.to_dict()))) == h
 
 
 def test_the_simulation_exercises_the_classes_inputs() -> None:

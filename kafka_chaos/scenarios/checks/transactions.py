@@ -10,9 +10,10 @@ transactions only, all of them, in offset order, and nothing at or beyond the pa
 Reads at ``read_uncommitted`` are outside every rule below but the positions they show.
 
 A read is tied to the send it returned by ``(topic, partition, offset)`` when a delivery
-report named that offset with that key, else by ``(topic, key)`` among the sends to that
-partition (a read-process-write loop that aborted re-sends the same keys in its next attempt:
-then every such send is a *candidate*). A class fires on a read only when every candidate
+report named that offset with that key, else by ``(topic, key)`` among the sends of that key to
+that partition that named no offset (or, failing those, among all of them: a message at two
+offsets). A read-process-write loop that aborted re-sends the same keys in its next attempt,
+so a read may have several *candidates*: a class fires on a read only when every candidate
 makes it fire; a read whose candidates all aborted is an aborted read and nothing else.
 
 Outcomes are the client's (:data:`scenarios.clients.txn_ops.OUTCOMES`); an ``unknown`` one
@@ -27,19 +28,21 @@ Anomaly classes (:data:`CLASSES`, one :class:`CheckResult` each per run):
     (``g1a-cases``: a value written by a ``:fail`` operation was read).
 ``txn_torn``
     A committed transaction seen in part: a ``read_committed`` consumer (or the final
-    read-back), in one stretch without a reset, read past every offset of the transaction, received some of its messages
-    and missed one another consumer did receive (a missed message nobody received is a
-    ``txn_lost_write``) — the atomicity Jepsen's item 7 ("intermediate reads") asks about; or
-    readers disagreeing on the message at an offset holding a committed transaction's message
-    (Jepsen's ``:inconsistent-offsets`` restricted to committed data).
+    read-back), in one stretch without a reset, read past every offset of the transaction,
+    received some of its messages and missed one another consumer did receive (a missed
+    message nobody received is a ``txn_lost_write``) — the atomicity Jepsen's item 7
+    ("intermediate reads") asks about; or readers disagreeing on the message at an offset
+    holding a committed transaction's message (Jepsen's ``:inconsistent-offsets`` restricted
+    to committed data).
 ``txn_lost_write``
     A message of a transaction the client saw commit that no ``read_committed`` consumer ever
     received although one read at or beyond its offset on its partition (Jepsen's
-    ``:lost-write``, ``lost-write-cases``, with its bound: the highest offset read), or that
-    the final read-back (from the log start to the end, after healing) does not hold (Jepsen's
-    ``:unseen`` at the end of the test). A transaction counted as ``txn_outcome_contradiction``
-    is not counted again here; a message below the read-back's log start (deleted by
-    retention or DeleteRecords) is not judged.
+    ``:lost-write``, ``lost-write-cases``, with its bound: the highest offset read; consumers
+    are taken to start at the log start, as Jepsen's do), or that the final read-back (from
+    the log start to the end, after healing) does not hold (Jepsen's ``:unseen`` at the end of
+    the test). A transaction counted as ``txn_outcome_contradiction`` is not counted again
+    here; a message below the read-back's log start (deleted by retention or DeleteRecords) is
+    not judged.
 ``txn_duplicate``
     One message (topic and key) at two positions among the ``read_committed`` reads and the
     acknowledgements of committed sends (Jepsen's ``:duplicate``, ``duplicate-cases``): in a
@@ -66,12 +69,16 @@ Anomaly classes (:data:`CLASSES`, one :class:`CheckResult` each per run):
     transaction's values before it committed); one of a single transaction is a transaction
     that read past its own open write (Jepsen's precommitted read). The version order of each
     partition is a chain of position nodes, so the graph stays linear in the history;
-    strongly connected components by Tarjan's algorithm.
+    strongly connected components by Tarjan's algorithm. A group's consumers read committed
+    unless the history declares one ``read_uncommitted`` (then its positions order nothing);
+    a position must come from the consumer's fetches or its group's committed offsets, never
+    from a seek ahead.
 ``txn_offsets_without_writes``
     A group's final committed offset on an input partition is the one a read-process-write
     transaction sent, and no transaction that sent it has a message in the final read-back:
     the offsets committed without the writes (KIP-98: ``send_offsets_to_transaction`` commits
-    with the transaction, atomically).
+    with the transaction, atomically). Not judged where a transaction that sent it wrote
+    nothing; this class and the next need the read-back and the groups' final offsets.
 ``txn_writes_without_offsets``
     A read-process-write transaction's messages are in the final read-back, but a group's
     final committed offset is below the position the transaction sent: the writes committed
