@@ -469,3 +469,25 @@ def test_dropping_a_committed_message_everywhere_is_caught(steps: list[tuple[int
                                      for rb in h.readback or ()))
     got = fired(dropped)
     assert got & {tc.LOST_WRITE, tc.OUTCOME_CONTRADICTION}, got
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(actions, st.integers(0, 10**6), st.sampled_from([tc.ABORTED_READ, tc.READ_PAST_LSO]))
+def test_an_in_place_corruption_fires_its_class_alone(steps: list[tuple[int, int]], pick: int, kind: str) -> None:
+    """Corrupt a committed producer transaction the consumers read: the client is told it
+    aborted (an aborted read), or its commit is stamped after a read of it (a read past the LSO)."""
+    h = simulate(steps)
+    rc_read = {(r.topic, r.partition, r.offset) for r in h.reads if r.consumer in ("rc", "rc2")}
+    read = [i for i, t in enumerate(h.txns) if t.txn_id != "c0" and t.outcome == COMMITTED
+            and any((s.topic, s.partition, s.offset) in rc_read for s in t.sends)]
+    if not read:
+        return
+    i = read[pick % len(read)]
+    t = h.txns[i]
+    if kind == tc.ABORTED_READ:
+        bad = replace(t, outcome=ABORTED, error="_ABORTED", committing_at=None)
+    else:
+        mine = {(s.topic, s.partition, s.offset) for s in t.sends}
+        last = max(r.polled_at for r in h.reads if (r.topic, r.partition, r.offset) in mine and r.consumer != "ru")
+        bad = replace(t, committing_at=last + 0.5, ended_at=last + 1.0)
+    assert fired(replace(h, txns=h.txns[:i] + (bad,) + h.txns[i + 1:])) == {kind}
