@@ -124,8 +124,9 @@ class DeleteRecordsFault(FaultBase):
 
     @property
     def label(self) -> str:
-        """What was asked (records group by it: the answers are in :attr:`outcome`)."""
-        return f"{self.kind} {self.topic} before {self.before}"
+        """What was asked, the same in every run (records and reports group by it: the topic is in
+        the step's target and records, the answers in :attr:`outcome`)."""
+        return f"{self.kind} before {self.before}"
 
     def answered(self) -> str:
         """The answers, one line: each partition's low watermark, or its error."""
@@ -148,7 +149,7 @@ class DeleteRecordsFault(FaultBase):
             pending = self._ask_leaders(env, pending)
             if not pending:
                 break
-        log.info("%s: low watermarks {%s}", self.label, self.answered())
+        log.info("%s of %s: low watermarks {%s}", self.label, self.topic, self.answered())
 
     def _ask_leaders(self, env: FaultEnv, partitions: Sequence[int]) -> list[int]:
         """Ask each partition's leader (as the observer shows it now); the partitions whose leader

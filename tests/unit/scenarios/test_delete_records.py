@@ -56,7 +56,7 @@ def test_options_name_the_partitions_and_the_offset(options: dict[str, Any], par
     assert (fault.topic, fault.partitions, fault.before) == ("phys-t", partitions, before)
     assert type(fault.before) is type(before)
     assert fault.oracle_events() == [] and fault.outcome is None and fault.modes == {"zookeeper", "kraft", "migration"}
-    assert fault.label == f"delete_records phys-t before {before}"
+    assert fault.label == f"delete_records before {before}"
 
 
 @pytest.mark.parametrize("options, message", [
@@ -164,7 +164,7 @@ def test_each_leader_is_asked_for_its_own_partitions_and_its_low_watermarks_are_
         "phys-t-0": {"leader": 1, "requested": -1, "low_watermark": 100, "error": None},
         "phys-t-1": {"leader": 2, "requested": -1, "low_watermark": 80, "error": None},
         "phys-t-2": {"leader": 1, "requested": -1, "low_watermark": 60, "error": None}}}
-    assert fault.label == "delete_records phys-t before high_watermark"  # records group by it
+    assert fault.label == "delete_records before high_watermark"  # records and reports group by it
     assert fault.answered() == "0: 100, 1: 80, 2: 60"
     assert hc.recorded_log_starts(fault.outcome, 5.0) == {
         "phys-t-0": hc.LogStart(5.0, 100), "phys-t-1": hc.LogStart(5.0, 80), "phys-t-2": hc.LogStart(5.0, 60)}
