@@ -2,7 +2,11 @@
 so that two replicas' logs compare without storing them.
 
 The compared range of a partition is ``[low, high)``: ``low`` the largest log start among its
-replicas (retention runs on each replica by itself), ``high`` the smallest high watermark their
+replicas (retention runs on each replica by itself) as their files show it — the first batch each
+holds: a log start moved by DeleteRecords (``delete_records``) or retention leaves the batches
+below it on disk, alike on every replica, until each broker's retention thread deletes their
+segments whole, oldest first (``Log.deleteOldSegments``), so whatever is left is a suffix of the
+same log — ``high`` the smallest high watermark their
 brokers last checkpointed (every offset below it was committed: each in-sync replica must hold it,
 the same as the leader). A replica's batches in that range are cut into blocks of
 :data:`BLOCK_OFFSETS` offsets by base offset, and each block summed up as a digest of its batches'
