@@ -155,6 +155,16 @@ def parse_controller(data: bytes | None) -> int:
     return _int(obj["brokerid"], "/controller brokerid")
 
 
+def parse_controller_elected_at(data: bytes | None) -> float | None:
+    """ControllerZNode's ``timestamp`` (``KafkaController.elect``: the winner's wall clock in ms
+    when it wrote the znode) in epoch seconds, or None when it has none."""
+    obj = _json_object(data, "/controller")
+    try:
+        return float(obj["timestamp"]) / 1000.0
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def parse_controller_epoch(data: bytes | None) -> int:
     """ControllerEpochZNode.decode: the epoch as a decimal string."""
     if data is None:

@@ -130,12 +130,16 @@ class ZkSnapshot:
     # live brokers are the active ones, the controller is the quorum's leader and a partition's
     # version is its partition epoch.
     mode: str = "zookeeper"
+    # When the controller won its election (/controller's timestamp, epoch s): its scheduled
+    # leader-imbalance checks count from it (scenarios.model.imbalance_checks). None in KRaft.
+    controller_elected_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (partitions as a sorted list, broker ids as string keys);
         :meth:`from_dict` reads it back equal."""
         mode = {} if self.mode == "zookeeper" else {"mode": self.mode}  # old histories stay byte-identical
-        return {**mode,
+        elected = {} if self.controller_elected_at is None else {"controller_elected_at": self.controller_elected_at}
+        return {**mode, **elected,
             "taken_at": self.taken_at,
             "live_brokers": {str(b): e for b, e in sorted(self.live_brokers.items())},
             "controller": self.controller,
@@ -164,6 +168,7 @@ class ZkSnapshot:
             # absent from histories written before topic deletion was observed
             topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
             mode=str(d.get("mode", "zookeeper")),
+            controller_elected_at=None if d.get("controller_elected_at") is None else float(d["controller_elected_at"]),
         )
 
     def partition(self, topic: str, partition: int) -> PartitionZkState:
@@ -287,6 +292,7 @@ class SnapshotReader:
             taken_at=time.time(),
             live_brokers=live,
             controller=zkpaths.parse_controller(ctrl[0]) if ctrl is not None else None,
+            controller_elected_at=zkpaths.parse_controller_elected_at(ctrl[0]) if ctrl is not None else None,
             controller_epoch=zkpaths.parse_controller_epoch(epoch[0]) if epoch is not None else None,
             partitions=partitions,
             topic_configs=configs,

@@ -55,6 +55,7 @@ from kafka_chaos.scenarios.checks.expectations import (
 )
 from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
+from kafka_chaos.scenarios.model.imbalance_checks import wait_before_step
 from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASURE, METADATA, PREDICT, SETTLE, Stopwatch
 from kafka_chaos.scenarios.model.snapshots import (
     INTERNAL_TOPICS,
@@ -191,6 +192,7 @@ class StepCore:
         excused = self.nemesis.faulted_brokers
         try:
             with clock.phase(SETTLE):
+                self._wait_off_imbalance_check(label)
                 before_snap = self.observer.wait_until(lambda s: is_settled(s, self.oracle_topics, excused),
                                                        timeout=self.timeouts.settle,
                                                        description=f"a settled state before {label}")
@@ -199,6 +201,18 @@ class StepCore:
             raise self.error(f"not settled before {label}: {why}") from exc
         with clock.phase(PREDICT):
             return self._prepared(label, step, started, before_snap, clock)
+
+    def _wait_off_imbalance_check(self, label: str) -> None:
+        """Let a ZooKeeper-mode controller's scheduled leader-imbalance check run before the step
+        rather than inside it (:mod:`scenarios.model.imbalance_checks`)."""
+        snapshot = self.observer.snapshot()
+        if snapshot.mode != "zookeeper" or snapshot.controller is None:
+            return
+        settings, _ = controller_settings(self.cluster, snapshot.controller)
+        wait = wait_before_step(settings, snapshot.controller_elected_at, time.time())
+        if wait > 0:
+            self.progress(f"{label}: waiting {wait:.0f}s for the controller's scheduled leader-imbalance check")
+            time.sleep(wait)
 
     def _prepared(self, label: str, step: Step, started: float, before_snap: ZkSnapshot, clock: Stopwatch) -> Prepared:
         """From the settled snapshot: the oracle's input, the target, the fault, its events and

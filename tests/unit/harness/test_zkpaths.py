@@ -171,3 +171,13 @@ def test_snapshot_lookup_and_rendering() -> None:
     assert "orders-0: replicas=[3, 1, 2] leader=3 epoch=0 isr=[3, 1, 2] v2" in line
     text = snap.render()
     assert "1 (epoch 25), 3 (epoch 40)" in text and "config orders: a=b" in text
+
+
+@pytest.mark.parametrize(("data", "elected_at"), [
+    (b'{"version":1,"brokerid":3,"timestamp":"1795880143414"}', 1795880143.414),
+    (b'{"version":2,"brokerid":3,"timestamp":"1795880143414","kraftControllerEpoch":-1}', 1795880143.414),
+    (b'{"version":1,"brokerid":3}', None),  # no timestamp: unknown, not an error
+    (b'{"version":1,"brokerid":3,"timestamp":"soon"}', None),
+])
+def test_when_the_controller_was_elected(data: bytes, elected_at) -> None:
+    assert zkpaths.parse_controller_elected_at(data) == (None if elected_at is None else pytest.approx(elected_at))
