@@ -77,6 +77,27 @@ class Reassign:
 
 
 @dataclass(frozen=True)
+class CancelReassignment:
+    """KRaft only: AlterPartitionReassignments naming the partition with a null target (KIP-455's
+    cancellation), which the controller answers with ``cancelPartitionReassignment``: the
+    reassignment in progress reverted in one record -- not a reassignment back to the original
+    replicas, as ZooKeeper mode's ``maybeBuildReassignment`` makes it (there, the fault gives the
+    oracle a :class:`Reassign` to them) -- or, none in progress, NO_REASSIGNMENT_IN_PROGRESS and
+    nothing written (:meth:`oracle.kraft.controller.KRaftController.cancel_partition_reassignment`)."""
+
+    topic: str
+    partition: int
+    KIND: ClassVar[str] = "cancel_reassignment"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partition", int(self.partition))
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
 class PreferredElection:
     """Admin ``ElectLeaders(PREFERRED)`` for the given partitions."""
 
@@ -206,6 +227,7 @@ Event = Union[
     AddPartitions,
     LogDirFailure,
     ControllerFailover,
+    CancelReassignment,
 ]
 
 EVENT_TYPES: Mapping[str, type] = MappingProxyType(
@@ -225,9 +247,10 @@ EVENT_TYPES: Mapping[str, type] = MappingProxyType(
             AddPartitions,
             LogDirFailure,
             ControllerFailover,
+            CancelReassignment,
         )
     }
 )
 
 # Events only a KRaft state (ClusterState.mode kraft) takes; ZooKeeper mode refuses them.
-KRAFT_ONLY_EVENTS: frozenset[str] = frozenset({ControllerFailover.KIND})
+KRAFT_ONLY_EVENTS: frozenset[str] = frozenset({ControllerFailover.KIND, CancelReassignment.KIND})

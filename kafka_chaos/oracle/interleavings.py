@@ -17,6 +17,7 @@ from kafka_chaos.oracle.events import (
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
+    CancelReassignment,
     ControlledShutdown,
     ControllerFailover,
     CreateTopic,
@@ -204,7 +205,7 @@ def apply_event(
     first of :func:`oracle.kraft.interleavings.iter_event_alternatives` (brokers fenced one at a
     time in ascending order).
     """
-    if state.mode is Mode.KRAFT or isinstance(event, ControllerFailover):
+    if state.mode is Mode.KRAFT or isinstance(event, (ControllerFailover, CancelReassignment)):
         _, after, outcomes = next(iter_event_alternatives(state, event, event_index))
         return after, outcomes
     return _apply(state, event, event_index, _event_plans(state, event)[0].run)
@@ -222,6 +223,11 @@ def iter_event_alternatives(
         raise ValueError(
             "ControllerFailover is a KRaft event; in ZooKeeper mode the controller is a broker: "
             "its failover is that broker's BrokerFailure or ControlledShutdown"
+        )
+    if isinstance(event, CancelReassignment):
+        raise ValueError(
+            "CancelReassignment is a KRaft event (the controller reverts the reassignment); in ZooKeeper mode a "
+            "cancellation reassigns the partition to its original replicas: a Reassign to them"
         )
     seen: set[Hashable] = set()
     # A follower its topic throttles may catch up or not (WorkingController.settle): each order

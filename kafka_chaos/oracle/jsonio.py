@@ -18,6 +18,7 @@ from kafka_chaos.oracle.events import (
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
+    CancelReassignment,
     ControlledShutdown,
     ControllerFailover,
     CreateTopic,
@@ -84,6 +85,7 @@ _EVENT_KEYS: Mapping[str, set[str]] = {
     AddPartitions.KIND: {"topic", "replicas"},
     LogDirFailure.KIND: {"broker", "partitions"},
     ControllerFailover.KIND: {"controller"},
+    CancelReassignment.KIND: {"topic", "partition"},
 }
 _OPTIONAL_EVENT_KEYS = {(CreateTopic.KIND, "config"), (ControllerFailover.KIND, "controller")}
 
@@ -387,6 +389,12 @@ def _event(raw: Any, index: int, ctx: _EventContext, mode: Mode = Mode.ZOOKEEPER
                                    "in ZooKeeper mode the controller broker's failure is a broker_failure")
         controller = obj.get("controller")
         return ControllerFailover(None if controller is None else _int(controller, at("controller"), minimum=0))
+    if kind == CancelReassignment.KIND:
+        if mode is not Mode.KRAFT:
+            raise OracleInputError(_path(field, "type"), "cancel_reassignment is a KRaft event (\"mode\": \"kraft\"); "
+                                   "in ZooKeeper mode a cancellation is a reassign to the original replicas")
+        tp = ctx.topic_partition(obj, field)
+        return CancelReassignment(tp.topic, tp.partition)
     if kind == LogDirFailure.KIND:
         return LogDirFailure(ctx.broker(obj["broker"], at("broker")), ctx.partition_list(obj["partitions"], at("partitions")))
     # TopicConfigChange

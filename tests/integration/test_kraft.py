@@ -173,3 +173,33 @@ def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path, cluster: Share
     observations = [o for o in read_history(results / HISTORY_FILE) if not isinstance(o, HistoryProblem)]
     again = [rec for obs, rs in check_history(observations) for rec in to_records(obs, rs)]
     assert again and not verdict_changes(records, again)
+
+
+CANCEL_SCHEDULE = Path(__file__).parent / "schedules" / "kraft_reassignment_cancelled.json"
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize("release", ["3.9.2", "3.6.2"])
+def test_a_cancelled_reassignment_is_reverted_as_the_kraft_model_says(tmp_path: Path, release: str) -> None:
+    """A matrix cell, ``nightly`` (its own 1-controller cluster, about 20 s per release): two
+    reassignments stalled on a fenced broker, cancelled with a null target
+    (``cancelPartitionReassignment``): each reverted in one record -- replicas minus the adding
+    one, in the reassignment's order, so t-1's [2, 1] comes back as [1, 2] -- and a second
+    cancellation refused (NO_REASSIGNMENT_IN_PROGRESS), every step judged with exact epochs."""
+    from kafka_chaos.app.runs import run_scenarios
+    from kafka_chaos.records.writer import read_records
+    from kafka_chaos.scenarios.plans.schedule import load
+
+    schedule = load(CANCEL_SCHEDULE)
+    results = tmp_path / "run"
+    rc = run_scenarios([schedule.scenario()], seed=5, results_dir=results, report=False, kafka_version=release,
+                       sources={schedule.name: str(CANCEL_SCHEDULE)})
+    records = read_records(results).records
+    failed = [(r.fault, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
+    assert rc == 0 and not failed, failed
+    replicas = [(r.partition, r.observed) for r in records if r.check == "oracle_replicas" and r.fault == "reassignment"
+                and r.topic.endswith("-t")]
+    # stalled ([3, 1] ++ removing [2]), reverted, and left alone by the refused cancellation
+    assert replicas == [(0, [3, 1, 2]), (1, [3, 1, 2]), (0, [1, 2]), (1, [1, 2]), (0, [1, 2]), (1, [1, 2])], replicas
+    exact = [r for r in records if r.check in ("oracle_epoch", "oracle_partition_epoch") and r.fault == "reassignment"]
+    assert exact and all(r.expected["rule"] == "exact" for r in exact)

@@ -399,6 +399,66 @@ class KRaftController:
             target_adding=adding or None,
         )
 
+    def reassignment_revert(self, tp: TopicPartition) -> tuple[tuple[int, ...], tuple[int, ...], bool] | None:
+        """``PartitionReassignmentRevert`` (PartitionReassignmentRevert.java, the same in 3.6.2 and
+        3.9.2, lines 33-70): what cancelling the partition's reassignment leaves, (replicas, ISR,
+        unclean), or None when none is in progress (``isReassignmentInProgress``: adding or removing
+        replicas).  Replicas: the current ones minus the adding ones, *in the current order*
+        (``PartitionReassignmentReplicas.originalReplicas``, lines 128-132) -- the record of the
+        reassignment put the target first (target ++ removing), so a cancelled move of [2, 1] to
+        [3, 1] leaves [1, 2], not [2, 1]: the preferred replica may change.  ISR: the current one
+        minus the adding replicas, order kept; left empty (only adding replicas were in sync) it
+        becomes [first remaining replica] and the revert is *unclean*."""
+        p = self.partitions[tp]
+        if not p.adding_replicas and not p.removing_replicas:
+            return None
+        replicas = tuple(r for r in p.replicas if r not in p.adding_replicas)
+        isr = tuple(r for r in p.isr if r not in p.adding_replicas)
+        if isr or not replicas:
+            return replicas, isr, False
+        return replicas, (replicas[0],), True
+
+    def cancel_refusal(self, tp: TopicPartition) -> str | None:
+        """The error Kafka answers a cancellation of the partition's reassignment with, nothing
+        written (``cancelPartitionReassignment``, ReplicationControlManager.java 3.9.2 lines
+        2067-2079, 3.6.2 lines 1850-1862): NO_REASSIGNMENT_IN_PROGRESS when none is; an unclean
+        revert (:meth:`reassignment_revert`) of a topic whose unclean leader election is off --
+        always off before 3.9.0 (:func:`kcfg.unclean_leader_election_configurable`) -- and a revert
+        left with no replica (unreachable: a partition never starts empty) are
+        INVALID_REPLICA_ASSIGNMENT; None when it is taken."""
+        revert = self.reassignment_revert(tp)
+        if revert is None:
+            return "NO_REASSIGNMENT_IN_PROGRESS"
+        replicas, _, unclean = revert
+        if not replicas or (unclean and not self.unclean_enabled(tp.topic)):
+            return "INVALID_REPLICA_ASSIGNMENT"
+        return None
+
+    def cancel_partition_reassignment(self, tp: TopicPartition) -> bool:
+        """``alterPartitionReassignment`` with a null target -> ``cancelPartitionReassignment``
+        (ReplicationControlManager.java 3.9.2 lines 2039-2097; 3.6.2 lines 1822-1877, the same with
+        ``clusterControl::isActive`` for the leader acceptor): refused as :meth:`cancel_refusal`
+        says (False, nothing written), else one builder with target replicas and ISR the revert's,
+        adding and removing cleared, the ONLINE election (UNCLEAN where the topic enables it): the
+        current leader stays if it is still in the ISR and active, else the first such replica of
+        the reverted ones leads (leader epoch +1); a replica set that lost its adding replicas
+        rewrites the same leader (``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``: leader
+        epoch +1); partition epoch +1.  No AlterPartition is waited for: the revert is written
+        whatever the ISR, so a replica it keeps may stay out of the ISR (a removed replica that fell
+        behind) until its leader adds it (:meth:`settle`).  An unclean revert's leader is counted
+        as unclean-elected (its ISR was made up; the builder itself sees a clean election)."""
+        if self.cancel_refusal(tp) is not None:
+            return False
+        revert = self.reassignment_revert(tp)
+        assert revert is not None
+        replicas, isr, unclean = revert
+        election = builder.Election.UNCLEAN if self.unclean_enabled(tp.topic) else builder.Election.ONLINE
+        written = self._change(tp, self.acceptable(tp), election=election, target_isr=isr, target_replicas=replicas,
+                               target_removing=(), target_adding=())
+        if written and unclean and self.partitions[tp].leader != NO_LEADER:
+            self.unclean_elected.add(tp)
+        return written
+
     def process_topic_config_change(self, topic: str, changes: Mapping[str, str | None]) -> None:
         """The new overrides (ConfigRecords); no election at the change (see
         :meth:`maybe_elect_unclean_leaders`)."""

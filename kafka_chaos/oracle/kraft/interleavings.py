@@ -34,6 +34,7 @@ from kafka_chaos.oracle.events import (
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
+    CancelReassignment,
     ControlledShutdown,
     ControllerFailover,
     CreateTopic,
@@ -237,6 +238,14 @@ def _apply(state: ClusterState, event: Event, event_index: int, run: Callable[[K
         _check_replicas(f"reassignment of {event.topic_partition}", event.replicas)
         concerned = {event.topic_partition}
         ctl.change_partition_reassignment(event.topic_partition, tuple(event.replicas))
+    elif isinstance(event, CancelReassignment):
+        # cancelPartitionReassignment (ReplicationControlManager.java 3.9.2 lines 2067-2097): the
+        # revert, or an error answered and nothing written
+        _check_known(state, [event.topic_partition])
+        if not ctl.cancel_partition_reassignment(event.topic_partition):
+            explicit = {event.topic_partition: Outcome.REQUEST_FAILED}
+        else:
+            concerned = {event.topic_partition}
     elif isinstance(event, (PreferredElection, UncleanElection)):
         _check_known(state, event.partitions)
         preferred = isinstance(event, PreferredElection)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kafka_chaos.oracle import CreateTopic, DeleteTopic, Reassign, predict
+from kafka_chaos.oracle import CancelReassignment, CreateTopic, DeleteTopic, Reassign, predict
 from kafka_chaos.records.schema import STALL_S, Record
 from kafka_chaos.harness.zkevents import ControllerChanged, PartitionStateWritten
 from kafka_chaos.scenarios.checks import availability
@@ -306,6 +306,8 @@ def reassignment_in_sync(obs: StepObserved, ctx: CheckContext) -> list[CheckResu
         return []
     reassigned = {(e.topic, e.partition) for e in obs.oracle_events if isinstance(e, Reassign)}
     reassigned |= {k for k, s in obs.before.partitions.items() if s.adding_replicas or s.removing_replicas}
+    # A KRaft cancellation reverts without waiting for the ISR (cancelPartitionReassignment): no completion
+    reassigned -= {(e.topic, e.partition) for e in obs.oracle_events if isinstance(e, CancelReassignment)}
     return check_reassignments_completed_in_sync(obs.before, obs.after, reassigned)
 
 

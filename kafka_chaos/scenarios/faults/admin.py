@@ -12,8 +12,26 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from kafka_chaos.oracle.mode import Mode
-from kafka_chaos.oracle import ClusterState, Event, PreferredElection, Reassign, TopicConfigChange, TopicPartition, UncleanElection
-from kafka_chaos.scenarios.faults.base import MIGRATION_ONLY, ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, admin_request, register_fault
+from kafka_chaos.oracle import (
+    CancelReassignment,
+    ClusterState,
+    Event,
+    PreferredElection,
+    Reassign,
+    TopicConfigChange,
+    TopicPartition,
+    UncleanElection,
+)
+from kafka_chaos.scenarios.faults.base import (
+    KRAFT_ONLY,
+    MIGRATION_ONLY,
+    ZOOKEEPER_ONLY,
+    FaultBase,
+    FaultEnv,
+    StepTopics,
+    admin_request,
+    register_fault,
+)
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import NoTarget, Target
@@ -69,10 +87,15 @@ class ReassignmentFault(FaultBase):
     ``via="admin"``; always on a KRaft cluster, or a migrating one whose KRaft controller is in
     charge: ``harness.kraft.admin``, ``harness.migration.admin``). Options: ``topic`` and ``moves``,
     a list of (partition, target replicas in order); a target of ``null`` cancels the partition's
-    reassignment (``via="admin"``, ZooKeeper mode: ``KafkaController.maybeBuildReassignment``, 3.9
-    line 1912, reassigns a partition being reassigned to its original replicas, and answers
-    NO_REASSIGNMENT_IN_PROGRESS for any other, writing nothing). The KRaft model has no
-    cancellation (``ReplicationControlManager``'s revert differs from a reassignment)."""
+    reassignment (``via="admin"``). ZooKeeper mode: ``KafkaController.maybeBuildReassignment``, 3.9
+    line 1912, reassigns a partition being reassigned to its original replicas (the oracle gets a
+    ``Reassign`` to them), and answers NO_REASSIGNMENT_IN_PROGRESS for any other, writing nothing.
+    KRaft: ``ReplicationControlManager.cancelPartitionReassignment`` reverts it in one record
+    (``oracle.CancelReassignment``: the adding replicas out of the replicas and the ISR, whatever the
+    ISR holds) or answers NO_REASSIGNMENT_IN_PROGRESS / INVALID_REPLICA_ASSIGNMENT (an unclean
+    revert the topic does not allow), writing nothing: those partitions are sent in a request of
+    their own, whose refusal is the predicted outcome. A migrating cluster's cancellation is not
+    modelled."""
 
     topic: str = ""
     moves: tuple[tuple[int, tuple[int, ...] | None], ...] = ()
@@ -84,6 +107,8 @@ class ReassignmentFault(FaultBase):
     # A cancelled partition being reassigned -> its original replicas (set by prepare())
     _origins: dict[int, tuple[int, ...]] = field(default_factory=dict, init=False)
     _zookeeper_controller: bool = field(default=True, init=False)
+    # KRaft: the cancelled partitions the controller refuses to revert, and why (set by prepare())
+    _refused: dict[int, str] = field(default_factory=dict, init=False)
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ReassignmentFault:
@@ -105,21 +130,35 @@ class ReassignmentFault(FaultBase):
 
     @property
     def modes(self) -> frozenset[str]:
-        return ZOOKEEPER_ONLY if self.cancels else self.mode_support
+        return ZOOKEEPER_ONLY | KRAFT_ONLY if self.cancels else self.mode_support
 
     def prepare(self, env: FaultEnv, state: ClusterState) -> None:
         self._zookeeper_controller = state.mode is Mode.ZOOKEEPER
         cancelled = [TopicPartition(self.topic, p) for p, replicas in self.moves if replicas is None]
         self._origins = {tp.partition: state.partition(tp).origin_replicas for tp in cancelled
                          if state.has_partition(tp) and state.partition(tp).is_being_reassigned}
+        self._refused = {}
+        if state.mode is Mode.KRAFT and cancelled:
+            from kafka_chaos.oracle.kraft.controller import KRaftController
+
+            controller = KRaftController(state)
+            refusals = {tp.partition: controller.cancel_refusal(tp) for tp in cancelled if state.has_partition(tp)}
+            self._refused = {p: why for p, why in refusals.items() if why is not None}
 
     def oracle_events(self) -> list[Event]:
-        """The reassignments; a cancellation's is known once :meth:`prepare` read the partition's
-        original replicas (before that, the explicit targets only: what schedule validation reads)."""
+        """The reassignments; a cancellation's is known once :meth:`prepare` read the cluster's
+        mode and, in ZooKeeper mode, the partition's original replicas (before that, the explicit
+        targets only: what schedule validation reads)."""
+        if not self._zookeeper_controller:
+            return [Reassign(self.topic, p, r) if r is not None else CancelReassignment(self.topic, p)
+                    for p, r in self.moves]
         targets = [(p, r if r is not None else self._origins.get(p)) for p, r in self.moves]
         return [Reassign(self.topic, p, r) for p, r in targets if r is not None]
 
     def inject(self, env: FaultEnv) -> None:
+        if not self._zookeeper_controller and self.cancels:
+            self._cancel_in_kraft(env)
+            return
         if self.via == "znode" or not self._zookeeper_controller:
             env.admin.write_reassignment([(self.topic, p, list(r)) for p, r in self.moves if r is not None])
             return
@@ -130,6 +169,28 @@ class ReassignmentFault(FaultBase):
         controller = env.observer.snapshot().controller
         address = env.cluster.endpoint(controller).bootstrap if controller is not None else env.bootstrap
         alter_partition_reassignments(address, {self.topic: {p: r for p, r in self.moves}})
+
+    def _cancel_in_kraft(self, env: FaultEnv) -> None:
+        """AlterPartitionReassignments through any broker (it forwards it to the active controller):
+        the moves the controller takes in one request, then the cancellations it refuses
+        (:meth:`prepare`) in another, whose error is the outcome predicted -- a MetadataError then
+        only when it is not that refusal."""
+        from kafka_chaos.harness.metadata import MetadataError, alter_partition_reassignments
+
+        taken = {p: r for p, r in self.moves if p not in self._refused}
+        if taken:
+            alter_partition_reassignments(env.bootstrap, {self.topic: taken})
+        if not self._refused:
+            return
+        try:
+            alter_partition_reassignments(env.bootstrap, {self.topic: {p: None for p in sorted(self._refused)}})
+        except MetadataError as exc:
+            if not all(why in str(exc) for why in self._refused.values()):
+                raise
+            log.info("cancellation refused, as predicted (%s): %s", self._refused, exc)
+            return
+        log.warning("cancellation of %s-%s taken, though predicted refused (%s)", self.topic,
+                    sorted(self._refused), self._refused)
 
 
 @register_fault

@@ -18,6 +18,7 @@ from kafka_chaos.oracle import (
     AutoRebalance,
     BrokerFailure,
     BrokerStartup,
+    CancelReassignment,
     ClusterState,
     ControlledShutdown,
     ControllerFailover,
@@ -249,6 +250,68 @@ def test_a_broker_cut_from_the_controllers_then_healed_is_a_fence_then_an_unfenc
     assert healed.live_brokers == {1, 2, 3}
 
 
+# cancelPartitionReassignment (ReplicationControlManager.java 3.9.2 lines 2067-2097) with
+# PartitionReassignmentRevert (lines 33-70, the same in 3.6.2): (state, expected regs of t-0, its
+# adding and removing replicas after, outcome)
+CANCEL_ROWS = [
+    # [1,2] -> [3,1] stalled on 3 (fenced): replicas [3,1,2], adding [3], removing [2]. The revert:
+    # replicas minus adding [1,2], ISR minus adding [1,2]; the leader stays, the replica set lost 3
+    # (same leader written: leader epoch +1), partition epoch +1
+    (kraft({1, 2}, {0: kp((3, 1, 2), 1, (1, 2), 4, 11, adding=(3,), removing=(2,))}),
+     ((1, 2), 1, (1, 2), 5, 12, 0), Outcome.UNCHANGED),
+    # ... [2,1] -> [3,1] reverts to [1,2], not [2,1]: originalReplicas keeps the reassignment's order
+    # (target ++ removing, minus adding), so the preferred replica becomes 1; 2 still leads
+    (kraft({1, 2}, {0: kp((3, 1, 2), 2, (2, 1), 4, 11, adding=(3,), removing=(2,))}),
+     ((1, 2), 2, (2, 1), 5, 12, 0), Outcome.UNCHANGED),
+    # [1,2] -> [3,4] with 3 caught up and 4 fenced: 3 leaves the ISR and the replicas
+    (kraft({1, 2, 3}, {0: kp((3, 4, 1, 2), 1, (1, 2, 3), 4, 12, adding=(3, 4), removing=(1, 2))}),
+     ((1, 2), 1, (1, 2), 5, 13, 0), Outcome.UNCHANGED),
+    # ... the leader an adding replica (1 was fenced meanwhile): not in the reverted ISR [2], so the
+    # first reverted replica in it and active leads -- 2 (electAnyLeader)
+    (kraft({2, 3}, {0: kp((3, 4, 1, 2), 3, (3, 2), 5, 14, adding=(3, 4), removing=(1, 2))}),
+     ((1, 2), 2, (2,), 6, 15, 0), Outcome.ELECTED),
+    # only adding replicas in sync: the revert would be unclean (ISR = [first replica]); the topic's
+    # unclean leader election is off -> INVALID_REPLICA_ASSIGNMENT, nothing written
+    (kraft({3}, {0: kp((3, 1), 3, (3,), 2, 6, adding=(3,), removing=(1,))}),
+     ((3, 1), 3, (3,), 2, 6, 0), Outcome.REQUEST_FAILED),
+    # ... on: the revert is written with ISR [1] and 1 leads -- counted unclean (its ISR was made up),
+    # though the builder, seeing 1 in the target ISR, marks no recovery
+    (kraft({1, 3}, {0: kp((3, 1), 3, (3,), 2, 6, adding=(3,), removing=(1,))}, topic_config={UNCLEAN: "true"}),
+     ((1,), 1, (1,), 3, 7, 0), Outcome.UNCLEAN_ELECTED),
+    # ... and with 1 fenced too, no acceptable replica: the revert is written leaderless, ISR [1] --
+    # the cancellation takes the partition offline until 1 is back
+    (kraft({3}, {0: kp((3, 1), 3, (3,), 2, 6, adding=(3,), removing=(1,))}, topic_config={UNCLEAN: "true"}),
+     ((1,), -1, (1,), 3, 7, 0), Outcome.NO_REPLICA_ONLINE),
+    # no reassignment in progress: NO_REASSIGNMENT_IN_PROGRESS, nothing written
+    (kraft({1, 2, 3}, THREE), ((1, 2, 3), 1, (1, 2, 3), 4, 10, 0), Outcome.REQUEST_FAILED),
+]
+
+
+@pytest.mark.parametrize("state, expected, outcome", CANCEL_ROWS)
+def test_cancelling_a_reassignment_reverts_it(state, expected, outcome) -> None:
+    prediction = predict(state, [CancelReassignment("t", 0)])
+    p = prediction.state.partition(T0)
+    assert (p.replicas, p.leader, p.isr, p.leader_epoch, p.partition_epoch, p.leader_recovery_state) == expected
+    before = state.partition(T0)
+    refused = outcome is Outcome.REQUEST_FAILED  # nothing written: the reassignment goes on
+    assert (p.adding_replicas, p.removing_replicas) == (
+        (before.adding_replicas, before.removing_replicas) if refused else ((), ()))
+    assert [o.outcome for o in prediction.outcomes if o.partition == 0] == [outcome]
+
+
+def test_a_cancellation_is_a_kraft_event() -> None:
+    zookeeper = ClusterState(live_brokers=frozenset({1, 2}), controller=1, topics={"t": TopicState(
+        {0: PartitionState((3, 1, 2), 1, (1, 2), 4, adding_replicas=(3,), removing_replicas=(2,))})})
+    with pytest.raises(ValueError, match="CancelReassignment is a KRaft event"):
+        predict(zookeeper, [CancelReassignment("t", 0)])
+    request = {"brokers": [1, 2], "topics": {"t": {"partitions": {"0": {"replicas": [1, 2], "leader": 1, "isr": [1, 2]}}}},
+               "events": [{"type": "cancel_reassignment", "topic": "t", "partition": 0}]}
+    with pytest.raises(OracleInputError, match="cancel_reassignment is a KRaft event"):
+        parse_request(request)
+    state, events = parse_request({**request, "mode": "kraft"})
+    assert events == [CancelReassignment("t", 0)] and state.mode is Mode.KRAFT
+
+
 def test_metadata_version_below_3_6_bumps_the_leader_epoch_on_every_isr_shrink() -> None:
     # MetadataVersion.isLeaderEpochBumpRequiredOnIsrShrink (server-common MetadataVersion.java 331-333)
     state = kraft({1, 2, 3}, THREE, config={"metadata.version": "3.5-IV2"})
@@ -438,7 +501,7 @@ def kraft_events(draw, state: ClusterState):
     tps = [tp for tp, _ in state.partitions()]
     kinds = ["failure", "failure", "shutdown", "startup", "startup", "rebalance", "create", "failover"]
     if tps:
-        kinds += ["reassign", "preferred", "unclean", "config", "delete", "add", "logdir"]
+        kinds += ["reassign", "preferred", "unclean", "config", "delete", "add", "logdir", "cancel"]
     kind = draw(st.sampled_from(kinds))
     if kind == "failure":
         return BrokerFailure(draw(brokers))
@@ -458,6 +521,9 @@ def kraft_events(draw, state: ClusterState):
     if kind == "reassign":
         tp = draw(st.sampled_from(tps))
         return Reassign(tp.topic, tp.partition, tuple(draw(st.permutations(BROKERS))[: draw(st.integers(1, 3))]))
+    if kind == "cancel":  # often nothing in progress: refused (a reassign before it leaves one stalled)
+        tp = draw(st.sampled_from(tps))
+        return CancelReassignment(tp.topic, tp.partition)
     if kind == "preferred":
         return PreferredElection(draw(some))
     if kind == "unclean":

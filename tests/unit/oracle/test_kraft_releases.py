@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kafka_chaos.oracle import (
     BrokerFailure,
     BrokerStartup,
+    CancelReassignment,
     ClusterState,
     ControlledShutdown,
     LogDirFailure,
@@ -245,6 +246,31 @@ def test_reassignment_completion(release, target, expected) -> None:
     p = predict(state, [Reassign("t", 0, target)]).state.partition(T0)
     assert ((p.replicas, p.leader, p.isr, p.leader_epoch, p.partition_epoch, p.leader_recovery_state),
             p.adding_replicas, p.removing_replicas) == expected
+
+
+@pytest.mark.parametrize("release, expected", [
+    # 3.6.2: uncleanLeaderElectionEnabledForTopic is false whatever the topic says
+    # (ConfigurationControlManager.java 3.6.1 lines 478-480), so an unclean revert is refused
+    # (cancelPartitionReassignment 3.6.2 lines 1850-1862): INVALID_REPLICA_ASSIGNMENT, nothing written
+    (R362, (((3, 1), 3, (3,), 2, 6, 0), Outcome.REQUEST_FAILED)),
+    # 3.9.2 reads the topic's setting: the revert is written with ISR [1]; 1 being fenced, leaderless
+    (R392, (((1,), -1, (1,), 3, 7, 0), Outcome.NO_REPLICA_ONLINE)),
+])
+def test_an_unclean_revert_needs_the_topics_unclean_election_from_3_9(release, expected) -> None:
+    state = at(kraft({3}, {0: kp((3, 1), 3, (3,), 2, 6, adding=(3,), removing=(1,))},
+                     topic_config={UNCLEAN: "true"}), release)
+    prediction = predict(state, [CancelReassignment("t", 0)])
+    p = prediction.state.partition(T0)
+    assert ((p.replicas, p.leader, p.isr, p.leader_epoch, p.partition_epoch, p.leader_recovery_state),
+            prediction.outcomes[0].outcome) == expected
+
+
+@pytest.mark.parametrize("release", [R362, R392])
+def test_a_clean_revert_is_the_same_in_3_6_and_3_9(release) -> None:
+    # the same PartitionReassignmentRevert and builder targets in both (3.6.2 lines 1863-1876 with
+    # clusterControl::isActive, 3.9.2 lines 2080-2096 with a LeaderAcceptor)
+    state = at(kraft({1, 2}, {0: kp((3, 1, 2), 2, (2, 1), 4, 11, adding=(3,), removing=(2,))}), release)
+    assert after(state, CancelReassignment("t", 0)) == {0: ((1, 2), 2, (2, 1), 5, 12, 0)}
 
 
 def test_reassignment_completion_in_the_builder() -> None:

@@ -72,6 +72,46 @@ def test_a_cancellation_reassigns_a_partition_being_reassigned_to_its_original_r
         make_fault("reassignment", NONE, {"topic": "t", "moves": [[0, None]]}, **TOPICS)
 
 
+def test_a_kraft_cancellation_is_the_models_revert_and_sends_what_kafka_refuses_apart(monkeypatch) -> None:
+    """KRaft: every cancelled partition is a CancelReassignment (the controller reverts, or refuses);
+    the refused ones (no reassignment in progress here) go in a request of their own, whose refusal
+    is the outcome predicted."""
+    from kafka_chaos.harness import metadata
+    from kafka_chaos.oracle import CancelReassignment, ClusterState, Mode, PartitionState, TopicState
+
+    cancel = make_fault("reassignment", NONE, {"topic": "t", "moves": [[0, None], [1, None]], "via": "admin"},
+                        **TOPICS)
+    assert cancel.modes == {"zookeeper", "kraft"}  # not a migrating cluster's
+    moving = PartitionState((3, 1, 2), 1, (1, 2), 4, adding_replicas=(3,), removing_replicas=(2,), partition_epoch=9)
+    before = ClusterState(frozenset({1, 2}), {"phys-t": TopicState(
+        {0: moving, 1: PartitionState((2, 1), 2, (2, 1), 0, partition_epoch=0)})}, controller=3000, mode=Mode.KRAFT)
+    cancel.prepare(None, before)  # type: ignore[arg-type]  # the environment is not read
+    assert cancel.oracle_events() == [CancelReassignment("phys-t", 0), CancelReassignment("phys-t", 1)]
+    sent: list[dict[str, Any]] = []
+
+    def alter(bootstrap: str, moves: dict[str, Any], timeout: float = 30.0) -> None:
+        sent.append(moves)
+        if moves == {"phys-t": {1: None}}:
+            raise metadata.MetadataError("AlterPartitionReassignments refused by way of b: phys-t-1: "
+                                         "NO_REASSIGNMENT_IN_PROGRESS")
+
+    class Env:
+        bootstrap = "b"
+
+    monkeypatch.setattr(metadata, "alter_partition_reassignments", alter)
+    cancel.inject(Env())  # type: ignore[arg-type]
+    assert sent == [{"phys-t": {0: None}}, {"phys-t": {1: None}}]
+    sent.clear()
+
+    def refuse_all(bootstrap: str, moves: dict[str, Any], timeout: float = 30.0) -> None:
+        sent.append(moves)
+        raise metadata.MetadataError("AlterPartitionReassignments refused by way of b: phys-t-0: NOT_CONTROLLER")
+
+    monkeypatch.setattr(metadata, "alter_partition_reassignments", refuse_all)
+    with pytest.raises(metadata.MetadataError, match="NOT_CONTROLLER"):  # not the refusal predicted
+        cancel.inject(Env())  # type: ignore[arg-type]
+
+
 def _model() -> ClusterModel:
     return ClusterModel((1, 2, 3), {"t": TopicSpec("t", {0: (1, 2), 1: (2, 3)})}, live={1, 2, 3})
 

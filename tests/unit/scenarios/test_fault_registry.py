@@ -88,9 +88,9 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
                if k not in zookeeper | quorum | migration | kraft)
     # an option can make a kind ZooKeeper mode's: the znode variants
     assert make_fault("preferred_election", ONE, {"topic": "t", "via": "znode"}, **TOPICS).modes == {"zookeeper"}
-    # and a reassignment's cancellation (the KRaft model has none)
+    # and a reassignment's cancellation (ZooKeeper mode's and KRaft's models; a migration's is not modelled)
     cancel = {"topic": "t", "moves": [[0, None]], "via": "admin"}
-    assert make_fault("reassignment", ONE, cancel, **TOPICS).modes == {"zookeeper"}
+    assert make_fault("reassignment", ONE, cancel, **TOPICS).modes == {"zookeeper", "kraft"}
 
 
 @pytest.mark.parametrize("kind", sorted(FAULTS))
