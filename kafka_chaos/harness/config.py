@@ -199,6 +199,30 @@ def _check_overrides(overrides: Mapping[str, str], where: str,
     return checked
 
 
+# The file a broker JAAS configuration (ClusterConfig.broker_jaas) is written to, in the cluster's
+# own directory (local launcher) or the broker's container (containers launcher).
+# (A file name, not a broker property: kept out of the str constants the property names are.)
+BROKER_JAAS_FILE = Path("broker_jaas.conf")
+_JAAS_CONFIG_PROPERTY = "java.security.auth.login.config"
+
+
+def check_broker_jaas(text: object, where: str) -> str:
+    """A broker JAAS configuration's text: a non-empty string (UsageError, one line, otherwise).
+    Its syntax is the JVM's to judge: a broker that cannot parse it fails to start and says why."""
+    if not isinstance(text, str):
+        raise UsageError(f"{where} must be the text of a JAAS configuration (a string), not {type(text).__name__}")
+    if not text.strip():
+        raise UsageError(f"{where} must be the text of a JAAS configuration, not an empty string")
+    if "\0" in text:
+        raise UsageError(f"{where} must not contain a NUL character")
+    return text
+
+
+def jaas_option(path: str | Path) -> str:
+    """The JVM flag that makes ``path`` the JVM's JAAS configuration."""
+    return f"-D{_JAAS_CONFIG_PROPERTY}={path}"
+
+
 ZOOKEEPER_ENSEMBLE_SIZES = (1, 3, 5)  # odd: a majority survives the loss of a minority
 ZOOKEEPER_MODE, KRAFT_MODE = "zookeeper", "kraft"
 # A ZooKeeper-mode cluster whose schedule migrates it to KRaft (KIP-866, harness.migration): it
@@ -243,6 +267,11 @@ class ClusterConfig:
     # (process.roles=controller, node ids from FIRST_CONTROLLER_ID) and the brokers.
     mode: str = ZOOKEEPER_MODE
     controllers: int = 1
+    # The text of a JAAS configuration every broker JVM gets (the launcher writes it to a file of
+    # the cluster's own and passes ``-Djava.security.auth.login.config=<file>``), as SASL brokers
+    # whose ZooKeeper is unauthenticated run: a ``KafkaServer`` section and no ``Client`` one.
+    # Listeners stay PLAINTEXT and ZooKeeper unauthenticated; None: no JAAS file.
+    broker_jaas: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -253,7 +282,8 @@ class ClusterConfig:
         if self.mode == KRAFT_MODE:
             for what, bad in (("ZooKeeper ensemble", self.zookeepers != 1), ("link proxies", self.link_proxies),
                               ("control-plane listener", self.control_plane_listener),
-                              ("second log directory", self.log_dirs != 1)):
+                              ("second log directory", self.log_dirs != 1),
+                              ("broker JAAS file", self.broker_jaas is not None)):
                 if bad:
                     raise UsageError(f"--mode kraft has no {what} (a ZooKeeper-mode feature)")
         if isinstance(self.log_dirs, bool) or not isinstance(self.log_dirs, int) or not 1 <= self.log_dirs <= MAX_LOG_DIRS:
@@ -271,6 +301,8 @@ class ClusterConfig:
             raise UsageError(f"ids must be {self.brokers} distinct broker ids >= 0, got {list(self.ids)!r}")
         if self.zk_tick_time_ms <= 0:
             raise UsageError(f"zk_tick_time_ms must be positive, got {self.zk_tick_time_ms}")
+        if self.broker_jaas is not None:
+            check_broker_jaas(self.broker_jaas, "broker_jaas")
         for name in ("broker_heap", "zookeeper_heap"):
             if not _HEAP.match(getattr(self, name)):
                 raise UsageError(f"{name} {getattr(self, name)!r} is not a JVM size like 384m or 1g")

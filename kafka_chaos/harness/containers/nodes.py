@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.config import (
+    BROKER_JAAS_FILE,
     CONTROL_PLANE_LISTENER,
     KNOWN_PROPERTIES_VERSION,
     ClusterConfig,
     broker_properties,
+    jaas_option,
     render_properties,
     zookeeper_properties,
 )
@@ -51,6 +53,8 @@ BROKER_DATA_DIR = "/var/lib/kafka/data"
 # written with the local launcher's log4j configuration (controller.log, state-change.log, ...).
 BROKER_LOGS_DIR = f"{KAFKA_HOME}/logs"
 FILE_LOG4J_CONFIG = f"{KAFKA_HOME}/config/log4j-files.properties"
+# ClusterConfig.broker_jaas, copied into every broker's container (-Djava.security.auth.login.config)
+BROKER_JAAS_CONFIG = f"{KAFKA_HOME}/config/{BROKER_JAAS_FILE}"
 ZOOKEEPER_DATA_DIR = "/var/lib/zookeeper"
 
 
@@ -313,6 +317,9 @@ class NodeStarter:
         agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics_host_port else []
         published = {EXTERNAL_PORT: host_port, **({METRICS_PORT: metrics_host_port} if metrics_host_port else {})}
         logging_options, log_config, volumes = file_logging(*log_files) if log_files else ([], {}, {})
+        if config.broker_jaas is not None:  # in the container itself: no host path to mount
+            logging_options = [*logging_options, jaas_option(BROKER_JAAS_CONFIG)]
+            log_config = {**log_config, BROKER_JAAS_CONFIG: config.broker_jaas}
         return self._start(
             broker_alias(broker_id), "broker",
             java_command(config.broker_heap,

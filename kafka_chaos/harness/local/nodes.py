@@ -18,10 +18,12 @@ from pathlib import Path
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.common.waits import WaitTimeout, wait_until
 from kafka_chaos.harness.config import (
+    BROKER_JAAS_FILE,
     CONTROL_PLANE_LISTENER,
     ZOOKEEPER_CONNECT,
     ClusterConfig,
     broker_properties,
+    jaas_option,
     render_properties,
     zookeeper_properties,
 )
@@ -255,10 +257,21 @@ def _broker_files(layout: NodeLayout, config: ClusterConfig, broker_id: int, por
     props = broker_properties(config, broker_id, zookeeper_connect=zookeeper_connect,
                               listeners=listeners, log_dir=str(node_dir / "data"), kafka_version=layout.kafka_version)
     options = list(layout.jvm_options["broker"])
+    if config.broker_jaas is not None:
+        options.append(jaas_option(write_broker_jaas(layout.run_dir, config.broker_jaas)))
     if layout.metrics_agent is not None and metrics_port is not None:
         options.append(agent_option(layout.metrics_agent[0], metrics_port, layout.metrics_agent[1], HOST))
     return props, jvm_command(layout.java, config.broker_heap, options, layout.classpath,
                               layout.log4j, node_dir / "logs", KAFKA_MAIN, node_dir / "server.properties")
+
+
+def write_broker_jaas(run_dir: Path, text: str) -> Path:
+    """``ClusterConfig.broker_jaas`` as the file every broker JVM reads
+    (``-Djava.security.auth.login.config``), in the cluster's own directory."""
+    path = run_dir / BROKER_JAAS_FILE
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
 
 
 # ---------------------------------------------------------------- readiness

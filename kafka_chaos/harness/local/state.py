@@ -83,6 +83,7 @@ def config_state(config: ClusterConfig) -> dict[str, Any]:
         "control_plane_listener": config.control_plane_listener,
         "mode": config.mode,
         "controllers": config.controllers,
+        **({"broker_jaas": config.broker_jaas} if config.broker_jaas is not None else {}),
     }
 
 
@@ -96,7 +97,8 @@ def config_from_state(c: Mapping[str, Any]) -> ClusterConfig:
         jvm_options=tuple(c["jvm_options"]), zookeepers=int(c.get("zookeepers", 1)),
         log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)),
         control_plane_listener=bool(c.get("control_plane_listener", False)),
-        mode=str(c.get("mode", "zookeeper")), controllers=int(c.get("controllers", 1)))
+        mode=str(c.get("mode", "zookeeper")), controllers=int(c.get("controllers", 1)),
+        broker_jaas=None if c.get("broker_jaas") is None else str(c["broker_jaas"]))
 
 
 def write_state(run_dir: Path, state: Mapping[str, Any]) -> Path:

@@ -385,27 +385,74 @@ def check_quorum_leader(leader: int | None, epoch: int | None, before_epoch: int
                        {"quorum_leader": leader, "epoch": epoch}, "; ".join(problems))
 
 
+# A controller elected less than this before a scrape may still be running its failover event
+# (onControllerFailover), after which its GlobalPartitionCount is first set: a shortfall then is
+# unknown (check_active_controller_count). A failover of the harness's few dozen partitions takes
+# well under a second.
+FRESH_CONTROLLER_S = 10.0
+
+
 def check_active_controller_count(controller: int | None, counts: Mapping[int, float],
-                                  changed_since: bool = False) -> CheckResult:
+                                  changed_since: bool = False, *,
+                                  partitions: Mapping[int, float] | None = None, existing: int = 0,
+                                  fresh: bool = False) -> CheckResult:
     """Every broker's own word on who is controller: exactly the one ``/controller`` names
     reports ``ActiveControllerCount`` 1 (``KafkaController.ActiveControllerCount``: 1 while
     ``isActive``), and every other broker 0 — none when ``/controller`` names no broker that
-    answered (a migration's KRaft controller, or nobody). A broker that resigned while
-    ``/controller`` still names it (KAFKA-13407: ``elect()`` returning early after a ZooKeeper
-    session change) shows as a controller nobody runs. ``changed_since``: ``/controller`` was
-    written after the snapshot, so the two reads may see different controllers (unknown)."""
+    answered (a migration's KRaft controller, or nobody). ``changed_since``: ``/controller`` was
+    written after the snapshot, so the two reads may see different controllers (unknown).
+
+    And it acts as one, when the brokers' ``GlobalPartitionCount`` is known (``partitions``; a
+    history scraped before it was exported has none, and this part is skipped): the controller
+    ``/controller`` names counts at least the ``existing`` partitions the step's snapshot shows
+    with a state znode (its context holds every partition it read or wrote:
+    ``controllerContext.partitionWithLeadersCount``), and every other broker 0
+    (``updateMetrics``: 0 unless ``isActive``). A controller that resigned while ``/controller``
+    still names it — KAFKA-13461: an auth-failure reinitialisation on a live session runs
+    ``processExpire`` (``onControllerResignation`` empties its context), then ``elect()`` reads its
+    own ``/controller`` and returns early (3.0.0 ``KafkaController.scala`` lines 1499-1510), so it
+    is active again with nothing in its context — reports ``ActiveControllerCount`` 1 but
+    ``GlobalPartitionCount`` 0 (``updateMetrics``, 3.0.0 line 1443). ``fresh``: the controller was
+    elected moments before the scrape, so it may still be in ``onControllerFailover``, whose event
+    sets the gauge only when it ends (``process``'s ``finally``, 3.0.0 line 2529): what this part
+    finds is unknown then, not a failure."""
     active = sorted(b for b, v in counts.items() if v >= 1)
     expected = [controller] if controller in counts else []
-    observed = {str(b): v for b, v in sorted(counts.items())}
-    if active == expected:
-        return CheckResult("active_controller_count", True, expected, observed,
-                           f"{len(counts)} brokers: {'only ' + str(controller) if expected else 'none'} active")
+    known = {b: v for b, v in (partitions or {}).items() if b in counts}
+    observed: Any = {str(b): v for b, v in sorted(counts.items())}
+    if known:  # the shape old histories' records keep when the gauge is absent
+        observed = {"active_controller_count": observed,
+                    "global_partition_count": {str(b): v for b, v in sorted(known.items())},
+                    "partitions_in_zookeeper": existing}
+    if active != expected:
+        if changed_since:
+            return CheckResult("active_controller_count", None, expected, observed,
+                               "/controller changed between the snapshot and the scrape")
+        named = f"/controller names {controller}" if controller is not None else "no /controller"
+        return CheckResult("active_controller_count", False, expected, observed,
+                           f"{named}; brokers reporting themselves active controller: {active or 'none'}")
+    summary = f"{len(counts)} brokers: {'only ' + str(controller) if expected else 'none'} active"
+    if not known:
+        return CheckResult("active_controller_count", True, expected, observed, summary)
+    others = {b: v for b, v in sorted(known.items()) if b not in expected and v > 0}
+    short = expected[0] if expected and expected[0] in known and known[expected[0]] < existing else None
+    if not others and short is None:
+        acts = f", its GlobalPartitionCount {known[expected[0]]:g} (>= {existing} partitions in ZooKeeper)" \
+            if expected and expected[0] in known else ""
+        return CheckResult("active_controller_count", True, expected, observed, summary + acts)
+    problems = []
+    if short is not None:
+        problems.append(f"controller {short} reports GlobalPartitionCount {known[short]:g} while ZooKeeper has "
+                        f"{existing} partitions with a state: active, but not acting as the controller")
+    problems += [f"broker {b} is not the controller but reports GlobalPartitionCount {v:g}" for b, v in others.items()]
     if changed_since:
         return CheckResult("active_controller_count", None, expected, observed,
-                           "/controller changed between the snapshot and the scrape")
-    named = f"/controller names {controller}" if controller is not None else "no /controller"
-    return CheckResult("active_controller_count", False, expected, observed,
-                       f"{named}; brokers reporting themselves active controller: {active or 'none'}")
+                           "/controller changed between the snapshot and the scrape; " + "; ".join(problems))
+    if fresh:  # the new controller's failover event, or the old one's resignation, may not have ended
+        return CheckResult("active_controller_count", None, expected, observed,
+                           "; ".join(problems) + f" (/controller written less than {FRESH_CONTROLLER_S:g} s before "
+                           "the scrape: its failover may not have ended)")
+    return CheckResult("active_controller_count", False, expected, observed, "; ".join(problems))
 
 
 def check_reassignments_completed_in_sync(before: ZkSnapshot, after: ZkSnapshot,

@@ -17,6 +17,13 @@ What the MBeans are (Kafka 3.9):
   count that went down is a reset, not a negative delta; ``EventQueueSize`` a gauge.
 * ``KafkaController`` ``OfflinePartitionsCount`` / ``ActiveControllerCount`` and ``ReplicaManager``
   ``UnderReplicatedPartitions`` / ``UnderMinIsrPartitionCount``: gauges.
+* ``KafkaController`` ``GlobalPartitionCount``: a gauge of the partitions in the active
+  controller's context (``controllerContext.partitionWithLeadersCount``, the partitions whose state
+  it read or wrote), 0 on every other broker; set by ``updateMetrics`` after every controller event
+  (3.0.0 ``KafkaController.scala`` lines 1426-1443 and 2529; 2.4.0 lines 1289-1322 and 1917; 3.9
+  lines 1478-1503 and 2665) and zeroed by ``onControllerResignation`` (3.0.0 line 464). Not in
+  :data:`MEASURED` (the ``controller_metrics`` record stays as it was): ``active_controller_count``
+  reads it (:func:`global_partition_counts`); histories before it was scraped have none.
 
 Yammer's ``Histogram.mean()`` is ``sum / count``, so ``Mean * Count`` is the exact running sum:
 the time spent over the fault is the difference of the two sums, per broker, over the brokers
@@ -155,6 +162,15 @@ def summarise(metrics: FaultMetrics) -> dict[str, Any]:
 def active_controller_counts(scrape: Mapping[int, Mapping[str, float]]) -> dict[int, float]:
     """Each answering broker's ActiveControllerCount (a broker without the gauge left out)."""
     return {int(b): v for b, v in _gauge(scrape, MEASURED["active_controllers"][0]).items()}
+
+
+GLOBAL_PARTITION_COUNT = _CONTROLLER + "kafkacontroller_globalpartitioncount"
+
+
+def global_partition_counts(scrape: Mapping[int, Mapping[str, float]]) -> dict[int, float]:
+    """Each answering broker's GlobalPartitionCount (a broker without the gauge left out: every
+    broker of a history scraped before it was exported)."""
+    return {int(b): v for b, v in _gauge(scrape, GLOBAL_PARTITION_COUNT).items()}
 
 
 def active_controller(scrape: Mapping[int, Mapping[str, float]]) -> int | None:

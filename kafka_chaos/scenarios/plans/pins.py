@@ -231,6 +231,9 @@ def scenario_pins(source: str, s: Scenario) -> list[Pin]:
     if needs.zookeepers > 1:
         pins.append(Modes(source, f"{s.name} runs on a {needs.zookeepers}-server ZooKeeper ensemble", False,
                           WITH_ZOOKEEPER))
+    if needs.broker_jaas is not None:
+        pins.append(Modes(source, f"{s.name} gives its brokers a JAAS file for their ZooKeeper client", False,
+                          WITH_ZOOKEEPER))
     if needs.kafka_version is not None:
         pins.append(Releases(source, f"{s.name} is written for Kafka {needs.kafka_version}", False,
                              frozenset({needs.kafka_version})))

@@ -19,6 +19,7 @@ from typing import Any
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.config import check_broker_jaas
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
@@ -60,13 +61,15 @@ class Schedule:
     mode: str = "zookeeper"  # "kraft": KRaft controllers instead of ZooKeeper
     controllers: int = 1  # KRaft controllers: 1 or 3
     known_bug: KnownBug | None = None  # the Kafka bug it reproduces (the corpus: scenarios.plans.corpus)
+    # A JAAS configuration's text every broker JVM gets (-Djava.security.auth.login.config; None: none)
+    broker_jaas: str | None = None
 
     @property
     def needs(self) -> ClusterNeeds:
         ids = tuple(self.brokers) if tuple(self.brokers) != tuple(range(1, len(self.brokers) + 1)) else ()
         return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers,
                             log_dirs=self.log_dirs, link_proxies=self.link_proxies, kafka_version=self.kafka_version,
-                            mode=self.mode, controllers=self.controllers)
+                            mode=self.mode, controllers=self.controllers, broker_jaas=self.broker_jaas)
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs)
@@ -104,7 +107,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                     **({"log_dirs": s.log_dirs} if s.log_dirs != 1 else {}),
                     **({"link_proxies": True} if s.link_proxies else {}),
                     **({"kafka_version": s.kafka_version} if s.kafka_version is not None else {}),
-                    **({"mode": s.mode, "controllers": s.controllers} if s.mode != "zookeeper" else {})},
+                    **({"mode": s.mode, "controllers": s.controllers} if s.mode != "zookeeper" else {}),
+                    **({"broker_jaas": s.broker_jaas} if s.broker_jaas is not None else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config), **({} if t.workload else {"workload": False})}
                    for t in s.topics],
@@ -127,7 +131,7 @@ def from_scenario(s: Scenario) -> Schedule:
     brokers = s.needs.broker_ids or tuple(range(1, s.needs.brokers + 1))
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
                     s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version,
-                    s.needs.mode, s.needs.controllers)
+                    s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -273,7 +277,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
     _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies", "kafka_version", "mode",
-                    "controllers"}, f"{where}.cluster")
+                    "controllers", "broker_jaas"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
@@ -295,6 +299,15 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.cluster.controllers", f"must be 1 or 3, not {controllers!r}")
     if mode == "zookeeper" and "controllers" in cluster:
         raise _fail(f"{where}.cluster.controllers", "KRaft controllers need \"mode\": \"kraft\" or \"migration\"")
+    broker_jaas = None
+    if "broker_jaas" in cluster:
+        try:
+            broker_jaas = check_broker_jaas(cluster["broker_jaas"], f"{where}.cluster.broker_jaas")
+        except UsageError as exc:
+            raise _fail(f"{where}.cluster.broker_jaas", str(exc).removeprefix(f"{where}.cluster.broker_jaas ")) from None
+        if mode == "kraft":
+            raise _fail(f"{where}.cluster.broker_jaas", "is for brokers with a ZooKeeper client: a ZooKeeper-mode or "
+                                                       "migration schedule")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
     if not topics or len({t.name for t in topics}) != len(topics):
@@ -305,7 +318,8 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.doc", "must be a string")
     known_bug = _known_bug(obj["known_bug"], f"{where}.known_bug") if "known_bug" in obj else None
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
-                 doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug)
+                 doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug,
+                 broker_jaas)
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

@@ -40,6 +40,8 @@ class ClusterNeeds:
     # ZooKeeper-mode cluster its steps migrate to KRaft (harness.config.MIGRATION_MODE)
     mode: str = "zookeeper"
     controllers: int = 1  # KRaft controllers (1 or 3), provisioned by a step in migration mode
+    # A JAAS configuration's text every broker JVM gets (harness.config.ClusterConfig.broker_jaas)
+    broker_jaas: str | None = None
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -55,6 +57,7 @@ class ClusterNeeds:
         ensemble = f", {self.zookeepers} ZooKeeper servers" if self.zookeepers > 1 else ""
         dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
         dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
+        dirs += ", brokers with a JAAS file" if self.broker_jaas is not None else ""
         release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
         release += f", KRaft with {self.controllers} controller{'s' if self.controllers > 1 else ''}" if self.mode == "kraft" else ""
         release += (f", migrating to {self.controllers} KRaft controller{'s' if self.controllers > 1 else ''}"
