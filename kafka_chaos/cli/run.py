@@ -57,6 +57,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                              "needing more keep theirs) [default: each scenario's own]")
     parser.add_argument("--zookeepers", type=int, choices=(1, 3, 5), default=None, metavar="N",
                         help="ZooKeeper ensemble size, 1, 3 or 5 (scenarios needing more keep theirs) [default: 1]")
+    parser.add_argument("--transactions", action="store_true",
+                        help="run the transactional workload too: transactional producers, a read-process-write copier "
+                             "and read_committed / read_uncommitted consumers on two topics of its own, judged by the "
+                             "transactional history checker (docs/transactions.md)")
     parser.add_argument("--iterations", type=int, default=1, metavar="K", help="repetitions of each scenario")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="seed for every random choice (same seed, same choices) [default: random, printed]")
@@ -103,12 +107,14 @@ def _shaped(args: argparse.Namespace, chosen: Sequence[Scenario]) -> list[Scenar
     --controllers (never fewer than a scenario needs), on --mode. Without --mode, --controllers
     applies when every scenario is a KRaft one."""
     from kafka_chaos.scenarios.plans.catalogue import with_brokers, with_mode, with_zookeepers
+    from kafka_chaos.scenarios.plans.transactional import with_transactions
 
     modes = {s.needs.mode for s in chosen}
     mode = args.mode or (modes.pop() if len(modes) == 1 else None)
     if args.controllers is not None and mode != "kraft":
         raise UsageError("--controllers needs --mode kraft")
-    return [with_mode(with_zookeepers(with_brokers(s, args.brokers), args.zookeepers), mode, args.controllers)
+    return [with_transactions(with_mode(with_zookeepers(with_brokers(s, args.brokers), args.zookeepers), mode,
+                                        args.controllers), getattr(args, "transactions", False))
             for s in chosen]
 
 

@@ -35,6 +35,7 @@ from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
 from kafka_chaos.scenarios.checks import client_history as hc
+from kafka_chaos.scenarios.checks.transactions import check_transactions, workload_figures
 from kafka_chaos.scenarios.checks import latency as lat
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps
 from kafka_chaos.scenarios.clients.delivery import DeliveryReport, validate_delivery
@@ -69,6 +70,7 @@ from kafka_chaos.scenarios.history.observations import (
     ScenarioFinished,
     ScenarioSkipped,
     StepObserved,
+    merged_txn,
 )
 from kafka_chaos.scenarios.model.ledger import ITERATION, STEP, TOPIC_CREATION
 from kafka_chaos.scenarios.model.snapshots import (
@@ -754,6 +756,18 @@ def history(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
     counted apart (``observed.allowed``), and so are the messages ``delete_records`` removed
     (``observed.deleted``, where a step recorded low watermarks)."""
     return _history_results(obs, ctx)
+
+
+@register_check("transactions", ScenarioFinished)
+def transactions(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
+    """The transactional history checker (:mod:`scenarios.checks.transactions`, issue 43) over
+    every stretch the transactional workload recorded (history v11) and its final read-back: one
+    result per anomaly class (``txn_<class>``), the permitted write cycles measured (``txn_g0``),
+    and the workload's figures (``txn_workload``); nothing for a scenario without it."""
+    history = merged_txn([*ctx.earlier, obs])
+    if history is None:
+        return []
+    return [workload_figures(history), *check_transactions(history)]
 
 
 # --- where the time went (scenarios.checks.time_ledger) ------------------------------------------

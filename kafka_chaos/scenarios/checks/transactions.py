@@ -109,7 +109,7 @@ from typing import Any
 
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.clients.txn_ops import (
-    ABORTED, COMMITTED, READ_COMMITTED, READ_UNCOMMITTED, READBACK, Txn, TxnHistory, TxnSend,
+    ABORTED, COMMITTED, READ_COMMITTED, READ_UNCOMMITTED, READBACK, UNKNOWN, Txn, TxnHistory, TxnSend,
 )
 
 ABORTED_READ = "txn_aborted_read"
@@ -755,6 +755,28 @@ def check_transactions(history: TxnHistory) -> list[CheckResult]:
     """One :class:`CheckResult` per class of :data:`CLASSES` (passed True when none fired, None
     when the history cannot judge it) and the :data:`G0` measurement, in that order."""
     return _results(analyse(history))
+
+
+def workload_figures(history: TxnHistory) -> CheckResult:
+    """The ``txn_workload`` measurement: transaction attempts per outcome (and per transactional
+    id), records each consumer received, the read-back's records and the groups' final offsets."""
+    outcomes = {o: sum(1 for t in history.txns if t.outcome == o) for o in (COMMITTED, ABORTED, UNKNOWN)}
+    per_id: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys((COMMITTED, ABORTED, UNKNOWN), 0))
+    for t in history.txns:
+        per_id[t.txn_id][t.outcome] += 1
+    reads: dict[str, int] = defaultdict(int)
+    for r in history.reads:
+        reads[r.consumer] += 1
+    readback = None if history.readback is None else sum(len(rb.records) for rb in history.readback)
+    errors = sorted({t.error for t in history.txns if t.error})
+    observed = {**outcomes, "by_txn_id": dict(sorted(per_id.items())), "reads": dict(sorted(reads.items())),
+                "readback": readback, "resets": len(history.resets), "errors": errors[:20],
+                "group_offsets": None if history.group_offsets is None else len(history.group_offsets)}
+    detail = (f"{outcomes[COMMITTED]} committed, {outcomes[ABORTED]} aborted, {outcomes[UNKNOWN]} unknown "
+              f"transaction(s) of {len(per_id)} transactional id(s); "
+              + ", ".join(f"{c} read {n}" for c, n in sorted(reads.items()))
+              + (f"; read-back {readback} record(s)" if readback is not None else "; no read-back"))
+    return CheckResult("txn_workload", None, None, observed, detail, kind="measurement")
 
 
 def fired(results: Iterable[CheckResult]) -> set[str]:

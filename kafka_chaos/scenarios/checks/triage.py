@@ -46,6 +46,10 @@ _BY_CHECK = {
     # Kafka's guarantees; how the producer's own sends came back may be the client library's.
     **{f"history_{a}": KAFKA for a in ("lost_write", "unseen", "duplicate", "inconsistent_offsets",
                                        "nonmonotonic_poll", "poll_skip")},
+    # The transactional history (scenarios.checks.transactions): what read_committed promises.
+    **{f"txn_{a}": KAFKA for a in ("aborted_read", "torn", "lost_write", "duplicate", "nonmonotonic_read",
+                                   "read_past_lso", "g1c", "offsets_without_writes", "writes_without_offsets",
+                                   "outcome_contradiction")},
 }
 
 

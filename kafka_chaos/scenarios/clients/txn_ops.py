@@ -237,6 +237,21 @@ class TxnHistory:
         levels[READBACK] = READ_COMMITTED
         return levels
 
+    @classmethod
+    def merged(cls, parts: Sequence[TxnHistory]) -> TxnHistory:
+        """One history of consecutive stretches (each step's cut, then the scenario's end): their
+        transactions, reads and resets in order, every consumer declared once (the first
+        declaration of a name wins), the last read-back and group offsets given."""
+        consumers: dict[str, TxnConsumer] = {}
+        for part in parts:
+            for c in part.consumers:
+                consumers.setdefault(c.name, c)
+        readback = next((p.readback for p in reversed(parts) if p.readback is not None), None)
+        group_offsets = next((p.group_offsets for p in reversed(parts) if p.group_offsets is not None), None)
+        return cls(tuple(t for p in parts for t in p.txns), tuple(consumers.values()),
+                   tuple(r for p in parts for r in p.reads), tuple(r for p in parts for r in p.resets),
+                   readback, group_offsets)
+
     def to_dict(self) -> dict[str, Any]:
         return {"txns": [t.to_list() for t in self.txns], "consumers": [c.to_list() for c in self.consumers],
                 "reads": [r.to_list() for r in self.reads], "resets": [r.to_list() for r in self.resets],

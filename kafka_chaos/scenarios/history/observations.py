@@ -54,6 +54,13 @@ Version 10 adds ``outcome`` to a fault step's ``traits`` where the fault has one
 its own requests were answered: ``delete_records`` records each partition's low watermark,
 :mod:`scenarios.faults.records`, which the delivery and history checks read); other steps are
 written as version 9 wrote them.
+
+Version 11 adds ``txn`` to ``step`` and ``finished`` where the scenario runs the transactional
+workload (:mod:`scenarios.clients.txn_workload`, issue 43): what its clients recorded since the
+previous cut as a :class:`scenarios.clients.txn_ops.TxnHistory` (transaction attempts, reads,
+resets), at ``finished`` with the final ``read_committed`` read-back and the copier's group's
+committed offsets; the ``transactions`` check merges them (:func:`merged_txn`). Observations
+without one are written as version 10 wrote them.
 """
 
 from __future__ import annotations
@@ -71,6 +78,7 @@ from kafka_chaos.oracle import ClusterState, Event
 from kafka_chaos.scenarios.clients import codec
 from kafka_chaos.scenarios.clients.ops import ClientOps, ops_from_dict, ops_to_dict
 from kafka_chaos.scenarios.clients.producer_log import ProducerIdGiven
+from kafka_chaos.scenarios.clients.txn_ops import TxnHistory
 from kafka_chaos.scenarios.history.controller_log import LogEvent
 from kafka_chaos.scenarios.history import disk, replica_logs
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics
@@ -91,8 +99,9 @@ HISTORY_FILE = "history.jsonl"
 # 9: the producer ids the brokers handed the harness itself (ScenarioFinished.granted) and what each
 # KRaft voter said of the quorum (StepObserved.quorum).
 # 10: what a fault's own requests were answered (FaultTraits.outcome: delete_records' low watermarks).
-HISTORY_VERSION = 10
-READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+# 11: the transactional workload's stretches (StepObserved.txn, ScenarioFinished.txn).
+HISTORY_VERSION = 11
+READABLE_HISTORY_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 
 
 
@@ -251,6 +260,9 @@ class StepObserved:
     # voter -> what it said of the quorum when the measurement closed (scenarios.history.quorum;
     # history v9); None: no KRaft quorum, or an older history.
     quorum: Mapping[int, VoterAnswer] | None = None
+    # What the transactional workload recorded since the previous cut (history v11); None: the
+    # scenario runs none, or an older history.
+    txn: TxnHistory | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -286,6 +298,7 @@ class StepObserved:
             **({"replica_logs": replica_logs.logs_to_json(self.replica_logs)} if self.replica_logs is not None else {}),
             **({"quorum": {str(v): a.to_list() for v, a in sorted(self.quorum.items())}}
                if self.quorum is not None else {}),
+            **({"txn": self.txn.to_dict()} if self.txn is not None else {}),
         }
 
     @classmethod
@@ -316,7 +329,8 @@ class StepObserved:
                 int(b): disk.answer_from_json(a) for b, a in d["on_disk"].items()},
             replica_logs=None if d.get("replica_logs") is None else replica_logs.logs_from_json(d["replica_logs"]),
             quorum=None if d.get("quorum") is None else {
-                int(v): VoterAnswer.from_list(a) for v, a in d["quorum"].items()})
+                int(v): VoterAnswer.from_list(a) for v, a in d["quorum"].items()},
+            txn=TxnHistory.from_dict(d["txn"]) if d.get("txn") is not None else None)
 
 
 def _ledger_to_dict(ledger: TimeLedger) -> dict[str, Any]:
@@ -370,13 +384,17 @@ class ScenarioFinished:
     # The producer ids the brokers handed the harness's own InitProducerIds: when the cluster was
     # acquired and once more after healing (history v9; None before).
     granted: tuple[ProducerIdGiven, ...] | None = None
+    # The transactional workload's last stretch, with its read-back and group offsets (history
+    # v11; None: no transactional workload, or an older history).
+    txn: TxnHistory | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "finished", "run": self.run.to_dict(), "started_at": self.started_at,
                 "finished_at": self.finished_at, "healed": self.healed,
                 "deliveries": [t.to_dict() for t in self.deliveries], "ops": ops_to_dict(self.ops),
                 **_ledger_to_dict(self.ledger),
-                **({"granted": [g.to_list() for g in self.granted]} if self.granted is not None else {})}
+                **({"granted": [g.to_list() for g in self.granted]} if self.granted is not None else {}),
+                **({"txn": self.txn.to_dict()} if self.txn is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScenarioFinished:
@@ -384,7 +402,8 @@ class ScenarioFinished:
         return cls(ScenarioRun.from_dict(d["run"]), d["started_at"], d["finished_at"], d["healed"],
                    tuple(TopicDelivery.from_dict(t) for t in d["deliveries"]), ops_from_dict(d.get("ops")),
                    TimeLedger.from_list(d.get("ledger")),
-                   tuple(ProducerIdGiven.from_list(g) for g in granted) if granted is not None else None)
+                   tuple(ProducerIdGiven.from_list(g) for g in granted) if granted is not None else None,
+                   TxnHistory.from_dict(d["txn"]) if d.get("txn") is not None else None)
 
 
 @dataclass(frozen=True)
@@ -490,6 +509,13 @@ def read_history(path: Path) -> Iterator[Observation | HistoryProblem]:
                 yield observation_from_json(line)
             except (ValueError, KeyError, TypeError) as exc:
                 yield HistoryProblem(path, number, f"{type(exc).__name__}: {exc}")
+
+
+def merged_txn(observations: Sequence[Observation]) -> TxnHistory | None:
+    """The transactional workload's whole history from one scenario iteration's observations
+    (their stretches in order, :meth:`TxnHistory.merged`); None when none holds one."""
+    parts = [o.txn for o in observations if isinstance(o, (StepObserved, ScenarioFinished)) and o.txn is not None]
+    return TxnHistory.merged(parts) if parts else None
 
 
 def group_by_scenario(observations: Sequence[Observation]) -> dict[tuple[str, str, int], list[Observation]]:

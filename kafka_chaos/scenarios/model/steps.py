@@ -23,6 +23,9 @@ class TopicSpec:
     config: Mapping[str, str] = field(default_factory=frozen)
     # False: no producer or consumers on it (a topic a step deletes: its clients would only fail)
     workload: bool = True
+    # True: the transactional workload's (scenarios.clients.txn_workload): the first such topic of a
+    # scenario is its input, the second its output; no idempotent producer (``workload`` False)
+    transactional: bool = False
 
     @property
     def partitions(self) -> tuple[int, ...]:

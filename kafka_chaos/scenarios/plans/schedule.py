@@ -23,6 +23,7 @@ from kafka_chaos.harness.config import check_broker_jaas
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
+from kafka_chaos.scenarios.plans.transactional import transactional_topics, with_transactional_topics
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds, KnownBug, Scenario, validate_steps
 from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault
@@ -110,7 +111,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                     **({"mode": s.mode, "controllers": s.controllers} if s.mode != "zookeeper" else {}),
                     **({"broker_jaas": s.broker_jaas} if s.broker_jaas is not None else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
-                    "config": dict(t.config), **({} if t.workload else {"workload": False})}
+                    "config": dict(t.config),
+                    **({"workload": "transactional"} if t.transactional else {} if t.workload else {"workload": False})}
                    for t in s.topics],
         "steps": [_step_to_json(st) for st in s.steps],
         **({"known_bug": s.known_bug.to_json()} if s.known_bug is not None else {}),
@@ -203,10 +205,14 @@ def _topic(value: Any, where: str, brokers: tuple[int, ...]) -> TopicSpec:
         raise _fail(f"{where}.assignment", f"partitions must be 0..n-1 with 1 <= n <= {MAX_PARTITIONS}")
     if len({len(r) for r in assignment.values()}) != 1:
         raise _fail(f"{where}.assignment", "every partition needs the same replication factor")
-    workload = obj.get("workload", True)  # false: an unproduced topic (one a step deletes)
-    if not isinstance(workload, bool):
-        raise _fail(f"{where}.workload", f"expected true or false, not {workload!r}")
-    return TopicSpec(name, assignment, _string_map(obj.get("config", {}), f"{where}.config"), workload)
+    # false: an unproduced topic (one a step deletes); "transactional": the transactional workload's
+    # (scenarios.plans.transactional: the first such topic is its input, the second its output)
+    workload = obj.get("workload", True)
+    if not isinstance(workload, bool) and workload != "transactional":
+        raise _fail(f"{where}.workload", f"expected true, false or \"transactional\", not {workload!r}")
+    transactional = workload == "transactional"
+    return TopicSpec(name, assignment, _string_map(obj.get("config", {}), f"{where}.config"),
+                     workload is True, transactional)
 
 
 def selector_from_json(value: Any, where: str) -> Any:
@@ -269,9 +275,28 @@ def _known_bug(value: Any, where: str) -> KnownBug:
     return KnownBug(jira, affected, fixed, _str(obj.get("caught_by"), f"{where}.caught_by"))
 
 
+def _with_workload(obj: Mapping[str, Any], topics: tuple[TopicSpec, ...], where: str) -> tuple[TopicSpec, ...]:
+    """The topics with what the schedule's ``workload`` asks: ``{"transactions": true}`` adds the
+    transactional workload's two topics (:func:`scenarios.plans.transactional.with_transactional_topics`)."""
+    on = False
+    if "workload" in obj:
+        workload = _object(obj["workload"], where)
+        _only(workload, {"transactions"}, where)
+        on = workload.get("transactions", False)
+        if not isinstance(on, bool):
+            raise _fail(f"{where}.transactions", f"expected true or false, not {on!r}")
+    try:
+        if on:
+            return with_transactional_topics(topics)
+        transactional_topics(topics)
+    except UsageError as exc:
+        raise _fail(where, str(exc)) from None
+    return topics
+
+
 def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     obj = _object(data, where)
-    _only(obj, {"schedule_version", "name", "doc", "cluster", "topics", "steps", "known_bug"}, where)
+    _only(obj, {"schedule_version", "name", "doc", "cluster", "topics", "steps", "known_bug", "workload"}, where)
     if obj.get("schedule_version") != SCHEDULE_VERSION:
         raise _fail(f"{where}.schedule_version", f"must be {SCHEDULE_VERSION}, not {obj.get('schedule_version')!r}")
     name = _str(obj.get("name"), f"{where}.name")
@@ -310,6 +335,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
                                                        "migration schedule")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
+    topics = _with_workload(obj, topics, f"{where}.workload")
     if not topics or len({t.name for t in topics}) != len(topics):
         raise _fail(f"{where}.topics", "must be at least one topic, names distinct")
     steps = tuple(_step(s, f"{where}.steps[{i}]") for i, s in enumerate(_list(obj.get("steps"), f"{where}.steps")))

@@ -29,6 +29,7 @@ whose results become records (fsync'ed) — the same function ``kafka-chaos chec
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
@@ -49,6 +50,7 @@ from kafka_chaos.scenarios.plans.spec import Scenario
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate, to_records
 from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.clients.ops import ClientOps
+from kafka_chaos.scenarios.clients.txn_ops import ReadBack, TxnHistory, TxnOffset
 from kafka_chaos.scenarios.clients.producer_log import ProducerIdGiven
 from kafka_chaos.scenarios.run.client_cuts import client_activity, client_ops, wait_for_clients, with_read_back
 from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor
@@ -78,12 +80,14 @@ from kafka_chaos.scenarios.model.ledger import (
     TimeLedger,
 )
 from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, is_settled
+from kafka_chaos.scenarios.plans.transactional import transactional_topics
 from kafka_chaos.scenarios.run.pool import ClusterPool
 from kafka_chaos.scenarios.run.step import Prepared, StepClients, StepCore, StepNaming, StepTimeouts
 from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run starts them
     from kafka_chaos.scenarios.clients.consumers import Consumers
+    from kafka_chaos.scenarios.clients.txn_workload import TxnWorkload
     from kafka_chaos.scenarios.clients.workload import Workload
 
 log = logging.getLogger(__name__)
@@ -265,12 +269,13 @@ class Runner:
                 self._stop_consumers(ctx)
             self._emit(ctx.checks, ctx.outcome, ScenarioFinished(
                 ctx.run, started, time.time(), str(exc), (), client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None),
-                ctx.ledger()))
+                ctx.ledger(), txn=ctx.txn.cut() if ctx.txn is not None else None))
             return
         with ctx.clock.phase(WORKLOAD_STOP):
             self._stop_consumers(ctx)  # healed: a group member leaves its group at once
         with ctx.clock.phase(READ_BACK):
             deliveries = self._read_back(ctx)
+            txn = self._txn_read_back(ctx)
             self._ask_fresh_producer_ids(ctx)
         ops = client_ops(ctx.workloads, ctx.consumers, ctx.ops_cut, None)
         for physical, w in ctx.workloads.items():  # the read-back is the last poll of every partition
@@ -282,7 +287,33 @@ class Runner:
         finally:
             self._emit(ctx.checks, ctx.outcome, ScenarioFinished(ctx.run, started, finished_at, None,
                                                                  tuple(deliveries), ops, ctx.ledger(),
-                                                                 granted=harness_producer_ids(ctx.granted)))
+                                                                 granted=harness_producer_ids(ctx.granted), txn=txn))
+
+    def _txn_read_back(self, ctx: _Context) -> TxnHistory | None:
+        """The transactional workload's last stretch with its final read-back (read_committed,
+        every transactional id fenced first: nothing left open) and the copier's group's committed
+        offsets; either None, said, when it could not be read."""
+        from kafka_chaos.scenarios.clients.txn_workload import TxnWorkloadError
+
+        w = ctx.txn
+        if w is None:
+            return None
+        readback: tuple[ReadBack, ...] | None = None
+        offsets: tuple[TxnOffset, ...] | None = None
+        if "txn" not in ctx.workload_errors:
+            unfenced = w.fence()
+            if unfenced:
+                self._step_progress(ctx, f"transactional ids {unfenced} could not be fenced after healing")
+            self._step_progress(ctx, f"reading {', '.join(w.topics)} back at read_committed")
+            try:
+                readback = w.read_back(timeout=self.options.verify_timeout)
+                offsets = w.group_offsets()
+            except TxnWorkloadError as exc:
+                self._step_progress(ctx, f"transactional read-back: {exc}")
+        counts = w.counts()
+        self._step_progress(ctx, f"transactions: {counts['committed']} committed, {counts['aborted']} aborted, "
+                                 f"{counts['unknown']} unknown; {counts['reads']} reads")
+        return w.cut(readback, offsets)
 
     def _ask_fresh_producer_ids(self, ctx: _Context) -> None:
         """Every broker asked for one more producer id once the faults are healed, as a producer
@@ -335,6 +366,12 @@ class Runner:
                 w.stop(drain_timeout=drain_timeout)
             except Exception as exc:  # noqa: BLE001 - recorded as unknown delivery
                 ctx.workload_errors[w.topic] = str(exc)
+        if ctx.txn is not None:  # each producer and the copier end their transaction first
+            try:
+                ctx.txn.stop_writers()
+            except Exception as exc:  # noqa: BLE001 - its history so far is kept and judged
+                log.warning("transactional workload: %s", exc)
+                ctx.workload_errors["txn"] = str(exc)
 
     def _stop_consumers(self, ctx: _Context) -> None:
         """Stop the consumers (after healing, so they catch up and close quickly). A consumer
@@ -346,6 +383,12 @@ class Runner:
             except Exception as exc:  # noqa: BLE001 - reported; the polls so far are kept
                 log.warning("consumers of %s: %s", topic, exc)
                 self._step_progress(ctx, f"consumers of {topic} failed: {exc}")
+        if ctx.txn is not None:
+            try:
+                ctx.txn.stop_readers()
+            except Exception as exc:  # noqa: BLE001 - reported; the reads so far are kept
+                log.warning("transactional readers: %s", exc)
+                self._step_progress(ctx, f"transactional readers failed: {exc}")
 
     # topics and workload -------------------------------------------------------------------
 
@@ -399,8 +442,28 @@ class Runner:
                 c.start()
         for w in ctx.workloads.values():
             w.start()
+        self._start_transactions(ctx)
         for w in ctx.workloads.values():  # the workload is really flowing before any fault
             w.wait_for_acks(timeout=30.0)
+        if ctx.txn is not None:
+            missing = ctx.txn.wait_for_commits(timeout=60.0)
+            if missing:
+                self._step_progress(ctx, f"no transaction committed yet by {', '.join(missing)}")
+
+    def _start_transactions(self, ctx: _Context) -> None:
+        """The transactional workload on the scenario's transactional topics, if it has them
+        (:mod:`scenarios.plans.transactional`); seeded like the steps' choices."""
+        from kafka_chaos.scenarios.clients.txn_workload import TxnWorkload
+
+        pair = transactional_topics(ctx.scenario.topics)
+        if pair is None:
+            return
+        source, sink = pair
+        ctx.txn = TxnWorkload(ctx.cluster.bootstrap_servers, ctx.topic_names[source.name], list(source.partitions),
+                              ctx.topic_names[sink.name], list(sink.partitions),
+                              seed=f"{self.options.seed}:{ctx.scenario.name}:{ctx.iteration}",
+                              client_id=f"kafka-chaos-{ctx.scenario.name}")
+        ctx.txn.start()
 
     # steps ----------------------------------------------------------------------------------
 
@@ -439,6 +502,9 @@ class Runner:
             copy_node_logs(self.pool.held(), target)
             debug = {f"consumer-group-{topic}": c.debug_lines for topic, c in (ctx.consumers if ctx else {}).items()}
             debug.update({f"producer-{topic}": w.debug_lines for topic, w in (ctx.workloads if ctx else {}).items()})
+            if ctx is not None and ctx.txn is not None:
+                for txn_id, lines in ctx.txn.debug_lines().items():
+                    debug[f"txn-producer-{txn_id}"] = functools.partial(list, lines)
             for name, debug_lines in debug.items():
                 lines = debug_lines()
                 if lines:
@@ -473,6 +539,9 @@ class _WorkloadClients(StepClients):
     def ops(self, until: float) -> Mapping[str, ClientOps]:
         return client_ops(self._ctx.workloads, self._ctx.consumers, self._ctx.ops_cut, until)
 
+    def txn(self) -> TxnHistory | None:
+        return self._ctx.txn.cut() if self._ctx.txn is not None else None
+
 
 def harness_producer_ids(granted: Sequence[ProducerIdGrant]) -> tuple[ProducerIdGiven, ...]:
     """The harness's own InitProducerIds as the producer instances they are to the cluster: one
@@ -499,6 +568,7 @@ class _Context:
     workloads: dict[str, Workload] = field(default_factory=dict)
     workload_errors: dict[str, str] = field(default_factory=dict)
     consumers: dict[str, Consumers] = field(default_factory=dict)
+    txn: TxnWorkload | None = None  # the transactional workload (scenarios.clients.txn_workload), if it runs
     ops_cut: float = 0.0  # the clients' operations up to here are in an emitted observation
     granted: list[ProducerIdGrant] = field(default_factory=list)  # the harness's own InitProducerIds
 

@@ -40,6 +40,7 @@ from kafka_chaos.oracle.kraft.migration import MIGRATING_ZK_BROKERS
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.run.migration_view import migration_status, observe_migration
 from kafka_chaos.scenarios.clients.ops import ClientOps
+from kafka_chaos.scenarios.clients.txn_ops import TxnHistory
 from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_lines
 from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape
 from kafka_chaos.scenarios.checks.expectations import (
@@ -117,6 +118,10 @@ class StepClients:
 
     def ops(self, until: float) -> Mapping[str, ClientOps]:
         return {}
+
+    def txn(self) -> TxnHistory | None:
+        """What the transactional workload recorded since the previous cut (None: it runs none)."""
+        return None
 
 
 @dataclass
@@ -285,7 +290,7 @@ class StepCore:
             convergence_timeout_s=self.timeouts.convergence, excused=tuple(sorted(self.nemesis.faulted_brokers)),
             metadata=metadata, sightings=sightings, events=tuple(self.observer.events_since(fault_at)),
             clients=clients.activity(window_start, measured_at), measured_at=measured_at, finished_at=time.time(),
-            ops=clients.ops(measured_at),
+            ops=clients.ops(measured_at), txn=clients.txn(),
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
             controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger(), replica_logs=in_sync_logs,
             quorum=quorum)

@@ -142,7 +142,7 @@ def test_time_ledgers_round_trip_and_an_older_history_reads_as_empty_ledgers() -
         line = observation_to_json(obs)
         assert json.loads(line)["ledger"] == obs.ledger.to_list()
         assert observation_from_json(line) == obs
-    assert HISTORY_VERSION == 10 and READABLE_HISTORY_VERSIONS == frozenset(range(1, 11))
+    assert HISTORY_VERSION == 11 and READABLE_HISTORY_VERSIONS == frozenset(range(1, 12))
     for obs in _every_kind():
         data = json.loads(observation_to_json(obs))
         assert "ledger" not in data

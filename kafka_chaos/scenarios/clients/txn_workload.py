@@ -1,0 +1,697 @@
+"""The transactional workload, librdkafka side (issue 43): confluent-kafka transactional producers,
+a read-process-write copier and ``read_committed`` / ``read_uncommitted`` consumers over two
+topics, recorded as :mod:`scenarios.clients.txn_ops` data for the transactional history checker
+(:mod:`scenarios.checks.transactions`).
+
+* **Producers** (``producers`` of them, each its own ``transactional.id`` and thread): a
+  transaction of 2-4 messages over partitions of both topics (the first to the input topic,
+  the second to the output topic, the rest anywhere; seeded), committed, or aborted one time in
+  ``abort_every`` (seeded) — flushed first, so the aborted messages are in the log and only the
+  abort markers keep them from a ``read_committed`` reader. Every attempt is one :class:`Txn` with the outcome the client saw
+  (:func:`on_commit_error`, :func:`txn_outcome`): ``commit_transaction`` returned: committed;
+  the commit was never called (a planned abort, a produce or ``send_offsets_to_transaction``
+  that failed): aborted; the commit failed with an error that requires an abort, first time,
+  and ``abort_transaction`` returned: aborted; anything else (a retriable commit error past
+  :data:`COMMIT_RETRIES`, a fatal error, a fenced producer): unknown — and the instance is
+  replaced by a new one of the same ``transactional.id``, whose ``init_transactions`` fences it
+  (and completes or aborts what it left open).
+* **The copier** (one read-process-write loop): consumes a batch of the input topic at
+  ``read_committed`` as a member of its own group, then in one transaction produces each
+  record's key to the output topic (input partition modulo the output's partitions) and sends
+  the consumer's positions past the batch with ``send_offsets_to_transaction``; it aborts one
+  time in ``abort_every`` (seeded), and after an abort or an unknown outcome it seeks back to
+  its group's committed offsets (a reset of its reads) and processes the input again.
+* **Readers**: ``rc`` (assign, ``read_committed``), ``ru`` (assign, ``read_uncommitted``) and
+  ``rc_group`` (a group member, ``read_committed``, auto-commit), each over every partition of
+  both topics from the beginning.
+
+Every key is unique per topic (``<run>-<producer>-<seq>-<n>``); the copier re-sends the input's
+keys to the output topic. What happened is taken out in stretches (:meth:`TxnWorkload.cut`):
+each step stores what was recorded since the previous cut, so a run's stretches hold every
+transaction and read once. After healing, :meth:`TxnWorkload.fence` gives each
+``transactional.id`` one more ``init_transactions`` (nothing may stay open: the last stable
+offset must reach the high watermark), then :meth:`TxnWorkload.read_back` reads both topics at
+``read_committed`` from the log start and :meth:`TxnWorkload.group_offsets` the copier's
+group's committed offsets.
+
+Producer ids and epochs are librdkafka's own account (``debug=eos``, "Acquired PID{...}",
+:func:`scenarios.clients.producer_log.producer_ids_given`), taken for each transaction from the
+instance that ran it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.scenarios.clients.debug_ring import DebugRing
+from kafka_chaos.scenarios.clients.ops import ConsumerReset
+from kafka_chaos.scenarios.clients.producer_log import ACQUIRED_PID, ProducerIdGiven, producer_ids_given
+from kafka_chaos.scenarios.clients.txn_ops import (
+    ABORTED,
+    COMMITTED,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    UNKNOWN,
+    ReadBack,
+    Txn,
+    TxnConsumer,
+    TxnHistory,
+    TxnOffset,
+    TxnRead,
+    TxnSend,
+)
+
+log = logging.getLogger(__name__)
+
+# What to do after commit_transaction (or abort_transaction) raised.
+RETRY, ABORT, GIVE_UP = "retry", "abort", "give_up"
+COMMIT_RETRIES = 3  # a retriable commit error (a timeout: the commit goes on in the background) is retried this often
+ABORT_RETRIES = 3
+_COMMIT_TIMEOUT_S = 15.0
+_INIT_TIMEOUT_S = 20.0
+_OFFSETS_TIMEOUT_S = 10.0
+# The coordinator aborts a transaction open longer than this; librdkafka's message.timeout.ms
+# may not exceed it. Long enough for a leader's failover (6 s session) and a commit's retries.
+_TRANSACTION_TIMEOUT_MS = 30_000
+_SOCKET_TIMEOUT_MS = 10_000
+_PACE_S = 0.15  # between a producer's transactions
+_STOP_GRACE_S = 90.0  # a thread ends its transaction first: commits, retries, a new instance
+_POLL_S = 0.2
+_BATCH = 200
+_COPY_BATCH = 20
+_DEBUG_LINES = 20_000
+
+RC, RU, RC_GROUP, COPIER = "rc", "ru", "rc_group", "copier"
+
+
+class TxnWorkloadError(HarnessError):
+    """The transactional workload could not run or could not read its topics back (one line)."""
+
+
+# --- outcomes: what the client saw (pure) --------------------------------------------------------
+
+def on_commit_error(err: KafkaError, failed_before: int, retries: int = COMMIT_RETRIES) -> str:
+    """What to do after ``commit_transaction`` raised ``err``, ``failed_before`` earlier attempts
+    of this commit having failed: :data:`GIVE_UP` on a fatal error (a fenced producer among
+    them), :data:`ABORT` when the error requires an abort (``txn_requires_abort``),
+    :data:`RETRY` a retriable one (a timeout: the commit goes on in the background) while
+    attempts are left, else :data:`GIVE_UP`."""
+    if err.fatal():
+        return GIVE_UP
+    if err.txn_requires_abort():
+        return ABORT
+    if err.retriable() and failed_before < retries:
+        return RETRY
+    return GIVE_UP
+
+
+def on_abort_error(err: KafkaError, failed_before: int, retries: int = ABORT_RETRIES) -> str:
+    """After ``abort_transaction`` raised: :data:`RETRY` a retriable, non-fatal error while
+    attempts are left, else :data:`GIVE_UP` (the instance is replaced)."""
+    return RETRY if err.retriable() and not err.fatal() and failed_before < retries else GIVE_UP
+
+
+def txn_outcome(commit_called: bool, committed: bool, aborted: bool, commit_errors: Sequence[str] = ()) -> str:
+    """The outcome the client saw (:data:`scenarios.clients.txn_ops.OUTCOMES`): committed when
+    ``commit_transaction`` returned; aborted when it was never called (a transaction commits only
+    by its EndTxn(commit)), or when ``abort_transaction`` returned after the commit's first and
+    only failure required the abort (librdkafka raises it before or instead of the EndTxn);
+    unknown otherwise — a commit that failed retriably may have gone on in the background."""
+    if committed:
+        return COMMITTED
+    if not commit_called:
+        return ABORTED
+    return ABORTED if aborted and len(commit_errors) == 1 else UNKNOWN
+
+
+def error_name(exc: BaseException) -> str:
+    """A KafkaException's error name (``_TIMED_OUT``, ``PRODUCER_FENCED``), else the type's."""
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return err.name() if isinstance(err, KafkaError) else type(exc).__name__
+
+
+def kafka_error(exc: KafkaException) -> KafkaError:
+    err = exc.args[0] if exc.args else None
+    return err if isinstance(err, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
+
+
+# --- one transactional.id ------------------------------------------------------------------------
+
+@dataclass
+class _Send:
+    topic: str
+    partition: int
+    key: str
+    offset: int | None = None
+
+    def frozen(self) -> TxnSend:
+        return TxnSend(self.topic, self.partition, self.key, self.offset)
+
+
+class _TxnClient:
+    """One ``transactional.id``: its current producer instance (made and initialised on
+    demand, replaced after a fatal error or an unknown outcome) and its attempts' numbering."""
+
+    def __init__(self, bootstrap: str, txn_id: str, client_id: str, stopping: threading.Event) -> None:
+        self.txn_id = txn_id
+        self.stopping = stopping
+        self.config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap, "client.id": client_id, "transactional.id": txn_id,
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+            "transaction.timeout.ms": _TRANSACTION_TIMEOUT_MS, "message.timeout.ms": _TRANSACTION_TIMEOUT_MS,
+            "socket.timeout.ms": _SOCKET_TIMEOUT_MS, "reconnect.backoff.max.ms": 1_000,
+        }
+        self.ring = DebugRing(f"{__name__}.librdkafka.{txn_id}", _DEBUG_LINES, keep=(ACQUIRED_PID,))
+        self.producer: Producer | None = None
+        self.instances = 0
+        self.made_at = 0.0
+        self.seq = 0
+
+    def ready(self) -> Producer | None:
+        """The current instance, made and ``init_transactions``-ed if need be (retried until it
+        works or the workload stops: None)."""
+        while self.producer is None and not self.stopping.is_set():
+            self.made_at = time.time()
+            producer = Producer({**self.config, "debug": "eos", "log_level": 7,
+                                 "error_cb": lambda err: log.debug("%s: %s", self.txn_id, err)},
+                                logger=self.ring.logger)
+            self.instances += 1
+            try:
+                producer.init_transactions(_INIT_TIMEOUT_S)
+                self.producer = producer
+            except KafkaException as exc:
+                log.info("%s: init_transactions: %s", self.txn_id, kafka_error(exc).str())
+                self.stopping.wait(1.0)
+        return self.producer
+
+    def replace(self) -> None:
+        """Drop the instance: the next :meth:`ready` makes one of the same transactional.id."""
+        self.producer = None
+
+    def ids(self, until: float) -> ProducerIdGiven | None:
+        """The producer id and epoch the current instance held at ``until``, as it logged them."""
+        given = [g for g in producer_ids_given(self.ring.kept_lines()) if self.made_at - 1.0 <= g.at <= until]
+        return given[-1] if given else None
+
+    def transact(self, plan: Callable[[Producer, list[_Send]], list[TxnOffset]], abort: bool,
+                 group_metadata: Any = None) -> Txn | None:
+        """One transaction attempt: begin, ``plan`` produces (into the list it is given) and
+        returns the offsets to send, then commit, or abort when ``abort``. None when no
+        transaction began (no instance, or ``begin_transaction`` failed)."""
+        producer = self.ready()
+        if producer is None:
+            return None
+        began = time.time()
+        try:
+            producer.begin_transaction()
+        except KafkaException as exc:
+            log.info("%s: begin_transaction: %s", self.txn_id, kafka_error(exc).str())
+            self.replace()
+            return None
+        seq, self.seq = self.seq, self.seq + 1
+        sends: list[_Send] = []
+        offsets: list[TxnOffset] = []
+        errors: list[str] = []
+        commit_errors: list[str] = []
+        committing_at = None
+        committed = aborted = replace = False
+        try:
+            offsets = plan(producer, sends)
+            if abort:  # written to the log before the abort: its markers, not a purge, make it invisible
+                producer.flush(_COMMIT_TIMEOUT_S)
+            if offsets:
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(o.topic, o.partition, o.offset) for o in offsets], group_metadata,
+                    _OFFSETS_TIMEOUT_S)
+        except KafkaException as exc:
+            errors.append(error_name(exc))
+            abort = True
+            replace = kafka_error(exc).fatal()
+        if not abort:
+            committing_at = time.time()
+            while True:
+                try:
+                    producer.commit_transaction(_COMMIT_TIMEOUT_S)
+                    committed = True
+                    break
+                except KafkaException as exc:
+                    err = kafka_error(exc)
+                    commit_errors.append(err.name())
+                    action = on_commit_error(err, len(commit_errors) - 1)
+                    if action == RETRY:
+                        continue
+                    abort = action == ABORT
+                    replace = action == GIVE_UP
+                    break
+        if abort and not replace:
+            aborted = self._abort(producer, errors)
+            replace = not aborted
+        producer.poll(0)
+        outcome = txn_outcome(committing_at is not None, committed, aborted, commit_errors)
+        if outcome == UNKNOWN:
+            replace = True
+        ended = time.time()
+        given = self.ids(ended)
+        if replace:
+            self.replace()
+        everything = commit_errors + errors
+        return Txn(self.txn_id, seq, outcome, tuple(s.frozen() for s in sends), tuple(offsets),
+                   "/".join(everything) if everything and outcome != COMMITTED else None,
+                   given.producer_id if given else None, given.epoch if given else None,
+                   began, committing_at, ended)
+
+    def _abort(self, producer: Producer, errors: list[str]) -> bool:
+        failed = 0
+        while True:
+            try:
+                producer.abort_transaction(_COMMIT_TIMEOUT_S)
+                return True
+            except KafkaException as exc:
+                err = kafka_error(exc)
+                errors.append(f"abort:{err.name()}")
+                if on_abort_error(err, failed) != RETRY:
+                    return False
+                failed += 1
+
+    def fence(self) -> bool:
+        """One more instance of this transactional.id, initialised and dropped: whatever an
+        earlier instance left open is completed or aborted by the coordinator."""
+        producer = Producer({**self.config, "client.id": f"{self.config['client.id']}-fence", "log_level": 2},
+                            logger=logging.getLogger(f"{__name__}.librdkafka"))
+        try:
+            producer.init_transactions(_INIT_TIMEOUT_S)
+            return True
+        except KafkaException as exc:
+            log.warning("%s: fencing init_transactions: %s", self.txn_id, kafka_error(exc).str())
+            return False
+
+
+def produce(producer: Producer, sends: list[_Send], topic: str, partition: int, key: str) -> None:
+    """Produce one message of the transaction, its offset filled in by its delivery report; a
+    full local queue is waited out (bounded), a KafkaException propagates (the transaction aborts)."""
+    send = _Send(topic, partition, key)
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            send.offset = msg.offset()
+
+    for _ in range(100):
+        try:
+            producer.produce(topic, key=key, value=key.encode(), partition=partition, on_delivery=delivered)
+            sends.append(send)
+            return
+        except BufferError:
+            producer.poll(0.1)
+    raise KafkaException(KafkaError(KafkaError._QUEUE_FULL, "local queue full"))
+
+
+# --- the workload --------------------------------------------------------------------------------
+
+class TxnWorkload:
+    """Transactional producers, the copier and the readers over ``in_topic`` and ``out_topic``;
+    thread-safe accessors of what they recorded. ``seed``: the seeded choices' root (the same
+    seed, the same choices of partitions, sizes and aborts)."""
+
+    def __init__(self, bootstrap: str, in_topic: str, in_partitions: Sequence[int], out_topic: str,
+                 out_partitions: Sequence[int], *, seed: str, client_id: str, producers: int = 2,
+                 abort_every: int = 5, pace_s: float = _PACE_S) -> None:
+        if not in_partitions or not out_partitions or producers < 1 or abort_every < 1:
+            raise TxnWorkloadError(f"transactional workload on {in_topic}, {out_topic}: nothing to do")
+        self.bootstrap = bootstrap
+        self.in_topic, self.out_topic = in_topic, out_topic
+        self.in_partitions, self.out_partitions = tuple(in_partitions), tuple(out_partitions)
+        self.seed = seed
+        self.client_id = client_id
+        self.run_id = uuid.uuid4().hex[:8]
+        self.abort_every = abort_every
+        self.pace_s = pace_s
+        self.copier_group = f"{client_id}-copier-{self.run_id}"
+        self.reader_group = f"{client_id}-rc-group-{self.run_id}"
+        self._writing = threading.Event()  # set: the writers stop
+        self._reading = threading.Event()  # set: the readers stop
+        self.clients = [_TxnClient(bootstrap, f"{client_id}-{self.run_id}-p{i}", f"{client_id}-txn-p{i}", self._writing)
+                        for i in range(producers)]
+        self.copier = _TxnClient(bootstrap, f"{client_id}-{self.run_id}-copier", f"{client_id}-txn-copier",
+                                 self._writing)
+        self.consumers = (TxnConsumer(RC, READ_COMMITTED), TxnConsumer(RU, READ_UNCOMMITTED),
+                          TxnConsumer(RC_GROUP, READ_COMMITTED, self.reader_group),
+                          TxnConsumer(COPIER, READ_COMMITTED, self.copier_group))
+        self._lock = threading.Condition()
+        self._txns: list[Txn] = []
+        self._reads: list[TxnRead] = []
+        self._resets: list[ConsumerReset] = []
+        self._cut = (0, 0, 0)
+        self._writers: list[threading.Thread] = []
+        self._readers: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
+
+    @property
+    def topics(self) -> dict[str, tuple[int, ...]]:
+        return {self.in_topic: self.in_partitions, self.out_topic: self.out_partitions}
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._writers or self._readers:
+            raise TxnWorkloadError("the transactional workload is already running")
+        for name in (RC, RU, RC_GROUP):
+            self._readers.append(self._thread(f"txn-reader-{name}", self._read, name))
+        for i, client in enumerate(self.clients):
+            self._writers.append(self._thread(f"txn-producer-{i}", self._produce, client, i))
+        self._writers.append(self._thread("txn-copier", self._copy))
+        log.info("transactional workload %s: %d producers and a copier on %s -> %s", self.run_id, len(self.clients),
+                 self.in_topic, self.out_topic)
+
+    def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+        def run() -> None:
+            try:
+                target(*args)
+            except BaseException as exc:  # noqa: BLE001 - kept and re-raised by stop_*
+                log.exception("transactional workload thread %s failed", name)
+                with self._lock:
+                    self._errors.append(exc)
+                    self._lock.notify_all()
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def wait_for_commits(self, timeout: float) -> list[str]:
+        """Wait (bounded) until every producer and the copier committed a transaction; the
+        transactional ids that did not."""
+        ids = [c.txn_id for c in self.clients] + [self.copier.txn_id]
+
+        def missing() -> list[str]:
+            done = {t.txn_id for t in self._txns if t.outcome == COMMITTED}
+            return [i for i in ids if i not in done]
+
+        with self._lock:
+            self._lock.wait_for(lambda: not missing() or bool(self._errors), timeout=timeout)
+            return missing()
+
+    def stop_writers(self) -> None:
+        """Stop the producers and the copier: each ends its transaction first (bounded)."""
+        self._writing.set()
+        self._join(self._writers)
+        self._writers = []
+
+    def stop_readers(self) -> None:
+        self._reading.set()
+        self._join(self._readers)
+        self._readers = []
+
+    def _join(self, threads: Sequence[threading.Thread]) -> None:
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                raise TxnWorkloadError(f"{thread.name} still running {_STOP_GRACE_S:.0f} s after stop")
+        with self._lock:
+            errors, self._errors = self._errors, []
+        if errors:
+            raise TxnWorkloadError(f"transactional workload failed: {type(errors[0]).__name__}: {errors[0]}") \
+                from errors[0]
+
+    def fence(self) -> list[str]:
+        """Every transactional.id initialised once more (writers stopped): nothing stays open.
+        The ids that could not be."""
+        return [c.txn_id for c in [*self.clients, self.copier] if not c.fence()]
+
+    # -- what was recorded --------------------------------------------------------------------
+
+    def _record(self, txn: Txn | None = None, reads: Sequence[TxnRead] = (), reset: ConsumerReset | None = None) -> None:
+        with self._lock:
+            if txn is not None:
+                self._txns.append(txn)
+            self._reads.extend(reads)
+            if reset is not None:
+                self._resets.append(reset)
+            self._lock.notify_all()
+
+    def cut(self, readback: Sequence[ReadBack] | None = None,
+            group_offsets: Sequence[TxnOffset] | None = None) -> TxnHistory:
+        """What was recorded since the previous cut (consecutive cuts hold everything once),
+        with the final read-back and group offsets when given."""
+        with self._lock:
+            t0, r0, s0 = self._cut
+            part = TxnHistory(tuple(self._txns[t0:]), self.consumers, tuple(self._reads[r0:]),
+                              tuple(self._resets[s0:]), None if readback is None else tuple(readback),
+                              None if group_offsets is None else tuple(group_offsets))
+            self._cut = (len(self._txns), len(self._reads), len(self._resets))
+        return part
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            out = {o: sum(1 for t in self._txns if t.outcome == o) for o in (COMMITTED, ABORTED, UNKNOWN)}
+            out["reads"] = len(self._reads)
+        return out
+
+    def debug_lines(self) -> dict[str, list[str]]:
+        """Each transactional.id's librdkafka lines (the last ``_DEBUG_LINES``)."""
+        return {c.txn_id: c.ring.lines() for c in [*self.clients, self.copier]}
+
+    # -- producers ----------------------------------------------------------------------------
+
+    def _produce(self, client: _TxnClient, index: int) -> None:
+        rng = random.Random(f"{self.seed}:txn-producer-{index}")
+        choices = [(self.in_topic, p) for p in self.in_partitions] + [(self.out_topic, p) for p in self.out_partitions]
+        while not self._writing.is_set():
+            size = rng.randint(2, 4)
+            where = [(self.in_topic, rng.choice(self.in_partitions)), (self.out_topic, rng.choice(self.out_partitions))]
+            where += [rng.choice(choices) for _ in range(size - 2)]
+            abort = rng.randrange(self.abort_every) == 0
+            seq = client.seq
+
+            def plan(producer: Producer, sends: list[_Send]) -> list[TxnOffset]:
+                for n, (topic, partition) in enumerate(where):
+                    produce(producer, sends, topic, partition, f"{self.run_id}-p{index}-{seq}-{n}")
+                return []
+
+            txn = client.transact(plan, abort)
+            if txn is not None:
+                self._record(txn)
+            self._writing.wait(self.pace_s)
+
+    # -- the copier ---------------------------------------------------------------------------
+
+    def _copy(self) -> None:
+        rng = random.Random(f"{self.seed}:txn-copier")
+        consumer = Consumer(self._consumer_config(COPIER, READ_COMMITTED, self.copier_group, commit=False))
+        try:
+            consumer.subscribe([self.in_topic], on_assign=lambda c, tps: self._reset(COPIER, "assigned"),
+                               on_revoke=lambda c, tps: self._reset(COPIER, "revoked"),
+                               on_lost=lambda c, tps: self._reset(COPIER, "lost"))
+            while not self._writing.is_set():
+                batch = [m for m in consumer.consume(_COPY_BATCH, _POLL_S) if _readable(m)]
+                if not batch:
+                    continue
+                now = time.time()
+                self._record(reads=[_read_of(COPIER, m, now) for m in batch])
+                positions: dict[int, int] = {}
+                for m in batch:
+                    positions[_partition(m)] = max(positions.get(_partition(m), 0), _offset(m) + 1)
+                abort = rng.randrange(self.abort_every) == 0
+
+                def plan(producer: Producer, sends: list[_Send]) -> list[TxnOffset]:
+                    for m in batch:
+                        p = self.out_partitions[_partition(m) % len(self.out_partitions)]
+                        produce(producer, sends, self.out_topic, p, _key(m))
+                    return [TxnOffset(self.copier_group, self.in_topic, p, o) for p, o in sorted(positions.items())]
+
+                try:
+                    metadata = consumer.consumer_group_metadata()
+                except KafkaException as exc:
+                    log.info("copier: no group metadata: %s", kafka_error(exc).str())
+                    self._rewind(consumer, positions)
+                    continue
+                txn = None
+                while txn is None and not self._writing.is_set():
+                    txn = self.copier.transact(plan, abort, metadata)
+                if txn is None:
+                    break
+                self._record(txn)
+                if txn.outcome != COMMITTED:
+                    self._rewind(consumer, positions)
+        finally:
+            consumer.close()
+
+    def _rewind(self, consumer: Consumer, positions: Mapping[int, int]) -> None:
+        """Back to the group's committed offsets on the partitions of an uncommitted batch (the
+        log start where there is none): the input is processed again. A reset of the copier."""
+        tps = [TopicPartition(self.in_topic, p) for p in sorted(positions)]
+        try:
+            committed = consumer.committed(tps, timeout=_OFFSETS_TIMEOUT_S)
+        except KafkaException as exc:
+            log.info("copier: committed offsets: %s", kafka_error(exc).str())
+            committed = [TopicPartition(self.in_topic, p, OFFSET_BEGINNING) for p in sorted(positions)]
+        self._reset(COPIER, "seek")
+        for tp in committed:
+            try:
+                consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
+            except KafkaException as exc:  # no longer assigned (a rebalance): its new owner starts from the committed offset
+                log.info("copier: seek %s-%d: %s", tp.topic, tp.partition, kafka_error(exc).str())
+
+    # -- readers ------------------------------------------------------------------------------
+
+    def _consumer_config(self, name: str, isolation: str, group: str | None, commit: bool) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap, "client.id": f"{self.client_id}-txn-{name}",
+            "group.id": group or f"{self.client_id}-txn-{name}-{self.run_id}", "enable.auto.commit": commit,
+            "auto.offset.reset": "earliest", "isolation.level": isolation, "enable.partition.eof": False,
+            "socket.timeout.ms": _SOCKET_TIMEOUT_MS, "reconnect.backoff.max.ms": 1_000,
+            "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000, "auto.commit.interval.ms": 500,
+            "log_level": 2, "logger": logging.getLogger(f"{__name__}.librdkafka"),
+            "error_cb": lambda err: log.debug("txn consumer %s: %s", name, err),
+        }
+
+    def _reset(self, name: str, why: str) -> None:
+        self._record(reset=ConsumerReset(name, time.time(), why))
+
+    def _read(self, name: str) -> None:
+        isolation = READ_UNCOMMITTED if name == RU else READ_COMMITTED
+        group = self.reader_group if name == RC_GROUP else None
+        consumer = Consumer(self._consumer_config(name, isolation, group, commit=name == RC_GROUP))
+        try:
+            if name == RC_GROUP:
+                consumer.subscribe(list(self.topics), on_assign=lambda c, tps: self._reset(name, "assigned"),
+                                   on_revoke=lambda c, tps: self._reset(name, "revoked"),
+                                   on_lost=lambda c, tps: self._reset(name, "lost"))
+            else:
+                self._reset(name, "assigned")
+                consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, ps in self.topics.items() for p in ps])
+            while not self._reading.is_set():
+                batch = consumer.consume(_BATCH, _POLL_S)
+                now = time.time()
+                reads = [_read_of(name, m, now) for m in batch if _readable(m)]
+                if reads:
+                    self._record(reads=reads)
+        finally:
+            consumer.close()
+
+    # -- after healing ------------------------------------------------------------------------
+
+    def read_back(self, timeout: float = 60.0) -> tuple[ReadBack, ...]:
+        """Both topics read at ``read_committed`` from the log start to the end the leaders
+        answer when the read begins (the last stable offset: after :meth:`fence`, the high
+        watermark), by an assigned consumer. Raises :class:`TxnWorkloadError` when a partition
+        cannot be read to its end within ``timeout``."""
+        return read_committed_back(self.bootstrap, self.topics, client_id=f"{self.client_id}-txn-readback",
+                                   timeout=timeout)
+
+    def group_offsets(self, timeout: float = 15.0) -> tuple[TxnOffset, ...]:
+        """The copier's group's committed offsets on the input topic (partitions without one left out)."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.copier_group,
+                             "client.id": f"{self.client_id}-txn-offsets", "enable.auto.commit": False,
+                             "isolation.level": READ_COMMITTED, "log_level": 2,
+                             "logger": logging.getLogger(f"{__name__}.librdkafka")})
+        try:
+            committed = consumer.committed([TopicPartition(self.in_topic, p) for p in self.in_partitions],
+                                           timeout=timeout)
+        except KafkaException as exc:
+            raise TxnWorkloadError(f"the copier's committed offsets: {kafka_error(exc).str()}") from exc
+        finally:
+            consumer.close()
+        return tuple(TxnOffset(self.copier_group, tp.topic, tp.partition, tp.offset)
+                     for tp in committed if tp.offset >= 0 and tp.error is None)
+
+
+def read_committed_back(bootstrap: str, topics: Mapping[str, Sequence[int]], *, client_id: str,
+                        timeout: float = 60.0) -> tuple[ReadBack, ...]:
+    """Every record of the partitions at ``read_committed``, from the log start to the end
+    answered when the read begins (:class:`scenarios.clients.txn_ops.ReadBack`)."""
+    deadline = time.monotonic() + timeout
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "client.id": client_id, "group.id": f"{client_id}-{uuid.uuid4().hex}",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": READ_COMMITTED,
+        "enable.partition.eof": True, "log_level": 2, "logger": logging.getLogger(f"{__name__}.librdkafka"),
+    })
+    try:
+        marks: dict[tuple[str, int], tuple[int, int]] = {}
+        for topic, partitions in topics.items():
+            for p in partitions:
+                marks[(topic, p)] = _marks(consumer, topic, p, deadline)
+        records: dict[tuple[str, int], list[tuple[int, str]]] = {tp: [] for tp in marks}
+        pending = {tp for tp, (low, end) in marks.items() if end > low}
+        consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in sorted(pending)])
+        while pending:
+            if time.monotonic() > deadline:
+                raise TxnWorkloadError(f"reading back at read_committed: {sorted(pending)} not read to their ends "
+                                       f"{[marks[tp][1] for tp in sorted(pending)]} within {timeout:.0f} s")
+            for msg in consumer.consume(500, 0.1):
+                err = msg.error()
+                tp = (msg.topic() or "", msg.partition() or 0)
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF and (msg.offset() or 0) >= marks[tp][1]:
+                        pending.discard(tp)
+                    elif err.fatal():
+                        raise KafkaException(err)
+                    continue
+                if _offset(msg) < marks[tp][1]:
+                    records[tp].append((_offset(msg), _key(msg)))
+            positions = consumer.position([TopicPartition(t, p) for t, p in sorted(pending)])
+            pending -= {(tp.topic, tp.partition) for tp in positions if tp.offset >= marks[(tp.topic, tp.partition)][1]}
+        at = time.time()
+        return tuple(ReadBack(t, p, low, end, at, tuple(sorted(records[(t, p)])))
+                     for (t, p), (low, end) in sorted(marks.items()))
+    finally:
+        consumer.close()
+
+
+def _marks(consumer: Consumer, topic: str, partition: int, deadline: float) -> tuple[int, int]:
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            got = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=2.0, cached=False)
+            if got is not None:
+                return int(got[0]), int(got[1])
+        except KafkaException as exc:
+            last = exc
+        time.sleep(0.5)
+    raise TxnWorkloadError(f"the end of {topic}-{partition} unavailable: {last}")
+
+
+def _readable(msg: Message) -> bool:
+    err = msg.error()
+    if err is not None:
+        if err.fatal():
+            raise KafkaException(err)
+        log.debug("txn consumer: %s", err)
+        return False
+    return msg.partition() is not None and msg.offset() is not None
+
+
+def _partition(msg: Message) -> int:
+    p = msg.partition()
+    return int(p) if p is not None else -1
+
+
+def _offset(msg: Message) -> int:
+    o = msg.offset()
+    return int(o) if o is not None else -1
+
+
+def _key(msg: Message) -> str:
+    key = msg.key()
+    return key.decode(errors="replace") if isinstance(key, bytes) else str(key or "")
+
+
+def _read_of(name: str, msg: Message, at: float) -> TxnRead:
+    return TxnRead(name, msg.topic() or "", _partition(msg), _offset(msg), _key(msg), at)

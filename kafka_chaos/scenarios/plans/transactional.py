@@ -1,0 +1,60 @@
+"""Opting a scenario into the transactional workload (issue 43): two topics of its own, written by
+transactional producers and a read-process-write copier and read at both isolation levels
+(:mod:`scenarios.clients.txn_workload`).
+
+A scenario's transactional topics are the ones marked ``transactional`` (a schedule's topic
+``"workload": "transactional"``): the first is the input, the second the output. A schedule's
+``"workload": {"transactions": true}``, and ``kafka-chaos run --transactions`` for every scenario
+run, add them (:func:`with_transactions`): ``txn_in`` and ``txn_out`` with the assignment of the
+scenario's first topic and its config but ``unclean.leader.election.enable`` (a committed
+transaction an unclean election truncated is a lost write the checker would count). They are
+scenario topics like the others: created by the topic-creation step, watched, and judged by the
+oracle at every step; fault targets name the scenario's own topics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.scenarios.model.steps import TopicSpec, frozen
+from kafka_chaos.scenarios.plans.spec import Scenario
+
+TXN_IN, TXN_OUT = "txn_in", "txn_out"
+_NOT_COPIED = frozenset({"unclean.leader.election.enable"})
+
+
+def transactional_topics(topics: tuple[TopicSpec, ...] | list[TopicSpec]) -> tuple[TopicSpec, TopicSpec] | None:
+    """The input and output topics of the transactional workload, or None when it runs none.
+    UsageError unless exactly two are marked."""
+    marked = [t for t in topics if t.transactional]
+    if not marked:
+        return None
+    if len(marked) != 2:
+        raise UsageError(f"the transactional workload needs two topics (its input, then its output), "
+                         f"not {len(marked)}: {[t.name for t in marked]}")
+    return marked[0], marked[1]
+
+
+def with_transactional_topics(topics: tuple[TopicSpec, ...]) -> tuple[TopicSpec, ...]:
+    """``topics`` and the two transactional topics copied from the first one (unchanged when
+    two are marked already)."""
+    if transactional_topics(topics) is not None:
+        return topics
+    if not topics:
+        raise UsageError("the transactional workload needs a topic to copy its topics' assignment from")
+    taken = {t.name for t in topics} & {TXN_IN, TXN_OUT}
+    if taken:
+        raise UsageError(f"the transactional workload's topics {sorted(taken)} are already the scenario's")
+    base = next((t for t in topics if t.workload), topics[0])
+    config = frozen({k: v for k, v in base.config.items() if k not in _NOT_COPIED})
+    return topics + tuple(TopicSpec(name, base.assignment, config, workload=False, transactional=True)
+                          for name in (TXN_IN, TXN_OUT))
+
+
+def with_transactions(s: Scenario, on: bool = True) -> Scenario:
+    """``s`` with the transactional workload (``run --transactions``); unchanged when ``on`` is
+    False or it has one already."""
+    if not on:
+        return s
+    return replace(s, topics=with_transactional_topics(s.topics))
