@@ -115,3 +115,31 @@ def test_a_broker_cut_from_the_controllers_is_fenced_then_unfenced_once_healed(t
     observations = [o for o in read_history(results / HISTORY_FILE) if not isinstance(o, HistoryProblem)]
     again = [rec for obs, rs in check_history(observations) for rec in to_records(obs, rs)]
     assert again and not verdict_changes(records, again)
+
+
+FOLLOWER_SCHEDULE = Path(__file__).parent / "schedules" / "kraft_quorum_follower_cut.json"
+
+
+def test_a_follower_voter_cut_from_the_others_changes_nothing_and_forces_an_election_once_healed(
+        tmp_path: Path) -> None:
+    """``quorum_follower_cut`` through the runner (about 25 s): while a follower voter is cut from
+    the two others the leader keeps its epoch and the majority of the other follower, and one voter
+    leads (``one_quorum_leader``); healed, the cut voter's later epoch forces an election past it."""
+    from kafka_chaos.app.runs import run_scenarios
+    from kafka_chaos.records.writer import read_records
+    from kafka_chaos.scenarios.history.observations import HISTORY_FILE, StepObserved, read_history
+    from kafka_chaos.scenarios.plans.schedule import load
+
+    schedule = load(FOLLOWER_SCHEDULE)
+    results = tmp_path / "run"
+    rc = run_scenarios([schedule.scenario()], seed=43, results_dir=results, report=False,
+                       kafka_version=RELEASE, sources={schedule.name: str(FOLLOWER_SCHEDULE)})
+    records = read_records(results).records
+    failed = [(r.fault, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
+    assert rc == 0 and not failed, failed
+    assert {r.fault for r in records if r.check == "one_quorum_leader" and r.passed} == {
+        "quorum_follower_cut/follower_from_voters", "quorum_follower_cut/heal"}
+    cut, heal = [o for o in read_history(results / HISTORY_FILE) if isinstance(o, StepObserved) and o.index is not None]
+    assert (cut.after.controller, cut.after.controller_epoch) == (cut.before.controller, cut.before.controller_epoch)
+    assert heal.after.controller_epoch is not None and heal.before.controller_epoch is not None
+    assert heal.after.controller_epoch > heal.before.controller_epoch + 1  # past the epochs it stood in

@@ -2,10 +2,11 @@
 
 ``base`` holds the contract, the registry and the :class:`Nemesis`; ``process``, ``network``,
 ``admin``, ``topics``, ``zookeeper``, ``degrade``, ``log_dirs``, ``delay``, ``upgrade``, ``quorum``,
-``migration``, ``configs``, ``quorum_links`` and ``records`` hold the kinds (importing them registers them). A
-new fault kind is one class with ``@register_fault`` in one of those modules; a generatable one
-also registers its generator side beside it (``generation``: weight, opt-in, legality rule,
-candidate steps), which ``explore`` and the shrinker read from :data:`GENERATORS`.
+``migration``, ``configs``, ``quorum_links``, ``records`` and ``voter_links`` hold the kinds
+(importing them registers them). A new fault kind is one class with ``@register_fault`` in one of
+those modules; a generatable one also registers its generator side beside it (``generation``:
+weight, opt-in, legality rule, candidate steps), which ``explore`` and the shrinker read from
+:data:`GENERATORS`.
 """
 
 # Importing registers the kinds; this order is the order `--list`, errors and docs show them.
@@ -23,6 +24,7 @@ from kafka_chaos.scenarios.faults import migration  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import configs  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import quorum_links  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import records  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import voter_links  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults.base import (
     FAULTS,
     Fault,

@@ -59,7 +59,8 @@ class ClusterModel:
     mode: str = "zookeeper"  # the cluster's ("kraft": KRaft controllers, quorum faults)
     controllers: int = 1  # KRaft voters
     controllers_down: int = 0  # KRaft voters a fault killed, not started again
-    quorum_cut: bool = False  # the active controller cut from the other voters, until healed
+    quorum_cut: bool = False  # a voter cut from the other voters (the active controller, or a follower), until healed
+    follower_cut: bool = False  # ... and it is a follower voter (quorum_follower_cut)
     zookeeper_down: bool = False  # a ZooKeeper server a step killed or paused, until restored
     # A migrating cluster (mode "migration"): the controllers provisioned and not removed, the
     # migration finalised, and each broker's role (zk, hybrid, kraft; absent: zk).

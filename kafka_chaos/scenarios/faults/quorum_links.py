@@ -49,10 +49,10 @@ HEAL = "heal"
 # (scenarios.checks.quorum), so that a leader cut off has had time to resign (from 3.7.0: within
 # 1.5 x controller.quorum.fetch.timeout.ms of its last majority fetch) and one that has not shows.
 CUT_HOLD_S = 7.0
-_LINKS = frozenset({Capability.CONTROLLER_QUORUM, Capability.QUORUM_LINK_PARTITION})
+LINKS = frozenset({Capability.CONTROLLER_QUORUM, Capability.QUORUM_LINK_PARTITION})
 
 
-def _links(env: FaultEnv, kind: str) -> QuorumLinkPartitioner:
+def links(env: FaultEnv, kind: str) -> QuorumLinkPartitioner:
     return cast(QuorumLinkPartitioner, require_capability(env, Capability.QUORUM_LINK_PARTITION, kind))
 
 
@@ -70,7 +70,7 @@ class QuorumLeaderCut(QuorumFault):
     since the cut. KRaft clusters only (a migration's hybrid brokers are not modelled under it)."""
 
     kind: ClassVar[str] = LEADER_CUT
-    requires: ClassVar[frozenset[Capability]] = _LINKS
+    requires: ClassVar[frozenset[Capability]] = LINKS
     mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
     kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits for the next election
     _cut: bool = field(default=False, init=False)
@@ -91,14 +91,14 @@ class QuorumLeaderCut(QuorumFault):
             raise UsageError(f"{self.kind}: the quorum has one voter, there is nobody to cut {leader} from")
         cut_at = time.monotonic()
         self._cut = True  # set first: a half-made cut is healed too
-        _links(env, self.kind).cut_links(leader, others)
+        links(env, self.kind).cut_links(leader, others)
         log.info("%s: voter %d cut from voters %s", self.kind, leader, others)
         wait_new_epoch(env, epoch, self.kind)
         time.sleep(max(0.0, cut_at + CUT_HOLD_S - time.monotonic()))  # the fault itself: a bounded hold
 
     def heal(self, env: FaultEnv) -> None:
         if self._cut:
-            _links(env, self.kind).heal_network()
+            links(env, self.kind).heal_network()
             self._cut = False
 
 
@@ -111,7 +111,7 @@ class QuorumLeaderCutHeal(QuorumFault):
     measured once that election is over and a leader the heal left behind has learnt the new epoch."""
 
     kind: ClassVar[str] = LEADER_CUT
-    requires: ClassVar[frozenset[Capability]] = _LINKS
+    requires: ClassVar[frozenset[Capability]] = LINKS
     mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
     kafka_waits: ClassVar[FaultWaits] = WAITS_OUT_TIMEOUT  # inject waits out the election it may force
 
@@ -121,7 +121,7 @@ class QuorumLeaderCutHeal(QuorumFault):
 
     def inject(self, env: FaultEnv) -> None:
         healed_at = time.monotonic()
-        _links(env, self.kind).heal_network()
+        links(env, self.kind).heal_network()
         time.sleep(CUT_HOLD_S)  # the fault itself: a bounded hold
         log.info("%s: healed %.1f s ago", self.kind, time.monotonic() - healed_at)
 
@@ -147,13 +147,13 @@ def _leader_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | 
     if model.mode != "kraft":
         raise IllegalStep(f"{LEADER_CUT} needs a KRaft cluster")
     if step.options.get("variant") == HEAL:
-        if not model.quorum_cut:
-            raise IllegalStep(f"{LEADER_CUT} heal: no cut to heal")
+        if not model.quorum_cut or model.follower_cut:
+            raise IllegalStep(f"{LEADER_CUT} heal: no leader cut to heal")
         model.quorum_cut = False
         return
     if model.quorum_cut or model.controllers < 3 or model.controllers_down:
         raise IllegalStep(f"{LEADER_CUT}: needs every voter of 3 or more up and none cut")
-    if _controller_cut(model):  # its heal would heal that cut too (heal_network undoes every cut)
+    if controller_cut(model):  # its heal would heal that cut too (heal_network undoes every cut)
         raise IllegalStep(f"{LEADER_CUT} while a broker is cut from the controllers")
     model.quorum_cut = True
 
@@ -162,8 +162,8 @@ def _leader_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
     if model.mode != "kraft":
         return []
     if model.quorum_cut:
-        return [Step(LEADER_CUT, Controller(), {"variant": HEAL})]
-    if _controller_cut(model):
+        return [] if model.follower_cut else [Step(LEADER_CUT, Controller(), {"variant": HEAL})]
+    if controller_cut(model):
         return []
     return [Step(LEADER_CUT, Controller())] if model.controllers >= 3 and not model.controllers_down else []
 
@@ -198,7 +198,7 @@ class BrokerControllerCut(FaultBase):
     (a migration's hybrid brokers are not modelled under it)."""
 
     kind: ClassVar[str] = BROKER_CUT
-    requires: ClassVar[frozenset[Capability]] = _LINKS
+    requires: ClassVar[frozenset[Capability]] = LINKS
     mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
     kafka_waits: ClassVar[FaultWaits] = DETECTED_BY_TIMEOUT  # nothing moves until its session expires
     # A broker running but cut off: the clients' gap is measured (the partitions it led stall
@@ -219,15 +219,15 @@ class BrokerControllerCut(FaultBase):
 
     def inject(self, env: FaultEnv) -> None:
         controllers = _controllers_of(env, self.kind, self.target.brokers)
-        links = _links(env, self.kind)
+        partitioner = links(env, self.kind)
         self._cut = True  # set first: a half-made cut is healed too
         for broker in self.target.brokers:
-            links.cut_links(broker, controllers)
+            partitioner.cut_links(broker, controllers)
         log.info("%s: broker(s) %s cut from controllers %s", self.kind, list(self.target.brokers), controllers)
 
     def heal(self, env: FaultEnv) -> None:
         if self._cut:
-            _links(env, self.kind).heal_network()
+            links(env, self.kind).heal_network()
             self._cut = False
 
 
@@ -245,7 +245,7 @@ class BrokerControllerCutHeal(FaultBase):
     as the ``start`` of a killed broker is."""
 
     kind: ClassVar[str] = BROKER_CUT
-    requires: ClassVar[frozenset[Capability]] = _LINKS
+    requires: ClassVar[frozenset[Capability]] = LINKS
     mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
     kafka_waits: ClassVar[FaultWaits] = PLAIN  # the next heartbeat, every broker.heartbeat.interval.ms
     client_windows: ClassVar[bool] = True  # a heal's window covers the whole cut
@@ -262,7 +262,7 @@ class BrokerControllerCutHeal(FaultBase):
         return [BrokerStartup(tuple(self.target.brokers))]
 
     def inject(self, env: FaultEnv) -> None:
-        _links(env, self.kind).heal_network()
+        links(env, self.kind).heal_network()
         log.info("%s: healed broker(s) %s", self.kind, list(self.target.brokers))
 
 
@@ -296,7 +296,7 @@ register_fault(BrokerControllerCut, build=broker_controller_cut)
 
 # --- generator side (scenarios.faults.generation) ------------------------------------------------
 
-def _controller_cut(model: ClusterModel) -> list[int]:
+def controller_cut(model: ClusterModel) -> list[int]:
     """The brokers an earlier step cut from the controllers, not healed yet."""
     return sorted(b for b, how in model.cut.items() if how == CUT_FROM_CONTROLLERS)
 
@@ -312,7 +312,7 @@ def _broker_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | 
         return
     if model.quorum_cut or model.delayed:  # one heal_network undoes every cut
         raise IllegalStep(f"{BROKER_CUT} while a voter is cut or links are delayed")
-    if _controller_cut(model):
+    if controller_cut(model):
         raise IllegalStep(f"{BROKER_CUT}: one cut at a time (its heal heals every cut)")
     # Fenced, it counts as down: another broker must stay to lead.
     for b in model.need_free(step.fault, target, downs=True):
@@ -322,7 +322,7 @@ def _broker_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | 
 def _broker_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
     if model.mode != "kraft":
         return []
-    cut = _controller_cut(model)
+    cut = controller_cut(model)
     if cut:
         return [Step(BROKER_CUT, Brokers(tuple(cut)), {"variant": HEAL})]
     free, spare = model.drawable()

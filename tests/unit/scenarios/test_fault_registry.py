@@ -62,6 +62,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "quorum_leader_kill": (quorum, True), "quorum_leader_pause": (quorum, True), "quorum_loss": (quorum, True),
         "quorum_leader_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
         "broker_controller_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
+        "quorum_follower_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
         **{k: (brokers | {Capability.ZK_MIGRATION}, True) for k in (
             "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")},
     }
@@ -83,7 +84,7 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
     # a migration's hybrid brokers under them are not modelled
-    assert kraft == {"quorum_leader_cut", "broker_controller_cut"}
+    assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
                if k not in zookeeper | quorum | migration | kraft)
     # an option can make a kind ZooKeeper mode's: the znode variants

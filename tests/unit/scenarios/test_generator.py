@@ -51,7 +51,7 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
     # every kind a ZooKeeper-mode cluster can take; the quorum's faults on a KRaft one, the
     # migration's steps on a migrating one
     assert kinds == set(REPERTOIRE) - {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss", "quorum_leader_cut",
-                                       "broker_controller_cut",
+                                       "broker_controller_cut", "quorum_follower_cut",
                                        "migration_provision", "migration_roll", "migration_finalize",
                                        "migration_deprovision"}
     assert high > 250 and gaps > 250 and several > 30
@@ -139,7 +139,8 @@ def test_a_controller_kill_is_started_again_through_its_step() -> None:
 # Opt-in kinds registered after the digest below was taken: a schedule that names none of them is
 # what it was (a kind registered later is walked after the others).
 ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config", "recreate_topic", "zookeeper_server",
-                          "zookeeper_quorum_loss", "quorum_leader_cut", "broker_controller_cut", "delete_records")
+                          "zookeeper_quorum_loss", "quorum_leader_cut", "broker_controller_cut", "delete_records",
+                          "quorum_follower_cut")
 
 
 def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
@@ -235,7 +236,8 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
         "reassignment", "preferred_election", "unclean_election", "network_partition", "delete_topic",
         "add_partitions", "recreate_topic", "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
         "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
-        "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut", "delete_records")
+        "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut", "delete_records",
+        "quorum_follower_cut")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == [
         "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay"]
 

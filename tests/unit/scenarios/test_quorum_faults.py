@@ -373,3 +373,70 @@ def test_the_generator_model_refuses_broker_cuts_it_could_not_follow() -> None:
     assert m.cut == {} and m.free == [1, 2, 3]
     with pytest.raises(IllegalStep, match="would leave no live broker"):
         model().apply(Step("broker_controller_cut", Brokers((1, 2, 3))))
+
+
+# --- a follower voter cut from the other voters (scenarios.faults.voter_links) --------------------
+
+@pytest.mark.parametrize("leader, voters, follower", [
+    (3000, [3000, 3001, 3002], 3001), (3001, [3000, 3001, 3002], 3002), (3002, [3002, 3000, 3001], 3000),
+    (3004, [3000, 3001, 3002, 3003, 3004], 3000),
+])
+def test_the_follower_cut_is_the_first_voter_after_the_leader(leader, voters, follower) -> None:
+    from kafka_chaos.scenarios.faults.voter_links import cut_follower
+
+    assert cut_follower(leader, voters) == follower
+
+
+def test_a_follower_cut_drops_its_links_to_the_other_voters_holds_and_changes_nothing(monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    quorum, log = CuttableQuorum(), Log()
+    cut = fault("quorum_follower_cut", (3001,))
+    assert cut.label == "quorum_follower_cut/follower_from_voters" and cut.modes == {"kraft"}
+    cut.inject(env(quorum, log))
+    assert quorum.cuts == [(3002, (3000, 3001))] and quorum.healed == 0
+    assert slept == [7.0] and log.waited == []  # held past the fetch timeout; no election awaited
+    assert cut.holds == () and cut.oracle_events() == []  # the leader keeps its majority
+    cut.heal(env(quorum, log))
+    cut.heal(env(quorum, log))
+    assert quorum.healed == 1
+    heal = fault("quorum_follower_cut", (3000,), variant="heal")
+    slept.clear()
+    heal.inject(env(quorum, log))
+    assert slept == [7.0] and quorum.healed == 2  # measured once the election it forces is over
+    assert heal.label == "quorum_follower_cut/heal" and heal.oracle_events() == [ControllerFailover()]
+
+
+def test_a_follower_cut_needs_three_voters_all_up_and_the_capability() -> None:
+    with pytest.raises(Exception, match="quorum_link_partition"):
+        fault("quorum_follower_cut").inject(env(Quorum(), Log()))
+    with pytest.raises(Exception, match="needs 3 or more"):
+        fault("quorum_follower_cut").inject(env(CuttableQuorum(controller_ids=[3000]), Log()))
+    quorum = CuttableQuorum(running={3000, 3001})
+    with pytest.raises(Exception, match=r"voter\(s\) \[3002\] down"):
+        fault("quorum_follower_cut").inject(env(quorum, Log()))
+    assert quorum.cuts == []
+    with pytest.raises(Exception, match="'variant' must be 'follower_from_voters' or 'heal'"):
+        fault("quorum_follower_cut", variant="leader_from_voters")
+
+
+def test_generated_kraft_schedules_keep_one_voter_cut_at_a_time_and_no_quorum_fault_meanwhile() -> None:
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, default_faults, generate, problems
+
+    assert "quorum_follower_cut" not in default_faults("kraft")
+    config = GeneratorConfig(mode="kraft", faults=("hard_kill", "start", "quorum_leader_kill", "quorum_leader_cut",
+                                                   "broker_controller_cut", "quorum_follower_cut"), steps=10)
+    cuts = 0
+    for i in range(80):
+        s = generate(8, i, config)
+        assert not problems(s)
+        held = ""  # the kind whose cut is held
+        for st in s.steps:
+            healing = st.options.get("variant") == "heal"
+            if st.fault in ("quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut"):
+                assert (held == st.fault) if healing else not held, (s.name, st)
+                held = "" if healing else st.fault
+                cuts += st.fault == "quorum_follower_cut" and not healing
+            elif st.fault == "quorum_leader_kill":
+                assert held not in ("quorum_leader_cut", "quorum_follower_cut")
+    assert cuts > 10
