@@ -13,6 +13,7 @@ from confluent_kafka import KafkaError
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.scenarios.checks import transactions as tc
+from kafka_chaos.scenarios.checks.functions import CheckResult
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate
 from kafka_chaos.scenarios.checks.triage import KAFKA, classify
 from kafka_chaos.scenarios.clients.ops import ConsumerReset
@@ -147,7 +148,7 @@ def test_txn_classes_triage_to_kafka() -> None:
 
     obs = ScenarioFinished(RUN, 1.0, 2.0, None)
     for kind in tc.CLASSES:
-        [record] = to_records(obs, [tc.CheckResult(kind, False, detail="x")])
+        [record] = to_records(obs, [CheckResult(kind, False, detail="x")])
         assert classify(record).klass == KAFKA, kind
 
 
@@ -195,3 +196,21 @@ def test_run_transactions_adds_the_topics_once() -> None:
     assert [t.name for t in once.topics] == ["t", TXN_IN, TXN_OUT]
     assert with_transactions(once) == once and with_transactions(s, on=False) == s
     assert TopicSpec("x", {0: (1,)}).transactional is False
+
+
+def test_consecutive_cuts_hold_everything_once() -> None:
+    from kafka_chaos.scenarios.clients.txn_workload import TxnWorkload
+
+    w = TxnWorkload("127.0.0.1:1", "in", [0, 1], "out", [0], seed="1", client_id="unit")  # no client made yet
+    assert [c.name for c in w.consumers] == ["rc", "ru", "rc_group", "copier"]
+    w._record(T0, PART1.reads, ConsumerReset("rc", 0.5, "assigned"))
+    first = w.cut()
+    w._record(T1)
+    w._record(C0, PART2.reads)
+    second = w.cut()
+    last = w.cut(READBACK, END.group_offsets)
+    assert first.txns == (T0,) and first.reads == PART1.reads and len(first.resets) == 1
+    assert second.txns == (T1, C0) and second.reads == PART2.reads and not second.resets
+    assert not last.txns and last.readback == READBACK and last.group_offsets == END.group_offsets
+    assert w.counts() == {COMMITTED: 2, ABORTED: 1, UNKNOWN: 0, "reads": 5}
+    assert TxnHistory.merged([first, second, last]).txns == (T0, T1, C0)
