@@ -65,8 +65,26 @@ def test_without_it_no_file_and_no_flag(tmp_path: Path) -> None:
     assert not (tmp_path / "broker_jaas.conf").exists() and not any(a.startswith(FLAG) for a in node.command)
 
 
-def test_the_containers_launcher_copies_it_into_the_broker_s_container() -> None:
-    assert BROKER_JAAS_CONFIG.endswith("/config/broker_jaas.conf") and BROKER_JAAS_CONFIG.startswith("/")
+def _container_start(config: ClusterConfig, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What NodeStarter.start_broker would start, without Docker."""
+    import ipaddress
+
+    from kafka_chaos.harness.containers.nodes import NodeStarter
+
+    starter = NodeStarter("r", "image", {}, kafka_version="3.0.0")
+    starter._subnet = ipaddress.IPv4Network("10.99.0.0/24")
+    started: dict[str, Any] = {}
+    monkeypatch.setattr(starter, "_start", lambda node, role, command, **kw: started.update(command=command, **kw))
+    starter.start_broker(config, 1, 19092)
+    return started
+
+
+def test_the_containers_launcher_copies_it_into_every_broker_s_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = _container_start(ClusterConfig(broker_jaas=JAAS), monkeypatch)
+    assert started["files"][BROKER_JAAS_CONFIG] == JAAS and BROKER_JAAS_CONFIG.endswith("/config/broker_jaas.conf")
+    assert f"{FLAG}{BROKER_JAAS_CONFIG}" in started["command"]
+    plain = _container_start(ClusterConfig(), monkeypatch)
+    assert BROKER_JAAS_CONFIG not in plain["files"] and not any(a.startswith(FLAG) for a in plain["command"])
 
 
 def test_cluster_json_keeps_it(tmp_path: Path) -> None:
