@@ -214,3 +214,15 @@ def test_consecutive_cuts_hold_everything_once() -> None:
     assert not last.txns and last.readback == READBACK and last.group_offsets == END.group_offsets
     assert w.counts() == {COMMITTED: 2, ABORTED: 1, UNKNOWN: 0, "reads": 5}
     assert TxnHistory.merged([first, second, last]).txns == (T0, T1, C0)
+
+
+def test_run_transactions_opts_every_scenario_in() -> None:
+    from kafka_chaos.cli.main import build_parser
+    from kafka_chaos.cli.run import _shaped
+    from kafka_chaos.scenarios.plans import catalogue
+
+    chosen = catalogue.by_names(["leader_hard_kill"])
+    with_flag = _shaped(build_parser().parse_args(["run", "--transactions", "--scenario", "leader_hard_kill"]), chosen)
+    without = _shaped(build_parser().parse_args(["run", "--scenario", "leader_hard_kill"]), chosen)
+    assert [t.name for t in with_flag[0].topics][-2:] == [TXN_IN, TXN_OUT] and transactional_topics(with_flag[0].topics)
+    assert without == chosen
