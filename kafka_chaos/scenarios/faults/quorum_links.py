@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, cast
 
@@ -126,18 +126,23 @@ class QuorumLeaderCutHeal(QuorumFault):
         log.info("%s: healed %.1f s ago", self.kind, time.monotonic() - healed_at)
 
 
-def quorum_leader_cut(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
-    """One kind, two classes: ``variant`` ``heal`` builds a :class:`QuorumLeaderCutHeal`, none
-    (or ``leader_from_voters``) a :class:`QuorumLeaderCut`."""
-    reject_unknown_options(LEADER_CUT, options, ("variant",))
-    variant = options.get("variant", "leader_from_voters")
-    if variant == HEAL:
-        return QuorumLeaderCutHeal(target)
-    if variant != "leader_from_voters":
-        raise UsageError(f"{LEADER_CUT}: 'variant' must be 'leader_from_voters' or '{HEAL}', not {variant!r}")
-    return QuorumLeaderCut(target)
+def cut_or_heal(kind: str, cut_variant: str, cut: Callable[[Target], Fault],
+                heal: Callable[[Target], Fault]) -> Callable[[Target, Mapping[str, Any], StepTopics], Fault]:
+    """The builder of a link-cut kind with two classes: ``variant`` ``heal`` builds ``heal``, none
+    (or ``cut_variant``) ``cut``; any other variant or option is one UsageError line."""
+    def build(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
+        reject_unknown_options(kind, options, ("variant",))
+        variant = options.get("variant", cut_variant)
+        if variant == HEAL:
+            return heal(target)
+        if variant != cut_variant:
+            raise UsageError(f"{kind}: 'variant' must be '{cut_variant}' or '{HEAL}', not {variant!r}")
+        return cut(target)
+
+    return build
 
 
+quorum_leader_cut = cut_or_heal(LEADER_CUT, "leader_from_voters", QuorumLeaderCut, QuorumLeaderCutHeal)
 register_fault(QuorumLeaderCut, build=quorum_leader_cut)
 
 
@@ -279,18 +284,7 @@ def _controllers_of(env: FaultEnv, kind: str, brokers: tuple[int, ...]) -> list[
     return controllers
 
 
-def broker_controller_cut(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
-    """One kind, two classes: ``variant`` ``heal`` builds a :class:`BrokerControllerCutHeal`,
-    none (or ``from_controllers``) a :class:`BrokerControllerCut`."""
-    reject_unknown_options(BROKER_CUT, options, ("variant",))
-    variant = options.get("variant", FROM_CONTROLLERS)
-    if variant == HEAL:
-        return BrokerControllerCutHeal(target)
-    if variant != FROM_CONTROLLERS:
-        raise UsageError(f"{BROKER_CUT}: 'variant' must be '{FROM_CONTROLLERS}' or '{HEAL}', not {variant!r}")
-    return BrokerControllerCut(target)
-
-
+broker_controller_cut = cut_or_heal(BROKER_CUT, FROM_CONTROLLERS, BrokerControllerCut, BrokerControllerCutHeal)
 register_fault(BrokerControllerCut, build=broker_controller_cut)
 
 

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.oracle import Event
-from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, Fault, FaultEnv, StepTopics, register_fault, reject_unknown_options
+from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, FaultEnv, register_fault
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.faults.quorum import QuorumFault, quorum_control, quorum_epoch, quorum_view
-from kafka_chaos.scenarios.faults.quorum_links import CUT_HOLD_S, HEAL, LINKS, controller_cut, links
+from kafka_chaos.scenarios.faults.quorum_links import CUT_HOLD_S, HEAL, LINKS, controller_cut, cut_or_heal, links
 from kafka_chaos.scenarios.model.ledger import WAITS_OUT_TIMEOUT, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
-from kafka_chaos.scenarios.model.targets import Controller, Target
+from kafka_chaos.scenarios.model.targets import Controller
 
 log = logging.getLogger(__name__)
 
@@ -117,18 +116,7 @@ class QuorumFollowerCutHeal(QuorumFault):
                  view.controller_epoch)
 
 
-def quorum_follower_cut(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
-    """One kind, two classes: ``variant`` ``heal`` builds a :class:`QuorumFollowerCutHeal`, none
-    (or ``follower_from_voters``) a :class:`QuorumFollowerCut`."""
-    reject_unknown_options(FOLLOWER_CUT, options, ("variant",))
-    variant = options.get("variant", FOLLOWER_FROM_VOTERS)
-    if variant == HEAL:
-        return QuorumFollowerCutHeal(target)
-    if variant != FOLLOWER_FROM_VOTERS:
-        raise UsageError(f"{FOLLOWER_CUT}: 'variant' must be '{FOLLOWER_FROM_VOTERS}' or '{HEAL}', not {variant!r}")
-    return QuorumFollowerCut(target)
-
-
+quorum_follower_cut = cut_or_heal(FOLLOWER_CUT, FOLLOWER_FROM_VOTERS, QuorumFollowerCut, QuorumFollowerCutHeal)
 register_fault(QuorumFollowerCut, build=quorum_follower_cut)
 
 
