@@ -337,9 +337,10 @@ def chaos_cluster_defaults(brokers: int) -> dict[str, str]:
     return {
         ZOOKEEPER_SESSION_TIMEOUT_MS: str(TEST_SESSION_TIMEOUT_MS),
         # The oracle's inputs, stated even where they equal Kafka's defaults.
-        # Kafka's default (true) in ZooKeeper mode: zookeeper_mode_defaults. KRaft's controller
-        # balances leader.imbalance.check.interval.seconds after an imbalance appears, a moment the
-        # harness does not see, so there (and in a migration) rebalances come only when asked.
+        # Off unless a scenario asks: with Kafka's default (true) every ZooKeeper-mode step waits
+        # for the controller's scheduled imbalance checks (scenarios.model.imbalance_checks), which
+        # made the test command 285 s longer (docs/recall.md); KRaft's controller balances an
+        # interval after an imbalance appears, a moment the harness does not see.
         AUTO_LEADER_REBALANCE_ENABLE: "false",
         UNCLEAN_LEADER_ELECTION_ENABLE: "false",
         CONTROLLED_SHUTDOWN_ENABLE: "true",
@@ -403,8 +404,6 @@ def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connec
                                f"inter-broker one, got {list(listeners)}")
         props[CONTROL_PLANE_LISTENER_NAME] = CONTROL_PLANE_LISTENER
     props.update(release_defaults(config.brokers, known))
-    if config.mode == ZOOKEEPER_MODE:
-        props.update(zookeeper_mode_defaults())
     props.update(_check_overrides(config.cluster_overrides, "cluster", known))
     props.update(_check_overrides(config.broker_overrides.get(broker_id, {}), f"broker {broker_id}", known))
     return dict(sorted(props.items()))
@@ -500,13 +499,6 @@ def shipped_timeouts(kafka_version: str) -> dict[str, str]:
     return {ZOOKEEPER_SESSION_TIMEOUT_MS: "6000" if old else "18000", REPLICA_LAG_TIME_MAX_MS: "10000" if old else "30000"}
 
 
-def zookeeper_mode_defaults() -> dict[str, str]:
-    """Layer 2's ZooKeeper-mode part: the controller's leader-imbalance check on, as Kafka ships
-    it. It runs 5 s after each failover and every ``leader.imbalance.check.interval.seconds``
-    after that, times a step can tell from ``/controller`` (scenarios.model.imbalance_checks)."""
-    return {AUTO_LEADER_REBALANCE_ENABLE: "true"}
-
-
 def release_defaults(brokers: int, known: BrokerPropertyNames) -> dict[str, str]:
     """Layer 2 as one release takes it: only the names it has."""
     return {k: v for k, v in chaos_cluster_defaults(brokers).items() if k in known.names}
@@ -523,8 +515,6 @@ def log_dir_paths(data_dir: str, count: int) -> list[str]:
 def shared_broker_settings(config: ClusterConfig, kafka_version: str = KNOWN_PROPERTIES_VERSION) -> dict[str, str]:
     """Layers 2 and 3: what every broker has in common (``Cluster.broker_settings``)."""
     props = release_defaults(config.brokers, broker_property_names(kafka_version))
-    if config.mode == ZOOKEEPER_MODE:
-        props.update(zookeeper_mode_defaults())
     if config.mode == KRAFT_MODE:
         props = {k: v for k, v in props.items()
                  if not k.startswith("zookeeper.") and not k.startswith("controlled.shutdown.")}

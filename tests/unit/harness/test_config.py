@@ -22,7 +22,7 @@ def test_defaults_fit_a_three_broker_test_cluster() -> None:
     assert p[c.ADVERTISED_LISTENERS] == "PLAINTEXT://127.0.0.1:9092"
     assert p[c.LOG_DIRS] == "/data"
     assert p[c.ZOOKEEPER_SESSION_TIMEOUT_MS] == "6000"
-    assert p[c.AUTO_LEADER_REBALANCE_ENABLE] == "true"  # Kafka's default, in ZooKeeper mode
+    assert p[c.AUTO_LEADER_REBALANCE_ENABLE] == "false"  # scenarios ask for it (docs/recall.md)
     assert p[c.CONTROLLED_SHUTDOWN_ENABLE] == "true"
     assert p[c.OFFSETS_TOPIC_REPLICATION_FACTOR] == "3"
     assert p[c.TRANSACTION_STATE_LOG_REPLICATION_FACTOR] == "3"
@@ -224,10 +224,3 @@ def test_the_timeouts_a_release_ships(version: str, session: str, lag: str) -> N
     assert c.shipped_timeouts(version) == {c.ZOOKEEPER_SESSION_TIMEOUT_MS: session, c.REPLICA_LAG_TIME_MAX_MS: lag}
     cfg = ClusterConfig(cluster_overrides=c.shipped_timeouts(version))  # a ZooKeeper that grants it
     assert int(zookeeper_properties(cfg, port=2181, data_dir="/z")[c.ZK_MAX_SESSION_TIMEOUT]) >= int(session)
-
-
-@pytest.mark.parametrize(("mode", "rebalance"), [("zookeeper", "true"), ("kraft", "false"), ("migration", "false")])
-def test_the_leader_imbalance_check_is_on_where_the_harness_can_time_it(mode: str, rebalance: str) -> None:
-    # KRaft balances an interval after an imbalance appears, which the harness does not see
-    settings = c.shared_broker_settings(ClusterConfig(mode=mode))
-    assert settings[c.AUTO_LEADER_REBALANCE_ENABLE] == rebalance

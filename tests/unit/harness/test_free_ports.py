@@ -53,6 +53,15 @@ def test_without_room_below_the_range_the_kernel_chooses(monkeypatch: pytest.Mon
 def test_ports_picked_earlier_for_other_nodes_are_not_picked_again(monkeypatch: pytest.MonkeyPatch) -> None:
     # A ZooKeeper server's port, picked first but not bound yet, is free to bind: only `taken` says
     # a broker must not get it (seen in CI: "Socket server failed to bind … Address already in use").
-    low = nodes._ephemeral_low()
-    monkeypatch.setattr(nodes, "_LOWEST_PORT", low - 3)
-    assert set(nodes.free_ports(2, taken=[low - 3])) == {low - 2, low - 1}
+    # Three free ports in a row, drawn until found (real clusters may run beside the tests).
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+            held.bind(("127.0.0.1", 0))
+            base = held.getsockname()[1] + 1
+        if not all(_port_free(p) for p in (base, base + 1, base + 2)):
+            continue
+        monkeypatch.setattr(nodes, "_LOWEST_PORT", base)
+        monkeypatch.setattr(nodes, "_ephemeral_low", lambda: base + 3)
+        assert set(nodes.free_ports(2, taken=[base])) == {base + 1, base + 2}
+        return
+    pytest.fail("no three free ports in a row in 50 draws")
