@@ -158,23 +158,21 @@ def alter_partition_reassignments(bootstrap: str, moves: Mapping[str, Mapping[in
     """AlterPartitionReassignments, sent to the first broker of ``bootstrap`` that answers (a broker
     forwards it to the controller: ``KafkaApis.handleAlterPartitionReassignmentsRequest``); a
     MetadataError naming Kafka's error when it refuses any partition."""
-    problems = []
-    for address in bootstrap.split(","):
+    def ask(address: str) -> None:
         correlation_id = next(_correlation_ids)
         request = kafka_wire.encode_alter_partition_reassignments(correlation_id, int(timeout * 1000), moves)
         try:
             answer = kafka_wire.decode_alter_partition_reassignments_response(_exchange(address, request, timeout))
         except (OSError, ValueError) as exc:
-            problems.append(f"{address}: {type(exc).__name__}: {exc}")
-            continue
+            raise _NoAnswer(f"{address}: {type(exc).__name__}: {exc}") from exc
         refused = [f"{t}-{p}: {error_name(code)}{f' ({msg})' if msg else ''}"
                    for (t, p), (code, msg) in sorted(answer.partitions.items()) if code != 0]
         if answer.error_code != 0:
             refused.insert(0, f"{error_name(answer.error_code)}: {answer.error_message or ''}".rstrip(": "))
         if refused:
             raise MetadataError(f"AlterPartitionReassignments refused by way of {address}: {'; '.join(refused)}")
-        return
-    raise MetadataError(f"no broker of {bootstrap} answered AlterPartitionReassignments: {'; '.join(problems)}")
+
+    _ask_first_answering(bootstrap, "AlterPartitionReassignments", ask)
 
 
 def find_coordinator(address: str, group: str, timeout: float = 2.0) -> kafka_wire.WireAnswer:
@@ -408,15 +406,9 @@ def alter_topic_config(bootstrap: str, topic: str, changes: Mapping[str, str | N
     run, KAFKA-16428 on 3.6.2). A refusal is a MetadataError naming Kafka's error."""
     if not changes:
         raise UsageError(f"alter_topic_config {topic!r}: no changes given")
-    problems = []
-    for address in bootstrap.split(","):
-        try:
-            _alter_configs(address, kafka_wire.TOPIC_RESOURCE, topic, changes, timeout, f"topic {topic!r}")
-            return
-        except _NoAnswer as exc:
-            problems.append(str(exc))
-    raise MetadataError(f"no broker of {bootstrap} answered IncrementalAlterConfigs for topic {topic!r}: "
-                        f"{'; '.join(problems)}")
+    _ask_first_answering(bootstrap, f"IncrementalAlterConfigs for topic {topic!r}",
+                         lambda address: _alter_configs(address, kafka_wire.TOPIC_RESOURCE, topic, changes, timeout,
+                                                        f"topic {topic!r}"))
 
 
 def alter_broker_config(address: str, broker: str, changes: Mapping[str, str | None], *,
@@ -432,6 +424,19 @@ def alter_broker_config(address: str, broker: str, changes: Mapping[str, str | N
 
 class _NoAnswer(MetadataError):
     """The broker did not answer at all (another may)."""
+
+
+def _ask_first_answering(bootstrap: str, what: str, ask: Callable[[str], None]) -> None:
+    """``ask`` each broker of ``bootstrap`` in turn until one answers (``ask`` raises
+    :class:`_NoAnswer` when it did not); a MetadataError naming every silence when none did."""
+    problems = []
+    for address in bootstrap.split(","):
+        try:
+            ask(address)
+            return
+        except _NoAnswer as exc:
+            problems.append(str(exc))
+    raise MetadataError(f"no broker of {bootstrap} answered {what}: {'; '.join(problems)}")
 
 
 def _alter_configs(address: str, resource_type: int, name: str, changes: Mapping[str, str | None],
