@@ -210,7 +210,7 @@ class StepCore:
     def _wait_off_imbalance_check(self, label: str) -> None:
         """Let a ZooKeeper-mode controller's scheduled leader-imbalance check run before the step
         rather than inside it (:mod:`scenarios.model.imbalance_checks`)."""
-        snapshot = self.observer.snapshot()
+        snapshot = self.observer.snapshot(())  # the controller and its election time: no topic needed
         if snapshot.mode != "zookeeper" or snapshot.controller is None:
             return
         settings, _ = controller_settings(self.cluster, snapshot.controller)
