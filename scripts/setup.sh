@@ -40,6 +40,11 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
 if [ "$(id -u)" -eq 0 ]; then
   command -v iptables >/dev/null 2>&1 || apt_install iptables
 fi
+# The crash-consistency layer (kafka_chaos/harness/lazyfs, docs/durability.md) mounts FUSE with
+# allow_other: only as root, where /dev/fuse exists.
+if [ "$(id -u)" -eq 0 ] && [ -e /dev/fuse ]; then
+  command -v fusermount3 >/dev/null 2>&1 || apt_install fuse3
+fi
 
 if [ ! -x .venv/bin/python ]; then
   step "creating .venv"
