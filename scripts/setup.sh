@@ -39,6 +39,8 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
 # leaves them out and says why, so iptables is not needed there.
 if [ "$(id -u)" -eq 0 ]; then
   command -v iptables >/dev/null 2>&1 || apt_install iptables
+  # Clock faults run nodes under libfaketime (kafka_chaos/harness/local/clocks.py).
+  compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || apt_install libfaketime
 fi
 # The crash-consistency layer (kafka_chaos/harness/lazyfs, docs/durability.md) mounts FUSE with
 # allow_other: only as root, where /dev/fuse exists.

@@ -283,6 +283,21 @@ class QuorumLinkPartitioner(Protocol):
         """Remove every cut this cluster made. Idempotent."""
 
 
+@runtime_checkable
+class ClockController(Protocol):
+    """Capability CLOCK_CONTROL: a node's wall clock (``CLOCK_REALTIME``: Kafka's
+    ``Time.milliseconds``) off the host's, its monotonic clock left alone, as a real clock step
+    or a fast clock does (:mod:`harness.local.clocks`). Nodes are named by role -- ``broker``,
+    ``controller`` (KRaft), ``zookeeper`` (server id) -- and id."""
+
+    def set_clock(self, role: str, node_id: int, *, offset_s: float = 0.0, rate: float = 1.0) -> None:
+        """From now on the node's clock is ``offset_s`` seconds off the host's and runs at
+        ``rate`` from there; felt within a few seconds."""
+
+    def heal_clocks(self) -> None:
+        """Every node back on the host's clock. Idempotent."""
+
+
 def quorum_cut_peers(node_id: int, peers: Sequence[int], node_ids: Sequence[int]) -> tuple[int, ...]:
     """Pure: the peers a :meth:`QuorumLinkPartitioner.cut_links` names, checked against the
     cluster's node ids (KRaft's one id space: controllers and brokers) and in their given order
@@ -389,6 +404,7 @@ class Capability(StrEnum):
     ZK_MIGRATION = "zk_migration"
     REPLICA_LOGS = "replica_logs"
     QUORUM_LINK_PARTITION = "quorum_link_partition"
+    CLOCK_CONTROL = "clock_control"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -405,6 +421,7 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.ZK_MIGRATION: MigrationControl,
     Capability.REPLICA_LOGS: ReplicaLogReader,
     Capability.QUORUM_LINK_PARTITION: QuorumLinkPartitioner,
+    Capability.CLOCK_CONTROL: ClockController,
 })
 
 

@@ -273,6 +273,10 @@ class ClusterConfig:
     # Listeners stay PLAINTEXT and ZooKeeper unauthenticated; None: no JAAS file.
     broker_jaas: str | None = None
 
+    # Every node runs under libfaketime (harness.local.clocks) so clock faults can set its wall
+    # clock; False: nodes start as they always did.
+    fake_clocks: bool = False
+
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")

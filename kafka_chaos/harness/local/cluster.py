@@ -48,6 +48,7 @@ from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
+from kafka_chaos.harness.local.clocks import LocalClockControls
 from kafka_chaos.harness.local.ensemble import LocalEnsembleControls
 from kafka_chaos.harness.local.link_proxies import ClusterLinkProxies, attach_link_proxies, start_link_proxies
 from kafka_chaos.harness.local.links import LocalLinkControls
@@ -105,7 +106,7 @@ def _register_owned(cluster: LocalCluster) -> None:
     processes.exit_on_termination_signals()
 
 
-class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls):
+class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls, LocalLogDirControls):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ZooKeeperControl`, the ZooKeeper-ensemble controls
     (:mod:`harness.local.ensemble`) and, as root with iptables, the network controls
@@ -269,6 +270,7 @@ class LocalCluster(LocalEnsembleControls, LocalLinkControls, LocalLogDirControls
             broker_connect = self._link_proxies.connect_string(broker_id) if self._link_proxies else connect
             self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, broker_connect,
                                                       metrics_port, control_port)
+        self._fake_clocks([*self._zk_ensemble.values(), *self._brokers.values()])
         self._install_firewall()
         deadline = time.monotonic() + self.start_timeout
         log.info("starting ZooKeeper on %s (run dir %s)", connect, self._run_dir)

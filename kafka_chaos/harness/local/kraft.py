@@ -43,6 +43,7 @@ from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
+from kafka_chaos.harness.local.clocks import LocalClockControls
 from kafka_chaos.harness.local.controllers import LocalControllerControls
 from kafka_chaos.harness.local.kraft_links import LocalQuorumLinkControls
 from kafka_chaos.harness.local.network import partition_problem
@@ -82,7 +83,7 @@ def controller_node_name(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class LocalKraftCluster(LocalControllerControls, LocalQuorumLinkControls, KraftBasics):
+class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorumLinkControls, KraftBasics):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ControllerQuorumControl` and, as root with iptables,
     :class:`harness.cluster.QuorumLinkPartitioner` of a KRaft cluster on local JVMs."""
@@ -215,6 +216,7 @@ class LocalKraftCluster(LocalControllerControls, LocalQuorumLinkControls, KraftB
             self._brokers[b] = self._prepare(broker_node_name(b), b, broker_ports[b], voters, java, log4j,
                                              agent_option)
         self._format_storage()
+        self._fake_clocks([*self._controllers.values(), *self._brokers.values()])
         self._install_quorum_firewall()  # before any node opens a connection: marks apply to new ones
         deadline = time.monotonic() + self.start_timeout
         log.info("starting %d KRaft controllers and %d Kafka %s brokers (run dir %s)", len(controllers), len(brokers),

@@ -25,6 +25,7 @@ from kafka_chaos.scenarios.faults import configs  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import quorum_links  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import records  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import voter_links  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import clocks  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults.base import (
     FAULTS,
     Fault,

@@ -53,6 +53,7 @@ class ClusterModel:
     cut: dict[int, str] = field(default_factory=dict)  # broker -> network cut variant
     failed_dir: set[int] = field(default_factory=set)  # brokers with a failed log directory, until healed
     delayed: dict[int, str] = field(default_factory=dict)  # broker -> its delayed links, until healed
+    clocks: dict[int, str] = field(default_factory=dict)  # broker -> the clock fault setting its clock off, until healed
     # Steps that killed the controller, not started again: which broker only the cluster knows.
     unknown_down: list[int] = field(default_factory=list)
     targets: list[tuple[int, ...] | None] = field(default_factory=list)  # per step; None: unknown

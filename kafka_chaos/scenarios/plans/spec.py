@@ -5,12 +5,12 @@ the generator and the shrinker build them; the runner executes them."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
-from kafka_chaos.scenarios.faults import Fault, make_fault, requirements_of
+from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault, requirements_of
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import Target
 
@@ -43,6 +43,9 @@ class ClusterNeeds:
     # A JAAS configuration's text every broker JVM gets (harness.config.ClusterConfig.broker_jaas)
     broker_jaas: str | None = None
 
+    # Nodes under libfaketime: set by Scenario from its faults' requirements (CLOCK_CONTROL)
+    fake_clocks: bool = False
+
     @property
     def overrides_dict(self) -> dict[str, str]:
         return dict(self.overrides)
@@ -58,6 +61,7 @@ class ClusterNeeds:
         dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
         dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
         dirs += ", brokers with a JAAS file" if self.broker_jaas is not None else ""
+        dirs += ", fake clocks" if self.fake_clocks else ""
         release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
         release += f", KRaft with {self.controllers} controller{'s' if self.controllers > 1 else ''}" if self.mode == "kraft" else ""
         release += (f", migrating to {self.controllers} KRaft controller{'s' if self.controllers > 1 else ''}"
@@ -93,6 +97,13 @@ class Scenario:
     needs: ClusterNeeds = ClusterNeeds()
     # Run on a release with this bug: it passes only by failing ``caught_by`` (the corpus suite).
     expects: KnownBug | None = None
+
+    def __post_init__(self) -> None:
+        # Clock faults need every node started under libfaketime; other scenarios' clusters stay
+        # untouched (and are not shared with these: the needs differ).
+        known = [step.fault for step in self.steps if step.fault in fault_kinds()]  # validate_steps names the rest
+        if Capability.CLOCK_CONTROL in requirements_of(known) and not self.needs.fake_clocks:
+            object.__setattr__(self, "needs", replace(self.needs, fake_clocks=True))
 
     @property
     def requirements(self) -> frozenset[Capability]:

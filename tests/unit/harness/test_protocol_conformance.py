@@ -17,6 +17,7 @@ import pytest
 
 from kafka_chaos.harness.cluster import (
     ReplicaLogReader,
+    ClockController,
     CAPABILITY_PROTOCOLS,
     BrokerControl,
     Capability,
@@ -44,19 +45,21 @@ from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
 # What each launcher claims (module docstrings, README): the test holds them to it.
 CLAIMS: dict[type, set[type]] = {
     LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, ReplicaLogReader},
+                   ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, ReplicaLogReader,
+                   ClockController},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                        ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, ReplicaLogReader},
     # a ZooKeeper-mode local cluster plus the migration and, once provisioned, its controllers
     LocalMigrationCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller,
-                            MigrationControl, ControllerQuorumControl, ReplicaLogReader},
-    LocalKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner},
+                            MigrationControl, ControllerQuorumControl, ReplicaLogReader, ClockController},
+    LocalKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner,
+                        ClockController},
     ContainerKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
              ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, MigrationControl,
-             ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner]
+             ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner, ClockController]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 

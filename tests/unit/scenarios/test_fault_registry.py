@@ -36,6 +36,8 @@ OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "recreate_topic": {"topic": "t", "assignment": {"0": [1, 2]}},
     "broker_config": {"broker": 1, "set": {"follower.replication.throttled.rate": 1}},
     "delete_records": {"topic": "t"},
+    "clock_jump": {"seconds": 60},
+    "clock_drift": {"rate": 1.5},
 }
 
 
@@ -65,6 +67,8 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "quorum_follower_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
         **{k: (brokers | {Capability.ZK_MIGRATION}, True) for k in (
             "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")},
+        "clock_jump": (frozenset({Capability.CLOCK_CONTROL}), False),
+        "clock_drift": (frozenset({Capability.CLOCK_CONTROL}), False),
     }
 
 
