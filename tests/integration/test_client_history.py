@@ -1,6 +1,7 @@
 """Consumers through a real unclean election: the truncated log shows up in the clients'
-history as the anomalies the oracle's ``unclean_elected`` prediction allows (counted apart),
-and the same history judged with that prediction withheld fails."""
+history as the anomalies the oracle's ``unclean_elected`` prediction allows (counted apart), and
+in the workload's delivery report as acknowledged messages lost where it was predicted; the same
+history judged with that prediction withheld fails."""
 
 from __future__ import annotations
 
@@ -64,6 +65,15 @@ def test_unclean_truncation_is_allowed_where_predicted_and_fails_when_withheld(t
     # nothing: tests/integration/test_releases.py)
     recovery = [(r.expected, r.observed, r.passed) for r in records if r.check == "oracle_recovery"]
     assert recovery and all(passed and expected == observed == 1 for expected, observed, passed in recovery), recovery
+    # The same loss in the workload's delivery report: counted where the oracle predicted the
+    # unclean election, not failed, and nothing written twice.
+    [delivery] = [r for r in records if r.check == "delivery"]
+    [unclean_loss] = [r for r in records if r.check == "delivery_unclean_loss"]
+    assert delivery.passed is True and unclean_loss.passed is True
+    assert delivery.observed["lost"] == unclean_loss.observed["lost_total"] > 0, delivery.detail
+    lost_on = {p for p, n in delivery.observed["lost_by_partition"].items() if n}
+    assert lost_on <= {str(p) for p in unclean_loss.expected["unclean_partitions"]}, lost_on
+    assert delivery.observed["duplicated"] == 0
     measured = [r for r in records if r.check == "client_availability"]
     assert measured and all(r.latency_ms and "e2e_p99" in r.latency_ms for r in measured)
 
