@@ -111,6 +111,9 @@ class RunOptions:
     settle_timeout: float = 90.0
     convergence_timeout: float = 90.0
     metadata_timeout: float = 20.0
+    # How long a step asks the brokers for their replicas on disk before the check judges the last
+    # answers (StepTimeouts.disk): spent whole only where a replica is left behind (a known bug).
+    disk_timeout: float = 15.0
     verify_timeout: float = 60.0
     # Faults with client windows (network partitions): how long a step waits for the clients to
     # get acks again (a cut leader's clients hang until their own timeouts: socket.timeout.ms is 10 s).
@@ -472,7 +475,7 @@ class Runner:
                         StepNaming(ctx.topic_names, {t.name: t.partitions for t in ctx.scenario.topics},
                                    ctx.rng, ctx.targets),
                         StepTimeouts(self.options.settle_timeout, self.options.convergence_timeout,
-                                     self.options.metadata_timeout),
+                                     self.options.metadata_timeout, self.options.disk_timeout),
                         progress=lambda what: self._step_progress(ctx, what), error=ScenarioAbortedError)
 
     def _run_step(self, ctx: _Context, core: StepCore, index: int, step: Step) -> None:
