@@ -235,9 +235,9 @@ class LazyOperations(mfusepy.Operations):  # type: ignore[misc]
         return fd
 
     def create(self, path: str, mode: int, flags: int = os.O_WRONLY) -> int:
-        self._check_not_frozen()
         backing = self._backing(path)
         with self._mutex:
+            self._check_not_frozen()
             existed = os.path.lexists(backing)
             fd = os.open(backing, os.O_RDWR | os.O_CREAT | (flags & os.O_EXCL), mode)
             ino = os.fstat(fd).st_ino
@@ -310,26 +310,26 @@ class LazyOperations(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def mkdir(self, path: str, mode: int) -> int:
-        self._check_not_frozen()
         backing = self._backing(path)
         with self._mutex:
+            self._check_not_frozen()
             os.mkdir(backing, mode)
             self.journal.made_directory(relative(path))
         return 0
 
     def unlink(self, path: str) -> int:
-        self._check_not_frozen()
         backing = self._backing(path)
         with self._mutex:
+            self._check_not_frozen()
             if stat.S_ISDIR(os.lstat(backing).st_mode):
                 raise mfusepy.FuseOSError(errno.EISDIR)
             self.journal.unlinked(relative(path), self._park(backing))
         return 0
 
     def rmdir(self, path: str) -> int:
-        self._check_not_frozen()
         backing = self._backing(path)
         with self._mutex:
+            self._check_not_frozen()
             if not stat.S_ISDIR(os.lstat(backing).st_mode):
                 raise mfusepy.FuseOSError(errno.ENOTDIR)
             if os.listdir(backing):
@@ -338,12 +338,12 @@ class LazyOperations(mfusepy.Operations):  # type: ignore[misc]
         return 0
 
     def rename(self, old: str, new: str) -> int:
-        self._check_not_frozen()
         source, destination = self._backing(old), self._backing(new)
         old_rel, new_rel = relative(old), relative(new)
         if old_rel == new_rel:
             return 0
         with self._mutex:
+            self._check_not_frozen()
             source_is_dir = stat.S_ISDIR(os.lstat(source).st_mode)
             replaced = None
             if os.path.lexists(destination):
@@ -544,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
         server.close()
         if os.path.lexists(args.control):
             os.unlink(args.control)
+    # Unmounted: what waits in the trash is removed for good, and a broker started on the backing
+    # directory itself must not find a directory that is no partition (LogManager.loadLog).
+    shutil.rmtree(operations.trash, ignore_errors=True)
     return 0
 
 

@@ -227,3 +227,15 @@ def test_stop_is_idempotent_and_unmounts(tmp_path: Path) -> None:
     mounted.stop()
     assert os.listdir(tmp_path / "m") == []
     assert (tmp_path / "b" / "kept").read_bytes() == b"x"
+
+
+def test_a_control_socket_path_longer_than_a_socket_address_works(tmp_path: Path) -> None:
+    """A node's directory under a pytest run's temporary directory is deep."""
+    deep = tmp_path / ("n" * 60) / ("m" * 60)
+    (deep / "b").mkdir(parents=True)
+    (deep / "m").mkdir()
+    assert len(str(deep / "control.sock")) > 108
+    with LazyMount.start(deep / "b", deep / "m", deep / "control.sock") as mounted:
+        (deep / "m" / "x").write_bytes(b"unsynced")
+        assert mounted.power_fail().undo_actions == ("rm x",)
+    assert os.listdir(deep / "b") == []
