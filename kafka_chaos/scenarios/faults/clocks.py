@@ -84,6 +84,9 @@ MAX_RATE = 10.0
 # harness.local.clocks.FELT_WITHIN_S); the step looks only after that, so the ISR race of a
 # forward jump (the module's docstring) is over or under way when it does.
 FELT_WITHIN_S = 3.0
+# ``hold_s``: how long the step keeps the clock off before it looks, so the leaders'
+# isr-expiration check (every replica.lag.time.max.ms / 2, 15 s on test clusters) runs under it.
+MAX_HOLD_S = 600.0
 _CLOCKS = frozenset({Capability.CLOCK_CONTROL})
 
 
@@ -115,6 +118,14 @@ def _variant(options: Mapping[str, Any], kind: str, action: str) -> bool:
     return bool(variant == "heal")
 
 
+def _hold(options: Mapping[str, Any], kind: str) -> float:
+    """``hold_s``: seconds the step waits after setting the clock (at least until it is felt)."""
+    value = options.get("hold_s", FELT_WITHIN_S)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_HOLD_S:
+        raise UsageError(f"{kind}: 'hold_s' must be seconds in [0, {MAX_HOLD_S:.0f}], not {value!r}")
+    return float(value)
+
+
 def _number(options: Mapping[str, Any], name: str, kind: str) -> float:
     value = options.get(name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -132,6 +143,7 @@ class _ClockFault(FaultBase):
     exact_epochs: ClassVar[bool] = False
     healing: bool = False
     zookeeper: str | int | None = None
+    hold_s: float = FELT_WITHIN_S
     _node: ClockNode | None = None
 
     @property
@@ -186,8 +198,9 @@ class _ClockFault(FaultBase):
         node = self._node_of(env)
         offset_s, rate = self.setting()
         self._clock(env).set_clock(node.role, node.node_id, offset_s=offset_s, rate=rate)
-        log.info("%s on %s: %s; waiting %.0f s for it to be felt", self.kind, node, self.describe(), FELT_WITHIN_S)
-        time.sleep(FELT_WITHIN_S)
+        hold = max(FELT_WITHIN_S, self.hold_s)
+        log.info("%s on %s: %s; holding %.0f s before the step looks", self.kind, node, self.describe(), hold)
+        time.sleep(hold)
 
     def heal(self, env: FaultEnv) -> None:
         node = self._node
@@ -216,14 +229,16 @@ class ClockJump(_ClockFault):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ClockJump:
-        unknown = set(options) - {"seconds", "variant", "zookeeper"}
+        unknown = set(options) - {"seconds", "variant", "zookeeper", "hold_s"}
         if unknown:
-            raise UsageError(f"{CLOCK_JUMP}: unknown option(s) {sorted(unknown)}: 'seconds', 'variant', 'zookeeper'")
+            raise UsageError(f"{CLOCK_JUMP}: unknown option(s) {sorted(unknown)}: 'seconds', 'variant', 'zookeeper', "
+                             f"'hold_s'")
         healing = _variant(options, CLOCK_JUMP, "jump")
         seconds = 0.0 if healing else _number(options, "seconds", CLOCK_JUMP)
         if not healing and not (0 < abs(seconds) <= MAX_JUMP_S):
             raise UsageError(f"{CLOCK_JUMP}: 'seconds' must be non-zero and within ±{MAX_JUMP_S:.0f}, not {seconds:g}")
-        return cls(target, healing, _zookeeper_option(options, CLOCK_JUMP), None, seconds)
+        return cls(target, healing=healing, zookeeper=_zookeeper_option(options, CLOCK_JUMP),
+                   hold_s=_hold(options, CLOCK_JUMP), seconds=seconds)
 
     @property
     def label(self) -> str:
@@ -244,14 +259,16 @@ class ClockDrift(_ClockFault):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ClockDrift:
-        unknown = set(options) - {"rate", "variant", "zookeeper"}
+        unknown = set(options) - {"rate", "variant", "zookeeper", "hold_s"}
         if unknown:
-            raise UsageError(f"{CLOCK_DRIFT}: unknown option(s) {sorted(unknown)}: 'rate', 'variant', 'zookeeper'")
+            raise UsageError(f"{CLOCK_DRIFT}: unknown option(s) {sorted(unknown)}: 'rate', 'variant', 'zookeeper', "
+                             f"'hold_s'")
         healing = _variant(options, CLOCK_DRIFT, "drift")
         rate = 1.0 if healing else _number(options, "rate", CLOCK_DRIFT)
         if not healing and not (0 < rate <= MAX_RATE and rate != 1.0):
             raise UsageError(f"{CLOCK_DRIFT}: 'rate' must lie in (0, {MAX_RATE:g}] and differ from 1, not {rate:g}")
-        return cls(target, healing, _zookeeper_option(options, CLOCK_DRIFT), None, rate)
+        return cls(target, healing=healing, zookeeper=_zookeeper_option(options, CLOCK_DRIFT),
+                   hold_s=_hold(options, CLOCK_DRIFT), rate=rate)
 
     @property
     def label(self) -> str:

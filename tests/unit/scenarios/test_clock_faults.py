@@ -73,8 +73,18 @@ def _env(cluster: RecordingClocks) -> FaultEnv:
 
 
 @pytest.fixture(autouse=True)
-def _no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clocks, "FELT_WITHIN_S", 0.0)
+def _no_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The steps' holds, recorded instead of slept."""
+    slept: list[float] = []
+    monkeypatch.setattr(clocks.time, "sleep", slept.append)
+    return slept
+
+
+def test_the_step_holds_the_clock_off_at_least_until_it_is_felt(_no_wait: list[float]) -> None:
+    cluster = RecordingClocks()
+    for options in ({"seconds": 60, "hold_s": 20}, {"seconds": 60}, {"seconds": 60, "hold_s": 0}):
+        make_fault("clock_jump", TWO, options, **TOPICS).inject(_env(cluster))
+    assert _no_wait == [20.0, clocks.FELT_WITHIN_S, clocks.FELT_WITHIN_S]
 
 
 @pytest.mark.parametrize(("kind", "target", "options", "label", "call"), [
@@ -142,6 +152,8 @@ def test_a_kraft_controllers_clock_only_in_a_single_voter_quorum() -> None:
     ("clock_drift", {"rate": 0}, "must lie in"),
     ("clock_drift", {"rate": 11}, "must lie in"),
     ("clock_drift", {"rate": 2, "seconds": 5}, "unknown option"),
+    ("clock_jump", {"seconds": 5, "hold_s": -1}, "'hold_s' must be seconds"),
+    ("clock_drift", {"rate": 2, "hold_s": "20"}, "'hold_s' must be seconds"),
 ])
 def test_bad_options_are_one_line(kind: str, options: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
