@@ -65,6 +65,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("--kafka-version", default=None, metavar="V")
     parser.add_argument("--kafka-home", default=None, metavar="DIR")
     parser.add_argument("--no-report", action="store_true")
+    parser.add_argument("--transactions", action="store_true",
+                        help="run the transactional workload in every schedule; process faults may then hit its "
+                             "coordinators, and txn_past_timeout is drawn (docs/transactions.md)")
     parser.set_defaults(func=explore_command)
 
 
@@ -98,7 +101,8 @@ def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Genera
     delay_links = _delay_links(args.backend) if "network_delay" in faults else DELAY_LINKS
     weights = {**DEFAULT_WEIGHTS, **{kind: weight for kind, (_, weight) in given.items()}}
     return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
-                           max_partitions=args.max_partitions, delay_links=delay_links, mode=mode)
+                           max_partitions=args.max_partitions, delay_links=delay_links, mode=mode,
+                           transactions=bool(getattr(args, "transactions", False)))
 
 
 def _weights(text: str, repertoire: Collection[str]) -> dict[str, tuple[str, float]]:

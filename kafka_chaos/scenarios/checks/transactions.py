@@ -165,6 +165,19 @@ class TxnAnalysis:
         return [a for a in self.anomalies if a.kind == kind]
 
 
+def effective_outcome(t: Txn) -> str:
+    """The outcome the checks judge ``t`` by: the client's, except for an attempt held open past
+    its own ``transaction.timeout.ms`` (``scenarios.faults.txn_timeout``) whose commit failed —
+    the coordinator had aborted it (``TransactionCoordinator.abortTimedOutTransactions`` bumps
+    the epoch and writes abort markers; the late EndTxn(commit) is refused with PRODUCER_FENCED
+    by ``endTransaction``), so none of its messages may be read at ``read_committed``: an
+    aborted read if one is. The client was not told "aborted", which is fine only because its
+    commit failed; a held attempt the client saw commit is judged committed (lost if unseen)."""
+    if t.held_past_timeout and t.outcome == UNKNOWN and t.committing_at is not None:
+        return ABORTED
+    return t.outcome
+
+
 def _at(topic: str, partition: int, offset: int | None) -> str:
     return f"{topic}-{partition}@{'?' if offset is None else offset}"
 
@@ -196,7 +209,7 @@ class _Index:
             self.txn_sends.append(mine)
         self.by_pos = by_pos
         self.by_key = by_key
-        self.outcome = [t.outcome for t in h.txns]
+        self.outcome = [effective_outcome(t) for t in h.txns]
 
         # read_committed reads (the read-back's too): (consumer, topic, partition, offset, key, at,
         # candidates other than aborted ones, every candidate aborted); per send who received it
@@ -771,7 +784,11 @@ def workload_figures(history: TxnHistory) -> CheckResult:
     errors = sorted({t.error for t in history.txns if t.error})
     observed = {**outcomes, "by_txn_id": dict(sorted(per_id.items())), "reads": dict(sorted(reads.items())),
                 "readback": readback, "resets": len(history.resets), "errors": errors[:20],
-                "group_offsets": None if history.group_offsets is None else len(history.group_offsets)}
+                "group_offsets": None if history.group_offsets is None else len(history.group_offsets),
+                # attempts held past their transaction.timeout.ms (scenarios.faults.txn_timeout)
+                "held_past_timeout": [{"txn": t.name, "outcome": t.outcome, "judged": effective_outcome(t),
+                                       "error": t.error, "timeout_ms": t.timeout_ms, "held_ms": t.held_ms}
+                                      for t in history.txns if t.held_past_timeout]}
     detail = (f"{outcomes[COMMITTED]} committed, {outcomes[ABORTED]} aborted, {outcomes[UNKNOWN]} unknown "
               f"transaction(s) of {len(per_id)} transactional id(s); "
               + ", ".join(f"{c} read {n}" for c, n in sorted(reads.items()))

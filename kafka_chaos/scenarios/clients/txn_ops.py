@@ -124,6 +124,17 @@ class Txn:
     began_at: float | None = None
     committing_at: float | None = None
     ended_at: float | None = None
+    # Set when a fault held the attempt open (scenarios.faults.txn_timeout): the instance's
+    # transaction.timeout.ms, and how long the client held it between its last send's
+    # acknowledgement and the commit call.
+    timeout_ms: int | None = None
+    held_ms: int | None = None
+
+    @property
+    def held_past_timeout(self) -> bool:
+        """Held open longer than its own transaction.timeout.ms: the coordinator aborts it
+        (``TransactionCoordinator.abortTimedOutTransactions``)."""
+        return self.timeout_ms is not None and self.held_ms is not None and self.held_ms > self.timeout_ms
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -137,13 +148,15 @@ class Txn:
     def to_list(self) -> list[Any]:
         return [self.txn_id, self.seq, self.outcome, self.error, self.producer_id, self.epoch,
                 self.began_at, self.committing_at, self.ended_at,
-                [s.to_list() for s in self.sends], [o.to_list() for o in self.offsets]]
+                [s.to_list() for s in self.sends], [o.to_list() for o in self.offsets]] + \
+            ([self.timeout_ms, self.held_ms] if self.timeout_ms is not None or self.held_ms is not None else [])
 
     @classmethod
     def from_list(cls, v: Sequence[Any]) -> Txn:
         return cls(str(v[0]), int(v[1]), str(v[2]), tuple(TxnSend.from_list(s) for s in v[9]),
                    tuple(TxnOffset.from_list(o) for o in v[10]), None if v[3] is None else str(v[3]),
-                   _opt_int(v[4]), _opt_int(v[5]), _opt_float(v[6]), _opt_float(v[7]), _opt_float(v[8]))
+                   _opt_int(v[4]), _opt_int(v[5]), _opt_float(v[6]), _opt_float(v[7]), _opt_float(v[8]),
+                   _opt_int(v[11]) if len(v) > 11 else None, _opt_int(v[12]) if len(v) > 12 else None)
 
 
 @dataclass(frozen=True)

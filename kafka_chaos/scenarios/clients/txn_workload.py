@@ -78,6 +78,7 @@ from kafka_chaos.scenarios.clients.txn_ops import (
     TxnRead,
     TxnSend,
 )
+from kafka_chaos.scenarios.model.held_txn import HeldTransaction
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,22 @@ class _Send:
         return TxnSend(self.topic, self.partition, self.key, self.offset)
 
 
+@dataclass
+class _Hold:
+    """A request to hold one transaction open past ``timeout_ms`` (``TxnWorkload.hold_past_timeout``)."""
+
+    timeout_ms: int
+    hold_s: float
+    done: threading.Event
+    txn: Txn | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """The held instance's: librdkafka wants ``message.timeout.ms`` and ``socket.timeout.ms``
+        no longer than ``transaction.timeout.ms`` (+100 ms for the socket's)."""
+        return {"transaction.timeout.ms": self.timeout_ms, "message.timeout.ms": self.timeout_ms,
+                "socket.timeout.ms": min(_SOCKET_TIMEOUT_MS, self.timeout_ms)}
+
+
 class _TxnClient:
     """One ``transactional.id``: its current producer instance (made and initialised on
     demand, replaced after a fatal error or an unknown outcome) and its attempts' numbering."""
@@ -181,6 +198,7 @@ class _TxnClient:
         }
         self.ring = DebugRing(f"{__name__}.librdkafka.{txn_id}", _DEBUG_LINES, keep=(ACQUIRED_PID,))
         self.producer: Producer | None = None
+        self.override: dict[str, Any] = {}  # a held transaction's instance: its own timeouts
         self.instances = 0
         self.made_at = 0.0
         self.seq = 0
@@ -190,7 +208,7 @@ class _TxnClient:
         works or the workload stops: None)."""
         while self.producer is None and not self.stopping.is_set():
             self.made_at = time.time()
-            producer = Producer({**self.config, "debug": "eos", "log_level": 7,
+            producer = Producer({**self.config, **self.override, "debug": "eos", "log_level": 7,
                                  "error_cb": lambda err: log.debug("%s: %s", self.txn_id, err)},
                                 logger=self.ring.logger)
             self.instances += 1
@@ -212,10 +230,25 @@ class _TxnClient:
         return given[-1] if given else None
 
     def transact(self, plan: Callable[[Producer, list[_Send]], list[TxnOffset]], abort: bool,
-                 group_metadata: Any = None) -> Txn | None:
+                 group_metadata: Any = None, hold: _Hold | None = None) -> Txn | None:
         """One transaction attempt: begin, ``plan`` produces (into the list it is given) and
         returns the offsets to send, then commit, or abort when ``abort``. None when no
-        transaction began (no instance, or ``begin_transaction`` failed)."""
+        transaction began (no instance, or ``begin_transaction`` failed). With ``hold``: on a
+        new instance with the hold's ``transaction.timeout.ms``, the sends flushed and the
+        transaction held open ``hold.hold_s`` before the commit (the next attempt gets a new
+        instance with the usual settings)."""
+        if hold is not None:
+            self.replace()
+            self.override = hold.settings()
+        try:
+            return self._transact(plan, abort, group_metadata, hold)
+        finally:
+            if hold is not None:
+                self.override = {}
+                self.replace()
+
+    def _transact(self, plan: Callable[[Producer, list[_Send]], list[TxnOffset]], abort: bool,
+                  group_metadata: Any, hold: _Hold | None) -> Txn | None:
         producer = self.ready()
         if producer is None:
             return None
@@ -233,10 +266,15 @@ class _TxnClient:
         commit_errors: list[str] = []
         committing_at = None
         committed = aborted = replace = False
+        held_ms = None
         try:
             offsets = plan(producer, sends)
-            if abort:  # written to the log before the abort: its markers, not a purge, make it invisible
+            if abort or hold is not None:  # written to the log before the abort: its markers, not a purge, make it invisible
                 producer.flush(_COMMIT_TIMEOUT_S)
+            if hold is not None:
+                acked = time.time()
+                self.stopping.wait(hold.hold_s)
+                held_ms = int((time.time() - acked) * 1000)
             if offsets:
                 producer.send_offsets_to_transaction(
                     [TopicPartition(o.topic, o.partition, o.offset) for o in offsets], group_metadata,
@@ -264,7 +302,10 @@ class _TxnClient:
         if abort and not replace:
             aborted = self._abort(producer, errors)
             replace = not aborted
-        producer.poll(0)
+        try:
+            producer.poll(0)  # the delivery reports of this attempt's sends
+        except KafkaException as exc:  # a fatal error (fenced) is raised again by every call: replaced below
+            log.info("%s: poll: %s", self.txn_id, kafka_error(exc).str())
         outcome = txn_outcome(committing_at is not None, committed, aborted, commit_errors)
         if outcome == UNKNOWN:
             replace = True
@@ -276,7 +317,7 @@ class _TxnClient:
         return Txn(self.txn_id, seq, outcome, tuple(s.frozen() for s in sends), tuple(offsets),
                    "/".join(everything) if everything and outcome != COMMITTED else None,
                    given.producer_id if given else None, given.epoch if given else None,
-                   began, committing_at, ended)
+                   began, committing_at, ended, hold.timeout_ms if hold is not None else None, held_ms)
 
     def _abort(self, producer: Producer, errors: list[str]) -> bool:
         failed = 0
@@ -362,10 +403,23 @@ class TxnWorkload:
         self._writers: list[threading.Thread] = []
         self._readers: list[threading.Thread] = []
         self._errors: list[BaseException] = []
+        self._holds: dict[int, _Hold] = {}  # producer index -> its next transaction held open
 
     @property
     def topics(self) -> dict[str, tuple[int, ...]]:
         return {self.in_topic: self.in_partitions, self.out_topic: self.out_partitions}
+
+    @property
+    def transactional_ids(self) -> dict[str, str]:
+        """Each transactional id by the role a schedule names it with (``p0``, ``p1``, ...,
+        ``copier``): the ids carry the run's random part, so that a reused cluster's
+        ``__transaction_state`` never holds an earlier run's state for them."""
+        return {**{f"p{i}": c.txn_id for i, c in enumerate(self.clients)}, COPIER: self.copier.txn_id}
+
+    @property
+    def groups(self) -> dict[str, str]:
+        """The consumer groups by role: the copier's and ``rc_group``'s."""
+        return {COPIER: self.copier_group, RC_GROUP: self.reader_group}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -468,6 +522,31 @@ class TxnWorkload:
         """Each transactional.id's librdkafka lines (the last ``_DEBUG_LINES``)."""
         return {c.txn_id: c.ring.lines() for c in [*self.clients, self.copier]}
 
+    # -- a transaction held past its timeout (scenarios.faults.txn_timeout) ----------------------
+
+    def hold_past_timeout(self, role: str, timeout_ms: int, hold_s: float) -> HeldTransaction:
+        """Producer ``role``'s next transaction on an instance with ``transaction.timeout.ms``
+        ``timeout_ms``, held open ``hold_s`` before its commit; the attempt as recorded.
+        :class:`TxnWorkloadError` when the role is no producer, or no transaction began in time."""
+        index = next((i for i, c in enumerate(self.clients) if f"p{i}" == role), None)
+        if index is None:
+            raise TxnWorkloadError(f"no transactional producer {role!r} (producers: "
+                                   f"{[f'p{i}' for i in range(len(self.clients))]})")
+        hold = _Hold(timeout_ms, hold_s, threading.Event())
+        with self._lock:
+            self._holds[index] = hold
+        bound = hold_s + _INIT_TIMEOUT_S + (COMMIT_RETRIES + ABORT_RETRIES + 2) * _COMMIT_TIMEOUT_S
+        if not hold.done.wait(bound):
+            raise TxnWorkloadError(f"producer {role}: no held transaction ended within {bound:.0f} s")
+        t = hold.txn
+        if t is None:
+            raise TxnWorkloadError(f"producer {role}: the held transaction never began")
+        return HeldTransaction(t.name, t.outcome, t.error, timeout_ms, t.held_ms)
+
+    def _take_hold(self, index: int) -> _Hold | None:
+        with self._lock:
+            return self._holds.pop(index, None)
+
     # -- producers ----------------------------------------------------------------------------
 
     def _produce(self, client: _TxnClient, index: int) -> None:
@@ -485,9 +564,13 @@ class TxnWorkload:
                     produce(producer, sends, topic, partition, f"{self.run_id}-p{index}-{seq}-{n}")
                 return []
 
-            txn = client.transact(plan, abort)
+            hold = self._take_hold(index)
+            txn = client.transact(plan, abort and hold is None, hold=hold)
             if txn is not None:
                 self._record(txn)
+            if hold is not None:
+                hold.txn = txn
+                hold.done.set()
             self._writing.wait(self.pace_s)
 
     # -- the copier ---------------------------------------------------------------------------

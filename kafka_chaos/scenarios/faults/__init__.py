@@ -26,6 +26,7 @@ from kafka_chaos.scenarios.faults import quorum_links  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import records  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import voter_links  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import clocks  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import txn_timeout  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults.base import (
     FAULTS,
     Fault,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
-from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, NoTarget
+from kafka_chaos.scenarios.model.targets import COORDINATOR_SELECTORS, Brokers, Controller, EarlierTarget, NoTarget
 
 
 class IllegalStep(ValueError):
@@ -108,6 +108,18 @@ class ClusterModel:
         """How many more brokers may go down or be cut (one must stay to serve and elect)."""
         return len(self.free) - len(self.unknown_down) - 1
 
+    @property
+    def transactional(self) -> bool:
+        """The transactional workload runs (two topics marked transactional)."""
+        return any(t.transactional for t in self.topics.values())
+
+    @property
+    def any_held(self) -> bool:
+        """A live broker is held by a fault (cut, failed log directory, delayed links), or a
+        killed controller's id is unknown: a step aimed at a broker only the cluster names (the
+        controller, a coordinator) may hit it."""
+        return bool(self.cut or self.failed_dir or self.delayed or self.unknown_down)
+
     def drawable(self) -> tuple[list[int], int]:
         """Free brokers and spare count a draw may name: none while a killed controller is down
         (any named broker may be it)."""
@@ -127,6 +139,10 @@ class ClusterModel:
             return ()
         if isinstance(t, Controller):
             return None
+        if isinstance(t, COORDINATOR_SELECTORS):
+            if not self.transactional:
+                raise IllegalStep(f"target {t}: the scenario runs no transactional workload")
+            return None  # the leader of an internal topic's partition: only the cluster knows it
         raise IllegalStep(f"target {t} cannot be checked without a cluster")
 
     def apply(self, step: Step) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from kafka_chaos.common.errors import HarnessError, UsageError
@@ -23,11 +23,23 @@ from kafka_chaos.scenarios.faults.generation import (
 )
 from kafka_chaos.scenarios.model.ledger import DETECTED_BY_TIMEOUT, PLAIN, STARTS_NODES, WAITS_OUT_TIMEOUT, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
-from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, Target
+from kafka_chaos.scenarios.model.targets import (
+    COORDINATOR_SELECTORS,
+    Brokers,
+    Controller,
+    CoordinatorOf,
+    EarlierTarget,
+    GroupCoordinatorOf,
+    Target,
+)
 
 log = logging.getLogger(__name__)
 
 _BROKERS = frozenset({Capability.BROKER_CONTROL})
+# The transactional workload's roles a generated step may aim a coordinator selector at
+# (scenarios.clients.txn_workload.TxnWorkload: transactional ids p0, p1, copier; the copier's group).
+TRANSACTIONAL_ROLES = ("p0", "p1", "copier")
+COPIER_GROUP_ROLE = "copier"
 
 
 @dataclass
@@ -230,7 +242,20 @@ class ShortPause(Pause):
 
 # --- generator side (scenarios.faults.generation) ------------------------------------------------
 
+def _coordinator_down(model: ClusterModel, step: Step, downs: bool) -> None:
+    """A process fault on a coordinator (scenarios.model.targets.CoordinatorOf): which broker
+    only the cluster knows, so no broker may be held (it may be that one) and one must stay up."""
+    if model.any_held:
+        raise IllegalStep(f"{step.fault} on {step.target} while a broker is held (it may be the coordinator)")
+    if downs and model.spare < 1:
+        raise IllegalStep(f"{step.fault} on {step.target} would leave no live broker")
+
+
 def _stop(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    if target is None and isinstance(step.target, COORDINATOR_SELECTORS):
+        _coordinator_down(model, step, downs=True)
+        model.unknown_down.append(len(model.targets))  # this step's index: `start` names it
+        return
     if step.fault == ControllerKill.kind:
         if target is not None or model.cut:  # a cut broker may be the controller ZK names
             raise IllegalStep("controller_kill targets the controller, with no broker cut")
@@ -245,6 +270,9 @@ def _stop(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> No
 
 def _bounce(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
     # The broker comes back by itself; a pause or restart still takes it away for a while.
+    if target is None and isinstance(step.target, COORDINATOR_SELECTORS):
+        _coordinator_down(model, step, downs=step.fault != ShortPause.kind)
+        return
     model.need_free(step.fault, target, downs=step.fault != ShortPause.kind)
 
 
@@ -266,8 +294,24 @@ def _down_candidates(kind: str, most_at_once: int) -> Candidates:
         if not free or spare < 1:
             return []
         most = min(spare, most_at_once, len(free))
-        return [Step(kind, Brokers(tuple(sorted(draw.rng.sample(free, draw.rng.randint(1, most))))))]
+        return ([Step(kind, Brokers(tuple(sorted(draw.rng.sample(free, draw.rng.randint(1, most))))))]
+                + (_coordinator_candidates(kind, model, draw) if kind in _AT_COORDINATORS else []))
     return candidates
+
+
+# The stopping kinds a generated step aims at a coordinator (the bouncing ones all may).
+_AT_COORDINATORS = frozenset({HardKill.kind, ControlledShutdownFault.kind})
+
+
+def _coordinator_candidates(kind: str, model: ClusterModel, draw: Draw) -> list[Step]:
+    """With the transactional workload: the step aimed at the coordinator of one of its
+    transactional ids, or of its copier's group (the workload's roles,
+    ``scenarios.clients.txn_workload.TxnWorkload.transactional_ids`` / ``groups``)."""
+    if not model.transactional or model.any_held or (model.spare < 1 and kind != ShortPause.kind):
+        return []
+    if draw.rng.random() < 0.75:
+        return [Step(kind, CoordinatorOf(draw.rng.choice(TRANSACTIONAL_ROLES)))]
+    return [Step(kind, GroupCoordinatorOf(COPIER_GROUP_ROLE))]
 
 
 def _controller_kill_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
@@ -281,7 +325,8 @@ def _bounce_candidates(kind: str) -> Candidates:
         if not free or (spare < 1 and kind != ShortPause.kind):
             return []
         hard = {"hard": draw.rng.random() < 0.5} if kind == Restart.kind else {}
-        return [Step(kind, Brokers((draw.rng.choice(free),)), hard)]
+        return [Step(kind, Brokers((draw.rng.choice(free),)), hard),
+                *(replace(c, options=hard) for c in _coordinator_candidates(kind, model, draw))]
     return candidates
 
 

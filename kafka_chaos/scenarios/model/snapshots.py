@@ -21,9 +21,11 @@ from kafka_chaos.oracle.kraft.config import partition_directories_supported
 from kafka_chaos.oracle.mode import Mode
 
 NO_LEADER = -1
-# Kafka's own topics every scenario watches besides its own (created while every broker is up:
-# harness.readiness.ensure_offsets_topic).
-INTERNAL_TOPICS = ("__consumer_offsets",)
+# Kafka's own topics every scenario watches besides its own (``__consumer_offsets`` created while
+# every broker is up: harness.readiness.ensure_offsets_topic; ``__transaction_state`` by the
+# transactional workload's first InitProducerId, absent otherwise). Their leaders are the group and
+# transaction coordinators a step may target (scenarios.model.targets.CoordinatorOf).
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 
 
 def _wanted(snapshot: ZkSnapshot, topics: Iterable[str] | None) -> list[tuple[str, int]]:

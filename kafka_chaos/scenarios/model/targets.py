@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafka_chaos.harness.errors import UsageError
 from kafka_chaos.oracle import ClusterState
+from kafka_chaos.scenarios.model.coordinators import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, partition_for
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.zksnapshot import ZkSnapshot
@@ -290,6 +291,61 @@ class EarlierTarget:
         return f"the target of step {self.step + 1}"
 
 
+def _internal_leader(view: TargetView, topic: str, key: str, what: str) -> tuple[int, int]:
+    """The partition of ``topic`` that owns ``key`` (``coordinators.partition_for`` over the
+    partitions the observed state holds) and its leader."""
+    count = sum(1 for (t, _) in view.partitions if t == topic)
+    if not count:
+        raise UsageError(f"cannot target {what}: no {topic} in the observed state (the transactional "
+                         "workload creates it; its topics must be in the scenario)")
+    partition = partition_for(key, count)
+    leader = view.partition(topic, partition).leader
+    if leader == NO_LEADER or leader not in view.live_brokers:
+        raise _no_target(f"{what} (the leader of {_tp(topic, partition)}: none live)")
+    return partition, leader
+
+
+@dataclass(frozen=True)
+class CoordinatorOf:
+    """The transaction coordinator of ``transactional_id``: the leader of the ``__transaction_state``
+    partition that owns it (``TransactionStateManager.partitionFor``), as the state observed before
+    the fault holds it. A schedule names one of the workload's ids by its role (``p0``, ``p1``,
+    ``copier``: the run renames it to the id, as it renames topics) or any id verbatim."""
+
+    transactional_id: str
+
+    def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
+        partition, leader = _internal_leader(view, TRANSACTION_STATE_TOPIC, self.transactional_id, str(self))
+        return Target((leader,), f"broker {leader} (coordinator of transactional id {self.transactional_id}: "
+                                 f"leader of {_tp(TRANSACTION_STATE_TOPIC, partition)})")
+
+    def __str__(self) -> str:
+        return f"the coordinator of transactional id {self.transactional_id}"
+
+
+@dataclass(frozen=True)
+class GroupCoordinatorOf:
+    """The group coordinator of ``group``: the leader of the ``__consumer_offsets`` partition that
+    owns it (``GroupMetadataManager.partitionFor``; KRaft's new coordinator,
+    ``GroupCoordinatorService.partitionFor``, maps it the same way). The workload's groups are
+    named by role (``copier``, ``rc_group``) or verbatim."""
+
+    group: str
+
+    def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
+        partition, leader = _internal_leader(view, GROUP_METADATA_TOPIC, self.group, str(self))
+        return Target((leader,), f"broker {leader} (coordinator of group {self.group}: "
+                                 f"leader of {_tp(GROUP_METADATA_TOPIC, partition)})")
+
+    def __str__(self) -> str:
+        return f"the coordinator of group {self.group}"
+
+
+# Selectors whose broker only the cluster's internal topics name: the generator's model cannot
+# tell which broker they hit.
+COORDINATOR_SELECTORS: tuple[type, ...] = (CoordinatorOf, GroupCoordinatorOf)
+
+
 @dataclass(frozen=True)
 class NoTarget:
     """For cluster-wide actions (preferred election, reassignment) that hit no broker."""
@@ -310,6 +366,6 @@ def resolve(selector: Selector, state: ZkSnapshot | ClusterState | TargetView, r
 
 
 __all__ = [
-    "BrokerId", "Brokers", "Controller", "EarlierTarget", "FollowerLeadingNothing", "FollowerOf", "IsrAllButOne",
+    "COORDINATOR_SELECTORS", "BrokerId", "Brokers", "Controller", "CoordinatorOf", "EarlierTarget", "GroupCoordinatorOf", "FollowerLeadingNothing", "FollowerOf", "IsrAllButOne",
     "LeaderOf", "NoTarget", "NonControllerLeaderOf", "NonReplicaOf", "PartitionView", "Selector", "Target", "TargetView", "resolve", "view_of",
 ]

@@ -35,6 +35,7 @@ from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, IllegalS
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import Target
 from kafka_chaos.scenarios.plans.schedule import Schedule
+from kafka_chaos.scenarios.plans.transactional import with_transactional_topics
 
 __all__ = ["DEFAULT_WEIGHTS", "DELAY_LINKS", "OPT_IN", "REPERTOIRE", "ClusterModel", "GeneratorConfig", "IllegalStep",
            "generate", "problems"]
@@ -71,6 +72,9 @@ class GeneratorConfig:
     # migrated to 3 voters by the schedule's own steps; only steps whose faults apply there
     # (``Fault.modes``) are drawn
     mode: str = "zookeeper"
+    # The transactional workload runs (its two topics added: scenarios.plans.transactional); process
+    # faults may then be aimed at its coordinators, and txn_past_timeout is drawn
+    transactions: bool = False
 
     @property
     def controllers(self) -> int:
@@ -133,6 +137,8 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
     rng = random.Random(f"kafka-chaos-explore:{seed}:{index}")
     brokers = tuple(sorted(rng.sample(BROKER_ID_POOL, config.brokers)))
     topics = _topics(rng, brokers, config)
+    if config.transactions:
+        topics = with_transactional_topics(topics)
     schedule = Schedule(f"explore-{seed}-{index}", brokers, topics, (), mode=config.mode,
                         controllers=config.controllers)
     model = ClusterModel.of(schedule)

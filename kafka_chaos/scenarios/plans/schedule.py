@@ -39,10 +39,12 @@ SELECTORS: Mapping[str, type] = {
     "controller": tg.Controller, "non_controller_leader_of": tg.NonControllerLeaderOf,
     "isr_all_but_one": tg.IsrAllButOne, "non_replica_of": tg.NonReplicaOf, "earlier": tg.EarlierTarget,
     "follower_leading_nothing": tg.FollowerLeadingNothing, "none": tg.NoTarget,
+    "coordinator_of": tg.CoordinatorOf, "group_coordinator_of": tg.GroupCoordinatorOf,
 }
 _NAME_OF = {cls: name for name, cls in SELECTORS.items()}
 # Selectors written as a bare value instead of an object: {"brokers": [4, 5]}, {"earlier": 0}.
-_SHORTHAND = {"brokers": "broker_ids", "broker": "broker_id", "earlier": "step", "none": "what"}
+_SHORTHAND = {"brokers": "broker_ids", "broker": "broker_id", "earlier": "step", "none": "what",
+              "coordinator_of": "transactional_id", "group_coordinator_of": "group"}
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,7 @@ def selector_from_json(value: Any, where: str) -> Any:
     for key in ("broker_id", "partition", "step"):
         if key in args:
             _int(args[key], f"{where}.{name}.{key}")
-    for key in ("topic", "keep", "what"):
+    for key in ("topic", "keep", "what", "transactional_id", "group"):
         if key in args:
             _str(args[key], f"{where}.{name}.{key}")
     try:

@@ -82,7 +82,7 @@ from kafka_chaos.scenarios.model.ledger import (
 from kafka_chaos.scenarios.model.snapshots import INTERNAL_TOPICS, is_settled
 from kafka_chaos.scenarios.plans.transactional import transactional_topics
 from kafka_chaos.scenarios.run.pool import ClusterPool
-from kafka_chaos.scenarios.run.step import Prepared, StepClients, StepCore, StepNaming, StepTimeouts
+from kafka_chaos.scenarios.run.step import ClientNames, Prepared, StepClients, StepCore, StepNaming, StepTimeouts
 from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run starts them
@@ -228,6 +228,7 @@ class Runner:
                 self._connect_producers(ctx)
                 self._create_topics(ctx, core)
                 self._start_workloads(ctx)
+                nemesis.env.transactions = ctx.txn  # txn_past_timeout's seam (scenarios.faults.txn_timeout)
                 for index, step in enumerate(ctx.scenario.steps):
                     self._run_step(ctx, core, index, step)
             except KeyboardInterrupt:
@@ -466,6 +467,8 @@ class Runner:
                               ctx.topic_names[sink.name], list(sink.partitions),
                               seed=f"{self.options.seed}:{ctx.scenario.name}:{ctx.iteration}",
                               client_id=f"kafka-chaos-{ctx.scenario.name}")
+        ctx.client_names.transactional_ids.update(ctx.txn.transactional_ids)
+        ctx.client_names.groups.update(ctx.txn.groups)
         ctx.txn.start()
 
     # steps ----------------------------------------------------------------------------------
@@ -473,7 +476,7 @@ class Runner:
     def _step_core(self, ctx: _Context, nemesis: Nemesis) -> StepCore:
         return StepCore(ctx.cluster, ctx.zk, nemesis, ctx.physical_topics, self.predictor,
                         StepNaming(ctx.topic_names, {t.name: t.partitions for t in ctx.scenario.topics},
-                                   ctx.rng, ctx.targets),
+                                   ctx.rng, ctx.targets, ctx.client_names),
                         StepTimeouts(self.options.settle_timeout, self.options.convergence_timeout,
                                      self.options.metadata_timeout, self.options.disk_timeout),
                         progress=lambda what: self._step_progress(ctx, what), error=ScenarioAbortedError)
@@ -572,6 +575,7 @@ class _Context:
     workload_errors: dict[str, str] = field(default_factory=dict)
     consumers: dict[str, Consumers] = field(default_factory=dict)
     txn: TxnWorkload | None = None  # the transactional workload (scenarios.clients.txn_workload), if it runs
+    client_names: ClientNames = field(default_factory=lambda: ClientNames({}, {}))  # its ids and groups by role
     ops_cut: float = 0.0  # the clients' operations up to here are in an emitted observation
     granted: list[ProducerIdGrant] = field(default_factory=list)  # the harness's own InitProducerIds
 

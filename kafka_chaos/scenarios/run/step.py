@@ -73,7 +73,7 @@ from kafka_chaos.scenarios.run.quorum_view import ask_voters
 from kafka_chaos.scenarios.history.replica_logs import PartitionLogs
 from kafka_chaos.scenarios.checks.disk import disk_settled, reconciled_brokers
 from kafka_chaos.scenarios.history.disk import DiskAnswer
-from kafka_chaos.scenarios.model.targets import Selector, Target, view_of
+from kafka_chaos.scenarios.model.targets import CoordinatorOf, GroupCoordinatorOf, Selector, Target, view_of
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,15 @@ class StepClients:
         return None
 
 
+@dataclass(frozen=True)
+class ClientNames:
+    """The transactional workload's names by role, as the run made them (mutable maps: the
+    workload starts after the steps' naming is made)."""
+
+    transactional_ids: dict[str, str]
+    groups: dict[str, str]
+
+
 @dataclass
 class StepNaming:
     """How a step's names become this cluster's: logical topic -> physical topic, each logical
@@ -135,6 +144,9 @@ class StepNaming:
     topic_partitions: Mapping[str, Sequence[int]] | None = None
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     targets: list[Target] = field(default_factory=list)
+    # The transactional workload's ids and groups by role ("p0", "copier"), filled when it starts:
+    # a coordinator selector naming a role is aimed at the id the run made.
+    client_names: ClientNames = field(default_factory=lambda: ClientNames({}, {}))
 
     def resolve(self, step: Step, before_snap: ZkSnapshot, brokers: Sequence[int]) -> Target:
         """The step's selector, its topic renamed to this cluster's, resolved against the
@@ -151,6 +163,11 @@ class StepNaming:
         return make_fault(step.fault, target, step.options, topic_names=self.topic_names, topic_partitions=parts)
 
     def _physical(self, selector: Selector) -> Selector:
+        if isinstance(selector, CoordinatorOf):
+            return replace(selector, transactional_id=self.client_names.transactional_ids.get(
+                selector.transactional_id, selector.transactional_id))
+        if isinstance(selector, GroupCoordinatorOf):
+            return replace(selector, group=self.client_names.groups.get(selector.group, selector.group))
         logical = getattr(selector, "topic", None)
         if not isinstance(logical, str):
             return selector

@@ -69,6 +69,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
             "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")},
         "clock_jump": (frozenset({Capability.CLOCK_CONTROL}), False),
         "clock_drift": (frozenset({Capability.CLOCK_CONTROL}), False),
+        "txn_past_timeout": (frozenset(), True),
     }
 
 
