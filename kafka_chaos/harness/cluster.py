@@ -18,6 +18,7 @@ from types import MappingProxyType, TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.lazyfs.mount import IoRule, PowerFailReport
 from kafka_chaos.harness.migration.status import MigrationStatus
 
 
@@ -353,6 +354,31 @@ class MigrationControl(Protocol):
                        timeout: float) -> MigrationStatus: ...
 
 
+@runtime_checkable
+class PowerFailer(Protocol):
+    """Capability POWER_FAILURE: a node loses power -- killed, and its data directory (on the
+    crash-consistency layer, :mod:`harness.lazyfs`: ``filesystem="lazyfs"``) loses every write,
+    new file and rename it had not fsynced; ``start_broker`` / ``start_controller`` start it
+    again on what survived."""
+
+    def power_fail_node(self, node_id: int) -> PowerFailReport:
+        """SIGKILL the broker or controller ``node_id``, then drop its unsynced writes; what was
+        dropped. A HarnessError when the node is not running or not on the layer."""
+
+
+@runtime_checkable
+class DiskFaulter(Protocol):
+    """Capability DISK_FAULTS: slow or failing I/O under a node's data directory
+    (:mod:`harness.lazyfs` rules: delay reads, writes or fsyncs; fail writes or fsyncs with EIO
+    or ENOSPC), until :meth:`clear_disk_faults`."""
+
+    def disk_fault(self, node_id: int, rules: Sequence[IoRule]) -> None:
+        """From now on the node's I/O obeys ``rules`` (replacing its earlier ones)."""
+
+    def clear_disk_faults(self) -> None:
+        """Every node's I/O plain again. Idempotent."""
+
+
 class NetworkHealer(Protocol):
     """Undo every cut, degradation and delay: what every launcher with a network capability
     (``NETWORK_PARTITION``, ``ZOOKEEPER_LINK_PARTITION``, ``NETWORK_DEGRADE``, ``LINK_DELAY``,
@@ -405,6 +431,8 @@ class Capability(StrEnum):
     REPLICA_LOGS = "replica_logs"
     QUORUM_LINK_PARTITION = "quorum_link_partition"
     CLOCK_CONTROL = "clock_control"
+    POWER_FAILURE = "power_failure"
+    DISK_FAULTS = "disk_faults"
 
 
 CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
@@ -422,6 +450,8 @@ CAPABILITY_PROTOCOLS: Mapping[Capability, type] = MappingProxyType({
     Capability.REPLICA_LOGS: ReplicaLogReader,
     Capability.QUORUM_LINK_PARTITION: QuorumLinkPartitioner,
     Capability.CLOCK_CONTROL: ClockController,
+    Capability.POWER_FAILURE: PowerFailer,
+    Capability.DISK_FAULTS: DiskFaulter,
 })
 
 

@@ -229,6 +229,9 @@ ZOOKEEPER_MODE, KRAFT_MODE = "zookeeper", "kraft"
 # starts as ZooKeeper mode with ``controllers`` KRaft controllers planned, provisioned by a step.
 MIGRATION_MODE = "migration"
 MODES = (ZOOKEEPER_MODE, KRAFT_MODE, MIGRATION_MODE)
+PLAIN_FILESYSTEM = "plain"
+LAZY_FILESYSTEM = "lazyfs"
+FILESYSTEMS = (PLAIN_FILESYSTEM, LAZY_FILESYSTEM)
 CONTROLLER_QUORUM_SIZES = (1, 3)
 # The first KRaft controller's node id; controllers take the next ids, past any broker's.
 FIRST_CONTROLLER_ID = 3000
@@ -272,6 +275,10 @@ class ClusterConfig:
     # whose ZooKeeper is unauthenticated run: a ``KafkaServer`` section and no ``Client`` one.
     # Listeners stay PLAINTEXT and ZooKeeper unauthenticated; None: no JAAS file.
     broker_jaas: str | None = None
+    # "lazyfs": each node's data directory lives on the crash-consistency layer (harness.lazyfs),
+    # so a power failure can drop what the node did not fsync and its I/O can be delayed or
+    # failed; "plain": the host's filesystem.
+    filesystem: str = PLAIN_FILESYSTEM
 
     # Every node runs under libfaketime (harness.local.clocks) so clock faults can set its wall
     # clock; False: nodes start as they always did.
@@ -303,6 +310,8 @@ class ClusterConfig:
         if self.ids and (len(self.ids) != self.brokers or len(set(self.ids)) != len(self.ids)
                          or any(isinstance(b, bool) or not isinstance(b, int) or b < 0 for b in self.ids)):
             raise UsageError(f"ids must be {self.brokers} distinct broker ids >= 0, got {list(self.ids)!r}")
+        if self.filesystem not in FILESYSTEMS:
+            raise UsageError(f"filesystem must be one of {', '.join(FILESYSTEMS)}, got {self.filesystem!r}")
         if self.zk_tick_time_ms <= 0:
             raise UsageError(f"zk_tick_time_ms must be positive, got {self.zk_tick_time_ms}")
         if self.broker_jaas is not None:

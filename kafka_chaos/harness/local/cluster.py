@@ -48,6 +48,7 @@ from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
+from kafka_chaos.harness.local.disks import LocalDiskControls, disk_problems
 from kafka_chaos.harness.local.clocks import LocalClockControls
 from kafka_chaos.harness.local.ensemble import LocalEnsembleControls
 from kafka_chaos.harness.local.link_proxies import ClusterLinkProxies, attach_link_proxies, start_link_proxies
@@ -106,7 +107,7 @@ def _register_owned(cluster: LocalCluster) -> None:
     processes.exit_on_termination_signals()
 
 
-class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls, LocalLogDirControls):
+class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls, LocalLogDirControls, LocalDiskControls):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ZooKeeperControl`, the ZooKeeper-ensemble controls
     (:mod:`harness.local.ensemble`) and, as root with iptables, the network controls
@@ -123,10 +124,11 @@ class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls,
     def capability_problems() -> Mapping[Capability, str]:
         """Partitions need root and iptables with owner/connmark matching on this machine."""
         problem = partition_problem()
-        if problem is None:
-            return {}
-        return {Capability.NETWORK_PARTITION: problem, Capability.ZOOKEEPER_LINK_PARTITION: problem,
-                Capability.NETWORK_DEGRADE: problem}
+        problems: dict[Capability, str] = disk_problems()
+        if problem is not None:
+            problems |= {Capability.NETWORK_PARTITION: problem, Capability.ZOOKEEPER_LINK_PARTITION: problem,
+                         Capability.NETWORK_DEGRADE: problem}
+        return problems
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, detached: bool = False,
@@ -271,6 +273,7 @@ class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls,
             self._brokers[broker_id] = prepare_broker(layout, self.config, broker_id, port, broker_connect,
                                                       metrics_port, control_port)
         self._fake_clocks([*self._zk_ensemble.values(), *self._brokers.values()])
+        self._mount_disks([(b, self._brokers[b]) for b in self.broker_ids])
         self._install_firewall()
         deadline = time.monotonic() + self.start_timeout
         log.info("starting ZooKeeper on %s (run dir %s)", connect, self._run_dir)
@@ -493,6 +496,7 @@ class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls,
                 self._firewall().remove()
             if self._link_proxies is not None:
                 self._link_proxies.stop()
+            errors.extend(self._unmount_disks())  # before the run directory, which holds the mounts
             if self._run_dir is not None:
                 errors.extend(self._remove_run_dir(self._run_dir))
             if errors:
@@ -543,6 +547,9 @@ class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls,
         if self._zookeeper is None:
             raise HarnessError("the cluster has not been started")
         return self._zookeeper
+
+    def _disk_node(self, node_id: int) -> LocalNode:
+        return self._broker(node_id)
 
     def _broker(self, broker_id: int) -> LocalNode:
         if self._zookeeper is None:

@@ -45,6 +45,7 @@ from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.local.clocks import LocalClockControls
 from kafka_chaos.harness.local.controllers import LocalControllerControls
+from kafka_chaos.harness.local.disks import LocalDiskControls, disk_problems
 from kafka_chaos.harness.local.kraft_links import LocalQuorumLinkControls
 from kafka_chaos.harness.local.network import partition_problem
 from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
@@ -83,7 +84,7 @@ def controller_node_name(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorumLinkControls, KraftBasics):
+class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorumLinkControls, LocalDiskControls, KraftBasics):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ControllerQuorumControl` and, as root with iptables,
     :class:`harness.cluster.QuorumLinkPartitioner` of a KRaft cluster on local JVMs."""
@@ -94,7 +95,8 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
     def capability_problems() -> Mapping[Capability, str]:
         """Cuts need root and iptables with owner/connmark matching on this machine."""
         problem = partition_problem()
-        return {} if problem is None else {Capability.QUORUM_LINK_PARTITION: problem}
+        problems: dict[Capability, str] = disk_problems()
+        return problems if problem is None else problems | {Capability.QUORUM_LINK_PARTITION: problem}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, start_timeout: float = 120.0,
@@ -217,6 +219,7 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
                                              agent_option)
         self._format_storage()
         self._fake_clocks([*self._controllers.values(), *self._brokers.values()])
+        self._mount_disks([*self._controllers.items(), *self._brokers.items()])
         self._install_quorum_firewall()  # before any node opens a connection: marks apply to new ones
         deadline = time.monotonic() + self.start_timeout
         log.info("starting %d KRaft controllers and %d Kafka %s brokers (run dir %s)", len(controllers), len(brokers),
@@ -295,6 +298,9 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
 
     # ---------------------------------------------------------------- BrokerControl
 
+    def _disk_node(self, node_id: int) -> LocalNode:
+        return self._controllers[node_id] if node_id in self._controllers else self._broker(node_id)
+
     def kill_broker(self, broker_id: int) -> None:
         self._signal(self._broker(broker_id), "kill")
 
@@ -359,6 +365,7 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
                 self._remove_quorum_firewall()
             except HarnessError as exc:
                 errors.append(str(exc))
+            errors.extend(self._unmount_disks())  # before the run directory, which holds the mounts
             if self._run_dir is not None:
                 shutil.rmtree(self._run_dir, ignore_errors=True)
                 if self._run_dir.exists():

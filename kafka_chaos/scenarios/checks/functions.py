@@ -556,8 +556,8 @@ def _misplaced_summary(evidence: Sequence[Any]) -> str:
 
 
 def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = (),
-                   misplaced_evidence: Sequence[Any] = (), resent: Mapping[str, str] | None = None
-                   ) -> list[CheckResult]:
+                   misplaced_evidence: Sequence[Any] = (), resent: Mapping[str, str] | None = None,
+                   power_failed: Iterable[int] = ()) -> list[CheckResult]:
     """No acknowledged message lost and none duplicated (idempotent producer, ``acks=all``).
 
     Where the oracle predicted an unclean election (``unclean_partitions``) a loss is expected:
@@ -566,11 +566,15 @@ def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = 
     producer itself sent again under a bumped epoch after its batch was possibly persisted
     (``resent``: key -> the producer's lines, :mod:`scenarios.clients.producer_log`) still fails, with
     that evidence in ``observed.client_evidence`` (triage: ``client``, librdkafka#4953).
+    Likewise where a power failure took every ISR member's unflushed tail (``power_failed``,
+    :mod:`oracle.durability`): counted in ``delivery_power_failure_loss``.
     """
     unclean = set(unclean_partitions)
+    powerless = set(power_failed) - unclean
     lost = {int(p): n for p, n in report.lost_by_partition.items() if n}
-    unexpected_loss = {p: n for p, n in lost.items() if p not in unclean}
+    unexpected_loss = {p: n for p, n in lost.items() if p not in unclean and p not in powerless}
     tolerated_loss = {p: n for p, n in lost.items() if p in unclean}
+    permitted_loss = {p: n for p, n in lost.items() if p in powerless}
     duplicated = {int(p): n for p, n in report.duplicated_by_partition.items() if n}
     misplaced = len(report.misplaced)
     results = []
@@ -586,13 +590,15 @@ def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = 
         if explained:
             observed["resent_by_producer"] = len(explained)
             observed["client_evidence"] = explained[:MISPLACED_EVIDENCE_KEPT]
-    if misplaced and not unclean:
+    if misplaced and not unclean and not powerless:
         problems.append(f"{misplaced} acknowledged messages read back at another offset"
                         + _misplaced_summary(misplaced_evidence))
         observed["misplaced_evidence"] = [e.to_dict() for e in misplaced_evidence[:MISPLACED_EVIDENCE_KEPT]]
+    expected: dict[str, Any] = {"lost": 0, "duplicated": 0, "unclean_partitions": sorted(unclean)}
+    if powerless:
+        expected["power_failure_partitions"] = sorted(powerless)
     results.append(CheckResult(
-        "delivery", not problems,
-        {"lost": 0, "duplicated": 0, "unclean_partitions": sorted(unclean)},
+        "delivery", not problems, expected,
         observed, "; ".join(problems) or report.describe(), topic, None))
     if unclean:
         results.append(CheckResult(
@@ -601,6 +607,13 @@ def check_delivery(topic: str, report: Any, unclean_partitions: Iterable[int] = 
              "lost_total": sum(tolerated_loss.values()), "misplaced": misplaced},
             f"unclean election predicted on {sorted(unclean)}: {sum(tolerated_loss.values())} acknowledged "
             f"messages lost {tolerated_loss or ''}".rstrip(), topic, None))
+    if powerless:
+        results.append(CheckResult(
+            "delivery_power_failure_loss", True, {"power_failure_partitions": sorted(powerless)},
+            {"lost_by_partition": {str(p): n for p, n in permitted_loss.items()},
+             "lost_total": sum(permitted_loss.values()), "misplaced": misplaced},
+            f"power failure of every ISR member on {sorted(powerless)} (unflushed tails may go): "
+            f"{sum(permitted_loss.values())} acknowledged messages lost {permitted_loss or ''}".rstrip(), topic, None))
     return results
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from kafka_chaos.oracle import CancelReassignment, CreateTopic, DeleteTopic, Reassign, predict
+from kafka_chaos.oracle.durability import power_failure_losses
 from kafka_chaos.records.schema import STALL_S, Record
 from kafka_chaos.harness.zkevents import ControllerChanged, PartitionStateWritten
 from kafka_chaos.scenarios.checks import availability
@@ -84,6 +85,7 @@ from kafka_chaos.scenarios.model.snapshots import (
 log = logging.getLogger(__name__)
 
 UNCLEAN_ELECTED = "unclean_elected"
+POWER_FAILURE = "power_failure"  # scenarios.faults.disks.PowerFailure.kind (checks import no fault)
 
 O = TypeVar("O", StepObserved, ScenarioFinished, ScenarioAborted, ScenarioSkipped)
 
@@ -519,6 +521,21 @@ def unclean_partitions(ctx: CheckContext, topic: str) -> list[int]:
     return sorted(found)
 
 
+def power_failure_partitions(ctx: CheckContext, topic: str) -> list[int]:
+    """Partitions of ``topic`` where a ``power_failure`` step took every ISR member's unflushed
+    tail (:func:`oracle.durability.power_failure_losses`, from each step's oracle input)."""
+    found: set[int] = set()
+    failed_earlier: set[int] = set()
+    for obs in ctx.earlier:
+        if not isinstance(obs, StepObserved) or obs.index is None or obs.traits.kind != POWER_FAILURE:
+            continue
+        failed = frozenset(obs.target.brokers)
+        found |= {loss.partition.partition for loss in power_failure_losses(obs.oracle_state, failed, failed_earlier)
+                  if loss.partition.topic == topic}
+        failed_earlier |= failed
+    return sorted(found)
+
+
 @register_check("delivery", ScenarioFinished)
 def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
     """No acknowledged message lost or duplicated; loss allowed where an unclean election was
@@ -532,10 +549,11 @@ def delivery(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
             continue
         report = _report_from_ops(obs, ctx, d.topic) or d.report
         unclean = unclean_partitions(ctx, d.topic)
+        powerless = power_failure_partitions(ctx, d.topic)
         # (a stored report, of a history without ops, knows no deletion: there is none before v10)
-        evidence = _misplaced_evidence(obs, ctx, d.topic, report.misplaced) if report.misplaced and not unclean \
-            else []
-        results += check_delivery(d.topic, report, unclean, evidence, d.resent)
+        evidence = _misplaced_evidence(obs, ctx, d.topic, report.misplaced) \
+            if report.misplaced and not unclean and not powerless else []
+        results += check_delivery(d.topic, report, unclean, evidence, d.resent, powerless)
     return results
 
 
@@ -710,7 +728,7 @@ def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResu
         names = sorted((n for n in stretches if _split(n)[0] == topic), key=lambda n: _split(n)[1])
         if not names:
             continue
-        allowed = set(unclean_partitions(ctx, topic))
+        allowed = set(unclean_partitions(ctx, topic)) | set(power_failure_partitions(ctx, topic))
         found: list[hc.Anomaly] = []
         summaries = {}
         for name in names:

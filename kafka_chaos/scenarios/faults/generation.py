@@ -201,10 +201,12 @@ class GeneratorSide:
     link_proxies: bool = False
     zookeepers: int = 1  # the ZooKeeper ensemble's size
     unproduced_topic: bool = False  # an unproduced topic to act on ("d")
+    filesystem: str = "plain"  # "lazyfs": data on the crash-consistency layer (harness.lazyfs)
 
     @property
     def shapes_cluster(self) -> bool:
-        return bool(self.cluster_overrides) or self.log_dirs > 1 or self.link_proxies or self.zookeepers > 1
+        return (bool(self.cluster_overrides) or self.log_dirs > 1 or self.link_proxies or self.zookeepers > 1
+                or self.filesystem != "plain")
 
 
 GENERATORS: dict[str, GeneratorSide] = {}  # in registration order: the order of every draw

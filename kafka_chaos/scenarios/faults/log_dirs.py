@@ -243,7 +243,7 @@ register_fault(LogDirFailureFault, build=log_dir_fault)
 GENERATED_CLUSTER = {"replica.high.watermark.checkpoint.interval.ms": "1000"}
 
 
-def _log_dir(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+def fail_log_dir(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
     """Fail log directory 0 of one free broker (it keeps running on directory 1, its replicas
     there offline), or heal: restart it with the directory repaired."""
     if step.options.get("variant") == HEAL:
@@ -267,5 +267,5 @@ def _log_dir_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
     return []
 
 
-register_generator(GeneratorSide(KIND, 1, _log_dir, _log_dir_candidates, opt_in=True,
+register_generator(GeneratorSide(KIND, 1, fail_log_dir, _log_dir_candidates, opt_in=True,
                                  cluster_overrides=GENERATED_CLUSTER, log_dirs=2))

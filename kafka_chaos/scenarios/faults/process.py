@@ -251,7 +251,7 @@ def _coordinator_down(model: ClusterModel, step: Step, downs: bool) -> None:
         raise IllegalStep(f"{step.fault} on {step.target} would leave no live broker")
 
 
-def _stop(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+def take_down(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
     if target is None and isinstance(step.target, COORDINATOR_SELECTORS):
         _coordinator_down(model, step, downs=True)
         model.unknown_down.append(len(model.targets))  # this step's index: `start` names it
@@ -288,7 +288,7 @@ def _start(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> N
     model.live |= set(target)
 
 
-def _down_candidates(kind: str, most_at_once: int) -> Candidates:
+def down_candidates(kind: str, most_at_once: int) -> Candidates:
     def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
         free, spare = model.drawable()
         if not free or spare < 1:
@@ -339,10 +339,10 @@ def _start_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
 
 
 # Weights: faults that move leaders most often. Registered in the order every draw walks.
-register_generator(GeneratorSide(HardKill.kind, 4, _stop, _down_candidates(HardKill.kind, 3)))
-register_generator(GeneratorSide(ControllerKill.kind, 2, _stop, _controller_kill_candidates))
-register_generator(GeneratorSide(ControlledShutdownFault.kind, 3, _stop,
-                                 _down_candidates(ControlledShutdownFault.kind, 1)))
+register_generator(GeneratorSide(HardKill.kind, 4, take_down, down_candidates(HardKill.kind, 3)))
+register_generator(GeneratorSide(ControllerKill.kind, 2, take_down, _controller_kill_candidates))
+register_generator(GeneratorSide(ControlledShutdownFault.kind, 3, take_down,
+                                 down_candidates(ControlledShutdownFault.kind, 1)))
 register_generator(GeneratorSide(Pause.kind, 1, _bounce, _bounce_candidates(Pause.kind)))
 register_generator(GeneratorSide(ShortPause.kind, 1, _bounce, _bounce_candidates(ShortPause.kind)))
 register_generator(GeneratorSide(Restart.kind, 2, _bounce, _bounce_candidates(Restart.kind)))

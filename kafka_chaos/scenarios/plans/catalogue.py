@@ -75,6 +75,9 @@ KRAFT_SUITE = "kraft"
 # The ZooKeeper→KRaft migration driven phase by phase, faults in every phase
 # (scenarios.plans.migration_catalogue).
 MIGRATION_SUITE = "migration"
+# Faults below the process (power failures, disk errors) on the crash-consistency layer
+# (scenarios.plans.durability_catalogue).
+DURABILITY_SUITE = "durability"
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ SUITES: Mapping[str, Suite] = {suite.name: suite for suite in (
                                 "conformance)"),
     Suite(MIGRATION_SUITE, "migration", "the migration suite migrates ZooKeeper-mode clusters to KRaft (migration "
                                         "mode)"),
+    Suite(DURABILITY_SUITE),
     Suite(CORPUS_SUITE, None, "each entry of the corpus runs in the mode and on the releases its Kafka bug needs",
           own_modes=True),
 )}
@@ -924,6 +928,7 @@ def follower_log_dir_failure() -> list[Step]:
 # The kraft suite mirrors scenarios registered above, so it is registered last.
 from kafka_chaos.scenarios.plans import kraft_catalogue  # noqa: E402,F401  isort: skip
 from kafka_chaos.scenarios.plans import migration_catalogue  # noqa: E402,F401  isort: skip
+from kafka_chaos.scenarios.plans import durability_catalogue  # noqa: E402,F401  isort: skip
 
 # The known-bug corpus: schedule files, each twice (its affected and its fixed release).
 _REGISTRY.update((s.name, s) for s in corpus.scenarios())

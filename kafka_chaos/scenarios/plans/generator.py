@@ -162,4 +162,5 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
                     log_dirs=max((side.log_dirs for side in sides), default=1),
                     link_proxies=any(side.link_proxies for side in sides), mode=config.mode,
                     controllers=config.controllers,
-                    zookeepers=max((side.zookeepers for side in sides if config.mode == "zookeeper"), default=1))
+                    zookeepers=max((side.zookeepers for side in sides if config.mode == "zookeeper"), default=1),
+                    filesystem=next((side.filesystem for side in sides if side.filesystem != "plain"), "plain"))

@@ -19,7 +19,7 @@ from typing import Any
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
-from kafka_chaos.harness.config import check_broker_jaas
+from kafka_chaos.harness.config import FILESYSTEMS, check_broker_jaas
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
@@ -66,13 +66,15 @@ class Schedule:
     known_bug: KnownBug | None = None  # the Kafka bug it reproduces (the corpus: scenarios.plans.corpus)
     # A JAAS configuration's text every broker JVM gets (-Djava.security.auth.login.config; None: none)
     broker_jaas: str | None = None
+    filesystem: str = "plain"  # "lazyfs": data on the crash-consistency layer (power_failure, disk faults)
 
     @property
     def needs(self) -> ClusterNeeds:
         ids = tuple(self.brokers) if tuple(self.brokers) != tuple(range(1, len(self.brokers) + 1)) else ()
         return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers,
                             log_dirs=self.log_dirs, link_proxies=self.link_proxies, kafka_version=self.kafka_version,
-                            mode=self.mode, controllers=self.controllers, broker_jaas=self.broker_jaas)
+                            mode=self.mode, controllers=self.controllers, broker_jaas=self.broker_jaas,
+                            filesystem=self.filesystem)
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs)
@@ -111,7 +113,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                     **({"link_proxies": True} if s.link_proxies else {}),
                     **({"kafka_version": s.kafka_version} if s.kafka_version is not None else {}),
                     **({"mode": s.mode, "controllers": s.controllers} if s.mode != "zookeeper" else {}),
-                    **({"broker_jaas": s.broker_jaas} if s.broker_jaas is not None else {})},
+                    **({"broker_jaas": s.broker_jaas} if s.broker_jaas is not None else {}),
+                    **({"filesystem": s.filesystem} if s.filesystem != "plain" else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config),
                     **({"workload": "transactional"} if t.transactional else {} if t.workload else {"workload": False})}
@@ -135,7 +138,7 @@ def from_scenario(s: Scenario) -> Schedule:
     brokers = s.needs.broker_ids or tuple(range(1, s.needs.brokers + 1))
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
                     s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version,
-                    s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas)
+                    s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas, filesystem=s.needs.filesystem)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -304,7 +307,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
     _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies", "kafka_version", "mode",
-                    "controllers", "broker_jaas"}, f"{where}.cluster")
+                    "controllers", "broker_jaas", "filesystem"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
@@ -335,6 +338,9 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         if mode == "kraft":
             raise _fail(f"{where}.cluster.broker_jaas", "is for brokers with a ZooKeeper client: a ZooKeeper-mode or "
                                                        "migration schedule")
+    filesystem = cluster.get("filesystem", "plain")
+    if filesystem not in FILESYSTEMS:
+        raise _fail(f"{where}.cluster.filesystem", f"must be one of {', '.join(map(repr, FILESYSTEMS))}, not {filesystem!r}")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
                    for i, t in enumerate(_list(obj.get("topics"), f"{where}.topics")))
     topics = _with_workload(obj, topics, f"{where}.workload")
@@ -347,7 +353,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     known_bug = _known_bug(obj["known_bug"], f"{where}.known_bug") if "known_bug" in obj else None
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
                  doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug,
-                 broker_jaas)
+                 broker_jaas, str(filesystem))
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

@@ -42,6 +42,8 @@ class ClusterNeeds:
     controllers: int = 1  # KRaft controllers (1 or 3), provisioned by a step in migration mode
     # A JAAS configuration's text every broker JVM gets (harness.config.ClusterConfig.broker_jaas)
     broker_jaas: str | None = None
+    # "lazyfs": data directories on the crash-consistency layer (power failures, disk faults)
+    filesystem: str = "plain"
 
     # Nodes under libfaketime: set by Scenario from its faults' requirements (CLOCK_CONTROL)
     fake_clocks: bool = False
@@ -61,6 +63,7 @@ class ClusterNeeds:
         dirs = f", {self.log_dirs} log dirs each" if self.log_dirs > 1 else ""
         dirs += ", ZooKeeper links proxied" if self.link_proxies else ""
         dirs += ", brokers with a JAAS file" if self.broker_jaas is not None else ""
+        dirs += f", data on {self.filesystem}" if self.filesystem != "plain" else ""
         dirs += ", fake clocks" if self.fake_clocks else ""
         release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
         release += f", KRaft with {self.controllers} controller{'s' if self.controllers > 1 else ''}" if self.mode == "kraft" else ""

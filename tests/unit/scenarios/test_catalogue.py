@@ -31,7 +31,9 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
     # Ensemble and degraded-link scenarios have suites of their own (docs/zookeeper-faults.md,
     # docs/local-network.md); every other one is in conformance.
     assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}, {"upgrade"}, {"kraft"},
-                                                   {"migration"}), s.suites
+                                                   {"migration"}, {"durability"}), s.suites
+    # Exactly the durability suite needs the crash-consistency layer (docs/durability.md).
+    assert (s.needs.filesystem == "lazyfs") == (s.suites == {"durability"})
     # Exactly the kraft suite runs on KRaft clusters, and each of its faults applies there; exactly
     # the migration suite migrates its cluster.
     assert (s.needs.mode == "kraft") == (s.suites == {"kraft"})
@@ -114,7 +116,8 @@ def test_requirements_are_the_union_of_the_steps_faults() -> None:
 def test_suites() -> None:
     smoke = suite(SMOKE)
     assert 3 <= len(smoke) <= 6
-    own = {s.name for name in ("zookeeper", "network", "releases", "upgrade", "kraft", "migration", "corpus")
+    own = {s.name for name in ("zookeeper", "network", "releases", "upgrade", "kraft", "migration", "durability",
+                               "corpus")
            for s in suite(name)}
     kraft = {s.name for s in suite("kraft")}
     assert {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss_brokers_carry_on"} <= kraft
@@ -126,6 +129,8 @@ def test_suites() -> None:
     assert len(suite("zookeeper")) == 6 and len(suite("network")) == 7
     migration = {s.name: [step.fault for step in s.steps] for s in suite("migration")}
     assert len(migration) == 5 and all(steps[0] == "migration_provision" for steps in migration.values())
+    durability = {s.name: [step.fault for step in s.steps] for s in suite("durability")}
+    assert len(durability) == 6 and {steps[0] for steps in durability.values()} == {"power_failure", "disk_error"}
     assert {s.name: s.needs.kafka_version for s in suite("releases")} == {
         "zookeeper_cut_follower_rejoins_isr_on_2_5_1": "2.5.1",
         "unclean_election_recovery_state_on_3_1_2": "3.1.2", "unclean_election_recovery_state_on_3_2_3": "3.2.3"}

@@ -216,6 +216,21 @@ def test_delivery_loss_is_counted_where_unclean_election_predicted() -> None:
     assert check_delivery("t", report, unclean_partitions=[0])[0].passed is False
 
 
+def test_delivery_loss_is_counted_where_a_power_failure_took_every_isr_member() -> None:
+    sent = acks(0, 5) + acks(1, 2)
+    consumed = [(a.partition, a.offset, a.key) for a in sent if not (a.partition == 0 and a.offset >= 3)]
+    report = validate_delivery(sent, consumed)
+    results = check_delivery("t", report, power_failed=[0])
+    assert [(r.check, r.passed) for r in results] == [("delivery", True), ("delivery_power_failure_loss", True)]
+    assert results[1].observed["lost_total"] == 2 and results[0].expected["power_failure_partitions"] == [0]
+    # a loss on a partition the power failure spared fails, and so does any duplicate
+    assert check_delivery("t", report, power_failed=[1])[0].passed is False
+    doubled = validate_delivery(sent, consumed + [(0, 5, sent[0].key)])
+    assert check_delivery("t", doubled, power_failed=[0])[0].passed is False
+    # an unclean election on the same partition is the one the loss is counted under
+    assert [r.check for r in check_delivery("t", report, [0], power_failed=[0])] == ["delivery", "delivery_unclean_loss"]
+
+
 def test_delivery_duplicates_fail_even_after_unclean_election() -> None:
     sent = acks(0, 3)
     consumed = [(a.partition, a.offset, a.key) for a in sent] + [(0, 3, sent[0].key)]

@@ -70,6 +70,8 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "clock_jump": (frozenset({Capability.CLOCK_CONTROL}), False),
         "clock_drift": (frozenset({Capability.CLOCK_CONTROL}), False),
         "txn_past_timeout": (frozenset(), True),
+        "power_failure": (brokers | {Capability.POWER_FAILURE}, True),
+        "disk_error": (brokers | {Capability.LOG_DIR_FAILURE, Capability.DISK_FAULTS}, True),
     }
 
 
@@ -85,7 +87,7 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     kraft = {k for k, m in modes.items() if m == {"kraft"}}
     assert zookeeper == {"controller_kill", "network_partition", "zookeeper_server",
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
-                         "log_dir_failure", "roll"}
+                         "log_dir_failure", "roll", "disk_error"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
     # a migration's hybrid brokers under them are not modelled

@@ -1,0 +1,172 @@
+"""Faults below the process, on a node's data directory (the crash-consistency layer,
+:mod:`harness.lazyfs`; clusters with ``filesystem: "lazyfs"``):
+
+* ``power_failure``: the broker loses power -- SIGKILL, and its data directory loses every write,
+  new file and rename it had not fsynced. To the controller it is a hard kill (the session
+  expires: the oracle's ``BrokerFailure``); what it may cost the clients is
+  :mod:`oracle.durability`'s rule, which the history checks apply.
+* ``disk_error``: writes (and fsyncs) under one log directory fail with EIO or ENOSPC, as a
+  dying disk or a full one answers. Kafka's next write there fails
+  (``LogDirFailureChannel.maybeAddOfflineLogDir`` from ``maybeHandleIOException``) and the
+  directory goes offline exactly as ``log_dir_failure`` makes it
+  (:mod:`scenarios.faults.log_dirs`: its oracle events, its heal); only the cause is the error
+  Kafka really meets instead of a directory moved aside.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any, ClassVar, Literal, cast
+
+from kafka_chaos.common.errors import UsageError
+from kafka_chaos.harness.cluster import Capability, DiskFaulter, LogDirFailer, PowerFailer
+from kafka_chaos.harness.lazyfs.mount import IoRule
+from kafka_chaos.scenarios.faults.base import Fault, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, register_generator
+from kafka_chaos.scenarios.faults.log_dirs import (
+    GENERATED_CLUSTER,
+    HEAL,
+    LogDirFailureFault,
+    LogDirRepair,
+    fail_log_dir,
+    log_dir_fault,
+)
+from kafka_chaos.scenarios.faults.process import HardKill, down_candidates, take_down
+from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.model.targets import Brokers, Target
+
+log = logging.getLogger(__name__)
+
+LAZYFS = "lazyfs"
+UNDO_ACTIONS_KEPT = 20  # per broker, in the history: the counts say how many more there were
+
+
+@register_fault
+@dataclass
+class PowerFailure(HardKill):
+    """Power lost on the target brokers (one, or several at once: a rack): each killed and its
+    unsynced writes dropped; held until healed (started again on what survived)."""
+
+    kind: ClassVar[str] = "power_failure"
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.BROKER_CONTROL, Capability.POWER_FAILURE})
+    _dropped: dict[int, dict[str, Any]] = field(default_factory=dict, init=False)
+
+    @property
+    def outcome(self) -> Mapping[str, Any] | None:
+        """What each broker's data directory lost (history ``traits.outcome``)."""
+        return {"dropped": {str(b): report for b, report in sorted(self._dropped.items())}} if self._dropped else None
+
+    def inject(self, env: FaultEnv) -> None:
+        cluster = cast(PowerFailer, require_capability(env, Capability.POWER_FAILURE, self.kind))
+        for b in self.target.brokers:
+            report = cluster.power_fail_node(b)
+            self._dropped[b] = {"files_truncated": report.files_truncated, "bytes_dropped": report.bytes_dropped,
+                                "entries_undone": report.entries_undone,
+                                "undo_actions": list(report.undo_actions[:UNDO_ACTIONS_KEPT]),
+                                "undo_actions_total": len(report.undo_actions)}
+
+
+register_generator(GeneratorSide(PowerFailure.kind, 2, take_down, down_candidates(PowerFailure.kind, 2),
+                                 opt_in=True, filesystem=LAZYFS))
+
+
+# --- disk_error ---------------------------------------------------------------------------------
+
+ERRORS = ("EIO", "ENOSPC")
+# Which files fail. Not the index files: Kafka writes them through a memory map, whose pages
+# reach the filesystem only when it flushes them (a segment roll, a flush.*), so when Kafka would
+# meet the error is not bounded.
+FILES = {"all": "*", "log": "*.log", "checkpoint": "*checkpoint*"}
+_DISK_OPTIONS = frozenset({"error", "files"})
+
+
+@dataclass
+class DiskError(LogDirFailureFault):
+    """Writes and fsyncs under one log directory of the target broker fail with ``error`` (EIO or
+    ENOSPC) on ``files`` (all, the segments' ``.log`` files, or the checkpoint files); the
+    directory (chosen as ``log_dir_failure`` chooses it) goes offline, or the broker halts when
+    it was its last. Healed like ``log_dir_failure``: the errors stop and the broker restarts."""
+
+    error: str = "EIO"
+    files: str = "all"
+    kind: ClassVar[str] = "disk_error"
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.LOG_DIR_FAILURE, Capability.BROKER_CONTROL,
+                                                           Capability.DISK_FAULTS})
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{self.error}/{self.files}"
+
+    def rules(self, log_dirs: list[str], index: int) -> list[IoRule]:
+        """The failing writes: the directory's files (relative to the node's data directory,
+        which is the one log directory when there is one)."""
+        under = "" if len(log_dirs) == 1 else f"{PurePath(log_dirs[index]).name}/"
+        error: Literal["EIO", "ENOSPC"] = "EIO" if self.error == "EIO" else "ENOSPC"
+        glob = f"{under}{FILES[self.files]}"
+        return [IoRule("write", glob, error=error), IoRule("fsync", glob, error=error)]
+
+    def inject(self, env: FaultEnv) -> None:
+        if self._index is None:
+            self.prepare(env)
+        assert self._index is not None
+        dirs = cast(LogDirFailer, require_capability(env, Capability.LOG_DIR_FAILURE, self.kind))
+        disks = cast(DiskFaulter, require_capability(env, Capability.DISK_FAULTS, self.kind))
+        disks.disk_fault(self.broker, self.rules(dirs.log_dirs(self.broker), self._index))
+        self._failed = True
+
+    def heal(self, env: FaultEnv) -> None:
+        cast(DiskFaulter, require_capability(env, Capability.DISK_FAULTS, self.kind)).clear_disk_faults()
+        super().heal(env)
+
+
+@dataclass
+class DiskErrorRepair(LogDirRepair):
+    """``variant: heal``: the errors stop, then the broker restarts (``log_dir_failure``'s repair
+    and its oracle events)."""
+
+    kind: ClassVar[str] = "disk_error"
+    requires: ClassVar[frozenset[Capability]] = DiskError.requires
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{HEAL}"
+
+    def inject(self, env: FaultEnv) -> None:
+        cast(DiskFaulter, require_capability(env, Capability.DISK_FAULTS, self.kind)).clear_disk_faults()
+        super().inject(env)
+
+
+def disk_error_fault(target: Target, options: Mapping[str, Any], topics: StepTopics) -> Fault:
+    """``log_dir_failure``'s options (which directory; ``variant: heal``) plus ``error`` and
+    ``files``."""
+    error = options.get("error", "EIO")
+    if error not in ERRORS:
+        raise UsageError(f"disk_error: 'error' must be one of {', '.join(ERRORS)}, not {error!r}")
+    files = options.get("files", "all")
+    if files not in FILES:
+        raise UsageError(f"disk_error: 'files' must be one of {', '.join(FILES)}, not {files!r}")
+    inner = log_dir_fault(target, {k: v for k, v in options.items() if k not in _DISK_OPTIONS}, topics)
+    if not isinstance(inner, LogDirFailureFault):
+        return DiskErrorRepair(target)
+    return DiskError(target, inner.topic, inner.partition, inner.directory, error=str(error), files=str(files))
+
+
+register_fault(DiskError, build=disk_error_fault)
+
+
+def _disk_error_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    """As ``log_dir_failure``'s (directory 0 of a free broker, or the heal), with a drawn error."""
+    if model.failed_dir:
+        return [Step(DiskError.kind, Brokers((draw.rng.choice(sorted(model.failed_dir)),)), {"variant": HEAL})]
+    free, _ = model.drawable()
+    if not free or model.unknown_down:
+        return []
+    return [Step(DiskError.kind, Brokers((draw.rng.choice(free),)),
+                 {"dir": 0, "error": draw.rng.choice(ERRORS), "files": draw.rng.choice(sorted(FILES))})]
+
+
+register_generator(GeneratorSide(DiskError.kind, 1, fail_log_dir, _disk_error_candidates, opt_in=True,
+                                 cluster_overrides=GENERATED_CLUSTER, log_dirs=2, filesystem=LAZYFS))

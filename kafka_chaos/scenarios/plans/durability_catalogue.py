@@ -1,0 +1,87 @@
+"""The ``durability`` suite: faults below the process (:mod:`scenarios.faults.disks`) on clusters
+whose data directories are on the crash-consistency layer (:mod:`harness.lazyfs`), and what
+Kafka's contract lets them cost (:mod:`oracle.durability`): a power failure that spares one ISR
+member loses nothing acknowledged; one that takes every ISR member may lose the unflushed tails,
+counted as permitted; with ``flush.messages=1`` it must lose nothing. Not pinned to a mode:
+``--mode kraft`` runs the power failures on a KRaft cluster (a fenced broker), and leaves out
+the disk errors (failed log directories are a ZooKeeper-mode fault here).
+
+Imported by :mod:`scenarios.plans.catalogue` once its own scenarios are registered.
+"""
+
+from __future__ import annotations
+
+from kafka_chaos.harness.config import REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
+from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, FollowerOf, LeaderOf
+from kafka_chaos.scenarios.plans import catalogue as zk
+from kafka_chaos.scenarios.plans.spec import ClusterNeeds
+
+DURABILITY_SUITE = zk.DURABILITY_SUITE
+LAZY = ClusterNeeds(3, filesystem="lazyfs")
+LAZY_TWO_LOG_DIRS = ClusterNeeds(3, ((REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, "1000"),), log_dirs=2,
+                                 filesystem="lazyfs")
+_SUITES = frozenset({DURABILITY_SUITE})
+_HEAL = frozen({"variant": "heal"})
+
+
+def topic_t_flushed() -> TopicSpec:
+    """``t``'s layout, every append fsynced (``flush.messages=1``)."""
+    return TopicSpec("t", zk.topic_t().assignment, frozen({"flush.messages": "1"}))
+
+
+@zk.scenario(topics=[zk.topic_t], needs=LAZY, suites=_SUITES)
+def leader_power_failure() -> list[Step]:
+    """The leader of t-0 loses power (killed, its unsynced writes gone), then starts on what its
+    disk kept. To the controller (Kafka 3.9) a hard kill: the session expires, t-0 elects its other ISR member
+    (``onBrokerFailure``, epoch +1); that member has every acknowledged record, so nothing
+    acknowledged may be lost. The returning broker recovers its log (an unclean shutdown: every
+    segment after the recovery point is checked) and catches up as a follower."""
+    return [Step("power_failure", LeaderOf("t", 0)), Step("start", EarlierTarget(0))]
+
+
+@zk.scenario(topics=[zk.topic_t], needs=LAZY, suites=_SUITES)
+def rack_power_failure() -> list[Step]:
+    """Brokers 1 and 2 -- every ISR member of t-0 and t-3 -- lose power at once, then start.
+    Those partitions lose their unflushed tails on both replicas: acknowledged records may be
+    lost there (Kafka 3.9's trade-off: ``flush.messages`` is ``Long.MAX_VALUE``; counted in
+    ``delivery_power_failure_loss``), nowhere else (broker 3 has every other partition's records)."""
+    return [Step("power_failure", Brokers((1, 2))), Step("start", EarlierTarget(0))]
+
+
+@zk.scenario(topics=[topic_t_flushed], needs=LAZY, suites=_SUITES)
+def rack_power_failure_with_every_append_fsynced() -> list[Step]:
+    """As ``rack_power_failure`` with ``flush.messages=1`` on t: Kafka 3.9's ``UnifiedLog.append`` fsyncs every
+    append on the leader and the followers before the high watermark passes it, so no
+    acknowledged record may be lost even where every ISR member lost power."""
+    return [Step("power_failure", Brokers((1, 2))), Step("start", EarlierTarget(0))]
+
+
+@zk.scenario(topics=[zk.topic_t], needs=LAZY, suites=_SUITES)
+def controller_power_failure() -> list[Step]:
+    """The controller broker loses power: a controller failover (the survivors race for
+    ``/controller``; Kafka 3.9 ``onControllerFailover``) and the offline elections of what it
+    led; then it starts again."""
+    return [Step("power_failure", Controller()), Step("start", EarlierTarget(0))]
+
+
+@zk.scenario(topics=[zk.topic_t], needs=LAZY_TWO_LOG_DIRS, suites=_SUITES)
+def leader_log_write_error() -> list[Step]:
+    """Writes to the segment files of the log directory holding t-0 on its leader fail with EIO.
+    The next append there throws (Kafka 3.9 ``LocalLog.append`` in ``maybeHandleIOException``), the
+    directory goes offline and the controller moves what it led (``onBrokerLogDirFailure``, as
+    ``leader_log_dir_failure``); the heal stops the errors and restarts the broker."""
+    return [Step("disk_error", LeaderOf("t", 0), frozen({"topic": "t", "partition": 0, "files": "log"})),
+            Step("disk_error", EarlierTarget(0), _HEAL)]
+
+
+@zk.scenario(topics=[zk.topic_t], needs=LAZY_TWO_LOG_DIRS, suites=_SUITES)
+def follower_checkpoint_disk_full() -> list[Step]:
+    """The checkpoint files of the log directory holding t-0 on an in-sync follower meet ENOSPC:
+    the next high-watermark checkpoint (every second here) fails (Kafka 3.9
+    ``CheckpointFileWithFailureHandler.write``), the directory goes offline and its replicas
+    leave their ISRs (``onReplicasBecomeOffline``, as ``follower_log_dir_failure``); the heal
+    stops the errors and restarts the broker."""
+    return [Step("disk_error", FollowerOf("t", 0), frozen({"topic": "t", "partition": 0, "error": "ENOSPC",
+                                                           "files": "checkpoint"})),
+            Step("disk_error", EarlierTarget(0), _HEAL)]
