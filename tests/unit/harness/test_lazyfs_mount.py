@@ -239,3 +239,10 @@ def test_a_control_socket_path_longer_than_a_socket_address_works(tmp_path: Path
         (deep / "m" / "x").write_bytes(b"unsynced")
         assert mounted.power_fail().undo_actions == ("rm x",)
     assert os.listdir(deep / "b") == []
+
+
+def test_opening_a_durable_file_with_o_trunc_is_undone(layer: LazyMount) -> None:
+    fresh(layer)
+    (layer.mount / "d" / "a").write_bytes(b"new")  # open(O_WRONLY | O_TRUNC) of an existing file
+    layer.power_fail()
+    assert (layer.mount / "d" / "a").read_bytes() == INITIAL_FILES["d/a"]
