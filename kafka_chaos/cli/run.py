@@ -61,6 +61,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="run the transactional workload too: transactional producers, a read-process-write copier "
                              "and read_committed / read_uncommitted consumers on two topics of its own, judged by the "
                              "transactional history checker (docs/transactions.md)")
+    parser.add_argument("--txn-client", default=None, metavar="C",
+                        help="who runs the transactional workload: librdkafka (confluent-kafka) or java (Kafka's own "
+                             "VerifiableProducer, TransactionalMessageCopier and VerifiableConsumer as processes) "
+                             "[default: the scenario's own, librdkafka]")
     parser.add_argument("--iterations", type=int, default=1, metavar="K", help="repetitions of each scenario")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="seed for every random choice (same seed, same choices) [default: random, printed]")
@@ -114,7 +118,8 @@ def _shaped(args: argparse.Namespace, chosen: Sequence[Scenario]) -> list[Scenar
     if args.controllers is not None and mode != "kraft":
         raise UsageError("--controllers needs --mode kraft")
     return [with_transactions(with_mode(with_zookeepers(with_brokers(s, args.brokers), args.zookeepers), mode,
-                                        args.controllers), getattr(args, "transactions", False))
+                                        args.controllers), getattr(args, "transactions", False),
+                              getattr(args, "txn_client", None))
             for s in chosen]
 
 

@@ -36,6 +36,7 @@ from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
 from kafka_chaos.scenarios.checks import client_history as hc
+from kafka_chaos.scenarios.checks.copy import check_copy
 from kafka_chaos.scenarios.checks.transactions import check_transactions, workload_figures
 from kafka_chaos.scenarios.checks import latency as lat
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps
@@ -781,11 +782,12 @@ def transactions(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
     """The transactional history checker (:mod:`scenarios.checks.transactions`, issue 43) over
     every stretch the transactional workload recorded (history v11) and its final read-back: one
     result per anomaly class (``txn_<class>``), the permitted write cycles measured (``txn_g0``),
-    and the workload's figures (``txn_workload``); nothing for a scenario without it."""
+    and the workload's figures (``txn_workload``); nothing for a scenario without it. With Kafka's
+    Java copier, what it wrote is judged from the topics (:mod:`scenarios.checks.copy`, ``txn_copy_*``)."""
     history = merged_txn([*ctx.earlier, obs])
     if history is None:
         return []
-    return [workload_figures(history), *check_transactions(history)]
+    return [workload_figures(history), *check_transactions(history), *check_copy(history)]
 
 
 # --- where the time went (scenarios.checks.time_ledger) ------------------------------------------

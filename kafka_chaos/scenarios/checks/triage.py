@@ -50,6 +50,8 @@ _BY_CHECK = {
     **{f"txn_{a}": KAFKA for a in ("aborted_read", "torn", "lost_write", "duplicate", "nonmonotonic_read",
                                    "read_past_lso", "g1c", "offsets_without_writes", "writes_without_offsets",
                                    "outcome_contradiction")},
+    # A copier that prints no transaction, judged from the topics (scenarios.checks.copy).
+    **{f"txn_copy_{a}": KAFKA for a in ("lost", "extra", "duplicate", "order")},
 }
 
 

@@ -697,9 +697,10 @@ class TxnWorkload:
 
 
 def read_committed_back(bootstrap: str, topics: Mapping[str, Sequence[int]], *, client_id: str,
-                        timeout: float = 60.0) -> tuple[ReadBack, ...]:
+                        timeout: float = 60.0, by_value: bool = False) -> tuple[ReadBack, ...]:
     """Every record of the partitions at ``read_committed``, from the log start to the end
-    answered when the read begins (:class:`scenarios.clients.txn_ops.ReadBack`)."""
+    answered when the read begins (:class:`scenarios.clients.txn_ops.ReadBack`); each named by
+    its key, or by its value with ``by_value`` (Kafka's Java test clients send no key)."""
     deadline = time.monotonic() + timeout
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "client.id": client_id, "group.id": f"{client_id}-{uuid.uuid4().hex}",
@@ -728,7 +729,7 @@ def read_committed_back(bootstrap: str, topics: Mapping[str, Sequence[int]], *, 
                         raise KafkaException(err)
                     continue
                 if _offset(msg) < marks[tp][1]:
-                    records[tp].append((_offset(msg), _key(msg)))
+                    records[tp].append((_offset(msg), _value(msg) if by_value else _key(msg)))
             positions = consumer.position([TopicPartition(t, p) for t, p in sorted(pending)])
             pending -= {(tp.topic, tp.partition) for tp in positions if tp.offset >= marks[(tp.topic, tp.partition)][1]}
         at = time.time()
@@ -769,6 +770,11 @@ def _partition(msg: Message) -> int:
 def _offset(msg: Message) -> int:
     o = msg.offset()
     return int(o) if o is not None else -1
+
+
+def _value(msg: Message) -> str:
+    value = msg.value()
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value or "")
 
 
 def _key(msg: Message) -> str:

@@ -28,6 +28,7 @@ from kafka_chaos.scenarios.faults import voter_links  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import clocks  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import txn_timeout  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import disks  # noqa: F401  isort: skip
+from kafka_chaos.scenarios.faults import clients  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults.base import (
     FAULTS,
     Fault,

@@ -30,6 +30,7 @@ from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.observers import AdminWriter, Observer
+    from kafka_chaos.scenarios.faults.clients import ClientHolder
     from kafka_chaos.scenarios.faults.txn_timeout import TransactionHolder
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class FaultEnv:
     tick_time_ms: int = 500
 
     transactions: TransactionHolder | None = None  # the transactional workload, while it runs
+    clients: ClientHolder | None = None  # the Java transactional clients' processes, while they run
     @property
     def bootstrap(self) -> str:
         return str(self.cluster.bootstrap_servers)

@@ -23,7 +23,7 @@ from kafka_chaos.harness.config import FILESYSTEMS, check_broker_jaas
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
-from kafka_chaos.scenarios.plans.transactional import transactional_topics, with_transactional_topics
+from kafka_chaos.scenarios.plans.transactional import TXN_CLIENTS, transactional_topics, with_transactional_topics
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds, KnownBug, Scenario, validate_steps
 from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault
@@ -37,7 +37,7 @@ MAX_LOG_DIRS = 4  # harness.config.MAX_LOG_DIRS
 SELECTORS: Mapping[str, type] = {
     "brokers": tg.Brokers, "broker": tg.BrokerId, "leader_of": tg.LeaderOf, "follower_of": tg.FollowerOf,
     "controller": tg.Controller, "non_controller_leader_of": tg.NonControllerLeaderOf,
-    "isr_all_but_one": tg.IsrAllButOne, "non_replica_of": tg.NonReplicaOf, "earlier": tg.EarlierTarget,
+    "isr_all_but_one": tg.IsrAllButOne, "isr_of": tg.IsrOf, "non_replica_of": tg.NonReplicaOf, "earlier": tg.EarlierTarget,
     "follower_leading_nothing": tg.FollowerLeadingNothing, "none": tg.NoTarget,
     "coordinator_of": tg.CoordinatorOf, "group_coordinator_of": tg.GroupCoordinatorOf,
 }
@@ -76,8 +76,11 @@ class Schedule:
                             mode=self.mode, controllers=self.controllers, broker_jaas=self.broker_jaas,
                             filesystem=self.filesystem)
 
+    txn_client: str = "librdkafka"  # the transactional workload's clients ("workload": {"client": ...})
+
     def scenario(self) -> Scenario:
-        s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs)
+        s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs,
+                     txn_client=self.txn_client)
         validate_steps(s)
         return s
 
@@ -121,6 +124,7 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                    for t in s.topics],
         "steps": [_step_to_json(st) for st in s.steps],
         **({"known_bug": s.known_bug.to_json()} if s.known_bug is not None else {}),
+        **({"workload": {"client": s.txn_client}} if s.txn_client != TXN_CLIENTS[0] else {}),
     }
 
 
@@ -138,7 +142,8 @@ def from_scenario(s: Scenario) -> Schedule:
     brokers = s.needs.broker_ids or tuple(range(1, s.needs.brokers + 1))
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
                     s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version,
-                    s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas, filesystem=s.needs.filesystem)
+                    s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas, filesystem=s.needs.filesystem,
+                    txn_client=s.txn_client)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -280,13 +285,21 @@ def _known_bug(value: Any, where: str) -> KnownBug:
     return KnownBug(jira, affected, fixed, _str(obj.get("caught_by"), f"{where}.caught_by"))
 
 
+def _txn_client(obj: Mapping[str, Any], where: str) -> str:
+    """The schedule's ``workload.client``: which clients run the transactional workload."""
+    client = _object(obj["workload"], where).get("client", TXN_CLIENTS[0]) if "workload" in obj else TXN_CLIENTS[0]
+    if client not in TXN_CLIENTS:
+        raise _fail(f"{where}.client", f"must be one of {', '.join(map(repr, TXN_CLIENTS))}, not {client!r}")
+    return str(client)
+
+
 def _with_workload(obj: Mapping[str, Any], topics: tuple[TopicSpec, ...], where: str) -> tuple[TopicSpec, ...]:
     """The topics with what the schedule's ``workload`` asks: ``{"transactions": true}`` adds the
     transactional workload's two topics (:func:`scenarios.plans.transactional.with_transactional_topics`)."""
     on = False
     if "workload" in obj:
         workload = _object(obj["workload"], where)
-        _only(workload, {"transactions"}, where)
+        _only(workload, {"transactions", "client"}, where)
         on = workload.get("transactions", False)
         if not isinstance(on, bool):
             raise _fail(f"{where}.transactions", f"expected true or false, not {on!r}")
@@ -353,7 +366,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     known_bug = _known_bug(obj["known_bug"], f"{where}.known_bug") if "known_bug" in obj else None
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
                  doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug,
-                 broker_jaas, str(filesystem))
+                 broker_jaas, str(filesystem), txn_client=_txn_client(obj, f"{where}.workload"))
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

@@ -100,6 +100,9 @@ class Scenario:
     needs: ClusterNeeds = ClusterNeeds()
     # Run on a release with this bug: it passes only by failing ``caught_by`` (the corpus suite).
     expects: KnownBug | None = None
+    # The transactional workload's clients (scenarios.plans.transactional.TXN_CLIENTS): confluent-kafka's
+    # ("librdkafka") or Kafka's own Java test clients as processes ("java").
+    txn_client: str = "librdkafka"
 
     def __post_init__(self) -> None:
         # Clock faults need every node started under libfaketime; other scenarios' clusters stay

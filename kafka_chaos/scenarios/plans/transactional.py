@@ -21,6 +21,9 @@ from kafka_chaos.scenarios.model.steps import TopicSpec, frozen
 from kafka_chaos.scenarios.plans.spec import Scenario
 
 TXN_IN, TXN_OUT = "txn_in", "txn_out"
+# Who runs the workload: confluent-kafka (scenarios.clients.txn_workload), or Kafka's own Java test
+# clients as processes (scenarios.clients.java_txn_workload). The first is the default.
+TXN_CLIENTS = ("librdkafka", "java")
 _NOT_COPIED = frozenset({"unclean.leader.election.enable"})
 
 
@@ -52,9 +55,12 @@ def with_transactional_topics(topics: tuple[TopicSpec, ...]) -> tuple[TopicSpec,
                           for name in (TXN_IN, TXN_OUT))
 
 
-def with_transactions(s: Scenario, on: bool = True) -> Scenario:
-    """``s`` with the transactional workload (``run --transactions``); unchanged when ``on`` is
-    False or it has one already."""
-    if not on:
-        return s
-    return replace(s, topics=with_transactional_topics(s.topics))
+def with_transactions(s: Scenario, on: bool = True, client: str | None = None) -> Scenario:
+    """``s`` with the transactional workload (``run --transactions``), run by ``client`` when
+    given (``--txn-client``: also for a scenario with a transactional workload of its own; else
+    the scenario's own client)."""
+    if client is not None and client not in TXN_CLIENTS:
+        raise UsageError(f"--txn-client must be one of {', '.join(TXN_CLIENTS)}, not {client!r}")
+    if on:
+        s = replace(s, topics=with_transactional_topics(s.topics))
+    return s if client is None else replace(s, txn_client=client)

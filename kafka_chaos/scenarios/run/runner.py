@@ -45,7 +45,7 @@ from kafka_chaos.harness.readiness import ProducerIdGrant
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.oracle import CreateTopic, Event, predict
 from kafka_chaos.records.writer import RecordSink
-from kafka_chaos.scenarios.model.steps import Step
+from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.spec import Scenario
 from kafka_chaos.scenarios.checks.registry import CheckContext, evaluate, to_records
 from kafka_chaos.scenarios.checks.functions import CheckResult
@@ -87,6 +87,7 @@ from kafka_chaos.scenarios.model.targets import Target
 
 if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run starts them
     from kafka_chaos.scenarios.clients.consumers import Consumers
+    from kafka_chaos.scenarios.clients.java_txn_workload import JavaTxnWorkload
     from kafka_chaos.scenarios.clients.txn_workload import TxnWorkload
     from kafka_chaos.scenarios.clients.workload import Workload
 
@@ -228,7 +229,12 @@ class Runner:
                 self._connect_producers(ctx)
                 self._create_topics(ctx, core)
                 self._start_workloads(ctx)
-                nemesis.env.transactions = ctx.txn  # txn_past_timeout's seam (scenarios.faults.txn_timeout)
+                from kafka_chaos.scenarios.clients.java_txn_workload import JavaTxnWorkload
+                from kafka_chaos.scenarios.clients.txn_workload import TxnWorkload
+
+                # txn_past_timeout's seam (scenarios.faults.txn_timeout); client_pause / client_kill's (faults.clients)
+                nemesis.env.transactions = ctx.txn if isinstance(ctx.txn, TxnWorkload) else None
+                nemesis.env.clients = ctx.txn if isinstance(ctx.txn, JavaTxnWorkload) else None
                 for index, step in enumerate(ctx.scenario.steps):
                     self._run_step(ctx, core, index, step)
             except KeyboardInterrupt:
@@ -463,6 +469,9 @@ class Runner:
         if pair is None:
             return
         source, sink = pair
+        if ctx.scenario.txn_client == "java":
+            self._start_java_transactions(ctx, source, sink)
+            return
         ctx.txn = TxnWorkload(ctx.cluster.bootstrap_servers, ctx.topic_names[source.name], list(source.partitions),
                               ctx.topic_names[sink.name], list(sink.partitions),
                               seed=f"{self.options.seed}:{ctx.scenario.name}:{ctx.iteration}",
@@ -470,6 +479,23 @@ class Runner:
         ctx.client_names.transactional_ids.update(ctx.txn.transactional_ids)
         ctx.client_names.groups.update(ctx.txn.groups)
         ctx.txn.start()
+
+    def _start_java_transactions(self, ctx: _Context, source: TopicSpec, sink: TopicSpec) -> None:
+        """The transactional workload run by Kafka's own Java test clients, one process each
+        (:mod:`scenarios.clients.java_txn_workload`), from the cluster's release's tools jar."""
+        from kafka_chaos.harness.distribution import resolve_distribution
+        from kafka_chaos.harness.java_clients import tools_classpath
+        from kafka_chaos.scenarios.clients.java_txn_workload import JavaTxnWorkload
+
+        w = JavaTxnWorkload(ctx.cluster.bootstrap_servers, ctx.topic_names[source.name], list(source.partitions),
+                            ctx.topic_names[sink.name], list(sink.partitions),
+                            classpath=tools_classpath(resolve_distribution(ctx.cluster.kafka_version)),
+                            log_dir=Path(self.options.results_dir) / "java-clients" / f"{ctx.scenario.name}-{ctx.iteration}",
+                            client_id=f"kafka-chaos-{ctx.scenario.name}")
+        ctx.txn = w
+        ctx.client_names.transactional_ids.update(w.transactional_ids)
+        ctx.client_names.groups.update(w.groups)
+        w.start()
 
     # steps ----------------------------------------------------------------------------------
 
@@ -574,7 +600,8 @@ class _Context:
     workloads: dict[str, Workload] = field(default_factory=dict)
     workload_errors: dict[str, str] = field(default_factory=dict)
     consumers: dict[str, Consumers] = field(default_factory=dict)
-    txn: TxnWorkload | None = None  # the transactional workload (scenarios.clients.txn_workload), if it runs
+    # the transactional workload (scenarios.clients.txn_workload, or java_txn_workload), if it runs
+    txn: TxnWorkload | JavaTxnWorkload | None = None
     client_names: ClientNames = field(default_factory=lambda: ClientNames({}, {}))  # its ids and groups by role
     ops_cut: float = 0.0  # the clients' operations up to here are in an emitted observation
     granted: list[ProducerIdGrant] = field(default_factory=list)  # the harness's own InitProducerIds

@@ -72,6 +72,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "txn_past_timeout": (frozenset(), True),
         "power_failure": (brokers | {Capability.POWER_FAILURE}, True),
         "disk_error": (brokers | {Capability.LOG_DIR_FAILURE, Capability.DISK_FAULTS}, True),
+        "client_pause": (frozenset(), True), "client_kill": (frozenset(), True),
     }
 
 

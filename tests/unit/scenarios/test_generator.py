@@ -54,7 +54,8 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
                                        "broker_controller_cut", "quorum_follower_cut",
                                        "migration_provision", "migration_roll", "migration_finalize",
                                        "migration_deprovision",
-                                       "txn_past_timeout"}  # with the transactional workload only (test_txn_coordinators)
+                                       "txn_past_timeout",  # with the transactional workload only (test_txn_coordinators)
+                                       "client_pause", "client_kill"}  # with its Java clients only (test_java_clients)
     assert high > 250 and gaps > 250 and several > 30
 
 
@@ -238,7 +239,8 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
         "add_partitions", "recreate_topic", "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
         "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
         "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut", "delete_records",
-        "quorum_follower_cut", "clock_jump", "clock_drift", "txn_past_timeout", "power_failure", "disk_error")
+        "quorum_follower_cut", "clock_jump", "clock_drift", "txn_past_timeout", "power_failure", "disk_error",
+        "client_pause", "client_kill")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == [
         "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "power_failure", "disk_error"]
 
