@@ -205,6 +205,24 @@ class IsrAllButOne:
 
 
 @dataclass(frozen=True)
+class IsrOf:
+    """Every live ISR member of the partition, in replica order: a rack that holds all of it."""
+
+    topic: str
+    partition: int = 0
+
+    def resolve(self, view: TargetView, rng: random.Random, history: Sequence[Target] = ()) -> Target:
+        p = view.partition(self.topic, self.partition)
+        members = tuple(r for r in p.replicas if r in p.isr and r in view.live_brokers)
+        if not members:
+            raise _no_target(f"the ISR of {_tp(self.topic, self.partition)} (ISR {list(p.isr)}, none live)")
+        return Target(members, f"brokers {', '.join(map(str, members))} (ISR of {_tp(self.topic, self.partition)})")
+
+    def __str__(self) -> str:
+        return f"every ISR member of {_tp(self.topic, self.partition)}"
+
+
+@dataclass(frozen=True)
 class BrokerId:
     broker_id: int
 

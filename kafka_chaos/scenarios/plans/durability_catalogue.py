@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kafka_chaos.harness.config import REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
-from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget, FollowerOf, LeaderOf
+from kafka_chaos.scenarios.model.targets import Controller, EarlierTarget, FollowerOf, IsrOf, LeaderOf
 from kafka_chaos.scenarios.plans import catalogue as zk
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds
 
@@ -42,11 +42,11 @@ def leader_power_failure() -> list[Step]:
 
 @zk.scenario(topics=[zk.topic_t], needs=LAZY, suites=_SUITES)
 def rack_power_failure() -> list[Step]:
-    """Brokers 1 and 2 -- every ISR member of t-0 and t-3 -- lose power at once, then start.
+    """Every ISR member of t-0 -- brokers 1 and 2, which hold t-3 too -- loses power at once, then starts.
     Those partitions lose their unflushed tails on both replicas: acknowledged records may be
     lost there (Kafka 3.9's trade-off: ``flush.messages`` is ``Long.MAX_VALUE``; counted in
     ``delivery_power_failure_loss``), nowhere else (broker 3 has every other partition's records)."""
-    return [Step("power_failure", Brokers((1, 2))), Step("start", EarlierTarget(0))]
+    return [Step("power_failure", IsrOf("t", 0)), Step("start", EarlierTarget(0))]
 
 
 @zk.scenario(topics=[topic_t_flushed], needs=LAZY, suites=_SUITES)
@@ -54,7 +54,7 @@ def rack_power_failure_with_every_append_fsynced() -> list[Step]:
     """As ``rack_power_failure`` with ``flush.messages=1`` on t: Kafka 3.9's ``UnifiedLog.append`` fsyncs every
     append on the leader and the followers before the high watermark passes it, so no
     acknowledged record may be lost even where every ISR member lost power."""
-    return [Step("power_failure", Brokers((1, 2))), Step("start", EarlierTarget(0))]
+    return [Step("power_failure", IsrOf("t", 0)), Step("start", EarlierTarget(0))]
 
 
 @zk.scenario(topics=[zk.topic_t], needs=LAZY, suites=_SUITES)

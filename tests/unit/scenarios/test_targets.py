@@ -15,6 +15,7 @@ from kafka_chaos.scenarios.model.targets import (
     EarlierTarget,
     FollowerOf,
     IsrAllButOne,
+    IsrOf,
     LeaderOf,
     NonReplicaOf,
     PartitionView,
@@ -86,6 +87,21 @@ def test_isr_all_but_one_random_spares_one_member() -> None:
 def test_isr_all_but_one_needs_two_members() -> None:
     with pytest.raises(UsageError):
         IsrAllButOne("t", 1).resolve(V, rng())
+
+
+@pytest.mark.parametrize(("partitions", "expected"), [
+    ({"t_0": ((1, 2, 3), 1, (1, 2, 3))}, (1, 2, 3)),
+    ({"t_0": ((3, 1, 2), 1, (1, 3))}, (3, 1)),  # replica order, ISR members only
+    ({"t_0": ((2, 3), 2, (2,))}, (2,)),
+    ({"t_0": ((5, 2), 2, (5, 2))}, (2,)),  # broker 5 is not live
+])
+def test_isr_of_is_every_live_isr_member_in_replica_order(partitions, expected) -> None:
+    assert IsrOf("t", 0).resolve(view(**partitions), rng()).brokers == expected
+
+
+def test_isr_of_a_partition_with_no_live_isr_member_is_refused() -> None:
+    with pytest.raises(UsageError, match=r"the ISR of t-0 \(ISR \[5\], none live\)"):
+        IsrOf("t", 0).resolve(view(t_0=((5, 2), -1, (5,))), rng())
 
 
 def test_broker_id_validates() -> None:
