@@ -443,6 +443,15 @@ def _undo_content(path: str, undo: ContentUndo) -> int:
 
 
 def _undo_entry(root: str, action: NamespaceUndo) -> bool:
+    """Apply one namespace undo; False (and a warning) when it cannot be: the rest still is."""
+    try:
+        return _try_undo_entry(root, action)
+    except OSError as exc:
+        log.warning("power failure: cannot %s: %s", _describe(action), exc)
+        return False
+
+
+def _try_undo_entry(root: str, action: NamespaceUndo) -> bool:
     if isinstance(action, MoveEntry):
         source = os.path.join(root, action.source)
         if not os.path.lexists(source):
