@@ -85,8 +85,9 @@ def tree(root: Path) -> tuple[frozenset[str], dict[str, bytes]]:
 class Syscalls:
     """Applies the model's operations to the mount."""
 
-    def __init__(self, mount: Path) -> None:
-        self.mount = mount
+    def __init__(self, layer: LazyMount) -> None:
+        self.layer = layer
+        self.mount = layer.mount
         self.handles: list[int] = []
 
     def apply(self, operation: Operation) -> None:
@@ -125,6 +126,9 @@ class Syscalls:
             path.unlink()
         elif kind == "rmdir":
             path.rmdir()
+        elif kind == "power_fail":
+            self.close()
+            self.layer.power_fail()
         else:
             raise AssertionError(f"unknown operation {operation}")
 
@@ -140,9 +144,9 @@ def test_a_power_failure_keeps_what_the_reference_model_keeps(layer: LazyMount, 
                                                                count: int) -> None:
     fresh(layer)
     model = Model.initial()
-    syscalls = Syscalls(layer.mount)
+    syscalls = Syscalls(layer)
     try:
-        for operation in draw_operations(data, model, count, KINDS + ("mmap_write",)):
+        for operation in draw_operations(data, model, count, KINDS + ("mmap_write", "power_fail")):
             syscalls.apply(operation)
         assert tree(layer.mount) == model.tree()
     finally:
