@@ -1,7 +1,8 @@
 """The transactional workload (librdkafka side, issue 43) on a real ZooKeeper-mode 3.9.2 cluster, as
 a schedule file opts into it (``"workload": {"transactions": true}``): two transactional
-producers and a read-process-write copier commit and abort through the kill of a transactional
-partition's leader and its start; the ``read_committed`` readers and the final read-back see no
+producers and a read-process-write copier commit and abort through the kill of the transaction
+coordinator of producer p0's transactional id (``{"coordinator_of": "p0"}``: the leader of the
+``__transaction_state`` partition that owns it, as observed before the fault) and its start; the ``read_committed`` readers and the final read-back see no
 message of an aborted transaction (the ``read_uncommitted`` reader does: the aborted messages
 were written), and every check — the oracle's on the transactional topics too, and every class
 of the transactional history checker — passes; ``kafka-chaos check`` re-judges the stored
@@ -16,36 +17,49 @@ from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.checks.transactions import CLASSES
 from kafka_chaos.scenarios.clients.txn_ops import ABORTED, COMMITTED
-from kafka_chaos.scenarios.history.observations import HistoryProblem, Observation, merged_txn, read_history
+from kafka_chaos.scenarios.history.observations import (
+    HistoryProblem,
+    Observation,
+    StepObserved,
+    merged_txn,
+    read_history,
+)
+from kafka_chaos.scenarios.model.coordinators import partition_for
 from kafka_chaos.scenarios.plans.schedule import load
 from tests.integration.test_schedule_files import failed_checks
 
 SCHEDULE = {
     "schedule_version": 1,
-    "name": "txn_leader_kill",
-    "doc": "the transactional workload through the kill of txn_in-0's leader and its start",
+    "name": "txn_coordinator_kill",
+    "doc": "the transactional workload through the kill of producer p0's transaction coordinator and its start",
     "cluster": {"brokers": [1, 2, 3]},
     "workload": {"transactions": True},
     "topics": [{"name": "t", "assignment": {"0": [1, 2, 3], "1": [2, 3, 1], "2": [3, 1, 2]}}],
     "steps": [
-        {"fault": "hard_kill", "target": {"leader_of": {"topic": "txn_in", "partition": 0}}},
+        {"fault": "hard_kill", "target": {"coordinator_of": "p0"}},
         {"fault": "start", "target": {"earlier": 0}},
     ],
 }
 
 
-def test_transactions_commit_and_abort_through_a_leader_kill_and_every_check_passes(tmp_path: Path) -> None:
-    schedule = tmp_path / "txn_leader_kill.json"
+def test_transactions_commit_and_abort_through_a_coordinator_kill_and_every_check_passes(tmp_path: Path) -> None:
+    schedule = tmp_path / "txn_coordinator_kill.json"
     schedule.write_text(json.dumps(SCHEDULE))
     results = tmp_path / "results"
     rc = run_scenarios([load(schedule).scenario()], seed=43, results_dir=results, report=False,
-                       sources={"txn_leader_kill": str(schedule)})
+                       sources={"txn_coordinator_kill": str(schedule)})
     assert rc == 0, failed_checks(results)
 
     observations: list[Observation] = [o for o in read_history(results / "history.jsonl")
                                        if not isinstance(o, HistoryProblem)]
     steps_with_txn = [o for o in observations if getattr(o, "index", None) is not None and getattr(o, "txn", None)]
     assert len(steps_with_txn) == 2  # each fault step stored its stretch
+    # the killed broker led the __transaction_state partition owning p0's id before the fault
+    [kill] = [o for o in observations if isinstance(o, StepObserved) and o.index == 0]
+    assert kill.txn is not None
+    p0 = next(t.txn_id for t in kill.txn.txns if t.txn_id.endswith("-p0"))
+    assert f"coordinator of transactional id {p0}: leader of __transaction_state-" in kill.target.description
+    assert kill.target.brokers == (kill.before.partition("__transaction_state", partition_for(p0, 5)).leader,)
     history = merged_txn(observations)
     assert history is not None and history.readback is not None and history.group_offsets
     committed = [t for t in history.txns if t.outcome == COMMITTED]
