@@ -7,8 +7,10 @@ layer cannot run (no /dev/fuse, not root, no libfuse3)."""
 from __future__ import annotations
 
 import errno
+import json
 import mmap
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -250,3 +252,24 @@ def test_opening_a_durable_file_with_o_trunc_is_undone(layer: LazyMount) -> None
     (layer.mount / "d" / "a").write_bytes(b"new")  # open(O_WRONLY | O_TRUNC) of an existing file
     layer.power_fail()
     assert (layer.mount / "d" / "a").read_bytes() == INITIAL_FILES["d/a"]
+
+
+def test_after_the_freeze_a_write_from_a_descriptor_still_open_is_refused(tmp_path: Path) -> None:
+    """What the kernel writes back for a killed process after the power failure must not land."""
+    (tmp_path / "b").mkdir()
+    (tmp_path / "m").mkdir()
+    with LazyMount.start(tmp_path / "b", tmp_path / "m", tmp_path / "c.sock") as mounted:
+        descriptor = os.open(tmp_path / "m" / "late", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            sync_directory(tmp_path / "m")
+            with socket.socket(socket.AF_UNIX) as control:  # the daemon's own command: no remount
+                control.connect(str(tmp_path / "c.sock"))
+                control.sendall(b'{"command": "power_fail"}\n')
+                assert json.loads(control.makefile("rb").readline())["ok"]
+            with pytest.raises(OSError) as refused:
+                os.pwrite(descriptor, b"too late", 0)
+        finally:
+            os.close(descriptor)
+        assert refused.value.errno == errno.EIO
+        assert mounted.stats()["refused_frozen"] >= 1
+    assert (tmp_path / "b" / "late").read_bytes() == b""
