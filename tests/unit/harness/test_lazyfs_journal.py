@@ -238,7 +238,7 @@ def test_undo_is_newest_first_and_a_rename_restores_what_it_replaced() -> None:
     assert journal.pending_operations() == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.data(), st.integers(1, 40))
 def test_the_layer_keeps_what_the_reference_model_keeps(data: st.DataObject, count: int) -> None:
     model = Model.initial()
