@@ -98,7 +98,14 @@ def check_copy(history: TxnHistory) -> list[CheckResult]:
     if found is None:
         return [CheckResult(c, None, 0, 0, "not judged: no read-back or no committed offsets of the copier's group")
                 for c in CLASSES]
-    observed = sum(len(rb.records) for rb in history.readback or ())
+    group = copier_group(history)
+    copied = sum(o.offset for o in history.group_offsets or () if o.group == group)
+    observed = {"anomalies": {c: len(found[c]) for c in CLASSES}, "committed_input": copied,
+                "read_back": sum(len(rb.records) for rb in history.readback or ())}
     return [CheckResult(c, not found[c], 0, observed,
-                        "; ".join(found[c]) if found[c] else f"{observed} records read back, none {c.removeprefix('txn_copy_')}")
+                        "; ".join(found[c]) if found[c] else f"{_NONE[c]} (the output against the {copied} input "
+                                                                f"records below the copier's committed offsets)")
             for c in CLASSES]
+
+
+_NONE = {LOST: "nothing lost", EXTRA: "nothing extra", DUPLICATE: "no duplicate", ORDER: "in input order"}
