@@ -200,7 +200,14 @@ def _launcher_class(chosen: str, mode: str = "zookeeper") -> type:
     return ContainerCluster
 
 
+_LAYER = frozenset({Capability.POWER_FAILURE, Capability.DISK_FAULTS})
+_WHY_NO_LAYER = ("power failures and disk faults need the crash-consistency layer (harness.lazyfs) under the "
+                 "data directories, which the local launcher mounts on the host (--backend local)")
+
+
 def _why_missing_on_kraft(capability: Capability) -> str:
+    if capability in _LAYER:
+        return _WHY_NO_LAYER
     if capability.value.startswith("zookeeper"):
         return "a KRaft cluster has no ZooKeeper"
     if capability is Capability.NETWORK_PARTITION:
@@ -210,6 +217,8 @@ def _why_missing_on_kraft(capability: Capability) -> str:
 
 
 def _why_missing(capability: Capability, chosen: str) -> str:
+    if capability in _LAYER:
+        return _WHY_NO_LAYER
     if capability is Capability.NETWORK_DEGRADE:
         return (f"needs root with iptables and tc: lossy and rate-limited links are made on loopback "
                 f"(local) or inside the containers' namespaces; the {chosen} launcher has no such fault")

@@ -4,7 +4,9 @@
 * ``power_failure``: the broker loses power -- SIGKILL, and its data directory loses every write,
   new file and rename it had not fsynced. To the controller it is a hard kill (the session
   expires: the oracle's ``BrokerFailure``); what it may cost the clients is
-  :mod:`oracle.durability`'s rule, which the history checks apply.
+  :mod:`oracle.durability`'s rule, which the history checks apply. ``controller_power_failure``
+  is the controller broker's (ZooKeeper mode, as ``controller_kill``), and
+  ``quorum_leader_power_failure`` the active KRaft controller's (as ``quorum_leader_kill``).
 * ``disk_error``: writes (and fsyncs) under one log directory fail with EIO or ENOSPC, as a
   dying disk or a full one answers. Kafka's next write there fails
   (``LogDirFailureChannel.maybeAddOfflineLogDir`` from ``maybeHandleIOException``) and the
@@ -23,8 +25,16 @@ from typing import Any, ClassVar, Literal, cast
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, DiskFaulter, LogDirFailer, PowerFailer
-from kafka_chaos.harness.lazyfs.mount import IoRule
-from kafka_chaos.scenarios.faults.base import Fault, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.harness.lazyfs.mount import IoRule, PowerFailReport
+from kafka_chaos.scenarios.faults.base import (
+    KRAFT_ONLY,
+    ZOOKEEPER_ONLY,
+    Fault,
+    FaultEnv,
+    StepTopics,
+    register_fault,
+    require_capability,
+)
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, register_generator
 from kafka_chaos.scenarios.faults.log_dirs import (
     GENERATED_CLUSTER,
@@ -34,7 +44,8 @@ from kafka_chaos.scenarios.faults.log_dirs import (
     fail_log_dir,
     log_dir_fault,
 )
-from kafka_chaos.scenarios.faults.process import HardKill, down_candidates, take_down
+from kafka_chaos.scenarios.faults.process import HardKill, controller_candidates, down_candidates, take_down
+from kafka_chaos.scenarios.faults.quorum import KILLS_ITS_VOTER, QuorumLeaderKill, quorum_candidates, quorum_rule
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, Target
 
@@ -62,15 +73,57 @@ class PowerFailure(HardKill):
     def inject(self, env: FaultEnv) -> None:
         cluster = cast(PowerFailer, require_capability(env, Capability.POWER_FAILURE, self.kind))
         for b in self.target.brokers:
-            report = cluster.power_fail_node(b)
-            self._dropped[b] = {"files_truncated": report.files_truncated, "bytes_dropped": report.bytes_dropped,
-                                "entries_undone": report.entries_undone,
-                                "undo_actions": list(report.undo_actions[:UNDO_ACTIONS_KEPT]),
-                                "undo_actions_total": len(report.undo_actions)}
+            self._dropped[b] = _dropped(cluster.power_fail_node(b))
 
 
+def _dropped(report: PowerFailReport) -> dict[str, Any]:
+    """A power failure's report as the step's outcome records it."""
+    return {"files_truncated": report.files_truncated, "bytes_dropped": report.bytes_dropped,
+            "entries_undone": report.entries_undone, "undo_actions": list(report.undo_actions[:UNDO_ACTIONS_KEPT]),
+            "undo_actions_total": len(report.undo_actions)}
+
+
+@register_fault
+@dataclass
+class ControllerPowerFailure(PowerFailure):
+    """The controller broker loses power: a controller failover on the survivors, as
+    ``controller_kill`` (ZooKeeper mode's: a KRaft cluster's controller is no broker --
+    ``quorum_leader_power_failure``)."""
+
+    kind: ClassVar[str] = "controller_power_failure"
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY
+
+
+@register_fault
+@dataclass
+class QuorumLeaderPowerFailure(QuorumLeaderKill):
+    """The active KRaft controller loses power: killed and its metadata log's unsynced writes
+    dropped, then as ``quorum_leader_kill`` (another voter wins the next epoch). KafkaRaftClient
+    flushes its log before it acknowledges an append (``appendAsLeader`` → ``flushLeaderLog``,
+    a follower's ``appendAsFollower`` → ``log.flush``), so nothing committed may be lost."""
+
+    kind: ClassVar[str] = "quorum_leader_power_failure"
+    # A migrating cluster's controllers are not on the layer (harness.local.migration).
+    mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
+    requires: ClassVar[frozenset[Capability]] = QuorumLeaderKill.requires | {Capability.POWER_FAILURE}
+    _lost: dict[int, dict[str, Any]] = field(default_factory=dict, init=False)
+
+    @property
+    def outcome(self) -> Mapping[str, Any] | None:
+        return {"dropped": {str(n): report for n, report in self._lost.items()}} if self._lost else None
+
+    def _take_down(self, env: FaultEnv, leader: int) -> None:
+        cluster = cast(PowerFailer, require_capability(env, Capability.POWER_FAILURE, self.kind))
+        self._lost[leader] = _dropped(cluster.power_fail_node(leader))
+
+
+KILLS_ITS_VOTER.add(QuorumLeaderPowerFailure.kind)
 register_generator(GeneratorSide(PowerFailure.kind, 2, take_down, down_candidates(PowerFailure.kind, 2),
                                  opt_in=True, filesystem=LAZYFS))
+register_generator(GeneratorSide(ControllerPowerFailure.kind, 1, take_down,
+                                 controller_candidates(ControllerPowerFailure.kind), opt_in=True, filesystem=LAZYFS))
+register_generator(GeneratorSide(QuorumLeaderPowerFailure.kind, 1, quorum_rule,
+                                 quorum_candidates(QuorumLeaderPowerFailure.kind), opt_in=True, filesystem=LAZYFS))
 
 
 # --- disk_error ---------------------------------------------------------------------------------

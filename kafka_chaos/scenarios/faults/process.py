@@ -256,11 +256,11 @@ def take_down(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -
         _coordinator_down(model, step, downs=True)
         model.unknown_down.append(len(model.targets))  # this step's index: `start` names it
         return
-    if step.fault == ControllerKill.kind:
+    if step.fault == ControllerKill.kind or (target is None and isinstance(step.target, Controller)):
         if target is not None or model.cut:  # a cut broker may be the controller ZK names
-            raise IllegalStep("controller_kill targets the controller, with no broker cut")
+            raise IllegalStep(f"{step.fault} targets the controller, with no broker cut")
         if model.spare < 1:
-            raise IllegalStep("controller_kill would leave no live broker")
+            raise IllegalStep(f"{step.fault} would leave no live broker")
         model.unknown_down.append(len(model.targets))  # this step's index: `start` names it
         return
     hit = model.need_free(step.fault, target, downs=True)
@@ -314,9 +314,12 @@ def _coordinator_candidates(kind: str, model: ClusterModel, draw: Draw) -> list[
     return [Step(kind, GroupCoordinatorOf(COPIER_GROUP_ROLE))]
 
 
-def _controller_kill_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
-    _, spare = model.drawable()
-    return [Step(ControllerKill.kind, Controller())] if spare >= 1 and not model.cut else []
+def controller_candidates(kind: str) -> Candidates:
+    """A step of ``kind`` on the controller, while a broker can be spared and none is cut."""
+    def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+        _, spare = model.drawable()
+        return [Step(kind, Controller())] if spare >= 1 and not model.cut else []
+    return candidates
 
 
 def _bounce_candidates(kind: str) -> Candidates:
@@ -340,7 +343,7 @@ def _start_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
 
 # Weights: faults that move leaders most often. Registered in the order every draw walks.
 register_generator(GeneratorSide(HardKill.kind, 4, take_down, down_candidates(HardKill.kind, 3)))
-register_generator(GeneratorSide(ControllerKill.kind, 2, take_down, _controller_kill_candidates))
+register_generator(GeneratorSide(ControllerKill.kind, 2, take_down, controller_candidates(ControllerKill.kind)))
 register_generator(GeneratorSide(ControlledShutdownFault.kind, 3, take_down,
                                  down_candidates(ControlledShutdownFault.kind, 1)))
 register_generator(GeneratorSide(Pause.kind, 1, _bounce, _bounce_candidates(Pause.kind)))

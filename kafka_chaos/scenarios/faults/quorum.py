@@ -226,15 +226,18 @@ class QuorumLeaderKill(_LeaderFault):
         quorum = quorum_control(env, self.kind)
         if self._majority_left_without(env, leader):
             self._killed = leader
-            quorum.kill_controller(leader)
+            self._take_down(env, leader)
             wait_new_epoch(env, epoch, self.kind)
             return
-        quorum.kill_controller(leader)
+        self._take_down(env, leader)
         try:
             self._hold_leaderless(env, leader, epoch)
         finally:
             quorum.start_controller(leader)  # the voters return
         wait_new_epoch(env, epoch, self.kind)  # restarted, it stands as a candidate in a later epoch
+
+    def _take_down(self, env: FaultEnv, leader: int) -> None:
+        quorum_control(env, self.kind).kill_controller(leader)
 
     def heal(self, env: FaultEnv) -> None:
         quorum = quorum_control(env, self.kind)
@@ -327,7 +330,13 @@ class QuorumLoss(QuorumFault):
 
 # --- generator side (scenarios.faults.generation) ------------------------------------------------
 
-def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+# Kinds whose step leaves the leader's voter down until healed (scenarios.faults.disks adds its
+# power failure of the quorum leader).
+KILLS_ITS_VOTER: set[str] = {QuorumLeaderKill.kind}
+
+def quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    """A step on the quorum: legal with controllers and no voter cut; a leader kill (or power
+    failure: ``KILLS_ITS_VOTER``) leaves its voter down when another can lead."""
     if not model.has_quorum:
         raise IllegalStep(f"{step.fault} needs KRaft controllers (a KRaft cluster, or a migration's once provisioned)")
     if model.quorum_cut:
@@ -335,12 +344,12 @@ def _quorum_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None
     if step.fault == QuorumLoss.kind:
         model.controllers_down = 0  # it starts every controller again
         return
-    if step.fault == QuorumLeaderKill.kind and model.quorum_spare >= 1:
+    if step.fault in KILLS_ITS_VOTER and model.quorum_spare >= 1:
         model.controllers_down += 1  # down until healed, or a quorum_loss starts it
     # Without a spare voter the step holds a leaderless quorum, then starts (or resumes) its voter.
 
 
-def _quorum_candidates(kind: str) -> Candidates:
+def quorum_candidates(kind: str) -> Candidates:
     def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
         if not model.has_quorum or model.quorum_cut:
             return []
@@ -352,4 +361,4 @@ def _quorum_candidates(kind: str) -> Candidates:
 
 # Opt-in: a ZooKeeper-mode seed's schedules never draw them; explore --mode kraft adds them.
 for _kind, _weight in ((QuorumLeaderKill.kind, 2.0), (QuorumLeaderPause.kind, 1.0), (QuorumLoss.kind, 1.0)):
-    register_generator(GeneratorSide(_kind, _weight, _quorum_rule, _quorum_candidates(_kind), opt_in=True))
+    register_generator(GeneratorSide(_kind, _weight, quorum_rule, quorum_candidates(_kind), opt_in=True))

@@ -3,8 +3,9 @@ whose data directories are on the crash-consistency layer (:mod:`harness.lazyfs`
 Kafka's contract lets them cost (:mod:`oracle.durability`): a power failure that spares one ISR
 member loses nothing acknowledged; one that takes every ISR member may lose the unflushed tails,
 counted as permitted; with ``flush.messages=1`` it must lose nothing. Not pinned to a mode:
-``--mode kraft`` runs the power failures on a KRaft cluster (a fenced broker), and leaves out
-the disk errors (failed log directories are a ZooKeeper-mode fault here).
+``--mode kraft`` runs the brokers' power failures on a KRaft cluster (a fenced broker), and leaves
+out the controller broker's and the disk errors (ZooKeeper-mode faults here; a KRaft
+controller's is ``quorum_leader_power_failure``).
 
 Imported by :mod:`scenarios.plans.catalogue` once its own scenarios are registered.
 """
@@ -62,7 +63,7 @@ def controller_power_failure() -> list[Step]:
     """The controller broker loses power: a controller failover (the survivors race for
     ``/controller``; Kafka 3.9 ``onControllerFailover``) and the offline elections of what it
     led; then it starts again."""
-    return [Step("power_failure", Controller()), Step("start", EarlierTarget(0))]
+    return [Step("controller_power_failure", Controller()), Step("start", EarlierTarget(0))]
 
 
 @zk.scenario(topics=[zk.topic_t], needs=LAZY_TWO_LOG_DIRS, suites=_SUITES)

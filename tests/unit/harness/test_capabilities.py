@@ -43,12 +43,16 @@ def test_capabilities_need_every_member_of_the_protocol() -> None:
 
 def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: pytest.MonkeyPatch) -> None:
     import kafka_chaos.harness.local.cluster
+    import kafka_chaos.harness.local.disks
 
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: "needs root (iptables on loopback)")
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: "no /dev/fuse")
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
                              Capability.NETWORK_DEGRADE, Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION,
-                             Capability.QUORUM_LINK_PARTITION]
+                             Capability.QUORUM_LINK_PARTITION, Capability.POWER_FAILURE, Capability.DISK_FAULTS]
+    assert missing[Capability.POWER_FAILURE] == missing[Capability.DISK_FAULTS] == "no /dev/fuse"
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
@@ -59,14 +63,18 @@ def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: 
 def test_a_kraft_cluster_has_broker_and_quorum_controls_replica_logs_and_quorum_links_only(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import kafka_chaos.harness.containers.network
+    import kafka_chaos.harness.local.disks
     import kafka_chaos.harness.local.kraft
 
     monkeypatch.setattr(kafka_chaos.harness.local.kraft, "partition_problem", lambda: None)  # as on a root host
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)  # with /dev/fuse
     monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", lambda: None)
     missing = missing_capabilities("local", "kraft")
     have = {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM, Capability.REPLICA_LOGS,
             Capability.QUORUM_LINK_PARTITION}
-    assert set(Capability) - set(missing) == have | {Capability.CLOCK_CONTROL}  # libfaketime on local JVMs
+    # libfaketime on local JVMs, the crash-consistency layer under local data directories
+    assert set(Capability) - set(missing) == have | {Capability.CLOCK_CONTROL, Capability.POWER_FAILURE,
+                                                     Capability.DISK_FAULTS}
     assert missing[Capability.ZOOKEEPER_ENSEMBLE] == "a KRaft cluster has no ZooKeeper"
     assert "cut_links" in missing[Capability.NETWORK_PARTITION]
     assert set(Capability) - set(missing_capabilities("containers", "kraft")) == have

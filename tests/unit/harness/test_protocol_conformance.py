@@ -19,6 +19,8 @@ from kafka_chaos.harness.cluster import (
     ReplicaLogReader,
     ClockController,
     CAPABILITY_PROTOCOLS,
+    DiskFaulter,
+    PowerFailer,
     BrokerControl,
     Capability,
     Cluster,
@@ -46,20 +48,21 @@ from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
 CLAIMS: dict[type, set[type]] = {
     LocalCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                    ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, ReplicaLogReader,
-                   ClockController},
+                   ClockController, PowerFailer, DiskFaulter},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                        ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, ReplicaLogReader},
     # a ZooKeeper-mode local cluster plus the migration and, once provisioned, its controllers
     LocalMigrationCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller,
-                            MigrationControl, ControllerQuorumControl, ReplicaLogReader, ClockController},
+                            MigrationControl, ControllerQuorumControl, ReplicaLogReader, ClockController, PowerFailer,
+                            DiskFaulter},
     LocalKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner,
-                        ClockController},
+                        ClockController, PowerFailer, DiskFaulter},
     ContainerKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
              ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, MigrationControl,
-             ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner, ClockController]
+             ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner, ClockController, PowerFailer, DiskFaulter]
 CASES = [(launcher, protocol) for launcher, claimed in CLAIMS.items() for protocol in sorted(claimed, key=str)]
 
 
@@ -126,6 +129,7 @@ def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeyp
     import kafka_chaos.harness.containers.cluster
     import kafka_chaos.harness.containers.network
     import kafka_chaos.harness.local.cluster
+    import kafka_chaos.harness.local.disks
     import kafka_chaos.harness.local.kraft
 
     # as on a root host with iptables and nsenter
@@ -133,6 +137,7 @@ def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeyp
     monkeypatch.setattr(kafka_chaos.harness.local.kraft, "partition_problem", lambda: None)
     monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", lambda: None)
     monkeypatch.setattr(kafka_chaos.harness.containers.cluster, "log_dir_problem", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)  # and /dev/fuse
     claimed = {c for c, protocol in CAPABILITY_PROTOCOLS.items() if protocol in CLAIMS[launcher]}
     assert capabilities_of(launcher) == claimed
     unclaimed = [p for p in PROTOCOLS if p not in CLAIMS[launcher]]

@@ -130,7 +130,8 @@ def test_suites() -> None:
     migration = {s.name: [step.fault for step in s.steps] for s in suite("migration")}
     assert len(migration) == 5 and all(steps[0] == "migration_provision" for steps in migration.values())
     durability = {s.name: [step.fault for step in s.steps] for s in suite("durability")}
-    assert len(durability) == 6 and {steps[0] for steps in durability.values()} == {"power_failure", "disk_error"}
+    assert len(durability) == 6 and {steps[0] for steps in durability.values()} == {"power_failure", "controller_power_failure",
+                                                                                 "disk_error"}
     assert {s.name: s.needs.kafka_version for s in suite("releases")} == {
         "zookeeper_cut_follower_rejoins_isr_on_2_5_1": "2.5.1",
         "unclean_election_recovery_state_on_3_1_2": "3.1.2", "unclean_election_recovery_state_on_3_2_3": "3.2.3"}

@@ -127,3 +127,14 @@ def test_generated_power_failures_and_disk_errors_ask_for_the_layer_and_are_opt_
         side = GENERATORS[kind]
         assert side.opt_in and side.filesystem == "lazyfs" and side.shapes_cluster
     assert GENERATORS["disk_error"].log_dirs == 2
+
+
+def test_the_controller_brokers_power_failure_is_zookeeper_modes_and_the_quorum_leaders_krafts() -> None:
+    controller = _fault("controller_power_failure")
+    assert controller.modes == {"zookeeper"} and controller.oracle_events() == [BrokerFailure((1,))]
+    quorum = _fault("quorum_leader_power_failure", (3000,))
+    assert quorum.modes == {"kraft"}
+    assert requirements_of(["quorum_leader_power_failure"]) >= {Capability.CONTROLLER_QUORUM, Capability.POWER_FAILURE}
+    cluster = FakeDisks()
+    quorum._take_down(_env(cluster), 3000)  # the step's kill of the leader, as a power failure
+    assert cluster.calls == [("power_fail", 3000)] and quorum.outcome["dropped"]["3000"]["files_truncated"] == 2

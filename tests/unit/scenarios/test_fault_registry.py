@@ -71,6 +71,8 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "clock_drift": (frozenset({Capability.CLOCK_CONTROL}), False),
         "txn_past_timeout": (frozenset(), True),
         "power_failure": (brokers | {Capability.POWER_FAILURE}, True),
+        "controller_power_failure": (brokers | {Capability.POWER_FAILURE}, True),
+        "quorum_leader_power_failure": (quorum | {Capability.POWER_FAILURE}, True),
         "disk_error": (brokers | {Capability.LOG_DIR_FAILURE, Capability.DISK_FAULTS}, True),
         "client_pause": (frozenset(), True), "client_kill": (frozenset(), True),
     }
@@ -88,11 +90,11 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     kraft = {k for k, m in modes.items() if m == {"kraft"}}
     assert zookeeper == {"controller_kill", "network_partition", "zookeeper_server",
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
-                         "log_dir_failure", "roll", "disk_error"}
+                         "log_dir_failure", "roll", "disk_error", "controller_power_failure"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
     # a migration's hybrid brokers under them are not modelled
-    assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut"}
+    assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut", "quorum_leader_power_failure"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
                if k not in zookeeper | quorum | migration | kraft)
     # an option can make a kind ZooKeeper mode's: the znode variants

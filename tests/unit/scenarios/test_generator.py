@@ -51,7 +51,7 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
     # every kind a ZooKeeper-mode cluster can take; the quorum's faults on a KRaft one, the
     # migration's steps on a migrating one
     assert kinds == set(REPERTOIRE) - {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss", "quorum_leader_cut",
-                                       "broker_controller_cut", "quorum_follower_cut",
+                                       "broker_controller_cut", "quorum_follower_cut", "quorum_leader_power_failure",
                                        "migration_provision", "migration_roll", "migration_finalize",
                                        "migration_deprovision",
                                        "txn_past_timeout",  # with the transactional workload only (test_txn_coordinators)
@@ -142,7 +142,8 @@ def test_a_controller_kill_is_started_again_through_its_step() -> None:
 # what it was (a kind registered later is walked after the others).
 ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config", "recreate_topic", "zookeeper_server",
                           "zookeeper_quorum_loss", "quorum_leader_cut", "broker_controller_cut", "delete_records",
-                          "quorum_follower_cut", "clock_jump", "clock_drift", "power_failure", "disk_error")
+                          "quorum_follower_cut", "clock_jump", "clock_drift", "power_failure", "controller_power_failure",
+                          "quorum_leader_power_failure", "disk_error")
 
 
 def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
@@ -239,10 +240,11 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
         "add_partitions", "recreate_topic", "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "quorum_leader_kill", "quorum_leader_pause", "quorum_loss",
         "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
         "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut", "delete_records",
-        "quorum_follower_cut", "clock_jump", "clock_drift", "txn_past_timeout", "power_failure", "disk_error",
-        "client_pause", "client_kill")
+        "quorum_follower_cut", "clock_jump", "clock_drift", "txn_past_timeout", "power_failure",
+        "controller_power_failure", "quorum_leader_power_failure", "disk_error", "client_pause", "client_kill")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == [
-        "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "power_failure", "disk_error"]
+        "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "power_failure",
+        "controller_power_failure", "quorum_leader_power_failure", "disk_error"]
 
 
 def test_a_seeds_schedules_stay_what_they_were() -> None:
