@@ -14,7 +14,8 @@ What each tool prints (3.9: ``tools/src/main/java/org/apache/kafka/tools/``) and
   printed, so no send is recorded) — without producer id or times but the acknowledgement's.
 * ``VerifiableConsumer --verbose``: ``record_data`` per record (``key``, ``value``, ``topic``,
   ``partition``, ``offset``) — one :class:`TxnRead`; ``partitions_assigned`` /
-  ``partitions_revoked`` — a reset of its positions (:class:`ConsumerReset`).
+  ``partitions_revoked`` and ``startup_complete`` (a restart) — a reset of its positions
+  (:class:`ConsumerReset`).
 * ``TransactionalMessageCopier``: only its progress (``statusAsJson``): ``stage``
   (``ProcessLoop`` before each poll, ``RebalanceComplete`` after an assignment,
   ``ShutdownComplete``) with ``totalProcessed``, the messages of the transactions it committed.
@@ -38,7 +39,7 @@ from kafka_chaos.scenarios.clients.ops import ConsumerReset
 from kafka_chaos.scenarios.clients.txn_ops import COMMITTED, UNKNOWN, Txn, TxnRead, TxnSend
 
 SEND_SUCCESS, SEND_ERROR = "producer_send_success", "producer_send_error"
-RECORD_DATA, ASSIGNED, REVOKED = "record_data", "partitions_assigned", "partitions_revoked"
+RECORD_DATA, ASSIGNED, REVOKED, STARTED = "record_data", "partitions_assigned", "partitions_revoked", "startup_complete"
 PROCESS_LOOP, REBALANCE_COMPLETE, SHUTDOWN_COMPLETE = "ProcessLoop", "RebalanceComplete", "ShutdownComplete"
 
 
@@ -79,8 +80,11 @@ def consumer_read(event: Mapping[str, Any], consumer: str, at: float) -> TxnRead
 
 
 def consumer_reset(event: Mapping[str, Any], consumer: str, at: float) -> ConsumerReset | None:
-    """An assignment or a revocation: the consumer's positions are established anew."""
+    """A (re)start, an assignment or a revocation: the consumer's positions are established anew
+    (a restarted process reads on from its group's committed offsets, perhaps below its last read)."""
     name = event.get("name")
+    if name == STARTED:
+        return ConsumerReset(consumer, at, "started")
     if name == ASSIGNED:
         return ConsumerReset(consumer, at, "assigned")
     if name == REVOKED:

@@ -84,11 +84,12 @@ def test_captured_consumer_lines_give_reads_and_resets() -> None:
     events = [e for e in map(json_event, lines("consumer")) if e is not None]
     reads = [r for e in events if (r := consumer_read(e, "rc", 1.0)) is not None]
     resets = [r for e in events if (r := consumer_reset(e, "rc", 1.0)) is not None]
-    assert reads and resets and resets[0].why == "assigned"
+    assert reads and resets and [r.why for r in resets[:2]] == ["started", "assigned"]
     assert all(r.consumer == "rc" and r.offset >= 0 and "." in r.key for r in reads)
     # no record line is anything but a read; no assignment line anything but a reset
     assert len(reads) == sum(e["name"] == "record_data" for e in events)
-    assert len(resets) == sum(e["name"] in ("partitions_assigned", "partitions_revoked") for e in events)
+    assert len(resets) == sum(e["name"] in ("startup_complete", "partitions_assigned", "partitions_revoked")
+                              for e in events)
 
 
 def test_captured_copier_lines_count_commits_and_restarts() -> None:
