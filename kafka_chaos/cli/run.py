@@ -161,6 +161,11 @@ def run_command(args: argparse.Namespace) -> int:
         if args.mode is not None and not args.scenario:  # named ones are converted or refused below
             kept, left = catalogue.leave_out_for_mode(selection.scenarios, args.mode)
             selection = catalogue.Selection(kept, selection.left_out + left)
+        if not args.scenario:  # a fault acting on one transactional client implementation, on the other
+            from kafka_chaos.scenarios.plans.transactional import leave_out_for_client
+
+            kept, left = leave_out_for_client(selection.scenarios, getattr(args, "txn_client", None))
+            selection = catalogue.Selection(kept, selection.left_out + left)
         for line in selection.left_out_lines():
             print(line, flush=True)
         chosen = selection.scenarios

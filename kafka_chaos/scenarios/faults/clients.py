@@ -34,6 +34,9 @@ from kafka_chaos.scenarios.model.targets import NoTarget, Target
 
 CLIENTS = ("producer", "copier", "consumer")  # java_txn_workload.ROLES
 PAUSE, KILL = "client_pause", "client_kill"
+# The implementation these faults need (scenarios.plans.transactional.TXN_CLIENTS): librdkafka's
+# clients run inside the harness's own process, which no signal can stop on its own.
+JAVA_CLIENT = "java"
 MAX_PAUSE_S = 120.0
 MAX_REPEAT = 50
 
@@ -92,6 +95,7 @@ class ClientPause(FaultBase):
     repeat: int = 1
     gap: float = 1.0
     kind: ClassVar[str] = PAUSE
+    txn_client: ClassVar[str] = JAVA_CLIENT
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ClientPause:
@@ -134,6 +138,7 @@ class ClientKill(FaultBase):
     client: str = "copier"
     down: float = 0.0
     kind: ClassVar[str] = KILL
+    txn_client: ClassVar[str] = JAVA_CLIENT
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ClientKill:

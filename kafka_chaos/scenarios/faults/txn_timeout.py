@@ -77,6 +77,9 @@ class TxnPastTimeout(FaultBase):
     producer: str = "p0"
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     kind: ClassVar[str] = "txn_past_timeout"
+    # The implementation it needs (scenarios.plans.transactional.TXN_CLIENTS): the Java clients'
+    # copier takes its transaction timeout on its command line and holds no transaction on request.
+    txn_client: ClassVar[str] = "librdkafka"
     _held: HeldTransaction | None = field(default=None, init=False)
 
     @classmethod

@@ -78,6 +78,9 @@ MIGRATION_SUITE = "migration"
 # Faults below the process (power failures, disk errors) on the crash-consistency layer
 # (scenarios.plans.durability_catalogue).
 DURABILITY_SUITE = "durability"
+# The transactional workload under faults aimed at its coordinators, partitions and clients
+# (scenarios.plans.transactions_catalogue, docs/transactions.md).
+TRANSACTIONS_SUITE = "transactions"
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ SUITES: Mapping[str, Suite] = {suite.name: suite for suite in (
     Suite(MIGRATION_SUITE, "migration", "the migration suite migrates ZooKeeper-mode clusters to KRaft (migration "
                                         "mode)"),
     Suite(DURABILITY_SUITE),
+    Suite(TRANSACTIONS_SUITE),
     Suite(CORPUS_SUITE, None, "each entry of the corpus runs in the mode and on the releases its Kafka bug needs",
           own_modes=True),
 )}
@@ -929,6 +933,7 @@ def follower_log_dir_failure() -> list[Step]:
 from kafka_chaos.scenarios.plans import kraft_catalogue  # noqa: E402,F401  isort: skip
 from kafka_chaos.scenarios.plans import migration_catalogue  # noqa: E402,F401  isort: skip
 from kafka_chaos.scenarios.plans import durability_catalogue  # noqa: E402,F401  isort: skip
+from kafka_chaos.scenarios.plans import transactions_catalogue  # noqa: E402,F401  isort: skip
 
 # The known-bug corpus: schedule files, each twice (its affected and its fixed release).
 _REGISTRY.update((s.name, s) for s in corpus.scenarios())

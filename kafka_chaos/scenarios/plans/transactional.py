@@ -14,9 +14,12 @@ oracle at every step; fault targets name the scenario's own topics.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from kafka_chaos.common.errors import UsageError
+from kafka_chaos.scenarios.faults.clients import ClientKill, ClientPause
+from kafka_chaos.scenarios.faults.txn_timeout import TxnPastTimeout
 from kafka_chaos.scenarios.model.steps import TopicSpec, frozen
 from kafka_chaos.scenarios.plans.spec import Scenario
 
@@ -25,6 +28,9 @@ TXN_IN, TXN_OUT = "txn_in", "txn_out"
 # clients as processes (scenarios.clients.java_txn_workload). The first is the default.
 TXN_CLIENTS = ("librdkafka", "java")
 _NOT_COPIED = frozenset({"unclean.leader.election.enable"})
+# Faults that act through one implementation's seam, and which (each fault class's ``txn_client``):
+# the Java clients' processes (ClientHolder), librdkafka's TxnWorkload (TransactionHolder).
+ONE_CLIENT_FAULTS: Mapping[str, str] = {cls.kind: cls.txn_client for cls in (ClientPause, ClientKill, TxnPastTimeout)}
 
 
 def transactional_topics(topics: tuple[TopicSpec, ...] | list[TopicSpec]) -> tuple[TopicSpec, TopicSpec] | None:
@@ -64,3 +70,31 @@ def with_transactions(s: Scenario, on: bool = True, client: str | None = None) -
     if on:
         s = replace(s, topics=with_transactional_topics(s.topics))
     return s if client is None else replace(s, txn_client=client)
+
+
+def client_problem(s: Scenario, client: str | None) -> str | None:
+    """Why ``s`` cannot run with the transactional workload on ``client`` (None: the scenario's
+    own), or None when it can: one of its faults acts on the other implementation's clients."""
+    chosen = client or s.txn_client
+    kinds = sorted({step.fault for step in s.steps if ONE_CLIENT_FAULTS.get(step.fault, chosen) != chosen})
+    if not kinds:
+        return None
+    return "; ".join(f"{kind} needs the {ONE_CLIENT_FAULTS[kind]} transactional clients, not {chosen}"
+                     + ("" if chosen != TXN_CLIENTS[0] else f" (--txn-client {ONE_CLIENT_FAULTS[kind]})")
+                     for kind in kinds)
+
+
+def leave_out_for_client(scenarios: Sequence[Scenario], client: str | None,
+                         ) -> tuple[list[Scenario], list[tuple[Scenario, str]]]:
+    """The scenarios that can run with the transactional workload on ``client`` (``--txn-client``;
+    None: each its own), and the others with the reason."""
+    if client is not None and client not in TXN_CLIENTS:
+        raise UsageError(f"--txn-client must be one of {', '.join(TXN_CLIENTS)}, not {client!r}")
+    kept, left = [], []
+    for s in scenarios:
+        why = client_problem(s, client)
+        if why is None:
+            kept.append(s)
+        else:
+            left.append((s, why))
+    return kept, left

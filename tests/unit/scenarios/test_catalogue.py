@@ -8,6 +8,7 @@ from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.harness.errors import UsageError
 from kafka_chaos.scenarios.plans import catalogue
 from kafka_chaos.scenarios.plans.catalogue import CONFORMANCE, SMOKE, all_scenarios, by_names, select, suite
+from kafka_chaos.scenarios.plans.transactional import leave_out_for_client, transactional_topics
 
 REQUIRED = {
     "leader_hard_kill", "follower_hard_kill", "controller_kill", "controlled_shutdown_leader",
@@ -31,7 +32,9 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
     # Ensemble and degraded-link scenarios have suites of their own (docs/zookeeper-faults.md,
     # docs/local-network.md); every other one is in conformance.
     assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}, {"upgrade"}, {"kraft"},
-                                                   {"migration"}, {"durability"}), s.suites
+                                                   {"migration"}, {"durability"}, {"transactions"}), s.suites
+    # Exactly the transactions suite opts into the transactional workload (txn_in, txn_out).
+    assert (transactional_topics(s.topics) is not None) == (s.suites == {"transactions"})
     # Exactly the durability suite needs the crash-consistency layer (docs/durability.md).
     assert (s.needs.filesystem == "lazyfs") == (s.suites == {"durability"})
     # Exactly the kraft suite runs on KRaft clusters, and each of its faults applies there; exactly
@@ -117,7 +120,7 @@ def test_suites() -> None:
     smoke = suite(SMOKE)
     assert 3 <= len(smoke) <= 6
     own = {s.name for name in ("zookeeper", "network", "releases", "upgrade", "kraft", "migration", "durability",
-                               "corpus")
+                               "transactions", "corpus")
            for s in suite(name)}
     kraft = {s.name for s in suite("kraft")}
     assert {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss_brokers_carry_on"} <= kraft
@@ -132,6 +135,9 @@ def test_suites() -> None:
     durability = {s.name: [step.fault for step in s.steps] for s in suite("durability")}
     assert len(durability) == 6 and {steps[0] for steps in durability.values()} == {"power_failure", "controller_power_failure",
                                                                                  "disk_error"}
+    transactions = {s.name: [step.fault for step in s.steps] for s in suite("transactions")}
+    assert len(transactions) == 6 and {steps[0] for steps in transactions.values()} == {
+        "hard_kill", "pause", "controlled_shutdown", "txn_past_timeout", "client_pause"}
     assert {s.name: s.needs.kafka_version for s in suite("releases")} == {
         "zookeeper_cut_follower_rejoins_isr_on_2_5_1": "2.5.1",
         "unclean_election_recovery_state_on_3_1_2": "3.1.2", "unclean_election_recovery_state_on_3_2_3": "3.2.3"}
@@ -166,3 +172,37 @@ def test_special_needs_are_declared() -> None:
     assert int(overrides[catalogue.LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS]) <= 10
     assert catalogue.with_brokers(by_names(["leader_hard_kill"])[0], 5).needs.brokers == 5
     assert catalogue.with_brokers(by_names(["move_123_to_456"])[0], 4).needs.brokers == 6
+
+
+def test_transactions_suite_runs_on_either_client_leaving_out_what_needs_the_other() -> None:
+    """Unpinned (mode and client); a fault acting on one implementation's clients is left out on
+    the other with the reason, and nothing else is."""
+    chosen = suite("transactions")
+    assert catalogue.SUITES["transactions"].mode is None
+    assert all(s.txn_client == "librdkafka" and {"zookeeper", "kraft"} <= s.modes for s in chosen)
+    for client, needing_other, fault in ((None, "copier_pause", "client_pause"),
+                                         ("librdkafka", "copier_pause", "client_pause"),
+                                         ("java", "producer_past_transaction_timeout", "txn_past_timeout")):
+        kept, left = leave_out_for_client(chosen, client)
+        assert [s.name for s, _ in left] == [needing_other]
+        assert {s.name for s in kept} == {s.name for s in chosen} - {needing_other}
+        [(_, why)] = left
+        assert why.startswith(f"{fault} needs the ") and (client or "librdkafka") in why
+    # Scenarios without a one-client fault are never left out (the other suites).
+    assert not leave_out_for_client(suite(CONFORMANCE), "java")[1]
+    with pytest.raises(UsageError, match="--txn-client"):
+        leave_out_for_client(chosen, "kafka-python")
+
+
+@pytest.mark.parametrize("s", suite("transactions"), ids=lambda s: s.name)
+def test_transactions_scenarios_cite_a_coordinator_rule_and_aim_at_the_workload(s) -> None:
+    assert "kafka 3.9" in s.doc.lower()
+    assert any(rule in s.doc for rule in ("TransactionCoordinator", "TransactionStateManager", "GroupCoordinator",
+                                          "UnifiedLog"))
+    txn_in, txn_out = transactional_topics(s.topics)
+    assert (txn_in.name, txn_out.name) == ("txn_in", "txn_out") and txn_in.assignment == txn_out.assignment
+    assert "unclean.leader.election.enable" not in txn_in.config
+    # Every broker it stops it starts again (a pause heals itself): the read-back sees the whole cluster.
+    stopped = [i for i, step in enumerate(s.steps) if step.fault in ("hard_kill", "controlled_shutdown")]
+    started = [step.target.step for step in s.steps if step.fault == "start"]
+    assert started == stopped
