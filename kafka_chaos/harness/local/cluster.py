@@ -49,7 +49,7 @@ from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.local.disks import LocalDiskControls, disk_problems
-from kafka_chaos.harness.local.clocks import LocalClockControls
+from kafka_chaos.harness.local.clocks import LocalClockControls, clock_problems
 from kafka_chaos.harness.local.ensemble import LocalEnsembleControls
 from kafka_chaos.harness.local.link_proxies import ClusterLinkProxies, attach_link_proxies, start_link_proxies
 from kafka_chaos.harness.local.links import LocalLinkControls
@@ -122,9 +122,10 @@ class LocalCluster(LocalClockControls, LocalEnsembleControls, LocalLinkControls,
 
     @staticmethod
     def capability_problems() -> Mapping[Capability, str]:
-        """Partitions need root and iptables with owner/connmark matching on this machine."""
+        """Partitions need root and iptables with owner/connmark matching on this machine; power
+        failures and disk faults root with /dev/fuse; clock faults libfaketime."""
         problem = partition_problem()
-        problems: dict[Capability, str] = disk_problems()
+        problems: dict[Capability, str] = disk_problems() | clock_problems()
         if problem is not None:
             problems |= {Capability.NETWORK_PARTITION: problem, Capability.ZOOKEEPER_LINK_PARTITION: problem,
                          Capability.NETWORK_DEGRADE: problem}

@@ -43,7 +43,7 @@ from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
-from kafka_chaos.harness.local.clocks import LocalClockControls
+from kafka_chaos.harness.local.clocks import LocalClockControls, clock_problems
 from kafka_chaos.harness.local.controllers import LocalControllerControls
 from kafka_chaos.harness.local.disks import LocalDiskControls, disk_problems
 from kafka_chaos.harness.local.kraft_links import LocalQuorumLinkControls
@@ -93,9 +93,10 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
 
     @staticmethod
     def capability_problems() -> Mapping[Capability, str]:
-        """Cuts need root and iptables with owner/connmark matching on this machine."""
+        """Cuts need root and iptables with owner/connmark matching on this machine; power
+        failures and disk faults root with /dev/fuse; clock faults libfaketime."""
         problem = partition_problem()
-        problems: dict[Capability, str] = disk_problems()
+        problems: dict[Capability, str] = disk_problems() | clock_problems()
         return problems if problem is None else problems | {Capability.QUORUM_LINK_PARTITION: problem}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,

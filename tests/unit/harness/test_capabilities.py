@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kafka_chaos.harness.backends import NAMESPACE_RULES, missing_capabilities
@@ -43,16 +45,21 @@ def test_capabilities_need_every_member_of_the_protocol() -> None:
 
 def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: pytest.MonkeyPatch) -> None:
     import kafka_chaos.harness.local.cluster
+    import kafka_chaos.harness.local.clocks
     import kafka_chaos.harness.local.disks
 
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: "needs root (iptables on loopback)")
     monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: "no /dev/fuse")
+    monkeypatch.setattr(kafka_chaos.harness.local.clocks, "libfaketime_path", lambda: None)
     missing = missing_capabilities("local")
     assert list(missing) == [Capability.NETWORK_PARTITION, Capability.ZOOKEEPER_LINK_PARTITION,
                              Capability.NETWORK_DEGRADE, Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION,
-                             Capability.QUORUM_LINK_PARTITION, Capability.POWER_FAILURE, Capability.DISK_FAULTS]
+                             Capability.QUORUM_LINK_PARTITION, Capability.CLOCK_CONTROL, Capability.POWER_FAILURE,
+                             Capability.DISK_FAULTS]
     assert missing[Capability.POWER_FAILURE] == missing[Capability.DISK_FAULTS] == "no /dev/fuse"
+    assert "libfaketime" in missing[Capability.CLOCK_CONTROL]
     monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)
+    monkeypatch.setattr(kafka_chaos.harness.local.clocks, "libfaketime_path", lambda: Path("libfaketime.so.1"))
     reason = missing[Capability.NETWORK_PARTITION]
     assert reason == "needs root (iptables on loopback)" and "\n" not in reason
     monkeypatch.setattr(kafka_chaos.harness.local.cluster, "partition_problem", lambda: None)
@@ -63,11 +70,13 @@ def test_the_local_backend_lacks_partitions_only_without_the_means(monkeypatch: 
 def test_a_kraft_cluster_has_broker_and_quorum_controls_replica_logs_and_quorum_links_only(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import kafka_chaos.harness.containers.network
+    import kafka_chaos.harness.local.clocks
     import kafka_chaos.harness.local.disks
     import kafka_chaos.harness.local.kraft
 
     monkeypatch.setattr(kafka_chaos.harness.local.kraft, "partition_problem", lambda: None)  # as on a root host
     monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)  # with /dev/fuse
+    monkeypatch.setattr(kafka_chaos.harness.local.clocks, "libfaketime_path", lambda: Path("libfaketime.so.1"))
     monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", lambda: None)
     missing = missing_capabilities("local", "kraft")
     have = {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM, Capability.REPLICA_LOGS,

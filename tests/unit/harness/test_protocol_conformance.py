@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -129,6 +130,7 @@ def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeyp
     import kafka_chaos.harness.containers.cluster
     import kafka_chaos.harness.containers.network
     import kafka_chaos.harness.local.cluster
+    import kafka_chaos.harness.local.clocks
     import kafka_chaos.harness.local.disks
     import kafka_chaos.harness.local.kraft
 
@@ -138,6 +140,7 @@ def test_capabilities_are_those_of_the_claimed_protocols(launcher: type, monkeyp
     monkeypatch.setattr(kafka_chaos.harness.containers.network, "check_partition_tools", lambda: None)
     monkeypatch.setattr(kafka_chaos.harness.containers.cluster, "log_dir_problem", lambda: None)
     monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)  # and /dev/fuse
+    monkeypatch.setattr(kafka_chaos.harness.local.clocks, "libfaketime_path", lambda: Path("libfaketime.so.1"))
     claimed = {c for c, protocol in CAPABILITY_PROTOCOLS.items() if protocol in CLAIMS[launcher]}
     assert capabilities_of(launcher) == claimed
     unclaimed = [p for p in PROTOCOLS if p not in CLAIMS[launcher]]
