@@ -44,7 +44,7 @@ from kafka_chaos.harness.distribution import (
     java_executable,
     maven_executable,
 )
-from kafka_chaos.harness.errors import HarnessError
+from kafka_chaos.harness.errors import HarnessError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,19 @@ _STOP_WAIT_S = 20.0
 # A small heap and the C1 compiler only: three client JVMs share two cores with the cluster.
 JVM_OPTIONS = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 _PR_SET_PDEATHSIG = 1
+
+
+# The options the workload passes exist from 2.5.0 on: TransactionalMessageCopier's --group-mode and
+# --use-group-metadata (KIP-447), VerifiableProducer's and VerifiableConsumer's --bootstrap-server.
+OLDEST_TOOLS_RELEASE = (2, 5)
+
+
+def check_tools_release(version: str) -> None:
+    """One line when ``version``'s test clients lack the options the workload runs them with."""
+    release = tuple(int(x) for x in version.split(".")[:2])
+    if release < OLDEST_TOOLS_RELEASE:
+        raise UsageError(f"the Java transactional clients need Kafka 2.5 or later (TransactionalMessageCopier "
+                         f"--group-mode, --bootstrap-server), not {version}: use --txn-client librdkafka")
 
 
 # --- the classpath -------------------------------------------------------------------------------

@@ -484,9 +484,10 @@ class Runner:
         """The transactional workload run by Kafka's own Java test clients, one process each
         (:mod:`scenarios.clients.java_txn_workload`), from the cluster's release's tools jar."""
         from kafka_chaos.harness.distribution import resolve_distribution
-        from kafka_chaos.harness.java_clients import tools_classpath
+        from kafka_chaos.harness.java_clients import check_tools_release, tools_classpath
         from kafka_chaos.scenarios.clients.java_txn_workload import JavaTxnWorkload
 
+        check_tools_release(ctx.cluster.kafka_version)
         w = JavaTxnWorkload(ctx.cluster.bootstrap_servers, ctx.topic_names[source.name], list(source.partitions),
                             ctx.topic_names[sink.name], list(sink.partitions),
                             classpath=tools_classpath(resolve_distribution(ctx.cluster.kafka_version)),

@@ -213,3 +213,16 @@ def test_client_fault_legality(fault: str, options: dict[str, object], transacti
     else:
         with pytest.raises(IllegalStep):
             client_fault_rule(model, step, ())
+
+
+# --- which releases ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version, ok", [("3.9.2", True), ("2.5.0", True), ("2.4.1", False), ("2.4.0", False)])
+def test_the_java_clients_need_2_5_for_their_options(version: str, ok: bool) -> None:
+    from kafka_chaos.harness.java_clients import check_tools_release
+
+    if ok:
+        check_tools_release(version)
+    else:
+        with pytest.raises(UsageError, match="2.5 or later"):
+            check_tools_release(version)
