@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -30,6 +31,7 @@ from kafka_chaos.scenarios.faults.base import (
     KRAFT_ONLY,
     ZOOKEEPER_ONLY,
     Fault,
+    FaultBase,
     FaultEnv,
     StepTopics,
     register_fault,
@@ -46,6 +48,8 @@ from kafka_chaos.scenarios.faults.log_dirs import (
 )
 from kafka_chaos.scenarios.faults.process import HardKill, controller_candidates, down_candidates, take_down
 from kafka_chaos.scenarios.faults.quorum import KILLS_ITS_VOTER, QuorumLeaderKill, quorum_candidates, quorum_rule
+from kafka_chaos.oracle import Event
+from kafka_chaos.scenarios.model.ledger import PLAIN, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.model.targets import Brokers, Target
 
@@ -124,6 +128,82 @@ register_generator(GeneratorSide(ControllerPowerFailure.kind, 1, take_down,
                                  controller_candidates(ControllerPowerFailure.kind), opt_in=True, filesystem=LAZYFS))
 register_generator(GeneratorSide(QuorumLeaderPowerFailure.kind, 1, quorum_rule,
                                  quorum_candidates(QuorumLeaderPowerFailure.kind), opt_in=True, filesystem=LAZYFS))
+
+
+# --- disk_stall ---------------------------------------------------------------------------------
+
+STALLED_OPS = ("write", "fsync", "read")
+MAX_STALL_MS = 1000  # per operation
+MAX_STALL_S = 30.0
+
+
+@register_fault
+@dataclass
+class DiskStall(FaultBase):
+    """Every ``op`` (write, the default; fsync; read) under the target brokers' data directories
+    takes ``delay_ms`` longer (at most 1 s) for ``seconds`` (default 5, at most 30), then the disk
+    is plain again: a slow disk. The controller sees nothing -- the broker's ZooKeeper session and
+    KRaft heartbeats run on threads that touch no log -- and a follower slowed so keeps the ISR:
+    its next fetch asks from the leader's end offset at its previous fetch, which is "caught up"
+    (``Partition.updateFollowerFetchState`` → ``Replica.updateFetchStateOrThrow``, 3.9), unless a
+    stall nears ``replica.lag.time.max.ms`` (30 s), which the bounds keep it from. Its cost is the
+    clients' latency, measured (``client_windows``)."""
+
+    op: str = "write"
+    delay_ms: int = 200
+    seconds: float = 5.0
+    kind: ClassVar[str] = "disk_stall"
+    requires: ClassVar[frozenset[Capability]] = frozenset({Capability.DISK_FAULTS})
+    kafka_waits: ClassVar[FaultWaits] = PLAIN  # a deliberate, bounded stall
+    client_windows: ClassVar[bool] = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{self.op}/{self.delay_ms}ms"
+
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> DiskStall:
+        unknown = sorted(set(options) - {"op", "delay_ms", "seconds"})
+        if unknown:
+            raise UsageError(f"{cls.kind}: unknown option {unknown[0]!r} (expected delay_ms, op, seconds)")
+        op = options.get("op", "write")
+        if op not in STALLED_OPS:
+            raise UsageError(f"{cls.kind}: 'op' must be one of {', '.join(STALLED_OPS)}, not {op!r}")
+        delay = options.get("delay_ms", 200)
+        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 < delay <= MAX_STALL_MS:
+            raise UsageError(f"{cls.kind}: 'delay_ms' must be an integer in (0, {MAX_STALL_MS}], not {delay!r}")
+        seconds = options.get("seconds", 5.0)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= MAX_STALL_S:
+            raise UsageError(f"{cls.kind}: 'seconds' must be a number in (0, {MAX_STALL_S:g}], not {seconds!r}")
+        return cls(target, str(op), int(delay), float(seconds))
+
+    def oracle_events(self) -> list[Event]:
+        return []
+
+    def inject(self, env: FaultEnv) -> None:
+        disks = cast(DiskFaulter, require_capability(env, Capability.DISK_FAULTS, self.kind))
+        op: Literal["read", "write", "fsync"] = "write" if self.op == "write" else "fsync" if self.op == "fsync" else "read"
+        for b in self.target.brokers:
+            disks.disk_fault(b, [IoRule(op, "*", delay_ms=self.delay_ms)])
+        try:
+            time.sleep(self.seconds)  # the fault itself: a bounded, deliberate stall
+        finally:
+            disks.clear_disk_faults()
+
+
+def _stall_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+    free, _ = model.drawable()
+    if not free:
+        return []
+    return [Step(DiskStall.kind, Brokers((draw.rng.choice(free),)),
+                 {"op": draw.rng.choice(STALLED_OPS), "delay_ms": draw.rng.choice((50, 200, 1000))})]
+
+
+def _stall(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+    model.need_free(step.fault, target, downs=False)  # the broker runs on, slowly
+
+
+register_generator(GeneratorSide(DiskStall.kind, 1, _stall, _stall_candidates, opt_in=True, filesystem=LAZYFS))
 
 
 # --- disk_error ---------------------------------------------------------------------------------

@@ -66,6 +66,24 @@ def controller_power_failure() -> list[Step]:
     return [Step("controller_power_failure", Controller()), Step("start", EarlierTarget(0))]
 
 
+@zk.scenario(topics=[zk.topic_t], needs=LAZY, suites=_SUITES)
+def leader_disk_stall() -> list[Step]:
+    """Every write of t-0's leader takes 200 ms longer for 5 s: appends, and with them produce
+    responses, slow down; nothing else may change (Kafka 3.9: no session, heartbeat or ISR rule
+    reads the disk's speed), and no acknowledged record may be lost. The clients' produce gap and
+    latency during the stall are measured."""
+    return [Step("disk_stall", LeaderOf("t", 0), frozen({"op": "write", "delay_ms": 200, "seconds": 5}))]
+
+
+@zk.scenario(topics=[zk.topic_t], needs=LAZY, suites=_SUITES)
+def follower_disk_stall() -> list[Step]:
+    """Every write of an in-sync follower of t-0 takes a second longer for 10 s: it appends one
+    fetched batch a second, yet each fetch still starts at the leader's end offset of the one
+    before, so it stays caught up and in the ISR (Kafka 3.9 ``Replica.updateFetchStateOrThrow``);
+    producers with ``acks=all`` wait for it, and nothing else changes."""
+    return [Step("disk_stall", FollowerOf("t", 0), frozen({"op": "write", "delay_ms": 1000, "seconds": 10}))]
+
+
 @zk.scenario(topics=[zk.topic_t], needs=LAZY_TWO_LOG_DIRS, suites=_SUITES)
 def leader_log_write_error() -> list[Step]:
     """Writes to the segment files of the log directory holding t-0 on its leader fail with EIO.

@@ -42,7 +42,8 @@ class ClusterNeeds:
     controllers: int = 1  # KRaft controllers (1 or 3), provisioned by a step in migration mode
     # A JAAS configuration's text every broker JVM gets (harness.config.ClusterConfig.broker_jaas)
     broker_jaas: str | None = None
-    # "lazyfs": data directories on the crash-consistency layer (power failures, disk faults)
+    # "lazyfs": data directories on the crash-consistency layer; set by Scenario when its faults
+    # need it (POWER_FAILURE, DISK_FAULTS)
     filesystem: str = "plain"
 
     # Nodes under libfaketime: set by Scenario from its faults' requirements (CLOCK_CONTROL)
@@ -110,6 +111,9 @@ class Scenario:
         known = [step.fault for step in self.steps if step.fault in fault_kinds()]  # validate_steps names the rest
         if Capability.CLOCK_CONTROL in requirements_of(known) and not self.needs.fake_clocks:
             object.__setattr__(self, "needs", replace(self.needs, fake_clocks=True))
+        # Power failures and disk faults need the data directories on the crash-consistency layer.
+        if requirements_of(known) & {Capability.POWER_FAILURE, Capability.DISK_FAULTS} and self.needs.filesystem == "plain":
+            object.__setattr__(self, "needs", replace(self.needs, filesystem="lazyfs"))
 
     @property
     def requirements(self) -> frozenset[Capability]:

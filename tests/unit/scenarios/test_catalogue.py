@@ -133,8 +133,8 @@ def test_suites() -> None:
     migration = {s.name: [step.fault for step in s.steps] for s in suite("migration")}
     assert len(migration) == 5 and all(steps[0] == "migration_provision" for steps in migration.values())
     durability = {s.name: [step.fault for step in s.steps] for s in suite("durability")}
-    assert len(durability) == 6 and {steps[0] for steps in durability.values()} == {"power_failure", "controller_power_failure",
-                                                                                 "disk_error"}
+    assert len(durability) == 8 and {steps[0] for steps in durability.values()} == {
+        "power_failure", "controller_power_failure", "disk_stall", "disk_error"}
     transactions = {s.name: [step.fault for step in s.steps] for s in suite("transactions")}
     assert len(transactions) == 6 and {steps[0] for steps in transactions.values()} == {
         "hard_kill", "pause", "controlled_shutdown", "txn_past_timeout", "client_pause"}

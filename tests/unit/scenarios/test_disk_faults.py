@@ -117,7 +117,8 @@ def test_a_schedule_asks_for_the_layer_and_round_trips_it() -> None:
     s = schedule_from_json(_schedule(filesystem="lazyfs"))
     assert s.needs.filesystem == "lazyfs" and "data on lazyfs" in s.needs.describe()
     assert schedule_to_json(s)["cluster"]["filesystem"] == "lazyfs"
-    assert "filesystem" not in schedule_to_json(schedule_from_json(_schedule()))["cluster"]
+    # a power failure needs the layer: a schedule that does not ask for it gets it
+    assert schedule_from_json(_schedule()).scenario().needs.filesystem == "lazyfs"
     with pytest.raises(UsageError, match=r"schedule\.cluster\.filesystem: must be one of 'plain', 'lazyfs', not 'ext4'"):
         schedule_from_json(_schedule(filesystem="ext4"))
 
@@ -138,3 +139,30 @@ def test_the_controller_brokers_power_failure_is_zookeeper_modes_and_the_quorum_
     cluster = FakeDisks()
     quorum._take_down(_env(cluster), 3000)  # the step's kill of the leader, as a power failure
     assert cluster.calls == [("power_fail", 3000)] and quorum.outcome["dropped"]["3000"]["files_truncated"] == 2
+
+
+def test_a_disk_stall_slows_every_operation_of_its_kind_for_a_while_and_predicts_nothing(monkeypatch) -> None:
+    import kafka_chaos.scenarios.faults.disks as disks
+
+    slept: list[float] = []
+    monkeypatch.setattr(disks.time, "sleep", slept.append)
+    cluster = FakeDisks()
+    f = _fault("disk_stall", (2, 3), op="fsync", delay_ms=1000, seconds=10)
+    assert f.oracle_events() == [] and f.label == "disk_stall/fsync/1000ms" and f.client_windows
+    f.inject(_env(cluster))
+    assert cluster.calls == [("disk_fault", 2, (IoRule("fsync", "*", delay_ms=1000),)),
+                             ("disk_fault", 3, (IoRule("fsync", "*", delay_ms=1000),)), ("clear",)]
+    assert slept == [10.0]
+    assert _fault("disk_stall").label == "disk_stall/write/200ms"  # the defaults
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"op": "truncate"}, "disk_stall: 'op' must be one of write, fsync, read, not 'truncate'"),
+    ({"delay_ms": 1001}, r"disk_stall: 'delay_ms' must be an integer in \(0, 1000\], not 1001"),
+    ({"delay_ms": 0.5}, r"disk_stall: 'delay_ms' must be an integer"),
+    ({"seconds": 31}, r"disk_stall: 'seconds' must be a number in \(0, 30\], not 31"),
+    ({"stall": 1}, "disk_stall: unknown option 'stall'"),
+])
+def test_bad_disk_stall_options_are_one_line(options, message) -> None:
+    with pytest.raises(UsageError, match=message):
+        _fault("disk_stall", **options)

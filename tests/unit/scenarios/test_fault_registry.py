@@ -73,6 +73,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "power_failure": (brokers | {Capability.POWER_FAILURE}, True),
         "controller_power_failure": (brokers | {Capability.POWER_FAILURE}, True),
         "quorum_leader_power_failure": (quorum | {Capability.POWER_FAILURE}, True),
+        "disk_stall": (frozenset({Capability.DISK_FAULTS}), True),
         "disk_error": (brokers | {Capability.LOG_DIR_FAILURE, Capability.DISK_FAULTS}, True),
         "client_pause": (frozenset(), True), "client_kill": (frozenset(), True),
     }
@@ -112,7 +113,7 @@ def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
     assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
     assert fault.client_windows == (kind in ("network_partition", "short_pause", "network_degrade",
                                             "network_delay", "topic_config", "broker_config",
-                                            "broker_controller_cut"))
+                                            "broker_controller_cut", "disk_stall"))
     assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
 
 

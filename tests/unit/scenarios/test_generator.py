@@ -143,7 +143,7 @@ def test_a_controller_kill_is_started_again_through_its_step() -> None:
 ADDED_SINCE_THE_DIGEST = ("topic_config", "broker_config", "recreate_topic", "zookeeper_server",
                           "zookeeper_quorum_loss", "quorum_leader_cut", "broker_controller_cut", "delete_records",
                           "quorum_follower_cut", "clock_jump", "clock_drift", "power_failure", "controller_power_failure",
-                          "quorum_leader_power_failure", "disk_error")
+                          "quorum_leader_power_failure", "disk_stall", "disk_error")
 
 
 def test_a_pinned_schedule_is_generated_byte_for_byte() -> None:
@@ -241,10 +241,11 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
         "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
         "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut", "delete_records",
         "quorum_follower_cut", "clock_jump", "clock_drift", "txn_past_timeout", "power_failure",
-        "controller_power_failure", "quorum_leader_power_failure", "disk_error", "client_pause", "client_kill")
+        "controller_power_failure", "quorum_leader_power_failure", "disk_stall", "disk_error", "client_pause",
+        "client_kill")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == [
         "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "power_failure",
-        "controller_power_failure", "quorum_leader_power_failure", "disk_error"]
+        "controller_power_failure", "quorum_leader_power_failure", "disk_stall", "disk_error"]
 
 
 def test_a_seeds_schedules_stay_what_they_were() -> None:
