@@ -94,10 +94,10 @@ _OFFSETS_TIMEOUT_S = 10.0
 _TRANSACTION_TIMEOUT_MS = 30_000
 _SOCKET_TIMEOUT_MS = 10_000
 _PACE_S = 0.15  # between a producer's transactions
-# A thread ends its transaction first: past every bounded call of its last attempt (flush,
-# send_offsets_to_transaction, the commit and its retries, the abort and its retries) and a margin,
-# so that a client stalled by a coordinator's death (docs/transactions.md) is judged, not abandoned.
-_STOP_GRACE_S = _COMMIT_TIMEOUT_S + _OFFSETS_TIMEOUT_S + (COMMIT_RETRIES + ABORT_RETRIES + 2) * _COMMIT_TIMEOUT_S + 10.0
+# A thread ends its transaction first: commits, retries, a new instance. No grace covers a copier
+# blocked in send_offsets_to_transaction past its timeout after its coordinator died (librdkafka#5456:
+# an untimed wait, docs/transactions.md); its history is then judged without the read-back.
+_STOP_GRACE_S = 90.0
 _POLL_S = 0.2
 _BATCH = 200
 _COPY_BATCH = 20
