@@ -102,7 +102,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from dataclasses import dataclass
 from typing import Any
@@ -715,16 +715,16 @@ def _offsets(ix: _Index) -> tuple[list[TxnAnomaly], list[TxnAnomaly]]:
 
 # --- entry points -------------------------------------------------------------------------------
 
-def _unexercised(ix: _Index) -> list[tuple[str, str]]:
+def unexercised(history: TxnHistory) -> dict[str, str]:
     """Classes the history cannot show, with why: an aborted read needs an attempt judged
-    aborted or unknown, a torn transaction one that wrote two records or more (Kafka's Java
-    VerifiableProducer sends one record per commit and records no abort: a pass there would test
-    nothing)."""
-    found = []
-    if all(outcome == COMMITTED for outcome in ix.outcome):
-        found.append((ABORTED_READ, "no transaction recorded as aborted or unknown"))
-    if all(len(t.sends) < 2 for t in ix.h.txns):
-        found.append((TORN, "no transaction recorded with two writes or more"))
+    aborted or unknown, a torn transaction one that wrote two records or more. Kafka's Java
+    VerifiableProducer sends one record per commit and records no abort, so a pass there would
+    test nothing: such a class is left out of the checks and named in ``txn_workload``."""
+    found = {}
+    if all(effective_outcome(t) == COMMITTED for t in history.txns):
+        found[ABORTED_READ] = "no transaction recorded as aborted or unknown"
+    if all(len(t.sends) < 2 for t in history.txns):
+        found[TORN] = "no transaction recorded with two writes or more"
     return found
 
 
@@ -738,7 +738,7 @@ def analyse(history: TxnHistory) -> TxnAnalysis:
         ABORTED_READ: _aborted_reads(ix), TORN: _torn(ix, spans), LOST_WRITE: _lost(ix, contradicted),
         DUPLICATE: _duplicates(ix), NONMONOTONIC_READ: nonmonotonic, READ_PAST_LSO: _read_past_lso(ix),
         G1C: _g1c(ix), OUTCOME_CONTRADICTION: contradictions}
-    not_judged: list[tuple[str, str]] = list(_unexercised(ix))
+    not_judged: list[tuple[str, str]] = []
     if history.readback is None:
         not_judged += [(k, "no final read-back") for k in CLASSES if k in NEEDS_READBACK]
         found[OUTCOME_CONTRADICTION] = []
@@ -753,11 +753,11 @@ def analyse(history: TxnHistory) -> TxnAnalysis:
                        len(history.reads) + len(ix.readback_reads))
 
 
-def _results(analysis: TxnAnalysis) -> list[CheckResult]:
+def _results(analysis: TxnAnalysis, left_out: Mapping[str, str]) -> list[CheckResult]:
     scope = f"over {analysis.txns} transactions and {analysis.reads} reads"
     skipped = dict(analysis.not_judged)
     results = []
-    for kind in CLASSES:
+    for kind in (k for k in CLASSES if k not in left_out):
         bad = analysis.of(kind)
         observed: dict[str, Any] = {
             "anomalies": len(bad), "transactions": sorted({t for a in bad for t in a.txns})[:20],
@@ -778,9 +778,10 @@ def _results(analysis: TxnAnalysis) -> list[CheckResult]:
 
 
 def check_transactions(history: TxnHistory) -> list[CheckResult]:
-    """One :class:`CheckResult` per class of :data:`CLASSES` (passed True when none fired, None
-    when the history cannot judge it) and the :data:`G0` measurement, in that order."""
-    return _results(analyse(history))
+    """One :class:`CheckResult` per class of :data:`CLASSES` the history can show
+    (:func:`unexercised` names the others; passed True when none fired, None when a missing
+    read-back or group offsets leave it unjudged) and the :data:`G0` measurement, in that order."""
+    return _results(analyse(history), unexercised(history))
 
 
 def workload_figures(history: TxnHistory) -> CheckResult:
@@ -801,11 +802,13 @@ def workload_figures(history: TxnHistory) -> CheckResult:
                 # attempts held past their transaction.timeout.ms (scenarios.faults.txn_timeout)
                 "held_past_timeout": [{"txn": t.name, "outcome": t.outcome, "judged": effective_outcome(t),
                                        "error": t.error, "timeout_ms": t.timeout_ms, "held_ms": t.held_ms}
-                                      for t in history.txns if t.held_past_timeout]}
+                                      for t in history.txns if t.held_past_timeout],
+                "unexercised": unexercised(history)}
     detail = (f"{outcomes[COMMITTED]} committed, {outcomes[ABORTED]} aborted, {outcomes[UNKNOWN]} unknown "
               f"transaction(s) of {len(per_id)} transactional id(s); "
               + ", ".join(f"{c} read {n}" for c, n in sorted(reads.items()))
-              + (f"; read-back {readback} record(s)" if readback is not None else "; no read-back"))
+              + (f"; read-back {readback} record(s)" if readback is not None else "; no read-back")
+              + "".join(f"; {kind} not checked: {why}" for kind, why in unexercised(history).items()))
     return CheckResult("txn_workload", None, None, observed, detail, kind="measurement")
 
 
