@@ -86,7 +86,9 @@ from kafka_chaos.scenarios.model.snapshots import (
 log = logging.getLogger(__name__)
 
 UNCLEAN_ELECTED = "unclean_elected"
-POWER_FAILURE = "power_failure"  # scenarios.faults.disks.PowerFailure.kind (checks import no fault)
+# The kinds of scenarios.faults.disks that power-fail brokers (checks import no fault; a KRaft
+# quorum leader's power failure takes no broker's log).
+BROKER_POWER_FAILURES = frozenset({"power_failure", "controller_power_failure"})
 
 O = TypeVar("O", StepObserved, ScenarioFinished, ScenarioAborted, ScenarioSkipped)
 
@@ -528,7 +530,7 @@ def power_failure_partitions(ctx: CheckContext, topic: str) -> list[int]:
     found: set[int] = set()
     failed_earlier: set[int] = set()
     for obs in ctx.earlier:
-        if not isinstance(obs, StepObserved) or obs.index is None or obs.traits.kind != POWER_FAILURE:
+        if not isinstance(obs, StepObserved) or obs.index is None or obs.traits.kind not in BROKER_POWER_FAILURES:
             continue
         failed = frozenset(obs.target.brokers)
         found |= {loss.partition.partition for loss in power_failure_losses(obs.oracle_state, failed, failed_earlier)

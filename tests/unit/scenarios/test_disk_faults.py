@@ -166,3 +166,14 @@ def test_a_disk_stall_slows_every_operation_of_its_kind_for_a_while_and_predicts
 def test_bad_disk_stall_options_are_one_line(options, message) -> None:
     with pytest.raises(UsageError, match=message):
         _fault("disk_stall", **options)
+
+
+def test_the_checks_count_every_kind_that_power_fails_brokers() -> None:
+    """The delivery and history checks allow a loss after the kinds they name (checks import no
+    fault): every registered kind needing POWER_FAILURE but the KRaft quorum leader's, whose
+    power failure takes no broker's log."""
+    from kafka_chaos.scenarios.checks.registry import BROKER_POWER_FAILURES
+    from kafka_chaos.scenarios.faults import FAULTS
+
+    power = {k for k, entry in FAULTS.items() if Capability.POWER_FAILURE in entry.requires}
+    assert BROKER_POWER_FAILURES == power - {"quorum_leader_power_failure"}
