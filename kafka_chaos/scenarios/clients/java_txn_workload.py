@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 
 from kafka_chaos.harness.java_clients import (
     TRANSACTIONAL_MESSAGE_COPIER,
@@ -51,7 +51,7 @@ from kafka_chaos.scenarios.clients.txn_ops import (
     TxnOffset,
     TxnRead,
 )
-from kafka_chaos.scenarios.clients.txn_workload import TxnWorkloadError, read_committed_back
+from kafka_chaos.scenarios.clients.txn_workload import TxnWorkloadError, committed_group_offsets, read_committed_back
 
 log = logging.getLogger(__name__)
 
@@ -256,16 +256,5 @@ class JavaTxnWorkload:
 
     def group_offsets(self, timeout: float = 15.0) -> tuple[TxnOffset, ...]:
         """The copier's group's committed offsets on the input topic (partitions without one left out)."""
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.copier_group,
-                             "client.id": f"{self.client_id}-java-offsets", "enable.auto.commit": False,
-                             "isolation.level": READ_COMMITTED, "log_level": 2,
-                             "logger": logging.getLogger(f"{__name__}.librdkafka")})
-        try:
-            committed = consumer.committed([TopicPartition(self.in_topic, p) for p in self.in_partitions],
-                                           timeout=timeout)
-        except KafkaException as exc:
-            raise TxnWorkloadError(f"the copier's committed offsets: {exc}") from exc
-        finally:
-            consumer.close()
-        return tuple(TxnOffset(self.copier_group, tp.topic, tp.partition, tp.offset)
-                     for tp in committed if tp.offset >= 0 and tp.error is None)
+        return committed_group_offsets(self.bootstrap, self.copier_group, self.in_topic, self.in_partitions,
+                                       client_id=f"{self.client_id}-java-offsets", timeout=timeout)

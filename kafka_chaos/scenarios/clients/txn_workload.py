@@ -684,19 +684,26 @@ class TxnWorkload:
 
     def group_offsets(self, timeout: float = 15.0) -> tuple[TxnOffset, ...]:
         """The copier's group's committed offsets on the input topic (partitions without one left out)."""
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.copier_group,
-                             "client.id": f"{self.client_id}-txn-offsets", "enable.auto.commit": False,
-                             "isolation.level": READ_COMMITTED, "log_level": 2,
-                             "logger": logging.getLogger(f"{__name__}.librdkafka")})
-        try:
-            committed = consumer.committed([TopicPartition(self.in_topic, p) for p in self.in_partitions],
-                                           timeout=timeout)
-        except KafkaException as exc:
-            raise TxnWorkloadError(f"the copier's committed offsets: {kafka_error(exc).str()}") from exc
-        finally:
-            consumer.close()
-        return tuple(TxnOffset(self.copier_group, tp.topic, tp.partition, tp.offset)
-                     for tp in committed if tp.offset >= 0 and tp.error is None)
+        return committed_group_offsets(self.bootstrap, self.copier_group, self.in_topic, self.in_partitions,
+                                       client_id=f"{self.client_id}-txn-offsets", timeout=timeout)
+
+
+def committed_group_offsets(bootstrap: str, group: str, topic: str, partitions: Sequence[int], *, client_id: str,
+                            timeout: float = 15.0) -> tuple[TxnOffset, ...]:
+    """``group``'s committed offsets on ``topic`` (partitions without one left out), read by a
+    consumer of that group that never joins it. Raises :class:`TxnWorkloadError` when Kafka does
+    not answer within ``timeout``."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
+                         "enable.auto.commit": False, "isolation.level": READ_COMMITTED, "log_level": 2,
+                         "logger": logging.getLogger(f"{__name__}.librdkafka")})
+    try:
+        committed = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=timeout)
+    except KafkaException as exc:
+        raise TxnWorkloadError(f"the copier's committed offsets: {kafka_error(exc).str()}") from exc
+    finally:
+        consumer.close()
+    return tuple(TxnOffset(group, tp.topic, tp.partition, tp.offset)
+                 for tp in committed if tp.offset >= 0 and tp.error is None)
 
 
 def read_committed_back(bootstrap: str, topics: Mapping[str, Sequence[int]], *, client_id: str,
