@@ -61,6 +61,7 @@ from kafka_chaos.scenarios.faults.base import (
     FaultEnv,
     StepTopics,
     register_fault,
+    reject_unknown_options,
     require_capability,
 )
 from kafka_chaos.scenarios.faults.generation import (
@@ -229,10 +230,7 @@ class ClockJump(_ClockFault):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ClockJump:
-        unknown = set(options) - {"seconds", "variant", "zookeeper", "hold_s"}
-        if unknown:
-            raise UsageError(f"{CLOCK_JUMP}: unknown option(s) {sorted(unknown)}: 'seconds', 'variant', 'zookeeper', "
-                             f"'hold_s'")
+        reject_unknown_options(CLOCK_JUMP, options, ("seconds", "variant", "zookeeper", "hold_s"))
         healing = _variant(options, CLOCK_JUMP, "jump")
         seconds = 0.0 if healing else _number(options, "seconds", CLOCK_JUMP)
         if not healing and not (0 < abs(seconds) <= MAX_JUMP_S):
@@ -259,10 +257,7 @@ class ClockDrift(_ClockFault):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> ClockDrift:
-        unknown = set(options) - {"rate", "variant", "zookeeper", "hold_s"}
-        if unknown:
-            raise UsageError(f"{CLOCK_DRIFT}: unknown option(s) {sorted(unknown)}: 'rate', 'variant', 'zookeeper', "
-                             f"'hold_s'")
+        reject_unknown_options(CLOCK_DRIFT, options, ("rate", "variant", "zookeeper", "hold_s"))
         healing = _variant(options, CLOCK_DRIFT, "drift")
         rate = 1.0 if healing else _number(options, "rate", CLOCK_DRIFT)
         if not healing and not (0 < rate <= MAX_RATE and rate != 1.0):

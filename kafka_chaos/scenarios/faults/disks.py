@@ -35,6 +35,7 @@ from kafka_chaos.scenarios.faults.base import (
     FaultEnv,
     StepTopics,
     register_fault,
+    reject_unknown_options,
     require_capability,
 )
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, register_generator
@@ -163,9 +164,7 @@ class DiskStall(FaultBase):
 
     @classmethod
     def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> DiskStall:
-        unknown = sorted(set(options) - {"op", "delay_ms", "seconds"})
-        if unknown:
-            raise UsageError(f"{cls.kind}: unknown option {unknown[0]!r} (expected delay_ms, op, seconds)")
+        reject_unknown_options(cls.kind, options, ("op", "delay_ms", "seconds"))
         op = options.get("op", "write")
         if op not in STALLED_OPS:
             raise UsageError(f"{cls.kind}: 'op' must be one of {', '.join(STALLED_OPS)}, not {op!r}")
