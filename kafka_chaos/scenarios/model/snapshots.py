@@ -19,6 +19,7 @@ from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionP
 from kafka_chaos.oracle.config import follower_throttled
 from kafka_chaos.oracle.kraft.config import partition_directories_supported
 from kafka_chaos.oracle.mode import Mode
+from kafka_chaos.scenarios.model.isr_rules import AFTER_CONTROLLER
 
 NO_LEADER = -1
 # Kafka's own topics every scenario watches besides its own (``__consumer_offsets`` created while
@@ -219,9 +220,12 @@ def judged_topics(topics: Iterable[str], state: ClusterState, isr_rule: str | No
     the partition was written meanwhile -- a follower at the leader's end offset stays in sync
     however long it is silent (``Partition.isCaughtUp``, 3.9: ``leaderEndOffset == logEndOffset``)
     -- and only the scenario's topics are written for sure (an offsets partition only when a group
-    it hosts commits)."""
+    it hosts commits). A rule applied after the controller's writes (``AFTER_CONTROLLER``: a broker
+    cut from ZooKeeper only) leaves them judged: the controller takes the broker out of every ISR,
+    internal topics' included, and a check reading them (``isr_registered``) must not see a
+    snapshot taken between the expired registration and the controller's last ISR write."""
     topics = list(topics)
-    if isr_rule is not None:
+    if isr_rule is not None and isr_rule not in AFTER_CONTROLLER:
         return topics
     return [*topics, *(t for t in INTERNAL_TOPICS if t in state.topics and t not in topics)]
 
