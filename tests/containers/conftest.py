@@ -77,10 +77,11 @@ def assert_nothing_left(run_id: str) -> None:
 
 SMOKE_SCENARIOS = ("leader_hard_kill", "controller_kill", "controlled_shutdown_leader",
                    "preferred_election_after_restart", "reassign_leader_off")
-# The partition scenarios of the test command, on one cluster (all three need a short
+# The partition scenarios of the test command, on one cluster (both need a short
 # replica.lag.time.max.ms); broker_isolated_from_everyone needs the default cluster, the smoke
-# scenarios', and runs with them in the nightly (a cut from everyone is also test_partitions').
-PARTITION_SCENARIOS = ("follower_cut_from_leader", "leader_cut_from_zookeeper", "controller_cut_from_zookeeper")
+# scenarios', and runs with them in the nightly (a cut from everyone is also test_partitions');
+# leader_cut_from_zookeeper, a second cut from ZooKeeper, runs on its own in the nightly.
+PARTITION_SCENARIOS = ("follower_cut_from_leader", "controller_cut_from_zookeeper")
 NIGHTLY_SCENARIOS = (*SMOKE_SCENARIOS, "broker_isolated_from_everyone")
 
 

@@ -235,6 +235,7 @@ def wait_matching(observer: ZkObserver, prediction_alternatives: tuple[Alternati
     return found
 
 
+@pytest.mark.nightly  # a quirk of one config value; its rule is a unit table's (docs/nightly.md)
 def test_unclean_override_with_spaces_elects_at_the_next_controller_event_not_at_the_change(
         cluster: LocalCluster) -> None:
     """Item 6 on a real cluster: ``unclean.leader.election.enable=" true"`` is true for the topic's
