@@ -48,7 +48,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -81,6 +81,7 @@ from kafka_chaos.scenarios.clients.txn_ops import (
 from kafka_chaos.scenarios.model.held_txn import HeldTransaction
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # What to do after commit_transaction (or abort_transaction) raised.
 RETRY, ABORT, GIVE_UP = "retry", "abort", "give_up"
@@ -94,10 +95,17 @@ _OFFSETS_TIMEOUT_S = 10.0
 _TRANSACTION_TIMEOUT_MS = 30_000
 _SOCKET_TIMEOUT_MS = 10_000
 _PACE_S = 0.15  # between a producer's transactions
-# A thread ends its transaction first: commits, retries, a new instance. No grace covers a copier
-# blocked in send_offsets_to_transaction past its timeout after its coordinator died (librdkafka#5456:
-# an untimed wait, docs/transactions.md); its history is then judged without the read-back.
+# A thread ends its transaction first: commits, retries, a new instance. A transactional call
+# that outlives its own timeout (librdkafka#5456) is given up after _HANG_MARGIN_S more and its
+# instance fenced (call_bounded, _TxnClient.fence_stuck), so no attempt outlasts this grace.
 _STOP_GRACE_S = 90.0
+# Past a transactional call's own timeout before it is taken for hung: librdkafka ends a call at
+# its timeout (a retriable _TIMED_OUT) except when its coordinator request is never timed out,
+# confluentinc/librdkafka#5456 (rd_kafka_txn_op_req0 in an untimed cnd_wait, docs/transactions.md).
+_HANG_MARGIN_S = 10.0
+_REAP_S = 10.0  # for a fenced instance's stuck call to return
+_CLOSE_S = 10.0
+HUNG = "_HUNG"  # the error recorded for a call given up as hung (librdkafka's local errors' style)
 _POLL_S = 0.2
 _BATCH = 200
 _COPY_BATCH = 20
@@ -133,14 +141,21 @@ def on_abort_error(err: KafkaError, failed_before: int, retries: int = ABORT_RET
     return RETRY if err.retriable() and not err.fatal() and failed_before < retries else GIVE_UP
 
 
-def txn_outcome(commit_called: bool, committed: bool, aborted: bool, commit_errors: Sequence[str] = ()) -> str:
+def txn_outcome(commit_called: bool, committed: bool, aborted: bool, commit_errors: Sequence[str] = (),
+                hung: bool = False) -> str:
     """The outcome the client saw (:data:`scenarios.clients.txn_ops.OUTCOMES`): committed when
-    ``commit_transaction`` returned; aborted when it was never called (a transaction commits only
-    by its EndTxn(commit)), or when ``abort_transaction`` returned after the commit's first and
-    only failure required the abort (librdkafka raises it before or instead of the EndTxn);
-    unknown otherwise — a commit that failed retriably may have gone on in the background."""
+    ``commit_transaction`` returned; unknown when a call of the attempt ``hung`` (never returned
+    within its timeout and :data:`_HANG_MARGIN_S`: the client never saw the attempt end, and its
+    instance is fenced by the next one's ``init_transactions``, which completes a commit the
+    coordinator had prepared and aborts anything else); aborted when the commit was never called
+    (a transaction commits only by its EndTxn(commit)), or when ``abort_transaction`` returned
+    after the commit's first and only failure required the abort (librdkafka raises it before or
+    instead of the EndTxn); unknown otherwise — a commit that failed retriably may have gone on
+    in the background."""
     if committed:
         return COMMITTED
+    if hung:
+        return UNKNOWN
     if not commit_called:
         return ABORTED
     return ABORTED if aborted and len(commit_errors) == 1 else UNKNOWN
@@ -155,6 +170,70 @@ def error_name(exc: BaseException) -> str:
 def kafka_error(exc: KafkaException) -> KafkaError:
     err = exc.args[0] if exc.args else None
     return err if isinstance(err, KafkaError) else KafkaError(KafkaError._FAIL, str(exc))
+
+
+# --- a call that may hang (librdkafka#5456) ------------------------------------------------------
+
+def hang_bound(timeout_s: float, margin_s: float = _HANG_MARGIN_S) -> float:
+    """How long a transactional call given ``timeout_s`` runs before it is taken for hung."""
+    return timeout_s + margin_s
+
+
+def hung_error(call: str) -> str:
+    """The error an attempt records for a call given up as hung (``send_offsets_to_transaction:_HUNG``)."""
+    return f"{call}:{HUNG}"
+
+
+@dataclass
+class _Returned:
+    """What a call run by :func:`call_bounded` returned or raised, once its thread ended."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+class CallHung(Exception):
+    """A call that did not return within its bound; it goes on in ``thread`` (its result in
+    ``returned`` once the thread ends)."""
+
+    def __init__(self, call: str, bound_s: float, thread: threading.Thread, returned: _Returned) -> None:
+        super().__init__(f"{call} did not return within {bound_s:.0f} s")
+        self.call = call
+        self.bound_s = bound_s
+        self.thread = thread
+        self.returned = returned
+
+    @property
+    def error(self) -> str:
+        return hung_error(self.call)
+
+    def result(self) -> str:
+        """How the call ended, once its thread did: "returned" or the error's name."""
+        if self.thread.is_alive():
+            return "still running"
+        return "returned" if self.returned.error is None else error_name(self.returned.error)
+
+
+def call_bounded(call: str, fn: Callable[[], T], bound_s: float) -> T:
+    """``fn()`` run on a thread of its own, its result or exception handed back when it ends within
+    ``bound_s``; :class:`CallHung` otherwise (the thread is left to end: a daemon thread; the
+    caller fences or drops what it was using)."""
+    returned = _Returned()
+
+    def run() -> None:
+        try:
+            returned.value = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            returned.error = exc
+
+    thread = threading.Thread(target=run, name=f"txn-call-{call}", daemon=True)
+    thread.start()
+    thread.join(bound_s)
+    if thread.is_alive():
+        raise CallHung(call, bound_s, thread, returned)
+    if returned.error is not None:
+        raise returned.error
+    return cast(T, returned.value)
 
 
 # --- one transactional.id ------------------------------------------------------------------------
@@ -186,11 +265,29 @@ class _Hold:
                 "socket.timeout.ms": min(_SOCKET_TIMEOUT_MS, self.timeout_ms)}
 
 
+def new_producer(config: dict[str, Any], logger: logging.Logger) -> Producer:
+    return Producer(config, logger=logger)
+
+
+@dataclass
+class _Stuck:
+    """An instance whose call hung, fenced by a newer instance of its transactional.id: once the
+    call returns (with the fence's error) it is closed and dropped, never called again."""
+
+    producer: Producer
+    hung: CallHung
+
+
 class _TxnClient:
     """One ``transactional.id``: its current producer instance (made and initialised on
-    demand, replaced after a fatal error or an unknown outcome) and its attempts' numbering."""
+    demand, replaced after a fatal error or an unknown outcome) and its attempts' numbering.
+    Every transactional call runs through :func:`call_bounded` (``bound``: a call's timeout to
+    the time it may take); one that hangs makes the attempt unknown and its instance fenced
+    (:meth:`fence_stuck`)."""
 
-    def __init__(self, bootstrap: str, txn_id: str, client_id: str, stopping: threading.Event) -> None:
+    def __init__(self, bootstrap: str, txn_id: str, client_id: str, stopping: threading.Event, *,
+                 make: Callable[[dict[str, Any], logging.Logger], Producer] = new_producer,
+                 bound: Callable[[float], float] = hang_bound) -> None:
         self.txn_id = txn_id
         self.stopping = stopping
         self.config: dict[str, Any] = {
@@ -205,23 +302,81 @@ class _TxnClient:
         self.instances = 0
         self.made_at = 0.0
         self.seq = 0
+        self.make = make
+        self.bound = bound
+        self._stuck_lock = threading.Lock()
+        self._stuck: list[_Stuck] = []
+        self.hangs = 0
+
+    def _call(self, call: str, fn: Callable[[], T], timeout_s: float) -> T:
+        return call_bounded(call, fn, self.bound(timeout_s))
 
     def ready(self) -> Producer | None:
         """The current instance, made and ``init_transactions``-ed if need be (retried until it
-        works or the workload stops: None)."""
+        works or the workload stops: None). Its ``init_transactions`` fences every earlier
+        instance of the transactional.id, a stuck one among them."""
         while self.producer is None and not self.stopping.is_set():
             self.made_at = time.time()
-            producer = Producer({**self.config, **self.override, "debug": "eos", "log_level": 7,
-                                 "error_cb": lambda err: log.debug("%s: %s", self.txn_id, err)},
-                                logger=self.ring.logger)
+            producer = self.make({**self.config, **self.override, "debug": "eos", "log_level": 7,
+                                  "error_cb": lambda err: log.debug("%s: %s", self.txn_id, err)}, self.ring.logger)
             self.instances += 1
             try:
-                producer.init_transactions(_INIT_TIMEOUT_S)
+                self._call("init_transactions", lambda: producer.init_transactions(_INIT_TIMEOUT_S), _INIT_TIMEOUT_S)
                 self.producer = producer
+            except CallHung as hung:  # the next instance's init_transactions fences this one
+                self._hung(producer, hung)
             except KafkaException as exc:
                 log.info("%s: init_transactions: %s", self.txn_id, kafka_error(exc).str())
                 self.stopping.wait(1.0)
         return self.producer
+
+    def _hung(self, producer: Producer, hung: CallHung) -> None:
+        """Say it once, keep the stuck instance to close when its call returns, drop it as current."""
+        self.hangs += 1
+        log.warning("%s: %s did not return within %.0f s, past its own timeout: librdkafka#5456 (an untimed wait "
+                    "once the transaction coordinator is gone); an attempt under way is recorded unknown and a new "
+                    "instance of the transactional.id fences the stuck one", self.txn_id, hung.call, hung.bound_s)
+        with self._stuck_lock:
+            self._stuck.append(_Stuck(producer, hung))
+        if self.producer is producer:
+            self.replace()
+
+    def fence_stuck(self, producer: Producer, hung: CallHung) -> None:
+        """After ``producer``'s call hung: a new instance of the transactional.id, whose
+        ``init_transactions`` fences the stuck one (the coordinator bumps the epoch, completing
+        a prepared commit and aborting anything else: ``TransactionCoordinator.handleInitProducerId``),
+        so that its call returns with the fence's error; then the stuck instance is closed
+        (bounded: :meth:`reap`). When the workload is stopping, the post-heal :meth:`fence` does it."""
+        self._hung(producer, hung)
+        self.ready()
+        self.reap(_REAP_S)
+
+    def reap(self, timeout_s: float) -> int:
+        """Close the stuck instances whose call has returned (waiting up to ``timeout_s`` for
+        them), after one last poll for their delivery reports; the number still stuck."""
+        deadline = time.monotonic() + timeout_s
+        with self._stuck_lock:
+            stuck, self._stuck = self._stuck, []
+        left: list[_Stuck] = []
+        for s in stuck:
+            s.hung.thread.join(max(0.0, deadline - time.monotonic()))
+            if s.hung.thread.is_alive():
+                log.warning("%s: the stuck %s has not returned %.0f s after its instance was fenced",
+                            self.txn_id, s.hung.call, timeout_s)
+                left.append(s)
+                continue
+            log.info("%s: the stuck %s returned once fenced: %s; its instance closed", self.txn_id, s.hung.call,
+                     s.hung.result())
+            try:
+                s.producer.poll(0)  # the delivery reports of its attempt's sends
+                call_bounded("close", s.producer.close, _CLOSE_S)
+            except CallHung:
+                log.warning("%s: closing a fenced instance did not return within %.0f s", self.txn_id, _CLOSE_S)
+            except KafkaException as exc:
+                log.info("%s: closing a fenced instance: %s", self.txn_id, kafka_error(exc).str())
+        with self._stuck_lock:
+            self._stuck = left + self._stuck
+        return len(left)
 
     def replace(self) -> None:
         """Drop the instance: the next :meth:`ready` makes one of the same transactional.id."""
@@ -257,7 +412,10 @@ class _TxnClient:
             return None
         began = time.time()
         try:
-            producer.begin_transaction()
+            self._call("begin_transaction", producer.begin_transaction, 0.0)
+        except CallHung as stuck:  # nothing sent yet: no attempt to record
+            self.fence_stuck(producer, stuck)
+            return None
         except KafkaException as exc:
             log.info("%s: begin_transaction: %s", self.txn_id, kafka_error(exc).str())
             self.replace()
@@ -269,6 +427,7 @@ class _TxnClient:
         commit_errors: list[str] = []
         committing_at = None
         committed = aborted = replace = False
+        hung: CallHung | None = None
         held_ms = None
         try:
             offsets = plan(producer, sends)
@@ -279,19 +438,28 @@ class _TxnClient:
                 self.stopping.wait(hold.hold_s)
                 held_ms = int((time.time() - acked) * 1000)
             if offsets:
-                producer.send_offsets_to_transaction(
-                    [TopicPartition(o.topic, o.partition, o.offset) for o in offsets], group_metadata,
-                    _OFFSETS_TIMEOUT_S)
+                tps = [TopicPartition(o.topic, o.partition, o.offset) for o in offsets]
+                self._call("send_offsets_to_transaction",
+                           lambda: producer.send_offsets_to_transaction(tps, group_metadata, _OFFSETS_TIMEOUT_S),
+                           _OFFSETS_TIMEOUT_S)
+        except CallHung as exc:  # neither commit nor abort: the stuck instance is fenced below
+            hung = exc
+            errors.append(exc.error)
         except KafkaException as exc:
             errors.append(error_name(exc))
             abort = True
             replace = kafka_error(exc).fatal()
-        if not abort:
+        if not abort and hung is None:
             committing_at = time.time()
             while True:
                 try:
-                    producer.commit_transaction(_COMMIT_TIMEOUT_S)
+                    self._call("commit_transaction", lambda: producer.commit_transaction(_COMMIT_TIMEOUT_S),
+                               _COMMIT_TIMEOUT_S)
                     committed = True
+                    break
+                except CallHung as exc:
+                    hung = exc
+                    commit_errors.append(exc.error)
                     break
                 except KafkaException as exc:
                     err = kafka_error(exc)
@@ -302,19 +470,26 @@ class _TxnClient:
                     abort = action == ABORT
                     replace = action == GIVE_UP
                     break
-        if abort and not replace:
-            aborted = self._abort(producer, errors)
+        if abort and not replace and hung is None:
+            try:
+                aborted = self._abort(producer, errors)
+            except CallHung as exc:
+                hung = exc
+                errors.append(exc.error)
             replace = not aborted
-        try:
-            producer.poll(0)  # the delivery reports of this attempt's sends
-        except KafkaException as exc:  # a fatal error (fenced) is raised again by every call: replaced below
-            log.info("%s: poll: %s", self.txn_id, kafka_error(exc).str())
-        outcome = txn_outcome(committing_at is not None, committed, aborted, commit_errors)
+        if hung is None:
+            try:
+                producer.poll(0)  # the delivery reports of this attempt's sends
+            except KafkaException as exc:  # a fatal error (fenced) is raised again by every call: replaced below
+                log.info("%s: poll: %s", self.txn_id, kafka_error(exc).str())
+        outcome = txn_outcome(committing_at is not None, committed, aborted, commit_errors, hung is not None)
         if outcome == UNKNOWN:
             replace = True
         ended = time.time()
         given = self.ids(ended)
-        if replace:
+        if hung is not None:  # its sends' offsets come with the stuck instance's last poll
+            self.fence_stuck(producer, hung)
+        elif replace:
             self.replace()
         everything = commit_errors + errors
         return Txn(self.txn_id, seq, outcome, tuple(s.frozen() for s in sends), tuple(offsets),
@@ -323,10 +498,13 @@ class _TxnClient:
                    began, committing_at, ended, hold.timeout_ms if hold is not None else None, held_ms)
 
     def _abort(self, producer: Producer, errors: list[str]) -> bool:
+        """``abort_transaction``, retried by :func:`on_abort_error`: whether it returned.
+        :class:`CallHung` propagates."""
         failed = 0
         while True:
             try:
-                producer.abort_transaction(_COMMIT_TIMEOUT_S)
+                self._call("abort_transaction", lambda: producer.abort_transaction(_COMMIT_TIMEOUT_S),
+                           _COMMIT_TIMEOUT_S)
                 return True
             except KafkaException as exc:
                 err = kafka_error(exc)
@@ -337,15 +515,21 @@ class _TxnClient:
 
     def fence(self) -> bool:
         """One more instance of this transactional.id, initialised and dropped: whatever an
-        earlier instance left open is completed or aborted by the coordinator."""
-        producer = Producer({**self.config, "client.id": f"{self.config['client.id']}-fence", "log_level": 2},
-                            logger=logging.getLogger(f"{__name__}.librdkafka"))
+        earlier instance left open is completed or aborted by the coordinator, and a stuck
+        instance's call returns (then it is closed: :meth:`reap`)."""
+        producer = self.make({**self.config, "client.id": f"{self.config['client.id']}-fence", "log_level": 2},
+                             logging.getLogger(f"{__name__}.librdkafka"))
         try:
-            producer.init_transactions(_INIT_TIMEOUT_S)
+            self._call("init_transactions", lambda: producer.init_transactions(_INIT_TIMEOUT_S), _INIT_TIMEOUT_S)
             return True
+        except CallHung as hung:
+            log.warning("%s: fencing init_transactions: %s", self.txn_id, hung)
+            return False
         except KafkaException as exc:
             log.warning("%s: fencing init_transactions: %s", self.txn_id, kafka_error(exc).str())
             return False
+        finally:
+            self.reap(_REAP_S)
 
 
 def produce(producer: Producer, sends: list[_Send], topic: str, partition: int, key: str) -> None:

@@ -1,15 +1,22 @@
 """The transactional workload's pure parts (issue 43): what a KafkaError from ``commit_transaction``
 / ``abort_transaction`` makes the client do and the outcome it records (real
-``confluent_kafka.KafkaError`` objects, flagged as librdkafka flags them), the stretches a run
-stores and their merge, the history's JSON forms (version 11, older histories still read), the
-schedule's opt-in and the ``transactions`` check."""
+``confluent_kafka.KafkaError`` objects, flagged as librdkafka flags them), a call that hangs
+(librdkafka#5456: given up, recorded unknown, its instance fenced by a new one — on fake
+producers whose coordinator fences as Kafka's does), the stretches a run stores and their merge,
+the history's JSON forms (version 11, older histories still read), the schedule's opt-in and the
+``transactions`` check."""
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.scenarios.checks import transactions as tc
@@ -22,7 +29,8 @@ from kafka_chaos.scenarios.clients.txn_ops import (
     TxnRead, TxnSend,
 )
 from kafka_chaos.scenarios.clients.txn_workload import (
-    ABORT, GIVE_UP, RETRY, error_name, on_abort_error, on_commit_error, txn_outcome,
+    ABORT, GIVE_UP, HUNG, RETRY, CallHung, call_bounded, error_name, hang_bound, hung_error, on_abort_error,
+    on_commit_error, txn_outcome,
 )
 from kafka_chaos.scenarios.history.observations import (
     HISTORY_VERSION, ScenarioFinished, ScenarioRun, merged_txn, observation_from_json, observation_to_json,
@@ -74,6 +82,25 @@ def test_abort_errors(err: KafkaError, failed_before: int, action: str) -> None:
 ])
 def test_outcomes(commit_called: bool, committed: bool, aborted: bool, errors: tuple[str, ...], outcome: str) -> None:
     assert txn_outcome(commit_called, committed, aborted, errors) == outcome
+
+
+@pytest.mark.parametrize("commit_called, committed, aborted, hung, outcome", [
+    (False, False, False, True, UNKNOWN),  # send_offsets_to_transaction hung: the commit never called, yet unknown
+    (False, False, False, False, ABORTED),  # ... where a failed one is aborted
+    (True, False, False, True, UNKNOWN),  # commit_transaction hung
+    (False, False, True, True, UNKNOWN),  # abort_transaction hung (aborted stays False in the client)
+    (True, False, True, True, UNKNOWN),
+    (True, True, False, False, COMMITTED),
+])
+def test_a_hung_call_makes_the_attempt_unknown(commit_called: bool, committed: bool, aborted: bool, hung: bool,
+                                               outcome: str) -> None:
+    assert txn_outcome(commit_called, committed, aborted, ("_INCONSISTENT",), hung=hung) == outcome
+
+
+def test_hang_bounds_and_errors() -> None:
+    assert hang_bound(10.0) == 20.0 and hang_bound(0.0, 2.0) == 2.0
+    assert hung_error("send_offsets_to_transaction") == f"send_offsets_to_transaction:{HUNG}" \
+        == "send_offsets_to_transaction:_HUNG"
 
 
 def test_error_names() -> None:
@@ -226,3 +253,201 @@ def test_run_transactions_opts_every_scenario_in() -> None:
     without = _shaped(build_parser().parse_args(["run", "--scenario", "leader_hard_kill"]), chosen)
     assert [t.name for t in with_flag[0].topics][-2:] == [TXN_IN, TXN_OUT] and transactional_topics(with_flag[0].topics)
     assert without == chosen
+
+
+# --- a call that hangs (librdkafka#5456) ---------------------------------------------------------
+
+def test_call_bounded_hands_back_what_the_call_did() -> None:
+    assert call_bounded("c", lambda: 7, 5.0) == 7
+    with pytest.raises(KeyError):
+        call_bounded("c", lambda: {}["x"], 5.0)
+    release = threading.Event()
+    with pytest.raises(CallHung) as hung:
+        call_bounded("stuck", lambda: release.wait(30.0), 0.05)
+    assert hung.value.call == "stuck" and hung.value.error == "stuck:_HUNG" and hung.value.result() == "still running"
+    release.set()
+    hung.value.thread.join(30.0)
+    assert hung.value.result() == "returned" and hung.value.returned.value is True
+
+
+class FakeCoordinator:
+    """One transactional.id's coordinator as the client sees it: ``init_transactions`` bumps the
+    epoch and fences every older instance; a call named in ``hang`` blocks (once) as
+    librdkafka#5456's does, until an instance with a newer epoch fences it, then raises _FENCED."""
+
+    def __init__(self, hang: str | None = None) -> None:
+        self.epoch = 0
+        self.hang = hang
+        self.changed = threading.Condition()
+        self.instances: list[FakeProducer] = []
+        self.committed: list[tuple[int, tuple[str, ...]]] = []
+
+    def make(self, config: dict[str, object], logger: logging.Logger) -> FakeProducer:
+        p = FakeProducer(self)
+        self.instances.append(p)
+        return p
+
+
+class FakeProducer:
+    def __init__(self, coord: FakeCoordinator) -> None:
+        self.coord = coord
+        self.epoch = -1
+        self.calls: list[str] = []
+        self.closed = False
+        self.pending: list[tuple[str, int, Callable[[KafkaError | None, object], None]]] = []
+        self.keys: list[str] = []
+
+    def _call(self, call: str) -> None:
+        assert not self.closed, f"{call} on a closed instance"
+        self.calls.append(call)
+        if self.coord.hang == call:
+            self.coord.hang = None
+            since = self.coord.epoch
+            with self.coord.changed:
+                assert self.coord.changed.wait_for(lambda: self.coord.epoch > since, 30.0), "never fenced"
+            raise KafkaException(FENCED)
+        if self.epoch != self.coord.epoch and call != "init_transactions":
+            raise KafkaException(FENCED)
+
+    def init_transactions(self, timeout: float) -> None:
+        self._call("init_transactions")
+        with self.coord.changed:
+            self.coord.epoch += 1
+            self.epoch = self.coord.epoch
+            self.coord.changed.notify_all()
+
+    def begin_transaction(self) -> None:
+        self._call("begin_transaction")
+        self.keys = []
+
+    def produce(self, topic: str, key: str, value: bytes, partition: int,
+                on_delivery: Callable[[KafkaError | None, object], None]) -> None:
+        self._call("produce")
+        self.keys.append(key)
+        self.pending.append((key, partition, on_delivery))
+
+    def flush(self, timeout: float) -> int:
+        self.poll(0)
+        return 0
+
+    def send_offsets_to_transaction(self, offsets: object, metadata: object, timeout: float) -> None:
+        self._call("send_offsets_to_transaction")
+
+    def commit_transaction(self, timeout: float) -> None:
+        self._call("commit_transaction")
+        self.coord.committed.append((self.epoch, tuple(self.keys)))
+
+    def abort_transaction(self, timeout: float) -> None:
+        self._call("abort_transaction")
+
+    def poll(self, timeout: float) -> int:
+        assert not self.closed
+        self.calls.append("poll")
+        done, self.pending = self.pending, []
+        for n, (key, _partition, on_delivery) in enumerate(done):
+            on_delivery(None, FakeMessage(10 + n))
+        return len(done)
+
+    def close(self) -> bool:
+        self.calls.append("close")
+        self.closed = True
+        return True
+
+
+@dataclass
+class FakeMessage:
+    at: int
+
+    def offset(self) -> int:
+        return self.at
+
+
+def _copier_plan(producer: Any, sends: list[Any]) -> list[TxnOffset]:
+    from kafka_chaos.scenarios.clients.txn_workload import produce
+
+    produce(producer, sends, "out", 0, "k0")
+    return [TxnOffset("g", "in", 0, 5)]
+
+
+def _client(coord: FakeCoordinator) -> Any:
+    from kafka_chaos.scenarios.clients.txn_workload import _TxnClient
+
+    # a call's bound: far above what a call that does not hang takes, so only the hung one reaches it
+    return _TxnClient("127.0.0.1:1", "unit-copier", "unit", threading.Event(), make=coord.make, bound=lambda t: 0.5)
+
+
+@pytest.mark.parametrize("call, abort, error, commit_called", [
+    ("send_offsets_to_transaction", False, "send_offsets_to_transaction:_HUNG", False),
+    ("commit_transaction", False, "commit_transaction:_HUNG", True),
+    ("abort_transaction", True, "abort_transaction:_HUNG", False),
+])
+def test_a_hung_call_is_recorded_unknown_and_its_instance_fenced_closed_and_never_used_again(
+        call: str, abort: bool, error: str, commit_called: bool, caplog: pytest.LogCaptureFixture) -> None:
+    coord = FakeCoordinator(hang=call)
+    client = _client(coord)
+    with caplog.at_level(logging.INFO, logger="kafka_chaos.scenarios.clients.txn_workload"):
+        txn = client.transact(_copier_plan, abort, group_metadata=None)
+    assert txn is not None and txn.outcome == UNKNOWN and txn.error == error and txn.seq == 0
+    assert (txn.committing_at is not None) == commit_called
+    assert txn.offsets == (TxnOffset("g", "in", 0, 5),) and txn.sends == (TxnSend("out", 0, "k0", 10),)  # the last poll's
+    stuck, fresh = coord.instances
+    assert stuck.calls[stuck.calls.index(call) + 1:] == ["poll", "close"] and stuck.closed  # nothing else after the hang
+    assert "abort_transaction" not in stuck.calls or call == "abort_transaction"
+    assert fresh.calls == ["init_transactions"] and fresh.epoch == coord.epoch == 2 and client.producer is fresh
+    assert client.hangs == 1 and client.reap(0.0) == 0
+    hangs = [r for r in caplog.records if "librdkafka#5456" in r.getMessage()]
+    assert len(hangs) == 1 and hangs[0].levelno == logging.WARNING and call in hangs[0].getMessage()
+    assert any("returned once fenced: _FENCED" in r.getMessage() for r in caplog.records)
+    # the copier goes on with the new instance
+    again = client.transact(_copier_plan, False, group_metadata=None)
+    assert again is not None and again.outcome == COMMITTED and again.seq == 1
+    assert coord.committed == [(2, ("k0",))] and len(coord.instances) == 2
+
+
+def test_a_hung_begin_or_init_leaves_no_attempt_and_a_fenced_instance() -> None:
+    coord = FakeCoordinator(hang="begin_transaction")
+    client = _client(coord)
+    assert client.transact(_copier_plan, False) is None and client.seq == 0
+    assert coord.instances[0].closed and client.producer is coord.instances[1] and client.hangs == 1
+    assert client.transact(_copier_plan, False).outcome == COMMITTED
+
+    coord = FakeCoordinator(hang="init_transactions")
+    client = _client(coord)
+    txn = client.transact(_copier_plan, False)
+    assert txn.outcome == COMMITTED and txn.seq == 0 and client.hangs == 1
+    assert client.reap(5.0) == 0 and coord.instances[0].calls == ["init_transactions", "poll", "close"]
+    assert coord.committed == [(coord.instances[1].epoch, ("k0",))] and coord.instances[1].epoch == coord.epoch
+
+
+def test_a_call_that_returns_is_no_hang() -> None:
+    coord = FakeCoordinator()
+    client = _client(coord)
+    assert client.transact(_copier_plan, False).outcome == COMMITTED
+    assert client.transact(_copier_plan, True).outcome == ABORTED
+    assert client.hangs == 0 and len(coord.instances) == 1
+
+
+# --- what the checker makes of an attempt left unknown by a hang -----------------------------------
+
+C_OK = Txn("c", 0, COMMITTED, (TxnSend("out", 0, "a", 0),), (TxnOffset("g", "in", 0, 2),), began_at=1.0,
+           committing_at=1.1, ended_at=1.2)
+
+
+def _with_hung(acked: bool, visible: bool, group_offset: int) -> TxnHistory:
+    hung = Txn("c", 1, UNKNOWN, (TxnSend("out", 0, "b", 1 if acked else None),), (TxnOffset("g", "in", 0, 4),),
+               error="send_offsets_to_transaction:_HUNG", began_at=2.0, ended_at=22.0)
+    records = ((0, "a"), (1, "b")) if visible else ((0, "a"),)
+    return TxnHistory((C_OK, hung), CONSUMERS, (), (), (ReadBack("out", 0, 0, 3, 30.0, records),),
+                      (TxnOffset("g", "in", 0, group_offset),))
+
+
+@pytest.mark.parametrize("acked", [True, False])
+@pytest.mark.parametrize("visible, group_offset, fired", [
+    (False, 2, set()),  # aborted by the fence: neither its writes nor its offsets
+    (True, 4, set()),  # committed: both
+    (False, 4, {tc.OFFSETS_WITHOUT_WRITES}),  # one without the other: atomicity broken either way
+    (True, 2, {tc.WRITES_WITHOUT_OFFSETS}),
+])
+def test_an_unknown_attempt_may_have_committed_or_aborted_nothing_more(acked: bool, visible: bool, group_offset: int,
+                                                                       fired: set[str]) -> None:
+    assert tc.fired(tc.check_transactions(_with_hung(acked, visible, group_offset))) == fired
