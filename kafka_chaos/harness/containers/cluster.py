@@ -55,8 +55,9 @@ from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.containers import teardown
+from kafka_chaos.harness.containers.clocks import CLOCKS_SUBDIR, ContainerClockControls
 from kafka_chaos.harness.containers.ensemble import ContainerEnsembleControls
-from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
+from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image, faketime_of_image
 from kafka_chaos.harness.containers.labels import detached_labels, new_run_id, run_labels
 from kafka_chaos.harness.containers.log_dirs import ContainerLogDirControls, log_dir_problem
 from kafka_chaos.harness.containers.network import (
@@ -114,9 +115,10 @@ STOP_TIMEOUT_SECONDS = 60
 START_TIMEOUT_SECONDS = 120.0
 
 
-class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
+class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, ContainerClockControls):
     """See the module docstring.  Use as a context manager, or call ``start``/``destroy``.
-    Failed log directories: :mod:`harness.containers.log_dirs`."""
+    Failed log directories: :mod:`harness.containers.log_dirs`; brokers' clocks:
+    :mod:`harness.containers.clocks`."""
 
     backend = "containers"
 
@@ -164,6 +166,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._broker_log_files = broker_log_files
         self._log4j_extra = log4j_extra
         self._logs_root: Path | None = None  # host directory of the brokers' log files
+        self._clocks_root: Path | None = None  # host directory of the brokers' clock control files
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -207,6 +210,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         self._network_name = self._starter.create_network().name
         if self._broker_log_files:
             self._logs_root = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-logs-"))
+        library = self._clock_library()
         for server_id in servers:
             self._zookeepers[server_id] = self._starter.start_zookeeper(self.config, self._zk_host_ports[server_id],
                                                                         server_id)
@@ -217,7 +221,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
                                                                   self._broker_host_ports[broker_id],
                                                                   self._metrics_host_ports[broker_id]
                                                                   if self._metrics else None,
-                                                                  log_files=self._log_files_of(broker_id))
+                                                                  log_files=self._log_files_of(broker_id),
+                                                                  clock=self._broker_clock(broker_id, library))
         self._wait_brokers_ready(self.broker_ids, time.monotonic() + self.start_timeout)
         if self.state_dir is not None:
             self.write_state()
@@ -237,6 +242,18 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
             return False
         self.image = cds
         return True
+
+    def _clock_library(self) -> str | None:
+        """libfaketime's path in the image when the brokers run on fake clocks (their control
+        files then go in the state directory of a detached cluster, so ``attach`` finds them)."""
+        if not self.config.fake_clocks:
+            return None
+        assert self.image is not None and self._client is not None
+        if self.state_dir is not None:
+            self._clocks_root = self.state_dir / CLOCKS_SUBDIR
+        else:
+            self._clocks_root = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-clocks-"))
+        return faketime_of_image(self._client, self.image)
 
     def _log_files_of(self, broker_id: int) -> tuple[str, str] | None:
         """(host directory, log4j configuration) when the brokers log to host files."""
@@ -306,6 +323,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
         cluster._metrics_host_ports = {b: e.metrics_port for b, e in described.brokers.items()
                                        if e.metrics_port is not None}
         cluster._metrics = bool(cluster._metrics_host_ports)
+        if (state_dir / CLOCKS_SUBDIR).is_dir():
+            cluster._clocks_root = state_dir / CLOCKS_SUBDIR
         cluster._cut = set(cluster._brokers)
         cluster._shaped = {c.name for c in [*cluster._zookeepers.values(), *cluster._brokers.values()]}
         return cluster
@@ -329,7 +348,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls):
             client.close()
         if self._starter is not None:
             self._starter.close()
-        for directory in (self._run_dir, self._logs_root):
+        for directory in (self._run_dir, self._logs_root, self._clocks_root):
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
         if self.state_dir is not None:

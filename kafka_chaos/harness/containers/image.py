@@ -4,9 +4,12 @@ Two layers, each tagged by a hash of what went into it and reused when the tag e
 the class-data archives, is :mod:`harness.containers.cds`):
 
 1. ``kafka-chaos-jre:<hash>`` — a JRE root filesystem assembled from Debian packages
-   (``apt-get download`` + ``dpkg -x`` of openjdk-17-jre-headless and its dependency closure)
-   and ``docker import``-ed, because no image registry (Docker Hub) is reachable.  Users who can
-   pull pass ``base_image`` (``--base-image``) instead; it must have ``java`` on its PATH.
+   (``apt-get download`` + ``dpkg -x`` of openjdk-17-jre-headless, libfaketime and their
+   dependency closure) and ``docker import``-ed, because no image registry (Docker Hub) is
+   reachable.  libfaketime is there for the clock faults (:mod:`harness.containers.clocks`: only
+   a broker started on fake clocks preloads it); the image's ``FAKETIME_LABEL`` says where it
+   is.  Users who can pull pass ``base_image`` (``--base-image``) instead; it must have ``java``
+   on its PATH (and libfaketime, labelled so, for clock faults).
 2. ``kafka-chaos-kafka:<kafka version>-<hash>`` — the distribution's flat ``libs_dir`` (the very
    jars the local launcher puts on its classpath) and a console log4j configuration on top.
 
@@ -39,6 +42,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JRE_PACKAGE = "openjdk-17-jre-headless"
+FAKETIME_PACKAGE = "libfaketime"  # 0.9.10 on Debian 12: libc6 only, which the JRE has already
+IMAGE_PACKAGES = (JRE_PACKAGE, FAKETIME_PACKAGE)
+# The image label naming libfaketime's path in it (docker build keeps a base image's labels, so
+# the Kafka and class-data layers carry it too).
+FAKETIME_LABEL = "kafka-chaos.faketime"
 JRE_REPOSITORY = "kafka-chaos-jre"
 KAFKA_REPOSITORY = "kafka-chaos-kafka"
 KAFKA_HOME = "/opt/kafka"
@@ -52,7 +60,7 @@ IMAGE_LABEL = "kafka-chaos.image"  # on every layer, so `prune --images` finds t
 CDS_IMAGE_ROLE = "kafka-cds"  # IMAGE_LABEL of the class-data layer (harness.containers.cds)
 
 # Bump when the way the root filesystem is assembled changes, so old tags are not reused.
-_JRE_RECIPE = "jre-rootfs-v1"
+_JRE_RECIPE = "jre-rootfs-v2"  # v2: libfaketime and its label
 _KAFKA_RECIPE = "kafka-layer-v2"  # v2: the JMX exporter agent
 
 # Packages the JRE "Depends" on only for their maintainer scripts (ca-certificates-java builds
@@ -92,22 +100,22 @@ def java_home_in_image(arch: str | None = None) -> str:
     return f"/usr/lib/jvm/java-17-openjdk-{arch or dpkg_architecture()}"
 
 
-def resolve_jre_packages(root: str = JRE_PACKAGE) -> tuple[DebPackage, ...]:
-    """The runtime ``Depends``/``Pre-Depends`` closure of ``root`` with candidate versions.
+def resolve_jre_packages(roots: tuple[str, ...] = IMAGE_PACKAGES) -> tuple[DebPackage, ...]:
+    """The runtime ``Depends``/``Pre-Depends`` closure of ``roots`` with candidate versions.
 
     Only the first alternative of an ``a | b`` group and the first provider of a virtual
     package are followed — what apt itself would pick on an empty system.  The answer is
     cached until apt's package cache changes (``apt-get update``): asking apt takes seconds.
     """
     cache_file = _cache_root() / "jre-packages.json"
-    key = f"{_JRE_RECIPE}:{root}:{_apt_cache_stamp()}"
+    key = f"{_JRE_RECIPE}:{','.join(roots)}:{_apt_cache_stamp()}"
     try:
         cached = json.loads(cache_file.read_text())
         if cached["key"] == key:
             return tuple(DebPackage(name, version) for name, version in cached["packages"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    packages = _resolve_jre_packages(root)
+    packages = _resolve_jre_packages(roots)
     cache_file.parent.mkdir(parents=True, exist_ok=True)
     cache_file.write_text(json.dumps({"key": key, "packages": [[p.name, p.version] for p in packages]}))
     return packages
@@ -121,9 +129,9 @@ def _apt_cache_stamp() -> str:
     return f"{stat.st_mtime_ns}:{stat.st_size}"
 
 
-def _resolve_jre_packages(root: str) -> tuple[DebPackage, ...]:
+def _resolve_jre_packages(roots: tuple[str, ...]) -> tuple[DebPackage, ...]:
     wanted: set[str] = set()
-    frontier = [root]
+    frontier = sorted(roots)
     while frontier:
         wanted.update(frontier)
         output = _run(["apt-cache", "depends", "--no-recommends", "--no-suggests", "--no-conflicts",
@@ -201,14 +209,14 @@ def ensure_jre_image(client: "docker.DockerClient", cache_dir: Path | None = Non
     arch = dpkg_architecture()
     with tempfile.TemporaryDirectory(prefix="kafka-chaos-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
-        assemble_rootfs(debs, rootfs, arch)
+        faketime = assemble_rootfs(debs, rootfs, arch)
         archive = Path(tmp) / "rootfs.tar"
         _run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."])
         java_home = java_home_in_image(arch)
         client.api.import_image_from_file(
             str(archive), repository=tag.split(":")[0], tag=tag.split(":")[1],
             changes=[f"ENV PATH={java_home}/bin:/usr/bin:/bin", f"ENV JAVA_HOME={java_home}",
-                     f"LABEL {IMAGE_LABEL}=jre"],
+                     f"LABEL {IMAGE_LABEL}=jre", f"LABEL {FAKETIME_LABEL}={faketime}"],
         )
     if not image_exists(client, tag):
         raise HarnessError(f"docker import did not produce {tag}")
@@ -237,8 +245,9 @@ def _deb_glob(package: DebPackage) -> str:
     return f"{package.name}_{package.version.replace(':', '%3a')}_*.deb"
 
 
-def assemble_rootfs(debs: list[Path], rootfs: Path, arch: str) -> None:
-    """Unpack the packages and add what their (never run) maintainer scripts would have."""
+def assemble_rootfs(debs: list[Path], rootfs: Path, arch: str) -> str:
+    """Unpack the packages and add what their (never run) maintainer scripts would have; where
+    libfaketime is in the image."""
     rootfs.mkdir(parents=True)
     for deb in debs:
         _run(["dpkg-deb", "-x", str(deb), str(rootfs)])
@@ -258,6 +267,23 @@ def assemble_rootfs(debs: list[Path], rootfs: Path, arch: str) -> None:
     (rootfs / "etc/nsswitch.conf").write_text("passwd: files\ngroup: files\nhosts: files dns\n")
     # Debian's Pre-Depends-less unpack leaves /lib64 and friends as real dirs, which is fine;
     # the multiarch library dirs are in ld.so's built-in search path, so no ld.so.cache needed.
+    return faketime_in_rootfs(rootfs)
+
+
+def faketime_in_rootfs(rootfs: Path) -> str:
+    """libfaketime's path inside the image (Debian puts it under the multiarch directory)."""
+    found = sorted(rootfs.glob("usr/lib/*/faketime/libfaketime.so.1"))
+    if not found:
+        raise HarnessError(f"{FAKETIME_PACKAGE} unpacked without usr/lib/<arch>/faketime/libfaketime.so.1")
+    return "/" + found[0].relative_to(rootfs).as_posix()
+
+
+def faketime_of_image(client: "docker.DockerClient", image: str) -> str | None:
+    """libfaketime's path in ``image`` (its ``FAKETIME_LABEL``), None when it has none (a
+    ``--base-image`` not labelled so, or a JRE layer from before libfaketime)."""
+    labels = client.images.get(image).labels or {}
+    path = labels.get(FAKETIME_LABEL)
+    return str(path) if path else None
 
 
 def _symlink(target: str, link: Path) -> None:
@@ -406,7 +432,7 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
 
 
 __all__ = [
-    "BuiltImage", "DebPackage", "IMAGE_LABEL", "JRE_PACKAGE", "KAFKA_HOME", "LIBS_DIR", "LOG4J_CONFIG",
-    "docker_available", "docker_client", "ensure_jre_image", "ensure_kafka_image", "jre_image_tag",
+    "BuiltImage", "DebPackage", "FAKETIME_LABEL", "IMAGE_LABEL", "JRE_PACKAGE", "KAFKA_HOME", "LIBS_DIR", "LOG4J_CONFIG",
+    "docker_available", "docker_client", "ensure_jre_image", "ensure_kafka_image", "faketime_of_image", "jre_image_tag",
     "kafka_image_tag", "resolve_jre_packages",
 ]

@@ -23,6 +23,7 @@ from kafka_chaos.harness.config import (
     render_properties,
     zookeeper_properties,
 )
+from kafka_chaos.harness.containers.clocks import BrokerClock
 from kafka_chaos.harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, METRICS_AGENT, METRICS_CONFIG
 from kafka_chaos.harness.jmx_exporter import agent_option
 from kafka_chaos.harness.node_logs import JVM_TIMEZONE_FLAG
@@ -301,9 +302,11 @@ class NodeStarter:
             address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files)
 
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int,
-                     metrics_host_port: int | None = None, *, log_files: tuple[str, str] | None = None) -> Container:
+                     metrics_host_port: int | None = None, *, log_files: tuple[str, str] | None = None,
+                     clock: BrokerClock | None = None) -> Container:
         """``log_files``: (host directory, log4j configuration text) to log to files there
-        instead of stdout (:func:`file_logging`)."""
+        instead of stdout (:func:`file_logging`); ``clock``: run on a fake clock
+        (:mod:`harness.containers.clocks`)."""
         # Only the listeners differ from the local launcher: INTERNAL (first, so inter-broker)
         # on the Docker network, EXTERNAL published on the host's loopback, and CONTROL_PLANE (when
         # asked) on the network.  Cuts select peers by address, so they cover it as they are.
@@ -328,7 +331,8 @@ class NodeStarter:
                          "kafka.Kafka", BROKER_CONFIG, log4j=FILE_LOG4J_CONFIG if log_files else LOG4J_CONFIG),
             address=self._broker_address(config.broker_ids().index(broker_id)), host_ports=published,
             files={BROKER_CONFIG: render_properties(properties), **log_config},
-            extra_labels={BROKER_ID_LABEL: str(broker_id)}, volumes=volumes)
+            extra_labels={BROKER_ID_LABEL: str(broker_id)}, volumes={**volumes, **(clock.volumes if clock else {})},
+            environment=clock.environment if clock else None)
 
     def start_kraft_node(self, config: ClusterConfig, node: str, role: str, properties: Mapping[str, str], *,
                          position: int, host_ports: Mapping[int, int], data_dir: str,
@@ -347,7 +351,7 @@ class NodeStarter:
 
     def _start(self, node: str, role: str, command: list[str], *, address: str, host_ports: Mapping[int, int],
                files: Mapping[str, str], extra_labels: Mapping[str, str] | None = None,
-               volumes: Mapping[str, str] | None = None) -> Container:
+               volumes: Mapping[str, str] | None = None, environment: Mapping[str, str] | None = None) -> Container:
         from testcontainers.core.container import DockerContainer
 
         container = (DockerContainer(self._image)
@@ -369,6 +373,8 @@ class NodeStarter:
             container.with_copy_into_container(text.encode(), path)
         for host_dir, mount_point in (volumes or {}).items():
             container.with_volume_mapping(host_dir, mount_point, "rw")
+        for name, value in (environment or {}).items():
+            container.with_env(name, value)
         container.start()
         wrapped: Container = container.get_wrapped_container()
         wrapped.reload()

@@ -1,4 +1,6 @@
-"""Local nodes' wall clocks set off the host's with libfaketime (capability ``CLOCK_CONTROL``).
+"""Local nodes' wall clocks set off the host's with libfaketime (capability ``CLOCK_CONTROL``),
+and what the containers launcher shares of it (:mod:`harness.containers.clocks`: the settings,
+the control file's writes, drifts, :class:`FileClockControls`).
 
 With ``ClusterConfig.fake_clocks`` every node (ZooKeeper server, broker, KRaft controller) runs
 under Debian's ``libfaketime`` (``LD_PRELOAD``, put in front of its command by ``env`` so the
@@ -71,11 +73,16 @@ def clock_problems() -> dict[Capability, str]:
     return {}
 
 
+def faketime_environment(library: str, control: str) -> dict[str, str]:
+    """Pure: the environment that runs a process under ``library`` reading its offset from
+    ``control``, with the settings above (the same on both launchers)."""
+    return {"LD_PRELOAD": library, "FAKETIME_TIMESTAMP_FILE": control, **dict(FAKETIME_ENV)}
+
+
 def faked_command(command: list[str], library: Path, control: Path) -> list[str]:
     """``command`` under libfaketime reading ``control``: ``env`` execs it in place, so the pid
     the launcher signals is the JVM's."""
-    settings = [f"LD_PRELOAD={library}", f"FAKETIME_TIMESTAMP_FILE={control}",
-                *(f"{k}={v}" for k, v in FAKETIME_ENV)]
+    settings = [f"{k}={v}" for k, v in faketime_environment(str(library), str(control)).items()]
     return ["/usr/bin/env", *settings, *command]
 
 
@@ -95,6 +102,11 @@ def write_offset(control: Path, offset_s: float) -> None:
 def drift_offset(base_s: float, rate: float, elapsed_s: float) -> float:
     """Pure: the offset of a clock that ran at ``rate`` for ``elapsed_s`` real seconds from ``base_s``."""
     return base_s + (rate - 1.0) * elapsed_s
+
+
+def check_role(role: str) -> None:
+    if role not in ROLES:
+        raise UsageError(f"clock: role must be one of {', '.join(ROLES)}, not {role!r}")
 
 
 def check_clock(offset_s: float, rate: float) -> None:
@@ -134,10 +146,51 @@ class _Drift:
                 return
 
 
-class LocalClockControls:
-    """:class:`harness.cluster.ClockController` for the local launchers: ``_fake_clocks`` (from
-    the launcher's start, after the nodes are laid out) puts libfaketime in front of each node's
-    command when the config asks for fake clocks."""
+class FileClockControls:
+    """:class:`harness.cluster.ClockController` over libfaketime control files, for any launcher
+    that says where each node's file is on this machine (``_control_file``, ``_control_files``):
+    the local launchers' node directories, the containers launcher's bind-mounted ones
+    (:mod:`harness.containers.clocks`)."""
+
+    def _control_file(self, role: str, node_id: int) -> Path:
+        """The node's control file; a one-line UsageError for a node this cluster has not, a
+        HarnessError for one on the host's clock."""
+        raise NotImplementedError
+
+    def _control_files(self) -> list[Path]:
+        """Every control file of the cluster (none when it runs on the host's clock)."""
+        raise NotImplementedError
+
+    def set_clock(self, role: str, node_id: int, *, offset_s: float = 0.0, rate: float = 1.0) -> None:
+        """From now on (felt within ``FELT_WITHIN_S``) the node's wall clock is ``offset_s`` off the
+        host's and, with ``rate`` != 1, runs that much faster from there."""
+        check_clock(offset_s, rate)
+        control = self._control_file(role, node_id)
+        drifts = self.__dict__.setdefault("_drifts", {})
+        old = drifts.pop(control, None)
+        if old is not None:
+            old.halt()
+        write_offset(control, offset_s)
+        if rate != 1.0:
+            drift = _Drift(control, offset_s, rate)
+            drifts[control] = drift
+            drift.start()
+        log.info("%s %d's clock: %+.3f s off the host's%s", role, node_id, offset_s,
+                 f", running at x{rate:g}" if rate != 1.0 else "")
+
+    def heal_clocks(self) -> None:
+        """Every node back on the host's clock; idempotent (a cluster without fake clocks: nothing)."""
+        for drift in self.__dict__.pop("_drifts", {}).values():
+            drift.halt()
+        for control in self._control_files():
+            if control.exists():
+                write_offset(control, 0.0)
+
+
+class LocalClockControls(FileClockControls):
+    """The local launchers' clocks: ``_fake_clocks`` (from the launcher's start, after the nodes
+    are laid out) puts libfaketime in front of each node's command when the config asks for fake
+    clocks; each node's control file is in its directory."""
 
     config: ClusterConfig
     _brokers: dict[int, LocalNode]
@@ -163,8 +216,7 @@ class LocalClockControls:
         return nodes
 
     def _control_file(self, role: str, node_id: int) -> Path:
-        if role not in ROLES:
-            raise UsageError(f"clock: role must be one of {', '.join(ROLES)}, not {role!r}")
+        check_role(role)
         node = self._clock_nodes().get((role, node_id))
         if node is None:
             raise UsageError(f"clock: this cluster has no {role} {node_id}")
@@ -173,30 +225,7 @@ class LocalClockControls:
             raise HarnessError(f"{node.name} runs on the host's clock: start the cluster with fake clocks")
         return control
 
-    def set_clock(self, role: str, node_id: int, *, offset_s: float = 0.0, rate: float = 1.0) -> None:
-        """From now on (felt within ``FELT_WITHIN_S``) the node's wall clock is ``offset_s`` off the
-        host's and, with ``rate`` != 1, runs that much faster from there."""
-        check_clock(offset_s, rate)
-        control = self._control_file(role, node_id)
-        drifts = self.__dict__.setdefault("_drifts", {})
-        old = drifts.pop(control, None)
-        if old is not None:
-            old.halt()
-        write_offset(control, offset_s)
-        if rate != 1.0:
-            drift = _Drift(control, offset_s, rate)
-            drifts[control] = drift
-            drift.start()
-        log.info("%s %d's clock: %+.3f s off the host's%s", role, node_id, offset_s,
-                 f", running at x{rate:g}" if rate != 1.0 else "")
-
-    def heal_clocks(self) -> None:
-        """Every node back on the host's clock; idempotent (a cluster without fake clocks: nothing)."""
-        for drift in self.__dict__.pop("_drifts", {}).values():
-            drift.halt()
+    def _control_files(self) -> list[Path]:
         if not self.config.fake_clocks:
-            return
-        for node in self._clock_nodes().values():
-            control = node.directory / CONTROL_FILE
-            if control.exists():
-                write_offset(control, 0.0)
+            return []
+        return [node.directory / CONTROL_FILE for node in self._clock_nodes().values()]

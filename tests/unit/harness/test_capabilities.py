@@ -161,3 +161,11 @@ def test_containers_without_root_lack_every_namespace_rule_with_the_reason(monke
     assert missing_capabilities("containers", "kraft")[Capability.QUORUM_LINK_PARTITION] == \
         "network partitions need root on the host"
     assert Capability.ZOOKEEPER_ENSEMBLE not in missing  # an ensemble needs no root
+
+
+def test_containers_fake_clocks_with_the_images_libfaketime_not_the_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_chaos.harness.local.clocks
+
+    monkeypatch.setattr(kafka_chaos.harness.local.clocks, "libfaketime_path", lambda: None)
+    assert Capability.CLOCK_CONTROL not in missing_capabilities("containers")
+    assert "apt-get install libfaketime" in missing_capabilities("local")[Capability.CLOCK_CONTROL]

@@ -1,0 +1,107 @@
+"""The containers launcher's clock faults (harness.containers.clocks) and libfaketime in its image
+(harness.containers.image): the pure parts and the control files on a stand-in cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.containers.clocks import (
+    CLOCK_DIR,
+    ContainerClockControls,
+    broker_clock,
+    clock_dir,
+    refuse_role,
+)
+from kafka_chaos.harness.containers.image import faketime_in_rootfs
+from kafka_chaos.harness.errors import HarnessError, UsageError
+from kafka_chaos.harness.local.clocks import CONTROL_FILE, faked_command
+
+LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def test_a_broker_container_gets_the_local_launchers_settings_and_its_directory_mounted() -> None:
+    clock = broker_clock(LIBRARY, Path("/tmp/run/clocks/broker-2"))
+    assert clock.environment == {
+        "LD_PRELOAD": LIBRARY,
+        "FAKETIME_TIMESTAMP_FILE": f"{CLOCK_DIR}/{CONTROL_FILE}",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+        "FAKETIME_CACHE_DURATION": "1",
+    }
+    assert clock.volumes == {"/tmp/run/clocks/broker-2": CLOCK_DIR}
+    # the same settings the local launcher puts in front of a node's command
+    local = faked_command(["java"], Path(LIBRARY), Path(f"{CLOCK_DIR}/{CONTROL_FILE}"))
+    assert local == ["/usr/bin/env", *(f"{k}={v}" for k, v in clock.environment.items()), "java"]
+
+
+@pytest.mark.parametrize("role, refused", [
+    ("broker", None),
+    ("zookeeper", "ZooKeeper servers run on the host's clock"),
+    ("controller", "brokers' clocks only, not a controller's"),
+    ("client", "role must be one of broker, controller, zookeeper"),
+])
+def test_only_brokers_clocks_move_on_containers(role: str, refused: str | None) -> None:
+    if refused is None:
+        refuse_role(role)
+    else:
+        with pytest.raises(UsageError, match=refused):
+            refuse_role(role)
+
+
+@pytest.mark.parametrize("layout, found", [
+    (["usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"], "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
+    (["usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+      "usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"], "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"),
+    (["usr/lib/x86_64-linux-gnu/libc.so.6"], None),
+])
+def test_libfaketime_is_found_under_the_multiarch_directory(tmp_path: Path, layout: list[str],
+                                                            found: str | None) -> None:
+    for name in layout:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    if found is None:
+        with pytest.raises(HarnessError, match="libfaketime unpacked without"):
+            faketime_in_rootfs(tmp_path)
+    else:
+        assert faketime_in_rootfs(tmp_path) == found
+
+
+class _Cluster(ContainerClockControls):
+    """The mixin over a 3-broker cluster's config and clock directories, no Docker."""
+
+    def __init__(self, root: Path | None, fake: bool) -> None:
+        self.config = ClusterConfig(brokers=3, fake_clocks=fake)
+        self._brokers = {}
+        self._clocks_root = root
+
+
+def test_fake_clocks_write_each_brokers_file_and_the_heal_zeroes_them(tmp_path: Path) -> None:
+    cluster = _Cluster(tmp_path, fake=True)
+    clocks = {b: cluster._broker_clock(b, LIBRARY) for b in (1, 2, 3)}
+    assert {b: c.host_dir for b, c in clocks.items() if c} == {b: str(tmp_path / f"broker-{b}") for b in (1, 2, 3)}
+    cluster.set_clock("broker", 2, offset_s=60)
+    assert (clock_dir(tmp_path, 2) / CONTROL_FILE).read_text() == "+60.000\n"
+    assert (clock_dir(tmp_path, 1) / CONTROL_FILE).read_text() == "+0.000\n"
+    with pytest.raises(UsageError, match="no broker 4"):
+        cluster.set_clock("broker", 4, offset_s=5)
+    with pytest.raises(UsageError, match="host's clock"):
+        cluster.set_clock("zookeeper", 1, offset_s=5)
+    cluster.set_clock("broker", 3, rate=1.5)
+    cluster.heal_clocks()  # stops the drift before zeroing
+    assert {(clock_dir(tmp_path, b) / CONTROL_FILE).read_text() for b in (1, 2, 3)} == {"+0.000\n"}
+
+
+def test_without_fake_clocks_nothing_is_laid_out_and_a_clock_fault_says_why(tmp_path: Path) -> None:
+    plain = _Cluster(None, fake=False)
+    assert plain._broker_clock(1, LIBRARY) is None
+    with pytest.raises(HarnessError, match="broker 1 runs on the host's clock"):
+        plain.set_clock("broker", 1, offset_s=5)
+    plain.heal_clocks()  # nothing to heal
+
+
+def test_an_image_without_libfaketime_refuses_fake_clocks_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="--base-image must carry it"):
+        _Cluster(tmp_path, fake=True)._broker_clock(1, None)
