@@ -45,6 +45,10 @@ latency_ms        dict[str, float | None] | None — phases of a leader switch, 
                   no ack / no poll), "unavailable" (longest stretch without an ack),
                   "e2e_p50" / "e2e_p99" / "e2e_p999" (produce -> first consume); its
                   ``observed`` holds "produce_availability" and "consume_availability" (shares).
+                  The "txn_availability" measurement (one per fault step with the
+                  transactional workload) carries "txn_commit_p50" / "txn_commit_p99"
+                  (commit_transaction's latency) and "txn_no_commit" (the longest stretch
+                  without a commit); its ``observed`` counts the attempts per outcome.
                   A "latency" record of a step whose controller logs were read
                   (scenarios.history.controller_log) also carries "controller_queue",
                   "controller_processing", "leader_and_isr", "update_metadata" and
@@ -90,7 +94,10 @@ STALL_S = 1.0
 # Of those, the counts of fixed 1 s windows without success (in ms, multiples of 1,000): coarse,
 # shown apart from the phases measured to the millisecond.
 WINDOW_PHASES = ("produce_unavailable", "consume_unavailable")
-LATENCY_PHASES = LEADER_SWITCH_PHASES + CLIENT_PHASES
+# The transactional workload's view of a fault step (the "txn_availability" measurement,
+# scenarios.checks.txn_availability): commit latency and the longest stretch without a commit.
+TXN_PHASES = ("txn_commit_p50", "txn_commit_p99", "txn_no_commit")
+LATENCY_PHASES = LEADER_SWITCH_PHASES + CLIENT_PHASES + TXN_PHASES
 
 RecordKind = Literal["check", "measurement"]
 

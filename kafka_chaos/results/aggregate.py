@@ -141,6 +141,7 @@ def classify(parsed: "DataFrame") -> "DataFrame":
 
 NO_FAULT = "none"  # the fault label of measurements from records without a fault
 AVAILABILITY_CHECK = "client_availability"
+TXN_CHECK = "txn_availability"
 CONTROLLER_CHECK = "controller_metrics"
 TIMELINE_CHECK = "migration_timeline"
 
@@ -161,6 +162,7 @@ _FACT_PARTS: Mapping[str, str] = {
     "phase": "string",  # the time-ledger table's key
     "times": "struct<started_at:double,finished_at:double,seed:bigint>",
     "availability": "struct<produce:double,consume:double>",
+    "transactions": "struct<committed:bigint,aborted:bigint,failed:bigint,unknown:bigint>",
     "controller": "struct<elections:bigint,election_ms:double,events:bigint,queue_ms:double,shutdowns:bigint,"
                   "shutdown_ms:double,unclean:bigint,moved:int,offline:bigint,urp:bigint,under_min_isr:bigint,"
                   "queue_size:bigint>",
@@ -221,6 +223,7 @@ def facts(classified: "DataFrame") -> "DataFrame":
       no measurement): fault (``none`` without one), phase, partitions, session timeout, value;
     * ``availability`` / ``controller`` — the ``client_availability`` / ``controller_metrics``
       measurements' figures per fault;
+    * ``transactions`` — the ``txn_availability`` measurements' attempts per outcome, per fault;
     * ``failing`` — a failed check (``kind == "check"`` and ``passed`` false), whole;
     * ``timeline`` — a migration step's ``migration_timeline`` measurement, whole;
     * ``time`` — one per phase of a ``time_ledger`` measurement whose scope is counted
@@ -246,6 +249,9 @@ def facts(classified: "DataFrame") -> "DataFrame":
                                                               consume=_observed("$.consume_availability"))) + " END",
         f"CASE WHEN {measurement} AND `check` = '{CONTROLLER_CHECK}' THEN "
         + _fact("controller", fault=fault, controller=_controller_values()) + " END",
+        f"CASE WHEN {measurement} AND `check` = '{TXN_CHECK}' THEN " + _fact(
+            "transactions", fault=fault,
+            transactions=_struct(**{name: _observed(f"$.{name}", "BIGINT") for name in TXN_OUTCOMES})) + " END",
         f"CASE WHEN {valid} AND kind = 'check' AND passed = false THEN "
         + _fact("failing", failure=f"to_json(struct({', '.join(f'`{c}`' for c in FAILURE_COLUMNS)}))") + " END",
         f"CASE WHEN {measurement} AND `check` = '{TIMELINE_CHECK}' THEN "
@@ -272,9 +278,11 @@ def facts(classified: "DataFrame") -> "DataFrame":
 _AVAILABILITY_VALUES = tuple(f"{name}_{label}" for name in ("produce", "consume") for label in ("sum", "min", "n"))
 _AVAILABILITY_SUMMED = tuple(name for name in _AVAILABILITY_VALUES if not name.endswith("_min"))
 _AVAILABILITY_SMALLEST = tuple(name for name in _AVAILABILITY_VALUES if name.endswith("_min"))
+TXN_OUTCOMES = ("committed", "aborted", "failed", "unknown")  # scenarios.checks.txn_availability's
+_TXN_SUMMED = tuple(f"txn_{name}" for name in TXN_OUTCOMES)
 # What a non-latency partial row carries besides its table and count, as JSON (``rest``).
 REST_FIELDS = ("input", "outcome", "fault", "failure", "step", "phase", "started_at", "finished_at", "seed",
-               *_AVAILABILITY_VALUES, *_SUMMED, *_LARGEST, "seconds")
+               *_AVAILABILITY_VALUES, *_SUMMED, *_LARGEST, "seconds", *_TXN_SUMMED)
 
 
 def partials(facts_frame: "DataFrame") -> "DataFrame":
@@ -293,7 +301,8 @@ def partials(facts_frame: "DataFrame") -> "DataFrame":
         "count(1) AS n", "min(times.started_at) AS started_at", "max(times.finished_at) AS finished_at",
         "min(times.seed) AS seed", *availability,
         *[f"sum(controller.{name}) AS {name}" for name in _SUMMED],
-        *[f"max(controller.{name}) AS {name}" for name in _LARGEST], "sum(time.seconds) AS seconds")])
+        *[f"max(controller.{name}) AS {name}" for name in _LARGEST], "sum(time.seconds) AS seconds",
+        *[f"sum(transactions.{name}) AS txn_{name}" for name in TXN_OUTCOMES])])
     rest = "to_json(named_struct(" + ", ".join(f"'{name}', {name}" for name in REST_FIELDS) + "))"
     return aggregated.selectExpr(FILE_ID, "table", "sample", "n",
                                  f"CASE WHEN table = 'latency' THEN NULL ELSE {rest} END AS rest")
@@ -329,6 +338,7 @@ class Aggregates:
     time_ledger: list[dict[str, Any]] = field(default_factory=list)
     latency_histogram: list[dict[str, Any]] = field(default_factory=list)
     availability: list[dict[str, Any]] = field(default_factory=list)
+    transactions: list[dict[str, Any]] = field(default_factory=list)
     controller: list[dict[str, Any]] = field(default_factory=list)
     trend_by_day: list[dict[str, Any]] = field(default_factory=list)
     trend_by_run: list[dict[str, Any]] = field(default_factory=list)
@@ -506,7 +516,7 @@ def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
 
     table = found.table
     by_table = {name: _rows(table, name) for name in ("outcome", "availability", "controller", "failing", "timeline",
-                                                      "time")}
+                                                      "time", "transactions")}
     # JSON leaves out null fields: a record without a verdict has no "passed"
     outcomes = [{**dict.fromkeys(OUTCOME_KEYS), **row["outcome"], **{k: row[k] for k in ("n", "started_at",
                                                                                          "finished_at", "seed")}}
@@ -514,6 +524,7 @@ def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
     availability = tables.merge_rows(by_table["availability"], "fault", summed=("n", *_AVAILABILITY_SUMMED),
                                      smallest=_AVAILABILITY_SMALLEST)
     controller = tables.merge_rows(by_table["controller"], "fault", summed=("n", *_SUMMED), largest=_LARGEST)
+    transactions = tables.merge_rows(by_table["transactions"], "fault", summed=("n", *_TXN_SUMMED))
     samples = _samples(table)
     return {
         "inputs": tables.input_counts(_inputs(table), found.examples),
@@ -523,6 +534,7 @@ def finish_tables(found: FilePartials) -> dict[str, list[dict[str, Any]]]:
         "latency_values": tables.latency_values(samples),
         "availability": tables.availability(availability),
         "controller": tables.controller(controller),
+        "transactions": tables.transactions(transactions),
         "failing_checks": tables.failing_checks(by_table["failing"]),
         "migration_timeline": tables.migration_timeline(by_table["timeline"]),
         "time_ledger": tables.time_ledger(tables.merge_rows(by_table["time"], "phase", summed=("n", "seconds"))),
@@ -603,7 +615,7 @@ def _load(result: Aggregates, found: Mapping[str, list[dict[str, Any]]], tables_
     for name in ("pass_rates", "latency", "latency_by_partitions", "latency_by_session_timeout", "latency_by_release",
                  "latency_by_mode", "migration_timeline", "time_ledger",
                  "latency_histogram",
-                 "availability", "controller", "trend_by_day", "trend_by_run", "latency_values"):
+                 "availability", "controller", "transactions", "trend_by_day", "trend_by_run", "latency_values"):
         setattr(result, name, jsonable[name])
     result.failing_checks = jsonable["failing_checks"][:failing_limit]
     result.failing_checks_total = len(found["failing_checks"])

@@ -148,6 +148,7 @@ def render_html(summary: Mapping[str, Any], images: Mapping[str, Any]) -> str:
         "</details>",
         *_leader_switch(summary, images),
         *_client_availability(summary, images),
+        *_transactions(summary),
         _migration_timeline(summary.get("migration_timeline", [])),  # absent before migrations were
         _time_ledger(summary.get("time_ledger", [])),  # absent before time ledgers were
         _timelines(images.get("timelines", [])),
@@ -266,6 +267,27 @@ def _client_availability(summary: Mapping[str, Any], images: Mapping[str, Any]) 
             ("produce_p50", "ms without ack, p50", fmt.ms), ("produce_p99", "p99", fmt.ms),
             ("consume_mean", "consume: mean share", fmt.rate), ("consume_min", "min share", fmt.rate),
             ("consume_p50", "ms without poll, p50", fmt.ms), ("consume_p99", "p99", fmt.ms)]),
+    ]
+
+
+def _transactions(summary: Mapping[str, Any]) -> list[str]:
+    """"Transactions": the transactional workload per fault (none without it)."""
+    counts, latency = summary.get("transactions", []), phases.txn_rows(summary["latency"])
+    if not counts and not latency:
+        return []
+    return [
+        '<h2 id="transactions">Transactions</h2>',
+        '<p class="note">What the transactional workload\'s clients saw per fault step, from the fault to the end '
+        "of the step's measurement (the <code>txn_availability</code> measurements): the attempts that ended "
+        "then — committed, aborted as the workload asked (every fifth), aborted by an error, or with an end the "
+        "client never learnt — and the <b>failure rate</b>, the last two over all. <b>txn_commit_p50 / p99</b>: "
+        "<code>commit_transaction</code>'s latency per step (librdkafka's workload; Kafka's Java copier reports "
+        "a commit only once made); <b>txn_no_commit</b>: the longest stretch without a commit.</p>",
+        _table(counts, [("fault", "fault", fmt.text), ("steps", "steps", fmt.count),
+                        ("committed", "committed", fmt.count), ("aborted", "aborted as asked", fmt.count),
+                        ("failed", "aborted by an error", fmt.count), ("unknown", "end unknown", fmt.count),
+                        ("failure_rate", "failure rate", fmt.rate)]),
+        _table(latency, [("fault", "fault", fmt.text), ("phase", "phase", fmt.text), *_LATENCY_COLUMNS]),
     ]
 
 

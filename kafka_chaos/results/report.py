@@ -261,6 +261,7 @@ def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems:
         "latency_histogram": aggregates.latency_histogram,
         "availability": aggregates.availability,
         "controller": aggregates.controller,
+        "transactions": aggregates.transactions,
         "migration_timeline": aggregates.migration_timeline,
         "time_ledger": aggregates.time_ledger,
         "trend_by_day": aggregates.trend_by_day,

@@ -76,6 +76,8 @@ TABLE_COLUMNS: Mapping[str, str] = {
     "latency_histogram": "fault:string phase:string low_ms:double high_ms:double count:bigint",
     "availability": "fault:string count:bigint produce_mean:double produce_min:double consume_mean:double "
                     "consume_min:double",
+    "transactions": "fault:string steps:bigint committed:bigint aborted:bigint failed:bigint unknown:bigint "
+                    "failure_rate:double",
     "controller": "fault:string steps:bigint controller_moves:bigint broker_change_events:bigint "
                   "broker_change_mean_ms:double queued_events:bigint queue_mean_ms:double "
                   "controlled_shutdowns:bigint shutdown_mean_ms:double unclean_elections:bigint offline_max:bigint "
@@ -318,6 +320,20 @@ def controller(facts: Sequence[Row]) -> list[Row]:
              "unclean_elections": f["unclean"], "offline_max": f["offline"], "under_replicated_max": f["urp"],
              "under_min_isr_max": f["under_min_isr"], "queue_size_max": f["queue_size"]}
             for f in sorted(facts, key=lambda f: nulls_first(f["fault"]))]
+
+
+def transactions(facts: Sequence[Row]) -> list[Row]:
+    """Per fault: the transactional workload's attempts that ended in its steps' windows, summed
+    per outcome (``txn_availability`` measurements), and the failure rate — those aborted by an
+    error and those whose end the client never learnt, over all (the aborts the workload asks for
+    are not failures)."""
+    rows = []
+    for f in sorted(facts, key=lambda f: nulls_first(f["fault"])):
+        counts = {name: f[f"txn_{name}"] or 0 for name in ("committed", "aborted", "failed", "unknown")}
+        attempts = sum(counts.values())
+        rows.append({"fault": f["fault"], "steps": f["n"], **counts,
+                     "failure_rate": _mean(counts["failed"] + counts["unknown"], attempts)})
+    return rows
 
 
 # ------------------------------------------------------------------------------ failed checks

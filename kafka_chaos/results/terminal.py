@@ -68,6 +68,7 @@ def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) 
         lines += ["", "clients, ms per partition and fault step (produce_outage: unanswered sends, from the "
                       "producer's acks; 1 s windows: a count of windows without success, in ms):"]
         lines += _columns(clients, _latency_spec(33))
+    lines += _transaction_lines(summary)
     if summary.get("time_ledger"):  # absent from a summary written before time ledgers were
         lines += ["", "where the time went (time_ledger measurements):"]
         lines += _columns(summary["time_ledger"], [
@@ -93,6 +94,27 @@ def render_terminal(summary: Mapping[str, Any], report_path: str | None = None) 
     if report_path:
         lines += ["", f"report: {report_path}"]
     return "\n".join(lines)
+
+
+def _transaction_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The transactional workload per fault: its attempts' outcomes, then its commit latency and
+    longest stretch without a commit per step (absent from a summary written before they were)."""
+    lines: list[str] = []
+    if summary.get("transactions"):
+        lines += ["", "transactions per fault (attempts ended in the fault steps' windows; failure rate: aborted "
+                      "by an error or end unknown, over all):"]
+        lines += _columns(summary["transactions"], [
+            ("fault", "fault", 24, fmt.text), ("steps", "steps", -6, fmt.count),
+            ("committed", "committed", -10, fmt.count), ("aborted", "aborted", -8, fmt.count),
+            ("failed", "failed", -7, fmt.count), ("unknown", "unknown", -8, fmt.count),
+            ("failure_rate", "failure", -8, fmt.rate),
+        ])
+    txn = phases.txn_rows(summary["latency"])
+    if txn:
+        lines += ["", "transactions, ms per fault step (commit_transaction's latency; the longest stretch "
+                      "without a commit):"]
+        lines += _columns(txn, _latency_spec(21))
+    return lines
 
 
 TERMINAL_REGRESSION_ROWS = 8

@@ -35,7 +35,7 @@ from tests.spark.helpers import record
 GOLDEN = Path(__file__).with_name("golden") / "aggregates.json"
 # Not in the golden file: added since, or not a result.
 NEW_FIELDS = ("latency_values", "controller", "seconds", "cached_files", "latency_by_release", "latency_by_mode",
-              "migration_timeline", "time_ledger")
+              "migration_timeline", "time_ledger", "transactions")
 
 
 def golden_input(root: Path) -> list[Path]:

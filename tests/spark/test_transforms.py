@@ -246,3 +246,26 @@ def test_where_the_time_went_sums_each_phase_over_the_counted_time_ledgers(spark
         ("cluster", False, 1, 10.0, 10.0), ("create_topics", False, 1, 2.0, 2.0), ("other", False, 2, 2.0, 1.0)]
     assert sum(r["share"] for r in rows) == pytest.approx(1.0) and rows[3]["share"] == pytest.approx(10 / 28)
     assert tables_of(spark, [record(check="oracle_leader")])["time_ledger"] == []
+
+
+def test_transactions_per_fault_sum_the_outcomes_and_their_latency_is_a_phase(spark):
+    """``txn_availability`` measurements (scenarios.checks.txn_availability) become the report's
+    transactions per fault: outcomes summed over the fault's steps, the failure rate (aborted by an
+    error or unknown, over all; the aborts the workload asks for are not failures), and their
+    commit latency among the latency phases; no such measurement, no rows."""
+    def step(fault, committed, aborted, failed, unknown, commit_p99):
+        return record(kind="measurement", check="txn_availability", passed=None, fault=fault,
+                      observed={"committed": committed, "aborted": aborted, "failed": failed, "unknown": unknown},
+                      latency_ms={"txn_commit_p50": 10.0, "txn_commit_p99": commit_p99, "txn_no_commit": 300.0})
+    found = tables_of(spark, [
+        step("hard_kill", 8, 2, 3, 1, 5400.0), step("hard_kill", 10, 2, 0, 0, 40.0),
+        step("pause", 0, 0, 0, 0, None),
+        record(check="oracle_leader"),
+    ])
+    assert [(r["fault"], r["steps"], r["committed"], r["aborted"], r["failed"], r["unknown"]) for r in
+            found["transactions"]] == [("hard_kill", 2, 18, 4, 3, 1), ("pause", 1, 0, 0, 0, 0)]
+    assert found["transactions"][0]["failure_rate"] == pytest.approx(4 / 26)
+    assert found["transactions"][1]["failure_rate"] is None  # no attempt ended: no rate
+    p99 = {(r["fault"], r["count"], r["max"]) for r in found["latency"] if r["phase"] == "txn_commit_p99"}
+    assert p99 == {("hard_kill", 2, 5400.0)}
+    assert tables_of(spark, [record(check="oracle_leader")])["transactions"] == []

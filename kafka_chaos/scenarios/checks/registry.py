@@ -38,6 +38,7 @@ from kafka_chaos.scenarios.history import controller_metrics as cm
 from kafka_chaos.scenarios.checks import client_history as hc
 from kafka_chaos.scenarios.checks.copy import check_copy
 from kafka_chaos.scenarios.checks.transactions import check_transactions, workload_figures
+from kafka_chaos.scenarios.checks.txn_availability import txn_availability as txn_window
 from kafka_chaos.scenarios.checks import latency as lat
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps
 from kafka_chaos.scenarios.clients.delivery import DeliveryReport, validate_delivery
@@ -707,6 +708,17 @@ def client_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResul
             topic, partition, kind="measurement", latency_ms=e2e,
             timestamps={"start": obs.fault_at, "end": obs.measured_at}))
     return results
+
+
+@register_check("txn_availability", StepObserved)
+def txn_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """A fault step's transactions from the fault to the end of its measurement: outcomes, abort
+    rate, commit latency and the longest stretch without a commit
+    (:mod:`scenarios.checks.txn_availability`); nothing for a step without the transactional
+    workload."""
+    if obs.index is None or obs.txn is None:
+        return []
+    return [txn_window(obs.txn.txns, obs.fault_at, obs.measured_at, obs.traits.label)]
 
 
 def log_starts(ctx: CheckContext) -> dict[str, list[hc.LogStart]]:
