@@ -47,7 +47,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from confluent_kafka import (
@@ -103,7 +103,10 @@ _STOP_GRACE_S = 90.0
 # its timeout (a retriable _TIMED_OUT) except when its coordinator request is never timed out,
 # confluentinc/librdkafka#5456 (rd_kafka_txn_op_req0 in an untimed cnd_wait, docs/transactions.md).
 _HANG_MARGIN_S = 10.0
-_REAP_S = 10.0  # for a fenced instance's stuck call to return
+# How long the copier waits for a fenced instance's stuck call to return before it goes on: the
+# call may stay blocked long after the fence (the stuck instance learns of it only from a reply to
+# a request of its own), and is then closed by the late hook (_TxnClient._closed_late).
+_REAP_S = 5.0
 _CLOSE_S = 10.0
 HUNG = "_HUNG"  # the error recorded for a call given up as hung (librdkafka's local errors' style)
 _POLL_S = 0.2
@@ -186,10 +189,14 @@ def hung_error(call: str) -> str:
 
 @dataclass
 class _Returned:
-    """What a call run by :func:`call_bounded` returned or raised, once its thread ended."""
+    """What a call run by :func:`call_bounded` returned or raised, once it ``ended``; ``given_up``:
+    the caller stopped waiting first."""
 
     value: Any = None
     error: BaseException | None = None
+    ended: bool = False
+    given_up: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class CallHung(Exception):
@@ -197,7 +204,7 @@ class CallHung(Exception):
     ``returned`` once the thread ends)."""
 
     def __init__(self, call: str, bound_s: float, thread: threading.Thread, returned: _Returned) -> None:
-        super().__init__(f"{call} did not return within {bound_s:.0f} s")
+        super().__init__(f"{call} did not return within {bound_s:g} s")
         self.call = call
         self.bound_s = bound_s
         self.thread = thread
@@ -208,29 +215,42 @@ class CallHung(Exception):
         return hung_error(self.call)
 
     def result(self) -> str:
-        """How the call ended, once its thread did: "returned" or the error's name."""
-        if self.thread.is_alive():
-            return "still running"
+        """How the call ended: "still running", "returned" or the error's name."""
+        with self.returned.lock:
+            if not self.returned.ended:
+                return "still running"
         return "returned" if self.returned.error is None else error_name(self.returned.error)
 
 
-def call_bounded(call: str, fn: Callable[[], T], bound_s: float) -> T:
+def call_bounded(call: str, fn: Callable[[], T], bound_s: float, late: Callable[[CallHung], None] | None = None) -> T:
     """``fn()`` run on a thread of its own, its result or exception handed back when it ends within
-    ``bound_s``; :class:`CallHung` otherwise (the thread is left to end: a daemon thread; the
-    caller fences or drops what it was using)."""
+    ``bound_s``; :class:`CallHung` otherwise: the thread is left to end (a daemon thread), and
+    runs ``late`` (on that thread) if it ever does — the caller's clean-up of what it gave up."""
     returned = _Returned()
+    hung: list[CallHung] = []
 
     def run() -> None:
         try:
             returned.value = fn()
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             returned.error = exc
+        with returned.lock:
+            returned.ended = True
+            given_up = returned.given_up
+        if given_up and late is not None:
+            try:
+                late(hung[0])
+            except Exception:  # noqa: BLE001 - nobody waits for this thread: said here
+                log.exception("cleaning up after %s", call)
 
     thread = threading.Thread(target=run, name=f"txn-call-{call}", daemon=True)
+    hung.append(CallHung(call, bound_s, thread, returned))
     thread.start()
     thread.join(bound_s)
-    if thread.is_alive():
-        raise CallHung(call, bound_s, thread, returned)
+    with returned.lock:
+        returned.given_up = not returned.ended
+    if returned.given_up:
+        raise hung[0]
     if returned.error is not None:
         raise returned.error
     return cast(T, returned.value)
@@ -287,7 +307,7 @@ class _TxnClient:
 
     def __init__(self, bootstrap: str, txn_id: str, client_id: str, stopping: threading.Event, *,
                  make: Callable[[dict[str, Any], logging.Logger], Producer] = new_producer,
-                 bound: Callable[[float], float] = hang_bound) -> None:
+                 bound: Callable[[float], float] = hang_bound, wait_stuck_s: float = _REAP_S) -> None:
         self.txn_id = txn_id
         self.stopping = stopping
         self.config: dict[str, Any] = {
@@ -304,12 +324,29 @@ class _TxnClient:
         self.seq = 0
         self.make = make
         self.bound = bound
+        self.wait_stuck_s = wait_stuck_s
         self._stuck_lock = threading.Lock()
         self._stuck: list[_Stuck] = []
         self.hangs = 0
 
-    def _call(self, call: str, fn: Callable[[], T], timeout_s: float) -> T:
-        return call_bounded(call, fn, self.bound(timeout_s))
+    def _call(self, producer: Producer, call: str, fn: Callable[[], T], timeout_s: float) -> T:
+        """``fn``, a call of ``producer`` given ``timeout_s``, bounded: :class:`CallHung` past
+        ``bound(timeout_s)``; the instance is closed if the call returns after that."""
+        return call_bounded(call, fn, self.bound(timeout_s), late=lambda hung: self._closed_late(producer, hung))
+
+    def _closed_late(self, producer: Producer, hung: CallHung) -> None:
+        """A call given up as hung has returned (on its own thread): one last poll for its
+        attempt's delivery reports, then the instance is closed and forgotten."""
+        log.info("%s: the stuck %s returned: %s; its instance closed", self.txn_id, hung.call, hung.result())
+        try:
+            producer.poll(0)
+            call_bounded("close", producer.close, _CLOSE_S)
+        except CallHung:
+            log.warning("%s: closing a fenced instance did not return within %.0f s", self.txn_id, _CLOSE_S)
+        except KafkaException as exc:
+            log.info("%s: closing a fenced instance: %s", self.txn_id, kafka_error(exc).str())
+        with self._stuck_lock:
+            self._stuck = [s for s in self._stuck if s.hung.thread is not hung.thread]
 
     def ready(self) -> Producer | None:
         """The current instance, made and ``init_transactions``-ed if need be (retried until it
@@ -321,7 +358,8 @@ class _TxnClient:
                                   "error_cb": lambda err: log.debug("%s: %s", self.txn_id, err)}, self.ring.logger)
             self.instances += 1
             try:
-                self._call("init_transactions", lambda: producer.init_transactions(_INIT_TIMEOUT_S), _INIT_TIMEOUT_S)
+                self._call(producer, "init_transactions", lambda: producer.init_transactions(_INIT_TIMEOUT_S),
+                           _INIT_TIMEOUT_S)
                 self.producer = producer
             except CallHung as hung:  # the next instance's init_transactions fences this one
                 self._hung(producer, hung)
@@ -333,7 +371,7 @@ class _TxnClient:
     def _hung(self, producer: Producer, hung: CallHung) -> None:
         """Say it once, keep the stuck instance to close when its call returns, drop it as current."""
         self.hangs += 1
-        log.warning("%s: %s did not return within %.0f s, past its own timeout: librdkafka#5456 (an untimed wait "
+        log.warning("%s: %s did not return within %g s, past its own timeout: librdkafka#5456 (an untimed wait "
                     "once the transaction coordinator is gone); an attempt under way is recorded unknown and a new "
                     "instance of the transactional.id fences the stuck one", self.txn_id, hung.call, hung.bound_s)
         with self._stuck_lock:
@@ -344,39 +382,26 @@ class _TxnClient:
     def fence_stuck(self, producer: Producer, hung: CallHung) -> None:
         """After ``producer``'s call hung: a new instance of the transactional.id, whose
         ``init_transactions`` fences the stuck one (the coordinator bumps the epoch, completing
-        a prepared commit and aborting anything else: ``TransactionCoordinator.handleInitProducerId``),
-        so that its call returns with the fence's error; then the stuck instance is closed
-        (bounded: :meth:`reap`). When the workload is stopping, the post-heal :meth:`fence` does it."""
+        a prepared commit and aborting anything else: ``TransactionCoordinator.handleInitProducerId``;
+        the brokers refuse the old epoch's writes from then on); when the workload is stopping,
+        one fencing instance (:meth:`fence`). The stuck call returns with the fence's error once
+        its instance hears of it; up to ``wait_stuck_s`` is waited for that (its attempt's
+        delivery reports), then the copier goes on and the call's thread closes the instance
+        whenever it returns (:meth:`_closed_late`)."""
         self._hung(producer, hung)
-        self.ready()
-        self.reap(_REAP_S)
+        if self.ready() is None:
+            self.fence()
+        self.still_stuck(self.wait_stuck_s)
 
-    def reap(self, timeout_s: float) -> int:
-        """Close the stuck instances whose call has returned (waiting up to ``timeout_s`` for
-        them), after one last poll for their delivery reports; the number still stuck."""
+    def still_stuck(self, timeout_s: float) -> list[str]:
+        """The calls given up as hung that have not returned yet, after waiting up to
+        ``timeout_s`` for them."""
         deadline = time.monotonic() + timeout_s
         with self._stuck_lock:
-            stuck, self._stuck = self._stuck, []
-        left: list[_Stuck] = []
+            stuck = list(self._stuck)
         for s in stuck:
             s.hung.thread.join(max(0.0, deadline - time.monotonic()))
-            if s.hung.thread.is_alive():
-                log.warning("%s: the stuck %s has not returned %.0f s after its instance was fenced",
-                            self.txn_id, s.hung.call, timeout_s)
-                left.append(s)
-                continue
-            log.info("%s: the stuck %s returned once fenced: %s; its instance closed", self.txn_id, s.hung.call,
-                     s.hung.result())
-            try:
-                s.producer.poll(0)  # the delivery reports of its attempt's sends
-                call_bounded("close", s.producer.close, _CLOSE_S)
-            except CallHung:
-                log.warning("%s: closing a fenced instance did not return within %.0f s", self.txn_id, _CLOSE_S)
-            except KafkaException as exc:
-                log.info("%s: closing a fenced instance: %s", self.txn_id, kafka_error(exc).str())
-        with self._stuck_lock:
-            self._stuck = left + self._stuck
-        return len(left)
+        return [s.hung.call for s in stuck if s.hung.result() == "still running"]
 
     def replace(self) -> None:
         """Drop the instance: the next :meth:`ready` makes one of the same transactional.id."""
@@ -412,7 +437,7 @@ class _TxnClient:
             return None
         began = time.time()
         try:
-            self._call("begin_transaction", producer.begin_transaction, 0.0)
+            self._call(producer, "begin_transaction", producer.begin_transaction, 0.0)
         except CallHung as stuck:  # nothing sent yet: no attempt to record
             self.fence_stuck(producer, stuck)
             return None
@@ -439,7 +464,7 @@ class _TxnClient:
                 held_ms = int((time.time() - acked) * 1000)
             if offsets:
                 tps = [TopicPartition(o.topic, o.partition, o.offset) for o in offsets]
-                self._call("send_offsets_to_transaction",
+                self._call(producer, "send_offsets_to_transaction",
                            lambda: producer.send_offsets_to_transaction(tps, group_metadata, _OFFSETS_TIMEOUT_S),
                            _OFFSETS_TIMEOUT_S)
         except CallHung as exc:  # neither commit nor abort: the stuck instance is fenced below
@@ -453,7 +478,7 @@ class _TxnClient:
             committing_at = time.time()
             while True:
                 try:
-                    self._call("commit_transaction", lambda: producer.commit_transaction(_COMMIT_TIMEOUT_S),
+                    self._call(producer, "commit_transaction", lambda: producer.commit_transaction(_COMMIT_TIMEOUT_S),
                                _COMMIT_TIMEOUT_S)
                     committed = True
                     break
@@ -503,7 +528,7 @@ class _TxnClient:
         failed = 0
         while True:
             try:
-                self._call("abort_transaction", lambda: producer.abort_transaction(_COMMIT_TIMEOUT_S),
+                self._call(producer, "abort_transaction", lambda: producer.abort_transaction(_COMMIT_TIMEOUT_S),
                            _COMMIT_TIMEOUT_S)
                 return True
             except KafkaException as exc:
@@ -516,11 +541,12 @@ class _TxnClient:
     def fence(self) -> bool:
         """One more instance of this transactional.id, initialised and dropped: whatever an
         earlier instance left open is completed or aborted by the coordinator, and a stuck
-        instance's call returns (then it is closed: :meth:`reap`)."""
+        instance's call returns once the instance hears of it (then it is closed: :meth:`_closed_late`)."""
         producer = self.make({**self.config, "client.id": f"{self.config['client.id']}-fence", "log_level": 2},
                              logging.getLogger(f"{__name__}.librdkafka"))
         try:
-            self._call("init_transactions", lambda: producer.init_transactions(_INIT_TIMEOUT_S), _INIT_TIMEOUT_S)
+            self._call(producer, "init_transactions", lambda: producer.init_transactions(_INIT_TIMEOUT_S),
+                       _INIT_TIMEOUT_S)
             return True
         except CallHung as hung:
             log.warning("%s: fencing init_transactions: %s", self.txn_id, hung)
@@ -528,8 +554,6 @@ class _TxnClient:
         except KafkaException as exc:
             log.warning("%s: fencing init_transactions: %s", self.txn_id, kafka_error(exc).str())
             return False
-        finally:
-            self.reap(_REAP_S)
 
 
 def produce(producer: Producer, sends: list[_Send], topic: str, partition: int, key: str) -> None:
@@ -673,8 +697,15 @@ class TxnWorkload:
 
     def fence(self) -> list[str]:
         """Every transactional.id initialised once more (writers stopped): nothing stays open.
-        The ids that could not be."""
-        return [c.txn_id for c in [*self.clients, self.copier] if not c.fence()]
+        The ids that could not be. A call still stuck after its fence (librdkafka#5456) is said:
+        its instance is fenced (the brokers refuse its writes) and is closed if it returns."""
+        unfenced = [c.txn_id for c in [*self.clients, self.copier] if not c.fence()]
+        for c in [*self.clients, self.copier]:
+            stuck = c.still_stuck(c.wait_stuck_s)
+            if stuck:
+                log.warning("%s: %s still blocked after the fence (librdkafka#5456); its instance is fenced and is "
+                            "closed if the call returns", c.txn_id, ", ".join(stuck))
+        return unfenced
 
     # -- what was recorded --------------------------------------------------------------------
 

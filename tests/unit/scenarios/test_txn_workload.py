@@ -270,14 +270,27 @@ def test_call_bounded_hands_back_what_the_call_did() -> None:
     assert hung.value.result() == "returned" and hung.value.returned.value is True
 
 
+def test_call_bounded_cleans_up_after_a_late_return_only() -> None:
+    late: list[str] = []
+    assert call_bounded("quick", lambda: 1, 5.0, late=lambda h: late.append(h.call)) == 1
+    release = threading.Event()
+    with pytest.raises(CallHung) as hung:
+        call_bounded("slow", lambda: release.wait(30.0), 0.05, late=lambda h: late.append(h.result()))
+    assert late == []
+    release.set()
+    hung.value.thread.join(30.0)
+    assert late == ["returned"]
+
+
 class FakeCoordinator:
     """One transactional.id's coordinator as the client sees it: ``init_transactions`` bumps the
     epoch and fences every older instance; a call named in ``hang`` blocks (once) as
     librdkafka#5456's does, until an instance with a newer epoch fences it, then raises _FENCED."""
 
-    def __init__(self, hang: str | None = None) -> None:
+    def __init__(self, hang: str | None = None, deaf: threading.Event | None = None) -> None:
         self.epoch = 0
         self.hang = hang
+        self.deaf = deaf  # set: the stuck call hears of no fence, it returns when this is set
         self.changed = threading.Condition()
         self.instances: list[FakeProducer] = []
         self.committed: list[tuple[int, tuple[str, ...]]] = []
@@ -303,6 +316,8 @@ class FakeProducer:
         if self.coord.hang == call:
             self.coord.hang = None
             since = self.coord.epoch
+            if self.coord.deaf is not None:
+                assert self.coord.deaf.wait(30.0), "never released"
             with self.coord.changed:
                 assert self.coord.changed.wait_for(lambda: self.coord.epoch > since, 30.0), "never fenced"
             raise KafkaException(FENCED)
@@ -369,11 +384,13 @@ def _copier_plan(producer: Any, sends: list[Any]) -> list[TxnOffset]:
     return [TxnOffset("g", "in", 0, 5)]
 
 
-def _client(coord: FakeCoordinator) -> Any:
+def _client(coord: FakeCoordinator, wait_stuck_s: float = 30.0) -> Any:
     from kafka_chaos.scenarios.clients.txn_workload import _TxnClient
 
-    # a call's bound: far above what a call that does not hang takes, so only the hung one reaches it
-    return _TxnClient("127.0.0.1:1", "unit-copier", "unit", threading.Event(), make=coord.make, bound=lambda t: 0.5)
+    # a call's bound: far above what a call that does not hang takes, so only the hung one reaches it;
+    # a stuck call that hears of its fence returns at once, well within wait_stuck_s
+    return _TxnClient("127.0.0.1:1", "unit-copier", "unit", threading.Event(), make=coord.make, bound=lambda t: 0.5,
+                      wait_stuck_s=wait_stuck_s)
 
 
 @pytest.mark.parametrize("call, abort, error, commit_called", [
@@ -394,14 +411,46 @@ def test_a_hung_call_is_recorded_unknown_and_its_instance_fenced_closed_and_neve
     assert stuck.calls[stuck.calls.index(call) + 1:] == ["poll", "close"] and stuck.closed  # nothing else after the hang
     assert "abort_transaction" not in stuck.calls or call == "abort_transaction"
     assert fresh.calls == ["init_transactions"] and fresh.epoch == coord.epoch == 2 and client.producer is fresh
-    assert client.hangs == 1 and client.reap(0.0) == 0
+    assert client.hangs == 1 and client.still_stuck(0.0) == []
     hangs = [r for r in caplog.records if "librdkafka#5456" in r.getMessage()]
     assert len(hangs) == 1 and hangs[0].levelno == logging.WARNING and call in hangs[0].getMessage()
-    assert any("returned once fenced: _FENCED" in r.getMessage() for r in caplog.records)
+    assert any(f"the stuck {call} returned: _FENCED; its instance closed" in r.getMessage() for r in caplog.records)
     # the copier goes on with the new instance
     again = client.transact(_copier_plan, False, group_metadata=None)
     assert again is not None and again.outcome == COMMITTED and again.seq == 1
     assert coord.committed == [(2, ("k0",))] and len(coord.instances) == 2
+
+
+def test_a_call_still_stuck_after_the_fence_is_left_and_closed_when_it_returns() -> None:
+    released = threading.Event()
+    coord = FakeCoordinator(hang="send_offsets_to_transaction", deaf=released)
+    client = _client(coord, wait_stuck_s=0.1)
+    txn = client.transact(_copier_plan, False)
+    assert txn.outcome == UNKNOWN and txn.sends == (TxnSend("out", 0, "k0", None),)  # no delivery report polled
+    stuck, fresh = coord.instances
+    assert client.still_stuck(0.0) == ["send_offsets_to_transaction"] and not stuck.closed
+    assert client.transact(_copier_plan, False).outcome == COMMITTED  # the copier did not wait for it
+    assert stuck.calls[-1] == "send_offsets_to_transaction"  # nothing called on it meanwhile
+    released.set()
+    assert client.still_stuck(30.0) == [] and stuck.closed and stuck.calls[-2:] == ["poll", "close"]
+
+
+def test_a_hang_while_stopping_fences_with_one_instance_and_makes_no_working_one() -> None:
+    from kafka_chaos.scenarios.clients.txn_workload import _TxnClient
+
+    coord = FakeCoordinator(hang="commit_transaction")
+    stopping = threading.Event()
+    client = _TxnClient("127.0.0.1:1", "unit-copier", "unit", stopping, make=coord.make, bound=lambda t: 0.5,
+                      wait_stuck_s=30.0)
+
+    def plan(producer: Any, sends: list[Any]) -> list[TxnOffset]:
+        stopping.set()  # the writers are told to stop while this attempt is under way
+        return _copier_plan(producer, sends)
+
+    txn = client.transact(plan, False)
+    assert txn.outcome == UNKNOWN and txn.error == "commit_transaction:_HUNG"
+    stuck, fencer = coord.instances
+    assert fencer.calls == ["init_transactions"] and client.producer is None and stuck.closed
 
 
 def test_a_hung_begin_or_init_leaves_no_attempt_and_a_fenced_instance() -> None:
@@ -415,7 +464,7 @@ def test_a_hung_begin_or_init_leaves_no_attempt_and_a_fenced_instance() -> None:
     client = _client(coord)
     txn = client.transact(_copier_plan, False)
     assert txn.outcome == COMMITTED and txn.seq == 0 and client.hangs == 1
-    assert client.reap(5.0) == 0 and coord.instances[0].calls == ["init_transactions", "poll", "close"]
+    assert client.still_stuck(5.0) == [] and coord.instances[0].calls == ["init_transactions", "poll", "close"]
     assert coord.committed == [(coord.instances[1].epoch, ("k0",))] and coord.instances[1].epoch == coord.epoch
 
 
