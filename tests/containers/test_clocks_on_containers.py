@@ -1,18 +1,23 @@
-"""Brokers' clocks on the containers launcher (harness.containers.clocks): one broker on a fake
-clock, read from outside as the LogAppendTime it stamps on each record it appends (Kafka's
+"""Kafka nodes' clocks on the containers launchers (harness.containers.clocks). A broker's clock
+is read from outside as the LogAppendTime it stamps on each record it appends (Kafka's
 ``Time.milliseconds`` on the leader: ``UnifiedLog.append`` with ``message.timestamp.type`` =
-LogAppendTime), against this host's clock at the acknowledgement. A jump is felt, survives a
-kill and a ``docker start`` (the container's environment and mount are kept), a drift gains,
-the heal puts it back; the ZooKeeper container never preloads libfaketime. Nothing is left."""
+LogAppendTime) against this host's clock at the acknowledgement; a KRaft controller's as the
+append time of the TopicRecord it writes to its metadata log (the batch's base timestamp,
+``KafkaRaftClient``'s accumulator on ``time.milliseconds``), read from the host-mounted log.
+ZooKeeper mode: a jump is felt, survives a kill and a ``docker start`` (the container's
+environment and mount are kept), a drift gains, the heal puts it back, the ZooKeeper container
+never preloads libfaketime. KRaft: the broker's and the controller's jumps. Nothing is left."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from kafka_chaos.harness.local.clocks import FELT_WITHIN_S
 from tests.containers.conftest import assert_nothing_left
 
 log = logging.getLogger(__name__)
@@ -84,4 +89,52 @@ def test_a_brokers_clock_jumps_drifts_survives_a_restart_and_heals(kafka_image: 
         environment = {node: c.attrs["Config"]["Env"] or [] for node, c in containers.items()}
         assert any(e.startswith("LD_PRELOAD=") for e in environment["broker-1"])
         assert not any(e.startswith("LD_PRELOAD=") for e in environment["zookeeper"])
+    assert_nothing_left(cluster.run_id)
+
+
+def topic_created_at(metadata_dir: Path, topic: str) -> float:
+    """The append time the controller's metadata log gives ``topic``'s TopicRecord (bounded wait)."""
+    from kafka_chaos.harness.kraft.observer import METADATA_PARTITION_DIR
+    from kafka_chaos.harness.kraft.records import TopicCreated, iter_records
+
+    deadline = time.monotonic() + FELT_BOUND_S
+    while time.monotonic() < deadline:
+        for segment in sorted((metadata_dir / METADATA_PARTITION_DIR).glob("*.log")):
+            for entry in iter_records(segment.read_bytes()):
+                if isinstance(entry.record, TopicCreated) and entry.record.name == topic:
+                    return entry.at
+        time.sleep(0.2)
+    pytest.fail(f"no TopicRecord for {topic} in {metadata_dir} after {FELT_BOUND_S:.0f} s")
+
+
+# The KRaft cell of the same matrix (docs/nightly.md).
+@pytest.mark.nightly
+def test_a_kraft_brokers_and_controllers_clocks_jump_and_heal(kafka_image: str, kafka_distribution) -> None:  # type: ignore[no-untyped-def]
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kafka_chaos.harness.config import ClusterConfig
+    from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
+
+    cluster = ContainerKraftCluster(ClusterConfig(brokers=1, mode="kraft", controllers=1, fake_clocks=True),
+                                    kafka_distribution)
+    with cluster:
+        bootstrap = cluster.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1, config={"message.timestamp.type": "LogAppendTime"})])[TOPIC].result(30)
+        cluster.set_clock("broker", 1, offset_s=60)
+        wait_offset(bootstrap, lambda o: abs(o - 60) < 1.0, "broker +60 s")
+        cluster.heal_clocks()
+        wait_offset(bootstrap, lambda o: abs(o) < 1.0, "broker healed")
+
+        controller = cluster.controller_ids[0]
+        cluster.set_clock("controller", controller, offset_s=60)
+        time.sleep(FELT_WITHIN_S)  # no record to probe the controller with before it is felt
+        asked = time.time()
+        admin.create_topics([NewTopic("after-the-jump", 1, 1)])["after-the-jump"].result(30)
+        done = time.time()
+        at = topic_created_at(cluster.metadata_log_dirs()[0], "after-the-jump")
+        log.info("controller +60 s: TopicRecord appended at %+.3f s of the host's clock", at - (asked + done) / 2)
+        assert asked + 59 <= at <= done + 61
+        cluster.heal_clocks()
+        assert abs(broker_offset_s(bootstrap)) < 1.0, "the controller's jump left the broker's clock alone"
     assert_nothing_left(cluster.run_id)

@@ -57,7 +57,7 @@ from kafka_chaos.harness.config import session_timeout_ms, shared_broker_setting
 from kafka_chaos.harness.containers import teardown
 from kafka_chaos.harness.containers.clocks import CLOCKS_SUBDIR, ContainerClockControls
 from kafka_chaos.harness.containers.ensemble import ContainerEnsembleControls
-from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image, faketime_of_image
+from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.labels import detached_labels, new_run_id, run_labels
 from kafka_chaos.harness.containers.log_dirs import ContainerLogDirControls, log_dir_problem
 from kafka_chaos.harness.containers.network import (
@@ -210,7 +210,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         self._network_name = self._starter.create_network().name
         if self._broker_log_files:
             self._logs_root = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-logs-"))
-        library = self._clock_library()
+        library = self._start_clocks(self._client, self.image,
+                                     self.state_dir / CLOCKS_SUBDIR if self.state_dir is not None else None)
         for server_id in servers:
             self._zookeepers[server_id] = self._starter.start_zookeeper(self.config, self._zk_host_ports[server_id],
                                                                         server_id)
@@ -222,7 +223,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
                                                                   self._metrics_host_ports[broker_id]
                                                                   if self._metrics else None,
                                                                   log_files=self._log_files_of(broker_id),
-                                                                  clock=self._broker_clock(broker_id, library))
+                                                                  clock=self._node_clock("broker", broker_id, library))
         self._wait_brokers_ready(self.broker_ids, time.monotonic() + self.start_timeout)
         if self.state_dir is not None:
             self.write_state()
@@ -243,17 +244,9 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         self.image = cds
         return True
 
-    def _clock_library(self) -> str | None:
-        """libfaketime's path in the image when the brokers run on fake clocks (their control
-        files then go in the state directory of a detached cluster, so ``attach`` finds them)."""
-        if not self.config.fake_clocks:
-            return None
-        assert self.image is not None and self._client is not None
-        if self.state_dir is not None:
-            self._clocks_root = self.state_dir / CLOCKS_SUBDIR
-        else:
-            self._clocks_root = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-clocks-"))
-        return faketime_of_image(self._client, self.image)
+    def _clock_nodes(self) -> dict[str, list[int]]:
+        """The brokers' clocks only: ZooKeeper's stay the host's (:mod:`harness.containers.clocks`)."""
+        return {"broker": self.config.broker_ids()}
 
     def _log_files_of(self, broker_id: int) -> tuple[str, str] | None:
         """(host directory, log4j configuration) when the brokers log to host files."""

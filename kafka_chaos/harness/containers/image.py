@@ -7,7 +7,7 @@ the class-data archives, is :mod:`harness.containers.cds`):
    (``apt-get download`` + ``dpkg -x`` of openjdk-17-jre-headless, libfaketime and their
    dependency closure) and ``docker import``-ed, because no image registry (Docker Hub) is
    reachable.  libfaketime is there for the clock faults (:mod:`harness.containers.clocks`: only
-   a broker started on fake clocks preloads it); the image's ``FAKETIME_LABEL`` says where it
+   a Kafka node of a fake-clock cluster preloads it); the image's ``FAKETIME_LABEL`` says where it
    is.  Users who can pull pass ``base_image`` (``--base-image``) instead; it must have ``java``
    on its PATH (and libfaketime, labelled so, for clock faults).
 2. ``kafka-chaos-kafka:<kafka version>-<hash>`` — the distribution's flat ``libs_dir`` (the very

@@ -36,6 +36,7 @@ from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability, quorum_cut_peers
 from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.containers import teardown
+from kafka_chaos.harness.containers.clocks import ContainerClockControls
 from kafka_chaos.harness.containers.cluster import disable_ryuk_unless_present
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.labels import new_run_id, run_labels
@@ -81,9 +82,10 @@ def controller_alias(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class ContainerKraftCluster(KraftBasics):
-    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl` and
-    :class:`harness.cluster.ControllerQuorumControl` in Docker containers; see the module docstring."""
+class ContainerKraftCluster(KraftBasics, ContainerClockControls):
+    """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
+    :class:`harness.cluster.ControllerQuorumControl` and the brokers' and controllers' clocks
+    (:mod:`harness.containers.clocks`) in Docker containers; see the module docstring."""
 
     backend = "containers"
 
@@ -118,6 +120,8 @@ class ContainerKraftCluster(KraftBasics):
         self._addresses: dict[int, str] = {}  # node id -> its fixed address on the run network
         self._cut: set[int] = set()  # nodes with cut rules in their namespace
         self._properties: dict[str, dict[str, str]] = {}  # node -> server.properties (container paths)
+        self._clocks_root: Path | None = None  # the nodes' clock control files (fake clocks only)
+        self._clock_library: str | None = None  # libfaketime in the image (fake clocks only)
         self._destroyed = False
 
     def __enter__(self) -> ContainerKraftCluster:
@@ -186,6 +190,7 @@ class ContainerKraftCluster(KraftBasics):
         image = ensure_kafka_image(self.distribution, base_image=self.base_image, client=self._client).tag
         teardown.register(self)
         self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-kraft-"))
+        self._clock_library = self._start_clocks(self._client, image, self._run_dir / "clocks")
         brokers, controllers = self.broker_ids, self.controller_ids
         ports = free_ports(2 * len(brokers) + len(controllers))
         self._broker_ports = dict(zip(brokers, ports))
@@ -227,7 +232,13 @@ class ContainerKraftCluster(KraftBasics):
                 host_ports[METRICS_PORT] = self._metrics_ports[broker_id]
         return self._starter.start_kraft_node(self.config, name, role, self._properties[name], position=position,
                                               host_ports=host_ports, data_dir=str(self._dir() / name),
-                                              metrics=broker_id in self._metrics_ports)
+                                              metrics=broker_id in self._metrics_ports,
+                                              clock=self._node_clock(role, int(name.rsplit("-", 1)[1]),
+                                                                     self._clock_library))
+
+    def _clock_nodes(self) -> dict[str, list[int]]:
+        """Every Kafka node's clock: the brokers' and the controllers' (each a ``kafka.Kafka`` JVM)."""
+        return {"broker": list(self.broker_ids), "controller": list(self.controller_ids)}
 
     def _format_storage(self) -> None:
         """On the host, into the directory each container mounts (the image has no shell)."""

@@ -23,7 +23,7 @@ from kafka_chaos.harness.config import (
     render_properties,
     zookeeper_properties,
 )
-from kafka_chaos.harness.containers.clocks import BrokerClock
+from kafka_chaos.harness.containers.clocks import NodeClock
 from kafka_chaos.harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, METRICS_AGENT, METRICS_CONFIG
 from kafka_chaos.harness.jmx_exporter import agent_option
 from kafka_chaos.harness.node_logs import JVM_TIMEZONE_FLAG
@@ -303,7 +303,7 @@ class NodeStarter:
 
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int,
                      metrics_host_port: int | None = None, *, log_files: tuple[str, str] | None = None,
-                     clock: BrokerClock | None = None) -> Container:
+                     clock: NodeClock | None = None) -> Container:
         """``log_files``: (host directory, log4j configuration text) to log to files there
         instead of stdout (:func:`file_logging`); ``clock``: run on a fake clock
         (:mod:`harness.containers.clocks`)."""
@@ -336,18 +336,20 @@ class NodeStarter:
 
     def start_kraft_node(self, config: ClusterConfig, node: str, role: str, properties: Mapping[str, str], *,
                          position: int, host_ports: Mapping[int, int], data_dir: str,
-                         metrics: bool = False) -> Container:
+                         metrics: bool = False, clock: NodeClock | None = None) -> Container:
         """A KRaft controller (``position`` < 0: -1, -2, ... on the ZooKeeper servers' addresses,
         which a KRaft run has none of) or broker (``position`` in the sorted broker ids) whose
         data directory is the host's ``data_dir``, formatted there already
-        (:mod:`harness.containers.kraft`), mounted at BROKER_DATA_DIR."""
+        (:mod:`harness.containers.kraft`), mounted at BROKER_DATA_DIR; ``clock``: run on a fake clock
+        (:mod:`harness.containers.clocks`)."""
         address = self._zookeeper_address(-position) if position < 0 else self._broker_address(position)
         agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics else []
         return self._start(
             node, role,
             java_command(config.broker_heap, [*config.jvm_options, *agent], "kafka.Kafka", BROKER_CONFIG),
             address=address, host_ports=host_ports, files={BROKER_CONFIG: render_properties(properties)},
-            volumes={data_dir: BROKER_DATA_DIR})
+            volumes={data_dir: BROKER_DATA_DIR, **(clock.volumes if clock else {})},
+            environment=clock.environment if clock else None)
 
     def _start(self, node: str, role: str, command: list[str], *, address: str, host_ports: Mapping[int, int],
                files: Mapping[str, str], extra_labels: Mapping[str, str] | None = None,

@@ -11,9 +11,9 @@ from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.containers.clocks import (
     CLOCK_DIR,
     ContainerClockControls,
-    broker_clock,
     clock_dir,
-    refuse_role,
+    faked_node,
+    node_clock,
 )
 from kafka_chaos.harness.containers.image import faketime_in_rootfs
 from kafka_chaos.harness.errors import HarnessError, UsageError
@@ -22,8 +22,8 @@ from kafka_chaos.harness.local.clocks import CONTROL_FILE, faked_command
 LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
-def test_a_broker_container_gets_the_local_launchers_settings_and_its_directory_mounted() -> None:
-    clock = broker_clock(LIBRARY, Path("/tmp/run/clocks/broker-2"))
+def test_a_node_container_gets_the_local_launchers_settings_and_its_directory_mounted() -> None:
+    clock = node_clock(LIBRARY, Path("/tmp/run/clocks/broker-2"))
     assert clock.environment == {
         "LD_PRELOAD": LIBRARY,
         "FAKETIME_TIMESTAMP_FILE": f"{CLOCK_DIR}/{CONTROL_FILE}",
@@ -37,18 +37,27 @@ def test_a_broker_container_gets_the_local_launchers_settings_and_its_directory_
     assert local == ["/usr/bin/env", *(f"{k}={v}" for k, v in clock.environment.items()), "java"]
 
 
-@pytest.mark.parametrize("role, refused", [
-    ("broker", None),
-    ("zookeeper", "ZooKeeper servers run on the host's clock"),
-    ("controller", "brokers' clocks only, not a controller's"),
-    ("client", "role must be one of broker, controller, zookeeper"),
+ZOOKEEPER_MODE = {"broker": [1, 2, 3]}
+KRAFT = {"broker": [1, 2, 3], "controller": [3000]}
+
+
+@pytest.mark.parametrize("nodes, role, node_id, refused", [
+    (ZOOKEEPER_MODE, "broker", 2, None),
+    (ZOOKEEPER_MODE, "broker", 4, "this cluster has no broker 4"),
+    (ZOOKEEPER_MODE, "zookeeper", 1, "ZooKeeper servers run on the host's clock"),
+    (ZOOKEEPER_MODE, "controller", 3000, "this cluster has no controller 3000"),
+    (KRAFT, "controller", 3000, None),
+    (KRAFT, "broker", 3, None),
+    (KRAFT, "zookeeper", 1, "ZooKeeper servers run on the host's clock"),
+    (KRAFT, "client", 1, "role must be one of broker, controller, zookeeper"),
 ])
-def test_only_brokers_clocks_move_on_containers(role: str, refused: str | None) -> None:
+def test_only_kafka_nodes_clocks_move_on_containers(nodes: dict[str, list[int]], role: str, node_id: int,
+                                                     refused: str | None) -> None:
     if refused is None:
-        refuse_role(role)
+        faked_node(role, node_id, nodes)
     else:
         with pytest.raises(UsageError, match=refused):
-            refuse_role(role)
+            faked_node(role, node_id, nodes)
 
 
 @pytest.mark.parametrize("layout, found", [
@@ -70,33 +79,35 @@ def test_libfaketime_is_found_under_the_multiarch_directory(tmp_path: Path, layo
 
 
 class _Cluster(ContainerClockControls):
-    """The mixin over a 3-broker cluster's config and clock directories, no Docker."""
+    """The mixin over a ZooKeeper-mode 3-broker cluster's config and clock directories, no Docker."""
 
     def __init__(self, root: Path | None, fake: bool) -> None:
         self.config = ClusterConfig(brokers=3, fake_clocks=fake)
-        self._brokers = {}
         self._clocks_root = root
+
+    def _clock_nodes(self) -> dict[str, list[int]]:
+        return {"broker": self.config.broker_ids()}
 
 
 def test_fake_clocks_write_each_brokers_file_and_the_heal_zeroes_them(tmp_path: Path) -> None:
     cluster = _Cluster(tmp_path, fake=True)
-    clocks = {b: cluster._broker_clock(b, LIBRARY) for b in (1, 2, 3)}
+    clocks = {b: cluster._node_clock("broker", b, LIBRARY) for b in (1, 2, 3)}
     assert {b: c.host_dir for b, c in clocks.items() if c} == {b: str(tmp_path / f"broker-{b}") for b in (1, 2, 3)}
     cluster.set_clock("broker", 2, offset_s=60)
-    assert (clock_dir(tmp_path, 2) / CONTROL_FILE).read_text() == "+60.000\n"
-    assert (clock_dir(tmp_path, 1) / CONTROL_FILE).read_text() == "+0.000\n"
+    assert (clock_dir(tmp_path, "broker", 2) / CONTROL_FILE).read_text() == "+60.000\n"
+    assert (clock_dir(tmp_path, "broker", 1) / CONTROL_FILE).read_text() == "+0.000\n"
     with pytest.raises(UsageError, match="no broker 4"):
         cluster.set_clock("broker", 4, offset_s=5)
     with pytest.raises(UsageError, match="host's clock"):
         cluster.set_clock("zookeeper", 1, offset_s=5)
     cluster.set_clock("broker", 3, rate=1.5)
     cluster.heal_clocks()  # stops the drift before zeroing
-    assert {(clock_dir(tmp_path, b) / CONTROL_FILE).read_text() for b in (1, 2, 3)} == {"+0.000\n"}
+    assert {(clock_dir(tmp_path, "broker", b) / CONTROL_FILE).read_text() for b in (1, 2, 3)} == {"+0.000\n"}
 
 
 def test_without_fake_clocks_nothing_is_laid_out_and_a_clock_fault_says_why(tmp_path: Path) -> None:
     plain = _Cluster(None, fake=False)
-    assert plain._broker_clock(1, LIBRARY) is None
+    assert plain._node_clock("broker", 1, LIBRARY) is None
     with pytest.raises(HarnessError, match="broker 1 runs on the host's clock"):
         plain.set_clock("broker", 1, offset_s=5)
     plain.heal_clocks()  # nothing to heal
@@ -104,4 +115,4 @@ def test_without_fake_clocks_nothing_is_laid_out_and_a_clock_fault_says_why(tmp_
 
 def test_an_image_without_libfaketime_refuses_fake_clocks_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="--base-image must carry it"):
-        _Cluster(tmp_path, fake=True)._broker_clock(1, None)
+        _Cluster(tmp_path, fake=True)._node_clock("broker", 1, None)

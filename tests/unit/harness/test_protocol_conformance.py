@@ -59,7 +59,8 @@ CLAIMS: dict[type, set[type]] = {
                             DiskFaulter},
     LocalKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner,
                         ClockController, PowerFailer, DiskFaulter},
-    ContainerKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner},
+    ContainerKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner,
+                            ClockController},
 }
 PROTOCOLS = [Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
              ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, MigrationControl,
