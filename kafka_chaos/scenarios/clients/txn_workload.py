@@ -340,6 +340,9 @@ class _TxnClient:
         log.info("%s: the stuck %s returned: %s; its instance closed", self.txn_id, hung.call, hung.result())
         try:
             producer.poll(0)
+        except KafkaException as exc:  # fenced: a fatal error, raised again by every call
+            log.debug("%s: poll: %s", self.txn_id, kafka_error(exc).str())
+        try:
             call_bounded("close", producer.close, _CLOSE_S)
         except CallHung:
             log.warning("%s: closing a fenced instance did not return within %.0f s", self.txn_id, _CLOSE_S)
