@@ -65,18 +65,17 @@ def test_implements_the_protocols(cluster: Cluster, kafka_distribution) -> None:
     assert cluster.kafka_version == kafka_distribution.version
     assert cluster.broker_ids == [1, 2, 3]
     # Both launchers cut and degrade the network (containers: rules in each broker's namespace;
-    # local: iptables on loopback, as root), run ZooKeeper ensembles, fail log directories and
-    # fake clocks (libfaketime: on the host, or in the image for the brokers' containers);
-    # only the local one delays links (its userspace link proxies: this kernel has no netem),
-    # rolls a broker to another release (one class path per broker; containers: one image each)
-    # and puts data on the crash-consistency layer (a FUSE mount on the host: power failures,
-    # disk faults).
+    # local: iptables on loopback, as root), run ZooKeeper ensembles, fail log directories, fake
+    # clocks (libfaketime: on the host, or in the image for the brokers' containers) and put data
+    # on the crash-consistency layer (a FUSE mount on the host; containers bind-mount it: power
+    # failures, disk faults); only the local one delays links (its userspace link proxies: this
+    # kernel has no netem) and rolls a broker to another release (one class path per broker;
+    # containers: one image each).
     # Neither ZooKeeper-mode cluster has KRaft controllers (tests/containers/test_kraft_on_containers.py),
     # so no links between them to cut either (tests/integration/test_kraft_links.py), nor migrates
     # (the local launcher's migrating cluster does: tests/integration/test_migration.py).
     assert isinstance(cluster, NetworkPartitioner)
-    local_only = {Capability.LINK_DELAY, Capability.BROKER_RELEASES, Capability.POWER_FAILURE,
-                  Capability.DISK_FAULTS}
+    local_only = {Capability.LINK_DELAY, Capability.BROKER_RELEASES}
     both = set(Capability) - local_only - {Capability.CONTROLLER_QUORUM, Capability.ZK_MIGRATION,
                                            Capability.QUORUM_LINK_PARTITION}
     from kafka_chaos.harness.cluster import capability_problems

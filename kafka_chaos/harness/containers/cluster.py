@@ -56,6 +56,7 @@ from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import session_timeout_ms, shared_broker_settings
 from kafka_chaos.harness.containers import teardown
 from kafka_chaos.harness.containers.clocks import CLOCKS_SUBDIR, ContainerClockControls
+from kafka_chaos.harness.containers.disks import ContainerDiskControls
 from kafka_chaos.harness.containers.ensemble import ContainerEnsembleControls
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.labels import detached_labels, new_run_id, run_labels
@@ -86,6 +87,7 @@ from kafka_chaos.harness.containers.state import (
     read_container_state,
     render_container_state,
 )
+from kafka_chaos.harness.local.disks import disk_problems
 from kafka_chaos.harness.local.state import STATE_FILE, write_state
 from kafka_chaos.harness.nodes import free_ports, zookeeper_four_letter
 from kafka_chaos.harness.observer import ConvergenceTimeout, ZkObserver
@@ -115,18 +117,20 @@ STOP_TIMEOUT_SECONDS = 60
 START_TIMEOUT_SECONDS = 120.0
 
 
-class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, ContainerClockControls):
+class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, ContainerClockControls,
+                       ContainerDiskControls):
     """See the module docstring.  Use as a context manager, or call ``start``/``destroy``.
     Failed log directories: :mod:`harness.containers.log_dirs`; brokers' clocks:
-    :mod:`harness.containers.clocks`."""
+    :mod:`harness.containers.clocks`; power failures and disk faults: :mod:`harness.containers.disks`."""
 
     backend = "containers"
 
     @staticmethod
     def capability_problems() -> dict[Capability, str]:
-        """Failing a container's log directory needs root (``/proc/<pid>/root``)."""
+        """Failing a container's log directory needs root (``/proc/<pid>/root``); the
+        crash-consistency layer runs on the host (root, /dev/fuse, libfuse3)."""
         problem = log_dir_problem()
-        return {Capability.LOG_DIR_FAILURE: problem} if problem else {}
+        return {**({Capability.LOG_DIR_FAILURE: problem} if problem else {}), **disk_problems()}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *,
                  base_image: str | None = None, run_id: str | None = None,
@@ -210,6 +214,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         self._network_name = self._starter.create_network().name
         if self._broker_log_files:
             self._logs_root = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-logs-"))
+        data_dirs = self._mount_disks(self.config.broker_ids())
         library = self._start_clocks(self._client, self.image,
                                      self.state_dir / CLOCKS_SUBDIR if self.state_dir is not None else None)
         for server_id in servers:
@@ -223,7 +228,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
                                                                   self._metrics_host_ports[broker_id]
                                                                   if self._metrics else None,
                                                                   log_files=self._log_files_of(broker_id),
-                                                                  clock=self._node_clock("broker", broker_id, library))
+                                                                  clock=self._node_clock("broker", broker_id, library),
+                                                                  data_dir=data_dirs.get(broker_id))
         self._wait_brokers_ready(self.broker_ids, time.monotonic() + self.start_timeout)
         if self.state_dir is not None:
             self.write_state()
@@ -339,9 +345,11 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
 
             remove_run(client, self.run_id)
             client.close()
+        for problem in self._unmount_disks():  # once no container uses the mounts
+            log.warning("crash-consistency layer: %s", problem)
         if self._starter is not None:
             self._starter.close()
-        for directory in (self._run_dir, self._logs_root, self._clocks_root):
+        for directory in (self._run_dir, self._logs_root, self._clocks_root, self._lazy_root):
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
         if self.state_dir is not None:

@@ -303,10 +303,11 @@ class NodeStarter:
 
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int,
                      metrics_host_port: int | None = None, *, log_files: tuple[str, str] | None = None,
-                     clock: NodeClock | None = None) -> Container:
+                     clock: NodeClock | None = None, data_dir: str | None = None) -> Container:
         """``log_files``: (host directory, log4j configuration text) to log to files there
         instead of stdout (:func:`file_logging`); ``clock``: run on a fake clock
-        (:mod:`harness.containers.clocks`)."""
+        (:mod:`harness.containers.clocks`); ``data_dir``: a host directory mounted as the data
+        directory (:mod:`harness.containers.disks`) instead of the container's own."""
         # Only the listeners differ from the local launcher: INTERNAL (first, so inter-broker)
         # on the Docker network, EXTERNAL published on the host's loopback, and CONTROL_PLANE (when
         # asked) on the network.  Cuts select peers by address, so they cover it as they are.
@@ -331,7 +332,8 @@ class NodeStarter:
                          "kafka.Kafka", BROKER_CONFIG, log4j=FILE_LOG4J_CONFIG if log_files else LOG4J_CONFIG),
             address=self._broker_address(config.broker_ids().index(broker_id)), host_ports=published,
             files={BROKER_CONFIG: render_properties(properties), **log_config},
-            extra_labels={BROKER_ID_LABEL: str(broker_id)}, volumes={**volumes, **(clock.volumes if clock else {})},
+            extra_labels={BROKER_ID_LABEL: str(broker_id)}, volumes={**volumes, **(clock.volumes if clock else {}),
+                                                                  **({data_dir: BROKER_DATA_DIR} if data_dir else {})},
             environment=clock.environment if clock else None)
 
     def start_kraft_node(self, config: ClusterConfig, node: str, role: str, properties: Mapping[str, str], *,

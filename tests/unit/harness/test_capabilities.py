@@ -171,3 +171,13 @@ def test_containers_fake_clocks_with_the_images_libfaketime_not_the_hosts(monkey
     assert Capability.CLOCK_CONTROL not in missing_capabilities("containers")
     assert Capability.CLOCK_CONTROL not in missing_capabilities("containers", "kraft")
     assert "apt-get install libfaketime" in missing_capabilities("local")[Capability.CLOCK_CONTROL]
+
+
+def test_containers_put_data_on_the_hosts_layer_when_the_host_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka_chaos.harness.local.disks
+
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)
+    assert not {Capability.POWER_FAILURE, Capability.DISK_FAULTS} & set(missing_capabilities("containers"))
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: "no /dev/fuse")
+    missing = missing_capabilities("containers")
+    assert missing[Capability.POWER_FAILURE] == missing[Capability.DISK_FAULTS] == "no /dev/fuse"

@@ -51,7 +51,8 @@ CLAIMS: dict[type, set[type]] = {
                    ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller, ReplicaLogReader,
                    ClockController, PowerFailer, DiskFaulter},
     ContainerCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
-                       ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, ReplicaLogReader, ClockController},
+                       ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, ReplicaLogReader, ClockController,
+                       PowerFailer, DiskFaulter},
     # a ZooKeeper-mode local cluster plus the migration and, once provisioned, its controllers
     LocalMigrationCluster: {Cluster, BrokerControl, ZooKeeperControl, NetworkPartitioner, ZooKeeperEnsembleControl,
                             ZooKeeperLinkPartitioner, NetworkDegrader, LogDirFailer, LinkDelayer, ReleaseRoller,
