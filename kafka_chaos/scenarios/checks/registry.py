@@ -38,7 +38,11 @@ from kafka_chaos.scenarios.history import controller_metrics as cm
 from kafka_chaos.scenarios.checks import client_history as hc
 from kafka_chaos.scenarios.checks.copy import check_copy
 from kafka_chaos.scenarios.checks.transactions import check_transactions, workload_figures
-from kafka_chaos.scenarios.checks.txn_availability import txn_availability as txn_window
+from kafka_chaos.scenarios.checks.txn_availability import (
+    TRANSPARENT_FAULTS,
+    check_transparent_operation,
+    txn_availability as txn_window,
+)
 from kafka_chaos.scenarios.checks import latency as lat
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps
 from kafka_chaos.scenarios.clients.delivery import DeliveryReport, validate_delivery
@@ -719,6 +723,19 @@ def txn_availability(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     if obs.index is None or obs.txn is None:
         return []
     return [txn_window(obs.txn.txns, obs.fault_at, obs.measured_at, obs.traits.label)]
+
+
+@register_check("txn_transparent_operation", StepObserved)
+def txn_transparent_operation(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """A step whose fault is a planned operation (an election, a reassignment, a controlled
+    shutdown, a roll) with every broker up and unheld before it: no transaction attempt that ended
+    from the fault to the end of the measurement was aborted by an error or left unknown
+    (:func:`scenarios.checks.txn_availability.check_transparent_operation`)."""
+    if obs.index is None or obs.txn is None or obs.traits.kind not in TRANSPARENT_FAULTS:
+        return []
+    if len(obs.before.live_brokers) != obs.run.brokers or set(obs.excused) - set(obs.target.brokers):
+        return []  # a broker already down or cut: its partitions' writes may fail for it
+    return [check_transparent_operation(obs.txn.txns, obs.fault_at, obs.measured_at, obs.traits.label)]
 
 
 def log_starts(ctx: CheckContext) -> dict[str, list[hc.LogStart]]:

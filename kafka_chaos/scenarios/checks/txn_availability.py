@@ -1,6 +1,22 @@
 """What a fault did to the transactional workload's clients: pure arithmetic over the transaction
 attempts one fault step recorded (issue 43: commit latency and abort rate per fault).
 
+A step whose fault is a planned operation (:data:`TRANSPARENT_FAULTS`: an election, a reassignment,
+a controlled shutdown or a broker's rolling restart onto another release, every broker up before
+it) is also *judged* (``txn_transparent_operation``): Kafka hands a moved leader or coordinator over
+with retriable errors (NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+CONCURRENT_TRANSACTIONS) -- a controlled shutdown moves every leadership first
+(``KafkaController.doControlledShutdown``) and a resigning coordinator's successor loads its
+transactions and completes a prepared commit (``TransactionStateManager.loadTransactionsForTxnTopicPartition``)
+-- which the client retries within the attempt, so no attempt may end aborted by an error or
+unknown. KAFKA-16692 is the kind this
+catches: from 3.6.0, a partition leader verifies a transactional produce with its coordinator
+(KIP-890 part 1, ``AddPartitionsToTxnManager``), and a 3.6.x leader sent that request in a version
+a 3.5.x coordinator refuses, so during a rolling upgrade from 3.5 every transaction that wrote to
+an upgraded broker's partition while its coordinator was not upgraded was aborted
+(NETWORK_EXCEPTION); fixed in 3.7.1 and 3.8.0 (``NetworkUtils.buildNetworkClient`` with
+``discoverBrokerVersions``, commit 3e15ab98ec6).
+
 A step's stretch of the transactional history holds the attempts that ended while it ran
 (:meth:`scenarios.clients.txn_ops.TxnHistory.merged` puts the stretches back together for the
 checker). Of those that ended in the window from the fault to the end of the step's measurement:
@@ -91,6 +107,30 @@ def measure(txns: Sequence[Txn], start: float, end: float) -> TxnWindow:
                      tuple(commit_ms),
                      longest_without_commit([t.ended_at for t in committed if t.ended_at is not None], start, end),
                      tuple(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+
+# Planned operations: elections and reassignments (scenarios.faults.admin), a controlled shutdown
+# (scenarios.faults.process) and a roll onto another release (scenarios.faults.upgrade).
+TRANSPARENT_FAULTS = frozenset({"preferred_election", "reassignment", "controlled_shutdown", "roll"})
+TRANSPARENT = "txn_transparent_operation"
+
+
+def check_transparent_operation(txns: Sequence[Txn], start: float, end: float, fault: str) -> CheckResult:
+    """The verdict on a step whose fault is in :data:`TRANSPARENT_FAULTS` (the caller decides):
+    every attempt that ended in ``[start, end]`` committed or was aborted as the workload asked."""
+    ended = ended_within(txns, start, end)
+    failed = [t for t in ended if t.outcome == UNKNOWN or t.outcome == ABORTED and t.error is not None]
+    expected = f"no transaction aborted by an error or left unknown during {fault}, a planned operation"
+    if not failed:
+        return CheckResult(TRANSPARENT, True, expected, {"attempts": len(ended)},
+                           f"{len(ended)} attempt(s) ended during {fault}, none by an error")
+    errors = Counter(t.error or t.outcome for t in failed)
+    observed = {"attempts": len(ended), "failed": [f"{t.name}: {t.outcome} {t.error or ''}".strip() for t in failed[:20]],
+                "errors": dict(errors)}
+    return CheckResult(TRANSPARENT, False, expected, observed,
+                       f"{len(failed)} of {len(ended)} attempt(s) ended by an error during {fault}, a planned operation: "
+                       + ", ".join(f"{e} x{n}" for e, n in errors.most_common(5))
+                       + f" (first: {failed[0].name})")
 
 
 def txn_availability(txns: Sequence[Txn], start: float, end: float, fault: str) -> CheckResult:

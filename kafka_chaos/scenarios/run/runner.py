@@ -94,6 +94,10 @@ if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run 
 log = logging.getLogger(__name__)
 
 SESSION_TIMEOUT_KEY = "zookeeper.session.timeout.ms"
+# How long a step waits after it converged for every transactional writer to end an attempt
+# begun then: the workload begins one every 0.15 s per writer and a coordinator that moved answers
+# within seconds; a writer a fault still holds (a paused coordinator or client) is waited for no longer.
+TXN_ATTEMPT_WAIT_S = 10.0
 
 Progress = Callable[[str], None]
 Healed = Callable[["ScenarioOutcome"], None]
@@ -556,7 +560,10 @@ class _WorkloadClients(StepClients):
 
     def after_converged(self, prepared: Prepared, expected: Expectation, fault_at: float) -> None:
         """A fault with client windows waits (bounded) for the clients to recover, so the
-        measurement holds their whole unavailability."""
+        measurement holds their whole unavailability; then the transactional writers each end an
+        attempt begun in the state the step converged to (bounded), which the step's
+        transactional figures and checks judge (scenarios.checks.txn_availability)."""
+        self._transactional_attempt()
         if not prepared.fault.client_windows:
             return
         ctx = self._ctx
@@ -565,6 +572,16 @@ class _WorkloadClients(StepClients):
         if waiting:
             self._progress(f"clients of {', '.join(waiting)} got no ack within "
                            f"{self._recovery_timeout:.0f}s; measuring anyway")
+
+    def _transactional_attempt(self) -> None:
+        from kafka_chaos.scenarios.clients.txn_workload import TxnWorkload
+
+        if not isinstance(self._ctx.txn, TxnWorkload):  # Kafka's Java copier prints no attempt
+            return
+        missing = self._ctx.txn.wait_for_attempts(time.time(), timeout=TXN_ATTEMPT_WAIT_S)
+        if missing:
+            self._progress(f"transactional ids {', '.join(missing)} ended no attempt within "
+                           f"{TXN_ATTEMPT_WAIT_S:.0f}s of convergence; measuring anyway")
 
     def activity(self, since: float, until: float) -> Mapping[str, ClientActivity]:
         return client_activity(self._ctx.workloads, since, until)

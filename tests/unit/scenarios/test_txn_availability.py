@@ -4,11 +4,16 @@ without a commit; tables, then a property over random windows."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace as NS
+
 import pytest
 from hypothesis import given, strategies as st
 
+from kafka_chaos.scenarios.checks.registry import txn_transparent_operation as registry_check
 from kafka_chaos.scenarios.checks.txn_availability import (
     CHECK,
+    TRANSPARENT,
+    check_transparent_operation,
     ended_within,
     longest_without_commit,
     measure,
@@ -108,3 +113,52 @@ def test_any_window_counts_each_attempt_in_it_once_and_bounds_its_silence(attemp
         assert all((b - a) * 1000.0 <= w.no_commit_ms + 1e-6 for a, b in zip(edges, edges[1:]))
     else:
         assert w.no_commit_ms == pytest.approx((END - FAULT) * 1000.0)
+
+
+# --- the verdict on planned operations ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("outcome, error, passed", [
+    (COMMITTED, None, True),
+    (ABORTED, None, True),  # asked for by the workload
+    (ABORTED, "NETWORK_EXCEPTION", False),  # KAFKA-16692: verification refused by a 3.5 coordinator
+    (UNKNOWN, "_TIMED_OUT", False),
+    (UNKNOWN, None, False),
+])
+def test_a_planned_operation_fails_no_attempt(outcome, error, passed) -> None:
+    r = check_transparent_operation([txn(0, COMMITTED, 101.0), txn(1, outcome, 105.0, error=error),
+                                     txn(2, ABORTED, 111.0, error="NETWORK_EXCEPTION")],  # after the window
+                                    FAULT, END, "roll/to 3.5.2")
+    assert (r.check, r.passed, r.observed["attempts"]) == (TRANSPARENT, passed, 2)
+    if not passed:
+        assert r.detail == (f"1 of 2 attempt(s) ended by an error during roll/to 3.5.2, a planned operation: "
+                            f"{error or outcome} x1 (first: p0#1)")
+
+
+def step(kind: str, txns: list[Txn] | None, live: int = 3, excused: tuple[int, ...] = (),
+         target: tuple[int, ...] = (2,), index: int | None = 1) -> NS:
+    return NS(index=index, txn=None if txns is None else NS(txns=tuple(txns)),
+              traits=NS(kind=kind, label=kind), before=NS(live_brokers=tuple(range(1, live + 1))),
+              run=NS(brokers=3), excused=excused, target=NS(brokers=target), fault_at=FAULT, measured_at=END)
+
+
+FAILED = [txn(0, ABORTED, 105.0, error="NETWORK_EXCEPTION")]
+
+
+@pytest.mark.parametrize("obs, judged", [
+    (step("roll", FAILED), True),
+    (step("controlled_shutdown", FAILED, excused=(2,)), True),  # the broker it holds down is its target
+    (step("preferred_election", FAILED, target=()), True),
+    (step("reassignment", FAILED, target=()), True),
+    (step("hard_kill", FAILED), False),  # not a planned operation
+    (step("pause", FAILED), False),
+    (step("txn_past_timeout", FAILED), False),
+    (step("roll", FAILED, live=2), False),  # a broker already down
+    (step("preferred_election", FAILED, excused=(3,), target=()), False),  # a broker still cut or paused
+    (step("roll", None), False),  # no transactional workload
+    (step("roll", FAILED, index=None), False),  # topic creation, not a fault step
+])
+def test_only_planned_operations_on_a_whole_cluster_are_judged(obs, judged) -> None:
+    results = registry_check(obs, None)
+    assert len(results) == int(judged)
+    assert all(r.passed is False for r in results)
