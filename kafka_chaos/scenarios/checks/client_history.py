@@ -55,6 +55,20 @@ reset to the earliest offset) and non-monotonic sends. Those classes
 (:data:`TRUNCATION_ANOMALIES`) are *allowed* on a partition where the oracle predicted
 ``unclean_elected`` — counted apart, never hidden — and fail everywhere else.
 
+A power failure of every in-sync replica may take the partition's unflushed tail (a loss the
+durability contract permits: :mod:`oracle.durability`); the log then continues from the surviving
+end, and the idempotent producer's state went with the tail (``UnifiedLog.rebuildProducerState``
+rebuilds it from the surviving log on restart). A message a consumer read in that
+tail, whose producer had no acknowledgement yet, is sent again by the producer's own retry and
+appended after the surviving end: one message at two offsets. Such a ``duplicate`` is *allowed* on
+a partition where the loss was permitted (``power_losses``: the times of those power failures)
+and counted apart, when the history shows exactly that: the final read-back holds the message at
+one offset, every observation of it there came after the power failure, and each of its other
+offsets lies at or above the partition's end after the loss -- bounded from above by the lowest
+offset the final read-back shows rewritten (another message there than an earlier observation
+put) or gone (beyond the read-back's last offset). A duplicate whose earlier copy lies below that
+bound, or one still twice in the final read-back, fails as everywhere else.
+
 Records deleted on purpose (``delete_records``: DeleteRecords moved the partition's log start;
 :mod:`scenarios.faults.records`) are gone by design. Each answer's *low watermark* — the lowest log
 start of the leader and every live replica once the deletion was applied
@@ -87,6 +101,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_chaos.scenarios.clients.delivery import Ack
 from kafka_chaos.scenarios.clients.ops import READBACK, ClientOps, ConsumerReset, Poll
 
 LOST_WRITE = "lost_write"
@@ -120,7 +135,7 @@ class Anomaly:
     kind: str
     partition: str  # "t-p"
     detail: str
-    allowed: bool = False  # an unclean election the oracle predicted explains it
+    allowed: bool = False  # an unclean election the oracle predicted, or a permitted power-failure loss, explains it
     deleted: bool = False  # below a recorded low watermark: delete_records removed it
 
 
@@ -171,12 +186,13 @@ def _where(offset: int | None) -> str:
 
 
 def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: bool = False,
-                    final_read: bool = True, log_starts: Sequence[LogStart] = ()
-                    ) -> tuple[list[Anomaly], PartitionSummary]:
+                    final_read: bool = True, log_starts: Sequence[LogStart] = (),
+                    power_losses: Sequence[float] = ()) -> tuple[list[Anomaly], PartitionSummary]:
     """Every anomaly of one partition's history, in :data:`ANOMALIES` order, and its counts.
     ``ops`` in time order (the stretches of a run); ``final_read``: whether the last poll is
     the read-back up to the high watermarks (else ``unseen`` is not judged); ``log_starts``: the
-    low watermarks ``delete_records`` steps recorded for it (see the module)."""
+    low watermarks ``delete_records`` steps recorded for it; ``power_losses``: when power
+    failures whose loss of its tail was permitted struck (both: see the module)."""
     stretches = list(ops)
     acks = [a for o in stretches for a in o.acks]
     failed = [f for o in stretches for f in o.failed]
@@ -197,9 +213,16 @@ def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: 
     for offset in known:
         if len(at_offset[offset]) > 1:
             found.append((INCONSISTENT_OFFSETS, f"offset {offset} holds {sorted(at_offset[offset])}"))
+    lost_again: set[tuple[str, str]] = set()  # duplicates a permitted power-failure loss explains
+    end_bound = _end_after_loss_bound(acks, polls) if power_losses and final_read else None
     for key, where in offsets_of.items():
         if len(where) > 1:
-            found.append((DUPLICATE, f"{key} at offsets {sorted(where)}"))
+            detail = f"{key} at offsets {sorted(where)}"
+            why = _written_again_after_loss(key, where, acks, polls, end_bound, power_losses)
+            if why is not None:
+                detail += f" ({why})"
+                lost_again.add((DUPLICATE, detail))
+            found.append((DUPLICATE, detail))
 
     # Jepsen's bound: the highest of the first offsets of every message read.
     bound = max((min(offsets_of[k]) for k in polled), default=-1)
@@ -238,11 +261,50 @@ def check_partition(name: str, ops: Iterable[ClientOps], *, truncation_allowed: 
             found.append((FAILED_SEND_READ, f"{f.key} failed with {f.error} yet was read"))
 
     order = {kind: i for i, kind in enumerate(ANOMALIES)}
-    anomalies = [Anomaly(kind, name, detail, truncation_allowed and kind in TRUNCATION_ANOMALIES,
+    anomalies = [Anomaly(kind, name, detail,
+                         (truncation_allowed and kind in TRUNCATION_ANOMALIES) or (kind, detail) in lost_again,
                          (kind, detail) in explained)
                  for kind, detail in sorted(found, key=lambda f: order[f[0]])]
     consumers = tuple(sorted({p.consumer for p in polls}))
     return anomalies, PartitionSummary(len(acks), len(failed), len(polls), consumers, len(deleted))
+
+
+def _end_after_loss_bound(acks: Sequence[Ack], polls: Sequence[Poll]) -> int | None:
+    """An upper bound on the partition's log end right after a loss of its tail: the lowest
+    offset at which an acknowledgement or a consumer put a message the final read-back does not
+    hold there -- another message is there (rewritten) or the read-back ends below it (gone);
+    below the end a log never changes. None when the history shows no such offset."""
+    read_back: dict[int, set[str]] = {}
+    for p in polls:
+        if p.consumer == READBACK:
+            read_back.setdefault(p.offset, set()).add(p.key)
+    last = max(read_back, default=-1)
+    seen = [(a.offset, a.key) for a in acks if a.offset is not None]
+    seen += [(p.offset, p.key) for p in polls if p.consumer != READBACK]
+    removed = [offset for offset, key in seen
+               if offset > last or (offset in read_back and key not in read_back[offset])]
+    return min(removed, default=None)
+
+
+def _written_again_after_loss(key: str, where: set[int], acks: Sequence[Ack], polls: Sequence[Poll],
+                              end_bound: int | None, power_losses: Sequence[float]) -> str | None:
+    """Why ``key``'s copies at ``where`` are one message lost with a permitted tail and appended
+    again (see the module), or None when the history does not show exactly that."""
+    if end_bound is None:
+        return None
+    kept = {p.offset for p in polls if p.consumer == READBACK and p.key == key}
+    if len(kept) != 1:
+        return None
+    (again,) = kept
+    removed = sorted(where - kept)
+    if any(offset < end_bound for offset in removed):
+        return None
+    seen_at = [a.acked_at for a in acks if a.key == key and a.offset == again]
+    seen_at += [p.polled_at for p in polls if p.key == key and p.offset == again]
+    if not any(all(t > loss for t in seen_at) for loss in power_losses):
+        return None
+    return (f"allowed: offset(s) {removed} lost with the tail a permitted power failure took, the "
+            f"partition's end after it at most {end_bound}; written again at offset {again}")
 
 
 def _poll_anomalies(polls: Sequence[Poll], resets: Sequence[ConsumerReset], known: Sequence[int],

@@ -532,16 +532,23 @@ def unclean_partitions(ctx: CheckContext, topic: str) -> list[int]:
 def power_failure_partitions(ctx: CheckContext, topic: str) -> list[int]:
     """Partitions of ``topic`` where a ``power_failure`` step took every ISR member's unflushed
     tail (:func:`oracle.durability.power_failure_losses`, from each step's oracle input)."""
-    found: set[int] = set()
+    return sorted(power_failure_loss_times(ctx, topic))
+
+
+def power_failure_loss_times(ctx: CheckContext, topic: str) -> dict[int, list[float]]:
+    """Partition of ``topic`` -> when each ``power_failure`` step that took every ISR member's
+    unflushed tail struck it (the step's ``fault_at``), in step order."""
+    found: dict[int, list[float]] = {}
     failed_earlier: set[int] = set()
     for obs in ctx.earlier:
         if not isinstance(obs, StepObserved) or obs.index is None or obs.traits.kind not in BROKER_POWER_FAILURES:
             continue
         failed = frozenset(obs.target.brokers)
-        found |= {loss.partition.partition for loss in power_failure_losses(obs.oracle_state, failed, failed_earlier)
-                  if loss.partition.topic == topic}
+        for loss in power_failure_losses(obs.oracle_state, failed, failed_earlier):
+            if loss.partition.topic == topic:
+                found.setdefault(loss.partition.partition, []).append(obs.fault_at)
         failed_earlier |= failed
-    return sorted(found)
+    return found
 
 
 @register_check("delivery", ScenarioFinished)
@@ -760,13 +767,16 @@ def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResu
         names = sorted((n for n in stretches if _split(n)[0] == topic), key=lambda n: _split(n)[1])
         if not names:
             continue
-        allowed = set(unclean_partitions(ctx, topic)) | set(power_failure_partitions(ctx, topic))
+        unclean = set(unclean_partitions(ctx, topic))
+        power_losses = power_failure_loss_times(ctx, topic)
         found: list[hc.Anomaly] = []
         summaries = {}
         for name in names:
+            partition = _split(name)[1]
             anomalies, summary = hc.check_partition(name, stretches[name],
-                                                    truncation_allowed=_split(name)[1] in allowed,
-                                                    final_read=topic in read_back, log_starts=starts.get(name, ()))
+                                                    truncation_allowed=partition in unclean | set(power_losses),
+                                                    final_read=topic in read_back, log_starts=starts.get(name, ()),
+                                                    power_losses=power_losses.get(partition, ()))
             found += anomalies
             summaries[name] = summary
         deletions = any(n in starts for n in names)  # else the records are what they were before v10
@@ -788,8 +798,8 @@ def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResu
                 continue
             polls = sum(s.polls for s in summaries.values())
             detail = (f"{len(bad)} {kind.replace('_', ' ')} anomal{'y' if len(bad) == 1 else 'ies'}"
-                      + (f" ({len(ok)} more allowed: unclean election predicted on "
-                         f"{sorted({a.partition for a in ok})})" if ok else "")
+                      + (f" ({len(ok)} more allowed: {_allowed_because(ok, unclean, set(power_losses))})"
+                         if ok else "")
                       + (f" ({len(gone)} more deleted: below the low watermark delete_records recorded on "
                          f"{sorted({a.partition for a in gone})})" if gone else "")
                       + f" over {sum(s.acks for s in summaries.values())} acks and {polls} polls"
@@ -798,12 +808,21 @@ def _history_results(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResu
     return results
 
 
+def _allowed_because(allowed: Sequence[hc.Anomaly], unclean: set[int], powerless: set[int]) -> str:
+    """Which partitions' allowed anomalies an unclean election, and which a permitted
+    power-failure loss, explains."""
+    by_cause = [("unclean election predicted on", unclean), ("power failure's permitted loss on", powerless)]
+    return "; ".join(f"{why} {names}" for why, of in by_cause
+                     if (names := sorted({a.partition for a in allowed if _split(a.partition)[1] in of})))
+
+
 @register_check("history", ScenarioFinished)
 def history(obs: ScenarioFinished, ctx: CheckContext) -> list[CheckResult]:
     """The Jepsen-style history checker (:mod:`scenarios.checks.client_history`) over every send and
     poll of the scenario: one result per anomaly class and topic, ``history_<class>``; the
-    anomalies an unclean election the oracle predicted must cause are allowed there and
-    counted apart (``observed.allowed``), and so are the messages ``delete_records`` removed
+    anomalies an unclean election the oracle predicted or a permitted power-failure loss must
+    cause are allowed there and counted apart (``observed.allowed``; a power failure's duplicates
+    as :mod:`scenarios.checks.client_history` says), and so are the messages ``delete_records`` removed
     (``observed.deleted``, where a step recorded low watermarks)."""
     return _history_results(obs, ctx)
 

@@ -13,11 +13,13 @@ from kafka_chaos.scenarios.clients.ops import ClientOps, ConsumerReset, FailedSe
 from kafka_chaos.scenarios.clients.delivery import Ack, validate_delivery
 from kafka_chaos.scenarios.history.observations import (
     HISTORY_VERSION,
+    FaultTraits,
     ScenarioFinished,
     TopicDelivery,
     observation_from_json,
     observation_to_json,
 )
+from kafka_chaos.scenarios.model.targets import Target
 from tests.unit.scenarios.histories import RUN, T0, hard_kill_step
 
 
@@ -109,3 +111,30 @@ def test_availability_counts_windows_and_gaps() -> None:
     assert round(a.unavailable_ms, 6) == 2700.0 and [round(x, 6) for x in a.e2e_ms] == [150.0, 1600.0]
     assert a.latency_ms()["produce_unavailable"] == 2000.0
     assert nearest_rank([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0 and nearest_rank([], 0.5) is None
+
+
+def _power_failure_of_t0(kind: str) -> list:
+    """Brokers 1 and 2 -- every ISR member of t-0 -- struck at T0 + 0.5 (``kind``:
+    ``power_failure``, or ``hard_kill``, which loses nothing). Before it, r-0-0..4 acked at 0..4
+    and r-0-5 read at 5 unacknowledged; after it t-0's log restarts empty: r-0-5 appended again
+    at 0 by the producer's retry, r-0-6..9 at 1..4, the read-back holding that log."""
+    before = _ops(T0 - 1, T0 + 7, 0, 5, T0)
+    before = replace(before, polls=before.polls + (Poll("group", 5, "r-0-5", T0 + 0.52, T0 + 0.45),))
+    traits = FaultTraits(kind, kind, exact_epochs=True, holds=(1, 2))
+    step = hard_kill_step(ops={"t-0": before}, traits=traits, target=Target((1, 2), "brokers 1, 2 (ISR of t-0)"))
+    after = tuple(Ack(0, o, f"r-0-{5 + o}", T0 + 8 + 0.1 * o) for o in range(5))
+    readback = tuple(Poll("readback", a.offset or 0, a.key, T0 + 30) for a in after)
+    report = validate_delivery([*before.acks, *after], [(0, p.offset, p.key) for p in readback])
+    finished = ScenarioFinished(RUN, T0 + 20, T0 + 31, None, (TopicDelivery("t", report),),
+                                {"t-0": ClientOps(T0 + 7, None, after, (), readback, ())})
+    return [step, finished]
+
+
+def test_a_message_read_in_a_permitted_power_failure_loss_and_written_again_is_an_allowed_duplicate() -> None:
+    results = {r.check: r for _, rs in check_history(_power_failure_of_t0("power_failure")) for r in rs}
+    duplicate = results["history_duplicate"]
+    assert duplicate.passed is True and duplicate.observed["allowed"] == 1 and duplicate.observed["anomalies"] == 0
+    assert "power failure's permitted loss on ['t-0']" in duplicate.detail
+    # the same history without a loss the contract permits: the duplicate fails
+    results = {r.check: r for _, rs in check_history(_power_failure_of_t0("hard_kill")) for r in rs}
+    assert results["history_duplicate"].passed is False and results["history_duplicate"].observed["allowed"] == 0

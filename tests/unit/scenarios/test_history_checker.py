@@ -171,3 +171,85 @@ def test_an_acknowledgement_without_an_offset_takes_no_offset_rule_but_must_be_r
     implicitly_acked(twice, 5)
     twice["polls"] += (Poll("readback", 9, key(5), 100.0),)
     assert kinds(twice) == [hc.DUPLICATE]
+
+
+LOSS_AT = 17.0  # the power failure of every ISR member, its loss of the tail permitted
+
+
+def lost_and_written_again() -> dict[str, tuple]:
+    """What seed 4406's rack power failure recorded, made small: messages 0..5 acked at offsets
+    0..5; message 6 appended at 6 and read there, its acknowledgement cut off by the power failure
+    at LOSS_AT, which took the whole unflushed log (the end after it: 0); the producer's retry
+    appends 6 again at offset 0, then 7..13 follow at 1..7; the read-back holds that log."""
+    h = clean()
+    h["polls"] = tuple(p for p in h["polls"] if p.consumer != "readback")
+    h["polls"] += (Poll("group", 6, key(6), 16.5, 16.0),)
+    h["acks"] += tuple(Ack(0, o, key(6 + o), 30.0 + o) for o in range(8))
+    h["polls"] += tuple(Poll("readback", o, key(6 + o), 100.0) for o in range(8))
+    return h
+
+
+def allowance(h: dict[str, tuple], **kw: object) -> dict[str, list[bool]]:
+    """Anomaly kind -> whether each was allowed, on a partition whose loss was permitted
+    (truncation allowed, as ``_history_results`` passes it) unless ``kw`` says otherwise."""
+    options: dict[str, object] = {"truncation_allowed": True, "power_losses": (LOSS_AT,), **kw}
+    anomalies, _ = hc.check_partition("t-0", ops(**h), **options)  # type: ignore[arg-type]
+    found: dict[str, list[bool]] = {}
+    for a in anomalies:
+        found.setdefault(a.kind, []).append(a.allowed)
+    return found
+
+
+def test_a_duplicate_written_again_after_a_permitted_power_failure_loss_is_allowed() -> None:
+    found = allowance(lost_and_written_again())
+    assert found[hc.DUPLICATE] == [True]
+    assert all(all(v) for v in found.values())  # the rest: truncation anomalies, allowed as before
+    anomalies, _ = hc.check_partition("t-0", ops(**lost_and_written_again()), truncation_allowed=True,
+                                      power_losses=(LOSS_AT,))
+    (duplicate,) = [a for a in anomalies if a.kind == hc.DUPLICATE]
+    assert "run-0-6 at offsets [0, 6]" in duplicate.detail and "end after it at most 0" in duplicate.detail
+
+
+def survived_and_written_again() -> dict[str, tuple]:
+    """The loss kept offsets 0..5 (end 6): message 6, read at 6, survives there; its retry is
+    appended again at 6 and 7 follows: one message twice in the log that survived."""
+    h = clean()
+    h["polls"] += (Poll("group", 6, key(6), 16.5, 16.0), Poll("readback", 6, key(6), 100.0))
+    h["acks"] += (Ack(0, 7, key(6), 30.0), Ack(0, 8, key(7), 31.0))
+    h["polls"] += (Poll("readback", 7, key(6), 100.0), Poll("readback", 8, key(7), 100.0))
+    return h
+
+
+def below_the_bound() -> dict[str, tuple]:
+    """Message 6's earlier copy at offset 6 lies below the lowest offset shown rewritten (8): the
+    read-back lacks offset 6 but nothing shows it removed."""
+    h = clean()
+    h["polls"] += (Poll("group", 6, key(6), 16.5, 16.0), Poll("group", 7, key(7), 16.6, 16.1),
+                   Poll("readback", 7, key(7), 100.0), Poll("group", 8, key(8), 16.7, 16.2))
+    h["acks"] += (Ack(0, 8, key(9), 30.0), Ack(0, 9, key(6), 31.0))
+    h["polls"] += (Poll("readback", 8, key(9), 100.0), Poll("readback", 9, key(6), 100.0))
+    return h
+
+
+@pytest.mark.parametrize(("make", "options"), [
+    (lost_and_written_again, {"power_losses": ()}),  # no permitted loss on the partition
+    (lost_and_written_again, {"power_losses": (), "truncation_allowed": True}),  # an unclean election's: not this
+    (lost_and_written_again, {"power_losses": (40.0,)}),  # the copy kept was seen before the loss
+    (lost_and_written_again, {"final_read": False}),  # no read-back: what the loss kept is unknown
+    (survived_and_written_again, {}),  # the earlier copy survived: twice in the read-back
+    (below_the_bound, {}),  # the earlier copy below the end the read-back shows
+], ids=["no-loss", "unclean-only", "kept-copy-before-loss", "no-read-back", "earlier-copy-survived",
+        "earlier-copy-below-end"])
+def test_any_other_duplicate_still_fails_beside_a_power_failure(make, options: dict[str, object]) -> None:
+    found = allowance(make(), **options)
+    assert found[hc.DUPLICATE] == [False]
+
+
+def test_a_power_failure_allows_nothing_on_a_clean_history_or_another_classes_case() -> None:
+    assert kinds(clean(), power_losses=(LOSS_AT,)) == []  # type: ignore[arg-type]
+    for kind, make in CASES:
+        h = clean()
+        make(h)
+        final = any(p.consumer == "readback" for p in h["polls"])
+        anomalies, _ = hc.check_partition("t-0", ops(**h), power_losses=(LOSS_AT,), final_read=final)
+        assert anomalies and not any(a.allowed for a in anomalies), kind
