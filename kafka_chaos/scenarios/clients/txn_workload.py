@@ -375,7 +375,7 @@ class _TxnClient:
         """Say it once, keep the stuck instance to close when its call returns, drop it as current."""
         self.hangs += 1
         log.warning("%s: %s did not return within %g s, past its own timeout: librdkafka#5456 (an untimed wait "
-                    "once the transaction coordinator is gone); an attempt under way is recorded unknown and a new "
+                    "once a coordinator it needs is gone); an attempt under way is recorded unknown and a new "
                     "instance of the transactional.id fences the stuck one", self.txn_id, hung.call, hung.bound_s)
         with self._stuck_lock:
             self._stuck.append(_Stuck(producer, hung))
