@@ -84,6 +84,12 @@ CASES: list[tuple[str, str | None, TxnHistory]] = [
     ("aborted read in the read-back", tc.ABORTED_READ, _readback(BASE, "in", 7, (3, "c"))),
     ("torn: read past a committed txn, missing part", tc.TORN,
      replace(BASE, reads=BASE.reads + (R("rc2", "in", 0, "a", 9.0), R("rc2", "in", 5, "d", 9.1)))),
+    # an attempt whose end the client never learnt commits all of it or nothing
+    ("an unknown txn read whole is not torn", None,
+     replace(BASE, txns=(replace(P0, outcome=UNKNOWN, error="commit_transaction:_HUNG"), P1, P2, C0))),
+    ("torn: read past an unknown txn, missing part", tc.TORN,
+     replace(BASE, txns=(replace(P0, outcome=UNKNOWN, error="commit_transaction:_HUNG"), P1, P2, C0),
+             reads=BASE.reads + (R("rc2", "in", 0, "a", 9.0), R("rc2", "in", 5, "d", 9.1)))),
     ("torn: readers disagree on an offset", tc.TORN, replace(BASE, reads=BASE.reads + (R("rc2", "in", 1, "x", 9.0),))),
     ("lost committed write", tc.LOST_WRITE, _without_reads(BASE, ("in", "b"))),
     ("lost: acked without offset, not in the read-back", tc.LOST_WRITE,

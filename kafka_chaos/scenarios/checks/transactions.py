@@ -27,7 +27,8 @@ Anomaly classes (:data:`CLASSES`, one :class:`CheckResult` each per run):
     the client saw abort — Adya's / Elle's **G1a** (aborted read), Jepsen's ``:G1a``
     (``g1a-cases``: a value written by a ``:fail`` operation was read).
 ``txn_torn``
-    A committed transaction seen in part: a ``read_committed`` consumer (or the final
+    A committed transaction (or one whose end the client never learnt: all of it or none) seen
+    in part: a ``read_committed`` consumer (or the final
     read-back), in one stretch without a reset, read past every offset of the transaction,
     received some of its messages and missed one another consumer did receive (a missed
     message nobody received is a ``txn_lost_write``) — the atomicity Jepsen's item 7
@@ -399,7 +400,9 @@ def _covered(spans: dict[tuple[str, str, int], list[tuple[int, int]]], consumer:
 def _torn(ix: _Index, spans: dict[tuple[str, str, int], list[tuple[int, int]]]) -> list[TxnAnomaly]:
     found: list[TxnAnomaly] = []
     for i, t in enumerate(ix.txns):
-        if t.outcome != COMMITTED:
+        # an attempt whose end the client never learnt committed all of it or none (a hung or
+        # timed-out commit): judged like a committed one, which it is if any of it is read
+        if effective_outcome(t) not in (COMMITTED, UNKNOWN):
             continue
         sids = ix.txn_sends[i]
         if len(sids) < 2 or any(ix.pos[sid] is None for sid in sids):
@@ -415,7 +418,7 @@ def _torn(ix: _Index, spans: dict[tuple[str, str, int], list[tuple[int, int]]]) 
             missed = [sid for sid in sids if c not in ix.read_by.get(sid, ()) and ix.surely_read_by.get(sid)]
             if seen and missed:
                 found.append(TxnAnomaly(
-                    TORN, f"{c} read past every offset of committed {t.name} and received "
+                    TORN, f"{c} read past every offset of {t.outcome} {t.name} and received "
                           f"{len(seen)} of its {len(sids)} messages, missing {ix.key(missed[0])} at "
                           f"{ix.where(missed[0])} (which {sorted(ix.surely_read_by[missed[0]])[0]} received)",
                     (t.name,), tuple(ix.key(sid) for sid in missed), tuple(ix.where(sid) for sid in missed)))
