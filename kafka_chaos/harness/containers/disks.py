@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_chaos.common.errors import HarnessError, UsageError
-from kafka_chaos.harness.config import LAZY_FILESYSTEM, ClusterConfig
+from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.harness.config import LAZY_FILESYSTEM
 from kafka_chaos.harness.containers.nodes import container_state, kill_container
-from kafka_chaos.harness.lazyfs.mount import IoRule, PowerFailReport, lazyfs_available
-from kafka_chaos.harness.local.disks import DATA, LazyDisks
+from kafka_chaos.harness.local.disks import DATA, DiskControls, LazyDisks
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -39,30 +38,33 @@ def lazy_data_dir(root: Path, broker_id: int) -> Path:
     return root / f"broker-{broker_id}" / DATA
 
 
-class ContainerDiskControls:
+class ContainerDiskControls(DiskControls):
     """Power failures and disk faults of :class:`harness.containers.cluster.ContainerCluster`'s
     brokers; ``_mount_disks`` before the brokers' containers, ``_unmount_disks`` after they are
     removed."""
 
-    config: ClusterConfig
     state_dir: Path | None
-    _lazy_disks: LazyDisks | None = None
     _lazy_root: Path | None = None
+    _data_without_layer = "in its containers"
 
     def _broker(self, broker_id: int) -> Container:
         raise NotImplementedError
+
+    def _check_disk_node(self, node_id: int) -> None:
+        self._broker(node_id)
+
+    def _killer(self, node_id: int) -> Callable[[], None]:
+        container = self._broker(node_id)
+        if container_state(container) not in ("running", "paused"):
+            raise HarnessError(f"cannot power-fail broker {node_id}: its container is not running")
+        return lambda: kill_container(container)
 
     def _mount_disks(self, broker_ids: Sequence[int]) -> dict[int, str]:
         """Broker id -> the host mount point its container binds as its data directory (none
         unless the config asks for the layer)."""
         if self.config.filesystem != LAZY_FILESYSTEM:
             return {}
-        if self.state_dir is not None:
-            raise UsageError(f"filesystem {LAZY_FILESYSTEM!r} needs a cluster this process owns: its mounts end "
-                             f"with it (not `cluster up`)")
-        problem = lazyfs_available()
-        if problem is not None:
-            raise UsageError(f"filesystem {LAZY_FILESYSTEM!r}: {problem}")
+        self._check_layer(owned=self.state_dir is None)
         self._lazy_root = Path(tempfile.mkdtemp(prefix="kafka-chaos-lazyfs-"))
         self._lazy_disks = LazyDisks()
         mounts = {}
@@ -72,28 +74,3 @@ class ContainerDiskControls:
             self._lazy_disks.mount(broker_id, data.parent)
             mounts[broker_id] = str(data)
         return mounts
-
-    def _disks(self) -> LazyDisks:
-        if self._lazy_disks is None:
-            raise HarnessError(f"this cluster's data directories are in its containers: a power failure or disk "
-                               f"fault needs filesystem {LAZY_FILESYSTEM!r}")
-        return self._lazy_disks
-
-    def power_fail_node(self, node_id: int) -> PowerFailReport:
-        container = self._broker(node_id)
-        if container_state(container) not in ("running", "paused"):
-            raise HarnessError(f"cannot power-fail broker {node_id}: its container is not running")
-        return self._disks().power_fail(node_id, lambda: kill_container(container))
-
-    def disk_fault(self, node_id: int, rules: Sequence[IoRule]) -> None:
-        self._broker(node_id)
-        self._disks().set_rules(node_id, rules)
-
-    def clear_disk_faults(self) -> None:
-        if self._lazy_disks is not None:
-            self._lazy_disks.clear_rules()
-
-    def _unmount_disks(self) -> list[str]:
-        """Unmount every broker's layer (their containers removed first); the problems, one line each."""
-        disks, self._lazy_disks = self._lazy_disks, None
-        return disks.stop() if disks is not None else []

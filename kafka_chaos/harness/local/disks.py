@@ -91,46 +91,45 @@ class LazyDisks:
         return errors
 
 
-class LocalDiskControls:
-    """:class:`harness.cluster.PowerFailer` and :class:`harness.cluster.DiskFaulter` of a local
-    launcher; needs the attributes below and calls :meth:`_mount_disks` between preparing and
-    starting its nodes, :meth:`_unmount_disks` in its teardown."""
+class DiskControls:
+    """:class:`harness.cluster.PowerFailer` and :class:`harness.cluster.DiskFaulter` over
+    :class:`LazyDisks`, whatever runs the nodes: a launcher says where its data lives without the
+    layer (:attr:`_data_without_layer`), how a running node is killed (:meth:`_killer`) and which
+    node ids are its (:meth:`_check_disk_node`)."""
 
     config: ClusterConfig
-    _detached: bool
     _lazy_disks: LazyDisks | None = None
+    _data_without_layer: str = "on the host's filesystem"
 
-    def _disk_node(self, node_id: int) -> LocalNode:
+    def _check_disk_node(self, node_id: int) -> None:
         raise NotImplementedError
 
-    def _mount_disks(self, nodes: Sequence[tuple[int, LocalNode]]) -> None:
-        if self.config.filesystem != LAZY_FILESYSTEM:
-            return
-        if self._detached:
+    def _killer(self, node_id: int) -> Callable[[], None]:
+        """How to kill ``node_id`` now (a HarnessError if it is not running)."""
+        raise NotImplementedError
+
+    def _check_layer(self, owned: bool) -> None:
+        """The layer's preconditions: a cluster this process owns (its mounts end with it) on a
+        machine that can mount it."""
+        if not owned:
             raise UsageError(f"filesystem {LAZY_FILESYSTEM!r} needs a cluster this process owns: its mounts end "
                              f"with it (not `cluster up`)")
         problem = lazyfs_available()
         if problem is not None:
             raise UsageError(f"filesystem {LAZY_FILESYSTEM!r}: {problem}")
-        self._lazy_disks = LazyDisks()
-        for node_id, node in nodes:
-            self._lazy_disks.mount(node_id, node.directory)
 
     def _disks(self) -> LazyDisks:
         if self._lazy_disks is None:
-            raise HarnessError(f"this cluster's data directories are on the host's filesystem: a power failure "
+            raise HarnessError(f"this cluster's data directories are {self._data_without_layer}: a power failure "
                                f"or disk fault needs filesystem {LAZY_FILESYSTEM!r}")
         return self._lazy_disks
 
     def power_fail_node(self, node_id: int) -> PowerFailReport:
-        node = self._disk_node(node_id)
-        process = node.process
-        if process is None or not process.alive():
-            raise HarnessError(f"cannot power-fail {node.name}: it is not running")
-        return self._disks().power_fail(node_id, process.kill)
+        kill = self._killer(node_id)
+        return self._disks().power_fail(node_id, kill)
 
     def disk_fault(self, node_id: int, rules: Sequence[IoRule]) -> None:
-        self._disk_node(node_id)
+        self._check_disk_node(node_id)
         self._disks().set_rules(node_id, rules)
 
     def clear_disk_faults(self) -> None:
@@ -138,5 +137,34 @@ class LocalDiskControls:
             self._lazy_disks.clear_rules()
 
     def _unmount_disks(self) -> list[str]:
+        """Unmount every node's layer (its nodes gone first); the problems, one line each."""
         disks, self._lazy_disks = self._lazy_disks, None
         return disks.stop() if disks is not None else []
+
+
+class LocalDiskControls(DiskControls):
+    """The local launcher's: needs the attributes below and calls :meth:`_mount_disks` between
+    preparing and starting its nodes, :meth:`_unmount_disks` in its teardown."""
+
+    _detached: bool
+
+    def _disk_node(self, node_id: int) -> LocalNode:
+        raise NotImplementedError
+
+    def _check_disk_node(self, node_id: int) -> None:
+        self._disk_node(node_id)
+
+    def _killer(self, node_id: int) -> Callable[[], None]:
+        node = self._disk_node(node_id)
+        process = node.process
+        if process is None or not process.alive():
+            raise HarnessError(f"cannot power-fail {node.name}: it is not running")
+        return process.kill
+
+    def _mount_disks(self, nodes: Sequence[tuple[int, LocalNode]]) -> None:
+        if self.config.filesystem != LAZY_FILESYSTEM:
+            return
+        self._check_layer(owned=not self._detached)
+        self._lazy_disks = LazyDisks()
+        for node_id, node in nodes:
+            self._lazy_disks.mount(node_id, node.directory)

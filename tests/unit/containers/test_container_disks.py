@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import kafka_chaos.harness.containers.disks as disks
+import kafka_chaos.harness.local.disks
 from kafka_chaos.harness.config import LAZY_FILESYSTEM, ClusterConfig
 from kafka_chaos.harness.containers.disks import ContainerDiskControls, lazy_data_dir
 from kafka_chaos.harness.errors import HarnessError, UsageError
@@ -44,6 +44,7 @@ def test_without_the_layer_no_mount_and_the_faults_say_why() -> None:
 ])
 def test_the_layer_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch, state_dir: Path | None,
                                           problem: str | None, refused: str) -> None:
-    monkeypatch.setattr(disks, "lazyfs_available", lambda: problem)
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: problem)  # both launchers' layer
+
     with pytest.raises(UsageError, match=refused):
         _Cluster(LAZY_FILESYSTEM, state_dir)._mount_disks([1])
