@@ -1,24 +1,24 @@
-"""Kafka nodes' wall clocks on the containers launchers (capability ``CLOCK_CONTROL``): the
-brokers' of a ZooKeeper-mode cluster, the brokers' and controllers' of a KRaft one, the way the
-local launcher fakes them (:mod:`harness.local.clocks`: the same libfaketime, settings, control
-file writes and drifts, through :class:`~harness.local.clocks.FileClockControls`).
+"""Nodes' wall clocks on the containers launchers (capability ``CLOCK_CONTROL``): the brokers'
+and ZooKeeper servers' of a ZooKeeper-mode cluster, the brokers' and controllers' of a KRaft
+one, the way the local launcher fakes them (:mod:`harness.local.clocks`: the same libfaketime,
+settings, control file writes and drifts, through :class:`~harness.local.clocks.FileClockControls`).
 
-A cluster started with ``ClusterConfig.fake_clocks`` runs each Kafka node's JVM with Debian's
+A cluster started with ``ClusterConfig.fake_clocks`` runs each node's JVM with Debian's
 libfaketime preloaded, which the image carries (:mod:`harness.containers.image`: one more
 package of its root filesystem, its path in the image's ``FAKETIME_LABEL``). The settings go in
 the container's environment rather than in front of its command: the image has no shell and no
 ``env``, the JVM is the container's first process either way, and ``docker start`` after a kill
 or a stop starts it with the same environment. Each node reads its offset from
-``faketime.rc`` in a host directory of its own (``broker-N``, ``controller-N``) bind-mounted at
-:data:`CLOCK_DIR`, which the harness
-replaces by a rename on the host: libfaketime re-opens the file by its path once its 1 s cache
-lapses, so through a mounted *directory* it sees the new file (a mounted single file would stay
-the old inode). A write costs what it costs locally -- no Docker call -- so a drift's thread
-rewrites it every 0.5 s as on the local launcher; ``docker cp`` (put_archive) would cost an API
-round trip a write (docs/clocks.md has both measured).
+``faketime.rc`` in a host directory of its own (``broker-N``, ``controller-N``,
+``zookeeper-N``) bind-mounted at :data:`CLOCK_DIR`, which the harness replaces by a rename on
+the host: libfaketime re-opens the file by its path once its 1 s cache lapses, so through a
+mounted *directory* it sees the new file (a mounted single file would stay the old inode). A
+write costs what it costs locally -- no Docker call -- so a drift's thread rewrites it every
+0.5 s as on the local launcher; ``docker cp`` (put_archive) would cost an API round trip a write
+(docs/clocks.md has both measured).
 
-ZooKeeper servers run on the host's clock on this launcher: their containers never preload the
-library, and a clock fault aimed at one is refused in one line (``--backend local`` fakes them).
+A ZooKeeper server (``QuorumPeerMain``) is faked the same way, as on the local launcher: its
+offset stays 0 until a step moves it, so it keeps the host's clock through the brokers' faults.
 A KRaft controller is a Kafka JVM like a broker (``kafka.Kafka``), faked the same way, so
 docs/schedules/clock_jumps_kraft.json's controller jump runs here too.
 """
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLOCK_DIR = "/run/kafka-chaos-clock"  # in each broker container, the host's control directory
+CLOCK_DIR = "/run/kafka-chaos-clock"  # in each node's container, the host's control directory
 CONTAINER_CONTROL_FILE = f"{CLOCK_DIR}/{CONTROL_FILE}"
 CLOCKS_SUBDIR = "clocks"  # of a detached cluster's state directory
 
@@ -78,18 +78,15 @@ def clock_dir(root: Path, role: str, node_id: int) -> Path:
 
 def faked_node(role: str, node_id: int, nodes: Mapping[str, Sequence[int]]) -> None:
     """Pure: a one-line UsageError unless ``nodes`` (role -> ids whose clocks this cluster
-    fakes) has the node; a ZooKeeper server's is never faked here."""
+    fakes) has the node."""
     check_role(role)
-    if role == "zookeeper":
-        raise UsageError("clock: the containers launcher fakes Kafka nodes' clocks only; its ZooKeeper servers run "
-                         "on the host's clock (--backend local moves a ZooKeeper server's clock)")
     if node_id not in nodes.get(role, ()):
         raise UsageError(f"clock: this cluster has no {role} {node_id}")
 
 
 class ContainerClockControls(FileClockControls):
     """:class:`harness.cluster.ClockController` for the container launchers: ``_start_clocks``
-    (once the image is known) and ``_node_clock`` (before each Kafka node's container) lay out
+    (once the image is known) and ``_node_clock`` (before each node's container) lay out
     the control directories when the config asks for fake clocks; ``_clock_nodes`` says whose."""
 
     config: ClusterConfig

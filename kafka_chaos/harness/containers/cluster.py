@@ -120,7 +120,7 @@ START_TIMEOUT_SECONDS = 120.0
 class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, ContainerClockControls,
                        ContainerDiskControls):
     """See the module docstring.  Use as a context manager, or call ``start``/``destroy``.
-    Failed log directories: :mod:`harness.containers.log_dirs`; brokers' clocks:
+    Failed log directories: :mod:`harness.containers.log_dirs`; nodes' clocks:
     :mod:`harness.containers.clocks`; power failures and disk faults: :mod:`harness.containers.disks`."""
 
     backend = "containers"
@@ -170,7 +170,7 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         self._broker_log_files = broker_log_files
         self._log4j_extra = log4j_extra
         self._logs_root: Path | None = None  # host directory of the brokers' log files
-        self._clocks_root: Path | None = None  # host directory of the brokers' clock control files
+        self._clocks_root: Path | None = None  # host directory of the nodes' clock control files
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -218,8 +218,9 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         library = self._start_clocks(self._client, self.image,
                                      self.state_dir / CLOCKS_SUBDIR if self.state_dir is not None else None)
         for server_id in servers:
-            self._zookeepers[server_id] = self._starter.start_zookeeper(self.config, self._zk_host_ports[server_id],
-                                                                        server_id)
+            self._zookeepers[server_id] = self._starter.start_zookeeper(
+                self.config, self._zk_host_ports[server_id], server_id,
+                clock=self._node_clock("zookeeper", server_id, library))
         self._wait_zookeeper_ready()
         log.info("starting %d Kafka %s broker containers", self.config.brokers, self.kafka_version)
         for broker_id in self.config.broker_ids():
@@ -251,8 +252,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         return True
 
     def _clock_nodes(self) -> dict[str, list[int]]:
-        """The brokers' clocks only: ZooKeeper's stay the host's (:mod:`harness.containers.clocks`)."""
-        return {"broker": self.config.broker_ids()}
+        """The brokers' and the ZooKeeper servers' clocks (:mod:`harness.containers.clocks`)."""
+        return {"broker": self.config.broker_ids(), "zookeeper": list(range(1, self.config.zookeepers + 1))}
 
     def _log_files_of(self, broker_id: int) -> tuple[str, str] | None:
         """(host directory, log4j configuration) when the brokers log to host files."""

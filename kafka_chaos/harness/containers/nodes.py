@@ -286,8 +286,10 @@ class NodeStarter:
         """The container's endpoint on the run network: its alias and its fixed address."""
         return {self.network.name: {"Aliases": [node], "IPAMConfig": {"IPv4Address": address}}}
 
-    def start_zookeeper(self, config: ClusterConfig, host_port: int, server_id: int = 1) -> Container:
-        """One server of the ensemble (``config.zookeepers`` of them; alone: ``zookeeper``)."""
+    def start_zookeeper(self, config: ClusterConfig, host_port: int, server_id: int = 1, *,
+                        clock: NodeClock | None = None) -> Container:
+        """One server of the ensemble (``config.zookeepers`` of them; alone: ``zookeeper``);
+        ``clock``: run on a fake clock (:mod:`harness.containers.clocks`)."""
         properties = zookeeper_properties(config, port=ZOOKEEPER_PORT, data_dir=ZOOKEEPER_DATA_DIR,
                                           host="0.0.0.0")
         properties.update(container_ensemble_properties(config.zookeepers))
@@ -299,7 +301,8 @@ class NodeStarter:
             java_command(config.zookeeper_heap,
                          [*config.jvm_options, *archive_options("zookeeper", self._class_data_sharing)],
                          "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG),
-            address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files)
+            address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files,
+            volumes=clock.volumes if clock else None, environment=clock.environment if clock else None)
 
     def start_broker(self, config: ClusterConfig, broker_id: int, host_port: int,
                      metrics_host_port: int | None = None, *, log_files: tuple[str, str] | None = None,
