@@ -392,6 +392,13 @@ def check_quorum_leader(leader: int | None, epoch: int | None, before_epoch: int
 FRESH_CONTROLLER_S = 10.0
 
 
+def partitions_with_state(snapshot: ZkSnapshot) -> int:
+    """The partitions a controller's context holds (``GlobalPartitionCount``): those with a state
+    znode, topics being deleted left out."""
+    return sum(1 for (topic, _), p in snapshot.partitions.items()
+               if p.version >= 0 and topic not in snapshot.topics_being_deleted)
+
+
 def check_active_controller_count(controller: int | None, counts: Mapping[int, float],
                                   changed_since: bool = False, *,
                                   partitions: Mapping[int, float] | None = None, existing: int = 0,

@@ -58,6 +58,7 @@ from kafka_chaos.scenarios.checks.migration import (
 from kafka_chaos.scenarios.checks.functions import (
     CheckResult,
     FRESH_CONTROLLER_S,
+    partitions_with_state,
     check_active_controller_count,
     check_converged,
     check_delivery,
@@ -311,8 +312,7 @@ def active_controller_count(obs: StepObserved, ctx: CheckContext) -> list[CheckR
     # And it acts as the controller: its GlobalPartitionCount covers every partition with a state
     # znode (none in histories scraped before the gauge was exported: that part is skipped).
     partitions = cm.global_partition_counts(obs.metrics.after.brokers)
-    existing = sum(1 for (topic, _), p in after.partitions.items()
-                   if p.version >= 0 and topic not in after.topics_being_deleted)
+    existing = partitions_with_state(after)
     fresh = any(isinstance(e, ControllerChanged) and 0 <= scraped_at - e.at < FRESH_CONTROLLER_S for e in obs.events)
     return [check_active_controller_count(after.controller, counts, changed, partitions=partitions,
                                           existing=existing, fresh=fresh)]

@@ -665,16 +665,18 @@ class TxnWorkload:
     def wait_for_commits(self, timeout: float) -> list[str]:
         """Wait (bounded) until every producer and the copier committed a transaction; the
         transactional ids that did not."""
-        return self._wait_for_each(lambda t: t.outcome == COMMITTED, timeout)
+        return self._wait_for_each([*self.clients, self.copier], lambda t: t.outcome == COMMITTED, timeout)
 
     def wait_for_attempts(self, since: float, timeout: float) -> list[str]:
-        """Wait (bounded) until every producer and the copier ended a transaction attempt it began
-        at or after ``since`` (epoch seconds), so that a step's window holds each one's attempts in
-        the state the step left; the transactional ids that did not."""
-        return self._wait_for_each(lambda t: t.began_at is not None and t.began_at >= since, timeout)
+        """Wait (bounded) until every producer ended a transaction attempt it began at or after
+        ``since`` (epoch seconds), so that a step's window holds each one's attempts in the state
+        the step left; the transactional ids that did not. Not the copier: it begins one only
+        with records to copy, after its group's rebalance when a fault moved its coordinator."""
+        return self._wait_for_each(self.clients, lambda t: t.began_at is not None and t.began_at >= since, timeout)
 
-    def _wait_for_each(self, counts: Callable[[Txn], bool], timeout: float) -> list[str]:
-        ids = [c.txn_id for c in self.clients] + [self.copier.txn_id]
+    def _wait_for_each(self, writers: Sequence[_TxnClient], counts: Callable[[Txn], bool],
+                       timeout: float) -> list[str]:
+        ids = [c.txn_id for c in writers]
 
         def missing() -> list[str]:
             done = {t.txn_id for t in self._txns if counts(t)}

@@ -94,9 +94,9 @@ if TYPE_CHECKING:  # the clients import librdkafka's binding: loaded when a run 
 log = logging.getLogger(__name__)
 
 SESSION_TIMEOUT_KEY = "zookeeper.session.timeout.ms"
-# How long a step waits after it converged for every transactional writer to end an attempt
-# begun then: the workload begins one every 0.15 s per writer and a coordinator that moved answers
-# within seconds; a writer a fault still holds (a paused coordinator or client) is waited for no longer.
+# How long a step waits after it converged for every transactional producer to end an attempt
+# begun then: each begins one every 0.15 s and a coordinator that moved answers within seconds; a
+# producer a fault still holds (a paused coordinator or client) is waited for no longer.
 TXN_ATTEMPT_WAIT_S = 10.0
 
 Progress = Callable[[str], None]
@@ -560,7 +560,7 @@ class _WorkloadClients(StepClients):
 
     def after_converged(self, prepared: Prepared, expected: Expectation, fault_at: float) -> None:
         """A fault with client windows waits (bounded) for the clients to recover, so the
-        measurement holds their whole unavailability; then the transactional writers each end an
+        measurement holds their whole unavailability; then the transactional producers each end an
         attempt begun in the state the step converged to (bounded), which the step's
         transactional figures and checks judge (scenarios.checks.txn_availability)."""
         self._transactional_attempt()

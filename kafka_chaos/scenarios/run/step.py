@@ -42,7 +42,9 @@ from kafka_chaos.scenarios.run.migration_view import migration_status, observe_m
 from kafka_chaos.scenarios.clients.ops import ClientOps
 from kafka_chaos.scenarios.clients.txn_ops import TxnHistory
 from kafka_chaos.scenarios.history.controller_log import LogEvent, parse_lines
-from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape
+from kafka_chaos.scenarios.history.controller_metrics import FaultMetrics, MetricsScrape, global_partition_counts
+from kafka_chaos.harness.zkevents import ControllerChanged
+from kafka_chaos.scenarios.checks.functions import FRESH_CONTROLLER_S, partitions_with_state
 from kafka_chaos.scenarios.checks.expectations import (
     FAILOVER_CHECK_DELAY_S,
     FAILOVER_CHECK_MARGIN_S,
@@ -293,7 +295,7 @@ class StepCore:
                 clients.after_converged(prepared, expected or options[0], fault_at)
             measured_at = time.time()
             with clock.phase(MEASURE):
-                metrics_after = scrape_metrics(self.cluster)
+                metrics_after = self._scrape_after_failover(after, fault_at)
                 logged = controller_log(self.cluster, logs, fault_at, self.topics)
                 sightings = poller.sightings_by_partition(since=fault_at)
                 migration = observe_migration(self.cluster, self.observer, list(self.topics), migration_before)
@@ -311,6 +313,24 @@ class StepCore:
             metrics=FaultMetrics(metrics_before, metrics_after) if metrics_before and metrics_after else None,
             controller_log=logged, migration=migration, on_disk=on_disk, ledger=clock.ledger(), replica_logs=in_sync_logs,
             quorum=quorum)
+
+    def _scrape_after_failover(self, after: ZkSnapshot | None, fault_at: float) -> MetricsScrape | None:
+        """The brokers' metrics once the step's measurement closes. After a ZooKeeper-mode
+        controller failover, scraped again (within :data:`FRESH_CONTROLLER_S` of ``/controller``'s
+        write) until the new controller's GlobalPartitionCount covers the partitions with a state:
+        its failover event sets the gauge only when it ends (``process``'s ``finally``), and a
+        scrape before that is unknown to ``active_controller_count``, not judged."""
+        scrape = scrape_metrics(self.cluster)
+        elected = [e.at for e in self.observer.events_since(fault_at) if isinstance(e, ControllerChanged)]
+        if scrape is None or after is None or after.mode != "zookeeper" or after.controller is None or not elected:
+            return scrape
+        until = max(elected) + FRESH_CONTROLLER_S
+        existing = partitions_with_state(after)
+        while global_partition_counts(scrape.brokers).get(after.controller, existing) < existing \
+                and time.time() < until:
+            time.sleep(0.5)
+            scrape = scrape_metrics(self.cluster) or scrape
+        return scrape
 
     def _converge(self, label: str, options: Sequence[Expectation], prepared: Prepared, judged: Sequence[str],
                   exact: bool, failover_check: bool) -> ZkSnapshot:
