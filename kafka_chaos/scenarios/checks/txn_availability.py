@@ -84,6 +84,12 @@ def _rounded(ms: float | None) -> float | None:
     return None if ms is None else round(ms, 1)
 
 
+def counted_as(t: Txn) -> str:
+    """The client's outcome of ``t``, an abort an error caused told apart (:data:`FAILED`) from
+    one the workload asked for (no error)."""
+    return FAILED if t.outcome == ABORTED and t.error is not None else t.outcome
+
+
 def ended_within(txns: Sequence[Txn], start: float, end: float) -> list[Txn]:
     """The attempts whose end the client recorded within ``[start, end]``."""
     return [t for t in txns if t.ended_at is not None and start <= t.ended_at <= end]
@@ -98,7 +104,7 @@ def longest_without_commit(commits_at: Sequence[float], start: float, end: float
 
 def measure(txns: Sequence[Txn], start: float, end: float) -> TxnWindow:
     ended = ended_within(txns, start, end)
-    outcomes = Counter(t.outcome if t.outcome != ABORTED or t.error is None else FAILED for t in ended)
+    outcomes = Counter(counted_as(t) for t in ended)
     committed = [t for t in ended if t.outcome == COMMITTED]
     commit_ms = sorted((t.ended_at - t.committing_at) * 1000.0 for t in committed
                        if t.ended_at is not None and t.committing_at is not None and t.ended_at >= t.committing_at)
@@ -119,7 +125,7 @@ def check_transparent_operation(txns: Sequence[Txn], start: float, end: float, f
     """The verdict on a step whose fault is in :data:`TRANSPARENT_FAULTS` (the caller decides):
     every attempt that ended in ``[start, end]`` committed or was aborted as the workload asked."""
     ended = ended_within(txns, start, end)
-    failed = [t for t in ended if t.outcome == UNKNOWN or t.outcome == ABORTED and t.error is not None]
+    failed = [t for t in ended if counted_as(t) in (FAILED, UNKNOWN)]
     expected = f"no transaction aborted by an error or left unknown during {fault}, a planned operation"
     if not failed:
         return CheckResult(TRANSPARENT, True, expected, {"attempts": len(ended)},
