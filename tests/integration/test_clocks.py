@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.harness.local.clocks import libfaketime_path
-from kafka_chaos.scenarios.plans.schedule import load
-from tests.integration.test_schedule_files import failed_checks
+from tests.integration.test_schedule_files import run_schedule
 
 JUMP_S = 60
 SCHEDULE = {
@@ -33,12 +31,7 @@ SCHEDULE = {
 
 @pytest.mark.skipif(libfaketime_path() is None, reason="needs libfaketime (scripts/setup.sh installs it as root)")
 def test_a_leaders_clock_jump_passes_and_the_broker_feels_it(tmp_path: Path) -> None:
-    schedule = tmp_path / "leader_clock_jump.json"
-    schedule.write_text(json.dumps(SCHEDULE))
-    results = tmp_path / "results"
-    rc = run_scenarios([load(schedule).scenario()], seed=44, results_dir=results, report=False,
-                       sources={"leader_clock_jump": str(schedule)})
-    assert rc == 0, failed_checks(results)
+    results = run_schedule(SCHEDULE, tmp_path, seed=44)
 
     steps = [json.loads(line) for line in (results / "history.jsonl").read_text().splitlines()]
     steps = [s for s in steps if s["type"] == "step" and s["index"] is not None]  # not the topics' creation

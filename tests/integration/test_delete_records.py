@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.clients.ops import READBACK
-from kafka_chaos.scenarios.plans.schedule import load
-from tests.integration.test_schedule_files import failed_checks
+from tests.integration.test_schedule_files import run_schedule
 
 SCHEDULE = {
     "schedule_version": 1,
@@ -31,12 +29,7 @@ SCHEDULE = {
 
 
 def test_delete_records_under_load_passes_and_the_read_back_starts_at_the_low_watermark(tmp_path: Path) -> None:
-    schedule = tmp_path / "delete_records_under_load.json"
-    schedule.write_text(json.dumps(SCHEDULE))
-    results = tmp_path / "results"
-    rc = run_scenarios([load(schedule).scenario()], seed=42, results_dir=results, report=False,
-                       sources={"delete_records_under_load": str(schedule)})
-    assert rc == 0, failed_checks(results)
+    results = run_schedule(SCHEDULE, tmp_path, seed=42)
 
     history = [json.loads(line) for line in (results / "history.jsonl").read_text().splitlines()]
     recorded: dict[str, int] = {}  # "t-p" -> the highest low watermark recorded

@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.harness.lazyfs.mount import lazyfs_available
 from kafka_chaos.records.writer import read_records
-from kafka_chaos.scenarios.plans.schedule import load
-from tests.integration.test_schedule_files import failed_checks
+from tests.integration.test_schedule_files import run_schedule
 
 LAYOUT = {"0": [1, 2], "1": [2, 3], "2": [3, 1], "3": [2, 1], "4": [3, 2], "5": [1, 3]}
 SCHEDULE = {
@@ -36,12 +34,7 @@ SCHEDULE = {
 
 @pytest.mark.skipif(lazyfs_available() is not None, reason=f"no crash-consistency layer: {lazyfs_available()}")
 def test_a_rack_power_failure_loses_only_the_unflushed_records_the_contract_permits(tmp_path: Path) -> None:
-    schedule = tmp_path / "rack.json"
-    schedule.write_text(json.dumps(SCHEDULE))
-    results = tmp_path / "results"
-    rc = run_scenarios([load(schedule).scenario()], seed=4403, results_dir=results, report=False,
-                       sources={SCHEDULE["name"]: str(schedule)})
-    assert rc == 0, failed_checks(results)
+    results = run_schedule(SCHEDULE, tmp_path, seed=4403)
 
     history = [json.loads(line) for line in (results / "history.jsonl").read_text().splitlines()]
     [failure] = [obs for obs in history if obs["type"] == "step" and obs["traits"]["kind"] == "power_failure"]

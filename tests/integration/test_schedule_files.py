@@ -22,7 +22,9 @@ import json
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +56,18 @@ def _with_repo_on_path() -> dict[str, str]:
 def failed_checks(results: Path) -> list[tuple[str, str | None, str]]:
     return [(r.check, r.topic, r.detail) for r in read_records(results).records
             if r.kind == "check" and r.passed is not True]
+
+
+def run_schedule(schedule: Mapping[str, Any], directory: Path, seed: int) -> Path:
+    """``kafka-chaos run --schedule`` of a schedule a test writes inline (its file in
+    ``directory``): passes; the results directory."""
+    path = directory / f"{schedule['name']}.json"
+    path.write_text(json.dumps(schedule))
+    results = directory / "results"
+    rc = run_scenarios([load(path).scenario()], seed=seed, results_dir=results, report=False,
+                       sources={schedule["name"]: str(path)})
+    assert rc == 0, failed_checks(results)
+    return results
 
 
 def run_schedule_files(files: list[Path], results: Path) -> list[Record]:

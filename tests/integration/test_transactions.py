@@ -10,10 +10,8 @@ history to the same verdicts."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.checks.transactions import CLASSES
 from kafka_chaos.scenarios.clients.txn_ops import ABORTED, COMMITTED
@@ -25,8 +23,7 @@ from kafka_chaos.scenarios.history.observations import (
     read_history,
 )
 from kafka_chaos.scenarios.model.coordinators import partition_for
-from kafka_chaos.scenarios.plans.schedule import load
-from tests.integration.test_schedule_files import failed_checks
+from tests.integration.test_schedule_files import run_schedule
 
 SCHEDULE = {
     "schedule_version": 1,
@@ -43,12 +40,7 @@ SCHEDULE = {
 
 
 def test_transactions_commit_and_abort_through_a_coordinator_kill_and_every_check_passes(tmp_path: Path) -> None:
-    schedule = tmp_path / "txn_coordinator_kill.json"
-    schedule.write_text(json.dumps(SCHEDULE))
-    results = tmp_path / "results"
-    rc = run_scenarios([load(schedule).scenario()], seed=43, results_dir=results, report=False,
-                       sources={"txn_coordinator_kill": str(schedule)})
-    assert rc == 0, failed_checks(results)
+    results = run_schedule(SCHEDULE, tmp_path, seed=43)
 
     observations: list[Observation] = [o for o in read_history(results / "history.jsonl")
                                        if not isinstance(o, HistoryProblem)]

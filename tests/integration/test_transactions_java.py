@@ -8,20 +8,17 @@ input below the copier group's committed offsets) pass, and no client process is
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import psutil
 
-from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.checks.copy import CLASSES as COPY_CLASSES
 from kafka_chaos.scenarios.checks.transactions import ABORTED_READ, CLASSES, TORN
 from kafka_chaos.scenarios.clients.java_txn_workload import JAVA_CONSUMER
 from kafka_chaos.scenarios.clients.txn_ops import COMMITTED
 from kafka_chaos.scenarios.history.observations import HistoryProblem, Observation, merged_txn, read_history
-from kafka_chaos.scenarios.plans.schedule import load
-from tests.integration.test_schedule_files import failed_checks
+from tests.integration.test_schedule_files import run_schedule
 
 SCHEDULE = {
     "schedule_version": 1,
@@ -44,12 +41,7 @@ def _java_clients() -> list[psutil.Process]:
 
 def test_java_clients_through_a_pause_and_a_kill_and_every_check_passes(tmp_path: Path) -> None:
     before = {p.pid for p in _java_clients()}
-    schedule = tmp_path / "txn_java_client_faults.json"
-    schedule.write_text(json.dumps(SCHEDULE))
-    results = tmp_path / "results"
-    rc = run_scenarios([load(schedule).scenario()], seed=44, results_dir=results, report=False,
-                       sources={"txn_java_client_faults": str(schedule)})
-    assert rc == 0, failed_checks(results)
+    results = run_schedule(SCHEDULE, tmp_path, seed=44)
 
     observations: list[Observation] = [o for o in read_history(results / "history.jsonl")
                                        if not isinstance(o, HistoryProblem)]
