@@ -15,6 +15,7 @@ import pytest
 
 from kafka_chaos.harness.lazyfs.mount import lazyfs_available
 from kafka_chaos.records.writer import read_records
+from kafka_chaos.scenarios.checks.triage import CLIENT, classify
 from tests.integration.test_schedule_files import run_schedule
 
 LAYOUT = {"0": [1, 2], "1": [2, 3], "2": [3, 1], "3": [2, 1], "4": [3, 2], "5": [1, 3]}
@@ -43,7 +44,10 @@ def test_a_rack_power_failure_loses_only_the_unflushed_records_the_contract_perm
 
     records = read_records(results).records
     by_topic = {r.topic.rpartition("-")[2] if r.topic else None: r for r in records if r.check == "delivery"}
-    assert set(by_topic) == {"t", "f"} and all(r.passed for r in by_topic.values())
+    # A duplicate is at most the producer's own resend (librdkafka#4953, which run_schedule
+    # tolerates): the power failure leads to no other delivery failure.
+    assert set(by_topic) == {"t", "f"}
+    assert all(r.passed or classify(r, records).klass == CLIENT for r in by_topic.values()), by_topic
     assert by_topic["t"].expected["power_failure_partitions"] == [0, 3]
     assert "power_failure_partitions" not in by_topic["f"].expected and by_topic["f"].observed["lost"] == 0
     [permitted] = [r for r in records if r.check == "delivery_power_failure_loss"]

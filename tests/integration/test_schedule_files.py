@@ -59,13 +59,17 @@ def failed_checks(results: Path) -> list[tuple[str, str | None, str]]:
 
 
 def run_schedule(schedule: Mapping[str, Any], directory: Path, seed: int) -> Path:
-    """``kafka-chaos run --schedule`` of a schedule a test writes inline (its file in
-    ``directory``): passes; the results directory."""
+    """``kafka-chaos run --schedule --tolerate client`` of a schedule a test writes inline (its
+    file in ``directory``): passes; the results directory. These tests judge Kafka and the
+    harness: a duplicate the idempotent producer makes by its own account — it resent a possibly
+    persisted batch under a bumped epoch, librdkafka#4953, which any leader lost with a batch in
+    flight can trigger (a rack power failure did in CI) — is a known client defect and tolerated,
+    as a user testing Kafka runs it; any other failed check still fails the test."""
     path = directory / f"{schedule['name']}.json"
     path.write_text(json.dumps(schedule))
     results = directory / "results"
     rc = run_scenarios([load(path).scenario()], seed=seed, results_dir=results, report=False,
-                       sources={schedule["name"]: str(path)})
+                       sources={schedule["name"]: str(path)}, tolerate="client")
     assert rc == 0, failed_checks(results)
     return results
 
