@@ -133,8 +133,8 @@ def test_suites() -> None:
     migration = {s.name: [step.fault for step in s.steps] for s in suite("migration")}
     assert len(migration) == 5 and all(steps[0] == "migration_provision" for steps in migration.values())
     durability = {s.name: [step.fault for step in s.steps] for s in suite("durability")}
-    assert len(durability) == 8 and {steps[0] for steps in durability.values()} == {
-        "power_failure", "controller_power_failure", "disk_stall", "disk_error"}
+    assert len(durability) == 11 and {steps[0] for steps in durability.values()} == {
+        "power_failure", "controller_power_failure", "disk_stall", "disk_error", "clock_jump"}
     transactions = {s.name: [step.fault for step in s.steps] for s in suite("transactions")}
     assert len(transactions) == 6 and {steps[0] for steps in transactions.values()} == {
         "hard_kill", "pause", "controlled_shutdown", "txn_past_timeout", "client_pause"}
@@ -206,3 +206,25 @@ def test_transactions_scenarios_cite_a_coordinator_rule_and_aim_at_the_workload(
     stopped = [i for i, step in enumerate(s.steps) if step.fault in ("hard_kill", "controlled_shutdown")]
     started = [step.target.step for step in s.steps if step.fault == "start"]
     assert started == stopped
+
+
+@pytest.mark.parametrize(("name", "target", "seconds", "kraft"), [
+    ("leader_clock_jump_ahead", "LeaderOf(topic='t', partition=0)", 3600.0, True),
+    ("leader_clock_jump_back", "LeaderOf(topic='t', partition=0)", -3600.0, True),
+    ("controller_clock_jump_ahead", "Controller()", 3600.0, True),
+    ("controller_power_failure", None, None, False),
+    ("leader_log_write_error", None, None, False),
+])
+def test_durability_clock_jumps(name: str, target: str | None, seconds: float | None, kraft: bool) -> None:
+    """The durability suite's clock jumps: an hour each way on t-0's leader and ahead on the
+    controller, each held 20 s and healed, on fake clocks and the crash-consistency layer; they
+    run on KRaft too (the controller's: the active controller), unlike the ZooKeeper-mode faults."""
+    s = by_names([name])[0]
+    assert ("kraft" in s.modes) == kraft
+    if target is None:
+        return
+    jump, heal = s.steps
+    assert (jump.fault, repr(jump.target), dict(jump.options)) == ("clock_jump", target,
+                                                                     {"seconds": seconds, "hold_s": 20})
+    assert (heal.fault, heal.target.step, dict(heal.options)) == ("clock_jump", 0, {"variant": "heal", "hold_s": 20})
+    assert s.needs.fake_clocks and s.needs.filesystem == "lazyfs" and s.suites == {"durability"}
