@@ -238,7 +238,7 @@ FIRST_CONTROLLER_ID = 3000
 # The release lines the KRaft model covers (oracle.kraft.interleavings.MODELLED_LINES, which the
 # harness may not import; tests/unit/harness/test_kraft_log.py keeps the two equal): KRaft and
 # migrating clusters run these.
-KRAFT_RELEASE_LINES = ((3, 6), (3, 9))
+KRAFT_RELEASE_LINES = ((3, 6), (3, 7), (3, 8), (3, 9))
 
 
 @dataclass(frozen=True)
@@ -430,8 +430,9 @@ def kraft_defaults() -> dict[str, str]:
 
 
 def kraft_releases_text() -> str:
-    """The KRaft release lines as refusals name them: "3.6.x and 3.9.x"."""
-    return " and ".join(f"{major}.{minor}.x" for major, minor in KRAFT_RELEASE_LINES)
+    """The KRaft release lines as refusals name them: "3.6.x, 3.7.x, 3.8.x and 3.9.x"."""
+    lines = [f"{major}.{minor}.x" for major, minor in KRAFT_RELEASE_LINES]
+    return ", ".join(lines[:-1]) + " and " + lines[-1]
 
 
 def modes_running(kafka_version: str) -> frozenset[str]:

@@ -23,6 +23,18 @@ the builder has no ELR, no directories and no ``minISR``; elections (``electPref
 target ISR before it is written) and ``reassignment_completes_when_adding_in_isr`` (before 3.8.0:
 ``maybeCompleteReassignment`` waits for the *adding* replicas only, PartitionReassignmentReplicas.java
 3.6.1 lines 123-125).
+
+3.7.x and 3.8.x (the 3.7.2 and 3.8.1 sources jars): 3.7.0 adds ELR, directories and ``minISR``
+to the builder, every ELR step behind ``eligibleLeaderReplicasEnabled`` (set only where
+``ReplicationControlManager.isElrEnabled``: refused by :func:`oracle.kraft.config.check_elr_not_in_effect`)
+-- with it off, ``isValidNewLeader`` (3.7.2 lines 326-330) and the empty-ISR rule (lines 440-444)
+are 3.6's.  3.7.x keeps 3.6's one ``triggerLeaderEpochBumpIfNeeded`` (3.7.2 lines 392-405, called
+at line 438 before the ISR is set at lines 443-451) and the adding-replicas completion
+(PartitionReassignmentReplicas.java 3.7.2 lines 123-125): both flags are on.  3.8.0 brings 3.9's
+split bump (KAFKA-16624: 3.8.1 lines 376-422, called at lines 459 and 473) and completion
+(KAFKA-15665: PartitionReassignmentReplicas.java 3.8.1 line 122): both flags off; 3.8.1 and 3.9.0
+differ in style only.  A 3.7+ record also carries ``directories`` when the replicas change
+(3.7.2 lines 468-480): never a record of its own here.
 """
 
 from __future__ import annotations

@@ -10,11 +10,18 @@ line 247; 3.6 has no LATEST_PRODUCTION and formats with ``MetadataVersion.latest
 ZooKeeper migration mode (``config["zookeeper.metadata.migration.enable"]``,
 ``config["oracle.migrating.zk.brokers"]``) is read by :mod:`oracle.kraft.migration`.
 
-The model covers 3.6.x and 3.9.x (``oracle.kraft.interleavings.MODELLED_LINES``; 3.7 and 3.8 are
-refused, not audited on their own).  Every rule that changed between 3.6.1 and 3.9 (``git diff
-3.6.1 3.9`` of the controller package) is keyed here by the release it landed in -- :func:`unclean_leader_election_configurable`,
+The model covers 3.6.x to 3.9.x (``oracle.kraft.interleavings.MODELLED_LINES``).  Every rule that
+changed between 3.6.1 and 3.9 (``git diff 3.6.1 3.9`` of the controller package) is keyed here by
+the release it landed in -- :func:`unclean_leader_election_configurable`,
 :func:`isr_shrink_bump_reads_target_isr`, :func:`reassignment_completes_when_adding_in_isr`,
-:func:`partition_directories_supported` -- or by the metadata version, as Kafka keys it.
+:func:`partition_directories_supported` -- or by the metadata version, as Kafka keys it.  3.7.x
+and 3.8.x were audited on their own (issue 45): the released sources (Maven Central
+``kafka-metadata``/``kafka-server-common``/``kafka_2.13`` 3.6.2, 3.7.2, 3.8.1, 3.9.0 sources jars;
+the mirror's branches ``3.7`` and ``3.8`` hold the same controller package as 3.7.2 and 3.8.1)
+diffed pairwise, 3.7.0/3.7.1 and 3.8.0 against their branch.  What they add and the model does not
+model -- eligible leader replicas (KIP-966) and the controller's side of unclean-shutdown detection
+(KAFKA-15586) -- needs a metadata version above each release's production default (and, for ELR,
+``eligible.leader.replicas.enable``): :func:`check_elr_not_in_effect` refuses it.
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ LATEST_PRODUCTION_3_9 = ProtocolVersion(3, 9, 0, 0)
 # The metadata version ``kafka-storage format`` writes without --release-version, per release:
 # 3.6.x has no LATEST_PRODUCTION, StorageTool uses MetadataVersion.latest() (StorageTool.scala 3.6.1
 # line 148), the last constant, IBP_3_6_IV2 (MetadataVersion.java 3.6.1 lines 186, 499-501; the
-# same in 3.6.0 and 3.6.2); 3.7.x LATEST_PRODUCTION = IBP_3_7_IV4 (3.7.0 line 231), 3.8.x
-# IBP_3_8_IV0 (3.8.0 line 239).
+# same in 3.6.0 and 3.6.2); 3.7.x and 3.8.x format with MetadataVersion.LATEST_PRODUCTION
+# (StorageTool.scala 3.7.0 line 162, 3.7.2 line 191, 3.8.1 line 250): IBP_3_7_IV4 in 3.7.0, 3.7.1
+# and 3.7.2 (MetadataVersion.java line 231 in each), IBP_3_8_IV0 in 3.8.0 and 3.8.1 (line 239).
 _DEFAULT_METADATA_VERSION = {
     (3, 6): ProtocolVersion(3, 6, 0, 2),
     (3, 7): ProtocolVersion(3, 7, 0, 4),
@@ -50,7 +58,8 @@ _NEWEST_KNOWN_METADATA_VERSION = {
 
 def metadata_version(config: Mapping[str, object], release: Release) -> ProtocolVersion:
     """The cluster's metadata version: ``config["metadata.version"]`` if it parses, else the
-    release's default (3.6-IV2 for 3.6, 3.9-IV0 for 3.9; an unparsable value is Kafka's to refuse)."""
+    release's default (3.6-IV2 for 3.6, 3.7-IV4 for 3.7, 3.8-IV0 for 3.8, 3.9-IV0 for 3.9; an
+    unparsable value is Kafka's to refuse)."""
     value = config.get(METADATA_VERSION)
     if isinstance(value, str):
         parsed = parse_protocol_version(value)
@@ -75,11 +84,69 @@ def check_metadata_version_known(mv: ProtocolVersion, release: Release) -> None:
                          f"newest is {newest.major}.{newest.minor}-IV{newest.iv} (MetadataVersion.java)")
 
 
+ELIGIBLE_LEADER_REPLICAS_ENABLE = "eligible.leader.replicas.enable"
+# The first metadata version whose ``MetadataVersion.isElrSupported`` holds, per release line:
+# 3.7.x IBP_3_8_IV0 (MetadataVersion.java 3.7.2 lines 325-327, KAFKA-15581 af747fbfed7), 3.8.x
+# IBP_3_9_IV0 (3.8.1 lines 339-341; moved by b20a7356e21, first in 3.8.0), 3.9.x IBP_4_0_IV0 (3.9.0
+# lines 347-349).  Each is above the release's LATEST_PRODUCTION (3.7-IV4, 3.8-IV0, 3.9-IV0): only a
+# cluster formatted or upgraded with ``unstable.metadata.versions.enable`` reaches it.  3.6.x has no
+# ELR at all (no isElrSupported, no BrokersToElrs).
+_FIRST_ELR_METADATA_VERSION = {
+    (3, 7): ProtocolVersion(3, 8, 0, 0),
+    (3, 8): ProtocolVersion(3, 9, 0, 0),
+    (3, 9): ProtocolVersion(4, 0, 0, 0),
+}
+
+
+def elr_supported(mv: ProtocolVersion, release: Release) -> bool:
+    """``MetadataVersion.isElrSupported`` as ``release`` defines it (:data:`_FIRST_ELR_METADATA_VERSION`):
+    the threshold moved up one line per release (3.8-IV0 in 3.7.x, 3.9-IV0 in 3.8.x, 4.0-IV0 in
+    3.9.x), never below the release's production default; never on 3.6.x."""
+    first = _FIRST_ELR_METADATA_VERSION.get((release.major, release.minor))
+    return first is not None and mv >= first
+
+
+def elr_enabled(config: Mapping[str, object], mv: ProtocolVersion, release: Release) -> bool:
+    """``ReplicationControlManager.isElrEnabled``: the controller's ``eligible.leader.replicas.enable``
+    (KafkaConfig.scala 3.7.2 line 1264, BOOLEAN default false; 3.8/3.9 ``KRaftConfigs.ELR_ENABLED_CONFIG``;
+    ControllerServer.scala 3.7.2 line 268 ``setEligibleLeaderReplicasEnabled(config.elrEnabled)``)
+    *and* :func:`elr_supported` (ReplicationControlManager.java 3.7.2 lines 1005-1007, 3.8.1 lines
+    1017-1019).  Only then does a builder populate ELR, write an empty ISR or elect from the ELR
+    (PartitionChangeBuilder.java 3.7.2 lines 326-330, 440-444, 490-560)."""
+    return (cfg.parse_bool(config.get(ELIGIBLE_LEADER_REPLICAS_ENABLE, False)) is True) and elr_supported(mv, release)
+
+
+def unclean_shutdown_leaves_isrs(mv: ProtocolVersion, release: Release) -> bool:
+    """Whether a broker registering after an unclean shutdown is taken out of every ISR (and ELR)
+    by the controller.  3.7.0 added the broker side (KAFKA-15582, 14029e2ddd1: the registration
+    carries ``previousBrokerEpoch``), but 3.7.x's controller only logs it (``registerBroker``,
+    ClusterControlManager.java 3.7.2 lines 340-343: ``// TODO(KIP-966)``).  From 3.8.0
+    (KAFKA-15586, 376e9e20dbf) ``registerBroker`` (3.8.1 lines 356-359; 3.9.0 on every new
+    incarnation, lines 461-463) calls ``handleBrokerUncleanShutdown`` (ReplicationControlManager.java
+    3.8.1 lines 1395-1401: ``generateLeaderAndIsrUpdates`` with the broker unacceptable and left out of the target ISR), which returns at once unless :func:`elr_supported` -- whatever
+    ``eligible.leader.replicas.enable`` says."""
+    return release.at_least(3, 8) and elr_supported(mv, release)
+
+
+def check_elr_not_in_effect(config: Mapping[str, object], mv: ProtocolVersion, release: Release) -> None:
+    """Refuse a controller whose partition decisions use KIP-966, which the model leaves out: ELR
+    enabled (:func:`elr_enabled`), or a metadata version at which a restarted broker's registration
+    removes it from every ISR (:func:`unclean_shutdown_leaves_isrs`).  Neither holds at any
+    release's default metadata version."""
+    if elr_enabled(config, mv, release):
+        raise ValueError(f"{ELIGIBLE_LEADER_REPLICAS_ENABLE}=true at metadata.version {mv.major}.{mv.minor}-IV{mv.iv} "
+                         f"turns on eligible leader replicas (KIP-966) on Kafka {release}: not modelled")
+    if unclean_shutdown_leaves_isrs(mv, release):
+        raise ValueError(f"metadata.version {mv.major}.{mv.minor}-IV{mv.iv} on Kafka {release} supports ELR: a broker "
+                         "registering after an unclean shutdown leaves every ISR (handleBrokerUncleanShutdown, "
+                         "KAFKA-15586): not modelled")
+
+
 def unclean_leader_election_configurable(release: Release) -> bool:
     """Whether the KRaft controller reads ``unclean.leader.election.enable`` at all: from 3.9.0
     (KAFKA-12670, commit 7356328f530).  Before, ``ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic``
     is ``return false; // TODO: support configuring unclean leader election.`` (ConfigurationControlManager.java
-    3.6.1 lines 478-480, unchanged in 3.7.x and 3.8.x): no fence, unfence, controlled shutdown or
+    3.6.1 lines 478-480; 3.7.2 and 3.8.1 lines 498-500; KAFKA-12670 is on no 3.7/3.8 branch): no fence, unfence, controlled shutdown or
     AlterPartition builder is ever UNCLEAN, and there is no periodic ``maybeElectUncleanLeaders``
     (absent from ReplicationControlManager.java 3.6.1; 3.9 lines 1684-1720).  Only an admin
     ``ElectLeaders`` with ElectionType.UNCLEAN (``electLeader``, 3.6.1 lines 1368-1412) elects
@@ -97,7 +164,9 @@ def isr_shrink_bump_reads_target_isr(release: Release) -> bool:
     leader (-1 again) although the ISR is not written, so a useless record bumps both epochs.
     From 3.8.0 ``triggerLeaderEpochBumpForIsrShrinkIfNeeded`` (3.9 lines 396-423, called at line
     471 after the ISR is set) reads ``record.isr()``: no ISR field, no bump, no record.  Only
-    matters when the bump is on at all (MV < 3.6-IV0 or ZooKeeper migration mode)."""
+    matters when the bump is on at all (MV < 3.6-IV0 or ZooKeeper migration mode).  3.7.x still
+    reads the target ISR (3.7.2 lines 392-405, called at line 438, the ISR set at lines 443-451);
+    3.8.x has the split (3.8.1 lines 395-420, called at line 473)."""
     return not release.at_least(3, 8)
 
 
@@ -107,7 +176,8 @@ def reassignment_completes_when_adding_in_isr(release: Release) -> bool:
     (``PartitionReassignmentReplicas.maybeCompleteReassignment``, PartitionReassignmentReplicas.java
     3.6.1 lines 98-133, the check at lines 123-125); from 3.8.0 it must hold every *target* replica
     (3.9 lines 97-126: ``newTargetIsr.containsAll(newTargetReplicas)``).  They differ when a target
-    replica that is not being added (it was a replica already) is out of the ISR."""
+    replica that is not being added (it was a replica already) is out of the ISR.  3.7.2: the
+    *adding* loop (lines 123-125); 3.8.1: ``containsAll(newTargetReplicas)`` (line 122)."""
     return not release.at_least(3, 8)
 
 
@@ -115,7 +185,11 @@ def partition_directories_supported(release: Release) -> bool:
     """Partition registrations carry replica directories from 3.7.0 (KIP-858): 3.6's
     ``PartitionRegistration`` has no ``directories`` (PartitionRegistration.java 3.6.1 lines
     159-188: ``merge`` knows replicas, ISR, adding, removing, leader, epochs, recovery state only),
-    no ``LeaderAcceptor``, no ``handleAssignReplicasToDirs`` and no ``handleDirectoriesOffline``."""
+    no ``LeaderAcceptor``, no ``handleAssignReplicasToDirs`` and no ``handleDirectoriesOffline``.
+    3.7.0 has them all (ReplicationControlManager.java 3.7.2: ``handleDirectoriesOffline`` lines
+    1387-1412, ``handleAssignReplicasToDirs`` 2078-2151, ``LeaderAcceptor`` 2258-2282; 3.8.1 lines
+    1415-1440, 2119-2192, 2313-2337), gated on metadata version 3.7-IV2 as in 3.9
+    (:func:`directory_assignment_supported`)."""
     return release.at_least(3, 7)
 
 

@@ -17,10 +17,11 @@ ZooKeeper broker halts it (ReplicaManager.scala 3.9 lines 2507-2511; in 3.6 LogM
 3.6.1 lines 214-219, its only log directory gone): its one plan is the fence of that broker, as
 for a ``BrokerFailure`` of it alone.
 
-3.6.x (:data:`MODELLED_LINES`): the same fences, unfences and orders (``maybeFenceOneStaleBroker``,
-ReplicationControlManager.java 3.6.1 lines 1480-1492; ``BrokerHeartbeatManager`` differs from 3.9
-only in how ``register``/``touch`` are split); a ``TopicConfigChange`` has one plan (no periodic
-unclean check before 3.9.0).
+3.6.x to 3.8.x (:data:`MODELLED_LINES`): the same fences, unfences and orders (``maybeFenceOneStaleBroker``,
+ReplicationControlManager.java 3.6.1 lines 1480-1492, 3.7.2 lines 1589-1601, 3.8.1 lines 1617-1629;
+``BrokerHeartbeatManager`` differs from 3.9 only in how ``register``/``touch`` are split, 3.7.2 =
+3.8.1; ``processBrokerHeartbeat`` 3.8.1 lines 1548-1580 routes SHUTDOWN_NOW to ``handleBrokerFenced``
+as 3.9 does); a ``TopicConfigChange`` has one plan (no periodic unclean check before 3.9.0).
 """
 
 from __future__ import annotations
@@ -58,12 +59,13 @@ MAX_UNORDERED_BROKERS = 4
 fences (unfences) is listed (1, 2, 6, 24 orders, each also settled in between); beyond it only
 ascending and descending."""
 
-MODELLED_LINES = ((3, 6), (3, 9))
-"""The release lines the KRaft model covers.  It is 3.9's, with every rule that differs in 3.6.x
-keyed by release or metadata version (``git diff 3.6.1 3.9`` of the controller package, 3.6.0 and
-3.6.2 compared with 3.6.1; oracle/README.md, "3.6.x").  3.7 and 3.8 get the right side of those
-rules but were not compared on their own, and 3.5 and earlier not at all: refused."""
-MODELLED_TEXT = "3.6.x and 3.9.x"
+MODELLED_LINES = ((3, 6), (3, 7), (3, 8), (3, 9))
+"""The release lines the KRaft model covers.  It is 3.9's, with every rule that differs in 3.6.x,
+3.7.x or 3.8.x keyed by release or metadata version (``git diff 3.6.1 3.9`` of the controller
+package, 3.6.0 and 3.6.2 compared with 3.6.1; 3.7.2 and 3.8.1 from their released sources jars,
+3.7.0/3.7.1/3.8.0 against them; oracle/README.md, "3.6.x" and "3.7.x and 3.8.x").  3.5 and earlier:
+refused."""
+MODELLED_TEXT = "3.6.x, 3.7.x, 3.8.x and 3.9.x"
 
 
 def release_modelled(release: Release) -> bool:
@@ -172,6 +174,7 @@ def check_supported(state: ClusterState, event: Event) -> None:
                          "modelled in KRaft mode")
     mv = kcfg.metadata_version(state.config, state.release)
     kcfg.check_metadata_version_known(mv, state.release)
+    kcfg.check_elr_not_in_effect(state.config, mv, state.release)
     migration.check_supported(state.config, mv)
     _check_directories(state)
     if isinstance(event, LogDirFailure) and not migration.log_dir_failure_halts(state.config, event.broker):

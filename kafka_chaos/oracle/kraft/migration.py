@@ -42,6 +42,20 @@ KAFKA-16121, fixed in 3.6.2 by commit 7486223d9e3, which changed no controller c
 reassignment in hybrid mode is predicted as the controller decides it -- completed once the
 new replicas join -- and a 3.6.1 cluster that stalls fails the oracle check: the known-bad
 finding of docs/findings.md §7.
+
+3.7.x and 3.8.x (audited from the 3.7.2 and 3.8.1 sources jars): the same switch
+(``triggerLeaderEpochBumpIfNeeded``, PartitionChangeBuilder.java 3.7.2 lines 392-405; 3.8.1
+``triggerLeaderEpochBumpForIsrShrinkIfNeeded`` lines 395-420), the same ``zkRegistrationAllowed``
+(ClusterControlManager.java 3.7.2 lines 319-321, 3.8.1 lines 334-336), the same six builders that
+set it (ReplicationControlManager.java 3.7.2 lines 1074, 1505, 1647, 1863, 1979, 2041; 3.8.1 lines
+1086, 1533, 1675, 1901, 2020, 2082), the same ``iterateTopics`` (ZkTopicMigrationClient.scala 3.7.2
+and 3.8.1 lines 51-96) and the 3.9 halt of a migrating ZooKeeper broker on a failed log directory
+(ReplicaManager.scala 3.7.2 lines 2618-2621, 3.8.1 lines 2496-2499; KAFKA-15357, first in 3.7.0).
+The KAFKA-16121 broker fix is in 3.7.0 (4280df48161) and 3.8.0 (d0f845a5e1a).  What differs is
+not the partition decisions: KAFKA-17457 (619aa479635 on 3.7, e1c877a808a on 3.8: first released in
+3.7.2 and 3.8.1) makes a controller with an empty log enter pre-migration only from metadata
+version 3.6-IV1 (ActivationRecordsGenerator.java 3.7.2 lines 91-92), and the migration driver's
+race fixes (KAFKA-16667, KAFKA-17506) are the driver's, which the model does not cover.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.cli.main import main
+from kafka_chaos.harness.config import kraft_releases_text
 from kafka_chaos.scenarios.plans import catalogue
 from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate
 from kafka_chaos.scenarios.plans.schedule import dumps
@@ -18,7 +19,7 @@ from kafka_chaos.scenarios.plans.schedule import dumps
 KRAFT = "the kraft suite is written for KRaft clusters (its ZooKeeper-mode twins are in conformance)"
 MIGRATION = "the migration suite migrates ZooKeeper-mode clusters to KRaft (migration mode)"
 ENSEMBLE = "only ZooKeeper-mode and migrating clusters have a ZooKeeper ensemble"
-KRAFT_RELEASES = "KRaft and migrating clusters run Kafka 3.6.x and 3.9.x (the releases the KRaft model covers)"
+KRAFT_RELEASES = f"KRaft and migrating clusters run Kafka {kraft_releases_text()} (the releases the KRaft model covers)"
 CONTAINERS = "the containers launcher runs ZooKeeper-mode and KRaft clusters only"
 REPLAYS = "the rerun file names the iterations to run and their seed"
 DEFAULT_FAULTS = ("it leaves out the opt-in kinds, those that shape the cluster and those --backend cannot inject: "
@@ -34,8 +35,8 @@ REFUSED = [
     ("run --suite migration --mode zookeeper", f"--suite migration contradicts --mode zookeeper: {MIGRATION}"),
     ("run --suite migration --controllers 3",
      f"--suite migration contradicts --controllers 3: {MIGRATION}; KRaft controllers are a KRaft cluster's"),
-    ("run --suite migration --kafka-version 3.7.2",
-     f"--suite migration contradicts --kafka-version 3.7.2: {MIGRATION}; {KRAFT_RELEASES}"),
+    ("run --suite migration --kafka-version 3.5.2",
+     f"--suite migration contradicts --kafka-version 3.5.2: {MIGRATION}; {KRAFT_RELEASES}"),
     ("run --suite migration --backend containers", f"--suite migration contradicts --backend containers: {MIGRATION}; {CONTAINERS}"),
     ("run --suite zookeeper --mode kraft", "--suite zookeeper contradicts --mode kraft: the zookeeper suite's faults hit "
                                            "the ZooKeeper ensemble of ZooKeeper-mode clusters"),
@@ -118,8 +119,8 @@ REFUSED = [
      f"the default --faults contradicts --weights network_partition=2: network_partition is not among the faults it "
      f"draws ({DEFAULT_FAULTS})"),
     ("explore --mode kraft --kafka-version 3.4.1", f"--mode kraft contradicts --kafka-version 3.4.1: {KRAFT_RELEASES}"),
-    ("explore --mode migration --kafka-version 3.7.2",
-     f"--mode migration contradicts --kafka-version 3.7.2: {KRAFT_RELEASES}"),
+    ("explore --mode migration --kafka-version 3.5.2",
+     f"--mode migration contradicts --kafka-version 3.5.2: {KRAFT_RELEASES}"),
     ("explore --mode migration --backend containers", f"--mode migration contradicts --backend containers: {CONTAINERS}"),
 ]
 

@@ -384,10 +384,13 @@ def test_kraft_node_properties_by_role_and_release() -> None:
     assert "advertised.listeners" not in controller and broker["inter.broker.listener.name"] == "PLAINTEXT"
     assert not any(k.startswith("zookeeper.") for k in broker)
     assert broker["broker.session.timeout.ms"] == "6000"  # matched to ZooKeeper mode's test session
-    for unmodelled in ("3.5.2", "3.7.2", "3.8.1"):
-        with pytest.raises(UsageError, match=r"runs Kafka 3\.6\.x and 3\.9\.x"):
+    for unmodelled in ("3.5.2", "3.4.1"):
+        with pytest.raises(UsageError, match=r"runs Kafka 3\.6\.x, 3\.7\.x, 3\.8\.x and 3\.9\.x"):
             kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d",
                                   kafka_version=unmodelled)
+    for modelled in ("3.7.2", "3.8.1"):
+        assert kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d",
+                                     kafka_version=modelled)["process.roles"] == "broker"
     assert kraft_node_properties(config, 1, voters=voters, address="127.0.0.1:9", log_dir="/d",
                                  kafka_version="3.6.1")["controller.quorum.voters"] == "3000@127.0.0.1:1"
     with pytest.raises(UsageError, match="--mode kraft has no ZooKeeper ensemble"):

@@ -1,4 +1,4 @@
-"""The KRaft model on Kafka 3.6.x: a table per rule that differs from 3.9, each row naming the
+"""The KRaft model on Kafka 3.6.x (3.7.x and 3.8.x: ``test_kraft_releases_3_7_3_8.py``): a table per rule that differs from 3.9, each row naming the
 3.6.1 source (``git show 3.6.1:<path>``) and the 3.9 source (branch 3.9, c821449fb7c1), files under
 ``metadata/src/main/java/org/apache/kafka/controller/`` unless said otherwise; the refusals; and
 Hypothesis properties over 3.6 releases.  3.6.0 and 3.6.2 have the same controller package as
@@ -63,20 +63,21 @@ def after(state: ClusterState, event: object) -> dict[int, tuple]:
 
 # --- releases and metadata versions --------------------------------------------------------------
 
-def test_3_6_and_3_9_are_modelled_and_the_releases_not_audited_are_refused() -> None:
-    assert MODELLED_LINES == ((3, 6), (3, 9))
+def test_3_6_to_3_9_are_modelled_and_3_5_and_earlier_are_refused() -> None:
+    # 3.7.x and 3.8.x: tests/unit/oracle/test_kraft_releases_3_7_3_8.py
+    assert MODELLED_LINES == ((3, 6), (3, 7), (3, 8), (3, 9))
     state = kraft({1, 2}, {0: kp((1, 2), 1, (1, 2))})
-    for release in (Release(3, 5, 2), Release(3, 4, 1), Release(2, 8, 2), Release(3, 7, 2), R381):
-        with pytest.raises(ValueError, match=r"covers Kafka 3\.6\.x and 3\.9\.x; release .* is not modelled"):
+    for release in (Release(3, 5, 2), Release(3, 4, 1), Release(2, 8, 2)):
+        with pytest.raises(ValueError, match=r"covers Kafka 3\.6\.x, 3\.7\.x, 3\.8\.x and 3\.9\.x; release .* is not modelled"):
             predict(at(state, release), [BrokerFailure((2,))])
-    for release in (R360, R361, R362, R392):
+    for release in (R360, R361, R362, Release(3, 7, 2), R381, R392):
         assert predict(at(state, release), [BrokerFailure((2,))]).state.partition(T0).isr == (1,)
 
 
 def test_json_refuses_3_5_and_takes_3_6() -> None:
     with pytest.raises(OracleInputError) as error:
         parse_request({"mode": "kraft", "kafka_version": "3.5.2", "brokers": [1]})
-    assert error.value.field == "kafka_version" and "3.6.x and 3.9.x" in str(error.value)
+    assert error.value.field == "kafka_version" and "3.6.x, 3.7.x, 3.8.x and 3.9.x" in str(error.value)
     state, _ = parse_request({"mode": "kraft", "kafka_version": "3.6.1", "brokers": [1]})
     assert state.release == R361
 
@@ -113,7 +114,8 @@ def test_a_metadata_version_3_6_does_not_know_is_refused(value) -> None:
         predict(state, [BrokerFailure((2,))])
     # "3.6" names 3.6's newest IV, which 3.6 knows
     predict(at(state, R361, **{"metadata.version": "3.6"}), [BrokerFailure((2,))])
-    predict(at(state, R392), [BrokerFailure((2,))])
+    if value != "4.0-IV0":  # 3.9.x knows 4.0-IV0, which supports ELR: refused (test_kraft_releases_3_7_3_8.py)
+        predict(at(state, R392), [BrokerFailure((2,))])
 
 
 # --- 1. the ISR-shrink bump on the target ISR (KAFKA-16624, 3.8.0) --------------------------------
