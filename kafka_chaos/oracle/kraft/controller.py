@@ -216,9 +216,14 @@ class KRaftController:
         partition epoch of the broker's partitions by one more than its shutdown and ISR rejoin.
         Before 3.7.0 registrations have no directories (:func:`kcfg.partition_directories_supported`;
         3.6's ReplicaManager has no ``maybeUpdateTopicAssignment``): no record, only the new
-        registration."""
+        registration.  Nor below metadata version 3.7-IV2 on any release: the broker sends no
+        assignment (``if (metadataVersion.isDirectoryAssignmentSupported())`` around
+        ``maybeUpdateTopicAssignment``: ReplicaManager.scala 3.7.2 lines 2881-2884, 3.8.1 line 2759,
+        3.9 lines 2771-2774; ``handleAssignReplicasToDirs`` would refuse it, ReplicationControlManager.java
+        3.7.2 lines 2079-2081)."""
         self.zk_brokers = self.zk_brokers - {broker}
-        if not kcfg.partition_directories_supported(self.release):
+        if not kcfg.partition_directories_supported(self.release) \
+                or not kcfg.directory_assignment_supported(self.metadata_version):
             return
         for tp in sorted(self.partitions):
             p = self.partitions[tp]

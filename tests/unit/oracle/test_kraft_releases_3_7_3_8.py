@@ -254,3 +254,15 @@ def test_fence_unfence_and_migration_bump_are_the_same_everywhere(release) -> No
     assert after(at(state, release, **MIG), BrokerFailure((3,)))[0] == ((1, 2, 3), 1, (1, 2), 5, 10, 0)
     down = at(kraft({2, 3}, {0: kp((1, 2, 3), NO_LEADER, (1,), 5, 11)}), release)
     assert after(down, BrokerStartup((1,)))[0] == ((1, 2, 3), 1, (1, 2, 3), 6, 14, 0)
+
+
+@pytest.mark.parametrize("release", [R370, R372, R381, R392])
+@pytest.mark.parametrize("mv, expected_pe", [
+    # below 3.7-IV2 the broker sends no AssignReplicasToDirs (ReplicaManager.scala 3.7.2 lines
+    # 2881-2884, 3.9 lines 2771-2774): only the ISR rejoin (+1); from it, one more (+1)
+    ("3.7-IV1", 4), ("3.6-IV2", 4), ("3.7-IV2", 5),
+])
+def test_a_zookeeper_broker_started_as_kraft_below_3_7_iv2(release, mv, expected_pe) -> None:
+    part = dataclasses.replace(kp((1, 2), 1, (1,), 1, 3), unassigned_dirs=(2,))
+    state = at(kraft({1}, {0: part}, config={**MIG, ZK_BROKERS: "2", MV: mv}), release)
+    assert regs(predict(state, [BrokerStartup((2,), kraft_brokers=(2,))]).state)[0][4] == expected_pe
