@@ -3,11 +3,15 @@ processes (:mod:`harness.java_clients`), their JSON lines read into the same his
 librdkafka workload's (:mod:`scenarios.clients.java_lines`), judged by the same checker.
 
 * ``producer``: ``VerifiableProducer`` writing ``<start>.<n>`` values to the input topic,
-  ``acks=all``, idempotent, ``--throughput`` bounded (the tool has no transactional mode);
+  ``acks=all``, idempotent, ``--throughput`` bounded (the tool has no transactional mode), its
+  batches compressed with the workload's ``compression`` (``compression.type`` in its
+  ``--producer.config`` file);
 * ``copier``: ``TransactionalMessageCopier`` in group mode (``--use-group-metadata``, random
   aborts) copying the input to the output topic, one transaction per poll of at most
   :data:`COPY_BATCH` records, offsets sent with each transaction — the read-process-write
-  pipeline of Kafka's ``transactions_test.py``;
+  pipeline of Kafka's ``transactions_test.py``; it sends uncompressed batches whatever the
+  workload's ``compression``: its producer properties are fixed in the tool
+  (``TransactionalMessageCopier.createProducer``, 2.5 to 3.9: no config file, no option);
 * ``consumer``: ``VerifiableConsumer --verbose`` at ``read_committed`` on the output topic, a
   group member committing its offsets.
 
@@ -52,6 +56,7 @@ from kafka_chaos.scenarios.clients.txn_ops import (
     TxnRead,
 )
 from kafka_chaos.scenarios.clients.txn_workload import TxnWorkloadError, committed_group_offsets, read_committed_back
+from kafka_chaos.scenarios.model.codecs import COMPRESSIONS, compression_problem
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +82,12 @@ class JavaTxnWorkload:
     """The three Java clients over ``in_topic`` -> ``out_topic``, and what they printed."""
 
     def __init__(self, bootstrap: str, in_topic: str, in_partitions: Sequence[int], out_topic: str,
-                 out_partitions: Sequence[int], *, classpath: str, log_dir: Path, client_id: str) -> None:
+                 out_partitions: Sequence[int], *, classpath: str, log_dir: Path, client_id: str,
+                 compression: str = COMPRESSIONS[0]) -> None:
+        problem = compression_problem(compression)
+        if problem is not None:
+            raise TxnWorkloadError(f"transactional workload compression {problem}")
+        self.compression = compression
         self.bootstrap = bootstrap
         self.in_topic, self.out_topic = in_topic, out_topic
         self.in_partitions, self.out_partitions = tuple(in_partitions), tuple(out_partitions)
@@ -94,7 +104,9 @@ class JavaTxnWorkload:
         log4j.write_text(LOG4J)
         producer_props = self._props(log_dir, PRODUCER, {"enable.idempotence": "true", "acks": "all",
                                                           "retries": "2147483647",  # the tool's default is 0
-                                                          "delivery.timeout.ms": "120000"})
+                                                          "delivery.timeout.ms": "120000",
+                                                          # ProducerConfig.COMPRESSION_TYPE_CONFIG
+                                                          "compression.type": compression})
         consumer_props = self._props(log_dir, CONSUMER, {"isolation.level": READ_COMMITTED})
         self._lock = threading.Condition()
         self._txns: list[Txn] = []

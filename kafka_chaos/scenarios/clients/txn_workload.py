@@ -78,6 +78,7 @@ from kafka_chaos.scenarios.clients.txn_ops import (
     TxnRead,
     TxnSend,
 )
+from kafka_chaos.scenarios.model.codecs import COMPRESSIONS, compression_problem
 from kafka_chaos.scenarios.model.held_txn import HeldTransaction
 
 log = logging.getLogger(__name__)
@@ -307,7 +308,8 @@ class _TxnClient:
 
     def __init__(self, bootstrap: str, txn_id: str, client_id: str, stopping: threading.Event, *,
                  make: Callable[[dict[str, Any], logging.Logger], Producer] = new_producer,
-                 bound: Callable[[float], float] = hang_bound, wait_stuck_s: float = _REAP_S) -> None:
+                 bound: Callable[[float], float] = hang_bound, wait_stuck_s: float = _REAP_S,
+                 compression: str = COMPRESSIONS[0]) -> None:
         self.txn_id = txn_id
         self.stopping = stopping
         self.config: dict[str, Any] = {
@@ -315,6 +317,9 @@ class _TxnClient:
             "enable.idempotence": True, "acks": "all", "linger.ms": 5,
             "transaction.timeout.ms": _TRANSACTION_TIMEOUT_MS, "message.timeout.ms": _TRANSACTION_TIMEOUT_MS,
             "socket.timeout.ms": _SOCKET_TIMEOUT_MS, "reconnect.backoff.max.ms": 1_000,
+            # librdkafka's batch codec (CONFIGURATION.md: none, gzip, snappy, lz4, zstd); every
+            # instance of this transactional id, a held transaction's too, compresses alike
+            "compression.type": compression,
         }
         self.ring = DebugRing(f"{__name__}.librdkafka.{txn_id}", _DEBUG_LINES, keep=(ACQUIRED_PID,))
         self.producer: Producer | None = None
@@ -587,9 +592,13 @@ class TxnWorkload:
 
     def __init__(self, bootstrap: str, in_topic: str, in_partitions: Sequence[int], out_topic: str,
                  out_partitions: Sequence[int], *, seed: str, client_id: str, producers: int = 2,
-                 abort_every: int = 5, pace_s: float = _PACE_S) -> None:
+                 abort_every: int = 5, pace_s: float = _PACE_S, compression: str = COMPRESSIONS[0]) -> None:
         if not in_partitions or not out_partitions or producers < 1 or abort_every < 1:
             raise TxnWorkloadError(f"transactional workload on {in_topic}, {out_topic}: nothing to do")
+        problem = compression_problem(compression)
+        if problem is not None:
+            raise TxnWorkloadError(f"transactional workload compression {problem}")
+        self.compression = compression
         self.bootstrap = bootstrap
         self.in_topic, self.out_topic = in_topic, out_topic
         self.in_partitions, self.out_partitions = tuple(in_partitions), tuple(out_partitions)
@@ -602,10 +611,11 @@ class TxnWorkload:
         self.reader_group = f"{client_id}-rc-group-{self.run_id}"
         self._writing = threading.Event()  # set: the writers stop
         self._reading = threading.Event()  # set: the readers stop
-        self.clients = [_TxnClient(bootstrap, f"{client_id}-{self.run_id}-p{i}", f"{client_id}-txn-p{i}", self._writing)
+        self.clients = [_TxnClient(bootstrap, f"{client_id}-{self.run_id}-p{i}", f"{client_id}-txn-p{i}", self._writing,
+                                   compression=compression)
                         for i in range(producers)]
         self.copier = _TxnClient(bootstrap, f"{client_id}-{self.run_id}-copier", f"{client_id}-txn-copier",
-                                 self._writing)
+                                 self._writing, compression=compression)
         self.consumers = (TxnConsumer(RC, READ_COMMITTED), TxnConsumer(RU, READ_UNCOMMITTED),
                           TxnConsumer(RC_GROUP, READ_COMMITTED, self.reader_group),
                           TxnConsumer(COPIER, READ_COMMITTED, self.copier_group))
@@ -645,8 +655,8 @@ class TxnWorkload:
         for i, client in enumerate(self.clients):
             self._writers.append(self._thread(f"txn-producer-{i}", self._produce, client, i))
         self._writers.append(self._thread("txn-copier", self._copy))
-        log.info("transactional workload %s: %d producers and a copier on %s -> %s", self.run_id, len(self.clients),
-                 self.in_topic, self.out_topic)
+        log.info("transactional workload %s: %d producers and a copier on %s -> %s (compression %s)", self.run_id,
+                 len(self.clients), self.in_topic, self.out_topic, self.compression)
 
     def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
         def run() -> None:

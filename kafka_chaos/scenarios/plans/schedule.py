@@ -23,7 +23,13 @@ from kafka_chaos.harness.config import FILESYSTEMS, check_broker_jaas
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
-from kafka_chaos.scenarios.plans.transactional import TXN_CLIENTS, transactional_topics, with_transactional_topics
+from kafka_chaos.scenarios.plans.transactional import (
+    COMPRESSIONS,
+    TXN_CLIENTS,
+    compression_problem,
+    transactional_topics,
+    with_transactional_topics,
+)
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds, KnownBug, Scenario, validate_steps
 from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault
@@ -77,10 +83,11 @@ class Schedule:
                             filesystem=self.filesystem)
 
     txn_client: str = "librdkafka"  # the transactional workload's clients ("workload": {"client": ...})
+    txn_compression: str = "none"  # its producers' batch codec ("workload": {"compression": ...})
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs,
-                     txn_client=self.txn_client)
+                     txn_client=self.txn_client, txn_compression=self.txn_compression)
         validate_steps(s)
         return s
 
@@ -124,8 +131,15 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                    for t in s.topics],
         "steps": [_step_to_json(st) for st in s.steps],
         **({"known_bug": s.known_bug.to_json()} if s.known_bug is not None else {}),
-        **({"workload": {"client": s.txn_client}} if s.txn_client != TXN_CLIENTS[0] else {}),
+        **({"workload": _workload_to_json(s)} if _workload_to_json(s) else {}),
     }
+
+
+def _workload_to_json(s: Schedule) -> dict[str, str]:
+    """The ``workload`` keys that differ from their defaults (the transactional topics are the
+    topics' own ``"workload": "transactional"``)."""
+    return {**({"client": s.txn_client} if s.txn_client != TXN_CLIENTS[0] else {}),
+            **({"compression": s.txn_compression} if s.txn_compression != COMPRESSIONS[0] else {})}
 
 
 _INT_LIST = re.compile(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]")
@@ -143,7 +157,7 @@ def from_scenario(s: Scenario) -> Schedule:
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
                     s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version,
                     s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas, filesystem=s.needs.filesystem,
-                    txn_client=s.txn_client)
+                    txn_client=s.txn_client, txn_compression=s.txn_compression)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -293,13 +307,22 @@ def _txn_client(obj: Mapping[str, Any], where: str) -> str:
     return str(client)
 
 
+def _txn_compression(obj: Mapping[str, Any], where: str) -> str:
+    """The schedule's ``workload.compression``: the codec of the transactional workload's producers."""
+    compression = _object(obj["workload"], where).get("compression", COMPRESSIONS[0]) if "workload" in obj else COMPRESSIONS[0]
+    problem = compression_problem(compression)
+    if problem is not None:
+        raise _fail(f"{where}.compression", problem)
+    return str(compression)
+
+
 def _with_workload(obj: Mapping[str, Any], topics: tuple[TopicSpec, ...], where: str) -> tuple[TopicSpec, ...]:
     """The topics with what the schedule's ``workload`` asks: ``{"transactions": true}`` adds the
     transactional workload's two topics (:func:`scenarios.plans.transactional.with_transactional_topics`)."""
     on = False
     if "workload" in obj:
         workload = _object(obj["workload"], where)
-        _only(workload, {"transactions", "client"}, where)
+        _only(workload, {"transactions", "client", "compression"}, where)
         on = workload.get("transactions", False)
         if not isinstance(on, bool):
             raise _fail(f"{where}.transactions", f"expected true or false, not {on!r}")
@@ -366,7 +389,8 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     known_bug = _known_bug(obj["known_bug"], f"{where}.known_bug") if "known_bug" in obj else None
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
                  doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug,
-                 broker_jaas, str(filesystem), txn_client=_txn_client(obj, f"{where}.workload"))
+                 broker_jaas, str(filesystem), txn_client=_txn_client(obj, f"{where}.workload"),
+                 txn_compression=_txn_compression(obj, f"{where}.workload"))
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

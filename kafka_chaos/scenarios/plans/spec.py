@@ -104,6 +104,9 @@ class Scenario:
     # The transactional workload's clients (scenarios.plans.transactional.TXN_CLIENTS): confluent-kafka's
     # ("librdkafka") or Kafka's own Java test clients as processes ("java").
     txn_client: str = "librdkafka"
+    # The codec its transactional producers compress their batches with (scenarios.clients.txn_ops.COMPRESSIONS;
+    # a schedule's "workload": {"compression": ...}): "none", or what KAFKA-15653 needs
+    txn_compression: str = "none"
 
     def __post_init__(self) -> None:
         # Clock faults need every node started under libfaketime; other scenarios' clusters stay

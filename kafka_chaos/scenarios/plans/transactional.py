@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from kafka_chaos.common.errors import UsageError
+# The producers' codecs (a schedule's workload.compression), kept with the clients that use them
+from kafka_chaos.scenarios.model.codecs import COMPRESSIONS as COMPRESSIONS
+from kafka_chaos.scenarios.model.codecs import compression_problem as compression_problem
 from kafka_chaos.scenarios.faults.clients import ClientKill, ClientPause
 from kafka_chaos.scenarios.faults.txn_timeout import TxnPastTimeout
 from kafka_chaos.scenarios.model.steps import TopicSpec, frozen

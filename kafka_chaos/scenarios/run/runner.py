@@ -479,7 +479,7 @@ class Runner:
         ctx.txn = TxnWorkload(ctx.cluster.bootstrap_servers, ctx.topic_names[source.name], list(source.partitions),
                               ctx.topic_names[sink.name], list(sink.partitions),
                               seed=f"{self.options.seed}:{ctx.scenario.name}:{ctx.iteration}",
-                              client_id=f"kafka-chaos-{ctx.scenario.name}")
+                              client_id=f"kafka-chaos-{ctx.scenario.name}", compression=ctx.scenario.txn_compression)
         ctx.client_names.transactional_ids.update(ctx.txn.transactional_ids)
         ctx.client_names.groups.update(ctx.txn.groups)
         ctx.txn.start()
@@ -496,7 +496,7 @@ class Runner:
                             ctx.topic_names[sink.name], list(sink.partitions),
                             classpath=tools_classpath(resolve_distribution(ctx.cluster.kafka_version)),
                             log_dir=Path(self.options.results_dir) / "java-clients" / f"{ctx.scenario.name}-{ctx.iteration}",
-                            client_id=f"kafka-chaos-{ctx.scenario.name}")
+                            client_id=f"kafka-chaos-{ctx.scenario.name}", compression=ctx.scenario.txn_compression)
         ctx.txn = w
         ctx.client_names.transactional_ids.update(w.transactional_ids)
         ctx.client_names.groups.update(w.groups)
