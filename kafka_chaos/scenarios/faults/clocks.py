@@ -22,6 +22,14 @@ event, every leader, ISR and leader epoch as before once settled:
   (AlterPartition, leader epoch unchanged; +1 partition epoch each way in KRaft), not a settled
   one. A backward jump cannot shrink (``lastCaughtUpTimeMs`` is a max, so it stays ahead of the
   clock); its heal is a forward jump of the same size, by the rule above.
+* Not modelled, a Kafka defect: a follower's fetch backoff is wall-clock (``DelayedItem``:
+  ``Time.SYSTEM.milliseconds + replica.fetch.backoff.ms``). A forward jump beyond
+  ``request.timeout.ms`` fails the fetches in flight, which backs off every partition of the
+  fetcher; an idle partition keeps that spent backoff (only a response with records for it
+  clears it), so a later jump *back* (a heal) re-arms it for the jump's size: the broker stops
+  fetching those partitions and leaves the ISR of each that gets records (seen in the durability
+  suite, docs/clocks.md; apache/kafka#8517). Which partitions are idle is the workload's, so the
+  oracle cannot name them: the ISR check fails where it shows.
 * KRaft's broker heartbeats are judged on the controller's monotonic clock
   (``BrokerHeartbeatManager``: ``lastContactNs``, ``time.nanoseconds``), so a controller's jump
   fences no broker; the broker's heartbeat schedule is monotonic too (``BrokerLifecycleManager``'s

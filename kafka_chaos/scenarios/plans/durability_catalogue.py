@@ -157,7 +157,20 @@ def leader_clock_jump_ahead() -> list[Step]:
     the oracle predicts no event (leaders and ISRs as before, epochs never back). After the heal those
     ``lastCaughtUpTimeMs`` lie an hour ahead of the clock (kept by a ``max``): for that hour no follower
     of this leader can leave its ISR by lag -- a stuck one would hold ``acks=all`` producers, not
-    lose their records."""
+    lose their records.
+
+    What Kafka 3.9 does besides (seed 4471, docs/clocks.md): the jump times out the broker's fetch
+    requests in flight, and a failed fetch backs off *every* partition of that fetcher
+    (``AbstractFetcherThread.handlePartitionsWithErrors`` -> ``delayPartitions``) with a
+    ``DelayedItem`` due at ``Time.SYSTEM.milliseconds + replica.fetch.backoff.ms`` -- the wall
+    clock (``DelayedItem.scala`` line 28). A partition's backoff is cleared only by a response with
+    records for it, so an idle partition keeps its spent backoff, and the heal puts it an hour in
+    the future: the broker stops fetching every partition that was idle, for the hour, and leaves
+    the ISR of each one that gets records (its leader's lag rule). Not in the oracle (which
+    partitions are idle is the workload's): the failed ISR check comes in whichever later step
+    first writes to such a partition -- a later scenario's consumer group on ``__consumer_offsets``.
+    Reported upstream as unsafe in apache/kafka#8517 (2020, a monotonic ``DelayedItem``, not
+    merged); the 3.9 and trunk ``DelayedItem`` still read ``Time.SYSTEM.milliseconds``."""
     return clock_jump_steps(LeaderOf("t", 0), CLOCK_JUMP_S)
 
 
@@ -185,8 +198,9 @@ def controller_clock_jump_ahead() -> list[Step]:
     * ZooKeeper mode: the controller's session (``ZooKeeperClient``) and the server's expiry run
       on the monotonic clock, and its periodic tasks on the scheduler's monotonic periods (the
       auto leader rebalance, ``KafkaController.scala`` line 500); its requests to brokers may time
-      out in flight (``NetworkClient``) and are sent again. As a broker it leads partitions:
-      ``leader_clock_jump_ahead``'s rules hold for them.
+      out in flight (``NetworkClient``) and are sent again. As a broker it leads and follows
+      partitions: ``leader_clock_jump_ahead``'s rules hold for them, its fetchers' wall-clock
+      backoff too (the idle partitions it follows stall for the hour after the heal).
     * KRaft: a broker's session is judged on the controller's monotonic clock
       (``BrokerHeartbeatManager``: ``lastContactNs = time.nanoseconds()`` line 391, checked at line
       354), so no broker is fenced; a single voter's check-quorum never expires
