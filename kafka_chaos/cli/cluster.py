@@ -78,7 +78,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     help="KIP-291: each broker also listens on a CONTROL_PLANE port of its own, named by "
                          "control.plane.listener.name, so the controller's requests get their own queue "
                          "and handler thread (docs/kip-291.md)")
-    up.add_argument("--kafka-version", default=None, metavar="V", help="a ZooKeeper-mode Kafka release, 2.4.0 to 3.9.x [default: 3.9.2]")
+    up.add_argument("--kafka-version", default=None, metavar="V", help="a Kafka release, 2.4.0 to 3.9.x, or 4.x with --mode kraft [default: 3.9.2]")
     up.add_argument("--kafka-home", default=None, metavar="DIR",
                     help="an extracted Apache Kafka tarball to run instead of the Maven download "
                          "[default: $KAFKA_HOME]")
@@ -167,7 +167,7 @@ def quiet_clients(args: argparse.Namespace) -> None:
 
 def cluster_up(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.backends import resolve_backend
-    from kafka_chaos.harness.config import ClusterConfig, parse_set_options
+    from kafka_chaos.harness.config import ClusterConfig, check_kraft_release, parse_set_options
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.harness.local.cluster import STATE_FILE, LocalCluster
 
@@ -197,6 +197,7 @@ def cluster_up(args: argparse.Namespace) -> int:
         raise UsageError(f"{state_dir} exists and is not a kafka-chaos cluster dir (no {STATE_FILE}); "
                          "choose another --state-dir")
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
+    check_kraft_release(args.mode, distribution.version)  # 4.x: KRaft only, one line
     if args.mode == "kraft":
         from kafka_chaos.harness.local.kraft import LocalKraftCluster
 

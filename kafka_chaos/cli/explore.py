@@ -72,7 +72,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def _mode(args: argparse.Namespace) -> str:
-    return str(args.mode or "zookeeper")
+    """--mode, else KRaft on a 4.x --kafka-version (it has no ZooKeeper mode), else ZooKeeper mode."""
+    from kafka_chaos.harness.config import default_mode
+    from kafka_chaos.harness.distribution import check_version
+
+    if args.mode:
+        return str(args.mode)
+    return default_mode(check_version(args.kafka_version) if args.kafka_version else None) or "zookeeper"
 
 
 def _config(args: argparse.Namespace, missing: Collection[Capability]) -> GeneratorConfig:
@@ -131,7 +137,7 @@ def _refuse_contradictions(args: argparse.Namespace, faults: Sequence[str],
     from kafka_chaos.scenarios.plans.pins import fault_pins, option_pins, refuse_contradictions, weight_pins
 
     refuse_contradictions([
-        *option_pins(mode=_mode(args), mode_source=None if args.mode else "the default --mode zookeeper",
+        *option_pins(mode=_mode(args), mode_source=None if args.mode else f"the default --mode {_mode(args)}",
                      backend=args.backend, kafka_version=args.kafka_version),
         *fault_pins(faults, named=args.faults or None, left_out="it leaves out the opt-in kinds, those that shape "
                                                                 "the cluster and those --backend cannot inject: name "

@@ -14,7 +14,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "$KAFKA_HOME, the brokers' Prometheus JMX exporter agent (Maven Central, once), "
                     "and build the class-data-sharing archives local JVMs start "
                     "faster with (once; a 1-broker cluster start). Prints the directory of jars.")
-    parser.add_argument("--kafka-version", default=None, metavar="V", help="a ZooKeeper-mode Kafka release, 2.4.0 to 3.9.x [default: 3.9.2]")
+    parser.add_argument("--kafka-version", default=None, metavar="V", help="a Kafka release, 2.4.0 to 3.9.x or 4.x [default: 3.9.2]")
     parser.add_argument("--kafka-home", default=None, metavar="DIR",
                         help="an extracted Apache Kafka tarball [default: $KAFKA_HOME]")
     parser.add_argument("--no-cds", action="store_true",

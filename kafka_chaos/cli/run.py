@@ -71,7 +71,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("--results", type=Path, default=None, metavar="DIR",
                         help="results directory [default: results-<UTC time>]")
     parser.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write JUnit XML here")
-    parser.add_argument("--kafka-version", default=None, metavar="V", help="a ZooKeeper-mode Kafka release, 2.4.0 to 3.9.x [default: 3.9.2]")
+    parser.add_argument("--kafka-version", default=None, metavar="V", help="a Kafka release, 2.4.0 to 3.9.x, or 4.x (KRaft only: --mode kraft is then the default) "
+                             "[default: 3.9.2]")
     parser.add_argument("--kafka-home", default=None, metavar="DIR", help="an extracted Apache Kafka tarball")
     parser.add_argument("--no-report", action="store_true", help="skip the Spark report at the end")
     parser.add_argument("--tolerate", choices=("client",), default=None,
@@ -94,6 +95,21 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("give one of --suite, --scenario, --schedule or --rerun")
     if args.deflake < 0:
         raise UsageError(f"--deflake must be at least 0, not {args.deflake}")
+
+
+def _default_mode(args: argparse.Namespace) -> None:
+    """Kafka 4.x has KRaft only (harness.config.default_mode): without --mode, --mode kraft --
+    unless the suite has a mode of its own (the pins then say why it cannot run on 4.x)."""
+    from kafka_chaos.harness.config import default_mode
+    from kafka_chaos.harness.distribution import check_version
+    from kafka_chaos.scenarios.plans import catalogue
+
+    suite = catalogue.SUITES.get(args.suite) if args.suite else None
+    if args.mode is None and args.kafka_version is not None and (suite is None or suite.mode is None):
+        args.mode = default_mode(check_version(args.kafka_version))
+        if args.mode is not None:
+            print(f"--kafka-version {args.kafka_version}: --mode {args.mode} (Kafka 4.0 removed ZooKeeper mode)",
+                  flush=True)
 
 
 def _refuse_contradictions(args: argparse.Namespace, items: Sequence[Pin]) -> None:
@@ -135,6 +151,7 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"{s.name:{width}s} {','.join(sorted(s.suites)):18s} {s.needs.describe()}{extra}")
         return 0
     _validate(args)
+    _default_mode(args)
     if args.rerun is not None:
         return _rerun(args)
     from kafka_chaos.scenarios.plans.pins import scenario_pins, suite_pins

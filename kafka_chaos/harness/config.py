@@ -160,6 +160,8 @@ def _load_known_properties() -> tuple[BrokerPropertyNames, dict[str, BrokerPrope
 NEWEST_PROPERTIES, RELEASE_PROPERTIES = _load_known_properties()
 KNOWN_PROPERTIES_VERSION, KNOWN_BROKER_PROPERTIES = NEWEST_PROPERTIES.kafka_version, NEWEST_PROPERTIES.names
 ANY_RELEASE_PROPERTIES = frozenset().union(*(r.names for r in RELEASE_PROPERTIES.values()))
+_DUMPED = sorted(RELEASE_PROPERTIES, key=lambda r: tuple(int(x) for x in r.split(".")))
+_DUMPED_RELEASES = f"{_DUMPED[0]}-{_DUMPED[-1]}"  # "2.4-4.4"
 
 
 def broker_property_names(kafka_version: str) -> BrokerPropertyNames:
@@ -169,7 +171,7 @@ def broker_property_names(kafka_version: str) -> BrokerPropertyNames:
 
 def check_property_name(name: str, where: str = "broker property", known: BrokerPropertyNames | None = None) -> None:
     """UsageError unless ``name`` is a broker property the launcher allows and Kafka knows: the
-    release ``known`` (None: any release from 2.4 to 3.9, before the release is resolved)."""
+    release ``known`` (None: any release dumped, 2.4 to 4.4, before the release is resolved)."""
     if name in LAUNCHER_PROPERTIES:
         raise UsageError(f"{where} {name!r} is set by the launcher for each node and cannot be overridden")
     names = known.names if known is not None else ANY_RELEASE_PROPERTIES
@@ -182,7 +184,7 @@ def check_property_name(name: str, where: str = "broker property", known: Broker
                          f"(Kafka {others[0].kafka_version} to {others[-1].kafka_version} have it)")
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    which = f"Kafka {known.kafka_version}" if known is not None else "Kafka 2.4-3.9"
+    which = f"Kafka {known.kafka_version}" if known is not None else f"Kafka {_DUMPED_RELEASES}"
     raise UsageError(f"unknown {where} {name!r}{hint}: not a {which} broker config")
 
 
@@ -239,6 +241,11 @@ FIRST_CONTROLLER_ID = 3000
 # harness may not import; tests/unit/harness/test_kraft_log.py keeps the two equal): KRaft and
 # migrating clusters run these.
 KRAFT_RELEASE_LINES = ((3, 6), (3, 7), (3, 8), (3, 9))
+
+# Kafka 4.0 removed ZooKeeper mode (KIP-833): a 4.x release runs KRaft clusters only (no
+# migration either), judged by the KRaft model's 3.9 rules until it has 4.x lines of its own.
+FIRST_KRAFT_ONLY_MAJOR = 4
+_KRAFT_MODEL_STAND_IN = "3.9.2"
 
 
 @dataclass(frozen=True)
@@ -435,20 +442,50 @@ def kraft_releases_text() -> str:
     return ", ".join(lines[:-1]) + " and " + lines[-1]
 
 
+def kraft_only(kafka_version: str) -> bool:
+    """Kafka 4.0 removed ZooKeeper mode (KIP-833): a 4.x release runs KRaft clusters only, and no
+    migration (a ZooKeeper cluster migrates on 3.9 and is upgraded after)."""
+    return version_tuple(kafka_version)[:1] >= (FIRST_KRAFT_ONLY_MAJOR,)
+
+
 def modes_running(kafka_version: str) -> frozenset[str]:
     """The cluster modes a release runs in here: every one on the lines the KRaft model covers
-    (:data:`KRAFT_RELEASE_LINES`), ZooKeeper mode only on the others."""
+    (:data:`KRAFT_RELEASE_LINES`), KRaft only on 4.x (:func:`kraft_only`), ZooKeeper mode only on
+    the others."""
+    if kraft_only(kafka_version):
+        return frozenset({KRAFT_MODE})
     if version_tuple(kafka_version)[:2] in KRAFT_RELEASE_LINES:
         return frozenset(MODES)
     return frozenset({ZOOKEEPER_MODE})
 
 
+def default_mode(kafka_version: str | None) -> str | None:
+    """The mode a run takes when no ``--mode`` is given: KRaft on a 4.x release (the only one it
+    has), else None (each scenario's own)."""
+    return KRAFT_MODE if kafka_version is not None and kraft_only(kafka_version) else None
+
+
 def check_kraft_release(mode: str, kafka_version: str) -> None:
     """A KRaft or migrating cluster runs only the releases the KRaft model covers
-    (:data:`KRAFT_RELEASE_LINES`): one UsageError line otherwise; any release in ZooKeeper mode."""
-    if mode not in modes_running(kafka_version):
-        raise UsageError(f"--mode {mode} runs Kafka {kraft_releases_text()} (the releases the KRaft model covers), "
-                         f"not {kafka_version}")
+    (:data:`KRAFT_RELEASE_LINES`, and 4.x judged by its 3.9 rules: :func:`model_release`), a 4.x
+    release only KRaft: one UsageError line otherwise."""
+    if mode in modes_running(kafka_version):
+        return
+    if kraft_only(kafka_version):
+        what = ("has no ZooKeeper mode (removed in 4.0, KIP-833)" if mode == ZOOKEEPER_MODE else
+                "cannot migrate from ZooKeeper (4.0 removed ZooKeeper mode: migrate on 3.9.x, then upgrade)")
+        raise UsageError(f"Kafka {kafka_version} {what}: use --mode kraft, or a 2.4-3.9 release for --mode {mode}")
+    also = " and 4.x (KRaft only, by the model's 3.9 rules)" if mode == KRAFT_MODE else ""
+    raise UsageError(f"--mode {mode} runs Kafka {kraft_releases_text()} (the releases the KRaft model covers){also}, "
+                     f"not {kafka_version}")
+
+
+def model_release(kafka_version: str) -> str:
+    """The release the oracle judges a ``kafka_version`` cluster by: its own, except a 4.x one,
+    judged by the KRaft model's 3.9 rules (:data:`_KRAFT_MODEL_STAND_IN`) until the model has 4.x
+    lines of its own (every rule it keys by release is ``Release.at_least``, which 4.x passes;
+    ``oracle.kraft.interleavings.release_modelled`` refuses 4.x)."""
+    return _KRAFT_MODEL_STAND_IN if kraft_only(kafka_version) else kafka_version
 
 
 def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,

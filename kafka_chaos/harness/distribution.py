@@ -6,13 +6,17 @@ Two sources, both ending in one flat directory of jars (what an Apache Kafka tar
 * ``kafka_home`` (``--kafka-home`` / ``$KAFKA_HOME``): an extracted ``kafka_2.13-X.Y.Z.tgz``;
   the version is read from the ``kafka_2.13-X.Y.Z.jar`` in its ``libs/``.
 * Maven Central: ``org.apache.kafka:kafka_2.13:<version>`` with its runtime dependencies, plus
-  the reload4j logging binding the tarball ships (``slf4j-reload4j`` + ``reload4j``; Kafka's
-  pom excludes every logging backend), copied by ``mvn dependency:copy-dependencies`` into
+  the logging binding the release's tarball ships (Kafka's pom carries none): reload4j
+  (``slf4j-reload4j`` + ``reload4j``) up to 3.9, log4j2 (``log4j-slf4j-impl`` + ``log4j-core``)
+  from 4.0 (:func:`logging_artifacts`), copied by ``mvn dependency:copy-dependencies`` into
   ``~/.cache/kafka-chaos/kafka-<version>/libs`` once.  A ``.complete`` marker written last makes
   an interrupted fetch start again instead of leaving a half-filled classpath.
 
-Releases 2.4 to 3.9 are accepted: ``kafka_2.13`` is on Maven Central from 2.4.0, and Kafka 4.0
-removed ZooKeeper mode, which is what this project tests.
+Releases 2.4 to 4.x are accepted: ``kafka_2.13`` is on Maven Central from 2.4.0. Kafka 4.0
+removed ZooKeeper mode (KIP-833), so a 4.x release runs KRaft clusters only
+(``harness.config.modes_running``), and it moved from log4j 1 to log4j2 (KIP-653): its nodes get
+``harness/log4j2.properties`` (the same files: server.log, controller.log, state-change.log) through
+``-Dlog4j2.configurationFile`` (:func:`log4j_config_name`, :func:`log4j_option`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,23 @@ LOGGING_ARTIFACTS = (
     ("org.slf4j", "slf4j-reload4j", "1.7.36"),
     ("ch.qos.reload4j", "reload4j", "1.2.25"),
 )
+# Kafka 4.0 logs with log4j2 (KIP-653): its tarball ships log4j-api, log4j-core and the slf4j 1.7
+# binding log4j-slf4j-impl, all 2.24.3 (4.0.0's gradle/dependencies.gradle `log4j2`); every 4.x
+# still declares slf4j-api 1.7.36 (kafka-clients-4.x.pom), so the 1.7 binding fits them all.
+# Declared here, so they win over the log4j2 release a 4.x pom pulls in itself (4.4.0's
+# kafka-server: log4j-core 2.25.5): one logging stack for every 4.x node.
+LOG4J2_VERSION = "2.24.3"
+LOG4J2_ARTIFACTS = (
+    ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J2_VERSION),
+    ("org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION),
+    ("org.apache.logging.log4j", "log4j-api", LOG4J2_VERSION),
+)
+# The first release with log4j2 (KIP-653; also the first without ZooKeeper mode, KIP-833).
+FIRST_LOG4J2_RELEASE = (4, 0)
+NEWEST_MAJOR = 4
+# The nodes' logging configurations (package resources of kafka_chaos.harness), by framework.
+LOG4J_CONFIG = "log4j.properties"
+LOG4J2_CONFIG = "log4j2.properties"
 # Pinned so every Maven version copies the same way (the super-POM default differs between them).
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 COMPLETE_MARKER = ".complete"
@@ -90,19 +111,60 @@ OLDEST_KAFKA_VERSION = (2, 4)  # the first kafka_2.13 on Maven Central
 
 
 def check_version(version: str) -> str:
-    """Accept X.Y.Z from 2.4 (the first ``kafka_2.13`` on Maven Central) to 3.x; anything else
-    is one clear line."""
+    """Accept X.Y.Z from 2.4 (the first ``kafka_2.13`` on Maven Central) to 4.x (KRaft only:
+    ``harness.config.check_kraft_release`` refuses ZooKeeper mode on it); anything else is one
+    clear line."""
     match = _VERSION.match(version.strip())
     if match is None:
         raise UsageError(f"Kafka version {version!r} is not of the form X.Y.Z (e.g. {DEFAULT_KAFKA_VERSION})")
     release = (int(match.group(1)), int(match.group(2)))
-    if release[0] >= 4:
-        raise UsageError(f"Kafka {version} has no ZooKeeper mode (removed in 4.0): "
-                         f"use a 2.4-3.9 release, e.g. {DEFAULT_KAFKA_VERSION}")
+    if release[0] > NEWEST_MAJOR:
+        raise UsageError(f"Kafka {version} is not supported: use a 2.4-3.9 release, e.g. {DEFAULT_KAFKA_VERSION}, "
+                         f"or a 4.x one in KRaft mode")
     if release < OLDEST_KAFKA_VERSION:
         raise UsageError(f"Kafka {version} is not supported: kafka_{SCALA_BINARY_VERSION} is on Maven Central "
                          f"from 2.4.0; use a 2.4-3.9 release, e.g. {DEFAULT_KAFKA_VERSION}")
     return version.strip()
+
+
+def check_zookeeper_version(version: str) -> str:
+    """:func:`check_version` for a release that must run in ZooKeeper mode (a rolling upgrade's
+    target): 4.x is one clear line too."""
+    checked = check_version(version)
+    if _release_of(checked) >= FIRST_LOG4J2_RELEASE:
+        raise UsageError(f"Kafka {checked} has no ZooKeeper mode (removed in 4.0, KIP-833): "
+                         f"use a 2.4-3.9 release, e.g. {DEFAULT_KAFKA_VERSION}")
+    return checked
+
+
+def _release_of(version: str) -> tuple[int, int]:
+    major, minor = version.strip().split(".")[:2]
+    return int(major), int(minor)
+
+
+def uses_log4j2(version: str) -> bool:
+    """Whether ``version``'s nodes log with log4j2 (4.0+, KIP-653) rather than reload4j."""
+    return _release_of(version) >= FIRST_LOG4J2_RELEASE
+
+
+def logging_artifacts(version: str) -> tuple[tuple[str, str, str], ...]:
+    """The slf4j binding and backend ``version``'s tarball ships in libs/ (Maven fetches them
+    beside Kafka's own pom, which has none)."""
+    return LOG4J2_ARTIFACTS if uses_log4j2(version) else LOGGING_ARTIFACTS
+
+
+def log4j_config_name(version: str) -> str:
+    """The harness's logging configuration for ``version``'s nodes: a log4j2 one from 4.0
+    (log4j 1 properties would be ignored, every line then on the console)."""
+    return LOG4J2_CONFIG if uses_log4j2(version) else LOG4J_CONFIG
+
+
+def log4j_option(config: Path) -> str:
+    """The JVM flag that makes ``config`` the node's logging configuration: log4j2 reads
+    ``log4j2.configurationFile`` (a path), log4j 1 / reload4j ``log4j.configuration`` (a URL)."""
+    if config.name.startswith("log4j2"):
+        return f"-Dlog4j2.configurationFile={config}"
+    return f"-Dlog4j.configuration=file:{config}"
 
 
 def cache_root() -> Path:
@@ -157,7 +219,7 @@ def distribution_from_maven(version: str) -> KafkaDistribution:
 
 
 def _artifacts(version: str) -> list[tuple[str, str, str]]:
-    return [("org.apache.kafka", f"kafka_{SCALA_BINARY_VERSION}", version), *LOGGING_ARTIFACTS]
+    return [("org.apache.kafka", f"kafka_{SCALA_BINARY_VERSION}", version), *logging_artifacts(version)]
 
 
 def maven_pom(version: str) -> str:

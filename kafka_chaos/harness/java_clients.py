@@ -38,10 +38,11 @@ from xml.sax.saxutils import escape
 from kafka_chaos.harness.distribution import (
     COMPLETE_MARKER,
     DEPENDENCY_PLUGIN,
-    LOGGING_ARTIFACTS,
     KafkaDistribution,
     cache_root,
     java_executable,
+    log4j_option,
+    logging_artifacts,
     maven_executable,
 )
 from kafka_chaos.harness.errors import HarnessError, UsageError
@@ -58,6 +59,18 @@ _STOP_WAIT_S = 20.0
 # A small heap and the C1 compiler only: three client JVMs share two cores with the cluster.
 JVM_OPTIONS = ("-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 _PR_SET_PDEATHSIG = 1
+# Kafka 4.x's tools log with log4j2 (KIP-653), which ignores a log4j 1 configuration and would
+# log its errors to stdout, where the tools print their JSON lines: every client JVM also gets
+# this stderr-only log4j2 configuration (each framework ignores the other's flag).
+LOG4J2_STDERR = """status = warn
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stderr.ref = stderr
+"""
 
 
 # The options the workload passes exist from 2.5.0 on: TransactionalMessageCopier's --group-mode and
@@ -88,7 +101,7 @@ def tools_pom(version: str) -> str:
     """A throw-away pom whose runtime classpath is ``kafka-tools``' with the logging binding."""
     deps = "".join(f"<dependency><groupId>{escape(g)}</groupId><artifactId>{escape(a)}</artifactId>"
                    f"<version>{escape(v)}</version></dependency>"
-                   for g, a, v in (("org.apache.kafka", "kafka-tools", version), *LOGGING_ARTIFACTS))
+                   for g, a, v in (("org.apache.kafka", "kafka-tools", version), *logging_artifacts(version)))
     return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
             "<groupId>kafka-chaos</groupId><artifactId>kafka-tools-libs</artifactId><version>1</version>"
             f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>\n")
@@ -177,6 +190,14 @@ class ClientProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
 
+    def _log4j2_config(self) -> Path:
+        """:data:`LOG4J2_STDERR` beside ``log4j_config``, written once (for 4.x's tools)."""
+        assert self.log4j_config is not None
+        path = self.log4j_config.with_name(f"log4j2-{self.log4j_config.stem}.properties")  # log4j_option: by name
+        if not path.is_file():
+            path.write_text(LOG4J2_STDERR)
+        return path
+
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
@@ -186,7 +207,7 @@ class ClientProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def command(self, start: int) -> list[str]:
-        logging_opt = [f"-Dlog4j.configuration=file:{self.log4j_config}"] if self.log4j_config else []
+        logging_opt = [log4j_option(self.log4j_config), log4j_option(self._log4j2_config())] if self.log4j_config else []
         return [java_executable(), *JVM_OPTIONS, *logging_opt, "-cp", self.classpath, self.main_class,
                 *self.args(start)]
 

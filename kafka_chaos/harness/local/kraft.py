@@ -3,7 +3,8 @@ brokers as JVMs on 127.0.0.1, from the same Kafka jars as ZooKeeper mode.
 
 Layout of the run directory (a temporary one unless given)::
 
-    <run_dir>/log4j.properties, jmx_exporter.yaml   shared, as in ZooKeeper mode
+    <run_dir>/log4j.properties, jmx_exporter.yaml   shared, as in ZooKeeper mode (log4j2.properties
+                                                    for Kafka 4.x: harness.distribution)
     <run_dir>/controller-<id>/   server.properties, data/ (its metadata log), logs/, stdout.log
     <run_dir>/broker-<id>/       server.properties, data/, logs/, stdout.log
 
@@ -39,7 +40,7 @@ from kafka_chaos.harness import jmx_exporter, processes
 from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
 from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
-from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
+from kafka_chaos.harness.distribution import KafkaDistribution, java_executable, log4j_config_name
 from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.cds_paths import archive_options
@@ -205,8 +206,10 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
         broker_ports = dict(zip(brokers, ports[len(controllers):len(controllers) + len(brokers)]))
         metrics_ports = dict(zip(brokers, ports[len(controllers) + len(brokers):]))
         voters = {c: f"{HOST}:{p}" for c, p in controller_ports.items()}
-        log4j = self._run_dir / "log4j.properties"
-        log4j.write_bytes(resources.files("kafka_chaos.harness").joinpath("log4j.properties").read_bytes()
+        # log4j.properties, or log4j2.properties for a 4.x node (it logs with log4j2: KIP-653)
+        name = log4j_config_name(self.kafka_version)
+        log4j = self._run_dir / name
+        log4j.write_bytes(resources.files("kafka_chaos.harness").joinpath(name).read_bytes()
                           + self._log4j_extra.encode())
         java = java_executable()
         agent = (jmx_exporter.resolve_agent_jar(), jmx_exporter.write_config(self._run_dir)) if self._metrics else None

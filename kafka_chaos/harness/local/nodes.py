@@ -27,6 +27,7 @@ from kafka_chaos.harness.config import (
     render_properties,
     zookeeper_properties,
 )
+from kafka_chaos.harness.distribution import log4j_option
 from kafka_chaos.harness.jmx_exporter import agent_option, metrics_port_of
 from kafka_chaos.harness.node_logs import JVM_TIMEZONE_FLAG
 from kafka_chaos.harness.nodes import zookeeper_four_letter
@@ -139,7 +140,7 @@ class LocalNode:
 def jvm_command(java: str, heap: str, options: Sequence[str], classpath: str, log4j: Path,
                 logs_dir: Path, main_class: str, properties: Path) -> list[str]:
     return [java, f"-Xmx{heap}", JVM_TIMEZONE_FLAG, *options,
-            f"-Dkafka.logs.dir={logs_dir}", f"-Dlog4j.configuration=file:{log4j}",
+            f"-Dkafka.logs.dir={logs_dir}", log4j_option(log4j),
             "-cp", classpath, main_class, str(properties)]
 
 

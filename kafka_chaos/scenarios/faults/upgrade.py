@@ -16,7 +16,7 @@ from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, ReleaseRoller
-from kafka_chaos.harness.distribution import check_version
+from kafka_chaos.harness.distribution import check_zookeeper_version
 from kafka_chaos.oracle import BrokerStartup, ControlledShutdown, Event
 from kafka_chaos.oracle.release import INTER_BROKER_PROTOCOL_VERSION
 from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
@@ -49,7 +49,7 @@ class RollBroker(FaultBase):
             raise UsageError(f"{KIND}: name the release to roll to ('to') or the protocol version ('ibp')")
         if to is not None and not isinstance(to, str) or ibp is not None and not isinstance(ibp, str):
             raise UsageError(f"{KIND}: 'to' and 'ibp' are strings like \"3.9.2\" and \"3.9\"")
-        return cls(target, to=check_version(to) if to is not None else None, ibp=ibp)
+        return cls(target, to=check_zookeeper_version(to) if to is not None else None, ibp=ibp)
 
     @property
     def label(self) -> str:

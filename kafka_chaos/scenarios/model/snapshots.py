@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kafka_chaos.harness.config import model_release
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionPhase, PartitionState, TopicState
 from kafka_chaos.oracle.config import follower_throttled
@@ -57,10 +58,11 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
                      kafka_version: str | None = None) -> ClusterState:
     """The oracle's input: live brokers, controller, the named topics' partitions and configs,
     the (controller's) broker config that decides e.g. unclean election, and the release the
-    controller runs (None: 3.9.2)."""
+    controller runs (None: 3.9.2; 4.x: 3.9.2, the model has no 4.x rules of its own yet)."""
     by_topic: dict[str, dict[int, PartitionState]] = {}
     kraft = snapshot.mode == Mode.KRAFT
-    release = Release.parse(kafka_version) if kafka_version is not None else NEWEST_RELEASE
+    # A 4.x cluster (KRaft only) is judged by the KRaft model's 3.9 rules (harness.config.model_release).
+    release = Release.parse(model_release(kafka_version)) if kafka_version is not None else NEWEST_RELEASE
     directories = partition_directories_supported(release)
     for topic, p in _wanted(snapshot, topics):
         by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)], kraft, directories)

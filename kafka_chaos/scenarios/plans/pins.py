@@ -198,6 +198,9 @@ def _release_modes(source: str, release: str, written: str, option: bool) -> lis
     modes = modes_running(release)
     if modes == ALL_MODES:
         return []
+    if modes == frozenset({KRAFT_MODE}):  # 4.x
+        return [Modes(source, f"{written}Kafka {release} runs KRaft clusters only (4.0 removed ZooKeeper mode and "
+                              f"with it the migration, KIP-833)", option, modes)]
     return [Modes(source, f"{written}KRaft and migrating clusters run Kafka {kraft_releases_text()} (the releases the "
                           f"KRaft model covers)", option, modes)]
 

@@ -20,6 +20,7 @@ from typing import Any
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.harness.config import FILESYSTEMS, check_broker_jaas
+from kafka_chaos.harness.config import kraft_only
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
@@ -365,6 +366,9 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
         raise _fail(f"{where}.cluster.controllers", f"must be 1 or 3, not {controllers!r}")
     if mode == "zookeeper" and "controllers" in cluster:
         raise _fail(f"{where}.cluster.controllers", "KRaft controllers need \"mode\": \"kraft\" or \"migration\"")
+    if kafka_version is not None and mode != "kraft" and kraft_only(kafka_version):
+        raise _fail(f"{where}.cluster.kafka_version", f"Kafka {kafka_version} has no ZooKeeper mode (removed in 4.0, "
+                                                      f"KIP-833): a 4.x schedule needs \"mode\": \"kraft\"")
     broker_jaas = None
     if "broker_jaas" in cluster:
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kafka_chaos.harness import config as c
@@ -194,7 +196,7 @@ def test_a_default_the_release_lacks_is_not_written(version: str, has_delay: boo
 
 def test_an_override_the_release_lacks_is_refused_naming_the_releases_that_have_it() -> None:
     cfg = ClusterConfig(cluster_overrides={c.LOG_INITIAL_TASK_DELAY_MS: "0"})  # some release has it: accepted
-    with pytest.raises(UsageError, match=r"not a Kafka 3\.4\.1 broker config \(Kafka 3\.8\.1 to 3\.9\.2 have it\)"):
+    with pytest.raises(UsageError, match=r"not a Kafka 3\.4\.1 broker config \(Kafka 3\.8\.1 to 4\.4\.0 have it\)"):
         release_props(cfg, "3.4.1")
     assert release_props(cfg, "3.9.2")[c.LOG_INITIAL_TASK_DELAY_MS] == "0"
 
@@ -207,7 +209,7 @@ def test_a_name_only_old_releases_know_is_accepted_there_only() -> None:
 
 
 def test_a_typo_is_refused_before_any_release_is_known() -> None:
-    with pytest.raises(UsageError, match=r"did you mean 'zookeeper.session.timeout.ms'.*Kafka 2\.4-3\.9"):
+    with pytest.raises(UsageError, match=r"did you mean 'zookeeper.session.timeout.ms'.*Kafka 2\.4-4\.4"):
         ClusterConfig(cluster_overrides={"zookeeper.session.tmeout.ms": "6000"})
 
 
@@ -224,3 +226,86 @@ def test_the_timeouts_a_release_ships(version: str, session: str, lag: str) -> N
     assert c.shipped_timeouts(version) == {c.ZOOKEEPER_SESSION_TIMEOUT_MS: session, c.REPLICA_LAG_TIME_MAX_MS: lag}
     cfg = ClusterConfig(cluster_overrides=c.shipped_timeouts(version))  # a ZooKeeper that grants it
     assert int(zookeeper_properties(cfg, port=2181, data_dir="/z")[c.ZK_MAX_SESSION_TIMEOUT]) >= int(session)
+
+
+# ---------------------------------------------------------------- Kafka 4.x (KRaft only)
+
+RELEASES_4 = ["4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"]
+# What 4.0 removed that layer 2 or a 3.9 user sets (AbstractKafkaConfig.CONFIG_DEF 4.0.2 lacks
+# them: dumped into kafka_broker_properties.json): ZooKeeper, the IBP (KRaft: metadata.version),
+# the message format (KIP-724), the ZooKeeper controller's controlled-shutdown retries and
+# imbalance percentage.
+REMOVED_IN_4_0 = ["zookeeper.session.timeout.ms", "zookeeper.connect", "inter.broker.protocol.version",
+                  "log.message.format.version", "controlled.shutdown.max.retries",
+                  "controlled.shutdown.retry.backoff.ms", "leader.imbalance.per.broker.percentage"]
+
+
+def kraft_props(cfg: ClusterConfig, node_id: int, version: str) -> dict[str, str]:
+    return c.kraft_node_properties(cfg, node_id, voters={3000: "127.0.0.1:1"}, address="127.0.0.1:9",
+                                   log_dir="/d", kafka_version=version)
+
+
+@pytest.mark.parametrize("version", RELEASES_4)
+def test_each_4_x_release_has_its_own_names_without_what_4_0_removed(version: str) -> None:
+    known = c.broker_property_names(version)
+    assert known.kafka_version == version
+    assert not known.names & set(REMOVED_IN_4_0)
+    assert {"node.id", "process.roles", "controller.quorum.voters", "broker.session.timeout.ms",
+            "unclean.leader.election.enable", "log.initial.task.delay.ms"} <= known.names
+
+
+@pytest.mark.parametrize("version", RELEASES_4)
+@pytest.mark.parametrize("node_id", [1, 3000])  # a broker, a controller
+def test_a_4_x_node_is_given_only_names_its_release_has(version: str, node_id: int) -> None:
+    props = kraft_props(ClusterConfig(mode="kraft"), node_id, version)
+    assert set(props) <= c.broker_property_names(version).names
+    assert props["broker.session.timeout.ms"] == "6000" and props["unclean.leader.election.enable"] == "false"
+
+
+@pytest.mark.parametrize("name", ["inter.broker.protocol.version", "log.message.format.version"])
+def test_a_setting_4_0_removed_is_refused_on_4_x_naming_the_releases_that_have_it(name: str) -> None:
+    cfg = ClusterConfig(mode="kraft", cluster_overrides={name: "3.9"})
+    assert kraft_props(cfg, 1, "3.9.2")[name] == "3.9"
+    with pytest.raises(UsageError, match=rf"^cluster property '{re.escape(name)}' is not a Kafka 4\.0\.2 broker "
+                                         rf"config \(Kafka 2\.4\.1 to 3\.9\.2 have it\)$"):
+        kraft_props(cfg, 1, "4.0.2")
+
+
+def test_a_name_only_4_x_knows_is_accepted_there_only() -> None:
+    name = next(iter(sorted(c.broker_property_names("4.0.2").names - c.broker_property_names("3.9.2").names)))
+    cfg = ClusterConfig(mode="kraft", cluster_overrides={name: "1"})
+    assert kraft_props(cfg, 1, "4.0.2")[name] == "1"
+    with pytest.raises(UsageError, match=r"not a Kafka 3\.9\.2 broker config \(Kafka 4\.0\.2 to 4\.4\.0 have it\)"):
+        kraft_props(cfg, 1, "3.9.2")
+
+
+@pytest.mark.parametrize("mode, version, line", [
+    ("zookeeper", "4.0.0", "Kafka 4.0.0 has no ZooKeeper mode (removed in 4.0, KIP-833): use --mode kraft, "
+                           "or a 2.4-3.9 release for --mode zookeeper"),
+    ("migration", "4.1.2", "Kafka 4.1.2 cannot migrate from ZooKeeper (4.0 removed ZooKeeper mode: migrate on "
+                           "3.9.x, then upgrade): use --mode kraft, or a 2.4-3.9 release for --mode migration"),
+    ("kraft", "3.5.2", "--mode kraft runs Kafka 3.6.x, 3.7.x, 3.8.x and 3.9.x (the releases the KRaft model covers) "
+                       "and 4.x (KRaft only, by the model's 3.9 rules), not 3.5.2"),
+    ("kraft", "4.0.0", None), ("kraft", "4.4.0", None), ("kraft", "3.9.2", None), ("zookeeper", "3.9.2", None),
+])
+def test_4_x_runs_kraft_only_and_anything_else_is_one_line(mode: str, version: str, line: str | None) -> None:
+    if line is None:
+        c.check_kraft_release(mode, version)
+        return
+    with pytest.raises(UsageError) as info:
+        c.check_kraft_release(mode, version)
+    assert str(info.value) == line
+
+
+@pytest.mark.parametrize("version, modes, default, judged_as", [
+    ("4.0.0", {"kraft"}, "kraft", "3.9.2"), ("4.4.0", {"kraft"}, "kraft", "3.9.2"),
+    ("3.9.2", {"zookeeper", "kraft", "migration"}, None, "3.9.2"),
+    ("3.6.1", {"zookeeper", "kraft", "migration"}, None, "3.6.1"),
+    ("3.5.2", {"zookeeper"}, None, "3.5.2"), ("2.4.1", {"zookeeper"}, None, "2.4.1"),
+])
+def test_modes_default_mode_and_the_release_the_oracle_judges_by(version: str, modes: set[str], default: str | None,
+                                                                judged_as: str) -> None:
+    assert c.modes_running(version) == modes
+    assert c.default_mode(version) == default
+    assert c.model_release(version) == judged_as
+    assert c.default_mode(None) is None

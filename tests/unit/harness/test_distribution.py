@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -97,25 +98,62 @@ def test_unreadable_kafka_home(tools: Path, tmp_path: Path, layout: tuple[str, .
     assert "\n" not in str(info.value)
 
 
-def test_kafka_home_with_kafka_4_is_refused(tools: Path, tmp_path: Path) -> None:
-    home = tarball(tmp_path / "k", "kafka_2.13-4.0.0.jar")
-    with pytest.raises(UsageError, match="no ZooKeeper mode"):
-        resolve_distribution(kafka_home=home)
+def test_kafka_home_with_kafka_4_is_a_kraft_only_distribution(tools: Path, tmp_path: Path) -> None:
+    home = tarball(tmp_path / "k", "kafka_2.13-4.0.0.jar", "log4j-core-2.24.3.jar")
+    assert resolve_distribution(kafka_home=home).version == "4.0.0"  # ZooKeeper mode: harness.config refuses
 
 
 @pytest.mark.parametrize("version, message", [
-    ("4.0.0", "no ZooKeeper mode"), ("4.1.1", "no ZooKeeper mode"),
+    ("5.0.0", "Kafka 5.0.0 is not supported: use a 2.4-3.9 release, e.g. 3.9.2, or a 4.x one in KRaft mode"),
     ("2.3.1", "Maven Central from 2.4.0"), ("1.1.1", "Maven Central from 2.4.0"), ("0.11.0", "Maven Central"),
-    ("3.9", "not of the form"), ("latest", "not of the form"),
+    ("3.9", "not of the form"), ("latest", "not of the form"), ("4.0", "not of the form"),
 ])
-def test_version_outside_2_4_to_3_9_is_refused(tools: Path, version: str, message: str) -> None:
-    with pytest.raises(UsageError, match=message):
+def test_version_outside_2_4_to_4_x_is_refused(tools: Path, version: str, message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message) if "," in message else message) as info:
         resolve_distribution(version)
+    assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("version", ["2.4.0", "2.4.1", "2.8.2", "3.0.0", "3.9.2", " 3.4.1 "])
-def test_version_from_2_4_to_3_9_is_accepted(version: str) -> None:
+@pytest.mark.parametrize("version", ["2.4.0", "2.4.1", "2.8.2", "3.0.0", "3.9.2", " 3.4.1 ", "4.0.0", "4.1.2", "4.4.0"])
+def test_version_from_2_4_to_4_x_is_accepted(version: str) -> None:
     assert check_version(version) == version.strip()
+
+
+@pytest.mark.parametrize("version, refused", [("3.9.2", False), ("2.4.1", False), ("4.0.0", True), ("4.4.0", True)])
+def test_a_zookeeper_mode_release_is_before_4_0(version: str, refused: bool) -> None:
+    if refused:  # a rolling upgrade's target: one line
+        with pytest.raises(UsageError, match=rf"^Kafka {re.escape(version)} has no ZooKeeper mode \(removed in 4\.0"):
+            d.check_zookeeper_version(version)
+    else:
+        assert d.check_zookeeper_version(version) == version
+
+
+@pytest.mark.parametrize("version, artifacts, config, option", [
+    # 3.9's tarball: slf4j-reload4j + reload4j, -Dlog4j.configuration (a URL)
+    ("3.9.2", ("slf4j-reload4j", "reload4j"), "log4j.properties", "-Dlog4j.configuration=file:/r/log4j.properties"),
+    ("2.4.1", ("slf4j-reload4j", "reload4j"), "log4j.properties", "-Dlog4j.configuration=file:/r/log4j.properties"),
+    # 4.0 moved to log4j2 (KIP-653): the slf4j 1.7 binding, -Dlog4j2.configurationFile (a path)
+    ("4.0.0", ("log4j-slf4j-impl", "log4j-core", "log4j-api"), "log4j2.properties",
+     "-Dlog4j2.configurationFile=/r/log4j2.properties"),
+    ("4.4.0", ("log4j-slf4j-impl", "log4j-core", "log4j-api"), "log4j2.properties",
+     "-Dlog4j2.configurationFile=/r/log4j2.properties"),
+])
+def test_each_release_logs_with_its_own_framework(version: str, artifacts: tuple[str, ...], config: str,
+                                                  option: str) -> None:
+    assert tuple(a for _, a, _ in d.logging_artifacts(version)) == artifacts
+    assert d.log4j_config_name(version) == config
+    assert d.log4j_option(Path("/r") / config) == option
+    assert f"<artifactId>{artifacts[0]}</artifactId>" in d.maven_pom(version)
+
+
+def test_both_logging_configurations_ship_and_write_the_same_files() -> None:
+    from importlib import resources
+
+    files = resources.files("kafka_chaos.harness")
+    log4j, log4j2 = (files.joinpath(n).read_text() for n in ("log4j.properties", "log4j2.properties"))
+    for name in ("server.log", "controller.log", "state-change.log", "kafka-request.log", "log-cleaner.log"):
+        assert f"${{kafka.logs.dir}}/{name}" in log4j and f"${{sys:kafka.logs.dir}}/{name}" in log4j2
+    assert "Console" not in log4j2  # stdout.log keeps only what the JVM says before logging is up
 
 
 def test_missing_java(tools: Path) -> None:
