@@ -26,6 +26,7 @@ from kafka_chaos.harness.kraft.records import (
     NO_LEADER_CHANGE,
     BrokerRegistrationChanged,
     ConfigChanged,
+    ElrCleared,
     FenceBroker,
     LeaderChange,
     LogEntry,
@@ -77,6 +78,9 @@ class PartitionRegistration:
     leader_epoch: int
     partition_epoch: int
     unassigned_dirs: tuple[bool, ...] = ()  # per replica: directory MIGRATING/UNASSIGNED
+    # KIP-966 (Kafka 4.x with eligible.leader.replicas.version 1: on by default from 4.1.0)
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def unassigned_replicas(self) -> tuple[int, ...]:
@@ -96,7 +100,18 @@ class PartitionRegistration:
                                    else change.leader_recovery_state),
             leader_epoch=self.leader_epoch + 1 if named else self.leader_epoch,
             partition_epoch=self.partition_epoch + 1,
-            unassigned_dirs=self._dirs_after(change))
+            unassigned_dirs=self._dirs_after(change),
+            # PartitionRegistration.merge 4.1.0 lines 266-267: null keeps them
+            elr=self.elr if change.elr is None else change.elr,
+            last_known_elr=self.last_known_elr if change.last_known_elr is None else change.last_known_elr)
+
+    def without_elr(self) -> PartitionRegistration | None:
+        """``ReplicationControlManager.removeTopicElrs`` (4.1.0 lines 603-618): a partition with an
+        ELR or a last known ELR is merged with both empty (its partition epoch +1, leader and ISR
+        kept); None for one with neither (no change)."""
+        if not self.elr and not self.last_known_elr:
+            return None
+        return replace(self, elr=(), last_known_elr=(), partition_epoch=self.partition_epoch + 1)
 
     def _dirs_after(self, change: PartitionChanged) -> tuple[bool, ...]:
         """``PartitionRegistration.merge`` (3.9 lines 241-248): the record's directories when it has
@@ -157,10 +172,13 @@ class MetadataImage:
             return self._remove_topic(record.topic_id, at)
         if isinstance(record, ConfigChanged):
             return self._config(record, at)
+        if isinstance(record, ElrCleared):
+            return self._clear_elr(record.topic_name, at)
         if isinstance(record, PartitionCreated):
             created = PartitionRegistration(record.replicas, record.isr, record.removing, record.adding,
                                             record.leader, record.leader_recovery_state, record.leader_epoch,
-                                            record.partition_epoch, record.unassigned_dirs)
+                                            record.partition_epoch, record.unassigned_dirs, record.elr,
+                                            record.last_known_elr)
             return self._set_partition(record.topic_id, record.partition, created, at)
         old = self.partitions.get((record.topic_id, record.partition))
         if old is None:  # a change of a partition this image never saw created: a log gap
@@ -194,6 +212,18 @@ class MetadataImage:
         if is_active and not was_active:
             return [BrokerRegistered(at, record.broker_id)]
         return []
+
+    def _clear_elr(self, topic_name: str, at: float) -> list[ZkEvent]:
+        """``replay(ClearElrRecord)`` (ReplicationControlManager 4.1.0 lines 571-601): the named
+        topic's partitions, or every topic's for "" (an unknown name: none)."""
+        events: list[ZkEvent] = []
+        for (topic_id, number), p in sorted(self.partitions.items()):
+            if topic_name and self.topic_names.get(topic_id) != topic_name:
+                continue
+            cleared = p.without_elr()
+            if cleared is not None:
+                events += self._set_partition(topic_id, number, cleared, at)
+        return events
 
     def _remove_topic(self, topic_id: str, at: float) -> list[ZkEvent]:
         name = self.topic_names.pop(topic_id, None)

@@ -179,6 +179,10 @@ class PartitionCreated:  # PartitionRecord, api key 3, versions 0-2
     partition_epoch: int
     # per replica, whether its directory is unassigned (MIGRATING/UNASSIGNED); () before version 1
     unassigned_dirs: tuple[bool, ...] = ()
+    # KIP-966 (version 2+, metadata version 4.0-IV1+): EligibleLeaderReplicas (tag 1) and
+    # LastKnownElr (tag 2), empty when absent (PartitionRecord.json 4.1.0)
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,10 @@ class PartitionChanged:  # PartitionChangeRecord, api key 5, versions 0-2; None:
     adding: tuple[int, ...] | None
     leader_recovery_state: int  # -1 when unchanged
     unassigned_dirs: tuple[bool, ...] | None = None  # Directories (tag 8), None when unchanged
+    # KIP-966 (version 2+): EligibleLeaderReplicas (tag 6), LastKnownElr (tag 7), None when
+    # unchanged (PartitionChangeRecord.json 4.1.0)
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +243,13 @@ class ZkMigrationStateChanged:  # ZkMigrationStateRecord, api key 21, version 0
 
 
 @dataclass(frozen=True)
+class ElrCleared:  # ClearElrRecord, api key 28, version 0 (Kafka 4.0+, KIP-966)
+    # ClearElrRecord.json 4.1.0: the topic whose partitions lose their ELR and last known ELR;
+    # "" for every topic (ReplicationControlManager.replay(ClearElrRecord), 4.1.0 lines 571-601)
+    topic_name: str
+
+
+@dataclass(frozen=True)
 class LeaderChange:  # control record LEADER_CHANGE: LeaderChangeMessage
     leader_id: int
     voters: tuple[int, ...]
@@ -242,7 +257,7 @@ class LeaderChange:  # control record LEADER_CHANGE: LeaderChangeMessage
 
 MetadataRecord: TypeAlias = (RegisterBroker | UnregisterBroker | TopicCreated | PartitionCreated | ConfigChanged
                              | PartitionChanged | FenceBroker | UnfenceBroker | TopicRemoved
-                             | BrokerRegistrationChanged | ZkMigrationStateChanged | LeaderChange)
+                             | BrokerRegistrationChanged | ZkMigrationStateChanged | ElrCleared | LeaderChange)
 
 
 def _skip_endpoint(r: _Reader) -> None:  # RegisterBrokerRecord.EndPoints element
@@ -282,30 +297,35 @@ def _partition_record(r: _Reader, version: int) -> PartitionCreated:
     if not unassigned:
         unassigned = (True,) * len(replicas)
     recovery = [0]
+    elrs: dict[int, tuple[int, ...]] = {}
 
     def read_recovery(t: _Reader) -> None:
         recovery[0] = t.int8()
 
-    r.tagged({0: read_recovery})
+    def read_elr(tag: int) -> Callable[[_Reader], None]:
+        return lambda t: elrs.__setitem__(tag, t.compact_int32s() or ())
+
+    r.tagged({0: read_recovery, 1: read_elr(1), 2: read_elr(2)})
     return PartitionCreated(topic_id, partition, replicas, isr, removing, adding, leader, recovery[0],
-                            leader_epoch, partition_epoch, unassigned)
+                            leader_epoch, partition_epoch, unassigned, elrs.get(1, ()), elrs.get(2, ()))
 
 
 def _partition_change(r: _Reader, version: int) -> PartitionChanged:
     partition, topic_id = r.int32(), r.uuid()
     fields: dict[str, object] = {"isr": None, "leader": NO_LEADER_CHANGE, "replicas": None, "removing": None,
-                                 "adding": None, "recovery": -1, "dirs": None}
+                                 "adding": None, "recovery": -1, "dirs": None, "elr": None, "lke": None}
 
     def ints(name: str) -> Callable[[_Reader], None]:
         return lambda t: fields.__setitem__(name, t.compact_int32s())
 
     r.tagged({0: ints("isr"), 1: lambda t: fields.__setitem__("leader", t.int32()), 2: ints("replicas"),
               3: ints("removing"), 4: ints("adding"), 5: lambda t: fields.__setitem__("recovery", t.int8()),
-              8: lambda t: fields.__setitem__("dirs", t.compact_unassigned())})
+              8: lambda t: fields.__setitem__("dirs", t.compact_unassigned()), 6: ints("elr"), 7: ints("lke")})
     dirs = fields["dirs"]
     return PartitionChanged(topic_id, partition, _opt(fields["isr"]), int(str(fields["leader"])),
                             _opt(fields["replicas"]), _opt(fields["removing"]), _opt(fields["adding"]),
-                            int(str(fields["recovery"])), dirs if isinstance(dirs, tuple) else None)
+                            int(str(fields["recovery"])), dirs if isinstance(dirs, tuple) else None,
+                            _opt(fields["elr"]), _opt(fields["lke"]))
 
 
 def _opt(value: object) -> tuple[int, ...] | None:
@@ -344,6 +364,7 @@ _DECODERS: dict[int, Callable[[_Reader, int], MetadataRecord]] = {
     9: lambda r, v: TopicRemoved(r.uuid()),
     17: _registration_change,
     21: lambda r, v: ZkMigrationStateChanged(r.int8()),
+    28: lambda r, v: ElrCleared(r.compact_string() or ""),
 }
 
 
