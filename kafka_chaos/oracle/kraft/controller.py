@@ -15,8 +15,13 @@ Line numbers are those of apache/kafka branch ``3.9`` (commit ``c821449fb7c1``),
 1368-1412, ``processBrokerHeartbeat`` 1414-1450, ``maybeFenceOneStaleBroker`` 1480-1492,
 ``maybeBalancePartitionLeaders`` 1506-1542, ``generateLeaderAndIsrUpdates`` 1717-1787,
 ``changePartitionReassignment`` 1910-1940) build the same changes with ``clusterControl::isActive``
-(no ``LeaderAcceptor``: no directories before 3.7); what the release changes is read through
-:mod:`oracle.kraft.config` (``self.release``).
+(no ``LeaderAcceptor``: no directories before 3.7); those of 3.7.x and 3.8.x (the 3.7.2 / 3.8.1
+sources jars: ``alterPartition`` lines 1009 / 1021, ``handleBrokerFenced`` 1289 / 1301,
+``handleBrokerUnfenced`` 1338 / 1352, ``handleBrokerInControlledShutdown`` 1363 / 1377,
+``electLeader`` 1470 / 1498, ``processBrokerHeartbeat`` 1520 / 1548, ``maybeBalancePartitionLeaders``
+1615 / 1643, ``generateLeaderAndIsrUpdates`` 1821 / 1853, ``changePartitionReassignment`` 2021 /
+2062) are 3.9's with ``eligibleLeaderReplicasEnabled`` off, 3.8's passing ``brokerWithUncleanShutdown``
+= NO_LEADER.  What the release changes is read through :mod:`oracle.kraft.config` (``self.release``).
 
 Iteration orders: ``brokersToIsrs.partitionsWithBrokerInIsr`` / ``partitionsWithNoLeader``
 (BrokersToIsrs.java lines 278-292) and ``imbalancedPartitions`` (a ``TimelineHashSet``) iterate
