@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 
 from kafka_chaos.harness.local.cds_paths import ROLES, archive_options, archive_path
-from kafka_chaos.harness.config import ClusterConfig
+from kafka_chaos.harness.config import ClusterConfig, kraft_only
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable
 from kafka_chaos.harness.errors import HarnessError
 from kafka_chaos.harness.local.cluster import LocalCluster
@@ -52,6 +52,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _build_archives(distribution: KafkaDistribution) -> list[Path]:
+    if kraft_only(distribution.version):
+        # The archives are dumped by a ZooKeeper-mode cluster, which 4.x has not (KIP-833): its
+        # KRaft nodes start without one, as any node does when no archive matches.
+        log.info("no class-data-sharing archives for Kafka %s (KRaft only): its nodes start without them",
+                 distribution.version)
+        return []
     java = java_executable()
     finals = {role: archive_path(distribution, role, java) for role in ROLES}
     if all(p.is_file() for p in finals.values()):
