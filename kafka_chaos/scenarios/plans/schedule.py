@@ -26,8 +26,10 @@ from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
 from kafka_chaos.scenarios.model import targets as tg
 from kafka_chaos.scenarios.plans.transactional import (
     COMPRESSIONS,
+    DEFAULT_TXN_PRODUCERS,
     TXN_CLIENTS,
     compression_problem,
+    producers_problem,
     transactional_topics,
     with_transactional_topics,
 )
@@ -85,10 +87,12 @@ class Schedule:
 
     txn_client: str = "librdkafka"  # the transactional workload's clients ("workload": {"client": ...})
     txn_compression: str = "none"  # its producers' batch codec ("workload": {"compression": ...})
+    txn_producers: int = DEFAULT_TXN_PRODUCERS  # librdkafka's transactional producers ("workload": {"producers": N})
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs,
-                     txn_client=self.txn_client, txn_compression=self.txn_compression)
+                     txn_client=self.txn_client, txn_compression=self.txn_compression,
+                     txn_producers=self.txn_producers)
         validate_steps(s)
         return s
 
@@ -136,11 +140,12 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
     }
 
 
-def _workload_to_json(s: Schedule) -> dict[str, str]:
+def _workload_to_json(s: Schedule) -> dict[str, str | int]:
     """The ``workload`` keys that differ from their defaults (the transactional topics are the
     topics' own ``"workload": "transactional"``)."""
     return {**({"client": s.txn_client} if s.txn_client != TXN_CLIENTS[0] else {}),
-            **({"compression": s.txn_compression} if s.txn_compression != COMPRESSIONS[0] else {})}
+            **({"compression": s.txn_compression} if s.txn_compression != COMPRESSIONS[0] else {}),
+            **({"producers": s.txn_producers} if s.txn_producers != DEFAULT_TXN_PRODUCERS else {})}
 
 
 _INT_LIST = re.compile(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]")
@@ -158,7 +163,7 @@ def from_scenario(s: Scenario) -> Schedule:
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
                     s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version,
                     s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas, filesystem=s.needs.filesystem,
-                    txn_client=s.txn_client, txn_compression=s.txn_compression)
+                    txn_client=s.txn_client, txn_compression=s.txn_compression, txn_producers=s.txn_producers)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -317,13 +322,26 @@ def _txn_compression(obj: Mapping[str, Any], where: str) -> str:
     return str(compression)
 
 
+def _txn_producers(obj: Mapping[str, Any], where: str, client: str) -> int:
+    """The schedule's ``workload.producers``: how many transactional producers librdkafka's
+    workload runs (Kafka's Java clients have one producer, not transactional: refused there)."""
+    workload = _object(obj["workload"], where) if "workload" in obj else {}
+    producers = workload.get("producers", DEFAULT_TXN_PRODUCERS)
+    problem = producers_problem(producers)
+    if problem is not None:
+        raise _fail(f"{where}.producers", problem)
+    if "producers" in workload and client != TXN_CLIENTS[0]:
+        raise _fail(f"{where}.producers", f"is the {TXN_CLIENTS[0]} workload's: the {client} clients run one producer")
+    return int(producers)
+
+
 def _with_workload(obj: Mapping[str, Any], topics: tuple[TopicSpec, ...], where: str) -> tuple[TopicSpec, ...]:
     """The topics with what the schedule's ``workload`` asks: ``{"transactions": true}`` adds the
     transactional workload's two topics (:func:`scenarios.plans.transactional.with_transactional_topics`)."""
     on = False
     if "workload" in obj:
         workload = _object(obj["workload"], where)
-        _only(workload, {"transactions", "client", "compression"}, where)
+        _only(workload, {"transactions", "client", "compression", "producers"}, where)
         on = workload.get("transactions", False)
         if not isinstance(on, bool):
             raise _fail(f"{where}.transactions", f"expected true or false, not {on!r}")
@@ -394,7 +412,8 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     s = Schedule(name, brokers, topics, steps, _string_map(cluster.get("overrides", {}), f"{where}.cluster.overrides"),
                  doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug,
                  broker_jaas, str(filesystem), txn_client=_txn_client(obj, f"{where}.workload"),
-                 txn_compression=_txn_compression(obj, f"{where}.workload"))
+                 txn_compression=_txn_compression(obj, f"{where}.workload"),
+                 txn_producers=_txn_producers(obj, f"{where}.workload", _txn_client(obj, f"{where}.workload")))
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

@@ -107,6 +107,8 @@ class Scenario:
     # The codec its transactional producers compress their batches with (scenarios.clients.txn_ops.COMPRESSIONS;
     # a schedule's "workload": {"compression": ...}): "none", or what KAFKA-15653 needs
     txn_compression: str = "none"
+    # How many transactional producers the librdkafka workload runs ("workload": {"producers": N})
+    txn_producers: int = 2
 
     def __post_init__(self) -> None:
         # Clock faults need every node started under libfaketime; other scenarios' clusters stay

@@ -21,6 +21,8 @@ from kafka_chaos.common.errors import UsageError
 # The producers' codecs (a schedule's workload.compression), kept with the clients that use them
 from kafka_chaos.scenarios.model.codecs import COMPRESSIONS as COMPRESSIONS
 from kafka_chaos.scenarios.model.codecs import compression_problem as compression_problem
+from kafka_chaos.scenarios.model.codecs import DEFAULT_TXN_PRODUCERS as DEFAULT_TXN_PRODUCERS
+from kafka_chaos.scenarios.model.codecs import producers_problem as producers_problem
 from kafka_chaos.scenarios.faults.clients import ClientKill, ClientPause
 from kafka_chaos.scenarios.faults.txn_timeout import TxnPastTimeout
 from kafka_chaos.scenarios.model.steps import TopicSpec, frozen

@@ -479,7 +479,8 @@ class Runner:
         ctx.txn = TxnWorkload(ctx.cluster.bootstrap_servers, ctx.topic_names[source.name], list(source.partitions),
                               ctx.topic_names[sink.name], list(sink.partitions),
                               seed=f"{self.options.seed}:{ctx.scenario.name}:{ctx.iteration}",
-                              client_id=f"kafka-chaos-{ctx.scenario.name}", compression=ctx.scenario.txn_compression)
+                              client_id=f"kafka-chaos-{ctx.scenario.name}", compression=ctx.scenario.txn_compression,
+                              producers=ctx.scenario.txn_producers)
         ctx.client_names.transactional_ids.update(ctx.txn.transactional_ids)
         ctx.client_names.groups.update(ctx.txn.groups)
         ctx.txn.start()

@@ -107,10 +107,47 @@ def test_the_java_producer_gets_it_in_its_producer_config(compression: str, tmp_
 
 def test_the_kafka_15653_entry_compresses_its_transactions() -> None:
     entry = {s.name: s for s in corpus.entries()}["kafka_15653_compressed_txn_produce_decompressed_with_another_threads_buffers"]
-    assert entry.txn_compression == "zstd" and entry.known_bug is not None
+    assert entry.txn_compression == "zstd" and entry.txn_producers == 8 and entry.known_bug is not None
     assert (entry.known_bug.affected, entry.known_bug.fixed) == ("3.6.0", "3.6.1")
     assert entry.known_bug.caught_by == "txn_transparent_operation"
-    assert all(step.fault == "preferred_election" for step in entry.steps)  # planned operations, every broker up
+    assert {step.fault for step in entry.steps} == {"roll"}  # planned operations, every broker up before each
     on_both = [sc for sc in corpus.scenarios() if sc.name.startswith(entry.name)]
     assert [sc.needs.kafka_version for sc in on_both] == ["3.6.0", "3.6.1"]
     assert {sc.txn_compression for sc in on_both} == {"zstd"}
+
+
+# --- how many transactional producers (workload.producers) -----------------------------------------
+
+@pytest.mark.parametrize("workload, producers, error", [
+    ({"transactions": True}, 2, None),  # the default
+    ({"transactions": True, "producers": 1}, 1, None),
+    ({"transactions": True, "producers": 8}, 8, None),
+    ({"transactions": True, "producers": 16}, 16, None),
+    ({"transactions": True, "producers": 0}, None, "workload.producers: must be a whole number from 1 to 16, not 0"),
+    ({"transactions": True, "producers": 17}, None, "not 17"),
+    ({"transactions": True, "producers": "8"}, None, "not '8'"),
+    ({"transactions": True, "producers": True}, None, "not True"),
+    ({"transactions": True, "producers": 2.5}, None, "not 2.5"),
+    ({"transactions": True, "producers": 4, "client": "java"}, None,
+     "workload.producers: is the librdkafka workload's: the java clients run one producer"),
+])
+def test_producers(workload: dict[str, object], producers: int | None, error: str | None) -> None:
+    data = {**BASE, "workload": workload}
+    if error is not None:
+        with pytest.raises(UsageError) as exc:
+            schedule_from_json(data)
+        assert error in str(exc.value) and "\n" not in str(exc.value)
+        return
+    s = schedule_from_json(data)
+    assert s.txn_producers == producers and s.scenario().txn_producers == producers
+    exported = schedule_to_json(s)
+    assert exported.get("workload", {}).get("producers") == (None if producers == 2 else producers)
+    assert schedule_from_json(exported).txn_producers == producers
+    assert from_scenario(s.scenario()).txn_producers == producers
+
+
+def test_the_workload_names_every_producer_by_role() -> None:
+    from kafka_chaos.scenarios.clients.txn_workload import TxnWorkload
+
+    w = TxnWorkload("127.0.0.1:1", "in", [0], "out", [0], seed="1", client_id="unit", producers=8)
+    assert sorted(w.transactional_ids) == sorted([f"p{i}" for i in range(8)] + ["copier"])  # coordinator_of roles
