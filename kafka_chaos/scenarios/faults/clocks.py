@@ -30,6 +30,11 @@ event, every leader, ISR and leader epoch as before once settled:
   fetching those partitions and leaves the ISR of each that gets records (seen in the durability
   suite, docs/clocks.md; apache/kafka#8517). Which partitions are idle is the workload's, so the
   oracle cannot name them: the ISR check fails where it shows.
+* Not modelled, a Kafka defect: the KRaft leader's append linger is wall-clock
+  (``BatchAccumulator.maybeResetLinger``: ``time.milliseconds() + linger``). A jump back on the
+  active controller while a batch lingers leaves it undrained for up to the jump: no metadata
+  commit, heartbeats (answered after a commit) time out, live brokers get fenced, elections wait
+  (docs/clocks.md: shown with a 1 s linger; at the default 25 ms about one jump back in twenty).
 * KRaft's broker heartbeats are judged on the controller's monotonic clock
   (``BrokerHeartbeatManager``: ``lastContactNs``, ``time.nanoseconds``), so a controller's jump
   fences no broker; the broker's heartbeat schedule is monotonic too (``BrokerLifecycleManager``'s
