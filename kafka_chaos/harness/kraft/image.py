@@ -27,6 +27,7 @@ from kafka_chaos.harness.kraft.records import (
     BrokerRegistrationChanged,
     ConfigChanged,
     ElrCleared,
+    FeatureLevel,
     FenceBroker,
     LeaderChange,
     LogEntry,
@@ -142,6 +143,10 @@ class MetadataImage:
         self.last_at: float | None = None
         # the last ZkMigrationStateRecord's value (None: none written, a cluster never migrated)
         self.zk_migration_state: int | None = None
+        # finalized feature levels (FeatureLevelRecord): metadata.version's level, and on 4.x
+        # eligible.leader.replicas.version (KIP-966: 0 on 4.0's defaults, 1 from 4.1's), the
+        # switch of the ELR rules the 3.9 model lacks
+        self.features: dict[str, int] = {}
 
     def apply_all(self, entries: Iterable[LogEntry]) -> list[ZkEvent]:
         events: list[ZkEvent] = []
@@ -172,6 +177,9 @@ class MetadataImage:
             return self._remove_topic(record.topic_id, at)
         if isinstance(record, ConfigChanged):
             return self._config(record, at)
+        if isinstance(record, FeatureLevel):
+            self.features[record.name] = record.level
+            return []
         if isinstance(record, ElrCleared):
             return self._clear_elr(record.topic_name, at)
         if isinstance(record, PartitionCreated):

@@ -243,6 +243,14 @@ class ZkMigrationStateChanged:  # ZkMigrationStateRecord, api key 21, version 0
 
 
 @dataclass(frozen=True)
+class FeatureLevel:  # FeatureLevelRecord, api key 12, version 0 (FeatureLevelRecord.json 4.1.0)
+    # a finalized feature: "metadata.version" (its level: 4.0-IV3 is 25, 4.1-IV1 27, 4.4-IV2 33),
+    # "eligible.leader.replicas.version" (KIP-966: 1 from 4.1's bootstrap on), "kraft.version", ...
+    name: str
+    level: int
+
+
+@dataclass(frozen=True)
 class ElrCleared:  # ClearElrRecord, api key 28, version 0 (Kafka 4.0+, KIP-966)
     # ClearElrRecord.json 4.1.0: the topic whose partitions lose their ELR and last known ELR;
     # "" for every topic (ReplicationControlManager.replay(ClearElrRecord), 4.1.0 lines 571-601)
@@ -257,7 +265,8 @@ class LeaderChange:  # control record LEADER_CHANGE: LeaderChangeMessage
 
 MetadataRecord: TypeAlias = (RegisterBroker | UnregisterBroker | TopicCreated | PartitionCreated | ConfigChanged
                              | PartitionChanged | FenceBroker | UnfenceBroker | TopicRemoved
-                             | BrokerRegistrationChanged | ZkMigrationStateChanged | ElrCleared | LeaderChange)
+                             | BrokerRegistrationChanged | ZkMigrationStateChanged | FeatureLevel | ElrCleared
+                             | LeaderChange)
 
 
 def _skip_endpoint(r: _Reader) -> None:  # RegisterBrokerRecord.EndPoints element
@@ -362,6 +371,7 @@ _DECODERS: dict[int, Callable[[_Reader, int], MetadataRecord]] = {
     7: _two(FenceBroker),
     8: _two(UnfenceBroker),
     9: lambda r, v: TopicRemoved(r.uuid()),
+    12: lambda r, v: FeatureLevel(r.compact_string() or "", r.int16()),
     17: _registration_change,
     21: lambda r, v: ZkMigrationStateChanged(r.int8()),
     28: lambda r, v: ElrCleared(r.compact_string() or ""),

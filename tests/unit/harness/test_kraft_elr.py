@@ -13,6 +13,7 @@ from kafka_chaos.harness.kraft.image import MetadataImage
 from kafka_chaos.harness.kraft.records import (
     NO_LEADER_CHANGE,
     ElrCleared,
+    FeatureLevel,
     PartitionChanged,
     PartitionCreated,
     decode_record_value,
@@ -120,3 +121,19 @@ def test_an_empty_isr_is_shown_as_kafka_4_1_writes_it() -> None:
     p = image.snapshot(None, 0.0).partition("t", 0)
     assert (p.leader, p.isr, p.leader_epoch, p.version) == (-1, (), 1, 1)
     assert image.partitions[(TOPIC_ID, 0)].elr == (3,)
+
+
+def feature_level(name: str, level: int) -> bytes:
+    return frame(12, 0, cstr(name) + struct.pack(">h", level) + tagged({}))
+
+
+@pytest.mark.parametrize("levels", [
+    {"metadata.version": 25, "eligible.leader.replicas.version": 0},  # 4.0's defaults: ELR off
+    {"metadata.version": 33, "eligible.leader.replicas.version": 1},  # 4.4.0's (its controller's log)
+    {"metadata.version": 21},  # 3.9: no ELR feature
+])
+def test_finalized_feature_levels_are_kept(levels: dict[str, int]) -> None:
+    image = MetadataImage()
+    image.apply_all(entries(batch(0, [feature_level(n, v) for n, v in levels.items()])))
+    assert image.features == levels
+    assert decode_record_value(feature_level("kraft.version", 0)) == FeatureLevel("kraft.version", 0)
