@@ -255,6 +255,13 @@ def observed_class(before: Partition, after: Partition) -> str:
     if after.leader == NO_LEADER:
         return LEADERLESS
     if after.leader != before.leader:
+        if (not before.isr and before.leader == NO_LEADER and isinstance(after, Recovering)
+                and after.leader_recovery_state == RECOVERING):
+            # Kafka 4.1+ (KIP-966, ELR on): a partition whose last ISR member left has an empty
+            # ISR; a leader elected from outside it uncleanly -- an admin UNCLEAN election, or the
+            # last known leader (PartitionChangeBuilder 4.1.2 lines 273-283) -- is RECOVERING, one
+            # elected from the ELR is not (lines 336-339)
+            return UNCLEAN_ELECTED
         if (after.leader in before.replicas and after.leader not in before.isr
                 and before.leader not in after.isr and before.isr):  # no ISR yet: initialisation
             return UNCLEAN_ELECTED

@@ -98,6 +98,14 @@ def test_outcome_classes() -> None:
     assert observed_class(before, ps((1, 2, 3), 1, (1,), 8)) == "elected"
     assert observed_class(before, ps((1, 2, 3), -1, (1,), 7)) == "leaderless"
     assert observed_class(ps((1, 2), 1, (1, 2), 0), ps((3, 2), 3, (3, 2), 2)) == "elected"  # reassigned
+    # Kafka 4.1+ (ELR): the ISR emptied when its last member left; an unclean election (RECOVERING,
+    # 4.4.0 seed 4607: "UNCLEAN partition change ... isr: [] -> [2] ... RECOVERING") vs one from the ELR
+    emptied = ps((1, 2), -1, (), 1)
+    unclean, from_elr = NS(**vars(ps((1, 2), 2, (2,), 2)), leader_recovery_state=1), \
+        NS(**vars(ps((1, 2), 1, (1,), 2)), leader_recovery_state=0)
+    assert observed_class(emptied, unclean) == "unclean_elected"
+    assert observed_class(emptied, from_elr) == "elected"
+    assert observed_class(emptied, ps((1, 2), 2, (2,), 2)) == "elected"  # no recovery state: as before
     # restarted while out of the ISR, caught up, then given the leadership back: clean
     assert observed_class(ps((1, 2), 2, (2,), 5), ps((1, 2), 1, (2, 1), 6)) == "elected"
     assert observed_class(ps((1, 2), 1, (1,), 5), ps((1, 2), 2, (2,), 6)) == "unclean_elected"
