@@ -13,6 +13,7 @@ import pytest
 from kafka_chaos.cli.main import main
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.scenarios.model.codecs import COMPRESSIONS, compression_problem
+from kafka_chaos.scenarios.checks.txn_availability import TRANSPARENT_FAULTS
 from kafka_chaos.scenarios.plans import corpus
 from kafka_chaos.scenarios.plans.schedule import from_scenario, schedule_from_json, schedule_to_json
 from kafka_chaos.scenarios.plans.transactional import with_transactions
@@ -107,10 +108,10 @@ def test_the_java_producer_gets_it_in_its_producer_config(compression: str, tmp_
 
 def test_the_kafka_15653_entry_compresses_its_transactions() -> None:
     entry = {s.name: s for s in corpus.entries()}["kafka_15653_compressed_txn_produce_decompressed_with_another_threads_buffers"]
-    assert entry.txn_compression == "zstd" and entry.txn_producers == 8 and entry.known_bug is not None
+    assert entry.txn_compression == "zstd" and entry.txn_producers > 2 and entry.known_bug is not None
     assert (entry.known_bug.affected, entry.known_bug.fixed) == ("3.6.0", "3.6.1")
     assert entry.known_bug.caught_by == "txn_transparent_operation"
-    assert {step.fault for step in entry.steps} == {"roll"}  # planned operations, every broker up before each
+    assert {step.fault for step in entry.steps} <= TRANSPARENT_FAULTS  # planned operations, judged with every broker up
     on_both = [sc for sc in corpus.scenarios() if sc.name.startswith(entry.name)]
     assert [sc.needs.kafka_version for sc in on_both] == ["3.6.0", "3.6.1"]
     assert {sc.txn_compression for sc in on_both} == {"zstd"}
