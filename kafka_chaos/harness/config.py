@@ -243,9 +243,8 @@ FIRST_CONTROLLER_ID = 3000
 KRAFT_RELEASE_LINES = ((3, 6), (3, 7), (3, 8), (3, 9))
 
 # Kafka 4.0 removed ZooKeeper mode (KIP-833): a 4.x release runs KRaft clusters only (no
-# migration either), judged by the KRaft model's 3.9 rules until it has 4.x lines of its own.
+# migration either), judged by the KRaft model's 4.x lines (oracle.kraft.interleavings.MODELLED_LINES).
 FIRST_KRAFT_ONLY_MAJOR = 4
-_KRAFT_MODEL_STAND_IN = "3.9.2"
 
 
 @dataclass(frozen=True)
@@ -467,7 +466,7 @@ def default_mode(kafka_version: str | None) -> str | None:
 
 def check_kraft_release(mode: str, kafka_version: str) -> None:
     """A KRaft or migrating cluster runs only the releases the KRaft model covers
-    (:data:`KRAFT_RELEASE_LINES`, and 4.x judged by its 3.9 rules: :func:`model_release`), a 4.x
+    (:data:`KRAFT_RELEASE_LINES`, and 4.0.x-4.4.x), a 4.x
     release only KRaft: one UsageError line otherwise."""
     if mode in modes_running(kafka_version):
         return
@@ -475,17 +474,9 @@ def check_kraft_release(mode: str, kafka_version: str) -> None:
         what = ("has no ZooKeeper mode (removed in 4.0, KIP-833)" if mode == ZOOKEEPER_MODE else
                 "cannot migrate from ZooKeeper (4.0 removed ZooKeeper mode: migrate on 3.9.x, then upgrade)")
         raise UsageError(f"Kafka {kafka_version} {what}: use --mode kraft, or a 2.4-3.9 release for --mode {mode}")
-    also = " and 4.x (KRaft only, by the model's 3.9 rules)" if mode == KRAFT_MODE else ""
+    also = " and 4.x (KRaft only)" if mode == KRAFT_MODE else ""
     raise UsageError(f"--mode {mode} runs Kafka {kraft_releases_text()} (the releases the KRaft model covers){also}, "
                      f"not {kafka_version}")
-
-
-def model_release(kafka_version: str) -> str:
-    """The release the oracle judges a ``kafka_version`` cluster by: its own, except a 4.x one,
-    judged by the KRaft model's 3.9 rules (:data:`_KRAFT_MODEL_STAND_IN`) until the model has 4.x
-    lines of its own (every rule it keys by release is ``Release.at_least``, which 4.x passes;
-    ``oracle.kraft.interleavings.release_modelled`` refuses 4.x)."""
-    return _KRAFT_MODEL_STAND_IN if kraft_only(kafka_version) else kafka_version
 
 
 def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,

@@ -59,6 +59,9 @@ class PartitionZkState:
     # KRaft: replicas whose log directory the controller has not been told yet (MIGRATING after a
     # ZooKeeper migration, UNASSIGNED); ZooKeeper knows no directories
     unassigned_dirs: tuple[int, ...] = ()
+    # KRaft on Kafka 4.x with ELR on (KIP-966): eligible leader replicas and last known ELR
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     def describe(self) -> str:
         extra = ""
@@ -66,6 +69,8 @@ class PartitionZkState:
             extra += f" recovery={self.leader_recovery_state}"
         if self.adding_replicas or self.removing_replicas:
             extra += f" adding={list(self.adding_replicas)} removing={list(self.removing_replicas)}"
+        if self.elr or self.last_known_elr:
+            extra += f" elr={list(self.elr)} lke={list(self.last_known_elr)}"
         return (f"{self.topic}-{self.partition}: replicas={list(self.replicas)} leader={self.leader} "
                 f"epoch={self.leader_epoch} isr={list(self.isr)} v{self.version}{extra}")
 
@@ -77,7 +82,9 @@ class PartitionZkState:
                 "leader_recovery_state": self.leader_recovery_state, "version": self.version,
                 "adding_replicas": list(self.adding_replicas),
                 "removing_replicas": list(self.removing_replicas),
-                **({"unassigned_dirs": list(self.unassigned_dirs)} if self.unassigned_dirs else {})}
+                **({"unassigned_dirs": list(self.unassigned_dirs)} if self.unassigned_dirs else {}),
+                **({"elr": list(self.elr)} if self.elr else {}),
+                **({"last_known_elr": list(self.last_known_elr)} if self.last_known_elr else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PartitionZkState:
@@ -87,7 +94,8 @@ class PartitionZkState:
                    leader_recovery_state=int(d["leader_recovery_state"]), version=int(d["version"]),
                    adding_replicas=_ints(d["adding_replicas"]),
                    removing_replicas=_ints(d["removing_replicas"]),
-                   unassigned_dirs=_ints(d.get("unassigned_dirs", ())))
+                   unassigned_dirs=_ints(d.get("unassigned_dirs", ())),
+                   elr=_ints(d.get("elr", ())), last_known_elr=_ints(d.get("last_known_elr", ())))
 
 
 def partition_zk_state(topic: str, partition: int, assignment: zkpaths.TopicAssignment,
@@ -133,13 +141,16 @@ class ZkSnapshot:
     # When the controller won its election (/controller's timestamp, epoch s): its scheduled
     # leader-imbalance checks count from it (scenarios.model.imbalance_checks). None in KRaft.
     controller_elected_at: float | None = None
+    # KRaft: the finalized feature levels (FeatureLevelRecord), e.g. eligible.leader.replicas.version
+    features: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (partitions as a sorted list, broker ids as string keys);
         :meth:`from_dict` reads it back equal."""
         mode = {} if self.mode == "zookeeper" else {"mode": self.mode}  # old histories stay byte-identical
         elected = {} if self.controller_elected_at is None else {"controller_elected_at": self.controller_elected_at}
-        return {**mode, **elected,
+        features = {"features": dict(sorted(self.features.items()))} if self.features else {}
+        return {**mode, **elected, **features,
             "taken_at": self.taken_at,
             "live_brokers": {str(b): e for b, e in sorted(self.live_brokers.items())},
             "controller": self.controller,
@@ -169,6 +180,7 @@ class ZkSnapshot:
             topics_being_deleted=frozenset(str(t) for t in d.get("topics_being_deleted", ())),
             mode=str(d.get("mode", "zookeeper")),
             controller_elected_at=None if d.get("controller_elected_at") is None else float(d["controller_elected_at"]),
+            features={str(k): int(v) for k, v in d.get("features", {}).items()},
         )
 
     def partition(self, topic: str, partition: int) -> PartitionZkState:

@@ -79,9 +79,15 @@ class PartitionState:
     # PartitionRegistration(PartitionRecord) 3.9 lines 198-207); a KRaft broker hosting one
     # assigns it (oracle.kraft.controller.assign_directories).
     unassigned_dirs: tuple[int, ...] = ()
+    # KRaft only, Kafka 4.x with eligible.leader.replicas.version >= 1 (KIP-966; on by default from
+    # 4.1.0): PartitionRegistration.elr and .lastKnownElr (PartitionChangeBuilder 4.1.2
+    # maybePopulateTargetElr, maybeUpdateLastKnownLeader).  Empty on every 3.x release.
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("replicas", "isr", "adding_replicas", "removing_replicas", "unassigned_dirs"):
+        for name in ("replicas", "isr", "adding_replicas", "removing_replicas", "unassigned_dirs", "elr",
+                     "last_known_elr"):
             object.__setattr__(self, name, tuple(int(v) for v in getattr(self, name)))
         if not self.replicas:
             raise ValueError("a partition needs at least one replica")

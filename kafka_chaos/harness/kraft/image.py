@@ -277,7 +277,7 @@ class MetadataImage:
                 topic=name, partition=number, replicas=p.replicas, leader=p.leader, leader_epoch=p.leader_epoch,
                 isr=p.isr, controller_epoch=epoch, leader_recovery_state=p.leader_recovery_state,
                 version=p.partition_epoch, adding_replicas=p.adding, removing_replicas=p.removing,
-                unassigned_dirs=p.unassigned_replicas)
+                unassigned_dirs=p.unassigned_replicas, elr=p.elr, last_known_elr=p.last_known_elr)
         shown = set(ids)
         return ZkSnapshot(
             taken_at=taken_at,
@@ -292,4 +292,5 @@ class MetadataImage:
             topic_ids=ids,
             topics_being_deleted=frozenset(),  # a KRaft deletion is one RemoveTopicRecord
             mode="kraft",
+            features=dict(self.features),
         )

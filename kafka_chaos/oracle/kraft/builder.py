@@ -66,12 +66,16 @@ class ChangeRecord:
     adding_replicas: tuple[int, ...] | None = None
     leader_recovery_state: int | None = None
     unclean: bool = False  # the election chose a leader from outside the ISR (not a record field)
+    # KIP-966 (4.x, ELR on): EligibleLeaderReplicas and LastKnownElr (PartitionChangeRecord v2 tags 6, 7)
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
     def is_no_op(self) -> bool:
-        """``changeRecordIsNoOp`` (lines 54-64), the ELR and directory fields being never set here."""
+        """``changeRecordIsNoOp`` (lines 54-64; 4.1.2 the same with the ELR fields), the directory
+        fields being never set here."""
         return (self.leader is None and self.isr is None and self.replicas is None
                 and self.removing_replicas is None and self.adding_replicas is None
-                and self.leader_recovery_state is None)
+                and self.leader_recovery_state is None and self.elr is None and self.last_known_elr is None)
 
 
 def _contains_all(outer: Sequence[int], inner: Sequence[int]) -> bool:
@@ -106,12 +110,50 @@ def _complete_reassignment(
     return new_isr, new_replicas, (), ()
 
 
+@dataclass(frozen=True)
+class Elr:
+    """The KIP-966 switches of one builder (Kafka 4.x): ``eligibleLeaderReplicasEnabled``
+    (``featureControl.isElrFeatureEnabled()``), ``minISR`` (``getTopicEffectiveMinIsr``:
+    min(min.insync.replicas, replication factor), ReplicationControlManager.java 4.1.2 lines
+    2350-2356), ``uncleanShutdownReplicas`` (``brokerWithUncleanShutdown``, lines 2026-2028) and
+    the release keys :func:`oracle.kraft.config.last_known_leader_must_be_acceptable` (KAFKA-19522)
+    and :func:`oracle.kraft.config.last_known_leader_simplified` (PR #20629)."""
+
+    min_isr: int = 1
+    unclean_shutdown_replicas: tuple[int, ...] = ()
+    lke_must_be_acceptable: bool = True
+    lke_simplified: bool = True
+
+
+def _populate_target_elr(p: PartitionState, isr: tuple[int, ...], elr: Elr) -> tuple[int, ...]:
+    """``maybePopulateTargetElr`` (PartitionChangeBuilder.java 4.1.2 lines 536-567), run before
+    the election: a target ISR of at least minISR clears the ELR; otherwise ELR = (current ELR |
+    current ISR) - target ISR - unclean-shutdown replicas.  (The target last known ELR it computes
+    is never written while ``useLastKnownLeaderInBalancedRecovery`` is true, as it always is:
+    ``maybeUpdateRecordElr`` returns before, lines 524-528; the LKE is
+    ``maybeUpdateLastKnownLeader``'s.)  A HashSet of small Integers iterates ascending: sorted."""
+    if len(isr) >= elr.min_isr:
+        return ()
+    return tuple(sorted((set(p.elr) | set(p.isr)) - set(isr) - set(elr.unclean_shutdown_replicas)))
+
+
+def _can_elect_last_known_leader(p: PartitionState, isr: tuple[int, ...], target_elr: tuple[int, ...],
+                                 acceptable: Callable[[int], bool], elr: Elr) -> bool:
+    """``canElectLastKnownLeader`` (4.1.2 lines 290-320): ISR and ELR targets empty, exactly one
+    last known ELR member, and it acceptable -- 4.0.x elects it even when not (KAFKA-19522)."""
+    if isr or target_elr or len(p.last_known_elr) != 1:
+        return False
+    return acceptable(p.last_known_elr[0]) or not elr.lke_must_be_acceptable
+
+
 def _elect(
     p: PartitionState,
     replicas: tuple[int, ...],
     isr: tuple[int, ...],
     election: Election,
     acceptable: Callable[[int], bool],
+    elr: Elr | None = None,
+    target_elr: tuple[int, ...] = (),
 ) -> tuple[int, bool]:
     """``electLeader`` (lines 228-234): (leader, unclean).
 
@@ -120,22 +162,39 @@ def _elect(
     if still valid, else the first valid of the other replicas in assignment order.  ONLINE /
     UNCLEAN (``electAnyLeader``, lines 268-296): the current leader if still valid, else the first
     valid replica in assignment order, else (UNCLEAN only) the first *acceptable* replica, in the
-    ISR or not.  Nothing: NO_LEADER."""
+    ISR or not.  Nothing: NO_LEADER.
+
+    With ELR on (``elr`` given; PartitionChangeBuilder.java 4.1.2 lines 231-326): a replica of the
+    target ELR is valid too when the target ISR is empty (``isValidNewLeader``, lines 322-326), and
+    before giving up -- in PREFERRED and ONLINE elections too, whatever unclean.leader.election.enable
+    says -- the last known leader is elected, *uncleanly* (``canElectLastKnownLeader``,
+    lines 250-252, 278-280)."""
 
     def valid(replica: int) -> bool:
-        return replica in isr and acceptable(replica)
+        in_isr = replica in isr or (elr is not None and not isr and replica in target_elr)
+        return in_isr and acceptable(replica)
+
+    def last_known() -> bool:
+        return elr is not None and _can_elect_last_known_leader(p, isr, target_elr, acceptable, elr)
 
     if election is Election.PREFERRED:
         if valid(replicas[0]):
             return replicas[0], False
         if valid(p.leader):
             return p.leader, False
-        return next((r for r in replicas[1:] if valid(r)), NO_LEADER), False
+        other = next((r for r in replicas[1:] if valid(r)), None)
+        if other is not None:
+            return other, False
+        if last_known():
+            return p.last_known_elr[0], True
+        return NO_LEADER, False
     if valid(p.leader):
         return p.leader, False
     clean = next((r for r in replicas if valid(r)), None)
     if clean is not None:
         return clean, False
+    if last_known():
+        return p.last_known_elr[0], True
     if election is Election.UNCLEAN:
         unclean = next((r for r in replicas if acceptable(r)), None)
         if unclean is not None:
@@ -157,6 +216,7 @@ def build(
     leader_recovery_supported: bool = True,
     isr_shrink_bump_reads_target_isr: bool = False,
     reassignment_completes_when_adding_in_isr: bool = False,
+    elr: Elr | None = None,
 ) -> ChangeRecord | None:
     """``PartitionChangeBuilder.build()`` (lines 446-486); None when the record would be a no-op.
 
@@ -198,12 +258,20 @@ def build(
     isr, replicas, removing, adding = _complete_reassignment(
         isr, replicas, removing, adding, reassignment_completes_when_adding_in_isr)
 
+    # KIP-966 (elr given: 4.x with the feature on), PartitionChangeBuilder.java 4.1.2 build(),
+    # lines 437-453: maybePopulateTargetElr before the election
+    target_elr = p.elr if elr is None else _populate_target_elr(p, isr, elr)
+
     leader: int | None = None
     record_isr: tuple[int, ...] | None = None
     record_recovery: int | None = None
-    node, unclean = _elect(p, replicas, isr, election, acceptable)
+    node, unclean = _elect(p, replicas, isr, election, acceptable, elr, target_elr)
     if node != p.leader:
         leader = node
+        if elr is not None and node in target_elr:
+            # tryElection (4.1.2 lines 333-338): an ELR member elected: ISR [it], out of the ELR, clean
+            isr = (node,)
+            target_elr = tuple(r for r in target_elr if r != node)
         if unclean:
             record_isr = (node,)
             if p.leader_recovery_state != RECOVERING and leader_recovery_supported:
@@ -219,12 +287,24 @@ def build(
         # 3.6.1 line 296: the target ISR, empty or not (the ISR field is set after, lines 335-338)
         leader = p.leader
 
-    if record_isr is None and isr and isr != p.isr:
+    record_elr: tuple[int, ...] | None = None
+    if elr is not None:
+        # maybeUpdateRecordElr (4.1.2 lines 506-534): an unclean election (the ISR set already)
+        # clears the ELR; written when it differs
+        if record_isr is not None:
+            target_elr = ()
+        if target_elr != p.elr:
+            record_elr = target_elr
+
+    # lines 445-453: with ELR on an empty target ISR is written too
+    if record_isr is None and (isr or elr is not None) and isr != p.isr:
         record_isr = isr
 
     if not isr_shrink_bump_reads_target_isr and bump_leader_epoch_on_isr_shrink and leader is None \
             and record_isr is not None and not _contains_all(record_isr, p.isr):
         leader = p.leader
+
+    record_lke = None if elr is None else _last_known_leader(p, leader, record_isr, elr)
 
     record = ChangeRecord(
         leader=leader,
@@ -234,8 +314,32 @@ def build(
         adding_replicas=adding if adding != p.adding_replicas else None,
         leader_recovery_state=recovery if recovery != p.leader_recovery_state else record_recovery,
         unclean=unclean,
+        elr=record_elr,
+        last_known_elr=record_lke,
     )
     return None if record.is_no_op() else record
+
+
+def _last_known_leader(p: PartitionState, leader: int | None, record_isr: tuple[int, ...] | None,
+                       elr: Elr) -> tuple[int, ...] | None:
+    """``maybeUpdateLastKnownLeader``: the record's LastKnownElr, None for unset.  4.1.1+/4.2.0+
+    (PartitionChangeBuilder.java 4.1.2 lines 495-504): [old leader] when the record writes leader
+    -1 and the LKE is empty; [] when it writes a leader and the LKE is not.  4.0.0-4.1.0 (4.1.0
+    lines 495-506): [old leader] when the record writes an empty ISR and the LKE is not already
+    [old leader]; [] when the record writes a leader >= 0, or the partition has a leader the record
+    does not remove, and the LKE is not empty."""
+    if elr.lke_simplified:
+        if leader == NO_LEADER and not p.last_known_elr:
+            return (p.leader,)
+        if leader is not None and leader >= 0 and p.last_known_elr:
+            return ()
+        return None
+    if record_isr == () and p.last_known_elr != (p.leader,):
+        return (p.leader,)
+    if ((leader is not None and leader >= 0) or (p.leader != NO_LEADER and leader != NO_LEADER)) \
+            and p.last_known_elr:
+        return ()
+    return None
 
 
 def merge(p: PartitionState, record: ChangeRecord) -> PartitionState:
@@ -243,7 +347,8 @@ def merge(p: PartitionState, record: ChangeRecord) -> PartitionState:
     unset fields are kept; a set ``leader`` -- even the same one -- bumps the leader epoch by one;
     the partition epoch goes up by one for every record (kept None when not known)."""
     changes: dict[str, object] = {}
-    for name in ("isr", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state"):
+    for name in ("isr", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state", "elr",
+                 "last_known_elr"):
         value = getattr(record, name)
         if value is not None:
             changes[name] = value
@@ -269,6 +374,7 @@ def change(
     leader_recovery_supported: bool = True,
     isr_shrink_bump_reads_target_isr: bool = False,
     reassignment_completes_when_adding_in_isr: bool = False,
+    elr: Elr | None = None,
 ) -> tuple[PartitionState, bool] | None:
     """:func:`build` then :func:`merge`: (the new registration, unclean) or None for no record."""
     record = build(
@@ -284,6 +390,7 @@ def change(
         leader_recovery_supported=leader_recovery_supported,
         isr_shrink_bump_reads_target_isr=isr_shrink_bump_reads_target_isr,
         reassignment_completes_when_adding_in_isr=reassignment_completes_when_adding_in_isr,
+        elr=elr,
     )
     if record is None:
         return None

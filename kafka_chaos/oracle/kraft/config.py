@@ -45,6 +45,17 @@ _DEFAULT_METADATA_VERSION = {
     (3, 7): ProtocolVersion(3, 7, 0, 4),
     (3, 8): ProtocolVersion(3, 8, 0, 0),
     (3, 9): LATEST_PRODUCTION_3_9,
+    # Kafka 4.x (docs/kraft-4x-audit.md section 0): MetadataVersion.LATEST_PRODUCTION, which
+    # Formatter.calculateEffectiveReleaseVersion writes without --release-version (metadata
+    # Formatter.java 4.0.0 lines 269-285): IBP_4_0_IV3 (server-common MetadataVersion.java 4.0.0
+    # line 135, 4.0.2 the same), IBP_4_1_IV1 (4.1.0 line 160), IBP_4_2_IV1 (4.2.0 line 151),
+    # IBP_4_3_IV0 (4.3.0 line 154), IBP_4_4_IV2 (4.4.0 has no sources jar: its MetadataVersion
+    # <clinit> bytecode stores IBP_4_4_IV2 into LATEST_PRODUCTION).
+    (4, 0): ProtocolVersion(4, 0, 0, 3),
+    (4, 1): ProtocolVersion(4, 1, 0, 1),
+    (4, 2): ProtocolVersion(4, 2, 0, 1),
+    (4, 3): ProtocolVersion(4, 3, 0, 0),
+    (4, 4): ProtocolVersion(4, 4, 0, 2),
 }
 # The newest MetadataVersion constant each release knows (``MetadataVersion.fromVersionString``
 # refuses anything newer): 3.6.x ends at IBP_3_6_IV2 (MetadataVersion.java 3.6.1 line 186), 3.7.x
@@ -58,17 +69,19 @@ _NEWEST_KNOWN_METADATA_VERSION = {
 
 def metadata_version(config: Mapping[str, object], release: Release) -> ProtocolVersion:
     """The cluster's metadata version: ``config["metadata.version"]`` if it parses, else the
-    release's default (3.6-IV2 for 3.6, 3.7-IV4 for 3.7, 3.8-IV0 for 3.8, 3.9-IV0 for 3.9; an
-    unparsable value is Kafka's to refuse)."""
+    release's default (3.6-IV2 for 3.6, 3.7-IV4 for 3.7, 3.8-IV0 for 3.8, 3.9-IV0 for 3.9, then
+    4.0-IV3, 4.1-IV1, 4.2-IV1, 4.3-IV0, 4.4-IV2; an unparsable value is Kafka's to refuse)."""
     value = config.get(METADATA_VERSION)
     if isinstance(value, str):
         parsed = parse_protocol_version(value)
         if parsed is not None:
             return parsed
-    if release.at_least(3, 9):
-        return LATEST_PRODUCTION_3_9
     default = _DEFAULT_METADATA_VERSION.get((release.major, release.minor))
-    return default if default is not None else ProtocolVersion(release.major, release.minor, 0, LATEST_IV)
+    if default is not None:
+        return default
+    if release.at_least(3, 9) and not release.at_least(4, 0):
+        return LATEST_PRODUCTION_3_9
+    return ProtocolVersion(release.major, release.minor, 0, LATEST_IV)
 
 
 def check_metadata_version_known(mv: ProtocolVersion, release: Release) -> None:
@@ -140,6 +153,58 @@ def check_elr_not_in_effect(config: Mapping[str, object], mv: ProtocolVersion, r
         raise ValueError(f"metadata.version {mv.major}.{mv.minor}-IV{mv.iv} on Kafka {release} supports ELR: a broker "
                          "registering after an unclean shutdown leaves every ISR (handleBrokerUncleanShutdown, "
                          "KAFKA-15586): not modelled")
+
+
+ELR_FEATURE = "eligible.leader.replicas.version"
+
+
+def elr_feature_enabled(config: Mapping[str, object], release: Release) -> bool:
+    """KIP-966 on a Kafka 4.x controller: ``FeatureControlManager.isElrFeatureEnabled`` (4.1.0
+    lines 470-473; 4.0.0 line 393): the finalized ``eligible.leader.replicas.version`` >= 1.  The
+    harness puts the level the cluster's metadata log finalized (FeatureLevelRecord) into
+    ``config[ELR_FEATURE]``; without it, what ``kafka-storage format`` finalizes by default:
+    ``Feature.defaultLevel(LATEST_PRODUCTION)`` -- 0 on 4.0.x (ELRV_1's bootstrap metadata version
+    is 4.1-IV0, EligibleLeaderReplicasVersion.java 4.0.0 line 28, above 4.0-IV3), 1 from 4.1.0
+    (MetadataVersion.java 4.1.0 lines 108-111, "Enables ELR by default for new clusters").  Never
+    on 3.x, whose switch is ``eligible.leader.replicas.enable`` (:func:`elr_enabled`, refused)."""
+    if not release.at_least(4, 0):
+        return False
+    value = config.get(ELR_FEATURE)
+    if value is not None:
+        try:
+            return int(str(value).strip()) >= 1
+        except ValueError:
+            pass
+    return release.at_least(4, 1)
+
+
+def registration_runs_shutdown_handler(release: Release) -> bool:
+    """From 4.0.0 every new incarnation's registration runs ``handleBrokerShutdown``
+    (ClusterControlManager.java 4.1.2 lines 362, 434-436: clean iff the request's
+    ``previousBrokerEpoch`` -- the epoch the broker's clean-shutdown file kept, read by
+    BrokerLifecycleManager.scala 4.1.2 lines 202-229, 381 -- is the stored one;
+    ReplicationControlManager.java 4.1.2 lines 1438-1451): with ELR on and an unclean shutdown
+    the broker leaves every ISR and ELR (``brokerWithUncleanShutdown``), else the fence builder
+    runs again over its ISR partitions.  3.8/3.9 ran it only where ELR was supported
+    (:func:`unclean_shutdown_leaves_isrs`, refused)."""
+    return release.at_least(4, 0)
+
+
+def last_known_leader_must_be_acceptable(release: Release) -> bool:
+    """KAFKA-19522, fixed in 4.1.0: 4.0.x's ``canElectLastKnownLeader`` (PartitionChangeBuilder.java
+    4.0.0 lines 290-319) only logs when the last known leader is acceptable and returns true either
+    way, so a fenced last known leader is elected; 4.1.0 (lines 314-318) returns false.  Matters
+    only with ELR switched on by hand on 4.0."""
+    return release.at_least(4, 1)
+
+
+def last_known_leader_simplified(release: Release) -> bool:
+    """PR #20629 "MINOR: simplify last known elr update" (4.1.1 and 4.2.0): ``maybeUpdateLastKnownLeader``
+    (PartitionChangeBuilder.java 4.1.2 lines 495-504) sets LKE = [leader] when the record writes
+    leader -1 and LKE is empty, clears it when the record names a leader >= 0; 4.1.0 (lines 495-506)
+    sets it when the record writes an empty ISR and LKE is not [leader], clears it when the
+    partition keeps or gets a leader."""
+    return release.at_least(4, 1, 1)
 
 
 def unclean_leader_election_configurable(release: Release) -> bool:

@@ -52,6 +52,13 @@ from kafka_chaos.oracle.state import (
     TopicState,
 )
 
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+
+
+def _without(test: Callable[[int], bool], broker: int) -> Callable[[int], bool]:
+    """``test`` that also refuses ``broker`` (NO_LEADER: refuses nothing more)."""
+    return lambda replica: replica != broker and test(replica)
+
 
 def _phase(p: PartitionState, active: Iterable[int]) -> PartitionPhase:
     # KRaft has no NewPartition: a partition is created with a leader (createTopic refuses one
@@ -86,6 +93,8 @@ class KRaftController:
             tp: p.with_changes(phase=_phase(p, self.active)) for tp, p in state.partitions()
         }
         self.unclean_elected: set[TopicPartition] = set()
+        # KIP-966 (Kafka 4.x): the finalized eligible.leader.replicas.version, else the format default
+        self.elr_on = kcfg.elr_feature_enabled(self.config, self.release)
 
     # --- ClusterControlManager / LeaderAcceptor --------------------------------------------------
 
@@ -109,7 +118,31 @@ class KRaftController:
         before 3.9.0 (:func:`kcfg.unclean_leader_election_configurable`)."""
         return kcfg.unclean_leader_election_enabled(self.config, self.topic_configs.get(topic, {}), self.release)
 
-    def _change(self, tp: TopicPartition, acceptable: Callable[[int], bool], **targets: object) -> bool:
+    def min_isr(self, tp: TopicPartition) -> int:
+        """``getTopicEffectiveMinIsr`` (ReplicationControlManager.java 4.1.2 lines 2350-2356): the
+        topic's effective ``min.insync.replicas`` (default 1), at most the replication factor of
+        its partition 0."""
+        merged = {**self.config, **self.topic_configs.get(tp.topic, {})}
+        try:
+            configured = int(str(merged.get(MIN_INSYNC_REPLICAS, "1")).strip())
+        except ValueError:
+            configured = 1
+        first = self.partitions.get(TopicPartition(tp.topic, 0), self.partitions[tp])
+        return min(configured, len(first.replicas))
+
+    def elr_switches(self, tp: TopicPartition, unclean_shutdown: int = NO_LEADER) -> builder.Elr | None:
+        """The builder's KIP-966 switches, None with ELR off (every 3.x release, 4.0.x by default)."""
+        if not self.elr_on:
+            return None
+        return builder.Elr(
+            min_isr=self.min_isr(tp),
+            unclean_shutdown_replicas=() if unclean_shutdown == NO_LEADER else (unclean_shutdown,),
+            lke_must_be_acceptable=kcfg.last_known_leader_must_be_acceptable(self.release),
+            lke_simplified=kcfg.last_known_leader_simplified(self.release),
+        )
+
+    def _change(self, tp: TopicPartition, acceptable: Callable[[int], bool], *, unclean_shutdown: int = NO_LEADER,
+                **targets: object) -> bool:
         """One ``PartitionChangeBuilder`` build + replay; True if a record was written.  The
         release's builder: :func:`kcfg.isr_shrink_bump_reads_target_isr` and
         :func:`kcfg.reassignment_completes_when_adding_in_isr` (both before 3.8.0)."""
@@ -120,6 +153,7 @@ class KRaftController:
             leader_recovery_supported=kcfg.leader_recovery_supported(self.metadata_version),
             isr_shrink_bump_reads_target_isr=kcfg.isr_shrink_bump_reads_target_isr(self.release),
             reassignment_completes_when_adding_in_isr=kcfg.reassignment_completes_when_adding_in_isr(self.release),
+            elr=self.elr_switches(tp, unclean_shutdown),
             **targets,  # type: ignore[arg-type]
         )
         if result is None:
@@ -142,6 +176,10 @@ class KRaftController:
         """``BrokersToIsrs.partitionsWithBrokerInIsr`` (BrokersToIsrs.java lines 286-288)."""
         return self.sorted_partitions(lambda tp, p: broker in p.isr)
 
+    def partitions_with_broker_in_elr(self, broker: int) -> list[TopicPartition]:
+        """``BrokersToElrs.partitionsWithBrokerInElr`` (4.x)."""
+        return self.sorted_partitions(lambda tp, p: broker in p.elr)
+
     def partitions_with_no_leader(self) -> list[TopicPartition]:
         """``BrokersToIsrs.partitionsWithNoLeader`` (lines 278-280)."""
         return self.sorted_partitions(lambda tp, p: p.leader == NO_LEADER)
@@ -149,21 +187,45 @@ class KRaftController:
     # --- ReplicationControlManager: brokers ------------------------------------------------------
 
     def generate_leader_and_isr_updates(
-        self, partitions: Iterable[TopicPartition], *, broker_to_remove: int = NO_LEADER, broker_to_add: int = NO_LEADER
+        self, partitions: Iterable[TopicPartition], *, broker_to_remove: int = NO_LEADER, broker_to_add: int = NO_LEADER,
+        broker_with_unclean_shutdown: int = NO_LEADER,
     ) -> None:
         """``generateLeaderAndIsrUpdates`` (ReplicationControlManager.java lines 1891-1973): per
         partition a builder with target ISR = ISR minus ``broker_to_remove`` (order kept), the
         UNCLEAN election when the topic's ``unclean.leader.election.enable`` is true (lines
-        1941-1943), else ONLINE."""
+        1941-1943), else ONLINE.  4.x's ``brokerWithUncleanShutdown`` (4.1.2 lines 1974-2033) is
+        unacceptable too, left out of the target ISR and passed as the builder's unclean-shutdown
+        replica (left out of the ELR)."""
+        gone = {broker_to_remove, broker_with_unclean_shutdown}
         for tp in partitions:
             p = self.partitions[tp]
             election = builder.Election.UNCLEAN if self.unclean_enabled(tp.topic) else builder.Election.ONLINE
             self._change(
                 tp,
-                self.acceptable(tp, removing=broker_to_remove, adding=broker_to_add),
+                _without(self.acceptable(tp, removing=broker_to_remove, adding=broker_to_add),
+                         broker_with_unclean_shutdown),
+                unclean_shutdown=broker_with_unclean_shutdown,
                 election=election,
-                target_isr=tuple(r for r in p.isr if r != broker_to_remove),
+                target_isr=tuple(r for r in p.isr if r not in gone),
             )
+
+    def handle_broker_registration(self, broker: int, clean: bool) -> None:
+        """A new incarnation's registration on 4.x (``registerBroker``, ClusterControlManager.java
+        4.1.2 lines 362, 434-436 -> ``handleBrokerShutdown``, ReplicationControlManager.java 4.1.2
+        lines 1438-1451): with ELR on and an unclean shutdown (no clean-shutdown file: SIGKILL, power
+        failure) the broker leaves every ISR and ELR it is in (``brokerWithUncleanShutdown``: +1
+        partition epoch where it was in the ELR); otherwise the fence builder runs again over the
+        partitions whose ISR holds it (no record unless an unclean-enabled topic can elect another
+        replica).  Nothing before 4.0 (:func:`kcfg.registration_runs_shutdown_handler`)."""
+        if broker in self.active or not kcfg.registration_runs_shutdown_handler(self.release):
+            return
+        if self.elr_on and not clean:
+            self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker),
+                                                 broker_with_unclean_shutdown=broker)
+            self.generate_leader_and_isr_updates(self.partitions_with_broker_in_elr(broker),
+                                                 broker_with_unclean_shutdown=broker)
+        else:
+            self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker), broker_to_remove=broker)
 
     def handle_broker_fenced(self, broker: int) -> None:
         """``handleBrokerFenced`` (lines 1288-1305), reached from ``maybeFenceOneStaleBroker``
@@ -479,6 +541,20 @@ class KRaftController:
             else:
                 overrides[key] = value
         self.topic_configs[topic] = overrides
+        if self.elr_on and MIN_INSYNC_REPLICAS in changes:
+            self.clear_topic_elrs(topic)
+
+    def clear_topic_elrs(self, topic: str) -> None:
+        """A ``min.insync.replicas`` ConfigRecord with ELR on is followed by a ClearElrRecord
+        (``createClearElrRecordsAsNeeded``, ConfigurationControlManager.java 4.1.2 lines 217-236),
+        replayed as ``removeTopicElrs`` (ReplicationControlManager.java 4.1.2 lines 603-618): each
+        partition with an ELR or a last known ELR loses both, partition epoch +1."""
+        for tp in sorted(self.partitions):
+            p = self.partitions[tp]
+            if tp.topic == topic and (p.elr or p.last_known_elr):
+                self.partitions[tp] = p.with_changes(
+                    elr=(), last_known_elr=(),
+                    partition_epoch=None if p.partition_epoch is None else p.partition_epoch + 1)
 
     # --- the leaders' AlterPartition -------------------------------------------------------------
 

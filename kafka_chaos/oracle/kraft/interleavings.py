@@ -59,13 +59,16 @@ MAX_UNORDERED_BROKERS = 4
 fences (unfences) is listed (1, 2, 6, 24 orders, each also settled in between); beyond it only
 ascending and descending."""
 
-MODELLED_LINES = ((3, 6), (3, 7), (3, 8), (3, 9))
+MODELLED_LINES = ((3, 6), (3, 7), (3, 8), (3, 9), (4, 0), (4, 1), (4, 2), (4, 3), (4, 4))
 """The release lines the KRaft model covers.  It is 3.9's, with every rule that differs in 3.6.x,
 3.7.x or 3.8.x keyed by release or metadata version (``git diff 3.6.1 3.9`` of the controller
 package, 3.6.0 and 3.6.2 compared with 3.6.1; 3.7.2 and 3.8.1 from their released sources jars,
 3.7.0/3.7.1/3.8.0 against them; oracle/README.md, "3.6.x" and "3.7.x and 3.8.x").  3.5 and earlier:
-refused."""
-MODELLED_TEXT = "3.6.x, 3.7.x, 3.8.x and 3.9.x"
+refused.  4.0.x-4.4.x (docs/kraft-4x-audit.md): 3.9's decisions with each line's default metadata
+version, the registration's shutdown handler (:meth:`KRaftController.handle_broker_registration`)
+and, where ``eligible.leader.replicas.version`` is on (default from 4.1.0), KIP-966's ELR rules
+(:mod:`oracle.kraft.builder`)."""
+MODELLED_TEXT = "3.6.x, 3.7.x, 3.8.x, 3.9.x and 4.0.x-4.4.x"
 
 
 def release_modelled(release: Release) -> bool:
@@ -121,11 +124,20 @@ def _event_plans(state: ClusterState, event: Event) -> list[_Plan]:
         new = sorted(set(event.brokers) - state.live_brokers)
         kraft = set(event.kraft_brokers)
 
-        def start(ctl: KRaftController, b: int) -> None:
-            if b in kraft:
-                ctl.start_as_kraft_broker(b)
-            ctl.handle_broker_unfenced(b)
-        return _sequence_plans("unfenced", new, start)
+        def start(clean: bool) -> Callable[[KRaftController, int], None]:
+            def step(ctl: KRaftController, b: int) -> None:
+                if b in kraft:
+                    ctl.start_as_kraft_broker(b)
+                ctl.handle_broker_registration(b, clean)
+                ctl.handle_broker_unfenced(b)
+            return step
+        if kcfg.elr_feature_enabled(state.config, state.release):
+            # Whether the broker's last shutdown was clean (its clean-shutdown file names the epoch
+            # the controller stored: SIGTERM) or not (SIGKILL, power failure) is not in the event:
+            # both (ClusterControlManager.java 4.1.2 lines 434-436).
+            return (_sequence_plans("unfenced after an unclean shutdown", new, start(False))
+                    + _sequence_plans("unfenced after a clean shutdown", new, start(True)))
+        return _sequence_plans("unfenced", new, start(True))
     if isinstance(event, LogDirFailure) and migration.log_dir_failure_halts(state.config, event.broker):
         # A migrating ZooKeeper broker halts (ReplicaManager.scala 3.9 lines 2507-2511): fenced
         # when its session expires, like a BrokerFailure of it alone.

@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafka_chaos.harness.config import model_release
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionPhase, PartitionState, TopicState
 from kafka_chaos.oracle.config import follower_throttled
-from kafka_chaos.oracle.kraft.config import partition_directories_supported
+from kafka_chaos.oracle.kraft.config import ELR_FEATURE, partition_directories_supported
 from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.scenarios.model.isr_rules import AFTER_CONTROLLER
 
@@ -51,18 +50,20 @@ def partition_state_of(ps: PartitionZkState, kraft: bool = False, directories: b
                           phase=phase, adding_replicas=tuple(ps.adding_replicas),
                           removing_replicas=tuple(ps.removing_replicas),
                           partition_epoch=ps.version if kraft else None,
-                          unassigned_dirs=tuple(ps.unassigned_dirs) if kraft and directories else ())
+                          unassigned_dirs=tuple(ps.unassigned_dirs) if kraft and directories else (),
+                          elr=tuple(ps.elr) if kraft else (), last_known_elr=tuple(ps.last_known_elr) if kraft else ())
 
 
 def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_config: Mapping[str, str],
                      kafka_version: str | None = None) -> ClusterState:
     """The oracle's input: live brokers, controller, the named topics' partitions and configs,
     the (controller's) broker config that decides e.g. unclean election, and the release the
-    controller runs (None: 3.9.2; 4.x: 3.9.2, the model has no 4.x rules of its own yet)."""
+    controller runs (None: 3.9.2).  On KRaft the finalized ``eligible.leader.replicas.version``
+    the metadata log showed joins the config (oracle.kraft.config.elr_feature_enabled reads it;
+    absent: the release's format default)."""
     by_topic: dict[str, dict[int, PartitionState]] = {}
     kraft = snapshot.mode == Mode.KRAFT
-    # A 4.x cluster (KRaft only) is judged by the KRaft model's 3.9 rules (harness.config.model_release).
-    release = Release.parse(model_release(kafka_version)) if kafka_version is not None else NEWEST_RELEASE
+    release = Release.parse(kafka_version) if kafka_version is not None else NEWEST_RELEASE
     directories = partition_directories_supported(release)
     for topic, p in _wanted(snapshot, topics):
         by_topic.setdefault(topic, {})[p] = partition_state_of(snapshot.partitions[(topic, p)], kraft, directories)
@@ -71,7 +72,8 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
             live_brokers=frozenset(snapshot.live_brokers),
             topics={t: TopicState(partitions=parts, config=dict(snapshot.topic_configs.get(t, {})))
                     for t, parts in by_topic.items()},
-            controller=snapshot.controller, config=dict(broker_config), mode=Mode.KRAFT, release=release)
+            controller=snapshot.controller, config=_with_features(broker_config, snapshot), mode=Mode.KRAFT,
+            release=release)
     return ClusterState(
         live_brokers=frozenset(snapshot.live_brokers),
         topics={t: TopicState(partitions=parts, config=dict(snapshot.topic_configs.get(t, {})))
@@ -83,6 +85,14 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
         topics_being_deleted=frozenset(getattr(snapshot, "topics_being_deleted", ())) & frozenset(by_topic),
         release=release,
     )
+
+
+def _with_features(broker_config: Mapping[str, str], snapshot: ZkSnapshot) -> dict[str, str]:
+    config = dict(broker_config)
+    level = getattr(snapshot, "features", {}).get(ELR_FEATURE)
+    if level is not None:
+        config[ELR_FEATURE] = str(level)
+    return config
 
 
 def unsettled(snapshot: ZkSnapshot, topics: Iterable[str] | None, excused: Iterable[int] = ()) -> list[str]:

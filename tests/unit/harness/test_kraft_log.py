@@ -401,4 +401,4 @@ def test_the_kraft_release_lines_are_the_models() -> None:
     from kafka_chaos.harness.config import KRAFT_RELEASE_LINES
     from kafka_chaos.oracle.kraft.interleavings import MODELLED_LINES
 
-    assert KRAFT_RELEASE_LINES == MODELLED_LINES
+    assert KRAFT_RELEASE_LINES == tuple(line for line in MODELLED_LINES if line < (4, 0))  # 4.x: KRaft only

@@ -65,10 +65,11 @@ def after(state: ClusterState, event: object) -> dict[int, tuple]:
 
 def test_3_6_to_3_9_are_modelled_and_3_5_and_earlier_are_refused() -> None:
     # 3.7.x and 3.8.x: tests/unit/oracle/test_kraft_releases_3_7_3_8.py
-    assert MODELLED_LINES == ((3, 6), (3, 7), (3, 8), (3, 9))
+    assert MODELLED_LINES == ((3, 6), (3, 7), (3, 8), (3, 9), (4, 0), (4, 1), (4, 2), (4, 3), (4, 4))
     state = kraft({1, 2}, {0: kp((1, 2), 1, (1, 2))})
-    for release in (Release(3, 5, 2), Release(3, 4, 1), Release(2, 8, 2)):
-        with pytest.raises(ValueError, match=r"covers Kafka 3\.6\.x, 3\.7\.x, 3\.8\.x and 3\.9\.x; release .* is not modelled"):
+    for release in (Release(3, 5, 2), Release(3, 4, 1), Release(2, 8, 2), Release(4, 5, 0)):
+        with pytest.raises(ValueError, match=r"covers Kafka 3\.6\.x, 3\.7\.x, 3\.8\.x, 3\.9\.x and 4\.0\.x-4\.4\.x; "
+                                             r"release .* is not modelled"):
             predict(at(state, release), [BrokerFailure((2,))])
     for release in (R360, R361, R362, Release(3, 7, 2), R381, R392):
         assert predict(at(state, release), [BrokerFailure((2,))]).state.partition(T0).isr == (1,)
@@ -77,7 +78,7 @@ def test_3_6_to_3_9_are_modelled_and_3_5_and_earlier_are_refused() -> None:
 def test_json_refuses_3_5_and_takes_3_6() -> None:
     with pytest.raises(OracleInputError) as error:
         parse_request({"mode": "kraft", "kafka_version": "3.5.2", "brokers": [1]})
-    assert error.value.field == "kafka_version" and "3.6.x, 3.7.x, 3.8.x and 3.9.x" in str(error.value)
+    assert error.value.field == "kafka_version" and "3.6.x, 3.7.x, 3.8.x, 3.9.x and 4.0.x-4.4.x" in str(error.value)
     state, _ = parse_request({"mode": "kraft", "kafka_version": "3.6.1", "brokers": [1]})
     assert state.release == R361
 
