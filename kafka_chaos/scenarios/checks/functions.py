@@ -57,6 +57,17 @@ class Recovering(Protocol):
     def leader_recovery_state(self) -> int: ...
 
 
+@runtime_checkable
+class Eligible(Protocol):
+    """A KRaft partition state with KIP-966's fields (the oracle's and the metadata image's)."""
+
+    @property
+    def elr(self) -> Sequence[int]: ...
+
+    @property
+    def last_known_elr(self) -> Sequence[int]: ...
+
+
 NO_LEADER = -1
 
 # Outcome classes: what an observer can tell apart from before/after states. The oracle's
@@ -306,6 +317,16 @@ def check_recovery(topic: str, partition: int, predicted: Recovering, observed: 
     return CheckResult("oracle_recovery", ok, want, got, detail, topic, partition)
 
 
+def check_elr(topic: str, partition: int, predicted: Eligible, observed: Eligible) -> CheckResult:
+    """Kafka 4.x with ELR on (KIP-966): the eligible leader replicas as a set (the controller
+    builds them from a HashSet) and the last known ELR, against the oracle's."""
+    want = {"elr": sorted(predicted.elr), "last_known_elr": list(predicted.last_known_elr)}
+    got = {"elr": sorted(observed.elr), "last_known_elr": list(observed.last_known_elr)}
+    ok = want == got
+    detail = "" if ok else f"{_tp(topic, partition)}: ELR/LKE expected {want}, observed {got}"
+    return CheckResult("oracle_elr", ok, want, got, detail, topic, partition)
+
+
 def check_partition_epoch(topic: str, partition: int, before_epoch: int, predicted: int, observed: int, *,
                           exact: bool) -> CheckResult:
     """KRaft: the partition epoch (a ``version`` of the observed state; +1 per PartitionChangeRecord,
@@ -351,6 +372,10 @@ def compare_partitions(before: Mapping[tuple[str, int], Partition], predicted: M
         if isinstance(want, Recovering) and isinstance(got, Recovering) \
                 and RECOVERING in (want.leader_recovery_state, got.leader_recovery_state):
             results += check_safe("oracle_recovery", check_recovery, topic, p, want, got, topic=topic, partition=p)
+        # Only where either side has an ELR or a last known ELR (Kafka 4.x, ELR on): empty elsewhere.
+        if isinstance(want, Eligible) and isinstance(got, Eligible) \
+                and (want.elr or want.last_known_elr or got.elr or got.last_known_elr):
+            results += check_safe("oracle_elr", check_elr, topic, p, want, got, topic=topic, partition=p)
     return results
 
 

@@ -145,3 +145,27 @@ def test_an_isr_below_min_isr_keeps_the_removed_replicas_eligible() -> None:
     back = dataclasses.replace(p, isr=(1,), elr=(2,))
     assert builder.build(back, lambda r: True, target_isr=(1, 3), elr=builder.Elr(min_isr=2)) == \
         builder.ChangeRecord(isr=(1, 3), elr=())
+
+
+# --- the harness compares ELR/LKE where either side has them -----------------------------------------
+
+def test_compare_partitions_checks_elr_only_where_present() -> None:
+    from kafka_chaos.harness.zksnapshot import PartitionZkState
+    from kafka_chaos.scenarios.checks.functions import compare_partitions
+
+    def observed(isr: tuple[int, ...], elr: tuple[int, ...], lke: tuple[int, ...]) -> PartitionZkState:
+        return PartitionZkState("t", 0, (1, 2, 3), NO_LEADER, 3, isr, 1, 0, 3, elr=elr, last_known_elr=lke)
+
+    before = {("t", 0): elr_p((1, 2, 3), 3, (3,), le=2, pe=2)}
+    predicted = {("t", 0): elr_p((1, 2, 3), NO_LEADER, (), (3,), (3,), le=3, pe=3)}
+
+    def elr_checks(got: PartitionZkState) -> list[bool]:
+        results = compare_partitions(before, predicted, {("t", 0): got}, [], exact_epochs=True)
+        return [r.passed for r in results if r.check == "oracle_elr"]
+
+    assert elr_checks(observed((), (3,), (3,))) == [True]
+    assert elr_checks(observed((), (), (3,))) == [False]
+    none_predicted = {("t", 0): elr_p((1, 2, 3), NO_LEADER, (3,), le=3, pe=3)}
+    results = compare_partitions(before, none_predicted, {("t", 0): observed((3,), (), ())}, [], exact_epochs=True)
+    assert not [r for r in results if r.check == "oracle_elr"]
+    assert all(r.passed for r in results if r.check == "oracle_isr")
