@@ -86,6 +86,7 @@ def _contains_all(outer: Sequence[int], inner: Sequence[int]) -> bool:
 def _complete_reassignment(
     isr: tuple[int, ...], replicas: tuple[int, ...], removing: tuple[int, ...], adding: tuple[int, ...],
     when_adding_in_isr: bool = False,
+    kafka_19975: bool = False,
 ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """``completeReassignmentIfNeeded`` (lines 425-444) ->
     ``PartitionReassignmentReplicas.maybeCompleteReassignment`` (PartitionReassignmentReplicas.java
@@ -94,7 +95,9 @@ def _complete_reassignment(
     ones (order kept) and adding/removing are cleared.  Returns (isr, replicas, removing, adding).
     ``when_adding_in_isr`` (before 3.8.0, PartitionReassignmentReplicas.java 3.6.1 lines 123-125):
     it need only hold every *adding* replica -- a target replica that was a replica already may
-    be out of the ISR (KAFKA-15665 made 3.8.0 wait for it)."""
+    be out of the ISR (KAFKA-15665 made 3.8.0 wait for it).  ``kafka_19975`` (4.3.0+, PR #21114,
+    PartitionReassignmentReplicas.java 4.3.0 lines 122-129): every *adding* replica, and every
+    target replica only when the reassignment removes more replicas than it adds."""
     if not removing and not adding:
         return isr, replicas, removing, adding
     new_isr, new_replicas = isr, replicas
@@ -105,7 +108,11 @@ def _complete_reassignment(
         new_replicas = tuple(r for r in replicas if r not in removing)
         if not new_replicas:
             return isr, replicas, removing, adding
-    if not _contains_all(new_isr, adding if when_adding_in_isr else new_replicas):
+    if kafka_19975:
+        if not _contains_all(new_isr, adding) or (len(adding) < len(removing)
+                                                  and not _contains_all(new_isr, new_replicas)):
+            return isr, replicas, removing, adding
+    elif not _contains_all(new_isr, adding if when_adding_in_isr else new_replicas):
         return isr, replicas, removing, adding
     return new_isr, new_replicas, (), ()
 
@@ -217,6 +224,7 @@ def build(
     isr_shrink_bump_reads_target_isr: bool = False,
     reassignment_completes_when_adding_in_isr: bool = False,
     elr: Elr | None = None,
+    reassignment_kafka_19975: bool = False,
 ) -> ChangeRecord | None:
     """``PartitionChangeBuilder.build()`` (lines 446-486); None when the record would be a no-op.
 
@@ -256,7 +264,7 @@ def build(
     recovery = p.leader_recovery_state if target_leader_recovery_state is None else target_leader_recovery_state
 
     isr, replicas, removing, adding = _complete_reassignment(
-        isr, replicas, removing, adding, reassignment_completes_when_adding_in_isr)
+        isr, replicas, removing, adding, reassignment_completes_when_adding_in_isr, reassignment_kafka_19975)
 
     # KIP-966 (elr given: 4.x with the feature on), PartitionChangeBuilder.java 4.1.2 build(),
     # lines 437-453: maybePopulateTargetElr before the election
@@ -375,6 +383,7 @@ def change(
     isr_shrink_bump_reads_target_isr: bool = False,
     reassignment_completes_when_adding_in_isr: bool = False,
     elr: Elr | None = None,
+    reassignment_kafka_19975: bool = False,
 ) -> tuple[PartitionState, bool] | None:
     """:func:`build` then :func:`merge`: (the new registration, unclean) or None for no record."""
     record = build(
@@ -391,6 +400,7 @@ def change(
         isr_shrink_bump_reads_target_isr=isr_shrink_bump_reads_target_isr,
         reassignment_completes_when_adding_in_isr=reassignment_completes_when_adding_in_isr,
         elr=elr,
+        reassignment_kafka_19975=reassignment_kafka_19975,
     )
     if record is None:
         return None

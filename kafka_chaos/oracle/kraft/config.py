@@ -246,6 +246,14 @@ def reassignment_completes_when_adding_in_isr(release: Release) -> bool:
     return not release.at_least(3, 8)
 
 
+def reassignment_completes_kafka_19975(release: Release) -> bool:
+    """From 4.3.0 (KAFKA-19975, PR #21114; 4.4.0 the same bytecode) a reassignment completes once
+    every *adding* replica is in the ISR, and every target replica only when it removes more
+    replicas than it adds (``maybeCompleteReassignment``, PartitionReassignmentReplicas.java 4.3.0
+    lines 122-129); 3.8.0-4.2.x wait for every target replica (:func:`reassignment_completes_when_adding_in_isr`)."""
+    return release.at_least(4, 3)
+
+
 def partition_directories_supported(release: Release) -> bool:
     """Partition registrations carry replica directories from 3.7.0 (KIP-858): 3.6's
     ``PartitionRegistration`` has no ``directories`` (PartitionRegistration.java 3.6.1 lines

@@ -154,6 +154,7 @@ class KRaftController:
             isr_shrink_bump_reads_target_isr=kcfg.isr_shrink_bump_reads_target_isr(self.release),
             reassignment_completes_when_adding_in_isr=kcfg.reassignment_completes_when_adding_in_isr(self.release),
             elr=self.elr_switches(tp, unclean_shutdown),
+            reassignment_kafka_19975=kcfg.reassignment_completes_kafka_19975(self.release),
             **targets,  # type: ignore[arg-type]
         )
         if result is None:

@@ -169,3 +169,15 @@ def test_compare_partitions_checks_elr_only_where_present() -> None:
     results = compare_partitions(before, none_predicted, {("t", 0): observed((3,), (), ())}, [], exact_epochs=True)
     assert not [r for r in results if r.check == "oracle_elr"]
     assert all(r.passed for r in results if r.check == "oracle_isr")
+
+
+# --- KAFKA-19975 (4.3.0+): reassignment completion --------------------------------------------------
+
+@pytest.mark.parametrize("release, completes", [(R392, False), (R412, False), (Release(4, 2, 1), False),
+                                                (Release(4, 3, 0), True), (R440, True)])
+def test_reassignment_completes_once_the_adding_replicas_are_in(release: Release, completes: bool) -> None:
+    # [1, 2] -> [1, 2, 3] (target replica 2 out of the ISR, 3 adding): 3.8-4.2 wait for 2 as well
+    p = PartitionState((1, 2, 3), 1, (1,), 0, partition_epoch=1, adding_replicas=(3,))
+    record = builder.build(p, lambda r: True, target_isr=(1, 3),
+                           reassignment_kafka_19975=kcfg.reassignment_completes_kafka_19975(release))
+    assert record is not None and (record.adding_replicas == ()) is completes
