@@ -1,7 +1,10 @@
 """KRaft mode on real clusters: the metadata log decoder against Kafka's own, and the kraft
 suite's steps checked against the KRaft controller model.
 
-1. A 3-controller, 3-broker KRaft 3.9.2 cluster goes through a kill, a controlled shutdown, a
+On the newest Kafka line (4.4.0: eligible leader replicas on, ``oracle_elr`` judged; KRaft 3.9.2
+runs in the test command through the migration test, tests/integration/test_migration.py):
+
+1. A 3-controller, 3-broker KRaft cluster goes through a kill, a controlled shutdown, a
    start and a quorum leader kill; every PartitionChangeRecord, PartitionRecord and broker
    registration change this project decodes from the active controller's segment is what
    Kafka's ``DumpLogSegments --cluster-metadata-decoder`` prints for the same offsets, and the
@@ -33,11 +36,13 @@ from kafka_chaos.common.waits import wait_until
 from kafka_chaos.harness.config import ClusterConfig
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable, resolve_distribution
 from kafka_chaos.harness.kraft.records import NO_LEADER_CHANGE, BrokerRegistrationChanged, PartitionChanged, PartitionCreated, RegisterBroker, read_batches
+from kafka_chaos.harness.java_clients import tools_classpath
 from kafka_chaos.harness.local.kraft import LocalKraftCluster
 from kafka_chaos.harness.metadata import broker_view, create_topic
+from kafka_chaos.oracle.release import Release
 
 PAYLOAD = re.compile(r"\| offset: (\d+) .*? payload: (\{.*\})\s*$")
-RELEASE = "3.9.2"
+RELEASE = "4.4.0"
 # 3 voters and 3 brokers: what the kraft scenarios below need (kraft_catalogue.KRAFT_QUORUM).
 CONFIG = ClusterConfig(brokers=3, mode="kraft", controllers=3)
 
@@ -64,9 +69,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedKraftClu
         shared.destroy()
 
 
-def dump_log_segment(classpath: str, segment: Path) -> dict[int, dict]:
-    """Offset -> the JSON payload Kafka's own decoder prints for each data record."""
-    done = subprocess.run([java_executable(), "-cp", classpath, "kafka.tools.DumpLogSegments",
+def dump_log_segment(distribution: KafkaDistribution, segment: Path) -> dict[int, dict]:
+    """Offset -> the JSON payload Kafka's own decoder prints for each data record. From 4.3.0 the
+    tool is ``org.apache.kafka.tools.DumpLogSegments`` in the kafka-tools artifact (4.2's
+    core still has the Scala ``kafka.tools.DumpLogSegments``)."""
+    moved = Release.parse(distribution.version).at_least(4, 3)
+    classpath = tools_classpath(distribution) if moved else distribution.classpath
+    main = "org.apache.kafka.tools.DumpLogSegments" if moved else "kafka.tools.DumpLogSegments"
+    done = subprocess.run([java_executable(), "-cp", classpath, main,
                            "--cluster-metadata-decoder", "--files", str(segment)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -108,7 +118,7 @@ def test_the_decoder_reads_what_kafkas_own_decoder_reads(cluster: SharedKraftClu
         segment = next((cluster.metadata_log_dirs()[cluster.controller_ids.index(after.controller)]
                         / "__cluster_metadata-0").glob("*.log"))
         ours = {e.offset: e.record for e in read_batches(segment.read_bytes()).entries}
-        kafkas = dump_log_segment(distribution.classpath, segment)
+        kafkas = dump_log_segment(distribution, segment)
     checked = 0
     for offset, record in ours.items():
         payload = kafkas.get(offset)
@@ -161,7 +171,8 @@ def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path, cluster: Share
         assert (backend, config, distribution.version) == ("local", CONFIG, RELEASE), (backend, config)
         return cluster
 
-    rc = run_scenarios(scenarios, seed=30, results_dir=results, report=False, open_cluster=the_shared_cluster)
+    rc = run_scenarios(scenarios, seed=30, results_dir=results, report=False, open_cluster=the_shared_cluster,
+                       kafka_version=RELEASE)
     records = read_records(results).records
     failed = [(r.scenario, r.check, r.detail) for r in records if r.kind == "check" and r.passed is not True]
     assert rc == 0 and not failed, failed
