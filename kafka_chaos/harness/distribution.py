@@ -54,7 +54,7 @@ LOG4J2_ARTIFACTS = (
     ("org.apache.logging.log4j", "log4j-core", LOG4J2_VERSION),
     ("org.apache.logging.log4j", "log4j-api", LOG4J2_VERSION),
 )
-# The first release with log4j2 (KIP-653; also the first without ZooKeeper mode, KIP-833).
+# The first release with log4j2 (KIP-653).
 FIRST_LOG4J2_RELEASE = (4, 0)
 NEWEST_MAJOR = 4
 # The nodes' logging configurations (package resources of kafka_chaos.harness), by framework.
@@ -129,9 +129,12 @@ def check_version(version: str) -> str:
 
 def check_zookeeper_version(version: str) -> str:
     """:func:`check_version` for a release that must run in ZooKeeper mode (a rolling upgrade's
-    target): 4.x is one clear line too."""
+    target): 4.x is one clear line too. Which releases lack ZooKeeper mode is
+    ``harness.config.kraft_only``'s to say; that 4.0 also brought log4j2 is a coincidence."""
+    from kafka_chaos.harness.config import kraft_only
+
     checked = check_version(version)
-    if _release_of(checked) >= FIRST_LOG4J2_RELEASE:
+    if kraft_only(checked):
         raise UsageError(f"Kafka {checked} has no ZooKeeper mode (removed in 4.0, KIP-833): "
                          f"use a 2.4-3.9 release, e.g. {DEFAULT_KAFKA_VERSION}")
     return checked
