@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from kafka_chaos.harness.config import version_tuple
 from kafka_chaos.harness.errors import HarnessError, UsageError
 
 log = logging.getLogger(__name__)
@@ -140,14 +141,9 @@ def check_zookeeper_version(version: str) -> str:
     return checked
 
 
-def _release_of(version: str) -> tuple[int, int]:
-    major, minor = version.strip().split(".")[:2]
-    return int(major), int(minor)
-
-
 def uses_log4j2(version: str) -> bool:
     """Whether ``version``'s nodes log with log4j2 (4.0+, KIP-653) rather than reload4j."""
-    return _release_of(version) >= FIRST_LOG4J2_RELEASE
+    return version_tuple(version.strip())[:2] >= FIRST_LOG4J2_RELEASE
 
 
 def logging_artifacts(version: str) -> tuple[tuple[str, str, str], ...]:
