@@ -340,6 +340,7 @@ def test_a_correct_kafka_fires_nothing(steps: list[tuple[int, int]]) -> None:
     # every class, but those the history cannot show (no abort, no two-write transaction)
     assert {r.check for r in results if not r.is_measurement} == set(tc.CLASSES) - set(tc.unexercised(h))
     assert TxnHistory.from_dict(json.loads(json.dumps(h.to_dict()))) == h
+    assert tc.offsets_went_back(h) == []  # the copier's rewinds land on what its group committed
 
 
 def test_a_history_that_cannot_show_an_aborted_read_or_a_torn_transaction_does_not_pass_them() -> None:
@@ -520,3 +521,31 @@ def test_an_in_place_corruption_fires_its_class_alone(steps: list[tuple[int, int
         last = max(r.polled_at for r in h.reads if (r.topic, r.partition, r.offset) in mine and r.consumer != "ru")
         bad = replace(t, committing_at=last + 0.5, ended_at=last + 1.0)
     assert fired(replace(h, txns=h.txns[:i] + (bad,) + h.txns[i + 1:])) == {kind}
+
+
+# c#1 aborted after c#0 had committed offset 2 on in-0 (ended at 11); the rewind (a seek at 13.5)
+# was answered an older offset (KAFKA-17507 on 3.6.1: the group coordinator dropped c#0's pending
+# offsets), so the copier read a@0 again and c#2 copied it a second time.
+ABORTED_AFTER = Txn("c", 1, ABORTED, (TxnSend("out", 0, "z", 5),), (TxnOffset("g", "in", 0, 6),), began_at=12,
+                    ended_at=13)
+RECOPY = Txn("c", 2, COMMITTED, (TxnSend("out", 0, "a", 7),), (TxnOffset("g", "in", 0, 1),), began_at=14,
+             committing_at=14.5, ended_at=15)
+WENT_BACK = replace(_readback(BASE, "out", 9, (7, "a")), txns=BASE.txns + (ABORTED_AFTER, RECOPY),
+                    reads=BASE.reads + (R("copier", "in", 0, "a", 13.8),),
+                    resets=BASE.resets + (ConsumerReset("copier", 13.5, "seek"),), group_offsets=(TxnOffset("g", "in", 0, 1),))
+
+
+def test_a_duplicate_names_the_read_below_the_groups_committed_offset() -> None:
+    back = tc.offsets_went_back(WENT_BACK)
+    assert [(a.txns, a.offsets) for a in back] == [(("c#0",), ("in-0@0",))]
+    assert "reset (seek) 2.50 s after c#0 committed offset 2 there for group g" in back[0].detail
+    dup = next(r for r in tc.check_transactions(WENT_BACK) if r.check == tc.DUPLICATE)
+    assert dup.passed is False and "below an offset the reader's group had committed" in dup.detail
+    assert dup.observed["offsets_went_back"]["reads"] == 1
+    # the same re-read at or above the committed offset, or before the commit ended, is no evidence
+    assert tc.offsets_went_back(replace(WENT_BACK, reads=BASE.reads + (R("copier", "in", 2, "x", 13.8),))) == []
+    early = replace(WENT_BACK, resets=BASE.resets + (ConsumerReset("copier", 10.5, "seek"),),
+                    reads=BASE.reads + (R("copier", "in", 0, "a", 10.8),))
+    assert tc.offsets_went_back(early) == []
+    # a clean history's txn_duplicate record carries no such field (stored records re-check byte for byte)
+    assert all("offsets_went_back" not in r.observed for r in tc.check_transactions(BASE) if isinstance(r.observed, dict))

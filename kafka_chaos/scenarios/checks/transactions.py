@@ -47,7 +47,10 @@ Anomaly classes (:data:`CLASSES`, one :class:`CheckResult` each per run):
 ``txn_duplicate``
     One message (topic and key) at two positions among the ``read_committed`` reads and the
     acknowledgements of committed sends (Jepsen's ``:duplicate``, ``duplicate-cases``): in a
-    read-process-write pipeline, an input processed twice (exactly-once broken).
+    read-process-write pipeline, an input processed twice (exactly-once broken). Its detail
+    and ``observed.offsets_went_back`` name the reads below an offset the reader's group had
+    committed before its reset (:func:`offsets_went_back`): the group's committed offsets went
+    back (KAFKA-17507 on 3.6.1), and the loop processed its input again from there.
 ``txn_nonmonotonic_read``
     A ``read_committed`` consumer's next record on a partition is at or below its previous
     one, with no reset in between (Jepsen's ``:nonmonotonic-poll``).
@@ -154,13 +157,16 @@ class TxnAnomaly:
 @dataclass(frozen=True)
 class TxnAnalysis:
     """Every anomaly of a history (in :data:`CLASSES` order), the permitted write cycles
-    (:data:`G0`), the classes that could not be judged (with why) and the history's size."""
+    (:data:`G0`), the classes that could not be judged (with why), the history's size and the
+    reads below an offset the reader's group had committed (:func:`offsets_went_back`)."""
 
     anomalies: tuple[TxnAnomaly, ...]
     g0: tuple[TxnAnomaly, ...]
     not_judged: tuple[tuple[str, str], ...]
     txns: int
     reads: int
+    # Evidence for txn_duplicate, never a class of its own (:func:`offsets_went_back`).
+    went_back: tuple[TxnAnomaly, ...] = ()
 
     def of(self, kind: str) -> list[TxnAnomaly]:
         return [a for a in self.anomalies if a.kind == kind]
@@ -716,6 +722,71 @@ def _offsets(ix: _Index) -> tuple[list[TxnAnomaly], list[TxnAnomaly]]:
     return without_writes, without_offsets
 
 
+WENT_BACK = "offsets_went_back"  # evidence attached to txn_duplicate (TxnAnomaly.kind), not a class
+
+
+def offsets_went_back(h: TxnHistory) -> list[TxnAnomaly]:
+    """Where a group's consumer read below an offset its group had committed before the
+    consumer's last reset: the first such read per consumer, partition and reset. A reset
+    (an assignment, or the copier's rewind after an abort: ``consumer.committed()`` then a seek)
+    takes the position from the group's committed offsets, and a transaction the client saw
+    commit had committed its offsets (KIP-98: ``send_offsets_to_transaction`` commits with the
+    transaction; KIP-447: a read_committed consumer's OffsetFetch asks for stable offsets, so an
+    offset commit still awaiting its marker is waited for, never skipped). Only a transaction that
+    ended before the reset counts (the copier's transactions and rewinds are one thread's, in
+    turn). A read-process-write loop that re-reads its input from there copies it again: the
+    ``txn_duplicate`` it makes is then the group's committed offsets going back (KAFKA-17507 on
+    3.6.1: docs/transactions.md), not the copier's protocol. Evidence, never a verdict of its own:
+    a log truncated below the committed offset (an unclean election) sends a reader back as well."""
+    group_of = {c.name: c.group for c in h.consumers if c.group is not None}
+    commits: dict[tuple[str, str, int], list[tuple[float, int, str]]] = defaultdict(list)
+    for t in h.txns:
+        if t.ended_at is None or effective_outcome(t) != COMMITTED:
+            continue
+        for off in t.offsets:
+            commits[(off.group, off.topic, off.partition)].append((t.ended_at, off.offset, t.name))
+    # per (group, topic, partition): the end times in order, and the highest offset committed by then
+    highest: dict[tuple[str, str, int], tuple[list[float], list[tuple[int, str, float]]]] = {}
+    for k, cs in commits.items():
+        times: list[float] = []
+        best: list[tuple[int, str, float]] = []
+        for at, offset, name in sorted(cs):
+            top = best[-1] if best and best[-1][0] >= offset else (offset, name, at)
+            times.append(at)
+            best.append(top)
+        highest[k] = (times, best)
+    resets: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for reset in h.resets:
+        resets[reset.consumer].append((reset.at, reset.why))
+    for v in resets.values():
+        v.sort()
+    reset_times = {c: [at for at, _why in v] for c, v in resets.items()}
+    first: dict[tuple[str, str, int, float], tuple[float, TxnAnomaly]] = {}
+    for r in h.reads:
+        g = group_of.get(r.consumer)
+        k = (g or "", r.topic, r.partition)
+        if g is None or k not in highest or r.consumer not in resets:
+            continue
+        i = bisect.bisect_right(reset_times[r.consumer], r.polled_at)
+        if i == 0:
+            continue
+        reset_at, why = resets[r.consumer][i - 1]
+        times, best = highest[k]
+        j = bisect.bisect_right(times, reset_at)
+        if j == 0 or r.offset >= best[j - 1][0]:
+            continue
+        offset, name, ended = best[j - 1]
+        where = (r.consumer, r.topic, r.partition, reset_at)
+        if where in first and first[where][0] <= r.polled_at:
+            continue
+        first[where] = (r.polled_at, TxnAnomaly(
+            WENT_BACK, f"{r.consumer} read {_at(r.topic, r.partition, r.offset)} after its reset ({why}) "
+                       f"{reset_at - ended:.2f} s after {name} committed offset {offset} there for group {g}: "
+                       f"the group's committed offset had gone back", (name,), (f"{r.topic}/{r.key}",),
+            (_at(r.topic, r.partition, r.offset),)))
+    return [a for _polled, a in sorted(first.values(), key=lambda v: v[0])]
+
+
 # --- entry points -------------------------------------------------------------------------------
 
 def unexercised(history: TxnHistory) -> dict[str, str]:
@@ -753,7 +824,7 @@ def analyse(history: TxnHistory) -> TxnAnalysis:
         found[OFFSETS_WITHOUT_WRITES], found[WRITES_WITHOUT_OFFSETS] = _offsets(ix)
     anomalies = tuple(a for k in CLASSES for a in found[k])
     return TxnAnalysis(anomalies, tuple(_g0(ix)), tuple(not_judged), len(history.txns),
-                       len(history.reads) + len(ix.readback_reads))
+                       len(history.reads) + len(ix.readback_reads), tuple(offsets_went_back(history)))
 
 
 def _results(analysis: TxnAnalysis, left_out: Mapping[str, str]) -> list[CheckResult]:
@@ -770,6 +841,11 @@ def _results(analysis: TxnAnalysis, left_out: Mapping[str, str]) -> list[CheckRe
             results.append(CheckResult(kind, None, 0, observed, f"not judged: {skipped[kind]}"))
             continue
         detail = f"{len(bad)} {label} {scope}" + (f"; e.g. {bad[0].detail}" if bad else "")
+        if kind == DUPLICATE and bad and analysis.went_back:  # where the duplicates came from
+            back = analysis.went_back
+            observed["offsets_went_back"] = {"reads": len(back), "sample": [a.as_dict() for a in back[:SAMPLE]]}
+            detail += (f"; {len(back)} read(s) below an offset the reader's group had committed before its reset, "
+                       f"e.g. {back[0].detail}")
         results.append(CheckResult(kind, not bad, 0, observed, detail))
     g0 = analysis.g0
     observed = {"cycles": len(g0), "transactions": sum(len(a.txns) for a in g0),

@@ -113,6 +113,7 @@ HUNG = "_HUNG"  # the error recorded for a call given up as hung (librdkafka's l
 _POLL_S = 0.2
 _BATCH = 200
 _COPY_BATCH = 20
+_REWIND_RETRY_S = 0.5  # between the copier's asks for its group's committed offsets
 _DEBUG_LINES = 20_000
 
 RC, RU, RC_GROUP, COPIER = "rc", "ru", "rc_group", "copier"
@@ -860,13 +861,14 @@ class TxnWorkload:
 
     def _rewind(self, consumer: Consumer, positions: Mapping[int, int]) -> None:
         """Back to the group's committed offsets on the partitions of an uncommitted batch (the
-        log start where there is none): the input is processed again. A reset of the copier."""
+        log start where there is none): the input is processed again. A reset of the copier.
+        Kafka's own copier does the same after an abort (``TransactionalMessageCopier.
+        resetToLastCommittedPositions``, 3.6.1 tools line 233: ``consumer.committed`` then
+        ``seek``); the offsets are the stable ones (:func:`committed_positions`)."""
         tps = [TopicPartition(self.in_topic, p) for p in sorted(positions)]
-        try:
-            committed = consumer.committed(tps, timeout=_OFFSETS_TIMEOUT_S)
-        except KafkaException as exc:
-            log.info("copier: committed offsets: %s", kafka_error(exc).str())
-            committed = [TopicPartition(self.in_topic, p, OFFSET_BEGINNING) for p in sorted(positions)]
+        committed = committed_positions(lambda: consumer.committed(tps, timeout=_OFFSETS_TIMEOUT_S), self._writing)
+        if committed is None:  # stopping: the copy loop ends before it reads again
+            return
         self._reset(COPIER, "seek")
         for tp in committed:
             try:
@@ -925,6 +927,33 @@ class TxnWorkload:
         """The copier's group's committed offsets on the input topic (partitions without one left out)."""
         return committed_group_offsets(self.bootstrap, self.copier_group, self.in_topic, self.in_partitions,
                                        client_id=f"{self.client_id}-txn-offsets", timeout=timeout)
+
+
+def committed_positions(fetch: Callable[[], list[TopicPartition]], stopping: threading.Event,
+                        retry_s: float = _REWIND_RETRY_S) -> list[TopicPartition] | None:
+    """What ``fetch`` (a read_committed consumer's ``committed()``) answers, asked again until it
+    answers every partition without an error; None when ``stopping`` is set first. Never the log
+    start for a partition it could not answer: the copier would copy that input a second time
+    (a harness-made ``txn_duplicate``). A read_committed librdkafka consumer asks for stable
+    offsets (KIP-447: ``rd_kafka_committed`` sets ``require_stable_offsets`` from
+    ``isolation.level``, librdkafka v2.15.0 src/rdkafka.c lines 5409-5410; OffsetFetch v7+
+    RequireStable, src/rdkafka_request.c line 1565) and retries UNSTABLE_OFFSET_COMMIT itself
+    (``retry_unstable``, line 1381), which the group coordinator answers while a transactional
+    offset commit of the partition awaits its marker (``GroupMetadataManager.getOffsets``, 3.6.1
+    line 516) — so what comes back is what the group last committed, or an error."""
+    while not stopping.is_set():
+        try:
+            got = fetch()
+        except KafkaException as exc:
+            log.info("copier: committed offsets: %s; asking again", kafka_error(exc).str())
+        else:
+            failed = [tp for tp in got if tp.error is not None]
+            if not failed:
+                return got
+            log.info("copier: committed offsets: %s; asking again",
+                     ", ".join(f"{tp.topic}-{tp.partition}: {tp.error}" for tp in failed))
+        stopping.wait(retry_s)
+    return None
 
 
 def committed_group_offsets(bootstrap: str, group: str, topic: str, partitions: Sequence[int], *, client_id: str,

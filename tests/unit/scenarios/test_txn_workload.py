@@ -3,8 +3,8 @@
 ``confluent_kafka.KafkaError`` objects, flagged as librdkafka flags them), a call that hangs
 (librdkafka#5456: given up, recorded unknown, its instance fenced by a new one — on fake
 producers whose coordinator fences as Kafka's does), the stretches a run stores and their merge,
-the history's JSON forms (version 11, older histories still read), the schedule's opt-in and the
-``transactions`` check."""
+the history's JSON forms (version 11, older histories still read), the schedule's opt-in, the
+``transactions`` check and the copier's rewind (its group's committed offsets, asked again on an error)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -29,8 +30,8 @@ from kafka_chaos.scenarios.clients.txn_ops import (
     TxnRead, TxnSend,
 )
 from kafka_chaos.scenarios.clients.txn_workload import (
-    ABORT, GIVE_UP, HUNG, RETRY, CallHung, call_bounded, error_name, hang_bound, hung_error, on_abort_error,
-    on_commit_error, txn_outcome,
+    ABORT, GIVE_UP, HUNG, RETRY, CallHung, call_bounded, committed_positions, error_name, hang_bound, hung_error,
+    on_abort_error, on_commit_error, txn_outcome,
 )
 from kafka_chaos.scenarios.history.observations import (
     HISTORY_VERSION, ScenarioFinished, ScenarioRun, merged_txn, observation_from_json, observation_to_json,
@@ -500,3 +501,31 @@ def _with_hung(acked: bool, visible: bool, group_offset: int) -> TxnHistory:
 def test_an_unknown_attempt_may_have_committed_or_aborted_nothing_more(acked: bool, visible: bool, group_offset: int,
                                                                        fired: set[str]) -> None:
     assert tc.fired(tc.check_transactions(_with_hung(acked, visible, group_offset))) == fired
+
+
+def test_the_copier_asks_for_its_committed_offsets_again_and_never_rewinds_to_the_log_start() -> None:
+    """An error (the request, or one partition: UNSTABLE_OFFSET_COMMIT once librdkafka's own
+    retries are spent) is asked again; a seek to the log start for it would copy the input twice."""
+
+    def tp(partition: int, offset: int, error: KafkaError | None = None) -> Any:  # TopicPartition.error is read-only
+        return SimpleNamespace(topic="in", partition=partition, offset=offset, error=error)
+
+    unstable = tp(1, -1001, E(E.UNSTABLE_OFFSET_COMMIT, "pending transactional offset commit"))
+    answers: list[Any] = [KafkaException(E(E._TIMED_OUT, "coordinator gone")), [tp(0, 17), unstable],
+                          [tp(0, 17), tp(1, 539)]]
+    asked = []
+
+    def fetch() -> list[Any]:
+        asked.append(1)
+        got = answers.pop(0)
+        if isinstance(got, Exception):
+            raise got
+        return list(got)
+
+    got = committed_positions(fetch, threading.Event(), retry_s=0.0)
+    assert got is not None and [(t.partition, t.offset) for t in got] == [(0, 17), (1, 539)]
+    assert len(asked) == 3
+    stopping = threading.Event()
+    stopping.set()
+    assert committed_positions(fetch, stopping, retry_s=0.0) is None  # stopping: nothing asked, no seek
+    assert len(asked) == 3
