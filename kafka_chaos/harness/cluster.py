@@ -355,6 +355,28 @@ class MigrationControl(Protocol):
 
 
 @runtime_checkable
+class KraftReleaseRoller(Protocol):
+    """A migrated cluster's KRaft nodes rolled to another release one at a time, and its features
+    finalized (:mod:`harness.local.kraft_releases`; not a capability of its own: the migrating
+    cluster's, ``ZK_MIGRATION``)."""
+
+    def node_version(self, node_id: int) -> str: ...
+
+    def node_versions(self) -> dict[int, str]: ...
+
+    def set_node_release(self, node_id: int, kafka_version: str) -> None:
+        """The stopped controller or KRaft broker runs ``kafka_version`` from its next start."""
+
+    def server_log_size(self, node_id: int) -> int: ...
+
+    def wait_controller_caught_up(self, node_id: int, since: int, timeout: float) -> None: ...
+
+    def upgrade_features(self, release_version: str, tool_version: str,
+                         features: Mapping[str, int] | None = None) -> str:
+        """``kafka-features upgrade --release-version`` (or ``--feature``s) from ``tool_version``'s tools."""
+
+
+@runtime_checkable
 class PowerFailer(Protocol):
     """Capability POWER_FAILURE: a node loses power -- killed, and its data directory (on the
     crash-consistency layer, :mod:`harness.lazyfs`: ``filesystem="lazyfs"``) loses every write,

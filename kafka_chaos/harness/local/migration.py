@@ -37,6 +37,7 @@ from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.local.cluster import LocalCluster
 from kafka_chaos.harness.local.controllers import LocalControllerControls
 from kafka_chaos.harness.local.kraft import controller_node_name
+from kafka_chaos.harness.local.kraft_releases import LocalKraftReleases
 from kafka_chaos.harness.local.nodes import (
     HOST,
     KAFKA_MAIN,
@@ -75,9 +76,10 @@ CONTROLLER_EPOCH_ZNODE = "/controller_epoch"
 ZK_COMMAND_S = 10.0
 
 
-class LocalMigrationCluster(LocalControllerControls, LocalCluster):
-    """:class:`LocalCluster` plus :class:`harness.cluster.MigrationControl` and, once provisioned,
-    :class:`harness.cluster.ControllerQuorumControl` over its KRaft controllers."""
+class LocalMigrationCluster(LocalKraftReleases, LocalControllerControls, LocalCluster):
+    """:class:`LocalCluster` plus :class:`harness.cluster.MigrationControl`, once provisioned
+    :class:`harness.cluster.ControllerQuorumControl` over its KRaft controllers, and once finalised
+    :class:`harness.cluster.KraftReleaseRoller` (:mod:`harness.local.kraft_releases`)."""
 
     mode = "migration"
 

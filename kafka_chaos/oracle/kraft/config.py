@@ -67,6 +67,38 @@ _NEWEST_KNOWN_METADATA_VERSION = {
 }
 
 
+# ``metadata.version``'s feature levels (what a FeatureLevelRecord carries) and the versions they
+# name: ``MetadataVersion`` (server-common MetadataVersion.java 4.3.1 lines 50-133: IBP_3_3_IV3 = 7
+# ... IBP_4_3_IV0 = 30, IBP_4_4_IV0 = 31; 3.9.0 the same up to IBP_3_9_IV0 = 21); 4.4.0 publishes no
+# sources jar: IBP_4_4_IV1 = 32 and IBP_4_4_IV2 = 33 from its bytecode and its own
+# ``kafka-features version-mapping --release-version 4.4`` ("metadata.version=33 (4.4)").
+METADATA_VERSION_LEVELS: Mapping[int, str] = {
+    7: "3.3-IV3", 8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1",
+    14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0",
+    21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1",
+    28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0", 31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2",
+}
+
+
+def finalized_feature_config(features: Mapping[str, int]) -> dict[str, str]:
+    """What the metadata log's finalized features (FeatureLevelRecords: name -> level) put into the
+    oracle's config: ``metadata.version`` by name (:data:`METADATA_VERSION_LEVELS`) and
+    ``eligible.leader.replicas.version``'s level. A feature the log finalized no level for is at
+    level 0 (``FeatureControlManager.finalizedVersions.getOrDefault(name, 0)``, 4.3.1 line 249;
+    ``kafka-features upgrade`` never writes a 0: FeatureCommand 4.3.0 lines 313-317) -- so once the
+    log shows ``metadata.version``, an absent ELR feature is off, whatever the release's format
+    default: a 3.9 cluster rolled onto 4.x keeps ELR off until a finalize turns it on. Nothing when
+    the log showed no ``metadata.version`` (the image is not from the log's start)."""
+    level = features.get(METADATA_VERSION)
+    if level is None:
+        return {}
+    out = {ELR_FEATURE: str(features.get(ELR_FEATURE, 0))}
+    name = METADATA_VERSION_LEVELS.get(level)
+    if name is not None:
+        out[METADATA_VERSION] = name
+    return out
+
+
 def metadata_version(config: Mapping[str, object], release: Release) -> ProtocolVersion:
     """The cluster's metadata version: ``config["metadata.version"]`` if it parses, else the
     release's default (3.6-IV2 for 3.6, 3.7-IV4 for 3.7, 3.8-IV0 for 3.8, 3.9-IV0 for 3.9, then

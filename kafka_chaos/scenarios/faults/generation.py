@@ -68,6 +68,10 @@ class ClusterModel:
     provisioned: bool = False
     finalized: bool = False
     roles: dict[int, str] = field(default_factory=dict)
+    # ... once finalised, the release each node a kraft_roll moved runs (node id -> release; absent:
+    # the cluster's), and whether kraft_finalize upgraded the features (scenarios.faults.kraft_upgrade)
+    releases: dict[int, str] = field(default_factory=dict)
+    features_finalized: bool = False
     deleted: dict[str, TopicSpec] = field(default_factory=dict)  # topics a step deleted, not created again
 
     @classmethod

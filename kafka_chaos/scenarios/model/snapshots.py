@@ -17,7 +17,7 @@ from typing import Any
 from kafka_chaos.harness.zksnapshot import PartitionZkState, ZkSnapshot
 from kafka_chaos.oracle import NEWEST_RELEASE, ClusterState, Release, PartitionPhase, PartitionState, TopicState
 from kafka_chaos.oracle.config import follower_throttled
-from kafka_chaos.oracle.kraft.config import ELR_FEATURE, partition_directories_supported
+from kafka_chaos.oracle.kraft.config import ELR_FEATURE, finalized_feature_config, partition_directories_supported
 from kafka_chaos.oracle.mode import Mode
 from kafka_chaos.scenarios.model.isr_rules import AFTER_CONTROLLER
 
@@ -88,10 +88,15 @@ def cluster_state_of(snapshot: ZkSnapshot, topics: Iterable[str] | None, broker_
 
 
 def _with_features(broker_config: Mapping[str, str], snapshot: ZkSnapshot) -> dict[str, str]:
+    """The controller's config plus what the log finalized: ``metadata.version`` and the ELR
+    feature's level (:func:`oracle.kraft.config.finalized_feature_config`; the ELR level alone when
+    the log showed no metadata version)."""
     config = dict(broker_config)
-    level = getattr(snapshot, "features", {}).get(ELR_FEATURE)
+    features = getattr(snapshot, "features", {})
+    level = features.get(ELR_FEATURE)
     if level is not None:
         config[ELR_FEATURE] = str(level)
+    config.update(finalized_feature_config(features))
     return config
 
 

@@ -75,6 +75,9 @@ KRAFT_SUITE = "kraft"
 # The ZooKeeper→KRaft migration driven phase by phase, faults in every phase
 # (scenarios.plans.migration_catalogue).
 MIGRATION_SUITE = "migration"
+# The whole journey as one schedule: migrated to KRaft on 3.9, every node rolled to 4.x, the
+# features finalized, faults between every step (scenarios.plans.journey_catalogue).
+JOURNEY_SUITE = "journey"
 # Faults below the process (power failures, disk errors) on the crash-consistency layer
 # (scenarios.plans.durability_catalogue).
 DURABILITY_SUITE = "durability"
@@ -111,6 +114,8 @@ SUITES: Mapping[str, Suite] = {suite.name: suite for suite in (
                                 "conformance)"),
     Suite(MIGRATION_SUITE, "migration", "the migration suite migrates ZooKeeper-mode clusters to KRaft (migration "
                                         "mode)"),
+    Suite(JOURNEY_SUITE, "migration", "the journey suite migrates ZooKeeper-mode clusters to KRaft and upgrades "
+                                      "them to 4.x (migration mode)"),
     Suite(DURABILITY_SUITE),
     Suite(TRANSACTIONS_SUITE),
     Suite(CORPUS_SUITE, None, "each entry of the corpus runs in the mode and on the releases its Kafka bug needs",
@@ -932,6 +937,7 @@ def follower_log_dir_failure() -> list[Step]:
 # The kraft suite mirrors scenarios registered above, so it is registered last.
 from kafka_chaos.scenarios.plans import kraft_catalogue  # noqa: E402,F401  isort: skip
 from kafka_chaos.scenarios.plans import migration_catalogue  # noqa: E402,F401  isort: skip
+from kafka_chaos.scenarios.plans import journey_catalogue  # noqa: E402,F401  isort: skip
 from kafka_chaos.scenarios.plans import durability_catalogue  # noqa: E402,F401  isort: skip
 from kafka_chaos.scenarios.plans import transactions_catalogue  # noqa: E402,F401  isort: skip
 

@@ -25,6 +25,7 @@ from typing import Any, cast
 from kafka_chaos.harness.cluster import (
     ChaosCluster,
     Cluster,
+    KraftReleaseRoller,
     MigrationControl,
     ReleaseRoller,
     ReplicaLogReader,
@@ -445,6 +446,10 @@ def controller_settings(cluster: Cluster, controller: int | None) -> tuple[dict[
         roller = cast(ReleaseRoller, cluster)
         settings.update(roller.broker_overrides(controller))
         release = roller.broker_version(controller)
+    elif controller is not None and controller not in cluster.broker_ids and implements(cluster, KraftReleaseRoller):
+        # a migrated cluster's KRaft controllers rolled one by one (kraft_roll): the active one's
+        # release decides its code's rules; the finalized features, read from the log, the rest
+        release = cast(KraftReleaseRoller, cluster).node_version(controller)
     return settings, release
 
 

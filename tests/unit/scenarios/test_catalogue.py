@@ -32,7 +32,7 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
     # Ensemble and degraded-link scenarios have suites of their own (docs/zookeeper-faults.md,
     # docs/local-network.md); every other one is in conformance.
     assert CONFORMANCE in s.suites or s.suites in ({"zookeeper"}, {"network"}, {"releases"}, {"upgrade"}, {"kraft"},
-                                                   {"migration"}, {"durability"}, {"transactions"}), s.suites
+                                                   {"migration"}, {"journey"}, {"durability"}, {"transactions"}), s.suites
     # Exactly the transactions suite opts into the transactional workload (txn_in, txn_out).
     assert (transactional_topics(s.topics) is not None) == (s.suites == {"transactions"})
     # Exactly the durability suite needs the crash-consistency layer (docs/durability.md).
@@ -40,7 +40,7 @@ def test_every_scenario_is_documented_and_in_conformance(s) -> None:
     # Exactly the kraft suite runs on KRaft clusters, and each of its faults applies there; exactly
     # the migration suite migrates its cluster.
     assert (s.needs.mode == "kraft") == (s.suites == {"kraft"})
-    assert (s.needs.mode == "migration") == (s.suites == {"migration"})
+    assert (s.needs.mode == "migration") == (s.suites in ({"migration"}, {"journey"}))
     assert s.needs.mode in s.modes
     # Only the releases and upgrade suites pin a release: the others run on the run's release.
     assert (s.needs.kafka_version is not None) == (s.suites in ({"releases"}, {"upgrade"}))
@@ -119,7 +119,7 @@ def test_requirements_are_the_union_of_the_steps_faults() -> None:
 def test_suites() -> None:
     smoke = suite(SMOKE)
     assert 3 <= len(smoke) <= 6
-    own = {s.name for name in ("zookeeper", "network", "releases", "upgrade", "kraft", "migration", "durability",
+    own = {s.name for name in ("zookeeper", "network", "releases", "upgrade", "kraft", "migration", "journey", "durability",
                                "transactions", "corpus")
            for s in suite(name)}
     kraft = {s.name for s in suite("kraft")}

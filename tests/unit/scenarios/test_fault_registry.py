@@ -76,6 +76,8 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "disk_stall": (frozenset({Capability.DISK_FAULTS}), True),
         "disk_error": (brokers | {Capability.LOG_DIR_FAILURE, Capability.DISK_FAULTS}, True),
         "client_pause": (frozenset(), True), "client_kill": (frozenset(), True),
+        "kraft_roll": (quorum | {Capability.ZK_MIGRATION, Capability.BROKER_CONTROL}, True),
+        "kraft_finalize": (frozenset({Capability.ZK_MIGRATION}), True),
     }
 
 
@@ -93,7 +95,8 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
                          "log_dir_failure", "roll", "disk_error", "controller_power_failure"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
-    assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision"}
+    assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
+                         "kraft_roll", "kraft_finalize"}
     # a migration's hybrid brokers under them are not modelled
     assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut", "quorum_leader_power_failure"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
