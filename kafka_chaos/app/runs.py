@@ -125,9 +125,19 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
                   runner_options: dict[str, Any] | None = None,
                   open_cluster: Callable[..., ManagedCluster] | None = None, deflake: int = 0,
                   plan: list[tuple[Scenario, int]] | None = None, sources: dict[str, str] | None = None,
-                  tolerate: str | None = None) -> int:
+                  tolerate: str | None = None, kafka_defaults: bool = False) -> int:
     """The body of ``kafka-chaos run`` (also used by tests to inject a wrong oracle). ``plan``:
-    explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times."""
+    explicit (scenario, iteration) pairs instead of every scenario ``iterations`` times.
+
+    ``kafka_defaults``: catalogue scenarios (not schedule files, named in ``sources``: a file runs
+    as written, so its kept copy replays it) state Kafka's defaults where the harness's quick
+    ones differ (:func:`~scenarios.plans.spec.with_kafka_defaults`), as ``kafka-chaos run`` does
+    unless ``--harness-defaults``; recorded in run.json and rerun.json. Off by default: the test
+    command's direct calls keep the quick ones (its 15-minute budget)."""
+    if kafka_defaults:
+        scenarios = kafka_defaults_stated(scenarios, sources or {})
+        if plan is not None:
+            plan = list(zip(kafka_defaults_stated([s for s, _ in plan], sources or {}), [i for _, i in plan]))
     from kafka_chaos.harness.config import check_kraft_release
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.records.writer import RecordWriter
@@ -161,6 +171,7 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
                                    **({"log_dirs": s.needs.log_dirs} if s.needs.log_dirs != 1 else {})}
                           for s in scenarios},
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(options).items()}, "deflake": deflake,
+        "kafka_defaults": kafka_defaults,
     }
     writer.write_run_info(info)
     keep_schedules(Path(results_dir), sources or {})
@@ -206,7 +217,7 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
                                "reruns": len(c.reruns),
                                "seconds": round(c.outcome.seconds, 1), "error": c.outcome.error} for c in cases])
         writer.write_run_info(info)
-        write_rerun_file(Path(results_dir), seed, backend, cases, sources or {})
+        write_rerun_file(Path(results_dir), seed, backend, cases, sources or {}, kafka_defaults)
         if junit is not None:
             write_junit(junit, [JUnitCase(c.outcome.scenario, c.outcome.iteration, c.outcome.seconds, c.outcome.results,
                                           c.outcome.error, tuple((r.results, r.error) for r in c.reruns), c.tolerated,
@@ -218,6 +229,15 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
     if report:
         write_report(Path(results_dir))
     return 0 if info["passed"] else 1
+
+
+def kafka_defaults_stated(scenarios: list[Scenario], sources: dict[str, str]) -> list[Scenario]:
+    """Each catalogue scenario with Kafka's defaults stated where it states nothing
+    (:func:`~scenarios.plans.spec.with_kafka_defaults`); a schedule file's (named in ``sources``)
+    as the file says, so that its kept copy replays the run."""
+    from kafka_chaos.scenarios.plans.spec import with_kafka_defaults
+
+    return [s if s.name in sources else with_kafka_defaults(s) for s in scenarios]
 
 
 RERUN_FILE = "rerun.json"
@@ -306,12 +326,14 @@ def keep_schedules(results_dir: Path, sources: dict[str, str]) -> None:
             shutil.copyfile(path, target)
 
 
-def write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Case], sources: dict[str, str]) -> None:
-    """``rerun.json``: the failing and flaky scenario iterations, replayed by ``run --rerun``."""
+def write_rerun_file(results_dir: Path, seed: int, backend: str, cases: list[Case], sources: dict[str, str],
+                     kafka_defaults: bool = False) -> None:
+    """``rerun.json``: the failing and flaky scenario iterations, replayed by ``run --rerun``
+    (with Kafka's defaults when the run had them: ``kafka_defaults``)."""
     listed = [{"scenario": c.outcome.scenario, "iteration": c.outcome.iteration, "verdict": c.verdict,
                "schedule": sources.get(c.outcome.scenario)} for c in cases if c.verdict not in ("pass", "caught")]
-    (results_dir / RERUN_FILE).write_text(json.dumps({"seed": seed, "backend": backend, "cases": listed}, indent=2)
-                                          + "\n", encoding="utf-8")
+    (results_dir / RERUN_FILE).write_text(json.dumps({"seed": seed, "backend": backend, "kafka_defaults": kafka_defaults,
+                                                      "cases": listed}, indent=2) + "\n", encoding="utf-8")
 
 
 def write_report(results_dir: Path) -> None:

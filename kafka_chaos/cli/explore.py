@@ -68,6 +68,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     parser.add_argument("--transactions", action="store_true",
                         help="run the transactional workload in every schedule; process faults may then hit its "
                              "coordinators, and txn_past_timeout is drawn (docs/transactions.md)")
+    parser.add_argument("--harness-defaults", action="store_true",
+                        help="keep the harness's quick cluster defaults where they differ from Kafka's "
+                             "(auto.leader.rebalance.enable=false), as the test command does [default: every schedule "
+                             "states Kafka's, auto.leader.rebalance.enable=true in ZooKeeper mode]")
     parser.set_defaults(func=explore_command)
 
 
@@ -108,7 +112,8 @@ def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Genera
     weights = {**DEFAULT_WEIGHTS, **{kind: weight for kind, (_, weight) in given.items()}}
     return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,
                            max_partitions=args.max_partitions, delay_links=delay_links, mode=mode,
-                           transactions=bool(getattr(args, "transactions", False)))
+                           transactions=bool(getattr(args, "transactions", False)),
+                           kafka_defaults=not getattr(args, "harness_defaults", False))
 
 
 def _weights(text: str, repertoire: Collection[str]) -> dict[str, tuple[str, float]]:
@@ -229,5 +234,6 @@ def _write_summary(results: Path, options: RunOptions, seed: int, args: argparse
             "run_id": options.run_id, "command": ["kafka-chaos", *sys.argv[1:]], "mode": "explore", "seed": seed,
             "shard": list(args.shard), "schedules": ran, "steps_checked": steps, "failures": len(failures),
             "backend": args.backend, "kafka_version": options.kafka_version, "git_revision": options.git_revision,
+            "kafka_defaults": not getattr(args, "harness_defaults", False),
             "wall_seconds": round(seconds, 1), "time_ledger": summed(ledgers).as_dict(), "passed": not failures,
             "status": "finished"})

@@ -83,6 +83,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="rerun a failing scenario iteration up to N times: passing once makes it flaky")
     parser.add_argument("--rerun", type=Path, default=None, metavar="FILE",
                         help="run the failing and flaky scenario iterations listed in a run's rerun.json")
+    parser.add_argument("--harness-defaults", action="store_true",
+                        help="keep the harness's quick cluster defaults where they differ from Kafka's "
+                             "(auto.leader.rebalance.enable=false: no step waits for the ZooKeeper-mode controller's "
+                             "leader-imbalance checks), as the test command does [default: Kafka's, where a scenario "
+                             "states nothing; a schedule file runs as written]")
     parser.set_defaults(func=run_command)
 
 
@@ -196,7 +201,7 @@ def run_command(args: argparse.Namespace) -> int:
                          kafka_home=args.kafka_home, report=not args.no_report,
                          suite=args.suite or ("conformance" if not (args.scenario or args.schedule) else None),
                          command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake, sources=sources,
-                         tolerate=args.tolerate)
+                         tolerate=args.tolerate, kafka_defaults=not args.harness_defaults)
 
 
 def _rerun(args: argparse.Namespace) -> int:
@@ -209,6 +214,8 @@ def _rerun(args: argparse.Namespace) -> int:
     try:
         data = json.loads(args.rerun.read_text(encoding="utf-8"))
         seed, listed = int(data["seed"]), list(data["cases"])
+        # As the run had them (a file written before they were recorded: the quick ones).
+        kafka_defaults = bool(data.get("kafka_defaults", False)) and not args.harness_defaults
         plan = []
         for entry in listed:
             name, iteration = str(entry["scenario"]), int(entry["iteration"])
@@ -229,6 +236,6 @@ def _rerun(args: argparse.Namespace) -> int:
                          junit=args.junit, kafka_version=args.kafka_version, kafka_home=args.kafka_home,
                          report=not args.no_report, command=["kafka-chaos", *sys.argv[1:]], deflake=args.deflake,
                          plan=plan, sources={s.name: e["schedule"] for (s, _), e in zip(plan, listed) if e.get("schedule")},
-                         tolerate=args.tolerate)
+                         tolerate=args.tolerate, kafka_defaults=kafka_defaults)
 
 

@@ -22,8 +22,11 @@ from kafka_chaos.scenarios.history.observations import HistoryProblem, read_hist
 def test_smoke_suite_passes_and_records_everything(tmp_path: Path) -> None:
     results = tmp_path / "results"
     junit = tmp_path / "junit.xml"
+    # --harness-defaults: auto.leader.rebalance.enable stays off, as in every test of the test
+    # command: Kafka's default would make each step wait for the controller's imbalance checks
+    # (24 s more here, the command over its 15-minute budget: docs/recall.md).
     rc = main(["run", "--suite", "smoke", "--backend", "local", "--seed", "7", "--results", str(results),
-               "--junit", str(junit), "--no-report"])
+               "--junit", str(junit), "--no-report", "--harness-defaults"])
     read = read_records(results)
     failed = [(r.scenario, r.check, r.topic, r.partition, r.detail) for r in read.records
               if r.kind == "check" and r.passed is not True]

@@ -10,6 +10,7 @@ from typing import Protocol
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
+from kafka_chaos.harness.config import kafka_default_overrides
 from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault, requirements_of
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import Target
@@ -144,6 +145,18 @@ class Scenario:
             if t.name == logical:
                 return t
         raise KeyError(logical)
+
+
+def with_kafka_defaults(s: Scenario) -> Scenario:
+    """``s`` with Kafka's own defaults stated where the harness's quick ones differ and ``s``
+    states nothing (``harness.config.kafka_default_overrides`` of its mode): how the catalogue
+    runs (``kafka-chaos run``, ``explore``). A scenario that needs another value states it in its
+    needs, and keeps it."""
+    stated = s.needs.overrides_dict
+    missing = {k: v for k, v in kafka_default_overrides(s.needs.mode).items() if k not in stated}
+    if not missing:
+        return s
+    return replace(s, needs=replace(s.needs, overrides=tuple(sorted({**stated, **missing}.items()))))
 
 
 def _fault_of(s: Scenario, step: Step) -> Fault:
