@@ -386,7 +386,7 @@ def chaos_cluster_defaults(brokers: int) -> dict[str, str]:
     }
 
 
-def kafka_default_overrides(mode: str) -> dict[str, str]:
+def kafka_default_overrides(mode: str, *, fake_clocks: bool = False) -> dict[str, str]:
     """The settings layer 2 turns away from Kafka's own defaults only to keep the test command
     quick, at Kafka's values again, for a ``mode`` cluster: what a catalogue run states as a
     scenario's override where the scenario states nothing (``scenarios.plans.spec.with_kafka_defaults``).
@@ -397,8 +397,12 @@ def kafka_default_overrides(mode: str) -> dict[str, str]:
     after the write that first left a leader off its first replica
     (``QuorumController.maybeScheduleNextBalancePartitionLeaders``, called after every write
     event), a moment no step times yet (docs/recall.md says what it would take). Not a
-    migration: its controllers change from ZooKeeper's to KRaft's mid-run."""
-    return {AUTO_LEADER_REBALANCE_ENABLE: "true"} if mode == ZOOKEEPER_MODE else {}
+    migration: its controllers change from ZooKeeper's to KRaft's mid-run. Not on ``fake_clocks``
+    (clock faults): the checks' times are counted from ``/controller``'s timestamp, the
+    controller's wall clock when elected (3.9 ``KafkaZkClient.registerControllerAndIncrementControllerEpoch``
+    line 124), which a clock fault moves, while its scheduler keeps the monotonic one
+    (``KafkaController.scheduleAutoLeaderRebalanceTask``, line 499)."""
+    return {AUTO_LEADER_REBALANCE_ENABLE: "true"} if mode == ZOOKEEPER_MODE and not fake_clocks else {}
 
 
 def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connect: str,

@@ -153,7 +153,8 @@ def with_kafka_defaults(s: Scenario) -> Scenario:
     runs (``kafka-chaos run``, ``explore``). A scenario that needs another value states it in its
     needs, and keeps it."""
     stated = s.needs.overrides_dict
-    missing = {k: v for k, v in kafka_default_overrides(s.needs.mode).items() if k not in stated}
+    kafka = kafka_default_overrides(s.needs.mode, fake_clocks=s.needs.fake_clocks)
+    missing = {k: v for k, v in kafka.items() if k not in stated}
     if not missing:
         return s
     return replace(s, needs=replace(s.needs, overrides=tuple(sorted({**stated, **missing}.items()))))

@@ -31,13 +31,19 @@ SHORT = {AUTO_LEADER_REBALANCE_ENABLE: "true", LEADER_IMBALANCE_CHECK_INTERVAL_S
 LAG = {"replica.lag.time.max.ms": "3000"}
 
 
-@pytest.mark.parametrize("mode, overrides", [
-    ("zookeeper", ON),  # the controller's checks: times a step reads from /controller
-    ("kraft", {}),  # the balance is armed by a write the harness does not see (docs/recall.md)
-    ("migration", {}),  # ZooKeeper's controller, then KRaft's, mid-run
+@pytest.mark.parametrize("mode, fake_clocks, overrides", [
+    ("zookeeper", False, ON),  # the controller's checks: times a step reads from /controller
+    ("zookeeper", True, {}),  # ... from its wall clock, which a clock fault moves
+    ("kraft", False, {}),  # the balance is armed by a write the harness does not time (docs/recall.md)
+    ("migration", False, {}),  # ZooKeeper's controller, then KRaft's, mid-run
 ])
-def test_kafka_default_overrides_by_mode(mode: str, overrides: dict[str, str]) -> None:
-    assert kafka_default_overrides(mode) == overrides
+def test_kafka_default_overrides_by_mode(mode: str, fake_clocks: bool, overrides: dict[str, str]) -> None:
+    assert kafka_default_overrides(mode, fake_clocks=fake_clocks) == overrides
+
+
+def test_clock_fault_scenarios_keep_the_harness_default() -> None:
+    clocked = [s for s in catalogue.all_scenarios() if s.needs.fake_clocks and s.needs.mode == "zookeeper"]
+    assert clocked and all(with_kafka_defaults(s) == s for s in clocked)
 
 
 def _scenario(mode: str = "zookeeper", overrides: dict[str, str] | None = None, name: str = "s") -> Scenario:
@@ -101,6 +107,12 @@ def test_generated_schedules_state_kafka_defaults_and_draw_the_same_steps(mode: 
     assert with_them.scenario().needs.overrides_dict == {**without.scenario().needs.overrides_dict, **stated}
     # Its file (explore's failures/) replays it so.
     assert schedule_from_json(json.loads(dumps(with_them)), "x.json").overrides == with_them.overrides
+
+
+def test_a_generated_schedule_with_clock_faults_keeps_the_harness_default() -> None:
+    schedule = generate(7, 3, GeneratorConfig(faults=("clock_jump", "hard_kill", "start"), kafka_defaults=True))
+    assert "clock_jump" in {s.fault for s in schedule.steps}
+    assert AUTO_LEADER_REBALANCE_ENABLE not in schedule.overrides
 
 
 @pytest.fixture
