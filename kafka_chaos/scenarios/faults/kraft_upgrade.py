@@ -96,8 +96,9 @@ def _release(kind: str, value: object) -> str:
 
 def metadata_level(release_version: str) -> int:
     """Pure: the ``metadata.version`` level ``--release-version`` names -- "4.4-IV2" exactly, "4.4"
-    its line's newest (``MetadataVersion.fromVersionString``, server-common 4.3.1 lines 300-330:
-    a version without IV is the newest IV of that line)."""
+    its line's newest production IV (``MetadataVersion.fromVersionString``, server-common 4.3.1
+    lines 349-366, reads ``IBP_VERSIONS``, where a line's name maps to its newest production
+    version: lines 306-314). The table holds production versions only up to each line's newest."""
     exact = [level for level, name in METADATA_VERSION_LEVELS.items() if name == release_version]
     line = [level for level, name in METADATA_VERSION_LEVELS.items() if name.split("-")[0] == release_version]
     found = exact or line
