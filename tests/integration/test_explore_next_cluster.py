@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import psutil
+import pytest
 
 from kafka_chaos.app.explore import Explorer, ShrinkBudget, explore_one
 from kafka_chaos.harness.distribution import resolve_distribution
@@ -33,6 +34,7 @@ def cluster_nodes() -> set[int]:
     return nodes
 
 
+@pytest.mark.nightly  # the test command's budget: explore runs in test_explore_shrink.py (docs/nightly.md)
 def test_the_next_schedule_runs_on_a_cluster_started_while_the_last_one_drained(tmp_path: Path) -> None:
     needs = [generate(SEED, i, CONFIG).scenario().needs for i in range(3)]
     assert len(set(needs)) == 3, "each schedule needs a cluster of its own (broker ids differ)"
