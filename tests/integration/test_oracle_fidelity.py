@@ -5,10 +5,13 @@ Broker ids 4, 5, 6 (``ClusterConfig.first_broker_id``): with ids >= 5 the contro
 so which ISR member survives two deaths in one ``BrokerChange`` is decided by the Scala hash order
 (``oracle.scala_order``).  Both brokers are SIGKILLed together; their sessions may expire in one
 ``BrokerChange`` or in two, in either order, so the observation must equal *one of* the oracle's
-alternatives, each computed from the state observed before the kill, never after it. That
-test (up to four rounds of kills) is ``nightly`` (docs/nightly.md); the hash order itself is a unit
-table's (tests/unit/oracle/test_scala_order.py, checked against Scala's own ``groupBy``), and the
-test command keeps this module's other real-cluster cases.
+alternatives, each computed from the state observed before the kill, never after it.
+
+The module is ``nightly`` (docs/nightly.md; about 60 s, over the test command's budget): each
+case proves on a real cluster a rule the test command checks in unit tables -- the hash order
+against Scala's own ``groupBy`` (tests/unit/oracle/test_scala_order.py), the alternatives, an
+admin election naming a partition without state, a reassignment of a stateless partition, the
+controlled-shutdown request count (tests/unit/oracle/test_fidelity.py).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from kafka_chaos.oracle import (
     initial_phase,
     predict,
 )
+
+pytestmark = pytest.mark.nightly
 
 FIRST_BROKER_ID = 4
 KILLED = (4, 5)
@@ -184,7 +189,6 @@ ONE_EVENT = "one BrokerChange {4,5}"
 MAX_ROUNDS = 4
 
 
-@pytest.mark.nightly  # up to 4 rounds of two kills; the hash order is a unit table's (docs/nightly.md)
 def test_two_brokers_killed_together_match_an_oracle_alternative(cluster: LocalCluster) -> None:
     """Every round must match an alternative.  Rounds repeat (at most MAX_ROUNDS) until the kills
     landed in one BrokerChange, the case the HashMap order decides (ISR [4], not [5]); whether
@@ -239,7 +243,6 @@ def wait_matching(observer: ZkObserver, prediction_alternatives: tuple[Alternati
     return found
 
 
-@pytest.mark.nightly  # a quirk of one config value; its rule is a unit table's (docs/nightly.md)
 def test_unclean_override_with_spaces_elects_at_the_next_controller_event_not_at_the_change(
         cluster: LocalCluster) -> None:
     """Item 6 on a real cluster: ``unclean.leader.election.enable=" true"`` is true for the topic's
