@@ -18,18 +18,3 @@ def compression_problem(value: object) -> str | None:
     if isinstance(value, str) and value in COMPRESSIONS:
         return None
     return f"must be one of {', '.join(COMPRESSIONS)}, not {value!r}"
-
-
-# How many transactional producers the librdkafka workload runs (a schedule's ``workload.producers``,
-# roles p0, p1, ...): two by default; more make the brokers handle more transactional produces at
-# once, which a race between request threads (KAFKA-15653) needs. Kafka's Java clients run one
-# VerifiableProducer, which is not transactional: the count is librdkafka's only.
-DEFAULT_TXN_PRODUCERS = 2
-MAX_TXN_PRODUCERS = 16
-
-
-def producers_problem(value: object) -> str | None:
-    """Why ``value`` is no producer count, in one line, or None when it is one."""
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_TXN_PRODUCERS:
-        return None
-    return f"must be a whole number from 1 to {MAX_TXN_PRODUCERS}, not {value!r}"

@@ -15,6 +15,10 @@ from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault, require
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import Target
 
+# How many transactional producers the librdkafka workload runs by default (a schedule's
+# ``workload.producers``, roles p0, p1, ...; scenarios.plans.transactional.producers_problem).
+DEFAULT_TXN_PRODUCERS = 2
+
 
 class Verdict(Protocol):
     """A check's result as far as a known bug asks (scenarios.checks.functions.CheckResult)."""
@@ -105,11 +109,11 @@ class Scenario:
     # The transactional workload's clients (scenarios.plans.transactional.TXN_CLIENTS): confluent-kafka's
     # ("librdkafka") or Kafka's own Java test clients as processes ("java").
     txn_client: str = "librdkafka"
-    # The codec its transactional producers compress their batches with (scenarios.clients.txn_ops.COMPRESSIONS;
+    # The codec its transactional producers compress their batches with (scenarios.model.codecs.COMPRESSIONS;
     # a schedule's "workload": {"compression": ...}): "none", or what KAFKA-15653 needs
     txn_compression: str = "none"
     # How many transactional producers the librdkafka workload runs ("workload": {"producers": N})
-    txn_producers: int = 2
+    txn_producers: int = DEFAULT_TXN_PRODUCERS
 
     def __post_init__(self) -> None:
         # Clock faults need every node started under libfaketime; other scenarios' clusters stay

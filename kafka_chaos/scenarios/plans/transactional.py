@@ -21,11 +21,10 @@ from kafka_chaos.common.errors import UsageError
 # The producers' codecs (a schedule's workload.compression), kept with the clients that use them
 from kafka_chaos.scenarios.model.codecs import COMPRESSIONS as COMPRESSIONS
 from kafka_chaos.scenarios.model.codecs import compression_problem as compression_problem
-from kafka_chaos.scenarios.model.codecs import DEFAULT_TXN_PRODUCERS as DEFAULT_TXN_PRODUCERS
-from kafka_chaos.scenarios.model.codecs import producers_problem as producers_problem
 from kafka_chaos.scenarios.faults.clients import ClientKill, ClientPause
 from kafka_chaos.scenarios.faults.txn_timeout import TxnPastTimeout
 from kafka_chaos.scenarios.model.steps import TopicSpec, frozen
+from kafka_chaos.scenarios.plans.spec import DEFAULT_TXN_PRODUCERS as DEFAULT_TXN_PRODUCERS
 from kafka_chaos.scenarios.plans.spec import Scenario
 
 TXN_IN, TXN_OUT = "txn_in", "txn_out"
@@ -36,6 +35,18 @@ _NOT_COPIED = frozenset({"unclean.leader.election.enable"})
 # Faults that act through one implementation's seam, and which (each fault class's ``txn_client``):
 # the Java clients' processes (ClientHolder), librdkafka's TxnWorkload (TransactionHolder).
 ONE_CLIENT_FAULTS: Mapping[str, str] = {cls.kind: cls.txn_client for cls in (ClientPause, ClientKill, TxnPastTimeout)}
+# More producers make the brokers handle more transactional produces at once, which a race
+# between request threads (KAFKA-15653) needs. Kafka's Java clients run one VerifiableProducer,
+# which is not transactional: the count is librdkafka's only.
+MAX_TXN_PRODUCERS = 16
+
+
+def producers_problem(value: object) -> str | None:
+    """Why ``value`` is no producer count (a schedule's ``workload.producers``), in one line, or
+    None when it is one."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_TXN_PRODUCERS:
+        return None
+    return f"must be a whole number from 1 to {MAX_TXN_PRODUCERS}, not {value!r}"
 
 
 def transactional_topics(topics: tuple[TopicSpec, ...] | list[TopicSpec]) -> tuple[TopicSpec, TopicSpec] | None:
