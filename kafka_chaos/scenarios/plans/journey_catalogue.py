@@ -40,6 +40,17 @@ def kraft_finalize() -> Step:
     return Step("kraft_finalize", NoTarget("the cluster's features"), frozen({"release_version": JOURNEY_RELEASE_VERSION}))
 
 
+# KAFKA-21426's workaround: what ``kafka-features version-mapping --release-version 4.4`` prints
+# (4.4.0's own tool) less kraft.version, so the static quorum stays static.
+FEATURES_4_4_WITHOUT_KRAFT_VERSION = {"metadata.version": 33, "transaction.version": 2, "group.version": 1,
+                                      "eligible.leader.replicas.version": 1, "share.version": 2, "streams.version": 1}
+
+
+def kraft_finalize_features() -> Step:
+    return Step("kraft_finalize", NoTarget("the cluster's features but kraft.version"),
+                frozen({"release_version": JOURNEY_RELEASE_VERSION, "features": FEATURES_4_4_WITHOUT_KRAFT_VERSION}))
+
+
 def journey_steps() -> list[Step]:
     """The schedule, its indices fixed (``EarlierTarget`` names them)."""
     steps = [
@@ -86,3 +97,28 @@ def journey_zk_to_4_4() -> list[Step]:
     quorum is lost for 10 s right after the migration is finalised. Until the
     finalize the 4.4.0 controllers run at metadata.version 3.9-IV0 with ELR off."""
     return journey_steps()
+
+
+def static_quorum_steps() -> list[Step]:
+    """The shorter journey finalized the KAFKA-21426 way (indices fixed: ``EarlierTarget``)."""
+    steps = [provision(), roll("hybrid"), roll("kraft"), finalize()]              # 0-3
+    steps += [kraft_roll_controller(c) for c in CONTROLLERS]                     # 4-6
+    steps += [kraft_roll_broker(1),                                               # 7
+              Step("hard_kill", LeaderOf("t", 2)), Step("start", EarlierTarget(8)),  # 8-9
+              kraft_roll_broker(2), kraft_roll_broker(3),                         # 10-11
+              kraft_finalize_features(),                                          # 12
+              Step("hard_kill", LeaderOf("t", 3)), Step("start", EarlierTarget(13)),  # 13-14
+              Step("quorum_leader_pause", Controller())]                          # 15
+    return steps
+
+
+@zk.scenario(topics=[zk.topic_t], needs=JOURNEY, suites=frozenset({JOURNEY_SUITE}),
+             name="journey_finalize_without_kraft_version")
+def journey_finalize_without_kraft_version() -> list[Step]:
+    """The journey to Kafka 4.4.0 finalized with KAFKA-21426's workaround: ``kafka-features upgrade
+    --feature`` with every level ``version-mapping --release-version 4.4`` gives but ``kraft.version``
+    (``--release-version 4.4`` also asks kraft.version=1, which turns the static quorum of
+    ``controller.quorum.voters`` dynamic). The migration with no fault between its steps, the six
+    rolls with a leader killed among the brokers', then a leader killed and the active controller
+    paused at metadata.version 4.4-IV2 with ELR on, the quorum still static (docs/journey.md)."""
+    return static_quorum_steps()

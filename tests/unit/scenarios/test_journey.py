@@ -29,7 +29,7 @@ from kafka_chaos.scenarios.faults.kraft_upgrade import (
 from kafka_chaos.scenarios.model.steps import Step, frozen
 from kafka_chaos.scenarios.model.targets import Brokers, NoTarget, Target
 from kafka_chaos.scenarios.plans.catalogue import suite
-from kafka_chaos.scenarios.plans.journey_catalogue import CONTROLLERS, journey_steps
+from kafka_chaos.scenarios.plans.journey_catalogue import CONTROLLERS, journey_steps, static_quorum_steps
 
 
 def _fault(kind: str, target: Target, **options: object) -> object:
@@ -177,8 +177,11 @@ PHASES = {"migration_provision", "migration_roll", "migration_finalize", "kraft_
 
 def test_the_journey_walks_migration_rolls_and_finalize_in_the_documented_order() -> None:
     steps = journey_steps()
-    (scenario,) = suite("journey")
+    scenarios = {s.name: s for s in suite("journey")}
+    assert set(scenarios) == {"journey_zk_to_4_4", "journey_finalize_without_kraft_version"}
+    scenario = scenarios["journey_zk_to_4_4"]
     assert list(scenario.steps) == steps and scenario.needs.mode == "migration" and scenario.needs.controllers == 3
+    assert list(scenarios["journey_finalize_without_kraft_version"].steps) == static_quorum_steps()
     phases = [s for s in steps if s.fault in PHASES]
     kinds = [s.fault for s in phases]
     # the migration as the migration suite has it, then every controller, every broker, the finalize
@@ -199,8 +202,71 @@ def test_the_journey_walks_migration_rolls_and_finalize_in_the_documented_order(
     assert any(s.fault.startswith("quorum_") for s in steps[:steps.index(phases[3])])  # before the migration's end
 
 
+def test_the_static_quorum_journey_finalizes_every_4_4_feature_but_kraft_version() -> None:
+    steps = static_quorum_steps()
+    phases = [s for s in steps if s.fault in PHASES]
+    assert [s.fault for s in phases] == ["migration_provision", "migration_roll", "migration_roll", "migration_finalize",
+                                         *["kraft_roll"] * 6, "kraft_finalize"]
+    features = phases[-1].options["features"]
+    # 4.4.0's version-mapping --release-version 4.4, less kraft.version (KAFKA-21426)
+    assert features == {"metadata.version": 33, "transaction.version": 2, "group.version": 1,
+                        "eligible.leader.replicas.version": 1, "share.version": 2, "streams.version": 1}
+    fault = _fault("kraft_finalize", Target((), "f"), **phases[-1].options)
+    assert isinstance(fault, KraftFinalize) and "kraft.version" not in fault.features
+    assert any(s.fault == "hard_kill" for s in steps[steps.index(phases[-1]) + 1:])
+
+
 def test_every_journey_step_builds_its_fault_for_a_migrating_cluster() -> None:
-    for step in journey_steps():
+    for step in [*journey_steps(), *static_quorum_steps()]:
         fault = make_fault(step.fault, Target((1,), "v"), step.options, topic_names={"t": "t"},
                            topic_partitions={"t": range(6)})
         assert "migration" in fault.modes, step.fault  # type: ignore[attr-defined]
+
+
+# --- the release the oracle predicts with ----------------------------------------------------------
+
+class _RolledCluster:
+    """A migrated cluster whose controllers 3000-3002 were partly rolled (KraftReleaseRoller only)."""
+
+    kafka_version = "3.9.2"
+    broker_ids = [1, 2, 3]
+
+    def __init__(self, releases: dict[int, str]) -> None:
+        self.releases = releases
+
+    def broker_settings(self) -> dict[str, str]:
+        return {"min.insync.replicas": "1"}
+
+    def node_version(self, node_id: int) -> str:
+        return self.releases.get(node_id, self.kafka_version)
+
+    def node_versions(self) -> dict[int, str]:
+        return dict(self.releases)
+
+    def set_node_release(self, node_id: int, kafka_version: str) -> None:
+        self.releases[node_id] = kafka_version
+
+    def server_log_size(self, node_id: int) -> int:
+        return 0
+
+    def wait_controller_caught_up(self, node_id: int, since: int, timeout: float) -> None:
+        return None
+
+    def upgrade_features(self, release_version: str, tool_version: str, features: object = None) -> str:
+        return ""
+
+
+@pytest.mark.parametrize("controller, release", [(3000, "4.4.0"), (3001, "3.9.2"), (None, "3.9.2")])
+def test_the_oracle_predicts_with_the_active_controllers_release(controller: int | None, release: str) -> None:
+    from kafka_chaos.scenarios.run.step import controller_settings
+
+    settings, got = controller_settings(_RolledCluster({3000: "4.4.0"}), controller)  # type: ignore[arg-type]
+    assert got == release and settings == {"min.insync.replicas": "1"}
+
+
+def test_the_local_migrating_cluster_rolls_its_kraft_nodes() -> None:
+    from kafka_chaos.harness.cluster import KraftReleaseRoller, implements
+    from kafka_chaos.harness.local.migration import LocalMigrationCluster
+
+    assert implements(LocalMigrationCluster, KraftReleaseRoller)
+    assert implements(_RolledCluster({}), KraftReleaseRoller)
