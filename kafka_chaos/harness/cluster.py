@@ -373,7 +373,11 @@ class KraftReleaseRoller(Protocol):
 
     def upgrade_features(self, release_version: str, tool_version: str,
                          features: Mapping[str, int] | None = None) -> str:
-        """``kafka-features upgrade --release-version`` (or ``--feature``s) from ``tool_version``'s tools."""
+        """``kafka-features upgrade --release-version`` (or ``--feature``s) from ``tool_version``'s
+        tools; what it printed, then :data:`DESCRIBE_MARK` and what ``describe`` printed after."""
+
+
+DESCRIBE_MARK = "-- kafka-features describe"  # KraftReleaseRoller.upgrade_features' two outputs apart
 
 
 @runtime_checkable

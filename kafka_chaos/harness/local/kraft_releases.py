@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError
+from kafka_chaos.harness.cluster import DESCRIBE_MARK
 from kafka_chaos.harness.config import KRAFT_MODE, ClusterConfig, render_properties
 from kafka_chaos.harness.distribution import (
     KafkaDistribution,
@@ -53,6 +54,18 @@ CAUGHT_UP = "The loader finished catching up to the current high water mark"
 FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"  # what kafka-features.sh runs
 FEATURE_TOOL_TIMEOUT_S = 120.0
 _ARCHIVE_FLAG = "-XX:SharedArchiveFile="
+
+
+def _run_tool(argv: Sequence[str]) -> tuple[int, str]:
+    """Run a Kafka tool to its end (bounded); its exit code and what it printed, logging lines
+    (SLF4J's, log4j2's status logger) left out."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=FEATURE_TOOL_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"{' '.join(argv[4:])} did not finish within {FEATURE_TOOL_TIMEOUT_S:.0f} s") from None
+    lines = [line for line in (done.stdout + done.stderr).splitlines()
+             if line.strip() and not line.startswith(("SLF4J", "ERROR StatusLogger", "WARN StatusLogger"))]
+    return done.returncode, "\n".join(lines)
 
 
 def command_for_release(command: Sequence[str], classpath: str, logging_flag: str) -> list[str]:
@@ -203,19 +216,17 @@ class LocalKraftReleases:
             what = [arg for name, level in sorted(features.items()) for arg in ("--feature", f"{name}={level}")]
         else:
             what = ["--release-version", release_version]
-        argv = [java_executable(), "-Xmx256m", "-cp", tools_classpath(distribution), FEATURE_COMMAND,
-                "--bootstrap-server", bootstrap, "upgrade", *what]
-        log.info("finalizing: %s", " ".join(argv[4:]))
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=FEATURE_TOOL_TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired:
-            raise HarnessError(f"kafka-features upgrade did not finish within {FEATURE_TOOL_TIMEOUT_S:.0f} s") from None
-        said = (done.stdout + done.stderr).strip()
-        (self.run_dir / "kafka-features-upgrade.log").write_text(said + "\n")
-        if done.returncode != 0:
-            raise HarnessError(f"kafka-features upgrade {' '.join(what)} exited {done.returncode}: "
+        tool = [java_executable(), "-Xmx256m", "-cp", tools_classpath(distribution), FEATURE_COMMAND,
+                "--bootstrap-server", bootstrap]
+        log.info("finalizing: upgrade %s", " ".join(what))
+        code, said = _run_tool([*tool, "upgrade", *what])
+        if code != 0:
+            raise HarnessError(f"kafka-features upgrade {' '.join(what)} exited {code}: "
                                f"{' | '.join(said.splitlines()[-6:])}")
-        return said
+        # what the cluster finalized, kraft.version included (a control record, not a FeatureLevelRecord)
+        _, described = _run_tool([*tool, "describe"])
+        (self.run_dir / "kafka-features-upgrade.log").write_text(f"{said}\n{DESCRIBE_MARK}\n{described}\n")
+        return f"{said}\n{DESCRIBE_MARK}\n{described}"
 
     def _release_target(self, node_id: int) -> LocalNode:
         node = self._controllers.get(node_id) or self._brokers.get(node_id)

@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
 from kafka_chaos.common.errors import HarnessError, UsageError
-from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl, KraftReleaseRoller, implements
+from kafka_chaos.harness.cluster import (
+    DESCRIBE_MARK,
+    Capability,
+    ControllerQuorumControl,
+    KraftReleaseRoller,
+    implements,
+)
 from kafka_chaos.harness.config import FIRST_CONTROLLER_ID, KRAFT_MODE, check_kraft_release
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import BrokerStartup, ClusterState, ControlledShutdown, Event
@@ -223,7 +229,11 @@ class KraftFinalize(FaultBase):
 
     @property
     def outcome(self) -> Mapping[str, Any] | None:
-        return {"tool": self._said.splitlines()[-12:]} if self._said else None
+        """The tool's answers: what ``upgrade`` upgraded, and ``describe``'s finalized levels after."""
+        if not self._said:
+            return None
+        upgrade, _, describe = self._said.partition(DESCRIBE_MARK)
+        return {"tool": upgrade.strip().splitlines()[-12:], "describe": describe.strip().splitlines()[-12:]}
 
     def inject(self, env: FaultEnv) -> None:
         roller = roller_of(env, self.label)

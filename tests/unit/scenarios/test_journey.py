@@ -270,3 +270,15 @@ def test_the_local_migrating_cluster_rolls_its_kraft_nodes() -> None:
 
     assert implements(LocalMigrationCluster, KraftReleaseRoller)
     assert implements(_RolledCluster({}), KraftReleaseRoller)
+
+
+def test_the_finalize_records_what_the_tool_upgraded_and_what_is_finalized_after() -> None:
+    from kafka_chaos.harness.cluster import DESCRIBE_MARK
+
+    fault = _fault("kraft_finalize", Target((), "features"), release_version="4.4")
+    assert isinstance(fault, KraftFinalize) and fault.outcome is None
+    fault._said = f"kraft.version was upgraded to 1.\nmetadata.version was upgraded to 33.\n{DESCRIBE_MARK}\n" \
+                  "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1"
+    assert fault.outcome == {
+        "tool": ["kraft.version was upgraded to 1.", "metadata.version was upgraded to 33."],
+        "describe": ["Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1"]}
