@@ -109,7 +109,9 @@ def run_on_containers(scenarios: tuple[str, ...], results: Path) -> SuiteRun:
 
     cluster_module.new_run_id = recording  # session scope: no monkeypatch fixture here
     try:
-        argv = ["run", "--backend", "containers", "--seed", "11", "--no-report", "--results", str(results)]
+        # --harness-defaults: no waits for the controller's imbalance checks (the test command's budget).
+        argv = ["run", "--backend", "containers", "--seed", "11", "--no-report", "--results", str(results),
+                "--harness-defaults"]
         for name in scenarios:
             argv += ["--scenario", name]
         rc = main(argv)
