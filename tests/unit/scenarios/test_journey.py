@@ -282,3 +282,26 @@ def test_the_finalize_records_what_the_tool_upgraded_and_what_is_finalized_after
     assert fault.outcome == {
         "tool": ["kraft.version was upgraded to 1.", "metadata.version was upgraded to 33."],
         "describe": ["Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1"]}
+
+
+def test_explore_mode_migration_carries_on_to_the_4_4_upgrade_legally() -> None:
+    """Generated migration schedules draw the rolls once finalised, controllers first, and the
+    finalize once every node is rolled; every schedule stays legal."""
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, default_faults, generate, problems
+
+    config = GeneratorConfig(steps=30, mode="migration", faults=default_faults("migration"))
+    assert {"kraft_roll", "kraft_finalize"} <= set(config.faults)
+    finalized = 0
+    for index in range(40):
+        schedule = generate(5, index, config)
+        assert problems(schedule) == []
+        kinds = [s.fault for s in schedule.steps]
+        rolls = [s for s in schedule.steps if s.fault == "kraft_roll"]
+        if rolls:
+            assert kinds.index("migration_finalize") < kinds.index("kraft_roll")
+            controllers = [s.options.get("controller") for s in rolls if "controller" in s.options]
+            assert controllers == sorted(controllers) and len(set(controllers)) == len(controllers)
+        if "kraft_finalize" in kinds:
+            finalized += 1
+            assert len(rolls[:kinds.count("kraft_roll")]) >= 6 and kinds.count("kraft_finalize") == 1
+    assert finalized >= 1
