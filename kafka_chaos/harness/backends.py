@@ -22,10 +22,12 @@ if TYPE_CHECKING:
         ChaosCluster,
         Cluster,
         ControllerQuorumControl,
+        DiskFaulter,
         LinkDelayer,
         LogDirFailer,
         NetworkDegrader,
         NetworkPartitioner,
+        PowerFailer,
         ZooKeeperControl,
         ZooKeeperEnsembleControl,
         MigrationControl,
@@ -58,7 +60,9 @@ if TYPE_CHECKING:
         on_kraft: tuple[ChaosCluster, ControllerQuorumControl, ChaosCluster, ControllerQuorumControl] = (
             kraft, kraft, kraft_containers, kraft_containers)
         kraft_links: tuple[QuorumLinkPartitioner, QuorumLinkPartitioner] = (kraft, kraft_containers)
-        del on_kraft, kraft_links
+        kraft_disks: tuple[PowerFailer, DiskFaulter, PowerFailer, DiskFaulter] = (
+            kraft, kraft, kraft_containers, kraft_containers)
+        del on_kraft, kraft_links, kraft_disks
         on_migration: tuple[ChaosCluster, MigrationControl, ControllerQuorumControl] = (migrating, migrating, migrating)
         del on_migration
         del claims, more, ensemble, log_dirs, rolls
@@ -200,14 +204,12 @@ def _launcher_class(chosen: str, mode: str = "zookeeper") -> type:
     return ContainerCluster
 
 
-_LAYER = frozenset({Capability.POWER_FAILURE, Capability.DISK_FAULTS})
-_WHY_NO_LAYER = ("power failures and disk faults need the crash-consistency layer (harness.lazyfs) under the "
-                 "data directories, which the local launcher mounts on the host (--backend local)")
+# Power failures and disk faults have no entry here: every launcher, in every mode, puts its data
+# directories on the crash-consistency layer on the host (containers bind-mount it:
+# harness.containers.disks); only a host without the means lacks them (capability_problems).
 
 
 def _why_missing_on_kraft(capability: Capability) -> str:
-    if capability in _LAYER:
-        return _WHY_NO_LAYER
     if capability.value.startswith("zookeeper"):
         return "a KRaft cluster has no ZooKeeper"
     if capability is Capability.NETWORK_PARTITION:
@@ -217,8 +219,6 @@ def _why_missing_on_kraft(capability: Capability) -> str:
 
 
 def _why_missing(capability: Capability, chosen: str) -> str:
-    if capability in _LAYER:
-        return _WHY_NO_LAYER
     if capability is Capability.NETWORK_DEGRADE:
         return (f"needs root with iptables and tc: lossy and rate-limited links are made on loopback "
                 f"(local) or inside the containers' namespaces; the {chosen} launcher has no such fault")

@@ -12,13 +12,18 @@ start), so the restarted broker sees what survived through the fresh mount.
 
 Only with ``ClusterConfig.filesystem="lazyfs"``; otherwise the data directory stays in the
 container's own filesystem, as before. Unmounted after the containers are removed.
+
+The KRaft launcher (:class:`harness.containers.kraft.ContainerKraftCluster`) formats each node's
+storage on the host into ``<node>/data`` and puts that directory on the layer
+(:meth:`ContainerDiskControls._mount_node_dirs`: what it holds becomes ``data.durable``), for its
+controllers as well as its brokers: a quorum leader's power failure kills ``controller-N``.
 """
 
 from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,9 +44,10 @@ def lazy_data_dir(root: Path, broker_id: int) -> Path:
 
 
 class ContainerDiskControls(DiskControls):
-    """Power failures and disk faults of :class:`harness.containers.cluster.ContainerCluster`'s
-    brokers; ``_mount_disks`` before the brokers' containers, ``_unmount_disks`` after they are
-    removed."""
+    """Power failures and disk faults of a containers launcher's nodes (the brokers of
+    :class:`harness.containers.cluster.ContainerCluster`; the brokers and controllers of
+    :class:`harness.containers.kraft.ContainerKraftCluster`); ``_mount_disks`` or
+    ``_mount_node_dirs`` before the nodes' containers, ``_unmount_disks`` after they are removed."""
 
     state_dir: Path | None
     _lazy_root: Path | None = None
@@ -50,13 +56,17 @@ class ContainerDiskControls(DiskControls):
     def _broker(self, broker_id: int) -> Container:
         raise NotImplementedError
 
+    def _disk_container(self, node_id: int) -> tuple[str, Container]:
+        """The node's name (for messages) and container; a broker's unless a launcher has more."""
+        return f"broker {node_id}", self._broker(node_id)
+
     def _check_disk_node(self, node_id: int) -> None:
-        self._broker(node_id)
+        self._disk_container(node_id)
 
     def _killer(self, node_id: int) -> Callable[[], None]:
-        container = self._broker(node_id)
+        name, container = self._disk_container(node_id)
         if container_state(container) not in ("running", "paused"):
-            raise HarnessError(f"cannot power-fail broker {node_id}: its container is not running")
+            raise HarnessError(f"cannot power-fail {name}: its container is not running")
         return lambda: kill_container(container)
 
     def _mount_disks(self, broker_ids: Sequence[int]) -> dict[int, str]:
@@ -66,11 +76,20 @@ class ContainerDiskControls(DiskControls):
             return {}
         self._check_layer(owned=self.state_dir is None)
         self._lazy_root = Path(tempfile.mkdtemp(prefix="kafka-chaos-lazyfs-"))
+        for broker_id in broker_ids:
+            lazy_data_dir(self._lazy_root, broker_id).mkdir(parents=True)
+        return self._mount_node_dirs({b: lazy_data_dir(self._lazy_root, b).parent for b in broker_ids})
+
+    def _mount_node_dirs(self, node_dirs: Mapping[int, Path]) -> dict[int, str]:
+        """Node id -> the host mount point its container binds: each node directory's ``data/``
+        (already there, and what it holds -- a formatted KRaft storage -- is durable) on the
+        layer. None unless the config asks for the layer."""
+        if self.config.filesystem != LAZY_FILESYSTEM:
+            return {}
+        self._check_layer(owned=self.state_dir is None)
         self._lazy_disks = LazyDisks()
         mounts = {}
-        for broker_id in broker_ids:
-            data = lazy_data_dir(self._lazy_root, broker_id)
-            data.mkdir(parents=True)
-            self._lazy_disks.mount(broker_id, data.parent)
-            mounts[broker_id] = str(data)
+        for node_id, node_dir in node_dirs.items():
+            self._lazy_disks.mount(node_id, node_dir)
+            mounts[node_id] = str(node_dir / DATA)
         return mounts

@@ -1,23 +1,30 @@
 """``ContainerKraftCluster``: KRaft controllers and brokers, each in a Docker container of the same
 image as ZooKeeper mode (``--mode kraft --backend containers``).
 
-Each node's data directory is a host directory mounted at the broker data path: it is formatted
-on the host by Kafka's own tool, from the same release's jars (``StorageTool format``; the image
-has no shell to run it in), and the controllers' metadata logs are read from the host by the
-observer (:class:`harness.kraft.observer.KraftObserver`) as on the local launcher. Network: the
-ZooKeeper-mode layout (a run network with fixed addresses, brokers' ``INTERNAL`` listener on it and
-``EXTERNAL`` published on 127.0.0.1); controller N is ``controller-N:9093`` on the network, its
-CONTROLLER listener also published on 127.0.0.1 for the harness (``controller_address``: the
-voters themselves use the network).
+Each node's data directory is a host directory (``<run dir>/<node>/data``) mounted at the broker
+data path: it is formatted on the host by Kafka's own tool, from the same release's jars
+(``StorageTool format``; the image has no shell to run it in), and the controllers' metadata logs
+are read from the host by the observer (:class:`harness.kraft.observer.KraftObserver`) as on the
+local launcher. With ``ClusterConfig.filesystem="lazyfs"`` that directory is a mount of the
+crash-consistency layer on the host (:mod:`harness.containers.disks`, as ZooKeeper mode's brokers),
+mounted after the format as the local KRaft launcher does (what was formatted is durable), for
+controllers and brokers alike: ``power_fail_node`` is ``docker kill``, the drop and a fresh daemon
+that the next ``docker start`` binds; the observer reads the metadata logs through the mounts.
+
+Network: the ZooKeeper-mode layout (a run network with fixed addresses, brokers' ``INTERNAL``
+listener on it and ``EXTERNAL`` published on 127.0.0.1); controller N is ``controller-N:9093`` on
+the network, its CONTROLLER listener also published on 127.0.0.1 for the harness
+(``controller_address``: the voters themselves use the network).
 
 Capabilities: ``broker_control`` and ``controller_quorum`` (docker kill / stop / pause / start),
-``replica_logs``, and as root with iptables and nsenter ``quorum_link_partition``: ``cut_links``
-adds DROP rules for each peer's fixed address to the cut node's own namespace, both INPUT and
-OUTPUT (:class:`harness.containers.network.NamespaceFirewall`, as ``isolate`` does in ZooKeeper
-mode). The harness's and the clients' links arrive from the bridge gateway and are never cut. A
-cut lives in the cut node's namespace: a peer that restarts comes back on its fixed address and
-stays cut, but the cut node itself, once killed or stopped, comes back healed (its namespace died
-with its process) -- as in ZooKeeper mode.
+``replica_logs``, ``power_failure`` and ``disk_faults`` (as root with /dev/fuse and libfuse3), and
+as root with iptables and nsenter ``quorum_link_partition``: ``cut_links`` adds DROP rules for each
+peer's fixed address to the cut node's own namespace, both INPUT and OUTPUT
+(:class:`harness.containers.network.NamespaceFirewall`, as ``isolate`` does in ZooKeeper mode). The
+harness's and the clients' links arrive from the bridge gateway and are never cut. A cut lives in
+the cut node's namespace: a peer that restarts comes back on its fixed address and stays cut, but
+the cut node itself, once killed or stopped, comes back healed (its namespace died with its
+process) -- as in ZooKeeper mode.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, ren
 from kafka_chaos.harness.containers import teardown
 from kafka_chaos.harness.containers.clocks import ContainerClockControls
 from kafka_chaos.harness.containers.cluster import disable_ryuk_unless_present
+from kafka_chaos.harness.containers.disks import ContainerDiskControls
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.labels import new_run_id, run_labels
 from kafka_chaos.harness.containers.network import (
@@ -62,6 +70,7 @@ from kafka_chaos.harness.containers.nodes import (  # noqa: I001
 from kafka_chaos.harness.distribution import KafkaDistribution
 from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
+from kafka_chaos.harness.local.disks import DATA, disk_problems
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
@@ -82,18 +91,22 @@ def controller_alias(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class ContainerKraftCluster(KraftBasics, ContainerClockControls):
+class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskControls):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
-    :class:`harness.cluster.ControllerQuorumControl` and the brokers' and controllers' clocks
-    (:mod:`harness.containers.clocks`) in Docker containers; see the module docstring."""
+    :class:`harness.cluster.ControllerQuorumControl`, the brokers' and controllers' clocks
+    (:mod:`harness.containers.clocks`) and power failures and disk faults
+    (:mod:`harness.containers.disks`) in Docker containers; see the module docstring."""
 
     backend = "containers"
+    _data_without_layer = "plain host directories"
 
     @staticmethod
     def capability_problems() -> Mapping[Capability, str]:
-        """Cuts are iptables rules entered into a container's namespace: root, iptables, nsenter."""
+        """Cuts are iptables rules entered into a container's namespace: root, iptables, nsenter;
+        the crash-consistency layer runs on the host (root, /dev/fuse, libfuse3)."""
         problem = partition_tools_problem()
-        return {} if problem is None else {Capability.QUORUM_LINK_PARTITION: problem}
+        problems: dict[Capability, str] = disk_problems()
+        return problems if problem is None else problems | {Capability.QUORUM_LINK_PARTITION: problem}
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *, base_image: str | None = None,
                  start_timeout: float = START_TIMEOUT_SECONDS, metrics: bool = True,
@@ -105,6 +118,7 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
         self.base_image = base_image
         self.run_id = new_run_id()
         self.labels = run_labels(self.run_id)
+        self.state_dir: Path | None = None  # never detached: the layer's mounts end with this process
         self.start_timeout = start_timeout
         self.stop_timeout = float(stop_timeout)
         self._metrics = metrics
@@ -159,12 +173,13 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
         return files
 
     def replica_log_dirs(self, broker_id: int) -> list[Path]:
-        """The host directory the broker's container mounts as its data directory."""
+        """The host directory the broker's container mounts as its data directory (on the layer:
+        its mount, what the broker wrote)."""
         self._broker(broker_id)  # an unknown id is a one-line UsageError
-        return [self._dir() / broker_alias(broker_id)]
+        return [self._data_dir(broker_alias(broker_id))]
 
     def metadata_log_dirs(self) -> list[Path]:
-        return [self._dir() / controller_alias(c) for c in self.controller_ids]
+        return [self._data_dir(controller_alias(c)) for c in self.controller_ids]
 
     def controller_address(self, node_id: int) -> str:
         """The controller's CONTROLLER listener as published on 127.0.0.1 (the voters reach one
@@ -210,6 +225,9 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
                            "EXTERNAL": f"127.0.0.1:{self._broker_ports[b]}"},
                 bind_listeners={"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"})
         self._format_storage()
+        # After the format, before any container binds the directories (as harness.local.kraft)
+        self._mount_node_dirs({node_id: self._dir() / self._alias(node_id) for node_id in
+                               [*self.controller_ids, *brokers]})
         for i, c in enumerate(self.controller_ids):
             self._controllers[c] = self._start_node(controller_alias(c), "controller", -(i + 1))
             self._addresses[c] = address_on(self._controllers[c], self._starter.network.name)
@@ -231,7 +249,7 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
             if broker_id in self._metrics_ports:
                 host_ports[METRICS_PORT] = self._metrics_ports[broker_id]
         return self._starter.start_kraft_node(self.config, name, role, self._properties[name], position=position,
-                                              host_ports=host_ports, data_dir=str(self._dir() / name),
+                                              host_ports=host_ports, data_dir=str(self._data_dir(name)),
                                               metrics=broker_id in self._metrics_ports,
                                               clock=self._node_clock(role, int(name.rsplit("-", 1)[1]),
                                                                      self._clock_library))
@@ -244,8 +262,8 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
         """On the host, into the directory each container mounts (the image has no shell)."""
         configs = {}
         for name, props in self._properties.items():
-            data = self._dir() / name
-            data.mkdir()
+            data = self._data_dir(name)
+            data.mkdir(parents=True)
             configs[name] = self._dir() / f"{name}.properties"  # the host's view of the same directory
             configs[name].write_text(render_properties({**props, "log.dirs": str(data)}))
         format_storage(self.distribution, self.config.jvm_options, self._cluster_id, configs, self._dir())
@@ -372,6 +390,8 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
 
             remove_run(self._client, self.run_id)
             self._client.close()
+        for problem in self._unmount_disks():  # once no container binds the mounts, before the run dir
+            log.warning("crash-consistency layer: %s", problem)
         if self._starter is not None:
             self._starter.close()
         if self._run_dir is not None:
@@ -385,6 +405,11 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
         if self._run_dir is None:
             raise HarnessError("the cluster has not been started")
         return self._run_dir
+
+    def _data_dir(self, name: str) -> Path:
+        """Pure but for the run dir: node ``name``'s data directory on the host, which its
+        container binds (the layer's mount point when on the layer)."""
+        return self._dir() / name / DATA
 
     def _nodes(self) -> dict[str, Container]:
         return {**{controller_alias(c): n for c, n in self._controllers.items()},
@@ -406,7 +431,12 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls):
         return self._controller(node_id) if node_id in self._controllers else self._broker(node_id)
 
     def _alias(self, node_id: int) -> str:
-        return controller_alias(node_id) if node_id in self._controllers else broker_alias(node_id)
+        """A configured node's name, whether or not its container exists yet."""
+        return controller_alias(node_id) if node_id in self.controller_ids else broker_alias(node_id)
+
+    def _disk_container(self, node_id: int) -> tuple[str, Container]:
+        """Controllers are on the layer too: a quorum leader's power failure kills ``controller-N``."""
+        return self._alias(node_id), self._node(node_id)
 
     def _controller(self, node_id: int) -> Container:
         try:

@@ -86,8 +86,10 @@ def test_a_kraft_cluster_has_broker_and_quorum_controls_replica_logs_and_quorum_
                                                      Capability.DISK_FAULTS}
     assert missing[Capability.ZOOKEEPER_ENSEMBLE] == "a KRaft cluster has no ZooKeeper"
     assert "cut_links" in missing[Capability.NETWORK_PARTITION]
-    # libfaketime in the image, preloaded in the brokers' and controllers' containers
-    assert set(Capability) - set(missing_capabilities("containers", "kraft")) == have | {Capability.CLOCK_CONTROL}
+    # libfaketime in the image, preloaded in the brokers' and controllers' containers; the host's
+    # layer bind-mounted as every node's data directory
+    assert set(Capability) - set(missing_capabilities("containers", "kraft")) == have | {
+        Capability.CLOCK_CONTROL, Capability.POWER_FAILURE, Capability.DISK_FAULTS}
 
 
 def test_kraft_quorum_links_are_missing_with_the_hosts_reason_on_either_launcher(
@@ -179,5 +181,8 @@ def test_containers_put_data_on_the_hosts_layer_when_the_host_has_it(monkeypatch
     monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)
     assert not {Capability.POWER_FAILURE, Capability.DISK_FAULTS} & set(missing_capabilities("containers"))
     monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: "no /dev/fuse")
-    missing = missing_capabilities("containers")
-    assert missing[Capability.POWER_FAILURE] == missing[Capability.DISK_FAULTS] == "no /dev/fuse"
+    for mode in ("zookeeper", "kraft"):
+        missing = missing_capabilities("containers", mode)
+        assert missing[Capability.POWER_FAILURE] == missing[Capability.DISK_FAULTS] == "no /dev/fuse"
+    monkeypatch.setattr(kafka_chaos.harness.local.disks, "lazyfs_available", lambda: None)
+    assert not {Capability.POWER_FAILURE, Capability.DISK_FAULTS} & set(missing_capabilities("containers", "kraft"))
