@@ -336,15 +336,43 @@ def _problems(problems: Sequence[str]) -> str:
     return f'<h2>Input problems</h2><ul class="problems">{items}</ul>'
 
 
-def replay_command(row: Row, schedule: str | None = None) -> str:
+# The options of ``kafka-chaos run`` that shape what a scenario runs on -- not which scenarios run,
+# how often, or where the results go: a replay carries them over from the run's own command line.
+SHAPING_FLAGS = frozenset({"--transactions", "--harness-defaults"})
+SHAPING_OPTIONS = frozenset({"--brokers", "--mode", "--controllers", "--zookeepers", "--txn-client",
+                             "--kafka-version", "--kafka-home", "--tolerate"})
+
+
+def shaping_options(command: Sequence[str] | None) -> list[str]:
+    """The :data:`SHAPING_FLAGS` and :data:`SHAPING_OPTIONS` of a ``kafka-chaos run`` command line
+    (run.json's ``command``), in its order; nothing of another command's (``explore`` keeps what
+    shapes its schedules in their files)."""
+    if not command or len(command) < 2 or command[1] != "run":
+        return []
+    shaping: list[str] = []
+    args = iter(command[2:])
+    for arg in args:
+        name, equals, value = arg.partition("=")
+        if name in SHAPING_FLAGS and not equals:
+            shaping.append(name)
+        elif name in SHAPING_OPTIONS:
+            given = value if equals else next(args, None)
+            if given is not None:
+                shaping += [name, given]
+    return shaping
+
+
+def replay_command(row: Row, schedule: str | None = None, shaping: Sequence[str] = ()) -> str:
     """How to run a failing check's scenario iteration again with the same choices: a scenario
     that came from a schedule file (``schedule``: where its run kept it, ``DIR/schedules/``, as
-    ``run --schedule`` and ``explore`` do) from that file, a catalogue scenario by name."""
+    ``run --schedule`` and ``explore`` do) from that file, a catalogue scenario by name; with the
+    options that shaped it (``shaping``: :func:`shaping_options` of the run's command)."""
     scenario, seed, backend = row.get("scenario"), row.get("seed"), row.get("backend") or "local"
     iterations = int(row.get("iteration") or 0) + 1
     more = f" --iterations {iterations}" if iterations > 1 else ""
     which = f"--schedule {shlex.quote(schedule)}" if schedule else f"--scenario {scenario}"
-    return f"kafka-chaos run {which} --seed {seed} --backend {backend}{more}"
+    shaped = "".join(f" {shlex.quote(arg)}" for arg in shaping)
+    return f"kafka-chaos run {which} --seed {seed} --backend {backend}{more}{shaped}"
 
 
 def timeline_anchor(run_id: object, scenario: object, iteration: object) -> str:

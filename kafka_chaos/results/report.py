@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_chaos.common.errors import UsageError
+from kafka_chaos.records.writer import RUN_INFO_FILE
 from kafka_chaos.results.baseline import BaselineSources, locate_baseline, side_from_aggregates, window
 from kafka_chaos.results.comparison import DEFAULT_RULES, Rule, compare, comparison_document, parse_rules, samples_document
 from kafka_chaos.results.comparison import value_counts_from_spark_rows
@@ -227,14 +228,42 @@ def _line_problems(file_counts: Sequence[Mapping[str, Any]]) -> list[str]:
 def with_replay_commands(failures: Sequence[Mapping[str, Any]], files: Sequence[Path]) -> list[dict[str, Any]]:
     """Each failing check with the command that replays its scenario iteration (``replay``):
     a scenario a run kept in ``DIR/schedules/`` (schedule files, explore) is replayed from that
-    file, named by the path the report was given, so the command runs as printed from here."""
-    from kafka_chaos.results.html import replay_command
+    file, named by the path the report was given, so the command runs as printed from here; with
+    the options of its run's command that shaped it (``--mode``, ``--kafka-version``,
+    ``--transactions``, ``--harness-defaults``, ...: run.json), or, for a run started without a
+    command line (``run_scenarios`` called directly), ``--harness-defaults`` where it ran a
+    catalogue scenario with the harness's defaults."""
+    from kafka_chaos.results.html import replay_command, shaping_options
 
     kept: dict[str, str] = {}
+    runs: dict[str, Mapping[str, Any]] = {}
     for directory in sorted({f.parent for f in files}):
         for path in sorted((directory / "schedules").glob("*.json")):
             kept.setdefault(path.stem, str(path))
-    return [{**row, "replay": replay_command(row, kept.get(str(row.get("scenario"))))} for row in failures]
+        info = _run_info(directory)
+        if isinstance(info.get("run_id"), str):
+            runs.setdefault(info["run_id"], info)
+
+    def shaping(info: Mapping[str, Any], schedule: str | None) -> list[str]:
+        if info.get("command"):
+            return shaping_options(info["command"])
+        return ["--harness-defaults"] if info.get("kafka_defaults") is False and schedule is None else []
+
+    rows = []
+    for row in failures:
+        schedule = kept.get(str(row.get("scenario")))
+        info = runs.get(str(row.get("run_id")), {})
+        rows.append({**row, "replay": replay_command(row, schedule, shaping(info, schedule))})
+    return rows
+
+
+def _run_info(directory: Path) -> Mapping[str, Any]:
+    """A results directory's run.json, or nothing when it has none or it cannot be read."""
+    try:
+        info = json.loads((directory / RUN_INFO_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _summary_document(aggregates: "Aggregates", files: Sequence[Path], problems: Sequence[str],

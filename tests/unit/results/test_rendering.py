@@ -7,6 +7,8 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from kafka_chaos.results import latency_charts, plots, svg
 from kafka_chaos.results.html import render_html
 from kafka_chaos.results.terminal import render_terminal
@@ -229,3 +231,53 @@ def test_where_the_time_went_is_a_table_in_the_terminal_and_the_page():
     # a summary written before time ledgers were (or with none) shows neither
     assert "where the time went" not in render_terminal(summary_document())
     assert "Where the time went" not in render_html(summary_document(), {"latency": {}, "trend": None})
+
+
+SHAPING = [
+    # (the run's command line, what a replay carries over)
+    (["kafka-chaos", "run", "--suite", "conformance", "--seed", "7", "--results", "r"], []),
+    (["kafka-chaos", "run", "--suite", "kraft", "--mode", "kraft", "--kafka-version", "4.4.0", "--controllers", "3"],
+     ["--mode", "kraft", "--kafka-version", "4.4.0", "--controllers", "3"]),
+    (["kafka-chaos", "run", "--transactions", "--txn-client=java", "--brokers", "5", "--junit", "j.xml"],
+     ["--transactions", "--txn-client", "java", "--brokers", "5"]),
+    (["kafka-chaos", "run", "--suite", "smoke", "--harness-defaults", "--tolerate", "client", "--deflake", "2"],
+     ["--harness-defaults", "--tolerate", "client"]),
+    (["kafka-chaos", "run", "--zookeepers", "3", "--kafka-home", "/opt/kafka 3.9", "--iterations", "4"],
+     ["--zookeepers", "3", "--kafka-home", "/opt/kafka 3.9"]),
+    (["kafka-chaos", "run", "--mode"], []),  # cut short: nothing to carry
+    (["kafka-chaos", "explore", "--mode", "kraft", "--kafka-version", "4.4.0"], []),  # its files say it
+    ([], []),
+]
+
+
+@pytest.mark.parametrize("command, carried", SHAPING)
+def test_a_replay_carries_the_options_that_shaped_the_run(command, carried) -> None:
+    from kafka_chaos.results.html import shaping_options
+
+    assert shaping_options(command) == carried
+
+
+def test_replay_commands_run_the_scenario_as_its_run_did(tmp_path) -> None:
+    """From run.json: the run's shaping options (quoted as a shell reads them), or for a run
+    started without a command line (run_scenarios called directly) with the harness's defaults,
+    --harness-defaults for a catalogue scenario (a schedule file runs as written)."""
+    from kafka_chaos.results.report import with_replay_commands
+
+    cli, direct = tmp_path / "cli", tmp_path / "direct"
+    (direct / "schedules").mkdir(parents=True)
+    (direct / "schedules" / "mine.json").write_text("{}")
+    cli.mkdir()
+    (cli / "run.json").write_text(json.dumps({"run_id": "a", "kafka_defaults": True, "command": [
+        "kafka-chaos", "run", "--suite", "kraft", "--kafka-version", "4.4.0", "--kafka-home", "/opt/k 4"]}))
+    (direct / "run.json").write_text(json.dumps({"run_id": "b", "kafka_defaults": False, "command": None}))
+    failures = [{"run_id": "a", "scenario": "leader_hard_kill_kraft", "seed": 1, "backend": "local", "iteration": 0},
+                {"run_id": "b", "scenario": "leader_hard_kill", "seed": 2, "backend": "local", "iteration": 0},
+                {"run_id": "b", "scenario": "mine", "seed": 2, "backend": "local", "iteration": 0},
+                {"run_id": "gone", "scenario": "leader_hard_kill", "seed": 3, "backend": "local", "iteration": 0}]
+    rows = with_replay_commands(failures, [cli / "records.jsonl", direct / "records.jsonl"])
+    assert [r["replay"] for r in rows] == [
+        "kafka-chaos run --scenario leader_hard_kill_kraft --seed 1 --backend local --kafka-version 4.4.0 "
+        "--kafka-home '/opt/k 4'",
+        "kafka-chaos run --scenario leader_hard_kill --seed 2 --backend local --harness-defaults",
+        f"kafka-chaos run --schedule {direct}/schedules/mine.json --seed 2 --backend local",
+        "kafka-chaos run --scenario leader_hard_kill --seed 3 --backend local"]
