@@ -12,7 +12,7 @@ version and every other feature's default level for it (docs/journey.md).
 * ``kraft_finalize`` -- ``kafka-features upgrade --release-version V`` from the nodes' release's
   tools, refused unless every node runs that one release; done when the metadata log's
   FeatureLevelRecord for ``metadata.version`` is at V's level. ``features`` instead names the
-  levels (``upgrade --feature name=level``): KAFKA-21426's workaround, which leaves ``kraft.version``
+  levels (``upgrade --feature name=level``): a finalize that may leave ``kraft.version``
   out (``--release-version`` also asks ``kraft.version=1``, turning a static quorum dynamic).
 
 The oracle: a broker's roll is its controlled shutdown then its start (a new incarnation: on a 4.x
@@ -197,7 +197,7 @@ def roll_events(controller: int | None, brokers: tuple[int, ...], led: bool) -> 
 @dataclass
 class KraftFinalize(FaultBase):
     """``kafka-features upgrade --release-version V`` once every node runs one 4.x release
-    (or ``features``: the levels named, KAFKA-21426's workaround); done when the metadata log
+    (or ``features``: the levels named, ``kraft.version`` left out to keep a static quorum); done when the metadata log
     finalized V's ``metadata.version``. Writes FeatureLevelRecords only."""
 
     release_version: str = JOURNEY_RELEASE_VERSION

@@ -40,7 +40,7 @@ def kraft_finalize() -> Step:
     return Step("kraft_finalize", NoTarget("the cluster's features"), frozen({"release_version": JOURNEY_RELEASE_VERSION}))
 
 
-# KAFKA-21426's workaround: what ``kafka-features version-mapping --release-version 4.4`` prints
+# A finalize that keeps the quorum static: what ``kafka-features version-mapping --release-version 4.4`` prints
 # (4.4.0's own tool) less kraft.version, so the static quorum stays static.
 FEATURES_4_4_WITHOUT_KRAFT_VERSION = {"metadata.version": 33, "transaction.version": 2, "group.version": 1,
                                       "eligible.leader.replicas.version": 1, "share.version": 2, "streams.version": 1}
@@ -100,7 +100,7 @@ def journey_zk_to_4_4() -> list[Step]:
 
 
 def static_quorum_steps() -> list[Step]:
-    """The shorter journey finalized the KAFKA-21426 way (indices fixed: ``EarlierTarget``)."""
+    """The shorter journey finalized with the features named, kraft.version left out (indices fixed: ``EarlierTarget``)."""
     steps = [provision(), roll("hybrid"), roll("kraft"), finalize()]              # 0-3
     steps += [kraft_roll_controller(c) for c in CONTROLLERS]                     # 4-6
     steps += [kraft_roll_broker(1),                                               # 7
@@ -115,7 +115,7 @@ def static_quorum_steps() -> list[Step]:
 @zk.scenario(topics=[zk.topic_t], needs=JOURNEY, suites=frozenset({JOURNEY_SUITE}),
              name="journey_finalize_without_kraft_version")
 def journey_finalize_without_kraft_version() -> list[Step]:
-    """The journey to Kafka 4.4.0 finalized with KAFKA-21426's workaround: ``kafka-features upgrade
+    """The journey to Kafka 4.4.0 finalized with the features named one by one: ``kafka-features upgrade
     --feature`` with every level ``version-mapping --release-version 4.4`` gives but ``kraft.version``
     (``--release-version 4.4`` also asks kraft.version=1, which turns the static quorum of
     ``controller.quorum.voters`` dynamic). The migration with no fault between its steps, the six

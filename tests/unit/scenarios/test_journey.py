@@ -208,7 +208,7 @@ def test_the_static_quorum_journey_finalizes_every_4_4_feature_but_kraft_version
     assert [s.fault for s in phases] == ["migration_provision", "migration_roll", "migration_roll", "migration_finalize",
                                          *["kraft_roll"] * 6, "kraft_finalize"]
     features = phases[-1].options["features"]
-    # 4.4.0's version-mapping --release-version 4.4, less kraft.version (KAFKA-21426)
+    # 4.4.0's version-mapping --release-version 4.4, less kraft.version (the quorum stays static)
     assert features == {"metadata.version": 33, "transaction.version": 2, "group.version": 1,
                         "eligible.leader.replicas.version": 1, "share.version": 2, "streams.version": 1}
     fault = _fault("kraft_finalize", Target((), "f"), **phases[-1].options)
