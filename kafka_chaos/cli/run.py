@@ -44,7 +44,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="run this schedule file (repeatable; docs/schedules.md)")
     parser.add_argument("--shard", type=shard, default=None, metavar="I/N",
                         help="run only scenarios I, I+N, I+2N, ... of the selection (split a suite across machines)")
-    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--list", action="store_true", help="list the scenarios (of --suite, if given) and exit")
     parser.add_argument("--backend", choices=("local", "containers", "auto"), default="local",
                         help="where brokers run [default: local]")
     parser.add_argument("--brokers", type=int, default=None, metavar="N",
@@ -147,8 +147,8 @@ def _shaped(args: argparse.Namespace, chosen: Sequence[Scenario]) -> list[Scenar
 def run_command(args: argparse.Namespace) -> int:
     from kafka_chaos.scenarios.plans import catalogue
 
-    if args.list:
-        listed = catalogue.all_scenarios()
+    if args.list:  # the catalogue, or the --suite named
+        listed = catalogue.suite(args.suite) if args.suite else catalogue.all_scenarios()
         width = max(len(s.name) for s in listed)
         for s in listed:
             needs = ", ".join(sorted(c.value for c in s.requirements - {Capability.BROKER_CONTROL}))
