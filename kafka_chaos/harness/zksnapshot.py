@@ -138,8 +138,9 @@ class ZkSnapshot:
     # live brokers are the active ones, the controller is the quorum's leader and a partition's
     # version is its partition epoch.
     mode: str = "zookeeper"
-    # When the controller won its election (/controller's timestamp, epoch s): its scheduled
-    # leader-imbalance checks count from it (scenarios.model.imbalance_checks). None in KRaft.
+    # When the controller won its election (/controller's timestamp, epoch s; KRaft: its epoch's
+    # LEADER_CHANGE append time): its scheduled leader-imbalance checks count from it
+    # (scenarios.model.imbalance_checks).
     controller_elected_at: float | None = None
     # KRaft: the finalized feature levels (FeatureLevelRecord), e.g. eligible.leader.replicas.version
     features: Mapping[str, int] = field(default_factory=dict)

@@ -139,6 +139,8 @@ class MetadataImage:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.quorum_leader: int | None = None
         self.quorum_epoch: int | None = None
+        # the epoch's LEADER_CHANGE append time: a 4.x controller's periodic balances count from it
+        self.quorum_epoch_at: float | None = None
         self.next_offset = 0
         self.last_at: float | None = None
         # the last ZkMigrationStateRecord's value (None: none written, a cluster never migrated)
@@ -162,7 +164,7 @@ class MetadataImage:
         self.last_at = entry.at
         record, at = entry.record, entry.at
         if isinstance(record, LeaderChange):
-            self.quorum_leader, self.quorum_epoch = record.leader_id, entry.epoch
+            self.quorum_leader, self.quorum_epoch, self.quorum_epoch_at = record.leader_id, entry.epoch, at
             return [ControllerChanged(at, record.leader_id)]
         if isinstance(record, (RegisterBroker, UnregisterBroker, FenceBroker, UnfenceBroker,
                                BrokerRegistrationChanged)):
@@ -284,6 +286,7 @@ class MetadataImage:
             live_brokers={b: r.epoch for b, r in sorted(self.brokers.items()) if r.active},
             controller=self.quorum_leader,
             controller_epoch=self.quorum_epoch,
+            controller_elected_at=self.quorum_epoch_at,
             partitions=partitions,
             topic_configs={t: dict(c) for t, c in self.topic_configs.items() if t in shown},
             # AlterPartitionReassignments keeps no pending znode: adding/removing replicas show it

@@ -231,7 +231,7 @@ class KraftObserver(BrokerWaits, EventQueries):
             snapshot = self._image.snapshot(wanted, time.time())
             committed = self._committed_epoch()
         if snapshot.controller_epoch is not None and snapshot.controller_epoch > committed:
-            return replace(snapshot, controller=None)  # elected, not yet followed by a majority
+            return replace(snapshot, controller=None, controller_elected_at=None)  # not yet followed by a majority
         return snapshot
 
     def _committed_epoch(self) -> int:

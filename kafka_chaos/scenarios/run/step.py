@@ -59,7 +59,7 @@ from kafka_chaos.scenarios.checks.expectations import (
 )
 from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
-from kafka_chaos.scenarios.model.imbalance_checks import wait_before_step
+from kafka_chaos.scenarios.model.imbalance_checks import first_check_delay_s, wait_before_step
 from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASURE, METADATA, PREDICT, SETTLE, Stopwatch
 from kafka_chaos.scenarios.model.snapshots import (
     INTERNAL_TOPICS,
@@ -228,13 +228,15 @@ class StepCore:
             return self._prepared(label, step, started, before_snap, clock)
 
     def _wait_off_imbalance_check(self, label: str) -> None:
-        """Let a ZooKeeper-mode controller's scheduled leader-imbalance check run before the step
-        rather than inside it (:mod:`scenarios.model.imbalance_checks`)."""
+        """Let the controller's scheduled leader-imbalance check (ZooKeeper mode; KRaft on 4.x,
+        the periodic balance) run before the step rather than inside it
+        (:mod:`scenarios.model.imbalance_checks`)."""
         snapshot = self.observer.snapshot(())  # the controller and its election time: no topic needed
-        if snapshot.mode != "zookeeper" or snapshot.controller is None:
+        if snapshot.controller is None:
             return
-        settings, _ = controller_settings(self.cluster, snapshot.controller)
-        wait = wait_before_step(settings, snapshot.controller_elected_at, time.time())
+        settings, release = controller_settings(self.cluster, snapshot.controller)
+        first = first_check_delay_s(snapshot.mode, release, settings)
+        wait = wait_before_step(settings, snapshot.controller_elected_at, time.time(), first_delay_s=first)
         if wait > 0:
             self.progress(f"{label}: waiting {wait:.0f}s for the controller's scheduled leader-imbalance check")
             time.sleep(wait)

@@ -317,6 +317,7 @@ def test_a_quorum_leader_counts_once_a_majority_of_voters_have_its_epoch(tmp_pat
     with KraftObserver(dirs, topics=[]) as observer:
         snap = observer.snapshot()
     assert (snap.controller, snap.controller_epoch) == (None, 7) and set(snap.live_brokers) == {1}
+    assert snap.controller_elected_at is None  # no controller's election to time balances from yet
     write_log(tmp_path, "c3002", *common, elected)  # a follower took it: committed
     with KraftObserver(dirs, topics=[]) as observer:
         assert (observer.snapshot().controller, observer.snapshot().controller_epoch) == (3001, 7)
@@ -402,3 +403,21 @@ def test_the_kraft_release_lines_are_the_models() -> None:
     from kafka_chaos.oracle.kraft.interleavings import MODELLED_LINES
 
     assert KRAFT_RELEASE_LINES == tuple(line for line in MODELLED_LINES if line < (4, 0))  # 4.x: KRaft only
+
+
+def test_the_epochs_leader_change_times_the_controllers_election() -> None:
+    """A 4.x controller's periodic balances count from its epoch's LEADER_CHANGE append time
+    (scenarios.model.imbalance_checks): the snapshot's ``controller_elected_at``, the latest
+    epoch's, and it survives the history's JSON."""
+    image = MetadataImage()
+    image.apply_all(entries(
+        batch(0, [leader_change(3000, (3000,))], epoch=4, control_key=LEADER_CHANGE_KEY, timestamp_ms=1_700_000_001_000),
+        batch(1, [register_broker(1, 7, fenced=False)], epoch=4, timestamp_ms=1_700_000_002_000),
+        batch(2, [leader_change(3001, (3000, 3001))], epoch=5, control_key=LEADER_CHANGE_KEY,
+              timestamp_ms=1_700_000_050_500),
+        batch(3, [register_broker(2, 8, fenced=False)], epoch=5, timestamp_ms=1_700_000_060_000),
+    ))
+    snap = image.snapshot(None, 0.0)
+    assert (snap.controller, snap.controller_elected_at) == (3001, 1_700_000_050.5)
+    assert ZkSnapshot.from_dict(snap.to_dict()).controller_elected_at == 1_700_000_050.5
+    assert MetadataImage().snapshot(None, 0.0).controller_elected_at is None

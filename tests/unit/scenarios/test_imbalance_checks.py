@@ -12,7 +12,9 @@ from kafka_chaos.scenarios.model.imbalance_checks import (
     FIRST_CHECK_DELAY_S,
     LOOKAHEAD_S,
     MARGIN_S,
+    first_check_delay_s,
     next_check_at,
+    periodic_kraft_balance,
     wait_before_step,
 )
 
@@ -48,3 +50,53 @@ def test_no_scheduled_check_falls_in_a_steps_first_seconds(since_election: float
 def test_the_next_check_counts_from_the_election() -> None:
     assert next_check_at(T, T, 300.0) == T + FIRST_CHECK_DELAY_S
     assert next_check_at(T, T + 1000.0, 300.0) == T + FIRST_CHECK_DELAY_S + 1200.0
+
+
+# KRaft from 4.0: the periodic task "electPreferred", one interval after the activation (counted
+# from the epoch's LEADER_CHANGE) and every interval after; 3.x KRaft and a migration: no time known.
+@pytest.mark.parametrize(("mode", "release", "config", "delay"), [
+    ("zookeeper", "3.9.2", ON, FIRST_CHECK_DELAY_S),
+    ("zookeeper", "2.4.1", ON, FIRST_CHECK_DELAY_S),
+    ("kraft", "4.4.0", ON, 300.0),
+    ("kraft", "4.0.0", {**ON, "leader.imbalance.check.interval.seconds": "60"}, 60.0),
+    ("kraft", "3.9.2", ON, None),  # armed by the write that first left a leader off its first replica
+    ("kraft", "3.6.2", ON, None),
+    ("kraft", "not-a-release", ON, None),
+    ("migration", "3.9.2", ON, None),
+])
+def test_when_the_first_scheduled_check_comes(mode, release, config, delay) -> None:
+    assert first_check_delay_s(mode, release, config) == delay
+
+
+@pytest.mark.parametrize(("release", "periodic"), [("4.0.0", True), ("4.4.0", True), ("3.9.2", False), ("x", False)])
+def test_which_kraft_releases_balance_on_a_period(release: str, periodic: bool) -> None:
+    assert periodic_kraft_balance(release) is periodic
+
+
+@pytest.mark.parametrize(("config", "now", "wait"), [
+    (ON, T + 2.0, 0.0),  # a fresh 4.x controller: the first balance is 300 s away, not 5 s
+    (ON, T + 290.0, 300.0 + MARGIN_S - 290.0),
+    (ON, T + 301.0, 300.0 + MARGIN_S - 301.0),
+    (ON, T + 590.0, 600.0 + MARGIN_S - 590.0),
+    (ON, T + 400.0, 0.0),
+    ({**ON, "leader.imbalance.check.interval.seconds": "60"}, T + 50.0, 60.0 + MARGIN_S - 50.0),
+    ({**ON, "leader.imbalance.check.interval.seconds": "60"}, T + 100.0, 120.0 + MARGIN_S - 100.0),
+    ({**ON, "leader.imbalance.check.interval.seconds": "30"}, T + 25.0, 0.0),  # scenarios name these
+    ({"auto.leader.rebalance.enable": "false"}, T + 290.0, 0.0),
+])
+def test_how_long_a_kraft_4x_step_waits(config, now, wait) -> None:
+    first = first_check_delay_s("kraft", "4.4.0", config)
+    assert wait_before_step(config, T, now, first_delay_s=first) == pytest.approx(wait)
+
+
+def test_no_time_known_no_wait() -> None:
+    assert wait_before_step(ON, T, T + 299.0, first_delay_s=None) == 0.0
+
+
+@given(st.floats(0, 20_000), st.sampled_from([60.0, 300.0, 900.0]))
+def test_no_kraft_balance_falls_in_a_steps_first_seconds(since_epoch: float, interval: float) -> None:
+    config = {**ON, "leader.imbalance.check.interval.seconds": str(interval)}
+    first = first_check_delay_s("kraft", "4.4.0", config)
+    start = T + since_epoch + wait_before_step(config, T, T + since_epoch, first_delay_s=first)
+    balances = [T + k * interval for k in range(1, int(since_epoch // interval) + 3)]
+    assert not [b for b in balances if start - MARGIN_S + 1e-6 < b < start + LOOKAHEAD_S]
