@@ -111,6 +111,7 @@ class KraftObserver(BrokerWaits, EventQueries):
         self._poll_interval = poll_interval
         self._image = MetadataImage()
         self._last_replayed: tuple[int, int] | None = None  # (offset, epoch) of the last record replayed
+        self._replayed: list[LogEntry] = []  # the entries the image holds, in offset order
         self._events = EventLog(max_events)
         self._changed = threading.Condition()
         self._generation = 0
@@ -176,6 +177,7 @@ class KraftObserver(BrokerWaits, EventQueries):
                 fresh = [e for e in lead.entries if e.offset >= self._image.next_offset]
                 for event in self._image.apply_all(fresh):
                     self._events.append(event)
+                self._replayed.extend(fresh)
             self._image.next_offset = max(self._image.next_offset, lead.next_offset)
             last = self._image.next_offset - 1
             epoch = self._epoch_at(lead, last)
@@ -217,6 +219,7 @@ class KraftObserver(BrokerWaits, EventQueries):
                 for event in events:
                     self._events.append(event)
         self._image = image
+        self._replayed = list(lead.entries)
 
     # ------------------------------------------------------------------ reading
 
@@ -263,6 +266,13 @@ class KraftObserver(BrokerWaits, EventQueries):
 
     def _timeout_snapshot(self) -> ZkSnapshot | None:
         return self.snapshot()
+
+    def metadata_log(self) -> tuple[LogEntry, ...]:
+        """Every entry the image was replayed from, in offset order, with its append time: what a
+        pure replay of the active controller's own schedule reads
+        (``scenarios.model.kraft_balances``)."""
+        with self._changed:
+            return tuple(self._replayed)
 
     def zk_migration_state(self) -> int | None:
         """The last ``ZkMigrationStateRecord`` replayed (None: the log has none)."""

@@ -85,10 +85,15 @@ def wait_before_step(config: Mapping[str, object], elected_at: float | None, now
     first check's delay is unknown, or checks come so often -- an interval under twice the
     lookahead -- that scenarios name them as ``then: auto_rebalance`` steps instead).
     ``first_delay_s``: :func:`first_check_delay_s` of the controller's mode and release."""
-    if elected_at is None or first_delay_s is None or not auto_leader_rebalance_enabled(config):
+    if elected_at is None or first_delay_s is None:
         return 0.0
-    interval = check_interval_s(config)
-    if interval < 2 * LOOKAHEAD_S:
+    return wait_for_due(config, next_check_at(elected_at, now, check_interval_s(config), first_delay_s), now)
+
+
+def wait_for_due(config: Mapping[str, object], due: float | None, now: float) -> float:
+    """Seconds to wait before a step for a check ``due`` then (the first at or after ``now`` -
+    :data:`MARGIN_S`; None: none scheduled) to fall before it: :func:`wait_before_step`'s rule, for
+    a due time known otherwise (a 3.x KRaft controller's, ``scenarios.model.kraft_balances``)."""
+    if due is None or not auto_leader_rebalance_enabled(config) or check_interval_s(config) < 2 * LOOKAHEAD_S:
         return 0.0
-    due = next_check_at(elected_at, now, interval, first_delay_s)
     return due + MARGIN_S - now if due - now < LOOKAHEAD_S else 0.0

@@ -31,6 +31,7 @@ from kafka_chaos.harness.cluster import (
     ReplicaLogReader,
     implements,
 )
+from kafka_chaos.harness.kraft.observer import KraftObserver
 from kafka_chaos.harness.migration.properties import HYBRID
 from kafka_chaos.harness.observers import Observer
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
@@ -38,6 +39,7 @@ from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.node_logs import LogCursor
 from kafka_chaos.oracle import AutoRebalance, ClusterState, Event
 from kafka_chaos.oracle.kraft.migration import MIGRATING_ZK_BROKERS
+from kafka_chaos.oracle.config import auto_leader_rebalance_enabled
 from kafka_chaos.scenarios.model.steps import Step
 from kafka_chaos.scenarios.run.migration_view import migration_status, observe_migration
 from kafka_chaos.scenarios.clients.ops import ClientOps
@@ -59,7 +61,14 @@ from kafka_chaos.scenarios.checks.expectations import (
 )
 from kafka_chaos.scenarios.faults import Fault, Nemesis, make_fault
 from kafka_chaos.scenarios.history.observations import ClientActivity, FaultTraits, MetadataAnswer, ScenarioRun, StepObserved
-from kafka_chaos.scenarios.model.imbalance_checks import first_check_delay_s, wait_before_step
+from kafka_chaos.scenarios.model.imbalance_checks import (
+    MARGIN_S,
+    check_interval_s,
+    first_check_delay_s,
+    wait_before_step,
+    wait_for_due,
+)
+from kafka_chaos.scenarios.model.kraft_balances import BalanceReplay
 from kafka_chaos.scenarios.model.ledger import CLIENTS, CONVERGE, INJECT, MEASURE, METADATA, PREDICT, SETTLE, Stopwatch
 from kafka_chaos.scenarios.model.snapshots import (
     INTERNAL_TOPICS,
@@ -236,7 +245,16 @@ class StepCore:
             return
         settings, release = controller_settings(self.cluster, snapshot.controller)
         first = first_check_delay_s(snapshot.mode, release, settings)
-        wait = wait_before_step(settings, snapshot.controller_elected_at, time.time(), first_delay_s=first)
+        now = time.time()
+        if (first is None and snapshot.mode == "kraft" and isinstance(self.observer, KraftObserver)
+                and auto_leader_rebalance_enabled(settings)):
+            # a 3.x KRaft controller: armed by a write, replayed from its log (only with the
+            # rebalance on, which the catalogue leaves off there: harness.config.kafka_default_overrides)
+            replay = BalanceReplay(check_interval_s(settings))
+            replay.apply(self.observer.metadata_log())
+            wait = wait_for_due(settings, replay.next_due(now, MARGIN_S), now)
+        else:
+            wait = wait_before_step(settings, snapshot.controller_elected_at, now, first_delay_s=first)
         if wait > 0:
             self.progress(f"{label}: waiting {wait:.0f}s for the controller's scheduled leader-imbalance check")
             time.sleep(wait)

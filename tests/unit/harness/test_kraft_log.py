@@ -421,3 +421,16 @@ def test_the_epochs_leader_change_times_the_controllers_election() -> None:
     assert (snap.controller, snap.controller_elected_at) == (3001, 1_700_000_050.5)
     assert ZkSnapshot.from_dict(snap.to_dict()).controller_elected_at == 1_700_000_050.5
     assert MetadataImage().snapshot(None, 0.0).controller_elected_at is None
+
+
+def test_the_observer_supplies_the_entries_its_image_holds(tmp_path) -> None:
+    """What a 3.x controller's balance replay reads (scenarios.model.kraft_balances): the replayed
+    entries with their append times, the log's own after a later leader overwrote it."""
+    from kafka_chaos.harness.kraft.observer import KraftObserver
+
+    first = [batch(0, [leader_change(3000, (3000,))], epoch=1, control_key=LEADER_CHANGE_KEY),
+             batch(1, [register_broker(1, 7, fenced=False)], epoch=1, timestamp_ms=1_700_000_005_000)]
+    directory = write_log(tmp_path, "c3000", *first)
+    with KraftObserver([directory], topics=[]) as observer:
+        log = observer.metadata_log()
+    assert [(e.offset, e.at) for e in log] == [(0, 1_700_000_000.0), (1, 1_700_000_005.0)]

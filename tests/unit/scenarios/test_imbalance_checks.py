@@ -100,3 +100,16 @@ def test_no_kraft_balance_falls_in_a_steps_first_seconds(since_epoch: float, int
     start = T + since_epoch + wait_before_step(config, T, T + since_epoch, first_delay_s=first)
     balances = [T + k * interval for k in range(1, int(since_epoch // interval) + 3)]
     assert not [b for b in balances if start - MARGIN_S + 1e-6 < b < start + LOOKAHEAD_S]
+
+
+@pytest.mark.parametrize(("config", "due", "now", "wait"), [
+    (ON, T + 310.0, T + 290.0, 310.0 + MARGIN_S - 290.0),  # a 3.x KRaft balance armed by a write at T + 10
+    (ON, T + 310.0, T + 200.0, 0.0),
+    (ON, None, T + 290.0, 0.0),  # none armed: every leader on its first replica
+    ({"auto.leader.rebalance.enable": "false"}, T + 310.0, T + 290.0, 0.0),
+    ({**ON, "leader.imbalance.check.interval.seconds": "3"}, T + 10.0, T + 9.0, 0.0),  # scenarios name these
+])
+def test_how_long_a_step_waits_for_a_known_due_time(config, due, now, wait) -> None:
+    from kafka_chaos.scenarios.model.imbalance_checks import wait_for_due
+
+    assert wait_for_due(config, due, now) == pytest.approx(wait)
