@@ -76,8 +76,11 @@ def test_a_migration_through_quorum_failovers_and_an_outage_passes_and_its_phase
     path = with_pauses_first(SCHEDULE, tmp_path / "schedule.json", pauses)
     schedule = load(path)
     results = tmp_path / "run"
+    # --tolerate client: a duplicate librdkafka makes by re-sending, under a bumped epoch, a batch a
+    # leader appended and answered NOT_LEADER for as it shut down (librdkafka#4953's path; CI #35)
+    # is the client's, not the harness's or Kafka's -- any other failed check still fails
     rc = run_scenarios([schedule.scenario()], seed=31, results_dir=results, report=False,
-                       sources={schedule.name: str(path)})
+                       sources={schedule.name: str(path)}, tolerate="client")
     records = read_records(results).records
     assert rc == 0, [(r.check, r.fault, r.detail) for r in records if r.kind == "check" and r.passed is False]
 

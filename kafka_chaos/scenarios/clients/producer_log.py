@@ -11,7 +11,14 @@ changed PID{Id:0,Epoch:0} -> PID{Id:0,Epoch:1} with base MsgId 100").
 
 A message whose batch was *possibly persisted* (a transport error or timeout: the broker may have
 appended it) and that the producer then renumbers under a bumped epoch is written twice when the
-first attempt was in fact appended: the broker cannot deduplicate across producer epochs. That
+first attempt was in fact appended: the broker cannot deduplicate across producer epochs. So is one
+refused with NOT_LEADER_OR_FOLLOWER, which librdkafka takes as not persisted (``MsgNotPersisted``)
+but a leader also answers for a batch it *appended* and was waiting to replicate (``acks=all``)
+when it stopped leading: ``DelayedProduce.tryComplete`` -> ``Partition.checkEnoughReplicasReachOffset``,
+``case None => (false, Errors.NOT_LEADER_OR_FOLLOWER)`` (Partition.scala 3.9 lines 1136-1137), the
+batch kept in the log the new leader replicated (seen: test_migration, u [1] msgid 367, broker 4's
+append at offset 366 answered NOT_LEADER at its controlled shutdown, broker 1 leading from offset
+367, then an out-of-order refusal's epoch bump re-sent it at offset 367). That
 is librdkafka's open confluentinc/librdkafka#4953 ("Sporadic message duplication during leader
 transition with idempotent producer"), whose maintainers describe this epoch-bump path — and the
 bump may come from another partition's gap (seen: explore-27007-12, t0 [4]'s batch possibly
@@ -41,6 +48,8 @@ _RENUMBERED = re.compile(
     r"with base MsgId (?P<base>\d+)")
 _CLIENT_NAME = re.compile(_CLIENT)
 POSSIBLY_PERSISTED = "MsgPossiblyPersisted"
+# librdkafka's words for NOT_LEADER_OR_FOLLOWER (rd_kafka_err_descs): appended or not (above).
+NOT_LEADER = "Not leader for partition"
 ACQUIRED_PID = "Acquired PID{"
 _ACQUIRED = re.compile(_TIME + _CLIENT + r".*?Acquired PID\{Id:(?P<id>-?\d+),Epoch:(?P<epoch>-?\d+)\}")
 
@@ -84,7 +93,9 @@ class FailedBatch:
 
     @property
     def possibly_persisted(self) -> bool:
-        return POSSIBLY_PERSISTED in self.actions.split(",")
+        """Whether the broker may have appended the batch: librdkafka says so, or the error is a
+        NOT_LEADER_OR_FOLLOWER a leader also answers after appending (module docstring)."""
+        return POSSIBLY_PERSISTED in self.actions.split(",") or NOT_LEADER in self.error
 
     @property
     def last_msgid(self) -> int:
@@ -129,8 +140,11 @@ def possibly_persisted_resends(lines: Iterable[str]) -> list[Resend]:
         if "encountered error" in line and (m := _FAILED_BATCH.search(line)) is not None:
             batch = FailedBatch(float(m["at"]), m["topic"], int(m["partition"]), int(m["msgid"]), int(m["count"]),
                                 m["error"], m["actions"], line, _client(line))
-            if batch.possibly_persisted:
-                open_batches.setdefault((batch.client, batch.topic, batch.partition), []).append(batch)
+            pending = open_batches.setdefault((batch.client, batch.topic, batch.partition), [])
+            # a retry's failure of a batch already open adds nothing: the first error is the evidence
+            if batch.possibly_persisted and not any((b.first_msgid, b.count) == (batch.first_msgid, batch.count)
+                                                    for b in pending):
+                pending.append(batch)
         elif "changed PID" in line and (m := _RENUMBERED.search(line)) is not None and m["old"] != "Invalid":
             base = int(m["base"])
             for batch in open_batches.pop((_client(line), m["topic"], int(m["partition"])), []):

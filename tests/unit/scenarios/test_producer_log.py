@@ -71,10 +71,26 @@ def test_a_bump_caused_by_another_partitions_gap_resends_this_one_too() -> None:
     assert explaining(resends, "t0", 4, 100) is resends[0]
 
 
+def test_a_not_leader_answer_counts_as_possibly_appended() -> None:
+    """test_migration on CI #35 (real lines, shortened): broker 4 appended u [1]'s MsgId 367 at
+    offset 366 and, shut down before its follower acknowledged it, answered NOT_LEADER
+    (DelayedProduce -> Partition.checkEnoughReplicasReachOffset); broker 1 led from offset 367
+    with it, refused the next batches NOT_LEADER, then one for the gap; the epoch bump re-sent
+    MsgId 367, appended again at offset 367. librdkafka marks the answer MsgNotPersisted."""
+    lines = [failed(628.415, 367, 1, "Broker: Not leader for partition", "Refresh,MsgNotPersisted", "u", 1),
+             failed(628.745, 370, 1, "Broker: Broker received an out of order sequence number",
+                    "Permanent,MsgPossiblyPersisted", "u", 1),
+             skipped(628.745, "u", 1), renumbered(628.748, 367, "u", 1, "Id:2,Epoch:0", "Id:2,Epoch:1")]
+    resends = possibly_persisted_resends(lines)
+    assert explaining(resends, "u", 1, 367) is resends[0]
+    assert "Not leader for partition" in resends[0].evidence()
+
+
 def test_no_resend_without_both_halves_on_the_same_partition_of_the_same_producer() -> None:
-    not_persisted = [failed(10.0, 68, 1, "Broker: Not leader for partition", "Refresh,Retry,MsgNotPersisted"),
-                     skipped(12.0), renumbered(12.0, 68)]
-    assert possibly_persisted_resends(not_persisted) == []
+    # refused before any append (Partition.appendRecordsToLeader checks the ISR first)
+    refused = [failed(10.0, 68, 1, "Broker: Not enough in-sync replicas", "Refresh,Retry,MsgNotPersisted"),
+               skipped(12.0), renumbered(12.0, 68)]
+    assert possibly_persisted_resends(refused) == []
     no_bump = FOUR_NINE_FIVE_THREE[:3]
     assert possibly_persisted_resends(no_bump) == []
     other_partition = FOUR_NINE_FIVE_THREE[:3] + [renumbered(12.0, 68, partition=1)]
