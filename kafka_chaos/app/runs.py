@@ -135,9 +135,15 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
     unless ``--harness-defaults``; recorded in run.json and rerun.json. Off by default: the test
     command's direct calls keep the quick ones (its 15-minute budget)."""
     if kafka_defaults:
-        scenarios = kafka_defaults_stated(scenarios, sources or {})
+        # the release the run's clusters start on (a --kafka-home one's is not known here: KRaft
+        # then keeps the harness's rebalance default, harness.config.kafka_default_overrides)
+        from kafka_chaos.harness.distribution import DEFAULT_KAFKA_VERSION
+
+        release = kafka_version or (None if kafka_home else DEFAULT_KAFKA_VERSION)
+        scenarios = kafka_defaults_stated(scenarios, sources or {}, release)
         if plan is not None:
-            plan = list(zip(kafka_defaults_stated([s for s, _ in plan], sources or {}), [i for _, i in plan]))
+            plan = list(zip(kafka_defaults_stated([s for s, _ in plan], sources or {}, release),
+                            [i for _, i in plan]))
     from kafka_chaos.harness.config import check_kraft_release
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.records.writer import RecordWriter
@@ -231,13 +237,14 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
     return 0 if info["passed"] else 1
 
 
-def kafka_defaults_stated(scenarios: list[Scenario], sources: dict[str, str]) -> list[Scenario]:
+def kafka_defaults_stated(scenarios: list[Scenario], sources: dict[str, str],
+                          release: str | None = None) -> list[Scenario]:
     """Each catalogue scenario with Kafka's defaults stated where it states nothing
-    (:func:`~scenarios.plans.spec.with_kafka_defaults`); a schedule file's (named in ``sources``)
-    as the file says, so that its kept copy replays the run."""
+    (:func:`~scenarios.plans.spec.with_kafka_defaults`, for the run's ``release``); a schedule
+    file's (named in ``sources``) as the file says, so that its kept copy replays the run."""
     from kafka_chaos.scenarios.plans.spec import with_kafka_defaults
 
-    return [s if s.name in sources else with_kafka_defaults(s) for s in scenarios]
+    return [s if s.name in sources else with_kafka_defaults(s, release) for s in scenarios]
 
 
 RERUN_FILE = "rerun.json"

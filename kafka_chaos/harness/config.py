@@ -386,14 +386,17 @@ def chaos_cluster_defaults(brokers: int) -> dict[str, str]:
     }
 
 
-def kafka_default_overrides(mode: str, *, fake_clocks: bool = False) -> dict[str, str]:
+def kafka_default_overrides(mode: str, *, fake_clocks: bool = False, release: str | None = None) -> dict[str, str]:
     """The settings layer 2 turns away from Kafka's own defaults only to keep the test command
     quick, at Kafka's values again, for a ``mode`` cluster: what a catalogue run states as a
     scenario's override where the scenario states nothing (``scenarios.plans.spec.with_kafka_defaults``).
 
     ZooKeeper mode: ``auto.leader.rebalance.enable=true``. The controller's leader-imbalance
     checks run at times a step reads from ``/controller`` (``scenarios.model.imbalance_checks``).
-    Not KRaft: the 3.9 active controller balances ``leader.imbalance.check.interval.seconds``
+    KRaft on a 4.x ``release`` too: the active controller balances every interval from its
+    activation (the periodic task "electPreferred", QuorumController 4.0.0 L1617-1618), timed
+    from the epoch's LEADER_CHANGE record in the metadata log. Not KRaft before 4.0 (or an
+    unknown release): the 3.9 active controller balances ``leader.imbalance.check.interval.seconds``
     after the write that first left a leader off its first replica
     (``QuorumController.maybeScheduleNextBalancePartitionLeaders``, called after every write
     event), a moment no step times yet (docs/recall.md says what it would take). Not a
@@ -401,8 +404,13 @@ def kafka_default_overrides(mode: str, *, fake_clocks: bool = False) -> dict[str
     (clock faults): the checks' times are counted from ``/controller``'s timestamp, the
     controller's wall clock when elected (3.9 ``KafkaZkClient.registerControllerAndIncrementControllerEpoch``
     line 124), which a clock fault moves, while its scheduler keeps the monotonic one
-    (``KafkaController.scheduleAutoLeaderRebalanceTask``, line 499)."""
-    return {AUTO_LEADER_REBALANCE_ENABLE: "true"} if mode == ZOOKEEPER_MODE and not fake_clocks else {}
+    (``KafkaController.scheduleAutoLeaderRebalanceTask``, line 499); in KRaft the LEADER_CHANGE
+    batch's append time is the node's wall clock as well."""
+    if fake_clocks:
+        return {}
+    if mode == ZOOKEEPER_MODE or (mode == KRAFT_MODE and release is not None and version_tuple(release) >= (4, 0)):
+        return {AUTO_LEADER_REBALANCE_ENABLE: "true"}
+    return {}
 
 
 def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connect: str,

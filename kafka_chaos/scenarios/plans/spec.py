@@ -151,13 +151,15 @@ class Scenario:
         raise KeyError(logical)
 
 
-def with_kafka_defaults(s: Scenario) -> Scenario:
+def with_kafka_defaults(s: Scenario, release: str | None = None) -> Scenario:
     """``s`` with Kafka's own defaults stated where the harness's quick ones differ and ``s``
-    states nothing (``harness.config.kafka_default_overrides`` of its mode): how the catalogue
-    runs (``kafka-chaos run``, ``explore``). A scenario that needs another value states it in its
+    states nothing (``harness.config.kafka_default_overrides`` of its mode and release: the one
+    it needs, else the run's ``release``, None when unknown): how the catalogue runs
+    (``kafka-chaos run``, ``explore``). A scenario that needs another value states it in its
     needs, and keeps it."""
     stated = s.needs.overrides_dict
-    kafka = kafka_default_overrides(s.needs.mode, fake_clocks=s.needs.fake_clocks)
+    kafka = kafka_default_overrides(s.needs.mode, fake_clocks=s.needs.fake_clocks,
+                                    release=s.needs.kafka_version or release)
     missing = {k: v for k, v in kafka.items() if k not in stated}
     if not missing:
         return s

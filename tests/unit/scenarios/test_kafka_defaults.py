@@ -1,8 +1,9 @@
 """Which clusters run Kafka's own ``auto.leader.rebalance.enable=true`` and which keep the harness's
 quick ``false`` (harness.config.chaos_cluster_defaults): the catalogue's runs (``kafka-chaos run``,
-``explore``) state Kafka's value in ZooKeeper mode where a scenario states nothing; schedule
-files run as written; the test command (``--harness-defaults``, and ``run_scenarios``,
-``GeneratorConfig`` and ``ClusterConfig`` as its tests call them) keeps it off. No cluster."""
+``explore``) state Kafka's value in ZooKeeper mode, and in KRaft mode on 4.x, where a scenario
+states nothing; schedule files run as written; the test command (``--harness-defaults``, and
+``run_scenarios``, ``GeneratorConfig`` and ``ClusterConfig`` as its tests call them) keeps it
+off. No cluster."""
 
 from __future__ import annotations
 
@@ -31,14 +32,20 @@ SHORT = {AUTO_LEADER_REBALANCE_ENABLE: "true", LEADER_IMBALANCE_CHECK_INTERVAL_S
 LAG = {"replica.lag.time.max.ms": "3000"}
 
 
-@pytest.mark.parametrize("mode, fake_clocks, overrides", [
-    ("zookeeper", False, ON),  # the controller's checks: times a step reads from /controller
-    ("zookeeper", True, {}),  # ... from its wall clock, which a clock fault moves
-    ("kraft", False, {}),  # the balance is armed by a write the harness does not time (docs/recall.md)
-    ("migration", False, {}),  # ZooKeeper's controller, then KRaft's, mid-run
+@pytest.mark.parametrize("mode, fake_clocks, release, overrides", [
+    ("zookeeper", False, None, ON),  # the controller's checks: times a step reads from /controller
+    ("zookeeper", False, "3.9.2", ON),
+    ("zookeeper", True, None, {}),  # ... from its wall clock, which a clock fault moves
+    ("kraft", False, None, {}),  # an unknown release: perhaps a 3.x one
+    ("kraft", False, "3.9.2", {}),  # the balance is armed by a write the harness does not time (docs/recall.md)
+    ("kraft", False, "4.0.0", ON),  # a periodic task from the activation: timed from LEADER_CHANGE
+    ("kraft", False, "4.4.0", ON),
+    ("kraft", True, "4.4.0", {}),  # the LEADER_CHANGE append time is the node's wall clock
+    ("migration", False, "3.9.2", {}),  # ZooKeeper's controller, then KRaft's, mid-run
 ])
-def test_kafka_default_overrides_by_mode(mode: str, fake_clocks: bool, overrides: dict[str, str]) -> None:
-    assert kafka_default_overrides(mode, fake_clocks=fake_clocks) == overrides
+def test_kafka_default_overrides_by_mode(mode: str, fake_clocks: bool, release: str | None,
+                                         overrides: dict[str, str]) -> None:
+    assert kafka_default_overrides(mode, fake_clocks=fake_clocks, release=release) == overrides
 
 
 def test_clock_fault_scenarios_keep_the_harness_default() -> None:
@@ -68,6 +75,24 @@ def test_with_kafka_defaults(mode: str, own: dict[str, str], runs_with: dict[str
     needs = with_kafka_defaults(_scenario(mode, own)).needs
     assert needs.overrides_dict == runs_with and list(needs.overrides) == sorted(needs.overrides)
     assert needs.mode == mode
+
+
+@pytest.mark.parametrize("needs_release, run_release, runs_with", [
+    (None, "4.4.0", ON),  # the run's release
+    (None, "3.9.2", {}),
+    (None, None, {}),  # not known (a --kafka-home run)
+    ("3.9.2", "4.4.0", {}),  # the scenario's own release decides
+    ("4.1.0", "3.9.2", ON),
+])
+def test_kraft_runs_with_kafkas_default_from_4_0(needs_release: str | None, run_release: str | None,
+                                                 runs_with: dict[str, str]) -> None:
+    from dataclasses import replace
+
+    s = _scenario("kraft")
+    s = replace(s, needs=replace(s.needs, kafka_version=needs_release))
+    assert with_kafka_defaults(s, run_release).needs.overrides_dict == runs_with
+    assert with_kafka_defaults(_scenario("kraft", SHORT), "4.4.0").needs.overrides_dict == SHORT
+    assert [x.needs.overrides_dict for x in kafka_defaults_stated([_scenario("kraft")], {}, "4.4.0")] == [ON]
 
 
 def test_a_schedule_file_runs_as_written_the_catalogue_with_kafka_defaults() -> None:
