@@ -1,7 +1,8 @@
 """When a 3.x KRaft active controller balances partition leaders on its own: a pure replay of its
 metadata log (the records' append times), for a step to wait off the balance as it does off a
-ZooKeeper controller's scheduled check (:mod:`scenarios.model.imbalance_checks`). Not wired into
-the runs yet: the catalogue keeps ``auto.leader.rebalance.enable=false`` on 3.x KRaft
+ZooKeeper controller's scheduled check (:mod:`scenarios.model.imbalance_checks`). A step asks it
+only on a 3.x KRaft controller with the rebalance on (``StepCore._wait_off_imbalance_check``),
+which the catalogue leaves off there until this replay is checked on a real cluster
 (``harness.config.kafka_default_overrides``); a 4.x controller's balance is periodic from its
 activation and needs no replay (:func:`imbalance_checks.first_check_delay_s`).
 
