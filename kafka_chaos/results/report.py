@@ -231,8 +231,8 @@ def with_replay_commands(failures: Sequence[Mapping[str, Any]], files: Sequence[
     file, named by the path the report was given, so the command runs as printed from here; with
     the options of its run's command that shaped it (``--mode``, ``--kafka-version``,
     ``--transactions``, ``--harness-defaults``, ...: run.json), or, for a run started without a
-    command line (``run_scenarios`` called directly), ``--harness-defaults`` where it ran a
-    catalogue scenario with the harness's defaults."""
+    command line (``run_scenarios`` called directly), the row's own ``--kafka-version`` and
+    ``--harness-defaults`` where it ran a catalogue scenario with the harness's defaults."""
     from kafka_chaos.results.html import replay_command, shaping_options
 
     kept: dict[str, str] = {}
@@ -244,16 +244,17 @@ def with_replay_commands(failures: Sequence[Mapping[str, Any]], files: Sequence[
         if isinstance(info.get("run_id"), str):
             runs.setdefault(info["run_id"], info)
 
-    def shaping(info: Mapping[str, Any], schedule: str | None) -> list[str]:
+    def shaping(row: Mapping[str, Any], info: Mapping[str, Any], schedule: str | None) -> list[str]:
         if info.get("command"):
             return shaping_options(info["command"])
-        return ["--harness-defaults"] if info.get("kafka_defaults") is False and schedule is None else []
+        release = ["--kafka-version", str(row["kafka_version"])] if row.get("kafka_version") else []
+        return release + (["--harness-defaults"] if info.get("kafka_defaults") is False and schedule is None else [])
 
     rows = []
     for row in failures:
         schedule = kept.get(str(row.get("scenario")))
         info = runs.get(str(row.get("run_id")), {})
-        rows.append({**row, "replay": replay_command(row, schedule, shaping(info, schedule))})
+        rows.append({**row, "replay": replay_command(row, schedule, shaping(row, info, schedule))})
     return rows
 
 

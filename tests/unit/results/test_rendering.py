@@ -259,8 +259,8 @@ def test_a_replay_carries_the_options_that_shaped_the_run(command, carried) -> N
 
 def test_replay_commands_run_the_scenario_as_its_run_did(tmp_path) -> None:
     """From run.json: the run's shaping options (quoted as a shell reads them), or for a run
-    started without a command line (run_scenarios called directly) with the harness's defaults,
-    --harness-defaults for a catalogue scenario (a schedule file runs as written)."""
+    started without a command line (run_scenarios called directly) the row's release, and with the
+    harness's defaults --harness-defaults for a catalogue scenario (a schedule file runs as written)."""
     from kafka_chaos.results.report import with_replay_commands
 
     cli, direct = tmp_path / "cli", tmp_path / "direct"
@@ -270,9 +270,12 @@ def test_replay_commands_run_the_scenario_as_its_run_did(tmp_path) -> None:
     (cli / "run.json").write_text(json.dumps({"run_id": "a", "kafka_defaults": True, "command": [
         "kafka-chaos", "run", "--suite", "kraft", "--kafka-version", "4.4.0", "--kafka-home", "/opt/k 4"]}))
     (direct / "run.json").write_text(json.dumps({"run_id": "b", "kafka_defaults": False, "command": None}))
-    failures = [{"run_id": "a", "scenario": "leader_hard_kill_kraft", "seed": 1, "backend": "local", "iteration": 0},
+    failures = [{"run_id": "a", "scenario": "leader_hard_kill_kraft", "seed": 1, "backend": "local", "iteration": 0,
+                 "kafka_version": "4.4.0"},
                 {"run_id": "b", "scenario": "leader_hard_kill", "seed": 2, "backend": "local", "iteration": 0},
                 {"run_id": "b", "scenario": "mine", "seed": 2, "backend": "local", "iteration": 0},
+                {"run_id": "b", "scenario": "leader_hard_kill", "seed": 2, "backend": "local", "iteration": 1,
+                 "kafka_version": "3.1.2"},
                 {"run_id": "gone", "scenario": "leader_hard_kill", "seed": 3, "backend": "local", "iteration": 0}]
     rows = with_replay_commands(failures, [cli / "records.jsonl", direct / "records.jsonl"])
     assert [r["replay"] for r in rows] == [
@@ -280,4 +283,6 @@ def test_replay_commands_run_the_scenario_as_its_run_did(tmp_path) -> None:
         "--kafka-home '/opt/k 4'",
         "kafka-chaos run --scenario leader_hard_kill --seed 2 --backend local --harness-defaults",
         f"kafka-chaos run --schedule {direct}/schedules/mine.json --seed 2 --backend local",
+        "kafka-chaos run --scenario leader_hard_kill --seed 2 --backend local --iterations 2 --kafka-version 3.1.2 "
+        "--harness-defaults",
         "kafka-chaos run --scenario leader_hard_kill --seed 3 --backend local"]
