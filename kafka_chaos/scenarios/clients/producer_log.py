@@ -140,10 +140,11 @@ def possibly_persisted_resends(lines: Iterable[str]) -> list[Resend]:
         if "encountered error" in line and (m := _FAILED_BATCH.search(line)) is not None:
             batch = FailedBatch(float(m["at"]), m["topic"], int(m["partition"]), int(m["msgid"]), int(m["count"]),
                                 m["error"], m["actions"], line, _client(line))
+            if not batch.possibly_persisted:
+                continue
             pending = open_batches.setdefault((batch.client, batch.topic, batch.partition), [])
             # a retry's failure of a batch already open adds nothing: the first error is the evidence
-            if batch.possibly_persisted and not any((b.first_msgid, b.count) == (batch.first_msgid, batch.count)
-                                                    for b in pending):
+            if not any((b.first_msgid, b.count) == (batch.first_msgid, batch.count) for b in pending):
                 pending.append(batch)
         elif "changed PID" in line and (m := _RENUMBERED.search(line)) is not None and m["old"] != "Invalid":
             base = int(m["base"])
