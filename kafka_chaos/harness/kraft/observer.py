@@ -19,6 +19,7 @@ and election phases are the controller's own clock, not a watch's delivery.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -96,6 +97,26 @@ class _LogTail:
         return grew
 
 
+@dataclass(frozen=True)
+class LogPosition:
+    """Where a reader of :meth:`KraftObserver.metadata_log_since` stands: the next offset to hand
+    it, in which replay of the image (one more each time the log diverged and was replayed anew)."""
+
+    replay: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class LogSlice:
+    """The metadata-log entries the image was replayed from since a :class:`LogPosition`, in
+    offset order; ``anew``: the log diverged since (or no position was given), and these are all
+    of them from its start, for a reader to replay from scratch."""
+
+    entries: tuple[LogEntry, ...]
+    position: LogPosition
+    anew: bool
+
+
 class KraftObserver(BrokerWaits, EventQueries):
     """Watches a KRaft cluster's metadata log; see the module docstring. ``metadata_dirs``: each
     controller's metadata log directory (the parent of ``__cluster_metadata-0``)."""
@@ -111,7 +132,11 @@ class KraftObserver(BrokerWaits, EventQueries):
         self._poll_interval = poll_interval
         self._image = MetadataImage()
         self._last_replayed: tuple[int, int] | None = None  # (offset, epoch) of the last record replayed
-        self._replayed: list[LogEntry] = []  # the entries the image holds, in offset order
+        # the log the image was fed from last (its entries below the image's next offset are what
+        # the image holds), and how many times the image was replayed anew: what
+        # metadata_log_since hands out, without a copy of the log of its own
+        self._fed_from: _LogTail | None = None
+        self._replays = 0
         self._events = EventLog(max_events)
         self._changed = threading.Condition()
         self._generation = 0
@@ -177,7 +202,7 @@ class KraftObserver(BrokerWaits, EventQueries):
                 fresh = [e for e in lead.entries if e.offset >= self._image.next_offset]
                 for event in self._image.apply_all(fresh):
                     self._events.append(event)
-                self._replayed.extend(fresh)
+            self._fed_from = lead
             self._image.next_offset = max(self._image.next_offset, lead.next_offset)
             last = self._image.next_offset - 1
             epoch = self._epoch_at(lead, last)
@@ -219,7 +244,7 @@ class KraftObserver(BrokerWaits, EventQueries):
                 for event in events:
                     self._events.append(event)
         self._image = image
-        self._replayed = list(lead.entries)
+        self._replays += 1
 
     # ------------------------------------------------------------------ reading
 
@@ -267,12 +292,30 @@ class KraftObserver(BrokerWaits, EventQueries):
     def _timeout_snapshot(self) -> ZkSnapshot | None:
         return self.snapshot()
 
-    def metadata_log(self) -> tuple[LogEntry, ...]:
-        """Every entry the image was replayed from, in offset order, with its append time: what a
-        pure replay of the active controller's own schedule reads
-        (``scenarios.model.kraft_balances``)."""
+    def metadata_log_since(self, position: LogPosition | None) -> LogSlice:
+        """The entries the image was replayed from after ``position`` (None: from the log's
+        start), with their append times, and where the reader stands after them: what an
+        incremental replay of the active controller's own schedule reads
+        (``scenarios.model.kraft_balances``). All of them again, ``anew``, once the log diverged
+        and the image was replayed anew (:meth:`_replay_anew`)."""
         with self._changed:
-            return tuple(self._replayed)
+            anew = position is None or position.replay != self._replays
+            start = 0 if anew or position is None else position.offset
+            tail, end = self._fed_from, self._image.next_offset
+            entries: tuple[LogEntry, ...] = ()
+            if tail is not None:
+                # The poller thread reads the tail outside this lock: a tail re-read from its
+                # start (a truncated segment) may be emptied under the search or not yet hold
+                # ``end`` again; what it holds is handed out, the rest at the next call.
+                held = tail.entries
+                try:
+                    first = bisect.bisect_left(held, start, key=lambda e: e.offset)
+                    last = bisect.bisect_left(held, end, lo=first, key=lambda e: e.offset)
+                    entries = tuple(e for e in held[first:last] if start <= e.offset < end)
+                except IndexError:
+                    entries = ()
+            after = entries[-1].offset + 1 if entries else start
+            return LogSlice(entries, LogPosition(self._replays, after), anew)
 
     def zk_migration_state(self) -> int | None:
         """The last ``ZkMigrationStateRecord`` replayed (None: the log has none)."""

@@ -66,12 +66,26 @@ class BalanceReplay:
     imbalanced: set[Partition] = field(default_factory=set)
     due: float | None = None  # the scheduled balance's deadline (None: none scheduled)
     balances: list[float] = field(default_factory=list)  # when each replayed balance ran
+    # the last write event replayed and the state before it: the next call's first entries may
+    # belong to it (a poll that ended between two batches of one append time)
+    _last: tuple[list[LogEntry], _State] | None = field(default=None, init=False, repr=False)
 
     def apply(self, entries: Iterable[LogEntry]) -> None:
-        """Replay ``entries``: each run of consecutive entries of one epoch and one append time
-        is one write event."""
-        for event in _events(entries):
+        """Replay ``entries``, the ones after those replayed so far: each run of consecutive
+        entries of one epoch and one append time is one write event, also when a run is split
+        between two calls (the last event is replayed again, whole, from the state before it), so
+        the log fed in pieces replays as it does whole."""
+        events = _events(entries)
+        if not events:
+            return
+        if self._last is not None and _same_event(self._last[0][-1], events[0][0]):
+            event, state = self._last
+            self._restore(state)
+            events[0] = event + events[0]
+        for event in events[:-1]:
             self._event(event)
+        self._last = (events[-1], self._saved())
+        self._event(events[-1])
 
     def next_due(self, now: float, margin_s: float) -> float | None:
         """The first scheduled balance at or after ``now - margin_s`` (None: none scheduled). A
@@ -83,6 +97,15 @@ class BalanceReplay:
         return due
 
     # ------------------------------------------------------------------ replay
+
+    def _saved(self) -> _State:
+        return _State(dict(self.replicas), dict(self.leaders), frozenset(self.imbalanced), self.due,
+                      len(self.balances))
+
+    def _restore(self, state: _State) -> None:
+        self.replicas, self.leaders = dict(state.replicas), dict(state.leaders)
+        self.imbalanced, self.due = set(state.imbalanced), state.due
+        del self.balances[state.balances:]
 
     def _event(self, event: Sequence[LogEntry]) -> None:
         at = event[0].at
@@ -148,13 +171,26 @@ class BalanceReplay:
             self.imbalanced.add(key)
 
 
+@dataclass(frozen=True)
+class _State:
+    """What :meth:`BalanceReplay._saved` keeps to replay an event again."""
+
+    replicas: dict[Partition, tuple[int, ...]]
+    leaders: dict[Partition, int]
+    imbalanced: frozenset[Partition]
+    due: float | None
+    balances: int  # how many balances had run
+
+
+def _same_event(last: LogEntry, entry: LogEntry) -> bool:
+    return (not isinstance(entry.record, LeaderChange) and not isinstance(last.record, LeaderChange)
+            and (last.epoch, last.at) == (entry.epoch, entry.at))
+
+
 def _events(entries: Iterable[LogEntry]) -> list[list[LogEntry]]:
     events: list[list[LogEntry]] = []
     for entry in entries:
-        last = events[-1][-1] if events else None
-        if (last is not None and not isinstance(entry.record, LeaderChange)
-                and not isinstance(last.record, LeaderChange)
-                and (last.epoch, last.at) == (entry.epoch, entry.at)):
+        if events and _same_event(events[-1][-1], entry):
             events[-1].append(entry)
         else:
             events.append([entry])

@@ -31,7 +31,7 @@ from kafka_chaos.harness.cluster import (
     ReplicaLogReader,
     implements,
 )
-from kafka_chaos.harness.kraft.observer import KraftObserver
+from kafka_chaos.harness.kraft.observer import KraftObserver, LogPosition
 from kafka_chaos.harness.migration.properties import HYBRID
 from kafka_chaos.harness.observers import Observer
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
@@ -209,6 +209,9 @@ class StepCore:
     timeouts: StepTimeouts = StepTimeouts()
     progress: Progress = field(default=lambda _: None)
     error: type[HarnessError] = HarnessError
+    # A 3.x KRaft controller's balance schedule, replayed from the metadata log step by step: fed
+    # only what the observer replayed since the last step (_balance_replay)
+    _balances: tuple[BalanceReplay, LogPosition] | None = field(default=None, init=False, repr=False)
 
     @property
     def oracle_topics(self) -> list[str]:
@@ -248,16 +251,28 @@ class StepCore:
         now = time.time()
         if (first is None and snapshot.mode == "kraft" and isinstance(self.observer, KraftObserver)
                 and auto_leader_rebalance_enabled(settings)):
-            # a 3.x KRaft controller: armed by a write, replayed from its log (only with the
-            # rebalance on, which the catalogue leaves off there: harness.config.kafka_default_overrides)
-            replay = BalanceReplay(check_interval_s(settings))
-            replay.apply(self.observer.metadata_log())
+            # a 3.x KRaft controller: armed by a write, replayed from its log (with the rebalance
+            # on, Kafka's default, which catalogue runs state: harness.config.kafka_default_overrides)
+            replay = self._balance_replay(self.observer, check_interval_s(settings))
             wait = wait_for_due(settings, replay.next_due(now, MARGIN_S), now)
         else:
             wait = wait_before_step(settings, snapshot.controller_elected_at, now, first_delay_s=first)
         if wait > 0:
             self.progress(f"{label}: waiting {wait:.0f}s for the controller's scheduled leader-imbalance check")
             time.sleep(wait)
+
+    def _balance_replay(self, observer: KraftObserver, interval_s: float) -> BalanceReplay:
+        """The 3.x controller's balance schedule, the replay of the last step fed the entries
+        logged since; a new one from the log's start at the first step, when the log diverged
+        (the observer replayed it anew) or when the controller's interval differs."""
+        kept = self._balances
+        if kept is not None and kept[0].interval_s != interval_s:
+            kept = None
+        fed = observer.metadata_log_since(None if kept is None else kept[1])
+        replay = kept[0] if kept is not None and not fed.anew else BalanceReplay(interval_s)
+        replay.apply(fed.entries)
+        self._balances = (replay, fed.position)
+        return replay
 
     def _prepared(self, label: str, step: Step, started: float, before_snap: ZkSnapshot, clock: Stopwatch) -> Prepared:
         """From the settled snapshot: the oracle's input, the target, the fault, its events and

@@ -425,12 +425,31 @@ def test_the_epochs_leader_change_times_the_controllers_election() -> None:
 
 def test_the_observer_supplies_the_entries_its_image_holds(tmp_path) -> None:
     """What a 3.x controller's balance replay reads (scenarios.model.kraft_balances): the replayed
-    entries with their append times, the log's own after a later leader overwrote it."""
+    entries with their append times, from a position on (only what came since), all of them
+    again once a later leader overwrote the log and the image was replayed anew. The observer
+    keeps no copy of its own: it hands out the log its image was fed from."""
+    import time
+
     from kafka_chaos.harness.kraft.observer import KraftObserver
 
     first = [batch(0, [leader_change(3000, (3000,))], epoch=1, control_key=LEADER_CHANGE_KEY),
              batch(1, [register_broker(1, 7, fenced=False)], epoch=1, timestamp_ms=1_700_000_005_000)]
     directory = write_log(tmp_path, "c3000", *first)
-    with KraftObserver([directory], topics=[]) as observer:
-        log = observer.metadata_log()
-    assert [(e.offset, e.at) for e in log] == [(0, 1_700_000_000.0), (1, 1_700_000_005.0)]
+    with KraftObserver([directory], topics=[], poll_interval=0.01) as observer:
+        whole = observer.metadata_log_since(None)
+        assert [(e.offset, e.at) for e in whole.entries] == [(0, 1_700_000_000.0), (1, 1_700_000_005.0)]
+        assert whole.anew and whole.position.offset == 2
+        assert observer.metadata_log_since(whole.position).entries == ()  # nothing new
+        grown = [*first, batch(2, [register_broker(2, 8, fenced=False)], epoch=1, timestamp_ms=1_700_000_009_000)]
+        write_log(tmp_path, "c3000", *grown)
+        observer.wait_until(lambda s: 2 in s.live_brokers, timeout=5.0, description="broker 2")
+        since = observer.metadata_log_since(whole.position)
+        assert [(e.offset, e.at) for e in since.entries] == [(2, 1_700_000_009.0)] and not since.anew
+        assert since.position.offset == 3
+        # epoch 2's leader overwrote offset 2 (never committed): the image replayed anew
+        time.sleep(0.05)
+        write_log(tmp_path, "c3000", *first, batch(2, [leader_change(3000, (3000,))], epoch=2,
+                                                   control_key=LEADER_CHANGE_KEY, timestamp_ms=1_700_000_010_000))
+        observer.wait_until(lambda s: s.controller_epoch == 2, timeout=5.0, description="epoch 2")
+        again = observer.metadata_log_since(since.position)
+    assert again.anew and [(e.offset, e.epoch) for e in again.entries] == [(0, 1), (1, 1), (2, 2)]

@@ -104,3 +104,79 @@ def test_the_next_due_balance(now: float, due: float) -> None:
 
 def test_nothing_due_when_balanced() -> None:
     assert replay(*BALANCED).next_due(T + 100, 3.0) is None
+
+
+# A log with every kind of event: arming, a balance that elects nothing, one that elects, a new
+# epoch, and write events of several records (one append time) that a poll may cut in two.
+PIECES = (*BALANCED, created(T + 2, 2, (3, 1, 2), 3), created(T + 2, 3, (1, 3, 2), 1),
+          moved(T + 10, 0, 2), moved(T + 10, 1, 3), isr_only(T + 10, 2),
+          isr_only(T + 320, 3),  # the balance at T + 310 elected nothing: re-armed for T + 610
+          moved(T + 610.004, 0, 1), moved(T + 610.004, 1, 2),  # the balance's batch
+          moved(T + 700, 2, 1), moved(T + 700, 3, 3),
+          lc(T + 800, 2, 3001), isr_only(T + 801, 0, epoch=2), isr_only(T + 801, 1, epoch=2),
+          # a preferred election and an ISR change in one write event past the deadline: no
+          # balance's batch (it ran at its deadline and elected nothing), though its first
+          # record alone would read as one
+          moved(T + 1100.004, 2, 3, epoch=2), isr_only(T + 1100.004, 0, epoch=2))
+
+
+def _state(r: BalanceReplay) -> tuple[object, ...]:
+    return r.due, r.balances, r.imbalanced, r.leaders, r.replicas
+
+
+@pytest.mark.parametrize("cut", range(len(PIECES) + 1))
+def test_the_log_fed_in_two_pieces_replays_as_it_does_whole(cut: int) -> None:
+    """A step feeds the replay only what the observer read since the last step
+    (StepCore._balance_replay): wherever the cut falls, inside a write event too, the replay ends
+    as the whole log's."""
+    pieces = BalanceReplay(I)
+    pieces.apply(PIECES[:cut])
+    pieces.apply(())
+    pieces.apply(PIECES[cut:])
+    assert _state(pieces) == _state(replay(*PIECES))
+
+
+def test_the_log_fed_entry_by_entry_replays_as_it_does_whole() -> None:
+    pieces = BalanceReplay(I)
+    for entry in PIECES:
+        pieces.apply([entry])
+    whole = replay(*PIECES)
+    assert _state(pieces) == _state(whole)
+    assert whole.balances == [pytest.approx(T + 310), pytest.approx(T + 610.004), pytest.approx(T + 1100)]
+    assert whole.due == pytest.approx(T + 1100 + I)  # from the deadline: partition 3 is still off
+
+
+class _Log:
+    """A KraftObserver's metadata_log_since over a list that grows, or is replaced (diverged)."""
+
+    def __init__(self, entries: tuple[LogEntry, ...]) -> None:
+        self.entries, self.replays, self.asked = list(entries), 0, []
+
+    def metadata_log_since(self, position):
+        from kafka_chaos.harness.kraft.observer import LogPosition, LogSlice
+
+        self.asked.append(position)
+        anew = position is None or position.replay != self.replays
+        start = 0 if anew else position.offset
+        fed = tuple(e for e in self.entries if e.offset >= start)
+        return LogSlice(fed, LogPosition(self.replays, fed[-1].offset + 1 if fed else start), anew)
+
+
+def test_a_step_feeds_the_replay_only_what_was_logged_since_the_last_step() -> None:
+    """StepCore._balance_replay: one replay per scenario, fed the new entries at each step; a new
+    one when the observer replayed a diverged log anew or the controller's interval differs."""
+    from kafka_chaos.scenarios.run.step import StepCore
+
+    numbered = tuple(LogEntry(i, e.epoch, e.at, e.record) for i, e in enumerate(PIECES))
+    log = _Log(numbered[:5])
+    core = StepCore(None, None, None, ["t"], None)  # type: ignore[arg-type]
+    first = core._balance_replay(log, I)  # type: ignore[arg-type]
+    log.entries = list(numbered)
+    again = core._balance_replay(log, I)  # type: ignore[arg-type]
+    assert again is first and _state(again) == _state(replay(*PIECES))
+    assert [None if p is None else p.offset for p in log.asked] == [None, 5]
+    log.replays += 1  # diverged: replayed anew from the log's start
+    assert core._balance_replay(log, I) is not first  # type: ignore[arg-type]
+    assert log.asked[-1].offset == len(PIECES)
+    fresh = core._balance_replay(log, 60.0)  # type: ignore[arg-type]
+    assert fresh.interval_s == 60.0 and log.asked[-1] is None
