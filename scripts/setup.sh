@@ -2,16 +2,20 @@
 # Idempotent set-up for a fresh machine: system packages (Java, Maven) when missing, the Python
 # venv with the project, and the Kafka 3.9 jars from Maven Central. With --docker also Debian's
 # docker.io and a running dockerd (needs root), for the containers launcher; with --browser also
-# Debian's chromium, for the test of the report in a headless browser.
+# Debian's chromium, for the test of the report in a headless browser. With --no-spark-archive it
+# leaves the report's Spark class-data archive to its caller (the test command builds it in its
+# CPU lane, beside the clusters, instead of before them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_docker=0
 want_browser=0
+want_spark_archive=1
 for arg in "$@"; do
   case "$arg" in
     --docker) want_docker=1 ;;
     --browser) want_browser=1 ;;  # Debian's chromium, for the report's headless-browser test
+    --no-spark-archive) want_spark_archive=0 ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +69,9 @@ step "resolving the Kafka distribution"
 
 # The report's Spark JVM starts twice as fast from a class-data archive (docs/report.md); built
 # once per JDK and Spark version, then reused.
-.venv/bin/python -m kafka_chaos.results.spark_cds
+if [ "$want_spark_archive" -eq 1 ]; then
+  .venv/bin/python -m kafka_chaos.results.spark_cds
+fi
 
 if [ "$want_docker" -eq 1 ]; then
   step "Docker engine"
