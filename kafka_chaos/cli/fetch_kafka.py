@@ -19,6 +19,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="an extracted Apache Kafka tarball [default: $KAFKA_HOME]")
     parser.add_argument("--no-cds", action="store_true",
                         help="skip building the class-data-sharing archives that speed up local start-up")
+    parser.add_argument("--image", action="store_true",
+                        help="also build the containers launcher's image of this release (needs a Docker "
+                             "engine; the first containers cluster adds its class-data layer)")
     parser.set_defaults(func=fetch_kafka)
 
 
@@ -35,5 +38,9 @@ def fetch_kafka(args: argparse.Namespace) -> int:
         from kafka_chaos.harness.local.cds import build_archives
 
         build_archives(distribution)
+    if args.image:
+        from kafka_chaos.harness.containers.image import ensure_kafka_image
+
+        ensure_kafka_image(distribution)
     print(distribution.libs_dir)
     return 0
