@@ -65,6 +65,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                          "[default: zookeeper]")
     up.add_argument("--controllers", type=int, default=1, choices=(1, 3), metavar="N",
                     help="KRaft controllers, 1 or 3 (--mode kraft) [default: 1]")
+    up.add_argument("--quorum", choices=("static", "dynamic"), default="static",
+                    help="dynamic: the KRaft controllers formatted with --initial-controllers, voters "
+                         "changeable (KIP-853, Kafka 3.9+; --mode kraft) [default: static]")
     up.add_argument("--zookeepers", type=int, default=1, choices=(1, 3, 5), metavar="N",
                     help="ZooKeeper ensemble size, 1, 3 or 5 [default: 1]")
     up.add_argument("--log-dirs", type=int, default=1, choices=(1, 2, 3, 4), metavar="N",
@@ -167,7 +170,7 @@ def quiet_clients(args: argparse.Namespace) -> None:
 
 def cluster_up(args: argparse.Namespace) -> int:
     from kafka_chaos.harness.backends import resolve_backend
-    from kafka_chaos.harness.config import ClusterConfig, check_kraft_release, parse_set_options
+    from kafka_chaos.harness.config import ClusterConfig, check_dynamic_quorum, check_kraft_release, parse_set_options
     from kafka_chaos.harness.distribution import resolve_distribution
     from kafka_chaos.harness.local.cluster import STATE_FILE, LocalCluster
 
@@ -182,7 +185,7 @@ def cluster_up(args: argparse.Namespace) -> int:
                            broker_overrides=broker_overrides, zookeepers=args.zookeepers,
                            log_dirs=args.log_dirs, link_proxies=args.link_proxies,
                            control_plane_listener=args.control_plane_listener, mode=args.mode,
-                           controllers=args.controllers, **extra)
+                           controllers=args.controllers, quorum=args.quorum, **extra)
     if args.mode == "kraft" and backend != "local":
         raise UsageError("--mode kraft runs on the local launcher only so far (--backend local)")
     if (state_dir / STATE_FILE).exists():
@@ -198,12 +201,14 @@ def cluster_up(args: argparse.Namespace) -> int:
                          "choose another --state-dir")
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
     check_kraft_release(args.mode, distribution.version)  # 4.x: KRaft only, one line
+    if config.quorum == "dynamic":
+        check_dynamic_quorum(distribution.version)  # 3.9+, one line
     if args.mode == "kraft":
         from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
         kraft = LocalKraftCluster(config, distribution, state_dir, detached=True, start_timeout=args.timeout)
         kraft.start()
-        print(f"Kafka {kraft.kafka_version} KRaft cluster is up ({config.controllers} controller(s), "
+        print(f"Kafka {kraft.kafka_version} KRaft cluster is up ({config.controllers} controller(s), {config.quorum} quorum, "
               f"{config.brokers} brokers), state in {state_dir}")
         print(f"bootstrap servers: {kraft.bootstrap_servers}")
         print(f"controllers:       {kraft.controller_quorum}")

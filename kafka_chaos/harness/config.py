@@ -87,6 +87,8 @@ AUTO_CREATE_TOPICS_ENABLE = "auto.create.topics.enable"
 NODE_ID = "node.id"
 PROCESS_ROLES = "process.roles"
 CONTROLLER_QUORUM_VOTERS = "controller.quorum.voters"
+# KIP-853's dynamic quorum (3.9+): the nodes find the voters through these, the voter set is in the log
+CONTROLLER_QUORUM_BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
 CONTROLLER_LISTENER_NAMES = "controller.listener.names"
 METADATA_LOG_DIR = "metadata.log.dir"
 BROKER_SESSION_TIMEOUT_MS = "broker.session.timeout.ms"
@@ -96,7 +98,8 @@ CONTROLLER_LISTENER = "CONTROLLER"
 # Set by the launcher for each node; an override would break it (ports, data, ZK address, quorum).
 LAUNCHER_PROPERTIES = frozenset({BROKER_ID, ZOOKEEPER_CONNECT, LISTENERS, ADVERTISED_LISTENERS,
                                  LOG_DIR, LOG_DIRS, CONTROL_PLANE_LISTENER_NAME, NODE_ID, PROCESS_ROLES,
-                                 CONTROLLER_QUORUM_VOTERS, CONTROLLER_LISTENER_NAMES, METADATA_LOG_DIR})
+                                 CONTROLLER_QUORUM_VOTERS, CONTROLLER_LISTENER_NAMES, METADATA_LOG_DIR,
+                                 CONTROLLER_QUORUM_BOOTSTRAP_SERVERS})
 # Per-listener overrides ("listener.name.<name>.<config>") are not in CONFIG_DEF by name.
 KNOWN_PROPERTY_PREFIXES = ("listener.name.",)
 
@@ -235,6 +238,12 @@ PLAIN_FILESYSTEM = "plain"
 LAZY_FILESYSTEM = "lazyfs"
 FILESYSTEMS = (PLAIN_FILESYSTEM, LAZY_FILESYSTEM)
 CONTROLLER_QUORUM_SIZES = (1, 3)
+# A KRaft quorum's voters: "static" (controller.quorum.voters, fixed at format time) or "dynamic"
+# (KIP-853: formatted with --initial-controllers, voters added and removed while it runs; 3.9+,
+# StorageTool.runFormatCommand 3.9.2/4.0.2, harness.kraft.dynamic_quorum).
+STATIC_QUORUM, DYNAMIC_QUORUM = "static", "dynamic"
+QUORUMS = (STATIC_QUORUM, DYNAMIC_QUORUM)
+FIRST_DYNAMIC_QUORUM_RELEASE = (3, 9)
 # The first KRaft controller's node id; controllers take the next ids, past any broker's.
 FIRST_CONTROLLER_ID = 3000
 # The release lines the KRaft model covers (oracle.kraft.interleavings.MODELLED_LINES, which the
@@ -290,9 +299,16 @@ class ClusterConfig:
     # clock; False: nodes start as they always did.
     fake_clocks: bool = False
 
+    # A KRaft cluster's quorum: STATIC_QUORUM or DYNAMIC_QUORUM (KIP-853, Kafka 3.9+)
+    quorum: str = STATIC_QUORUM
+
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.quorum not in QUORUMS:
+            raise UsageError(f"quorum must be one of {', '.join(QUORUMS)}, got {self.quorum!r}")
+        if self.quorum == DYNAMIC_QUORUM and self.mode != KRAFT_MODE:
+            raise UsageError(f"a dynamic quorum is a KRaft cluster's (--mode kraft), not --mode {self.mode}'s")
         if isinstance(self.controllers, bool) or self.controllers not in CONTROLLER_QUORUM_SIZES:
             raise UsageError(f"controllers must be one of {', '.join(map(str, CONTROLLER_QUORUM_SIZES))}, "
                              f"got {self.controllers!r}")
@@ -507,29 +523,44 @@ def check_kraft_release(mode: str, kafka_version: str) -> None:
                      f"not {kafka_version}")
 
 
+def check_dynamic_quorum(kafka_version: str) -> None:
+    """A dynamic quorum needs Kafka 3.9+ (KIP-853: ``kafka-storage format --initial-controllers``,
+    ``controller.quorum.bootstrap.servers``): one UsageError line otherwise."""
+    if version_tuple(kafka_version)[:2] < FIRST_DYNAMIC_QUORUM_RELEASE:
+        raise UsageError(f"a dynamic KRaft quorum (KIP-853) needs Kafka 3.9 or later, not {kafka_version}: "
+                         f"use the static quorum")
+
+
 def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,
                           log_dir: str, kafka_version: str = KNOWN_PROPERTIES_VERSION,
                           listeners: Mapping[str, str] | None = None,
-                          bind_listeners: Mapping[str, str] | None = None) -> dict[str, str]:
+                          bind_listeners: Mapping[str, str] | None = None,
+                          controller: bool | None = None) -> dict[str, str]:
     """The layered ``server.properties`` of one KRaft node, sorted: a controller when ``node_id``
     is one of ``voters`` (node id -> host:port of its CONTROLLER listener; it binds ``address``),
     else a broker on ``address`` -- or, given ``listeners`` (name -> advertised host:port, the
     first the inter-broker one) and ``bind_listeners`` (name -> where it binds), on those (the
     containers launcher). The ZooKeeper-only names of layer 2 are left out; layers 3 and 4 apply to
     both roles (a controller reads the topic defaults, ``auto.leader.rebalance.enable`` and
-    ``unclean.leader.election.enable`` itself: it elects)."""
+    ``unclean.leader.election.enable`` itself: it elects). A dynamic quorum (``config.quorum``)
+    names ``voters`` in ``controller.quorum.bootstrap.servers`` instead; ``controller``: a
+    controller that is not one of them (one to add to a dynamic quorum)."""
     if config.mode not in (KRAFT_MODE, MIGRATION_MODE):
         raise HarnessError("kraft_node_properties needs a ClusterConfig with mode kraft or migration")
     check_kraft_release(config.mode, kafka_version)
     known = broker_property_names(kafka_version)
-    controller = node_id in voters
+    controller = node_id in voters if controller is None else controller
+    dynamic = config.quorum == DYNAMIC_QUORUM
+    if dynamic:
+        check_dynamic_quorum(kafka_version)
     advertised = dict(listeners) if listeners else {CONTROLLER_LISTENER if controller else "PLAINTEXT": address}
     bind = dict(bind_listeners) if bind_listeners else dict(advertised)
     names = [CONTROLLER_LISTENER, *(n for n in advertised if n != CONTROLLER_LISTENER)]
     props = {
         NODE_ID: str(node_id),
         PROCESS_ROLES: "controller" if controller else "broker",
-        CONTROLLER_QUORUM_VOTERS: ",".join(f"{v}@{hp}" for v, hp in sorted(voters.items())),
+        **({CONTROLLER_QUORUM_BOOTSTRAP_SERVERS: ",".join(hp for _, hp in sorted(voters.items()))} if dynamic else
+           {CONTROLLER_QUORUM_VOTERS: ",".join(f"{v}@{hp}" for v, hp in sorted(voters.items()))}),
         CONTROLLER_LISTENER_NAMES: CONTROLLER_LISTENER,
         LISTENERS: ",".join(f"{name}://{bind[name]}" for name in advertised),
         LISTENER_SECURITY_PROTOCOL_MAP: ",".join(f"{name}:PLAINTEXT" for name in names),

@@ -17,9 +17,11 @@ FORMAT_TIMEOUT_S = 90.0
 
 
 def format_storage(distribution: KafkaDistribution, jvm_options: Sequence[str], cluster_id: str,
-                   configs: Mapping[str, Path], logs: Path) -> None:
+                   configs: Mapping[str, Path], logs: Path,
+                   extra_args: Mapping[str, Sequence[str]] | None = None) -> None:
     """``kafka-storage.sh format --cluster-id=<cluster id> -c <server.properties>`` for every node at once
-    (name -> its properties, whose ``log.dirs`` the tool formats); each tool's output in
+    (name -> its properties, whose ``log.dirs`` the tool formats), plus the node's ``extra_args``
+    (a dynamic quorum's ``--initial-controllers ...``); each tool's output in
     ``logs/<name>-format.log``. One HarnessError naming every node that failed."""
     java = java_executable()
     started = []
@@ -29,7 +31,7 @@ def format_storage(distribution: KafkaDistribution, jvm_options: Sequence[str], 
         # "--cluster-id=<id>", not "-t <id>": a ZooKeeper cluster's id (a migration's) starts with
         # '-' one time in 64, and the tool's parser then reads it as an option (findings §8).
         argv = [java, "-Xmx256m", *jvm_options, "-cp", distribution.classpath, STORAGE_TOOL,
-                "format", f"--cluster-id={cluster_id}", "-c", str(config_file)]
+                "format", f"--cluster-id={cluster_id}", "-c", str(config_file), *(extra_args or {}).get(name, ())]
         started.append((name, out_path, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT), out))
     failures = []
     for name, out_path, proc, out in started:

@@ -47,6 +47,7 @@ from kafka_chaos.harness.local.cds_paths import archive_options
 from kafka_chaos.harness.local.clocks import LocalClockControls, clock_problems
 from kafka_chaos.harness.local.controllers import LocalControllerControls
 from kafka_chaos.harness.local.disks import LocalDiskControls, disk_problems
+from kafka_chaos.harness.local.dynamic_quorum import LocalDynamicQuorum
 from kafka_chaos.harness.local.kraft_links import LocalQuorumLinkControls
 from kafka_chaos.harness.local.network import partition_problem
 from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
@@ -85,7 +86,8 @@ def controller_node_name(node_id: int) -> str:
     return f"controller-{node_id}"
 
 
-class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorumLinkControls, LocalDiskControls, KraftBasics):
+class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorumLinkControls, LocalDiskControls,
+                        LocalDynamicQuorum, KraftBasics):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
     :class:`harness.cluster.ControllerQuorumControl` and, as root with iptables,
     :class:`harness.cluster.QuorumLinkPartitioner` of a KRaft cluster on local JVMs."""
@@ -259,7 +261,7 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
         try:
             format_storage(self.distribution, self.config.jvm_options, self._cluster_id,
                            {n.name: n.config_file for n in [*self._controllers.values(), *self._brokers.values()]},
-                           self.run_dir)
+                           self.run_dir, extra_args=self._quorum_format_args())
         except HarnessError as exc:
             raise NodeStartFailed(str(exc)) from None
 

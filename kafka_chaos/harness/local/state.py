@@ -84,6 +84,7 @@ def config_state(config: ClusterConfig) -> dict[str, Any]:
         "mode": config.mode,
         "controllers": config.controllers,
         **({"broker_jaas": config.broker_jaas} if config.broker_jaas is not None else {}),
+        **({"quorum": config.quorum} if config.quorum != "static" else {}),
     }
 
 
@@ -98,6 +99,7 @@ def config_from_state(c: Mapping[str, Any]) -> ClusterConfig:
         log_dirs=int(c.get("log_dirs", 1)), link_proxies=bool(c.get("link_proxies", False)),
         control_plane_listener=bool(c.get("control_plane_listener", False)),
         mode=str(c.get("mode", "zookeeper")), controllers=int(c.get("controllers", 1)),
+        quorum=str(c.get("quorum", "static")),
         broker_jaas=None if c.get("broker_jaas") is None else str(c["broker_jaas"]))
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
-from kafka_chaos.harness.config import FILESYSTEMS, check_broker_jaas
+from kafka_chaos.harness.config import FILESYSTEMS, check_broker_jaas, check_dynamic_quorum
 from kafka_chaos.harness.config import kraft_only
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import AddPartitions, CreateTopic, Event, Reassign
@@ -83,11 +83,12 @@ class Schedule:
         return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers,
                             log_dirs=self.log_dirs, link_proxies=self.link_proxies, kafka_version=self.kafka_version,
                             mode=self.mode, controllers=self.controllers, broker_jaas=self.broker_jaas,
-                            filesystem=self.filesystem)
+                            filesystem=self.filesystem, quorum=self.quorum)
 
     txn_client: str = "librdkafka"  # the transactional workload's clients ("workload": {"client": ...})
     txn_compression: str = "none"  # its producers' batch codec ("workload": {"compression": ...})
     txn_producers: int = DEFAULT_TXN_PRODUCERS  # librdkafka's transactional producers ("workload": {"producers": N})
+    quorum: str = "static"  # "dynamic": a KRaft quorum formatted with --initial-controllers (KIP-853, 3.9+)
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs,
@@ -129,7 +130,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                     **({"kafka_version": s.kafka_version} if s.kafka_version is not None else {}),
                     **({"mode": s.mode, "controllers": s.controllers} if s.mode != "zookeeper" else {}),
                     **({"broker_jaas": s.broker_jaas} if s.broker_jaas is not None else {}),
-                    **({"filesystem": s.filesystem} if s.filesystem != "plain" else {})},
+                    **({"filesystem": s.filesystem} if s.filesystem != "plain" else {}),
+                    **({"quorum": s.quorum} if s.quorum != "static" else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config),
                     **({"workload": "transactional"} if t.transactional else {} if t.workload else {"workload": False})}
@@ -354,6 +356,22 @@ def _with_workload(obj: Mapping[str, Any], topics: tuple[TopicSpec, ...], where:
     return topics
 
 
+def _quorum(cluster: Mapping[str, Any], mode: object, kafka_version: str | None, where: str) -> str:
+    """The cluster section's ``quorum``: "static" (the default) or "dynamic", a KRaft cluster's of
+    Kafka 3.9+ (harness.config.check_dynamic_quorum)."""
+    quorum = cluster.get("quorum", "static")
+    if quorum not in ("static", "dynamic"):
+        raise _fail(where, f"must be \"static\" or \"dynamic\", not {quorum!r}")
+    if quorum == "dynamic" and mode != "kraft":
+        raise _fail(where, "a dynamic quorum is a KRaft cluster's: it needs \"mode\": \"kraft\"")
+    if quorum == "dynamic" and kafka_version is not None:
+        try:
+            check_dynamic_quorum(kafka_version)
+        except UsageError as exc:
+            raise _fail(where, str(exc)) from None
+    return str(quorum)
+
+
 def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     obj = _object(data, where)
     _only(obj, {"schedule_version", "name", "doc", "cluster", "topics", "steps", "known_bug", "workload"}, where)
@@ -362,7 +380,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
     _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies", "kafka_version", "mode",
-                    "controllers", "broker_jaas", "filesystem"}, f"{where}.cluster")
+                    "controllers", "broker_jaas", "filesystem", "quorum"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
@@ -397,6 +415,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
             raise _fail(f"{where}.cluster.broker_jaas", "is for brokers with a ZooKeeper client: a ZooKeeper-mode or "
                                                        "migration schedule")
     filesystem = cluster.get("filesystem", "plain")
+    quorum = _quorum(cluster, mode, kafka_version, f"{where}.cluster.quorum")
     if filesystem not in FILESYSTEMS:
         raise _fail(f"{where}.cluster.filesystem", f"must be one of {', '.join(map(repr, FILESYSTEMS))}, not {filesystem!r}")
     topics = tuple(_topic(t, f"{where}.topics[{i}]", brokers)
@@ -413,7 +432,8 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
                  doc, zookeepers, log_dirs, link_proxies, kafka_version, str(mode), int(controllers), known_bug,
                  broker_jaas, str(filesystem), txn_client=_txn_client(obj, f"{where}.workload"),
                  txn_compression=_txn_compression(obj, f"{where}.workload"),
-                 txn_producers=_txn_producers(obj, f"{where}.workload", _txn_client(obj, f"{where}.workload")))
+                 txn_producers=_txn_producers(obj, f"{where}.workload", _txn_client(obj, f"{where}.workload")),
+                 quorum=quorum)
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

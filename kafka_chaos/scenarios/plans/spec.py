@@ -53,6 +53,8 @@ class ClusterNeeds:
 
     # Nodes under libfaketime: set by Scenario from its faults' requirements (CLOCK_CONTROL)
     fake_clocks: bool = False
+    # A KRaft cluster's quorum: "static" or "dynamic" (KIP-853, 3.9+: harness.config.DYNAMIC_QUORUM)
+    quorum: str = "static"
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -73,6 +75,7 @@ class ClusterNeeds:
         dirs += ", fake clocks" if self.fake_clocks else ""
         release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
         release += f", KRaft with {self.controllers} controller{'s' if self.controllers > 1 else ''}" if self.mode == "kraft" else ""
+        release += ", dynamic quorum" if self.quorum == "dynamic" else ""
         release += (f", migrating to {self.controllers} KRaft controller{'s' if self.controllers > 1 else ''}"
                      if self.mode == "migration" else "")
         return f"{self.brokers} brokers{named}{ensemble}{dirs}{release}" + (f" ({extra})" if extra else "")

@@ -208,7 +208,8 @@ class ClusterPool:
         config = ClusterConfig(brokers=needs.brokers, cluster_overrides=needs.overrides_dict, ids=needs.broker_ids,
                                zookeepers=needs.zookeepers, log_dirs=needs.log_dirs,
                                link_proxies=needs.link_proxies, mode=needs.mode, controllers=needs.controllers,
-                               broker_jaas=needs.broker_jaas, fake_clocks=needs.fake_clocks, filesystem=needs.filesystem)
+                               broker_jaas=needs.broker_jaas, fake_clocks=needs.fake_clocks, filesystem=needs.filesystem,
+                               quorum=needs.quorum)
         opener = self._open or open_cluster
         cluster: ManagedCluster = opener(self.backend, config, self.distribution_for(needs))
         cluster.__enter__()  # starts; cleans up itself when starting fails
