@@ -409,24 +409,32 @@ def kafka_default_overrides(mode: str, *, fake_clocks: bool = False, release: st
 
     ZooKeeper mode: ``auto.leader.rebalance.enable=true``. The controller's leader-imbalance
     checks run at times a step reads from ``/controller`` (``scenarios.model.imbalance_checks``).
-    KRaft on a 4.x ``release`` too: the active controller balances every interval from its
-    activation (the periodic task "electPreferred", QuorumController 4.0.0 L1617-1618), timed
-    from the epoch's LEADER_CHANGE record in the metadata log. Not KRaft before 4.0 (or an
-    unknown release): the 3.9 active controller balances ``leader.imbalance.check.interval.seconds``
+    KRaft on every ``release`` the KRaft model covers (:data:`KRAFT_RELEASE_LINES`, and 4.x) too.
+    4.x: the active controller balances every interval from its activation (the periodic task
+    "electPreferred", QuorumController 4.0.0 L1617-1618), timed from the epoch's LEADER_CHANGE
+    record in the metadata log. 3.6-3.9: it balances ``leader.imbalance.check.interval.seconds``
     after the write that first left a leader off its first replica
     (``QuorumController.maybeScheduleNextBalancePartitionLeaders``, called after every write
-    event), a moment no step times yet (docs/recall.md says what it would take). Not a
-    migration: its controllers change from ZooKeeper's to KRaft's mid-run. Not on ``fake_clocks``
-    (clock faults): the checks' times are counted from ``/controller``'s timestamp, the
-    controller's wall clock when elected (3.9 ``KafkaZkClient.registerControllerAndIncrementControllerEpoch``
-    line 124), which a clock fault moves, while its scheduler keeps the monotonic one
-    (``KafkaController.scheduleAutoLeaderRebalanceTask``, line 499); in KRaft the LEADER_CHANGE
-    batch's append time is the node's wall clock as well."""
+    event: 3.6.2 L1308, 3.9.0 L1346), a time ``StepCore._wait_off_imbalance_check`` replays from
+    the metadata log's append times (``scenarios.model.kraft_balances``). Not KRaft of an unknown
+    release (``--kafka-home``, ``explore``'s schedules, which name none): which rule applies is
+    not known. Not a migration: its controllers change from ZooKeeper's to KRaft's mid-run. Not
+    on ``fake_clocks`` (clock faults): the checks' times are counted from ``/controller``'s
+    timestamp, the controller's wall clock when elected (3.9
+    ``KafkaZkClient.registerControllerAndIncrementControllerEpoch`` line 124), which a clock
+    fault moves, while its scheduler keeps the monotonic one
+    (``KafkaController.scheduleAutoLeaderRebalanceTask``, line 499); in KRaft the metadata log's
+    append times are the node's wall clock as well."""
     if fake_clocks:
         return {}
-    if mode == ZOOKEEPER_MODE or (mode == KRAFT_MODE and release is not None and version_tuple(release) >= (4, 0)):
+    if mode == ZOOKEEPER_MODE or (mode == KRAFT_MODE and release is not None and _kraft_modelled(release)):
         return {AUTO_LEADER_REBALANCE_ENABLE: "true"}
     return {}
+
+
+def _kraft_modelled(release: str) -> bool:
+    line = version_tuple(release)[:2]
+    return line in KRAFT_RELEASE_LINES or line >= (FIRST_KRAFT_ONLY_MAJOR, 0)
 
 
 def broker_properties(config: ClusterConfig, broker_id: int, *, zookeeper_connect: str,

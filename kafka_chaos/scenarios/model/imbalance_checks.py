@@ -25,7 +25,7 @@ counted from the epoch's LEADER_CHANGE record (its batch's append time, shortly 
 activation, which waits for it to commit: the margin covers that). 3.x KRaft controllers arm the
 balance after the write that first leaves a leader off its preferred replica
 (``maybeScheduleNextBalancePartitionLeaders``, 3.9): :func:`first_check_delay_s` knows no time
-for them, and the catalogue keeps the rebalance off there (``harness.config.kafka_default_overrides``).
+for them; a step replays it from the metadata log instead (:mod:`scenarios.model.kraft_balances`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """When a 3.x KRaft active controller balances partition leaders on its own: a pure replay of its
 metadata log (the records' append times), for a step to wait off the balance as it does off a
 ZooKeeper controller's scheduled check (:mod:`scenarios.model.imbalance_checks`). A step asks it
-only on a 3.x KRaft controller with the rebalance on (``StepCore._wait_off_imbalance_check``),
-which the catalogue leaves off there until this replay is checked on a real cluster
-(``harness.config.kafka_default_overrides``); a 4.x controller's balance is periodic from its
-activation and needs no replay (:func:`imbalance_checks.first_check_delay_s`).
+on a 3.x KRaft controller with the rebalance on (``StepCore._wait_off_imbalance_check``), as
+catalogue runs have it (Kafka's default, ``harness.config.kafka_default_overrides``), one replay
+per scenario fed the entries logged since the last step (``StepCore._balance_replay``); a 4.x
+controller's balance is periodic from its activation and needs no replay
+(:func:`imbalance_checks.first_check_delay_s`). The 3.6.2 controller is the same
+(``maybeScheduleNextBalancePartitionLeaders`` L1308-1353, called at L825 and L1227, cancelled
+at L1247; ``imbalancedPartitions`` kept at ReplicationControlManager L438-441, L485-488, L530),
+except that its balance logs nothing at INFO.
 
 The 3.9 rule (QuorumController on 3.9.0-rc3, the mirror's 3.9 branch the same):
 

@@ -1,7 +1,7 @@
 """Which clusters run Kafka's own ``auto.leader.rebalance.enable=true`` and which keep the harness's
 quick ``false`` (harness.config.chaos_cluster_defaults): the catalogue's runs (``kafka-chaos run``,
-``explore``) state Kafka's value in ZooKeeper mode, and in KRaft mode on 4.x, where a scenario
-states nothing; schedule files run as written; the test command (``--harness-defaults``, and
+``explore``) state Kafka's value in ZooKeeper mode, and in KRaft mode on every release the KRaft
+model covers (3.6-3.9, 4.x), where a scenario states nothing; schedule files run as written; the test command (``--harness-defaults``, and
 ``run_scenarios``, ``GeneratorConfig`` and ``ClusterConfig`` as its tests call them) keeps it
 off. No cluster."""
 
@@ -36,12 +36,21 @@ LAG = {"replica.lag.time.max.ms": "3000"}
     ("zookeeper", False, None, ON),  # the controller's checks: times a step reads from /controller
     ("zookeeper", False, "3.9.2", ON),
     ("zookeeper", True, None, {}),  # ... from its wall clock, which a clock fault moves
-    ("kraft", False, None, {}),  # an unknown release: perhaps a 3.x one
-    ("kraft", False, "3.9.2", {}),  # the balance is armed by a write the harness does not time (docs/recall.md)
+    ("kraft", False, None, {}),  # an unknown release: which controller's rule is not known
+    ("kraft", False, "3.5.2", {}),  # not a release the KRaft model covers (refused for KRaft runs)
+    # 3.x: armed by the write that first leaves a leader off its first replica, a time the step
+    # replays from the metadata log (scenarios.model.kraft_balances)
+    ("kraft", False, "3.6.0", ON),
+    ("kraft", False, "3.6.2", ON),
+    ("kraft", False, "3.7.2", ON),
+    ("kraft", False, "3.8.1", ON),
+    ("kraft", False, "3.9.2", ON),
     ("kraft", False, "4.0.0", ON),  # a periodic task from the activation: timed from LEADER_CHANGE
     ("kraft", False, "4.4.0", ON),
-    ("kraft", True, "4.4.0", {}),  # the LEADER_CHANGE append time is the node's wall clock
+    ("kraft", True, "3.9.2", {}),  # the metadata log's append times are the node's wall clock
+    ("kraft", True, "4.4.0", {}),
     ("migration", False, "3.9.2", {}),  # ZooKeeper's controller, then KRaft's, mid-run
+    ("migration", False, "3.6.2", {}),
 ])
 def test_kafka_default_overrides_by_mode(mode: str, fake_clocks: bool, release: str | None,
                                          overrides: dict[str, str]) -> None:
@@ -79,12 +88,14 @@ def test_with_kafka_defaults(mode: str, own: dict[str, str], runs_with: dict[str
 
 @pytest.mark.parametrize("needs_release, run_release, runs_with", [
     (None, "4.4.0", ON),  # the run's release
-    (None, "3.9.2", {}),
+    (None, "3.9.2", ON),
+    (None, "3.6.2", ON),
     (None, None, {}),  # not known (a --kafka-home run)
-    ("3.9.2", "4.4.0", {}),  # the scenario's own release decides
-    ("4.1.0", "3.9.2", ON),
+    ("3.9.2", "4.4.0", ON),  # the scenario's own release decides
+    ("3.5.2", "4.4.0", {}),
+    ("4.1.0", "3.5.2", ON),
 ])
-def test_kraft_runs_with_kafkas_default_from_4_0(needs_release: str | None, run_release: str | None,
+def test_kraft_runs_with_kafkas_default_on_the_modelled_releases(needs_release: str | None, run_release: str | None,
                                                  runs_with: dict[str, str]) -> None:
     from dataclasses import replace
 
@@ -169,7 +180,7 @@ def _rerun_file(directory: Path, kafka_defaults: bool | None) -> Path:
 RUNS = [
     ("run", True),  # the main job: conformance
     ("run --suite conformance", True),
-    ("run --suite kraft", True),  # stated, but nothing in KRaft mode (kafka_default_overrides)
+    ("run --suite kraft", True),  # on the releases the KRaft model covers (kafka_default_overrides)
     ("run --scenario leader_hard_kill", True),  # as in the suite it fails in
     ("run --schedule {schedule}", True),  # the file's own scenario is left as written (above)
     ("run --suite smoke --harness-defaults", False),  # the test command's smoke suite
