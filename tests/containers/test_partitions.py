@@ -58,6 +58,9 @@ def expiry_bound(cluster) -> float:  # type: ignore[no-untyped-def]
     return cluster.session_timeout_s() + 2 * tick_time_ms(CONFIG) / 1000 + 10
 
 
+# nightly (the budget): the test command cuts the controller from ZooKeeper only and a follower from
+# its peers through the runner on this launcher (tests/containers/test_partition_scenarios.py)
+@pytest.mark.nightly
 def test_cut_from_zookeeper_only_expires_the_session_but_keeps_serving(cluster, observer, roles) -> None:  # type: ignore[no-untyped-def]
     victim = roles["follower"]
     old_epoch = observer.snapshot().live_brokers[victim]
@@ -70,6 +73,7 @@ def test_cut_from_zookeeper_only_expires_the_session_but_keeps_serving(cluster, 
     observer.wait_broker_registered(victim, expiry_bound(cluster), newer_than_epoch=old_epoch)
 
 
+@pytest.mark.nightly
 def test_follower_cut_from_its_peers_leaves_the_isr_and_returns_after_heal(cluster, observer, roles) -> None:  # type: ignore[no-untyped-def]
     from confluent_kafka import Producer
 

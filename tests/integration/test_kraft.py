@@ -9,12 +9,10 @@ runs in the test command through the migration test, tests/integration/test_migr
    registration change this project decodes from the active controller's segment is what
    Kafka's ``DumpLogSegments --cluster-metadata-decoder`` prints for the same offsets, and the
    replayed view equals what every broker's metadata answers.
-2. Two kraft scenarios (a leader kill, the quorum leader cut from the other voters and healed)
-   through the ordinary runner: every check passes against the KRaft model, partition epochs
-   included, and one voter leads at every step; the stored inputs re-check to the same verdicts.
-   The kraft suite's ``quorum_leader_kill`` is left to the nightly's kraft suite: the cut already
-   makes another voter lead here, test 1 kills the quorum leader, and the migration test
-   (tests/integration/test_migration.py) runs that fault through the runner.
+2. Three kraft scenarios (a leader kill, the quorum leader cut from the other voters and healed,
+   the quorum leader killed) through the ordinary runner: every check passes against the KRaft
+   model, partition epochs included, and one voter leads at every step; the stored inputs
+   re-check to the same verdicts.
 
 Both on one cluster (module scope: the shape the kraft scenarios need, started once); the
 second test brings back the quorum leader the first one killed, as the runner's cluster pool
@@ -155,7 +153,7 @@ def test_kraft_steps_pass_against_the_kraft_model(tmp_path: Path, cluster: Share
     from kafka_chaos.scenarios.plans import catalogue
 
     results = tmp_path / "run"
-    names = ["leader_hard_kill_kraft", "quorum_leader_cut"]
+    names = ["leader_hard_kill_kraft", "quorum_leader_cut", "quorum_leader_kill"]
     # both on one 3-voter cluster (as `run --mode kraft --controllers 3` does): one start
     scenarios = [catalogue.with_mode(s, "kraft", 3) for s in catalogue.by_names(names)]
     # The module's cluster whole again (the quorum leader the decoder test killed), as the pool

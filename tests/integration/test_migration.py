@@ -1,17 +1,22 @@
-"""The ZooKeeper→KRaft migration driven on a real local cluster (``--mode migration``), from the
-hand-written schedule file of issue 41 (``schedules/mig_quorum_kill_dual_write.json``: 3 voters,
-odd broker ids, every broker rolled into migration mode at once -- the metadata copy --, the
-active KRaft controller killed, a migrating ZooKeeper broker killed and started while the KRaft
-controller is in charge, every broker rolled to KRaft, the active controller paused with no
-majority of voters left -- an outage, then their return --, the migration finalised). The
-nightly's cell pauses the active controller twice more before the kill (each time another voter
-must take over and the harness must see it: a paused leader's last NoOpRecord once hid the next
-one's LEADER_CHANGE, a unit table's since: tests/unit/harness/test_kraft_log.py); the test
-command leaves those two steps out (its budget).
-Every check passes under the client workload, each phase is the one Kafka reported, ZooKeeper
-equals the metadata log at every dual-write step, and the history re-checks offline to the same
-verdicts (``kafka-chaos check``). ``schedules/migration_kill_in_hybrid.json`` (one controller) is
-the nightly's cell of the same path (docs/nightly.md).
+"""The ZooKeeper→KRaft migration driven on a real local cluster (``--mode migration``).
+
+In the test command, ``schedules/migration_kill_in_hybrid.json``: one KRaft controller, odd broker
+ids, every broker rolled into migration mode at once (the metadata copy), a migrating ZooKeeper
+broker killed and started while the KRaft controller is in charge (it fences it and bumps the
+leader epoch on each ISR shrink), every broker rolled to KRaft, the migration finalised. Every
+check passes under the client workload, each phase is the one Kafka reported, ZooKeeper equals the
+metadata log at every dual-write step, and the history re-checks offline to the same verdicts
+(``kafka-chaos check``).
+
+Nightly (the test command's budget: about 80 s against 48 s), the same path on three voters with
+quorum failovers, from the hand-written schedule file of issue 41
+(``schedules/mig_quorum_kill_dual_write.json``: the active KRaft controller killed in hybrid, a
+ZooKeeper broker killed and started, every broker rolled to KRaft, the active controller paused
+with no majority of voters left -- an outage, then their return --, the migration finalised), once
+as written (``[0]``) and once with the active controller paused twice more before the kill
+(``[2]``: each time another voter must take over and the harness must see it; a paused leader's
+last NoOpRecord once hid the next one's LEADER_CHANGE, a unit table's since:
+tests/unit/harness/test_kraft_log.py).
 
 And two entries of the known-bug corpus on Kafka 3.6.1 (docs/recall.md): KAFKA-16121 found again
 (docs/findings.md §7, nightly) -- a reassignment in hybrid mode never completes, the oracle's
@@ -28,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos.app.runs import run_scenarios
+from kafka_chaos.records.schema import Record
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.checks.registry import check_history
 from kafka_chaos.scenarios.history.observations import HistoryProblem, StepObserved, read_history
@@ -70,12 +76,9 @@ def with_pauses_first(path: Path, into: Path, pauses: int) -> Path:
     return into
 
 
-@pytest.mark.parametrize("pauses", [0, pytest.param(2, marks=pytest.mark.nightly)])
-def test_a_migration_through_quorum_failovers_and_an_outage_passes_and_its_phases_are_observed(
-        tmp_path: Path, pauses: int) -> None:
-    path = with_pauses_first(SCHEDULE, tmp_path / "schedule.json", pauses)
+def run_migration(path: Path, results: Path) -> list[Record]:
+    """The schedule file through the runner; every check passed (client defects tolerated)."""
     schedule = load(path)
-    results = tmp_path / "run"
     # --tolerate client: a duplicate librdkafka makes by re-sending, under a bumped epoch, a batch a
     # leader appended and answered NOT_LEADER for as it shut down (librdkafka#4953's path; CI #35)
     # is the client's, not the harness's or Kafka's -- any other failed check still fails
@@ -83,50 +86,62 @@ def test_a_migration_through_quorum_failovers_and_an_outage_passes_and_its_phase
                        sources={schedule.name: str(path)}, tolerate="client")
     records = read_records(results).records
     assert rc == 0, [(r.check, r.fault, r.detail) for r in records if r.kind == "check" and r.passed is False]
+    return records
 
+
+def assert_phases_observed(records: list[Record], results: Path, phases: list[tuple[str, str]],
+                           dual_write_steps: int) -> list[StepObserved]:
+    """Each step's phase the one Kafka reported, ZooKeeper equal to the metadata log at every
+    dual-write step, the kill in hybrid judged by the KRaft controller's rules, and the history
+    re-checked offline to the same verdicts; the steps observed."""
     timeline = [r for r in records if r.check == "migration_timeline"]
-    assert [(r.fault, r.observed["phase_after"]) for r in timeline] == [
-        ("migration_provision", "pre-migration"), ("migration_roll/hybrid", "hybrid"),
-        *[("quorum_leader_pause", "hybrid")] * pauses, ("quorum_leader_kill", "hybrid"),
-        ("hard_kill", "hybrid"), ("start", "hybrid"), ("migration_roll/kraft", "dual-write"),
-        ("quorum_leader_pause", "dual-write"), ("migration_finalize", "finalized")]
+    assert [(r.fault, r.observed["phase_after"]) for r in timeline] == phases
     assert timeline[1].observed["driver_state"] == "DUAL_WRITE"
     assert all(r.passed for r in records if r.check in ("migration_phase", "migration_dual_write"))
-    assert len([r for r in records if r.check == "migration_dual_write"]) >= 5 + pauses  # hybrid and dual-write steps
+    assert len([r for r in records if r.check == "migration_dual_write"]) >= dual_write_steps
     # the KRaft controller judged the kill in hybrid, bumping the leader epoch on each ISR shrink
     kill = [r for r in records if r.fault == "hard_kill" and r.check == "oracle_partition_epoch"]
     assert kill and all(r.passed for r in kill)
     assert {r.mode for r in records if r.check == "oracle_leader"} == {"migration"}
-
     observations = [o for o in read_history(results / "history.jsonl") if not isinstance(o, HistoryProblem)]
+    recorded = Counter((r.check, r.passed) for r in records if r.kind == "check")
+    rechecked = Counter((r.check, r.passed) for _, rs in check_history(observations) for r in rs if not r.is_measurement)
+    assert rechecked == recorded
+    return [o for o in observations if isinstance(o, StepObserved)]
+
+
+def test_a_migration_with_one_controller_and_a_kill_in_hybrid_passes_and_its_phases_are_observed(
+        tmp_path: Path) -> None:
+    results = tmp_path / "run"
+    records = run_migration(ONE_CONTROLLER, results)
+    assert_phases_observed(records, results, [
+        ("migration_provision", "pre-migration"), ("migration_roll/hybrid", "hybrid"), ("hard_kill", "hybrid"),
+        ("start", "hybrid"), ("migration_roll/kraft", "dual-write"), ("migration_finalize", "finalized")],
+        dual_write_steps=4)
+    assert [r.observed["kraft_controller"] for r in records if r.check == "migration_timeline"][1] == 3000
+
+
+@pytest.mark.nightly
+@pytest.mark.parametrize("pauses", [0, 2])
+def test_a_migration_through_quorum_failovers_and_an_outage_passes_and_its_phases_are_observed(
+        tmp_path: Path, pauses: int) -> None:
+    path = with_pauses_first(SCHEDULE, tmp_path / "schedule.json", pauses)
+    results = tmp_path / "run"
+    records = run_migration(path, results)
+    steps = assert_phases_observed(records, results, [
+        ("migration_provision", "pre-migration"), ("migration_roll/hybrid", "hybrid"),
+        *[("quorum_leader_pause", "hybrid")] * pauses, ("quorum_leader_kill", "hybrid"),
+        ("hard_kill", "hybrid"), ("start", "hybrid"), ("migration_roll/kraft", "dual-write"),
+        ("quorum_leader_pause", "dual-write"), ("migration_finalize", "finalized")],
+        dual_write_steps=5 + pauses)  # hybrid and dual-write steps
     quorum = [(o.before.controller, o.before.controller_epoch, o.after.controller, o.after.controller_epoch,
-               o.ledger.seconds(SESSION_EXPIRY)) for o in observations
-              if isinstance(o, StepObserved) and o.traits.kind in ("quorum_leader_pause", "quorum_leader_kill")
-              and o.after is not None]
+               o.ledger.seconds(SESSION_EXPIRY)) for o in steps
+              if o.traits.kind in ("quorum_leader_pause", "quorum_leader_kill") and o.after is not None]
     assert len(quorum) == pauses + 2
     for before, before_epoch, after, after_epoch, _ in quorum[:-1]:  # a majority left: another voter leads
         assert after != before and after_epoch > before_epoch, quorum
     *_, outage = quorum[-1]  # two voters up, the leader paused: no majority until it is resumed
     assert outage >= OUTAGE_S and quorum[-1][3] > quorum[-1][1], quorum
-    recorded = Counter((r.check, r.passed) for r in records if r.kind == "check")
-    rechecked = Counter((r.check, r.passed) for _, rs in check_history(observations) for r in rs if not r.is_measurement)
-    assert rechecked == recorded
-
-
-@pytest.mark.nightly
-def test_a_migration_with_one_controller_and_a_kill_in_hybrid_passes(tmp_path: Path) -> None:
-    """The same path on one KRaft controller (a matrix cell: the nightly's)."""
-    schedule = load(ONE_CONTROLLER)
-    results = tmp_path / "run"
-    rc = run_scenarios([schedule.scenario()], seed=31, results_dir=results, report=False,
-                       sources={schedule.name: str(ONE_CONTROLLER)})
-    records = read_records(results).records
-    assert rc == 0, [(r.check, r.fault, r.detail) for r in records if r.kind == "check" and r.passed is False]
-    timeline = [r for r in records if r.check == "migration_timeline"]
-    assert [(r.fault, r.observed["phase_after"]) for r in timeline] == [
-        ("migration_provision", "pre-migration"), ("migration_roll/hybrid", "hybrid"), ("hard_kill", "hybrid"),
-        ("start", "hybrid"), ("migration_roll/kraft", "dual-write"), ("migration_finalize", "finalized")]
-    assert timeline[1].observed["kraft_controller"] == 3000
 
 
 @pytest.mark.nightly  # the test command runs the corpus's KAFKA-16120 entry (below) on 3.6.1 instead
