@@ -101,6 +101,25 @@ def converged_to(snapshot: ZkSnapshot, options: Sequence[Expectation], before: Z
     return None
 
 
+def by_epochs(options: Sequence[Expectation], snapshot: ZkSnapshot, topics: Iterable[str]) -> list[Expectation]:
+    """Those of ``options`` whose predicted leader epochs the snapshot shows; first those whose
+    KRaft partition epochs it shows as well (outside the partitions an ISR rule changed, whose
+    AlterPartitions are not counted). A 4.x broker started after an unclean shutdown (out of the
+    ELR, then the last known leader elected uncleanly, RECOVERING: two writes) and after a clean
+    one (elected from the ELR: one write) end in the same leader, ISR and leader epoch; the
+    partition epoch tells them apart (found by `explore --mode kraft --seed 7701` on 4.4.0,
+    schedule 2: a controlled restart of an RF 1 partition's broker judged by the unclean plan)."""
+    topics = list(topics)
+    parts = snapshot.partitions
+    same_epochs = [e for e in options if all(
+        (t, p) in parts and parts[(t, p)].leader_epoch == want.leader_epoch
+        for (t, p), want in predicted_partitions(e.state, topics).items())]
+    same_writes = [e for e in same_epochs if all(
+        (t, p) in e.ruled or want.partition_epoch in (None, getattr(parts[(t, p)], "version", None))
+        for (t, p), want in predicted_partitions(e.state, topics).items())]
+    return same_writes + [e for e in same_epochs if e not in same_writes]
+
+
 def matching(snapshot: ZkSnapshot, options: Sequence[Expectation], topics: Iterable[str]) -> Expectation | None:
     """The first expectation ``snapshot`` matches (leaders, ISRs as sets, replicas), or None."""
     topics = list(topics)

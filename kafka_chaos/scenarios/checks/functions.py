@@ -18,10 +18,11 @@ A partition state is a :class:`Partition`: an oracle ``PartitionState``, an obse
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from kafka_chaos.harness.zkevents import PartitionStateWritten
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle.outcomes import PartitionOutcome
 from kafka_chaos.scenarios.model.snapshots import partition_differences
@@ -256,22 +257,33 @@ def predicted_class(outcomes: Iterable[PartitionOutcome], topic: str, partition:
     return klass
 
 
-def observed_class(before: Partition, after: Partition) -> str:
+def observed_class(before: Partition, after: Partition, elected_recovering: bool = False) -> str:
     """What the before/after states show: leaderless; a new leader taken from outside the old
     ISR while the old leader is gone from the ISR too (unclean, ``Election.leaderForOffline``
     with unclean on: ISR becomes [leader]); a new leader; or the same leader.
 
     A replica that was out of the ISR only because it was down, restarted, caught up and was
-    then elected (preferred election, auto-rebalance) keeps the old leader in the ISR: clean."""
+    then elected (preferred election, auto-rebalance) keeps the old leader in the ISR: clean.
+
+    ``elected_recovering``: the step's own metadata-log writes set ``after.leader`` leader
+    RECOVERING (:func:`recovering_elections`), though ``after`` may show it RECOVERED already."""
     if after.leader == NO_LEADER:
         return LEADERLESS
     if after.leader != before.leader:
-        if (not before.isr and before.leader == NO_LEADER and isinstance(after, Recovering)
-                and after.leader_recovery_state == RECOVERING):
+        if not before.isr and before.leader == NO_LEADER and (
+                elected_recovering or isinstance(after, Recovering) and after.leader_recovery_state == RECOVERING):
             # Kafka 4.1+ (KIP-966, ELR on): a partition whose last ISR member left has an empty
             # ISR; a leader elected from outside it uncleanly -- an admin UNCLEAN election, or the
             # last known leader (PartitionChangeBuilder 4.1.2 lines 273-283) -- is RECOVERING, one
-            # elected from the ELR is not (lines 336-339)
+            # elected from the ELR is not (lines 336-339). RECOVERING lasts until the ISR grows
+            # (an unclean leader's first AlterPartition writes RECOVERED), so a live follower that
+            # catches up within the step hides it from ``after``: the step's own writes show it.
+            # Found by `explore --mode kraft --seed 7701` on 4.4.0: both replicas of [4, 3] killed
+            # left ELR [4]; 4's re-registration after its unclean shutdown took it out of the ELR
+            # (ReplicationControlManager.handleBrokerShutdown, 4.3.1 sources lines 1481-1488) and
+            # its unfence elected it as the last known leader, "UNCLEAN partition change ...
+            # leaderRecoveryState: RECOVERED -> RECOVERING" (PartitionChangeBuilder 4.3.1 lines
+            # 246-247, 344-351), then 3 joined the ISR: RECOVERED, ELR [4] before the step.
             return UNCLEAN_ELECTED
         if (after.leader in before.replicas and after.leader not in before.isr
                 and before.leader not in after.isr and before.isr):  # no ISR yet: initialisation
@@ -280,10 +292,18 @@ def observed_class(before: Partition, after: Partition) -> str:
     return LEADER_KEPT
 
 
+def recovering_elections(events: Iterable[object]) -> frozenset[tuple[str, int, int]]:
+    """(topic, partition, leader) of every partition state a step's events show written with
+    its leader RECOVERING (KIP-704: an unclean election's record), however briefly."""
+    return frozenset((e.topic, e.partition, e.leader) for e in events
+                     if isinstance(e, PartitionStateWritten) and e.leader_recovery_state == RECOVERING)
+
+
 def check_outcome(topic: str, partition: int, outcomes: Iterable[PartitionOutcome], before: Partition, observed: Partition,
-                  predicted_leader: int | None = None, live_after: Iterable[int] | None = None) -> CheckResult:
+                  predicted_leader: int | None = None, live_after: Iterable[int] | None = None,
+                  elected_recovering: bool = False) -> CheckResult:
     want = predicted_class(outcomes, topic, partition)
-    got = observed_class(before, observed)
+    got = observed_class(before, observed, elected_recovering)
     ok = (want == got
           # The leader znode still names a broker that is down, and nothing else is live to lead:
           # when every broker died no controller is left to write, so ZooKeeper keeps the old
@@ -297,7 +317,12 @@ def check_outcome(topic: str, partition: int, outcomes: Iterable[PartitionOutcom
           # partition's only replica: leaderless at the shutdown, elected again at the startup)
           # look like a kept leader from before/after; the epoch check counts the writes.
           # Found by `kafka-chaos explore --seed 1`.
-          or (want == ELECTED and got == LEADER_KEPT and predicted_leader == before.leader != NO_LEADER))
+          or (want == ELECTED and got == LEADER_KEPT and predicted_leader == before.leader != NO_LEADER)
+          # The same on Kafka 4.x after a kill (KIP-966): out of the ELR at its re-registration, the
+          # replica comes back as the last known leader, uncleanly -- which the step's writes show
+          # (RECOVERING; `explore --mode kraft --seed 7701` on 4.4.0, a hard restart of RF 1 [12]).
+          or (want == UNCLEAN_ELECTED and got == LEADER_KEPT and predicted_leader == before.leader != NO_LEADER
+              and elected_recovering))
     detail = "" if ok else (f"{_tp(topic, partition)}: oracle says {want}, cluster shows {got} "
                             f"(leader {before.leader} -> {observed.leader})")
     return CheckResult("oracle_outcome", ok, want, got, detail, topic, partition)
@@ -344,9 +369,11 @@ def check_partition_epoch(topic: str, partition: int, before_epoch: int, predict
 
 def compare_partitions(before: Mapping[tuple[str, int], Partition], predicted: Mapping[tuple[str, int], Partition],
                        observed: Mapping[tuple[str, int], Partition], outcomes: Iterable[PartitionOutcome], *,
-                       exact_epochs: bool, live_after: Iterable[int] | None = None) -> list[CheckResult]:
+                       exact_epochs: bool, live_after: Iterable[int] | None = None,
+                       recovering: Collection[tuple[str, int, int]] = frozenset()) -> list[CheckResult]:
     """Every oracle-vs-observed check for each predicted partition, each run check-safe
-    (``live_after``: the brokers live in the observed state)."""
+    (``live_after``: the brokers live in the observed state; ``recovering``: the step's
+    :func:`recovering_elections`)."""
     live = None if live_after is None else frozenset(live_after)
     outcomes = list(outcomes)
     results: list[CheckResult] = []
@@ -366,7 +393,7 @@ def compare_partitions(before: Mapping[tuple[str, int], Partition], predicted: M
         results += check_safe("oracle_epoch", check_epoch, topic, p, was, want, got, exact=exact_epochs,
                               topic=topic, partition=p)
         results += check_safe("oracle_outcome", check_outcome, topic, p, outcomes, was, got, want.leader, live,
-                              topic=topic, partition=p)
+                              (topic, p, got.leader) in recovering, topic=topic, partition=p)
         # Only where either side is RECOVERING: every other partition is RECOVERED on both, on
         # every release, and would only add records.
         if isinstance(want, Recovering) and isinstance(got, Recovering) \

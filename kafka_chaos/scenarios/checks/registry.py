@@ -32,7 +32,6 @@ from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.checks.topic_ids import check_topic_ids_kept
 from kafka_chaos.scenarios.checks.isr_registered import check_isr_registered
 from kafka_chaos.scenarios.checks.quorum import check_one_quorum_leader
-from kafka_chaos.scenarios.checks.voters import VOTER_CHANGE, check_quorum_voters
 from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
@@ -70,8 +69,10 @@ from kafka_chaos.scenarios.checks.functions import (
     check_quorum_leader,
     check_single_controller,
     compare_partitions,
+    recovering_elections,
 )
-from kafka_chaos.scenarios.checks.expectations import Expectation, Predictor, epochs_exact, expectations, matching
+from kafka_chaos.scenarios.checks.expectations import (Expectation, Predictor, by_epochs, epochs_exact, expectations,
+                                                       matching)
 from kafka_chaos.scenarios.checks.time_ledger import ledger_measurement
 from kafka_chaos.scenarios.history.observations import (
     Observation,
@@ -127,7 +128,8 @@ class CheckContext:
     def expected(self, obs: StepObserved) -> tuple[Expectation, bool]:
         """The expectation the snapshot after matches (True) or the main one (False). Where
         epochs are exact, an alternative matching them too is preferred: interleavings often end
-        in the same leaders and ISRs and differ only in how many writes it took."""
+        in the same leaders and ISRs and differ only in how many writes it took (on KRaft the
+        partition epochs too: :func:`by_epochs`)."""
         options = self.expectations(obs)
         if obs.after is None:
             return options[0], False
@@ -136,10 +138,7 @@ class CheckContext:
         if not found:
             return options[0], False
         if _exact_epochs(obs):
-            after = obs.after
-            same_epochs = [e for e in found if all(
-                (t, p) in after.partitions and after.partitions[(t, p)].leader_epoch == want.leader_epoch
-                for (t, p), want in predicted_partitions(e.state, topics).items())]
+            same_epochs = by_epochs(found, obs.after, topics)
             if same_epochs:
                 return same_epochs[0], True
         return found[0], True
@@ -219,7 +218,8 @@ def oracle_partitions(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
     return compare_partitions(observed_partitions(obs.before, topics),
                               predicted_partitions(expected.state, topics),
                               observed_partitions(obs.after, topics), expected.outcomes,
-                              exact_epochs=_exact_epochs(obs), live_after=obs.after.live_brokers)
+                              exact_epochs=_exact_epochs(obs), live_after=obs.after.live_brokers,
+                              recovering=recovering_elections(obs.events))
 
 
 @register_check("oracle_partition_epoch", StepObserved)
@@ -339,14 +339,6 @@ def one_quorum_leader(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
     if not obs.quorum:
         return []
     return [check_one_quorum_leader(obs.quorum, obs.after, obs.fault_at)]
-
-
-@register_check("quorum_voters", StepObserved)
-def quorum_voters(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
-    """A dynamic quorum's voter change (scenarios.faults.voters): every running voter's log and the
-    leader name the voter set expected (:mod:`scenarios.checks.voters`)."""
-    seen = (obs.traits.outcome or {}).get(VOTER_CHANGE)
-    return [] if seen is None else [check_quorum_voters(seen)]
 
 
 @register_check("isr_registered", StepObserved)

@@ -170,3 +170,45 @@ def test_a_step_waits_for_the_failovers_imbalance_check_only_where_one_is_schedu
     before = cluster_state_of(BEFORE, TOPICS, config)
     assert before.controller == 3
     assert failover_check_pending(before, _options(before, event)) == pending
+
+
+def _kraft_option(label: str, leader_epoch: int, partition_epoch: int | None, ruled: tuple = ()) -> object:
+    from types import SimpleNamespace as NS
+
+    want = NS(leader_epoch=leader_epoch, partition_epoch=partition_epoch)
+    return NS(label=label, state=NS(topics={"t1": NS(partitions={1: want})}), ruled=ruled)
+
+
+@pytest.mark.parametrize(
+    ("observed", "first"),
+    [
+        # explore --mode kraft --seed 7701 on 4.4.0, schedule 2: broker 3 (t1-1 = [3]) restarted by
+        # a controlled shutdown; elected again from the ELR, leader epoch 2, partition epoch 2. The
+        # unclean-shutdown plan (out of the ELR, then elected RECOVERING) ends at partition epoch 3.
+        ((2, 2), "after a clean shutdown"),
+        ((2, 3), "after an unclean shutdown"),
+        ((2, 4), "after an unclean shutdown"),  # no partition epoch matches: leader epochs decide, in order
+        ((3, 3), None),
+    ],
+)
+def test_of_alternatives_with_the_same_leaders_the_one_with_the_observed_partition_epochs_judges(observed, first) -> None:
+    from types import SimpleNamespace as NS
+
+    from kafka_chaos.scenarios.checks.expectations import by_epochs
+
+    options = (_kraft_option("after an unclean shutdown", 2, 3), _kraft_option("after a clean shutdown", 2, 2))
+    snap = NS(partitions={("t1", 1): NS(leader_epoch=observed[0], version=observed[1])})
+    preferred = by_epochs(options, snap, ["t1"])  # type: ignore[arg-type]
+    assert (preferred[0].label if preferred else None) == first
+
+
+def test_partition_epochs_an_isr_rule_changed_and_zookeeper_states_do_not_tell_alternatives_apart() -> None:
+    from types import SimpleNamespace as NS
+
+    from kafka_chaos.scenarios.checks.expectations import by_epochs
+
+    ruled = (_kraft_option("a", 2, 3, ruled=(("t1", 1),)), _kraft_option("b", 2, 2))
+    snap = NS(partitions={("t1", 1): NS(leader_epoch=2, version=5)})
+    assert [e.label for e in by_epochs(ruled, snap, ["t1"])] == ["a", "b"]  # type: ignore[arg-type]
+    zookeeper = (_kraft_option("a", 2, None), _kraft_option("b", 2, None))
+    assert [e.label for e in by_epochs(zookeeper, snap, ["t1"])] == ["a", "b"]  # type: ignore[arg-type]

@@ -66,6 +66,22 @@ def test_the_controller_memory_in_the_oracles_input_round_trips() -> None:
     assert codec.state_from_dict(codec.state_to_dict(plain)) == plain
 
 
+def test_a_kraft_4x_partitions_eligible_leader_replicas_round_trip() -> None:
+    """KIP-966's ELR and last known ELR are the oracle's input too: left out, a re-check predicted
+    a broker's start after a kill from an empty ELR (the unclean-shutdown plan) where the live run
+    had the ELR election (explore --mode kraft --seed 7701 on 4.4.0; kraft-suite seeds 4611/4612)."""
+    from kafka_chaos.oracle import ClusterState, PartitionState, TopicState
+    from kafka_chaos.oracle.mode import Mode
+
+    emptied = PartitionState((4, 3), -1, (), 1, partition_epoch=3, elr=(4,), last_known_elr=(4,))
+    plain = PartitionState((3, 7), 7, (7,), 1, partition_epoch=1)
+    state = ClusterState(frozenset({7}), {"t0": TopicState({1: emptied, 0: plain})}, controller=3000, mode=Mode.KRAFT)
+    d = codec.state_to_dict(state)
+    assert codec.state_from_dict(d) == state
+    assert d["topics"]["t0"]["partitions"]["1"]["elr"] == [4] and d["topics"]["t0"]["partitions"]["1"]["last_known_elr"] == [4]
+    assert "elr" not in d["topics"]["t0"]["partitions"]["0"]  # none: written as before, byte for byte
+
+
 def test_the_event_strategy_covers_every_event_type() -> None:
     # Derandomized: a fixed example sequence, so the test fails when a type becomes unreachable,
     # not when a random draw of 300 examples happens to miss a rare one.
