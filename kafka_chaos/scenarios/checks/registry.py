@@ -32,6 +32,7 @@ from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.checks.topic_ids import check_topic_ids_kept
 from kafka_chaos.scenarios.checks.isr_registered import check_isr_registered
 from kafka_chaos.scenarios.checks.quorum import check_one_quorum_leader
+from kafka_chaos.scenarios.checks.voters import VOTER_CHANGE, check_quorum_voters
 from kafka_chaos.scenarios.history import controller_log
 from kafka_chaos.scenarios.history.migration import WRITE_BEHIND_BOUND_S
 from kafka_chaos.scenarios.history import controller_metrics as cm
@@ -339,6 +340,14 @@ def one_quorum_leader(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
     if not obs.quorum:
         return []
     return [check_one_quorum_leader(obs.quorum, obs.after, obs.fault_at)]
+
+
+@register_check("quorum_voters", StepObserved)
+def quorum_voters(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """A dynamic quorum's voter change (scenarios.faults.voters): every running voter's log and the
+    leader name the voter set expected (:mod:`scenarios.checks.voters`)."""
+    seen = (obs.traits.outcome or {}).get(VOTER_CHANGE)
+    return [] if seen is None else [check_quorum_voters(seen)]
 
 
 @register_check("isr_registered", StepObserved)

@@ -38,7 +38,7 @@ _BY_CHECK = {
     "rule_leader_isr_expand": MODEL, "delivery": KAFKA, "metadata_agrees_zk": KAFKA,
     "single_controller": KAFKA, "replicas_on_disk": KAFKA, "active_controller_count": KAFKA,
     "reassignment_in_sync": KAFKA, "replica_logs_agree": KAFKA, "producer_ids_unique": KAFKA,
-    "topic_ids_kept": KAFKA, "min_isr_honoured": KAFKA, "one_quorum_leader": KAFKA,
+    "topic_ids_kept": KAFKA, "min_isr_honoured": KAFKA, "one_quorum_leader": KAFKA, "quorum_voters": KAFKA,
     "isr_registered": KAFKA,
     "scenario_completed": HARNESS, "healed": HARNESS,
     "backend_supports_scenario": HARNESS,

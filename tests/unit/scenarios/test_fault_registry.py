@@ -78,6 +78,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "client_pause": (frozenset(), True), "client_kill": (frozenset(), True),
         "kraft_roll": (quorum | {Capability.ZK_MIGRATION, Capability.BROKER_CONTROL}, True),
         "kraft_finalize": (frozenset({Capability.ZK_MIGRATION}), True),
+        **{k: (quorum, True) for k in ("controller_add", "controller_remove", "removed_voter_restart")},
     }
 
 
@@ -98,7 +99,8 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
                          "kraft_roll", "kraft_finalize"}
     # a migration's hybrid brokers under them are not modelled
-    assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut", "quorum_leader_power_failure"}
+    assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut", "quorum_leader_power_failure",
+                     "controller_add", "controller_remove", "removed_voter_restart"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
                if k not in zookeeper | quorum | migration | kraft)
     # an option can make a kind ZooKeeper mode's: the znode variants
