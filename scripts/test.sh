@@ -36,7 +36,7 @@ lane_dir=$(mktemp -d /tmp/kafka-chaos-test-lane.XXXXXX)
 # idle priority: a test that needs a release waits on its fetch's lock. Optional: a test fetches
 # (or builds) what this did not.
 fetch_releases() {
-  for v in 4.4.0 3.6.1 3.1.2; do .venv/bin/kafka-chaos fetch-kafka --kafka-version "$v" --no-cds || true; done
+  for v in 4.4.0 3.6.1 3.1.2 3.6.2 3.5.2; do .venv/bin/kafka-chaos fetch-kafka --kafka-version "$v" --no-cds || true; done
   # and the containers tests' image (about 20 s from an empty cache), before the last tests need it
   if docker info >/dev/null 2>&1; then .venv/bin/kafka-chaos fetch-kafka --no-cds --image || true; fi
 }

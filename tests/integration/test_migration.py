@@ -18,11 +18,12 @@ as written (``[0]``) and once with the active controller paused twice more befor
 last NoOpRecord once hid the next one's LEADER_CHANGE, a unit table's since:
 tests/unit/harness/test_kraft_log.py).
 
-And two entries of the known-bug corpus on Kafka 3.6.1 (docs/recall.md): KAFKA-16121 found again
-(docs/findings.md §7, nightly) -- a reassignment in hybrid mode never completes, the oracle's
+And, nightly, two entries of the known-bug corpus on Kafka 3.6.1 (docs/recall.md): KAFKA-16121
+found again (docs/findings.md §7) -- a reassignment in hybrid mode never completes, the oracle's
 checks say where, and the leader's own state-change log says why -- and KAFKA-16120, a removed
 replica left on its broker, which only the replicas on disk show. (Their fixed releases passing
-is the nightly's corpus run: docs/nightly.md.)"""
+is the nightly's corpus run: docs/nightly.md; the test command's corpus entry is KAFKA-16692's,
+tests/integration/test_transactions.py.)"""
 
 from __future__ import annotations
 
@@ -169,6 +170,7 @@ def test_kafka_16121_is_found_again_on_3_6_1(tmp_path: Path) -> None:
                for line in leader_log.splitlines())
 
 
+@pytest.mark.nightly  # the test command runs the corpus's KAFKA-16692 entry instead (test_transactions.py)
 def test_the_corpus_catches_kafka_16120_on_3_6_1_with_the_replicas_on_disk(tmp_path: Path) -> None:
     """The corpus entry on its affected release, as ``run --suite corpus`` runs it: the reassignment
     converges and every metadata view is right, but broker 1 keeps t-0's log (StopReplica with

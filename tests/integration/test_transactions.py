@@ -6,7 +6,11 @@ coordinator of producer p0's transactional id (``{"coordinator_of": "p0"}``: the
 message of an aborted transaction (the ``read_uncommitted`` reader does: the aborted messages
 were written), and every check — the oracle's on the transactional topics too, and every class
 of the transactional history checker — passes; ``kafka-chaos check`` re-judges the stored
-history to the same verdicts."""
+history to the same verdicts.
+
+And the test command's entry of the known-bug corpus (docs/recall.md): KAFKA-16692 caught on
+3.6.2, transactions aborted by a verification request the older coordinator of a rolling upgrade
+refuses."""
 
 from __future__ import annotations
 
@@ -80,3 +84,28 @@ def test_transactions_commit_and_abort_through_a_coordinator_kill_and_every_chec
     assert main(["check", str(results), "--out", str(tmp_path / "recheck"), "--no-report"]) == 0
     rechecked = {r.check: r.passed for r in read_records(tmp_path / "recheck").records if r.check.startswith("txn_")}
     assert rechecked == {r.check: r.passed for r in records if r.check.startswith("txn_")}
+
+
+def test_the_corpus_catches_kafka_16692_on_3_6_2_through_a_roll_to_3_5_2(tmp_path: Path) -> None:
+    """The transactional corpus entry on its affected release, as ``run --suite corpus`` runs it
+    (docs/recall.md): producer p0's coordinator rolled back to 3.5.2 in a 3.6.2 cluster at IBP 3.5,
+    then t's preferred leaders elected; 3.6.2's leaders verify each transactional produce with
+    AddPartitionsToTxn v4, which the 3.5.2 coordinator refuses, and abort p0's transactions with
+    NETWORK_EXCEPTION (AddPartitionsToTxnManager.onComplete, 3.6.2) during planned operations with
+    every broker up. The entry is CAUGHT, so the run passes; the fixed release (3.7.1) is the
+    nightly's corpus run."""
+    from kafka_chaos.app.runs import run_scenarios
+    from kafka_chaos.scenarios.plans.catalogue import by_names
+
+    scenario = by_names(["kafka_16692_txn_verification_refused_by_an_older_coordinator_on_3_6_2"])[0]
+    results = tmp_path / "run"
+    rc = run_scenarios([scenario], seed=16693, results_dir=results, report=False, suite="corpus",
+                       junit=tmp_path / "junit.xml")
+    records = read_records(results).records
+    failed = [(r.check, r.fault, r.detail) for r in records if r.kind == "check" and r.passed is False]
+    assert rc == 0, failed
+    assert {r.kafka_version for r in records} == {"3.6.2"}
+    assert failed and {check for check, _, _ in failed} == {"txn_transparent_operation"}, failed
+    assert all("NETWORK_EXCEPTION" in detail for _, _, detail in failed), failed
+    junit = (tmp_path / "junit.xml").read_text()
+    assert 'failures="0"' in junit and "KAFKA-16692 caught on 3.6.2: txn_transparent_operation failed" in junit
