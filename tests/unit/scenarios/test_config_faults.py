@@ -124,6 +124,12 @@ def test_the_generator_keeps_min_insync_replicas_within_the_replication_factor_a
     with pytest.raises(IllegalStep, match="above its replication factor 2"):
         side.apply(model, Step("topic_config", NoTarget("t"), {"topic": "t", "set": {"min.insync.replicas": "3"}}),
                    None)
+    # a reassignment later shrinks t-0 to one replica: its other settings still change (generator
+    # property test, seed 7204839 schedule 2600: IllegalStep raised by generate itself)
+    shrunk = ClusterModel((1, 2, 3), {"t": TopicSpec("t", {0: (1,), 1: (2, 3)}, {"min.insync.replicas": "2"})},
+                          live={1, 2, 3})
+    side.apply(shrunk, Step("topic_config", NoTarget("t"), {"topic": "t", "set": {"segment.bytes": "16777216"}}), None)
+    assert shrunk.topics["t"].config == {"min.insync.replicas": "2", "segment.bytes": "16777216"}
     side.apply(model, Step("topic_config", NoTarget("t"), {"topic": "t", "delete": ["min.insync.replicas"]}), None)
     assert model.topics["t"].config == {}
     with pytest.raises(IllegalStep, match="unknown broker 9"):
@@ -148,3 +154,25 @@ def test_every_drawn_config_change_is_legal_and_builds(seed: int) -> None:
         for step in GENERATORS[kind].candidates(model, Draw(random.Random(seed), ())):
             GENERATORS[kind].apply(model, step, None)
             make_fault(step.fault, NONE, step.options, **TOPICS)
+
+
+def test_two_cleaner_threads_are_drawn_with_a_dedupe_buffer_kafka_accepts_for_them() -> None:
+    """KafkaConfig.validateValues wants more than 1 MiB of log.cleaner.dedupe.buffer.size per
+    cleaner thread; the harness's buffer is 2 MiB, so `log.cleaner.threads=2` alone was refused
+    (INVALID_REQUEST; explore --mode kraft --seed 7702 on 4.4.0, schedule 0)."""
+    from kafka_chaos.harness.config import LOG_CLEANER_DEDUPE_BUFFER_SIZE, chaos_cluster_defaults
+
+    harness_buffer = int(chaos_cluster_defaults(3)[LOG_CLEANER_DEDUPE_BUFFER_SIZE])
+    assert harness_buffer // 2 <= 1024 * 1024  # why: two threads on the harness's buffer alone are refused
+    drawn = set()
+    for seed in range(200):
+        [step] = GENERATORS["broker_config"].candidates(_model(), Draw(random.Random(seed), ()))
+        changes = step.options["set"]
+        threads = changes.get("log.cleaner.threads")
+        if threads is None:
+            assert LOG_CLEANER_DEDUPE_BUFFER_SIZE not in changes
+            continue
+        drawn.add(threads)
+        buffer = int(changes.get(LOG_CLEANER_DEDUPE_BUFFER_SIZE, harness_buffer))
+        assert buffer // int(threads) > 1024 * 1024, changes
+    assert drawn == {"1", "2"}
