@@ -22,19 +22,12 @@ voter set that voter acts on. Pure but for :func:`voter_set_of_log` and :func:`r
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from kafka_chaos.harness.kraft.records import (
-    BATCH_HEADER,
-    COMPRESSION_MASK,
-    CONTROL_BIT,
-    MetadataLogError,
-    _Reader,
-)
+from kafka_chaos.harness.kraft.records import MetadataLogError, _Reader, batch_headers
 
 KRAFT_VOTERS = 6  # ControlRecordType.KRAFT_VOTERS (clients 4.4.0 javap: KRAFT_VOTERS(6, 6))
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
@@ -106,33 +99,9 @@ def decode_voters_record(value: bytes) -> tuple[Voter, ...]:
 def voters_records(data: bytes) -> list[tuple[int, tuple[Voter, ...]]]:
     """Pure: every KRAFT_VOTERS control record in ``data`` (a segment's or a snapshot's bytes),
     as (offset, voters), in file order; a trailing partial batch is left out."""
-    found: list[tuple[int, tuple[Voter, ...]]] = []
-    position = 0
-    while position + BATCH_HEADER.size <= len(data):
-        (base_offset, length, _epoch, magic, _crc, attributes, _last_delta, _base_ts, _max_ts, _pid, _pepoch,
-         _seq, count) = BATCH_HEADER.unpack_from(data, position)
-        end = position + 12 + length
-        if length <= 0 or end > len(data):
-            break
-        if magic != 2:
-            raise MetadataLogError(f"record batch magic {magic} at position {position}, expected 2")
-        if attributes & CONTROL_BIT and not attributes & COMPRESSION_MASK:
-            r = _Reader(data, position + BATCH_HEADER.size, end)
-            for _ in range(count):
-                length_ = r.varint()
-                record_end = r.pos + length_
-                r.int8()  # attributes
-                r.varint()  # timestamp delta
-                offset = base_offset + r.varint()
-                key_len = r.varint()
-                key = r.take(key_len) if key_len >= 0 else b""
-                value_len = r.varint()
-                value = r.take(value_len) if value_len >= 0 else b""
-                r.pos = record_end
-                if len(key) >= 4 and struct.unpack(">h", key[2:4])[0] == KRAFT_VOTERS:
-                    found.append((offset, decode_voters_record(value)))
-        position = end
-    return found
+    return [(raw.offset, decode_voters_record(raw.value))
+            for batch in batch_headers(data) if batch.control and not batch.compressed
+            for raw in batch.records(data) if raw.control_type() == KRAFT_VOTERS]
 
 
 def newest_voter_set(snapshot: Sequence[tuple[int, tuple[Voter, ...]]], snapshot_end: int,

@@ -438,34 +438,65 @@ class BatchesRead:
     batches: tuple[BatchSpan, ...] = ()
 
 
-def read_batches(data: bytes, position: int = 0) -> BatchesRead:
-    """Every complete batch of ``data`` from ``position`` (a segment may end mid-batch while
-    it is written: that tail is left for the next read)."""
-    entries: list[LogEntry] = []
-    batches: list[BatchSpan] = []
-    next_offset = -1
+@dataclass(frozen=True)
+class BatchHeader:
+    """One complete record batch of a segment (DefaultRecordBatch, magic 2): where it lies and
+    what its header says."""
+
+    position: int
+    end: int
+    base_offset: int
+    epoch: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    count: int
+
+    @property
+    def control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def compressed(self) -> bool:
+        return bool(self.attributes & COMPRESSION_MASK)
+
+    def records(self, data: bytes) -> Iterator[RawRecord]:
+        """Its ``count`` records, undecoded (an uncompressed batch's)."""
+        r = _Reader(data, self.position + BATCH_HEADER.size, self.end)
+        for _ in range(self.count):
+            yield _raw_record(r, self.base_offset)
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    offset: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes
+
+    def control_type(self) -> int | None:
+        """A control record's type (its key's second int16: ControlRecordType), None if it has none."""
+        if self.key is None or len(self.key) < 4:
+            return None
+        return int(struct.unpack(">h", self.key[2:4])[0])
+
+
+def batch_headers(data: bytes, position: int = 0) -> Iterator[BatchHeader]:
+    """Every complete batch of ``data`` from ``position``, in file order (a segment may end
+    mid-batch while it is written: that tail is left for the next read)."""
     while position + BATCH_HEADER.size <= len(data):
         (base_offset, length, epoch, magic, _crc, attributes, last_delta, base_ts, _max_ts, _pid, _pepoch,
          _seq, count) = BATCH_HEADER.unpack_from(data, position)
         end = position + 12 + length
         if length <= 0 or end > len(data):
-            break
+            return
         if magic != 2:
             raise MetadataLogError(f"record batch magic {magic} at position {position}, expected 2")
-        if attributes & COMPRESSION_MASK:
-            raise MetadataLogError(f"compressed metadata batch at offset {base_offset}: not supported")
-        r = _Reader(data, position + BATCH_HEADER.size, end)
-        for _ in range(count):
-            entry = _record(r, base_offset, epoch, base_ts, control=bool(attributes & CONTROL_BIT))
-            if entry is not None:
-                entries.append(entry)
-        next_offset = base_offset + last_delta + 1
-        batches.append(BatchSpan(base_offset, next_offset - 1, epoch))
+        yield BatchHeader(position, end, base_offset, epoch, attributes, last_delta, base_ts, count)
         position = end
-    return BatchesRead(tuple(entries), position, next_offset, tuple(batches))
 
 
-def _record(r: _Reader, base_offset: int, epoch: int, base_ts: int, *, control: bool) -> LogEntry | None:
+def _raw_record(r: _Reader, base_offset: int) -> RawRecord:
     length = r.varint()
     end = r.pos + length
     r.int8()  # attributes
@@ -476,13 +507,36 @@ def _record(r: _Reader, base_offset: int, epoch: int, base_ts: int, *, control: 
     value_len = r.varint()
     value = r.take(value_len) if value_len >= 0 else b""
     r.pos = end  # headers: none in the metadata log
-    at = (base_ts + ts_delta) / 1000.0
+    return RawRecord(offset, ts_delta, key, value)
+
+
+def read_batches(data: bytes, position: int = 0) -> BatchesRead:
+    """Every complete batch of ``data`` from ``position`` (a segment may end mid-batch while
+    it is written: that tail is left for the next read)."""
+    entries: list[LogEntry] = []
+    batches: list[BatchSpan] = []
+    next_offset = -1
+    for batch in batch_headers(data, position):
+        if batch.compressed:
+            raise MetadataLogError(f"compressed metadata batch at offset {batch.base_offset}: not supported")
+        for raw in batch.records(data):
+            entry = _record(raw, batch.epoch, batch.base_timestamp, control=batch.control)
+            if entry is not None:
+                entries.append(entry)
+        next_offset = batch.base_offset + batch.last_offset_delta + 1
+        batches.append(BatchSpan(batch.base_offset, next_offset - 1, batch.epoch))
+        position = batch.end
+    return BatchesRead(tuple(entries), position, next_offset, tuple(batches))
+
+
+def _record(raw: RawRecord, epoch: int, base_ts: int, *, control: bool) -> LogEntry | None:
+    at = (base_ts + raw.timestamp_delta) / 1000.0
     if control:
-        if key is None or len(key) < 4 or struct.unpack(">h", key[2:4])[0] != LEADER_CHANGE:
+        if raw.control_type() != LEADER_CHANGE:
             return None
-        return LogEntry(offset, epoch, at, decode_leader_change(value))
-    record = decode_record_value(value)
-    return None if record is None else LogEntry(offset, epoch, at, record)
+        return LogEntry(raw.offset, epoch, at, decode_leader_change(raw.value))
+    record = decode_record_value(raw.value)
+    return None if record is None else LogEntry(raw.offset, epoch, at, record)
 
 
 def iter_records(data: bytes) -> Iterator[LogEntry]:
