@@ -32,9 +32,10 @@ done
 
 lane_dir=$(mktemp -d /tmp/kafka-chaos-test-lane.XXXXXX)
 # The other releases the real-cluster tests run (README), fetched from Maven Central beside them
-# rather than by the first test that needs each (about 8 s each from an empty cache). Not at the
-# idle priority: a test that needs a release waits on its fetch's lock. Optional: a test fetches
-# (or builds) what this did not.
+# rather than by the first test that needs each (about 10 s each from an empty cache), at the
+# idle priority too: at a normal one its Maven JVMs slowed the first tests by more than they
+# saved (CI #37). The first test that needs one comes minutes later; a test that finds a fetch
+# under way waits on its lock. Optional: a test fetches (or builds) what this did not.
 fetch_releases() {
   for v in 4.4.0 3.6.1 3.1.2 3.6.2 3.5.2; do .venv/bin/kafka-chaos fetch-kafka --kafka-version "$v" --no-cds || true; done
   # and the containers tests' image (about 20 s from an empty cache), before the last tests need it
@@ -54,7 +55,7 @@ if chrt --idle 0 true 2>/dev/null; then idle+=(chrt --idle 0); fi
 if ionice -c 3 true 2>/dev/null; then idle+=(ionice -c 3); fi
 "${idle[@]}" setsid bash -c "$(declare -f spark_archive cpu_lane); cpu_lane \"\$@\"" cpu_lane "$@" > "$lane_dir/out" 2>&1 &
 lane=$!
-nice -n 10 setsid bash -c "$(declare -f fetch_releases); fetch_releases" > "$lane_dir/fetch" 2>&1 &
+"${idle[@]}" setsid bash -c "$(declare -f fetch_releases); fetch_releases" > "$lane_dir/fetch" 2>&1 &
 fetch=$!
 stop_lane() {
   kill -TERM -- "-$lane" "-$fetch" 2>/dev/null || true
