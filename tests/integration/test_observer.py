@@ -281,9 +281,12 @@ def test_leader_kill_restart_and_preferred_election(cluster: LocalCluster, obser
 
     restarted_at = time.time()
     cluster.start_broker(victim)
+    # Back in every ISR of the topic, not only partition 0's: the views are compared with the
+    # snapshot the election leaves, which a later ISR expansion of partition 1 would make stale
+    # (CI #38: broker 1 rejoined partition 1's ISR after the election's snapshot was read).
     back = observer.wait_until(
-        lambda s: s.live_brokers.get(victim, 0) > old_epoch and victim in s.partition(topic, 0).isr,
-        timeout=60, description=f"broker {victim} back (new broker epoch) and in the ISR of partition 0")
+        lambda s: s.live_brokers.get(victim, 0) > old_epoch and all(victim in p.isr for p in s.topic_partitions(topic)),
+        timeout=60, description=f"broker {victim} back (new broker epoch) and in every ISR of {topic}")
     assert back.partition(topic, 0).leader == a  # leadership does not come back by itself
     assert observer.broker_registered_at(victim, restarted_at) is not None
     assert observer.first_event(BROKER_REGISTERED, after=restarted_at, broker_id=victim) is not None
