@@ -143,6 +143,12 @@ class VoterFault(FaultBase):
     mode_support: ClassVar[frozenset[str]] = KRAFT_ONLY
     _seen: dict[str, Any] | None = field(default=None, init=False)
 
+    @classmethod
+    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
+        """A voter change that takes no option."""
+        reject_unknown_options(cls.kind, options, ())
+        return cls(target)
+
     @property
     def outcome(self) -> Mapping[str, Any] | None:
         return None if self._seen is None else {VOTER_CHANGE: self._seen}
@@ -160,11 +166,6 @@ class ControllerAdd(VoterFault):
     kind: ClassVar[str] = "controller_add"
     kafka_waits: ClassVar[FaultWaits] = STARTS_NODES
     added: int | None = field(default=None, init=False)
-
-    @classmethod
-    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
-        reject_unknown_options(cls.kind, options, ())
-        return cls(target)
 
     def inject(self, env: FaultEnv) -> None:
         cluster = voter_control(env, self.kind)
@@ -224,11 +225,6 @@ class RemovedVoterRestart(VoterFault):
     kind: ClassVar[str] = "removed_voter_restart"
     kafka_waits: ClassVar[FaultWaits] = STARTS_NODES
     restarted: int | None = field(default=None, init=False)
-
-    @classmethod
-    def from_step(cls, target: Target, options: Mapping[str, Any], topics: StepTopics) -> Self:
-        reject_unknown_options(cls.kind, options, ())
-        return cls(target)
 
     def inject(self, env: FaultEnv) -> None:
         cluster = voter_control(env, self.kind)
