@@ -4,6 +4,7 @@ not fatal."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from kafka_chaos.scenarios.history.observations import (
     ScenarioAborted,
     ScenarioFinished,
     ScenarioSkipped,
+    StepObserved,
     TopicDelivery,
     group_by_scenario,
     observation_from_json,
@@ -80,6 +82,34 @@ def test_a_kraft_4x_partitions_eligible_leader_replicas_round_trip() -> None:
     assert codec.state_from_dict(d) == state
     assert d["topics"]["t0"]["partitions"]["1"]["elr"] == [4] and d["topics"]["t0"]["partitions"]["1"]["last_known_elr"] == [4]
     assert "elr" not in d["topics"]["t0"]["partitions"]["0"]  # none: written as before, byte for byte
+
+
+def test_a_history_written_before_the_elr_was_stored_takes_its_oracle_input_elr_from_the_snapshot() -> None:
+    """Histories written before 3810cbd kept a partition's ELR and last known ELR in the step's
+    ``before`` snapshot only; the oracle input read back takes them from there (as the live run
+    made it: cluster_state_of), so `kafka-chaos check` predicts what the live run predicted.
+    Seeds 4611 (4.1.2) and 4612 (4.4.0), rf1_broker_loss_kraft: t-0 killed then started, ISR [],
+    ELR [], LKE [1]; without the LKE the re-check predicted it leaderless, where Kafka elects the
+    last known leader uncleanly (PartitionChangeBuilder.java 4.1.2 lines 273, 290-320) and did:
+    12 verdicts differed, none now."""
+    from kafka_chaos.scenarios.model.snapshots import cluster_state_of
+    from tests.unit.scenarios.histories import BEFORE, TOPIC
+
+    killed = replace(BEFORE.partitions[(TOPIC, 0)], leader=-1, isr=(), elr=(), last_known_elr=(1,))
+    emptied = replace(BEFORE.partitions[(TOPIC, 1)], leader=-1, isr=(), elr=(2,), last_known_elr=(2,))
+    before = replace(BEFORE, mode="kraft", partitions={(TOPIC, 0): killed, (TOPIC, 1): emptied})
+    step = hard_kill_step(before=before, oracle_state=cluster_state_of(before, [TOPIC], {}))
+    assert step.oracle_state.topics[TOPIC].partitions[0].last_known_elr == (1,)
+    assert step.oracle_state.topics[TOPIC].partitions[1].elr == (2,)
+    new = step.to_dict()
+    old = json.loads(json.dumps(new))
+    for part in old["oracle_state"]["topics"][TOPIC]["partitions"].values():
+        part.pop("elr", None), part.pop("last_known_elr", None)
+    assert old != new
+    assert StepObserved.from_dict(old) == StepObserved.from_dict(new) == step
+    # A ZooKeeper-mode snapshot has no ELR to give (and the oracle input none to take).
+    zk = hard_kill_step()
+    assert StepObserved.from_dict(zk.to_dict()) == zk
 
 
 def test_the_event_strategy_covers_every_event_type() -> None:
