@@ -19,9 +19,15 @@ def _ints(values: Iterable[SupportsInt]) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class BrokerFailure:
     """The brokers' ZooKeeper sessions are gone in one controller event (kill -9 followed by session
-    expiry, an expired session, ...).  The controller broker may be among them."""
+    expiry, an expired session, ...).  The controller broker may be among them.
+
+    ``restarting`` (KRaft model only): each broker was SIGKILLed and started again at once (a hard
+    ``restart``), so its new incarnation may register in the gap between its old session's expiry
+    and the controller's periodic fence -- the registration then cleans up the old incarnation
+    instead of a fence (:meth:`oracle.kraft.controller.KRaftController.handle_registration_before_fence`)."""
 
     brokers: tuple[int, ...]
+    restarting: bool = False
     KIND: ClassVar[str] = "broker_failure"
 
     def __post_init__(self) -> None:

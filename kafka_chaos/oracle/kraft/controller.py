@@ -218,7 +218,14 @@ class KRaftController:
         partition epoch where it was in the ELR); otherwise the fence builder runs again over the
         partitions whose ISR holds it (no record unless an unclean-enabled topic can elect another
         replica).  Nothing before 4.0 (:func:`kcfg.registration_runs_shutdown_handler`)."""
-        if broker in self.active or not kcfg.registration_runs_shutdown_handler(self.release):
+        if broker in self.active:
+            return
+        self._registration_cleanup(broker, clean)
+
+    def _registration_cleanup(self, broker: int, clean: bool) -> None:
+        """What ``registerBroker`` writes for a new incarnation before its RegisterBrokerRecord
+        (:meth:`handle_broker_registration`); nothing before 4.0."""
+        if not kcfg.registration_runs_shutdown_handler(self.release):
             return
         if self.elr_on and not clean:
             self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker),
@@ -227,6 +234,39 @@ class KRaftController:
                                                  broker_with_unclean_shutdown=broker)
         else:
             self.generate_leader_and_isr_updates(self.partitions_with_broker_in_isr(broker), broker_to_remove=broker)
+
+    def handle_registration_before_fence(self, broker: int, clean: bool) -> None:
+        """A new incarnation of an *unfenced* broker registering: a broker SIGKILLed and started
+        again at once whose registration reaches the controller after its old session expired
+        but before the periodic ``maybeFenceOneStaleBroker`` fenced it.  ``registerBroker``
+        refuses a new incarnation only while the old session is valid -- 3.6-3.9: unfenced *and*
+        last heartbeat within ``broker.session.timeout.ms`` (``hasValidSession``,
+        BrokerHeartbeatManager.java 3.6.1 lines 349-355, the same in 3.7.1, 3.8.0 and 3.9.0;
+        ClusterControlManager.java 3.6.1 lines 328-339, 3.9.0 line 377); 4.x: last contact of
+        the old epoch within the timeout, fenced or not (BrokerHeartbeatTracker.java 4.3.1 lines
+        131-150, ClusterControlManager.java 4.3.1 lines 366-376, 4.0.0 line 356) -- so once the
+        session has expired it is accepted whether or not the fence came first.  Without the
+        fence no ``handleBrokerFenced`` runs: the registration's own cleanup is all
+        (:meth:`_registration_cleanup`; 4.x: ClusterControlManager.java 4.3.1 lines 435-439 ->
+        ``handleBrokerShutdown``, ReplicationControlManager.java 4.3.1 lines 1482-1494, with the
+        old registration still active; 3.6-3.9 write none: 3.8.0 and 3.9.0 call
+        ``handleBrokerUncleanShutdown`` (ClusterControlManager.java 3.8.0 line 358, 3.9.0 line 463),
+        which returns at once below metadata version 4.0-IV0 (ReplicationControlManager.java 3.8.0
+        line 1396, 3.9.1 line 1414), and 3.6.x-3.7.x have no such call).  The
+        RegisterBrokerRecord itself is fenced (RegisterBrokerRecord.json ``Fenced`` default true)
+        and replaces the old session (``heartbeatManager.remove`` / ``register``, ClusterControlManager.java
+        4.3.1 lines 464-468), so the stale-broker check never fences it afterwards (4.3.1
+        ``maybeFenceOneStaleBroker`` lines 1739-1760 drops the old epoch's entry).  On 3.x the
+        broker thus keeps every leadership and ISR place it had, epochs unchanged; on 4.x with ELR
+        on it leaves every ISR and ELR and a partition whose ISR it was alone in keeps it as last
+        known leader, re-elected RECOVERING at its unfence (found by `explore --mode kraft --seed
+        7703` on 4.4.0: partition epoch 2, leader epoch 2, RECOVERING -- one write fewer than
+        fence-then-register)."""
+        if broker not in self.active:
+            return
+        self._registration_cleanup(broker, clean)
+        self.active.discard(broker)
+        self.offline_dirs.pop(broker, None)
 
     def handle_broker_fenced(self, broker: int) -> None:
         """``handleBrokerFenced`` (lines 1288-1305), reached from ``maybeFenceOneStaleBroker``

@@ -22,12 +22,18 @@ ReplicationControlManager.java 3.6.1 lines 1480-1492, 3.7.2 lines 1589-1601, 3.8
 ``BrokerHeartbeatManager`` differs from 3.9 only in how ``register``/``touch`` are split, 3.7.2 =
 3.8.1; ``processBrokerHeartbeat`` 3.8.1 lines 1548-1580 routes SHUTDOWN_NOW to ``handleBrokerFenced``
 as 3.9 does); a ``TopicConfigChange`` has one plan (no periodic unclean check before 3.9.0).
+
+A hard restart (``BrokerFailure.restarting``: SIGKILL, then started at once) has a further plan
+per broker on every modelled line: its new incarnation registers after the old session expired
+but before the periodic check fenced it, and the registration's cleanup replaces the fence
+(:meth:`KRaftController.handle_registration_before_fence`: 3.x writes no partition record, 4.x runs
+``handleBrokerShutdown`` with the old registration still active).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import permutations
+from itertools import combinations, permutations
 from typing import Callable, Hashable, Iterator, Sequence
 
 from kafka_chaos.oracle.events import (
@@ -116,10 +122,38 @@ def _sequence_plans(
     return plans
 
 
+MAX_RESTARTS_EACH_WAY = 2
+"""Up to this many brokers in one hard restart, each may be fenced first or register first
+(every non-empty set of the latter); beyond it only all of them registering first."""
+
+
+def _registered_before_fence_plans(brokers: Sequence[int]) -> list[_Plan]:
+    """A hard restart's further plans (``BrokerFailure.restarting``): some of the SIGKILLed brokers'
+    new incarnations register before the periodic check fences the old ones
+    (:meth:`KRaftController.handle_registration_before_fence`, after a SIGKILL: unclean), then are
+    unfenced by their first caught-up heartbeat; the others are fenced as usual."""
+    if len(brokers) <= MAX_RESTARTS_EACH_WAY:
+        early_sets = [frozenset(c) for n in range(1, len(brokers) + 1) for c in combinations(brokers, n)]
+    else:
+        early_sets = [frozenset(brokers)]
+    plans: list[_Plan] = []
+    for early in early_sets:
+        def step(ctl: KRaftController, b: int, early: frozenset[int] = early) -> None:
+            if b in early:
+                ctl.handle_registration_before_fence(b, clean=False)
+                ctl.handle_broker_unfenced(b)
+            else:
+                ctl.handle_broker_fenced(b)
+        verb = "registered before the fence: " + ", ".join(str(b) for b in sorted(early)) + "; brokers in order"
+        plans += _sequence_plans(verb, brokers, step)
+    return plans
+
+
 def _event_plans(state: ClusterState, event: Event) -> list[_Plan]:
     if isinstance(event, BrokerFailure):
         dead = sorted(set(event.brokers) & state.live_brokers)
-        return _sequence_plans("fenced", dead, lambda ctl, b: ctl.handle_broker_fenced(b))
+        plans = _sequence_plans("fenced", dead, lambda ctl, b: ctl.handle_broker_fenced(b))
+        return plans + (_registered_before_fence_plans(dead) if event.restarting else [])
     if isinstance(event, BrokerStartup):
         new = sorted(set(event.brokers) - state.live_brokers)
         kraft = set(event.kraft_brokers)

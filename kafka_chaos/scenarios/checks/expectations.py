@@ -117,7 +117,20 @@ def by_epochs(options: Sequence[Expectation], snapshot: ZkSnapshot, topics: Iter
     same_writes = [e for e in same_epochs if all(
         (t, p) in e.ruled or want.partition_epoch in (None, getattr(parts[(t, p)], "version", None))
         for (t, p), want in predicted_partitions(e.state, topics).items())]
-    return same_writes + [e for e in same_epochs if e not in same_writes]
+    # Then those whose leader recovery states it shows: a 4.x broker SIGKILLed and restarted
+    # whose registration came before its fence (out of the ISR, re-elected as last known leader,
+    # RECOVERING) and one fenced first after a clean stop (elected from the ELR, RECOVERED) both
+    # take two writes (`explore --mode kraft --seed 7703` on 4.4.0, schedule 7, d-0 = [4]).
+    same_recovery = [e for e in same_writes if all(
+        _same_recovery(getattr(want, "leader_recovery_state", None),
+                       getattr(parts[(t, p)], "leader_recovery_state", None))
+        for (t, p), want in predicted_partitions(e.state, topics).items())]
+    ranked = same_recovery + [e for e in same_writes if e not in same_recovery]
+    return ranked + [e for e in same_epochs if e not in same_writes]
+
+
+def _same_recovery(predicted: int | None, observed: int | None) -> bool:
+    return predicted is None or observed is None or predicted == observed
 
 
 def matching(snapshot: ZkSnapshot, options: Sequence[Expectation], topics: Iterable[str]) -> Expectation | None:

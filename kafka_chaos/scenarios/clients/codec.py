@@ -138,10 +138,14 @@ def _decode(value: Any) -> Any:
 
 
 def event_to_dict(event: Event) -> JsonDict:
-    """Every field, but an empty-tuple default left out (``BrokerStartup.kraft_brokers``: older
-    histories stay byte for byte)."""
+    """Every field, but an empty-tuple or False default left out (``BrokerStartup.kraft_brokers``,
+    ``BrokerFailure.restarting``: older histories stay byte for byte)."""
     return {"type": type(event).KIND, **{f.name: _encode(getattr(event, f.name)) for f in fields(event)
-                                         if not (f.default == () and getattr(event, f.name) == ())}}
+                                         if not (_left_out(f.default) and getattr(event, f.name) == f.default)}}
+
+
+def _left_out(default: object) -> bool:
+    return default is False or (isinstance(default, tuple) and default == ())
 
 
 def event_from_dict(d: Mapping[str, Any]) -> Event:

@@ -147,7 +147,9 @@ class Restart(_ProcessFault):
         return ()
 
     def oracle_events(self) -> list[Event]:
-        down: list[Event] = ([BrokerFailure(tuple(self.target.brokers))] if self.hard
+        # Started again at once after a SIGKILL, a new incarnation may register before the
+        # controller fences the old one (BrokerFailure.restarting: the KRaft model's extra plans).
+        down: list[Event] = ([BrokerFailure(tuple(self.target.brokers), restarting=True)] if self.hard
                              else [ControlledShutdown(b) for b in self.target.brokers])
         return down + [BrokerStartup(tuple(self.target.brokers))]
 

@@ -212,3 +212,27 @@ def test_partition_epochs_an_isr_rule_changed_and_zookeeper_states_do_not_tell_a
     assert [e.label for e in by_epochs(ruled, snap, ["t1"])] == ["a", "b"]  # type: ignore[arg-type]
     zookeeper = (_kraft_option("a", 2, None), _kraft_option("b", 2, None))
     assert [e.label for e in by_epochs(zookeeper, snap, ["t1"])] == ["a", "b"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("observed", "first"), [
+    # explore --mode kraft --seed 7703 on 4.4.0, schedule 7: broker 4 (d-0 = [4]) SIGKILLed and started
+    # again, registered before its fence: re-elected as last known leader, leader epoch 2, partition
+    # epoch 2, RECOVERING -- the clean-shutdown plan's epochs, RECOVERED
+    ((2, 2, 1), "registered before the fence"),
+    ((2, 2, 0), "after a clean shutdown"),
+    ((2, 3, 1), "after an unclean shutdown"),
+])
+def test_of_alternatives_with_the_same_epochs_the_one_with_the_observed_recovery_state_judges(observed, first) -> None:
+    from types import SimpleNamespace as NS
+
+    from kafka_chaos.scenarios.checks.expectations import by_epochs
+
+    def option(label: str, partition_epoch: int, recovery: int) -> object:
+        want = NS(leader_epoch=2, partition_epoch=partition_epoch, leader_recovery_state=recovery)
+        return NS(label=label, state=NS(topics={"t1": NS(partitions={1: want})}), ruled=())
+
+    options = (option("after an unclean shutdown", 3, 1), option("after a clean shutdown", 2, 0),
+               option("registered before the fence", 2, 1))
+    snap = NS(partitions={("t1", 1): NS(leader_epoch=observed[0], version=observed[1],
+                                        leader_recovery_state=observed[2])})
+    assert by_epochs(options, snap, ["t1"])[0].label == first  # type: ignore[arg-type]

@@ -50,7 +50,7 @@ def test_oracle_events_per_kind() -> None:
     assert fault("controlled_shutdown").oracle_events() == [ControlledShutdown(1)]
     assert fault("pause").oracle_events() == [BrokerFailure((1,)), BrokerStartup((1,))]
     assert fault("restart").oracle_events() == [ControlledShutdown(1), BrokerStartup((1,))]
-    assert fault("restart", hard=True).oracle_events() == [BrokerFailure((1,)), BrokerStartup((1,))]
+    assert fault("restart", hard=True).oracle_events() == [BrokerFailure((1,), restarting=True), BrokerStartup((1,))]
     assert fault("reassignment", (), topic="t", moves=((0, (3, 2)),)).oracle_events() == [Reassign("phys-t", 0, (3, 2))]
     [pe] = fault("preferred_election", (), topic="t").oracle_events()
     assert isinstance(pe, PreferredElection) and [str(tp) for tp in pe.partitions] == ["phys-t-0", "phys-t-1", "phys-t-2"]
