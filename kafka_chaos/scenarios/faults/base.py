@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 from kafka_chaos.harness.cluster import Capability, ChaosCluster
@@ -49,9 +49,25 @@ class FaultEnv:
 
     transactions: TransactionHolder | None = None  # the transactional workload, while it runs
     clients: ClientHolder | None = None  # the Java transactional clients' processes, while they run
+    # Brokers a broker_controller_cut holds cut from every controller (scenarios.faults.quorum_links)
+    cut_from_controllers: set[int] = field(default_factory=set)
+
     @property
     def bootstrap(self) -> str:
-        return str(self.cluster.bootstrap_servers)
+        """The brokers the admin requests go through: not one cut from the controllers.  A KRaft
+        broker forwards DeleteTopics, CreateTopics, CreatePartitions, AlterPartitionReassignments,
+        ... to the active controller (``maybeForwardToController``, KafkaApis.scala 3.9 line 209),
+        and AdminClient sends them to the broker a Metadata answer names controller: in KRaft a
+        random broker its answering broker's cache holds unfenced (``getRandomAliveBrokerId``,
+        KafkaApis.scala 3.9 lines 1426-1429).  A cut broker's cache is stale -- itself unfenced --
+        so asked first it may name itself, and its forward waits for a controller it cannot
+        reach until the client times out (explore-7711-4 on 3.9.2: ``delete_topic`` _TIMED_OUT after
+        15 s, no RemoveTopicRecord).  The others know it fenced and never name it."""
+        cut = self.cut_from_controllers
+        if not cut:
+            return str(self.cluster.bootstrap_servers)
+        reachable = [self.cluster.endpoint(b).bootstrap for b in self.cluster.broker_ids if b not in cut]
+        return ",".join(reachable) if reachable else str(self.cluster.bootstrap_servers)
 
     @property
     def session_expiry_bound_s(self) -> float:

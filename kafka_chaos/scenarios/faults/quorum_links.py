@@ -226,6 +226,8 @@ class BrokerControllerCut(FaultBase):
         controllers = _controllers_of(env, self.kind, self.target.brokers)
         partitioner = links(env, self.kind)
         self._cut = True  # set first: a half-made cut is healed too
+        # admin requests go through the other brokers from now on (FaultEnv.bootstrap)
+        env.cut_from_controllers.update(self.target.brokers)
         for broker in self.target.brokers:
             partitioner.cut_links(broker, controllers)
         log.info("%s: broker(s) %s cut from controllers %s", self.kind, list(self.target.brokers), controllers)
@@ -233,6 +235,7 @@ class BrokerControllerCut(FaultBase):
     def heal(self, env: FaultEnv) -> None:
         if self._cut:
             links(env, self.kind).heal_network()
+            env.cut_from_controllers.clear()  # heal_network undoes every cut
             self._cut = False
 
 
@@ -268,6 +271,7 @@ class BrokerControllerCutHeal(FaultBase):
 
     def inject(self, env: FaultEnv) -> None:
         links(env, self.kind).heal_network()
+        env.cut_from_controllers.clear()  # heal_network undoes every cut
         log.info("%s: healed broker(s) %s", self.kind, list(self.target.brokers))
 
 

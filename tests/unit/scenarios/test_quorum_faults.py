@@ -288,6 +288,44 @@ def test_a_broker_cut_drops_its_links_to_every_controller_and_holds_it_until_its
     assert quorum.healed == 2
 
 
+@dataclass
+class AddressedQuorum(CuttableQuorum):
+    """Brokers 1-3 at ports 9091-9093."""
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{9090 + b}" for b in self.broker_ids)
+
+    def endpoint(self, broker_id: int) -> object:
+        from kafka_chaos.harness.cluster import BrokerEndpoint
+
+        return BrokerEndpoint(broker_id=broker_id, host="127.0.0.1", port=9090 + broker_id)
+
+
+def test_admin_requests_avoid_a_broker_cut_from_the_controllers_until_its_heal(monkeypatch) -> None:
+    """explore-7711-4 on 3.9.2: ``delete_topic`` timed out through broker 3, cut from the controllers
+    (its stale cache named itself controller; its forward could not reach one)."""
+    asked: list[str] = []
+    monkeypatch.setattr("kafka_chaos.harness.metadata.request_topic_deletion",
+                        lambda bootstrap, topic: asked.append(bootstrap) or "answered")
+    quorum, log = AddressedQuorum(), Log()
+    shared = env(quorum, log)
+    every = "127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093"
+    delete = make_fault("delete_topic", Target((), "d"), {"topic": "d"}, topic_names={"d": "phys-d"},
+                        topic_partitions={"d": (0,)})
+    assert shared.bootstrap == every
+    cut = fault("broker_controller_cut", (3,))
+    cut.inject(shared)
+    delete.inject(shared)
+    assert asked == ["127.0.0.1:9091,127.0.0.1:9092"]
+    fault("broker_controller_cut", (3,), variant="heal").inject(shared)
+    delete.inject(shared)
+    assert asked[-1] == every
+    cut.inject(shared)
+    cut.heal(shared)  # a teardown's heal too
+    assert shared.bootstrap == every
+
+
 @pytest.mark.parametrize("options, target, message", [
     ({"variant": "from_voters"}, (1,), "'variant' must be 'from_controllers' or 'heal', not 'from_voters'"),
     ({"seconds": 3}, (1,), "unknown option\\(s\\) 'seconds': only 'variant'"),
