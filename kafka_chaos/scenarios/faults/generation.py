@@ -41,6 +41,9 @@ class Plan(Protocol):
     @property
     def controllers(self) -> int: ...
 
+    @property
+    def quorum(self) -> str: ...
+
 
 @dataclass
 class ClusterModel:
@@ -59,6 +62,7 @@ class ClusterModel:
     targets: list[tuple[int, ...] | None] = field(default_factory=list)  # per step; None: unknown
     mode: str = "zookeeper"  # the cluster's ("kraft": KRaft controllers, quorum faults)
     controllers: int = 1  # KRaft voters
+    dynamic_quorum: bool = False  # formatted dynamic (KIP-853): voters can be added and removed
     controllers_down: int = 0  # KRaft voters a fault killed, not started again
     quorum_cut: bool = False  # a voter cut from the other voters (the active controller, or a follower), until healed
     follower_cut: bool = False  # ... and it is a follower voter (quorum_follower_cut)
@@ -77,7 +81,7 @@ class ClusterModel:
     @classmethod
     def of(cls, plan: Plan) -> ClusterModel:
         return cls(plan.brokers, {t.name: t for t in plan.topics}, live=set(plan.brokers), mode=plan.mode,
-                   controllers=plan.controllers)
+                   controllers=plan.controllers, dynamic_quorum=plan.quorum == "dynamic")
 
     def role(self, broker: int) -> str:
         return self.roles.get(broker, "zk")

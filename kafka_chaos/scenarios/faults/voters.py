@@ -249,13 +249,13 @@ def voter_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) 
     generated schedule's model (a static quorum) never has one, so they are never drawn."""
     if not model.has_quorum or model.mode != "kraft":
         raise IllegalStep(f"{step.fault} needs a KRaft cluster")
-    if not getattr(model, "dynamic_quorum", False):
+    if not model.dynamic_quorum:
         raise IllegalStep(f"{step.fault} needs a dynamic quorum (the cluster's \"quorum\": \"dynamic\")")
 
 
 def voter_candidates(kind: str) -> Candidates:
     def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
-        if not getattr(model, "dynamic_quorum", False) or model.quorum_cut:
+        if not model.dynamic_quorum or model.quorum_cut:
             return []
         if kind == ControllerRemove.kind:
             return [Step(kind, NoTarget("a voter"), {"voter": draw.rng.choice((LEADER, FOLLOWER))})]

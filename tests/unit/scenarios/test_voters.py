@@ -104,6 +104,22 @@ def test_the_schedule_file_asks_for_a_dynamic_quorum_and_round_trips() -> None:
     assert [s.fault for s in schedule.steps] == ["controller_add", "controller_remove", "removed_voter_restart"]
 
 
+@pytest.mark.parametrize("name", ["kraft_dynamic_quorum.json", "kraft_dynamic_quorum_follower.json"])
+def test_the_generators_model_takes_a_dynamic_schedules_voter_changes_and_refuses_them_on_a_static_one(
+        name: str) -> None:
+    """The model the shrinker checks each candidate with (generator.problems) knows the schedule's
+    quorum: a dynamic schedule's steps are legal (else none of its shrinks could run), the same
+    steps on a static quorum are not."""
+    from dataclasses import replace
+
+    from kafka_chaos.scenarios.plans.generator import problems
+
+    schedule = schedule_from_json(json.loads((SCHEDULE.parent / name).read_text()))
+    assert problems(schedule) == []
+    [refused] = problems(replace(schedule, quorum="static"))
+    assert refused.startswith(f"step 1 ({schedule.steps[0].fault}): ") and "needs a dynamic quorum" in refused
+
+
 @pytest.mark.parametrize("cluster, message", [
     ({"mode": "zookeeper", "quorum": "dynamic"}, "needs \"mode\": \"kraft\""),
     ({"mode": "kraft", "quorum": "dynamic", "kafka_version": "3.8.1"}, "needs Kafka 3.9 or later, not 3.8.1"),
