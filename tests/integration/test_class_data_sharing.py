@@ -1,6 +1,8 @@
 """The class-data-sharing archives of :mod:`harness.local.cds`, from an empty cache, as a new user's
 set-up makes them: built, then used by a broker that runs with its real JVM options (the JMX
-exporter agent included); and a build that fails leaves set-up and the cluster working.
+exporter agent included); and a build that fails leaves set-up and the cluster working (the
+failure path, ``nightly``: docs/nightly.md; that a node without an archive starts without the
+flag is unit-tested).
 
 Each test points ``KAFKA_CHAOS_CACHE`` at an empty directory, so nothing built earlier on this
 machine can hide a broken build.  One 1-broker cluster at a time.
@@ -64,6 +66,7 @@ def test_archives_built_in_an_empty_cache_serve_a_broker_that_runs_its_agent(
         assert any(name.startswith("kafka_controller") for name in values), sorted(values)[:10]
 
 
+@pytest.mark.nightly
 def test_a_failing_archive_build_warns_and_leaves_set_up_and_the_cluster_working(
         distribution: KafkaDistribution, empty_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_TOOL_OPTIONS", NO_SHARING)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from kafka_chaos.app.runs import run_scenarios
 from kafka_chaos.records.writer import read_records
 from kafka_chaos.scenarios.plans import catalogue
@@ -33,6 +35,7 @@ def follower_shut_down_first(scenario: Scenario) -> Scenario:
     return replace(scenario, steps=(replace(first, fault="controlled_shutdown"), *rest))
 
 
+@pytest.mark.nightly
 def test_an_unclean_election_on_3_1_2_writes_no_recovery_state(tmp_path: Path) -> None:
     results = tmp_path / "run"
     rc = run_scenarios([follower_shut_down_first(s) for s in catalogue.by_names([FIXTURE])], seed=29,
