@@ -80,6 +80,8 @@ echo "==> the other releases, fetched beside the tests"
 cat "$lane_dir/fetch"
 cat "$lane_dir/out"
 echo "==> real-cluster tests: exit $clusters; mypy, unit and Spark tests: exit $cpu"
+# bash's SECONDS: since this script started (set-up included); the budget is 15 minutes.
+echo "==> the test command took ${SECONDS} s (budget: 900 s)"
 # pytest's 5 (nothing collected) is a lane whose selection (-m nightly) has no test in it.
 for rc in "$clusters" "$cpu"; do
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
