@@ -281,6 +281,9 @@ def _admin(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> N
         for p, replicas in step.options.get("moves", ()):
             if p not in model.topics[topic].assignment:
                 raise IllegalStep(f"reassignment of {topic}-{p}: no such partition")
+            if replicas is None:  # a cancellation (KIP-455): legal only while one is pending
+                raise IllegalStep(f"cancelling {topic}-{p}'s reassignment: the model settles every "
+                                  "reassignment, so none is ever pending to cancel")
             dead = [r for r in replicas if r not in model.live or r in model.cut]
             if dead or model.unknown_down:  # a stalled reassignment never settles
                 raise IllegalStep(f"reassignment of {topic}-{p} onto brokers that may be down")

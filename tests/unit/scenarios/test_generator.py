@@ -124,6 +124,8 @@ def _model(*brokers: int) -> ClusterModel:
     ([Step("hard_kill", Brokers((2,))), Step("reassignment", options={"topic": "t", "moves": [[0, [2, 3]]]})],
      "onto brokers that may be down"),
     ([Step("preferred_election", options={"topic": "t", "partitions": [5]})], "no such partition"),
+    # a cancellation (KAFKA-13972's corpus entry: moves [[0, null]]) was a TypeError here
+    ([Step("reassignment", options={"topic": "t", "moves": [[0, None]], "via": "admin"})], "none is ever pending"),
 ])
 def test_the_model_refuses_what_the_harness_would(steps, message) -> None:
     model = _model(1, 2, 3)
