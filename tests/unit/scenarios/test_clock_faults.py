@@ -190,6 +190,11 @@ JUMP, DRIFT = "clock_jump", "clock_drift"
     ([Step(JUMP, Controller(), {"seconds": 5})], "one named broker"),
     ([Step(JUMP, NoTarget(), {"seconds": 5, "zookeeper": 1})], "ZooKeeper server is not generated"),
     ([Step("hard_kill", Brokers((2,))), Step(JUMP, Brokers((2,)), {"seconds": 5})], "not live"),
+    # explore --mode kraft --seed 7732 on 3.9.2: healed while a power failure held the broker, refused
+    ([Step(JUMP, Brokers((2,)), {"seconds": -5}), Step("power_failure", Brokers((2,))),
+      Step(JUMP, Brokers((2,)), {"variant": "heal"})], "held by another fault"),
+    ([Step(JUMP, Brokers((2,)), {"seconds": -5}), Step("power_failure", Brokers((2,))), Step("start", EarlierTarget(1)),
+      Step(JUMP, Brokers((2,)), {"variant": "heal"})], None),
 ])
 def test_generator_legality(steps: list[Step], error: str | None) -> None:
     model = _model()
@@ -217,6 +222,14 @@ def test_the_generator_draws_a_heal_while_a_clock_is_off_and_nothing_else_of_its
         assert heal.options == {"variant": "heal"} and heal.target == step.target
         model.apply(heal)
     assert model.clocks == {}
+    # no heal drawn while another fault holds the broker: after its start
+    (step,) = GENERATORS[JUMP].candidates(model, draw)
+    model.apply(step)
+    model.apply(Step("power_failure", step.target))
+    assert GENERATORS[JUMP].candidates(model, draw) == []
+    model.apply(Step("start", step.target))
+    (heal,) = GENERATORS[JUMP].candidates(model, draw)
+    assert heal.options == {"variant": "heal"}
 
 
 def test_a_scenario_with_a_clock_fault_asks_for_fake_clocks_and_only_then() -> None:
