@@ -1,6 +1,7 @@
 """How long `kafka-chaos cluster up` / `down` take and how much memory the cluster holds.
 
     .venv/bin/python benchmarks/cluster_startup.py [--brokers 3 5] [--repeat 2] [--compare-jvm-options]
+        [--kraft-release 4.4.0]
 
 For each broker count: time ``cluster up`` (the command, until it returns with every broker
 registered, a controller elected and metadata answering), sample the resident memory of every
@@ -9,6 +10,9 @@ the start until ``--settle`` seconds after ``up`` returned, then time ``cluster 
 ``--compare-jvm-options`` also times in-process start-ups of a 3-broker cluster with the
 default JVM flags (serial GC, C1 only, the class-data-sharing archive of ``harness.local.cds``)
 against variants without the archive, with C2, and with plain JVM defaults (G1, C2).
+``--kraft-release V`` times in-process start-ups of a 3-controller, 3-broker KRaft cluster of
+that release with and without its class-data-sharing archive (built first, as ``fetch-kafka``
+does; a KRaft-only release's is dumped by a KRaft broker).
 
 Figures only: nothing here asserts a speed.  Never run it next to another cluster of yours.
 """
@@ -97,6 +101,18 @@ def in_process_start(jvm_options: tuple[str, ...], brokers: int = 3, cds: bool =
         return time.monotonic() - began
 
 
+def in_process_kraft_start(release: str, cds: bool) -> float:
+    from kafka_chaos.harness.config import ClusterConfig
+    from kafka_chaos.harness.distribution import resolve_distribution
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    cluster = LocalKraftCluster(ClusterConfig(brokers=3, mode="kraft", controllers=3), resolve_distribution(release),
+                                class_data_sharing=cds)
+    began = time.monotonic()
+    with cluster:
+        return time.monotonic() - began
+
+
 def describe(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]:.1f} s"
@@ -105,10 +121,11 @@ def describe(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--brokers", type=int, nargs="+", default=[3, 5])
+    parser.add_argument("--brokers", type=int, nargs="*", default=[3, 5], help="`cluster up` broker counts (none: skip)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to keep sampling RSS after up")
     parser.add_argument("--compare-jvm-options", action="store_true")
+    parser.add_argument("--kraft-release", metavar="V", help="also time a 3+3 KRaft cluster of V with and without CDS")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
 
@@ -135,6 +152,13 @@ def main() -> None:
         for name, (options, cds) in variants.items():
             times = [in_process_start(options, cds=cds) for _ in range(args.repeat)]
             print(f"in-process 3-broker start, {name}: {describe(times)}")
+    if args.kraft_release:
+        subprocess.run([sys.executable, "-m", "kafka_chaos.cli.main", "fetch-kafka", "--kafka-version",
+                        args.kraft_release], cwd=ROOT, check=True, capture_output=True)  # builds its archive
+        for cds in (True, False):
+            times = [in_process_kraft_start(args.kraft_release, cds) for _ in range(args.repeat)]
+            print(f"in-process 3-controller 3-broker KRaft {args.kraft_release} start, "
+                  f"{'with' if cds else 'without'} the CDS archive: {describe(times)}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (other engineers share this machine)")
 
 

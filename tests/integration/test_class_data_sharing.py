@@ -81,3 +81,18 @@ def test_a_failing_archive_build_warns_and_leaves_set_up_and_the_cluster_working
     with LocalCluster(ClusterConfig(brokers=1), distribution, start_timeout=TIMEOUT) as cluster:
         pid = cluster.broker_pid(cluster.broker_ids[0])
         assert pid is not None and not any(name.endswith(".jsa") for name in mapped_files(pid))
+
+
+@pytest.mark.nightly
+def test_a_kraft_only_release_gets_a_broker_archive_that_its_controllers_and_brokers_map(empty_cache: Path) -> None:
+    """Kafka 4.4.0 (no ZooKeeper: KIP-833): one archive, dumped by a KRaft broker, which a 1-controller,
+    1-broker cluster's two nodes then both map (a ``nightly`` cell: about 20 s)."""
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    release = resolve_distribution("4.4.0")
+    archives = build_archives(release)
+    assert archives == [archive_path(release, "broker")] and archives[0].stat().st_size > 0
+    config = ClusterConfig(brokers=1, mode="kraft", controllers=1)
+    with LocalKraftCluster(config, release, start_timeout=TIMEOUT) as cluster:
+        pids = [cluster.endpoint(cluster.broker_ids[0]).pid, *(cluster.controller_pid(c) for c in cluster.controller_ids)]
+        assert all(pid is not None and str(archives[0]) in mapped_files(pid) for pid in pids), pids

@@ -7,7 +7,9 @@ parsed and verified; measured here, a broker's CPU to readiness fell from ~2.5 s
 
 The archives are made once per (java binary, classpath) by :func:`build_archives` — a
 one-broker cluster started with ``-XX:ArchiveClassesAtExit`` and stopped cleanly, which is when
-the JVM writes them — from ``kafka-chaos fetch-kafka`` (so ``scripts/setup.sh`` makes them).
+the JVM writes them — from ``kafka-chaos fetch-kafka`` (so ``scripts/setup.sh`` makes them). A
+ZooKeeper-mode release gets a broker and a ZooKeeper archive (its KRaft nodes use the broker's);
+a KRaft-only one (4.x) a broker archive, dumped by the broker of a one-controller KRaft cluster.
 :func:`harness.local.cds_paths.archive_options` adds ``-XX:SharedArchiveFile`` only when a matching
 archive exists; a JVM that cannot use an archive warns on stdout and runs without it, so a
 stale one is harmless.
@@ -35,7 +37,7 @@ log = logging.getLogger(__name__)
 
 
 def build_archives(distribution: KafkaDistribution) -> list[Path]:
-    """Make the broker and ZooKeeper archives unless they exist; returns their paths, or none.
+    """Make the release's archives unless they exist; returns their paths, or none.
 
     Never fatal: the archives only speed start-up up, so a build that fails for any reason
     (another JVM, a JVM flag from the environment, a full disk) logs one warning and returns
@@ -52,14 +54,11 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _build_archives(distribution: KafkaDistribution) -> list[Path]:
-    if kraft_only(distribution.version):
-        # The archives are dumped by a ZooKeeper-mode cluster, which 4.x has not (KIP-833): its
-        # KRaft nodes start without one, as any node does when no archive matches.
-        log.info("no class-data-sharing archives for Kafka %s (KRaft only): its nodes start without them",
-                 distribution.version)
-        return []
     java = java_executable()
-    finals = {role: archive_path(distribution, role, java) for role in ROLES}
+    # A KRaft-only release (4.x, KIP-833) has no ZooKeeper, and its controllers use the brokers'
+    # archive (harness.local.kraft): one archive, dumped by a KRaft broker.
+    roles = ("broker",) if kraft_only(distribution.version) else ROLES
+    finals = {role: archive_path(distribution, role, java) for role in roles}
     if all(p.is_file() for p in finals.values()):
         return list(finals.values())
     directory = next(iter(finals.values())).parent
@@ -71,21 +70,13 @@ def _build_archives(distribution: KafkaDistribution) -> list[Path]:
         partial = {role: p.with_suffix(f".{os.getpid()}.partial") for role, p in finals.items()}
         log.info("building class-data-sharing archives for Kafka %s in %s (one 1-broker cluster start)",
                  distribution.version, directory)
-        # metrics=False: a JVM dumping an archive refuses a Java agent ("Must enable
-        # AllowArchivingWithJavaAgent in order to run Java agent during CDS dumping"), while a JVM
-        # *using* one accepts it, so the brokers keep their JMX exporter agent. The diagnostic
-        # -XX:+AllowArchivingWithJavaAgent would let the dump run, but it archives classes as an
-        # agent may have transformed them and is not for production use; the exporter's own few
-        # classes are not worth it.
-        cluster = LocalCluster(ClusterConfig(brokers=1), distribution, class_data_sharing=False, metrics=False,
-                               node_jvm_options={role: [f"-XX:ArchiveClassesAtExit={partial[role]}"]
-                                                 for role in ROLES})
+        dump = {role: [f"-XX:ArchiveClassesAtExit={partial[role]}"] for role in roles}
         try:
-            with cluster:
-                # The JVM writes the archive when it exits normally: SIGTERM, not SIGKILL.
-                cluster.stop_broker(cluster.broker_ids[0])
-                cluster.stop_zookeeper()
-            for role in ROLES:
+            if kraft_only(distribution.version):
+                _dump_from_a_kraft_broker(distribution, dump)
+            else:
+                _dump_from_a_zookeeper_mode_cluster(distribution, dump)
+            for role in roles:
                 if not partial[role].is_file() or partial[role].stat().st_size == 0:
                     log.warning("no %s archive was written; starting without class-data sharing", role)
                     return []
@@ -95,3 +86,29 @@ def _build_archives(distribution: KafkaDistribution) -> list[Path]:
                 p.unlink(missing_ok=True)
     log.info("class-data-sharing archives ready: %s", ", ".join(str(p) for p in finals.values()))
     return list(finals.values())
+
+
+# metrics=False in both: a JVM dumping an archive refuses a Java agent ("Must enable
+# AllowArchivingWithJavaAgent in order to run Java agent during CDS dumping"), while a JVM *using*
+# one accepts it, so the brokers keep their JMX exporter agent. The diagnostic
+# -XX:+AllowArchivingWithJavaAgent would let the dump run, but it archives classes as an agent may
+# have transformed them and is not for production use; the exporter's own few classes are not
+# worth it. The JVM writes the archive when it exits normally: SIGTERM, not SIGKILL.
+
+def _dump_from_a_zookeeper_mode_cluster(distribution: KafkaDistribution, dump: dict[str, list[str]]) -> None:
+    cluster = LocalCluster(ClusterConfig(brokers=1), distribution, class_data_sharing=False, metrics=False,
+                           node_jvm_options=dump)
+    with cluster:
+        cluster.stop_broker(cluster.broker_ids[0])
+        cluster.stop_zookeeper()
+
+
+def _dump_from_a_kraft_broker(distribution: KafkaDistribution, dump: dict[str, list[str]]) -> None:
+    """One controller and one broker; the broker dumps as it stops (a controlled shutdown, the
+    controller still up), the controller (no flag) is killed with the cluster."""
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    cluster = LocalKraftCluster(ClusterConfig(brokers=1, mode="kraft", controllers=1), distribution,
+                                class_data_sharing=False, metrics=False, node_jvm_options=dump)
+    with cluster:
+        cluster.stop_broker(cluster.broker_ids[0])

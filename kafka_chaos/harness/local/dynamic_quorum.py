@@ -63,7 +63,7 @@ class LocalDynamicQuorum:
     _cluster_id: str
     # the launcher's own (declared, not defined)
     _spawn: Callable[[LocalNode], None]
-    _prepare: Callable[[str, int, int, Mapping[int, str], str, Path, str | None], LocalNode]
+    _prepare: Callable[[str, int, int, Mapping[int, str], str, Path, str | None, str], LocalNode]
     write_state: Callable[[], Path]
 
     @property
@@ -122,7 +122,7 @@ class LocalDynamicQuorum:
         voters = {c: n.bootstrap for c, n in self._controllers.items()}
         log4j = self.run_dir / log4j_config_name(self.distribution.version)
         name = controller_node_name(node_id)
-        node = self._prepare(name, node_id, port, voters, java_executable(), log4j, None)
+        node = self._prepare(name, node_id, port, voters, java_executable(), log4j, None, "controller")
         props = kraft_node_properties(self.config, node_id, voters=voters, address=f"{HOST}:{port}",
                                       log_dir=str(node.directory / "data"), kafka_version=self.distribution.version,
                                       controller=True)

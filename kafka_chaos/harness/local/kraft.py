@@ -105,8 +105,10 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution,
                  run_dir: str | os.PathLike[str] | None = None, *, start_timeout: float = 120.0,
                  stop_timeout: float = 60.0, class_data_sharing: bool = True, metrics: bool = True,
-                 log4j_extra: str = "", detached: bool = False) -> None:
-        """``detached``: the nodes outlive this Python process (``cluster up --mode kraft``)."""
+                 log4j_extra: str = "", detached: bool = False,
+                 node_jvm_options: Mapping[str, Sequence[str]] | None = None) -> None:
+        """``detached``: the nodes outlive this Python process (``cluster up --mode kraft``).
+        ``node_jvm_options``: JVM flags added by role ("controller", "broker")."""
         if config.mode != "kraft":
             raise UsageError("LocalKraftCluster needs a ClusterConfig with mode='kraft'")
         self.config = config
@@ -124,6 +126,7 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
         self._lock = threading.RLock()
         self._destroyed = False
         self._detached = detached
+        self._node_jvm_options = {role: tuple(flags) for role, flags in (node_jvm_options or {}).items()}
 
     def __repr__(self) -> str:
         return f"LocalKraftCluster({self.config.controllers} controllers, {self.config.brokers} brokers, run_dir={self._run_dir})"
@@ -217,12 +220,12 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
         agent = (jmx_exporter.resolve_agent_jar(), jmx_exporter.write_config(self._run_dir)) if self._metrics else None
         for c in controllers:
             self._controllers[c] = self._prepare(controller_node_name(c), c, controller_ports[c], voters, java, log4j,
-                                                 None)
+                                                 None, "controller")
         for b in brokers:
             agent_option = (jmx_exporter.agent_option(agent[0], metrics_ports[b], agent[1], HOST)
                             if agent is not None else None)
             self._brokers[b] = self._prepare(broker_node_name(b), b, broker_ports[b], voters, java, log4j,
-                                             agent_option)
+                                             agent_option, "broker")
         self._format_storage()
         self._fake_clocks([*self._controllers.values(), *self._brokers.values()])
         self._mount_disks([*self._controllers.items(), *self._brokers.items()])
@@ -238,7 +241,7 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
                  self.bootstrap_servers, self.controller_quorum)
 
     def _prepare(self, name: str, node_id: int, port: int, voters: Mapping[int, str], java: str, log4j: Path,
-                 agent_option: str | None) -> LocalNode:
+                 agent_option: str | None, role: str) -> LocalNode:
         directory = self.run_dir / name
         (directory / "data").mkdir(parents=True)
         (directory / "logs").mkdir()
@@ -246,10 +249,10 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
         props = kraft_node_properties(self.config, node_id, voters=voters, address=f"{HOST}:{port}",
                                       log_dir=str(directory / "data"), kafka_version=self.kafka_version)
         config_file.write_text(render_properties(props))
-        role = "broker"  # the brokers' class-data archive fits a controller too: same class path and main
-        options = list(self.config.jvm_options)
+        options = [*self.config.jvm_options, *self._node_jvm_options.get(role, ())]
         if self._class_data_sharing:
-            options += archive_options(self.distribution, role, java)
+            # the brokers' class-data archive fits a controller too: same class path and main
+            options += archive_options(self.distribution, "broker", java)
         if agent_option is not None:
             options.append(agent_option)
         heap = self.config.broker_heap
