@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Self, cast
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.cluster import Capability, ControllerQuorumControl
 from kafka_chaos.harness.config import BROKER_SESSION_TIMEOUT_MS, TEST_SESSION_TIMEOUT_MS
+from kafka_chaos.harness.kraft.dynamic_quorum import VoterChanges
 from kafka_chaos.harness.zksnapshot import ZkSnapshot
 from kafka_chaos.oracle import ClusterState, Event
 from kafka_chaos.oracle.mode import Mode
@@ -114,6 +115,19 @@ def majority_left(voters: int, up: int) -> bool:
     return up > voters // 2
 
 
+def counted_voters(quorum: ControllerQuorumControl, leader: int) -> tuple[int, ...]:
+    """The voters a majority is counted over: a dynamic quorum's current set, as ``leader``'s own
+    log holds it (a controller ``controller_remove`` took out may still run, as an observer: it
+    never stands, ``KafkaRaftClient.pollUnattached`` 3.9.0 line 3125 polls as a voter only when
+    ``quorum.isVoter()``), else every controller started (a static quorum's fixed
+    ``controller.quorum.voters``)."""
+    if isinstance(quorum, VoterChanges) and quorum.dynamic_quorum:
+        seen = quorum.voter_sets().get(leader)
+        if seen is not None:
+            return seen.ids
+    return tuple(quorum.controller_ids)
+
+
 def lone_pause_fences(others_up: int, seconds: float, broker_session_timeout_ms: int) -> bool:
     """Pure: whether pausing the leader fences every broker when it resumes. A lone voter (no
     other voter up) resumes in its own epoch with its brokers' last heartbeats as old as the pause
@@ -184,10 +198,11 @@ class _LeaderFault(QuorumFault):
     def _others_up(self, env: FaultEnv, leader: int) -> int:
         """How many voters other than ``leader`` are running."""
         quorum = quorum_control(env, self.kind)
-        return sum(1 for c in quorum.controller_ids if c != leader and quorum.controller_running(c))
+        return sum(1 for c in counted_voters(quorum, leader) if c != leader and quorum.controller_running(c))
 
     def _majority_left_without(self, env: FaultEnv, leader: int) -> bool:
-        return majority_left(len(quorum_control(env, self.kind).controller_ids), self._others_up(env, leader))
+        voters = counted_voters(quorum_control(env, self.kind), leader)
+        return majority_left(len(voters), self._others_up(env, leader))
 
     def _hold_leaderless(self, env: FaultEnv, leader: int, epoch: int) -> None:
         """The outage: ``seconds`` with no majority up, LeaderWithoutMajority if a leader of a

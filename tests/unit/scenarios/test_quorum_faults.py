@@ -138,6 +138,42 @@ def test_killing_the_leader_with_no_majority_left_holds_the_outage_then_starts_i
     assert clock.now >= 10.0 and log.waited == ["a new quorum leader after quorum_leader_kill"]
 
 
+@dataclass
+class DynamicQuorum(Quorum):
+    """3000 and 3001 removed by controller_remove (still running, as observers): 3002 and 3003 vote."""
+    running: set[int] = field(default_factory=lambda: {3000, 3001, 3002, 3003})
+    controller_ids: list[int] = field(default_factory=lambda: [3000, 3001, 3002, 3003])
+    dynamic_quorum: bool = True
+
+    def voter_sets(self):  # type: ignore[no-untyped-def]
+        from kafka_chaos.harness.kraft.dynamic_quorum import Voter, VoterSetSeen
+
+        return {c: VoterSetSeen(7, tuple(Voter(v, f"dir-{v}", ()) for v in (3002, 3003))) for c in self.controller_ids}
+
+    def add_controller(self) -> int:
+        raise AssertionError("not here")
+
+    def remove_controller(self, node_id: int) -> None:
+        raise AssertionError("not here")
+
+    def controller_directory_id(self, node_id: int) -> str:
+        return f"dir-{node_id}"
+
+
+def test_a_dynamic_quorums_majority_counts_its_voters_not_the_observers_still_running(clock: Clock) -> None:
+    """Killing leader 3002 of voters {3002, 3003} leaves no majority, though 3 of the 4 controllers
+    started still run: the outage is held and the leader started again (counted over every
+    controller, a new leader was waited for that no voter could elect)."""
+    from kafka_chaos.harness.kraft.dynamic_quorum import VoterChanges
+    from kafka_chaos.scenarios.faults.quorum import counted_voters
+
+    quorum, log = DynamicQuorum(), Log()
+    assert isinstance(quorum, VoterChanges) and counted_voters(quorum, 3002) == (3002, 3003)
+    assert counted_voters(Quorum(), 3000) == (3000, 3001, 3002)  # a static quorum: every controller
+    fault("quorum_leader_kill", (3002,)).inject(env(quorum, log))
+    assert quorum.log == ["kill 3002", "start 3002"] and clock.now >= 10.0
+
+
 def test_pausing_a_lone_voter_resumes_it_after_the_seconds_given(clock: Clock) -> None:
     quorum, log = Quorum(running={3000}, controller_ids=[3000]), Log()
     fault("quorum_leader_pause", seconds=4).inject(env(quorum, log))
