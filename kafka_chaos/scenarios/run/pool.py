@@ -140,7 +140,6 @@ class ClusterPool:
     def acquire(self, needs: ClusterNeeds) -> ManagedCluster:
         from kafka_chaos.harness.readiness import warm_producer_ids
 
-        # A migrated cluster is not a ZooKeeper-mode cluster any more: every migration starts afresh.
         if self._reusable(needs):
             self._discard_prepared()
             try:
@@ -171,7 +170,11 @@ class ClusterPool:
         self._prepared = _Prepared(needs, self._starter.submit(self._start, needs))
 
     def _reusable(self, needs: ClusterNeeds) -> bool:
-        return self.cluster is not None and self.needs == needs and needs.mode != "migration"
+        """The held cluster will do for ``needs``. Never a migration's (no longer a ZooKeeper-mode
+        cluster once migrated) nor a dynamic quorum's: its voter changes (``controller_add``,
+        ``controller_remove``) outlive the restore, which starts nodes but adds and removes no voter."""
+        return (self.cluster is not None and self.needs == needs and needs.mode != "migration"
+                and needs.quorum != "dynamic")
 
     def _take_prepared(self, needs: ClusterNeeds | None) -> ManagedCluster | None:
         """The prepared cluster when it has ``needs`` and started; else it is destroyed (a start

@@ -130,3 +130,17 @@ def test_a_bad_cluster_quorum_is_refused_in_one_line(cluster: dict[str, Any], me
     data["cluster"] = {"brokers": [1, 2, 3], **cluster}
     with pytest.raises(UsageError, match=message):
         schedule_from_json(data)
+
+
+def test_the_pool_reuses_a_static_quorum_but_never_a_dynamic_ones_cluster() -> None:
+    """A dynamic quorum's voter changes outlive the pool's restore (it starts nodes, adds and
+    removes no voter): the next iteration of kraft_dynamic_quorum.json gets a fresh cluster."""
+    from kafka_chaos.scenarios.plans.catalogue import by_names
+    from kafka_chaos.scenarios.plans.schedule import load
+    from kafka_chaos.scenarios.run.pool import ClusterPool
+
+    pool = ClusterPool("local", None, lambda line: None)  # type: ignore[arg-type]
+    for needs, reused in ((by_names(["leader_hard_kill_kraft"])[0].needs, True),
+                          (load(SCHEDULE).scenario().needs, False)):
+        pool.cluster, pool.needs = object(), needs  # type: ignore[assignment]
+        assert pool._reusable(needs) is reused, needs.describe()
