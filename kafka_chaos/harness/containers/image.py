@@ -11,7 +11,10 @@ the class-data archives, is :mod:`harness.containers.cds`):
    is.  Users who can pull pass ``base_image`` (``--base-image``) instead; it must have ``java``
    on its PATH (and libfaketime, labelled so, for clock faults).
 2. ``kafka-chaos-kafka:<kafka version>-<hash>`` — the distribution's flat ``libs_dir`` (the very
-   jars the local launcher puts on its classpath) and a console log4j configuration on top.
+   jars the local launcher puts on its classpath) and a console logging configuration on top: this
+   package's ``log4j.properties`` up to 3.9, ``log4j2.properties`` from 4.0 (KIP-653), the release's
+   choice being :func:`harness.distribution.log4j_config_name`'s, as on the local launcher
+   (:func:`logging_config`).
 
 No shell is needed in the image: containers run ``java -cp /opt/kafka/libs/* ...`` directly.
 """
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_chaos.harness import jmx_exporter
+from kafka_chaos.harness.distribution import log4j_config_name
 from kafka_chaos.harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -51,7 +55,7 @@ JRE_REPOSITORY = "kafka-chaos-jre"
 KAFKA_REPOSITORY = "kafka-chaos-kafka"
 KAFKA_HOME = "/opt/kafka"
 LIBS_DIR = f"{KAFKA_HOME}/libs"
-LOG4J_CONFIG = f"{KAFKA_HOME}/config/log4j.properties"
+LOG4J_CONFIG = f"{KAFKA_HOME}/config/log4j.properties"  # up to 3.9; 4.x: logging_config
 # The brokers' JMX exporter agent and its configuration (harness.jmx_exporter), off the class path.
 METRICS_DIR = f"{KAFKA_HOME}/metrics"
 METRICS_AGENT = f"{METRICS_DIR}/jmx_prometheus_javaagent.jar"
@@ -292,9 +296,19 @@ def _symlink(target: str, link: Path) -> None:
     link.symlink_to(target)
 
 
+def logging_config(kafka_version: str) -> str:
+    """Pure: where the image of ``kafka_version`` keeps its nodes' console logging configuration:
+    ``config/log4j.properties`` up to 3.9, ``config/log4j2.properties`` from 4.0 (the local
+    launcher's per-release choice, :func:`harness.distribution.log4j_config_name`); the JVM flag
+    naming it is :func:`harness.distribution.log4j_option`'s (:func:`harness.containers.nodes.java_command`)."""
+    return f"{KAFKA_HOME}/config/{log4j_config_name(kafka_version)}"
+
+
 def kafka_image_tag(distribution: "KafkaDistribution", base_image_id: str) -> str:
     digest = hashlib.sha256()
-    for part in (_KAFKA_RECIPE, base_image_id, _dockerfile(base_image_id), _log4j_config(), jmx_exporter.config_text()):
+    version = distribution.version
+    for part in (_KAFKA_RECIPE, base_image_id, _dockerfile(base_image_id, version), _log4j_config(version),
+                 jmx_exporter.config_text()):
         digest.update(part.encode())
     digest.update(_file_sha256(jmx_exporter.resolve_agent_jar()))
     for jar in sorted(Path(distribution.libs_dir).glob("*.jar")):
@@ -323,11 +337,11 @@ def ensure_kafka_image(distribution: "KafkaDistribution", *, base_image: str | N
         (ctx / "libs").mkdir()
         for jar in jars:
             _link_or_copy(jar, ctx / "libs" / jar.name)
-        (ctx / "log4j.properties").write_text(_log4j_config())
+        (ctx / log4j_config_name(distribution.version)).write_text(_log4j_config(distribution.version))
         (ctx / "metrics").mkdir()
         _link_or_copy(jmx_exporter.resolve_agent_jar(), ctx / "metrics" / Path(METRICS_AGENT).name)
         (ctx / "metrics" / Path(METRICS_CONFIG).name).write_text(jmx_exporter.config_text())
-        (ctx / "Dockerfile").write_text(_dockerfile(base_image))
+        (ctx / "Dockerfile").write_text(_dockerfile(base_image, distribution.version))
         try:
             client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True, pull=False,
                                 labels={IMAGE_LABEL: "kafka", "kafka-chaos.kafka-version": distribution.version})
@@ -336,17 +350,18 @@ def ensure_kafka_image(distribution: "KafkaDistribution", *, base_image: str | N
     return BuiltImage(tag, reused=False, seconds=time.monotonic() - started)
 
 
-def _dockerfile(base_image: str) -> str:
-    # No RUN steps: the imported rootfs has no shell.
+def _dockerfile(base_image: str, kafka_version: str) -> str:
+    # No RUN steps: the imported rootfs has no shell. Up to 3.9 the very text of before 4.x ran
+    # here, so those releases' tags (a hash of it) and images stay.
     return (f"FROM {base_image}\n"
             f"COPY libs/ {LIBS_DIR}/\n"
-            f"COPY log4j.properties {LOG4J_CONFIG}\n"
+            f"COPY {log4j_config_name(kafka_version)} {logging_config(kafka_version)}\n"
             f"COPY metrics/ {METRICS_DIR}/\n"
             f"WORKDIR {KAFKA_HOME}\n")
 
 
-def _log4j_config() -> str:
-    return resources.files("kafka_chaos.harness.containers").joinpath("log4j.properties").read_text()
+def _log4j_config(kafka_version: str) -> str:
+    return resources.files("kafka_chaos.harness.containers").joinpath(log4j_config_name(kafka_version)).read_text()
 
 
 def docker_client() -> "docker.DockerClient":
@@ -434,5 +449,5 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
 __all__ = [
     "BuiltImage", "DebPackage", "FAKETIME_LABEL", "IMAGE_LABEL", "JRE_PACKAGE", "KAFKA_HOME", "LIBS_DIR", "LOG4J_CONFIG",
     "docker_available", "docker_client", "ensure_jre_image", "ensure_kafka_image", "faketime_of_image", "jre_image_tag",
-    "kafka_image_tag", "resolve_jre_packages",
+    "kafka_image_tag", "logging_config", "resolve_jre_packages",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_chaos.common.errors import HarnessError
@@ -24,7 +25,15 @@ from kafka_chaos.harness.config import (
     zookeeper_properties,
 )
 from kafka_chaos.harness.containers.clocks import NodeClock
-from kafka_chaos.harness.containers.image import KAFKA_HOME, LIBS_DIR, LOG4J_CONFIG, METRICS_AGENT, METRICS_CONFIG
+from kafka_chaos.harness.containers.image import (
+    KAFKA_HOME,
+    LIBS_DIR,
+    LOG4J_CONFIG,
+    METRICS_AGENT,
+    METRICS_CONFIG,
+    logging_config,
+)
+from kafka_chaos.harness.distribution import log4j_option
 from kafka_chaos.harness.jmx_exporter import agent_option
 from kafka_chaos.harness.node_logs import JVM_TIMEZONE_FLAG
 from kafka_chaos.harness.containers.labels import BROKER_ID_LABEL, ROLE_LABEL
@@ -139,9 +148,12 @@ def bind_listeners(control_plane: bool = False) -> dict[str, str]:
 
 def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str,
                  log4j: str = LOG4J_CONFIG) -> list[str]:
-    """No shell in the image: java expands the ``libs/*`` class path wildcard itself."""
+    """No shell in the image: java expands the ``libs/*`` class path wildcard itself. ``log4j``:
+    the logging configuration in the container (:func:`harness.containers.image.logging_config`),
+    named by the flag its logging library reads (:func:`harness.distribution.log4j_option`, the
+    local launcher's: ``-Dlog4j2.configurationFile`` for a log4j2 one, 4.x)."""
     return ["java", f"-Xmx{heap}", JVM_TIMEZONE_FLAG, *jvm_options,  # as harness.local.nodes.jvm_command
-            f"-Dlog4j.configuration=file:{log4j}", "-cp", f"{LIBS_DIR}/*", main_class, *args]
+            log4j_option(Path(log4j)), "-cp", f"{LIBS_DIR}/*", main_class, *args]
 
 
 def file_logging(host_dir: str, log4j_text: str) -> tuple[list[str], dict[str, str], dict[str, str]]:
@@ -300,7 +312,8 @@ class NodeStarter:
             zookeeper_alias(server_id, config.zookeepers), "zookeeper",
             java_command(config.zookeeper_heap,
                          [*config.jvm_options, *archive_options("zookeeper", self._class_data_sharing)],
-                         "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG),
+                         "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZOOKEEPER_CONFIG,
+                         log4j=logging_config(self._kafka_version)),
             address=self._zookeeper_address(server_id), host_ports={ZOOKEEPER_PORT: host_port}, files=files,
             volumes=clock.volumes if clock else None, environment=clock.environment if clock else None)
 
@@ -332,7 +345,8 @@ class NodeStarter:
             java_command(config.broker_heap,
                          [*config.jvm_options, *archive_options("broker", self._class_data_sharing), *agent,
                           *logging_options],
-                         "kafka.Kafka", BROKER_CONFIG, log4j=FILE_LOG4J_CONFIG if log_files else LOG4J_CONFIG),
+                         "kafka.Kafka", BROKER_CONFIG,
+                         log4j=FILE_LOG4J_CONFIG if log_files else logging_config(self._kafka_version)),
             address=self._broker_address(config.broker_ids().index(broker_id)), host_ports=published,
             files={BROKER_CONFIG: render_properties(properties), **log_config},
             extra_labels={BROKER_ID_LABEL: str(broker_id)}, volumes={**volumes, **(clock.volumes if clock else {}),
@@ -351,7 +365,8 @@ class NodeStarter:
         agent = [agent_option(METRICS_AGENT, METRICS_PORT, METRICS_CONFIG, "0.0.0.0")] if metrics else []
         return self._start(
             node, role,
-            java_command(config.broker_heap, [*config.jvm_options, *agent], "kafka.Kafka", BROKER_CONFIG),
+            java_command(config.broker_heap, [*config.jvm_options, *agent], "kafka.Kafka", BROKER_CONFIG,
+                         log4j=logging_config(self._kafka_version)),
             address=address, host_ports=host_ports, files={BROKER_CONFIG: render_properties(properties)},
             volumes={data_dir: BROKER_DATA_DIR, **(clock.volumes if clock else {})},
             environment=clock.environment if clock else None)
