@@ -22,6 +22,11 @@ from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import COORDINATOR_SELECTORS, Brokers, Controller, EarlierTarget, NoTarget
 
 
+RESTARTS_A_BROKER = frozenset({"start", "restart", "pause", "short_pause", "log_dir_failure", "kraft_roll"})
+"""Kinds whose step starts, restarts or resumes a broker process (a ``log_dir_failure``'s heal
+restarts it; a ``kraft_roll`` restarts it as a KRaft broker)."""
+
+
 class IllegalStep(ValueError):
     """A step the harness would refuse, or that could not settle (one line why)."""
 
@@ -153,11 +158,28 @@ class ClusterModel:
             return None  # the leader of an internal topic's partition: only the cluster knows it
         raise IllegalStep(f"target {t} cannot be checked without a cluster")
 
+    def refusal(self, step: Step) -> str | None:
+        """Why ``step`` may not come now whatever its kind's own rule says, or None.  While a voter
+        is cut from the others it stands as a candidate in ever later epochs (no pre-vote before
+        4.0, KIP-996), its links to the brokers kept; a broker process started, restarted or
+        resumed meanwhile looks for the metadata log's leader, may ask the cut voter, takes its
+        later epoch (``maybeHandleCommonResponse``, KafkaRaftClient.java 3.9.0 lines 2364-2373:
+        Unattached, an observer never times out of it) and is answered UNKNOWN_LEADER_EPOCH by
+        the real leader (``validateLeaderOnlyRequest``, lines 2530-2534), which it ignores: it
+        never catches up until the heal (`explore --mode kraft --seed 7733` on 3.9.2: broker 1
+        paused while voter 3000 was cut, its metadata log stuck, never back in an ISR)."""
+        if self.quorum_cut and step.fault in RESTARTS_A_BROKER:
+            return f"{step.fault} while a voter is cut from the others (a broker starting may follow its epochs)"
+        return None
+
     def apply(self, step: Step) -> None:
         """Advance the model by ``step``; IllegalStep when the harness would refuse it."""
         side = GENERATORS.get(step.fault)
         if side is None:
             raise IllegalStep(f"{step.fault} is not in the generator's repertoire")
+        refused = self.refusal(step)
+        if refused:
+            raise IllegalStep(refused)
         target = self._target(step)
         side.apply(self, step, target)
         self.targets.append(target)

@@ -153,7 +153,7 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
     steps: list[Step] = []
     while len(steps) < config.steps:
         options = [(k, s) for k in kinds for s in GENERATORS[k].candidates(model, draw)
-                   if config.mode in step_modes(s, topics)]
+                   if config.mode in step_modes(s, topics) and model.refusal(s) is None]
         if not options:
             break
         weights = [config.weights[k] for k, _ in options]

@@ -514,3 +514,42 @@ def test_generated_kraft_schedules_keep_one_voter_cut_at_a_time_and_no_quorum_fa
             elif st.fault == "quorum_leader_kill":
                 assert held not in ("quorum_leader_cut", "quorum_follower_cut")
     assert cuts > 10
+
+
+def test_no_broker_starts_restarts_or_resumes_while_a_voter_is_cut() -> None:
+    """explore --mode kraft --seed 7733 on 3.9.2: broker 1 paused while voter 3000 was cut from the
+    other voters; resumed, it asked 3000 (a candidate in ever later epochs, no pre-vote before 4.0),
+    took its epoch and never found the leader again: its metadata log stuck, never back in an ISR."""
+    from kafka_chaos.scenarios.faults.generation import ClusterModel, IllegalStep
+    from kafka_chaos.scenarios.model.steps import Step, TopicSpec
+    from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate, problems
+
+    def model() -> ClusterModel:
+        m = ClusterModel((1, 2, 3), {"t": TopicSpec("t", {0: (1, 2, 3)})}, live={1, 2, 3}, mode="kraft",
+                         controllers=3)
+        m.apply(Step("hard_kill", Brokers((3,))))
+        m.apply(Step("quorum_follower_cut", Controller()))
+        return m
+
+    for step in (Step("pause", Brokers((1,))), Step("short_pause", Brokers((1,))), Step("restart", Brokers((1,))),
+                 Step("start", EarlierTarget(0))):
+        with pytest.raises(IllegalStep, match="while a voter is cut"):
+            model().apply(step)
+    m = model()
+    m.apply(Step("quorum_follower_cut", Controller(), {"variant": "heal"}))
+    m.apply(Step("start", EarlierTarget(0)))  # once healed
+    config = GeneratorConfig(mode="kraft", faults=("hard_kill", "start", "pause", "short_pause", "restart",
+                                                   "quorum_leader_cut", "quorum_follower_cut"), steps=10)
+    cuts = 0
+    for i in range(60):
+        s = generate(33, i, config)
+        assert not problems(s)
+        cut = False
+        for st in s.steps:
+            if st.fault in ("quorum_leader_cut", "quorum_follower_cut"):
+                cut = st.options.get("variant") != "heal"
+                cuts += cut
+            else:
+                assert not (cut and st.fault in ("start", "pause", "short_pause", "restart")), (s.name, st)
+    assert cuts > 10
