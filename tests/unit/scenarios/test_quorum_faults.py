@@ -76,6 +76,15 @@ def fault(kind: str, target: tuple[int, ...] = (3000,), **options: object):
     return make_fault(kind, Target(target, "x"), options, topic_names={}, topic_partitions={})
 
 
+def legal_schedules(seed: int, count: int, config):  # type: ignore[no-untyped-def]
+    """Schedules 0..count-1 of ``seed``, each legal to the generator's own model (problems())."""
+    from kafka_chaos.scenarios.plans.generator import generate, problems
+
+    schedules = [generate(seed, i, config) for i in range(count)]
+    assert not [(s.name, problems(s)) for s in schedules if problems(s)]
+    return schedules
+
+
 def test_a_quorum_loss_after_a_leader_kill_kills_only_the_running_and_starts_all(monkeypatch) -> None:
     monkeypatch.setattr("time.sleep", lambda s: None)
     quorum, log = Quorum(), Log()
@@ -279,14 +288,12 @@ def test_a_leader_cut_is_refused_without_the_capability_or_other_voters() -> Non
 
 
 def test_generated_kraft_schedules_heal_each_leader_cut_before_any_other_quorum_fault() -> None:
-    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate, problems
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig
 
     config = GeneratorConfig(mode="kraft", faults=("hard_kill", "start", "quorum_leader_kill", "quorum_leader_cut"),
                              steps=8)
     cuts = 0
-    for i in range(60):
-        s = generate(5, i, config)
-        assert not problems(s)
+    for s in legal_schedules(5, 60, config):
         cut = False
         for st in s.steps:
             if st.fault == "quorum_leader_cut":
@@ -386,16 +393,14 @@ def test_a_broker_cut_is_refused_on_a_controller_without_brokers_or_without_the_
 
 def test_generated_kraft_schedules_heal_each_broker_cut_and_never_touch_the_cut_broker_meanwhile() -> None:
     from kafka_chaos.scenarios.model.targets import Brokers
-    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, default_faults, generate, problems
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, default_faults
 
     assert "broker_controller_cut" not in default_faults("kraft")  # opt-in, as quorum_leader_cut
     config = GeneratorConfig(mode="kraft", faults=("hard_kill", "controlled_shutdown", "start", "reassignment",
                                                    "quorum_leader_kill", "quorum_leader_cut",
                                                    "broker_controller_cut"), steps=10)
     cuts = heals = 0
-    for i in range(80):
-        s = generate(6, i, config)
-        assert not problems(s)
+    for s in legal_schedules(6, 80, config):
         cut: tuple[int, ...] = ()
         leader_cut = False
         for st in s.steps:
@@ -495,15 +500,13 @@ def test_a_follower_cut_needs_three_voters_all_up_and_the_capability() -> None:
 
 
 def test_generated_kraft_schedules_keep_one_voter_cut_at_a_time_and_no_quorum_fault_meanwhile() -> None:
-    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, default_faults, generate, problems
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, default_faults
 
     assert "quorum_follower_cut" not in default_faults("kraft")
     config = GeneratorConfig(mode="kraft", faults=("hard_kill", "start", "quorum_leader_kill", "quorum_leader_cut",
                                                    "broker_controller_cut", "quorum_follower_cut"), steps=10)
     cuts = 0
-    for i in range(80):
-        s = generate(8, i, config)
-        assert not problems(s)
+    for s in legal_schedules(8, 80, config):
         held = ""  # the kind whose cut is held
         for st in s.steps:
             healing = st.options.get("variant") == "heal"
@@ -523,7 +526,7 @@ def test_no_broker_starts_restarts_or_resumes_while_a_voter_is_cut() -> None:
     from kafka_chaos.scenarios.faults.generation import ClusterModel, IllegalStep
     from kafka_chaos.scenarios.model.steps import Step, TopicSpec
     from kafka_chaos.scenarios.model.targets import Brokers, Controller, EarlierTarget
-    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate, problems
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig
 
     def model() -> ClusterModel:
         m = ClusterModel((1, 2, 3), {"t": TopicSpec("t", {0: (1, 2, 3)})}, live={1, 2, 3}, mode="kraft",
@@ -542,9 +545,7 @@ def test_no_broker_starts_restarts_or_resumes_while_a_voter_is_cut() -> None:
     config = GeneratorConfig(mode="kraft", faults=("hard_kill", "start", "pause", "short_pause", "restart",
                                                    "quorum_leader_cut", "quorum_follower_cut"), steps=10)
     cuts = 0
-    for i in range(60):
-        s = generate(33, i, config)
-        assert not problems(s)
+    for s in legal_schedules(33, 60, config):
         cut = False
         for st in s.steps:
             if st.fault in ("quorum_leader_cut", "quorum_follower_cut"):
