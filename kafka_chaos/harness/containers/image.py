@@ -55,7 +55,6 @@ JRE_REPOSITORY = "kafka-chaos-jre"
 KAFKA_REPOSITORY = "kafka-chaos-kafka"
 KAFKA_HOME = "/opt/kafka"
 LIBS_DIR = f"{KAFKA_HOME}/libs"
-LOG4J_CONFIG = f"{KAFKA_HOME}/config/log4j.properties"  # up to 3.9; 4.x: logging_config
 # The brokers' JMX exporter agent and its configuration (harness.jmx_exporter), off the class path.
 METRICS_DIR = f"{KAFKA_HOME}/metrics"
 METRICS_AGENT = f"{METRICS_DIR}/jmx_prometheus_javaagent.jar"
@@ -447,7 +446,7 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
 
 
 __all__ = [
-    "BuiltImage", "DebPackage", "FAKETIME_LABEL", "IMAGE_LABEL", "JRE_PACKAGE", "KAFKA_HOME", "LIBS_DIR", "LOG4J_CONFIG",
+    "BuiltImage", "DebPackage", "FAKETIME_LABEL", "IMAGE_LABEL", "JRE_PACKAGE", "KAFKA_HOME", "LIBS_DIR",
     "docker_available", "docker_client", "ensure_jre_image", "ensure_kafka_image", "faketime_of_image", "jre_image_tag",
     "kafka_image_tag", "logging_config", "resolve_jre_packages",
 ]

@@ -28,7 +28,6 @@ from kafka_chaos.harness.containers.clocks import NodeClock
 from kafka_chaos.harness.containers.image import (
     KAFKA_HOME,
     LIBS_DIR,
-    LOG4J_CONFIG,
     METRICS_AGENT,
     METRICS_CONFIG,
     logging_config,
@@ -146,8 +145,7 @@ def bind_listeners(control_plane: bool = False) -> dict[str, str]:
     return bind
 
 
-def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str,
-                 log4j: str = LOG4J_CONFIG) -> list[str]:
+def java_command(heap: str, jvm_options: Sequence[str], main_class: str, *args: str, log4j: str) -> list[str]:
     """No shell in the image: java expands the ``libs/*`` class path wildcard itself. ``log4j``:
     the logging configuration in the container (:func:`harness.containers.image.logging_config`),
     named by the flag its logging library reads (:func:`harness.distribution.log4j_option`, the
