@@ -53,6 +53,6 @@ def test_every_node_jvm_logs_in_utc() -> None:
     from kafka_chaos.harness.local.nodes import jvm_command
 
     local = jvm_command("java", "1g", [], "cp", Path("l.properties"), Path("logs"), "kafka.Kafka", Path("s.properties"))
-    container = java_command("1g", [], "kafka.Kafka", "s.properties")
+    container = java_command("1g", [], "kafka.Kafka", "s.properties", log4j="l.properties")
     assert JVM_TIMEZONE_FLAG == "-Duser.timezone=UTC"
     assert JVM_TIMEZONE_FLAG in local and JVM_TIMEZONE_FLAG in container
