@@ -72,7 +72,7 @@ _PARTITION_KEYS = {
     "partition_epoch",
 }
 _EVENT_KEYS: Mapping[str, set[str]] = {
-    BrokerFailure.KIND: {"brokers"},
+    BrokerFailure.KIND: {"brokers", "restarting"},
     ControlledShutdown.KIND: {"broker"},
     BrokerStartup.KIND: {"brokers"},
     Reassign.KIND: {"topic", "partition", "replicas"},
@@ -87,7 +87,8 @@ _EVENT_KEYS: Mapping[str, set[str]] = {
     ControllerFailover.KIND: {"controller"},
     CancelReassignment.KIND: {"topic", "partition"},
 }
-_OPTIONAL_EVENT_KEYS = {(CreateTopic.KIND, "config"), (ControllerFailover.KIND, "controller")}
+_OPTIONAL_EVENT_KEYS = {(CreateTopic.KIND, "config"), (ControllerFailover.KIND, "controller"),
+                        (BrokerFailure.KIND, "restarting")}
 
 
 def one_line(text: str) -> str:
@@ -349,7 +350,7 @@ def _event(raw: Any, index: int, ctx: _EventContext, mode: Mode = Mode.ZOOKEEPER
         return _path(field, key)
 
     if kind == BrokerFailure.KIND:
-        return BrokerFailure(ctx.brokers(obj["brokers"], at("brokers")))
+        return BrokerFailure(ctx.brokers(obj["brokers"], at("brokers")), _restarting(obj, at("restarting"), mode))
     if kind == BrokerStartup.KIND:
         return BrokerStartup(ctx.brokers(obj["brokers"], at("brokers")))
     if kind == ControlledShutdown.KIND:
@@ -400,6 +401,19 @@ def _event(raw: Any, index: int, ctx: _EventContext, mode: Mode = Mode.ZOOKEEPER
     # TopicConfigChange
     topic = ctx.topic(obj["topic"], at("topic"))
     return TopicConfigChange(topic, _config(obj["config"], at("config"), allow_null_values=True))
+
+
+def _restarting(obj: Mapping[str, Any], field: str, mode: Mode) -> bool:
+    """A broker_failure's ``restarting`` (a hard restart: SIGKILL and start at once): only the KRaft
+    model has the plan it adds (the new incarnation registered before the old one is fenced,
+    ``KRaftController.handle_registration_before_fence``); ZooKeeper mode has no such race to model."""
+    value = obj.get("restarting", False)
+    if not isinstance(value, bool):
+        raise OracleInputError(field, f"expected true or false, got {_kind(value)}")
+    if value and mode is not Mode.KRAFT:
+        raise OracleInputError(field, "restarting is a KRaft model input (\"mode\": \"kraft\"): a ZooKeeper-mode "
+                               "restart is a broker_failure, then a broker_startup")
+    return value
 
 
 def _assignment(value: Any, field: str, empty: str) -> dict[int, tuple[int, ...]]:
@@ -460,10 +474,7 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
     offline = _offline_replicas(request.get("offline_replicas", {}), topics, live)
     ctx = _EventContext(topics, _known_brokers(brokers, topics, raw_events))
     events = [_event(raw, i, ctx, mode) for i, raw in enumerate(raw_events)]
-    release = _release(request.get("kafka_version", str(NEWEST)))
-    if mode is Mode.KRAFT and not release_modelled(release):
-        raise OracleInputError("kafka_version", f"{release} is not modelled in KRaft mode (the KRaft model covers "
-                                                f"{KRAFT_MODELLED})")
+    release = _release(request.get("kafka_version", str(NEWEST)), mode)
     state = ClusterState(
         live_brokers=live,
         topics=topics,
@@ -485,16 +496,22 @@ def _mode(value: Any) -> Mode:
     return Mode(value)
 
 
-def _release(value: Any) -> Release:
-    """The controller's Kafka release (default 3.9.2): 2.4.0 to 3.9.x."""
+def _release(value: Any, mode: Mode) -> Release:
+    """The controller's Kafka release (default 3.9.2): 2.4.0 to 3.9.x in ZooKeeper mode, the lines
+    the KRaft model covers in KRaft mode (4.x included: it has no ZooKeeper mode)."""
     if not isinstance(value, str):
         raise OracleInputError("kafka_version", f"expected a release like \"3.9.2\", got {_kind(value)}")
     try:
         release = Release.parse(value)
     except ValueError:
         raise OracleInputError("kafka_version", f"{value!r} is not a release like \"3.9.2\"") from None
-    if not Release(2, 4) <= release < Release(4, 0):
-        raise OracleInputError("kafka_version", f"{value} is not a ZooKeeper-mode release the oracle models (2.4 to 3.9)")
+    if mode is Mode.KRAFT:
+        if not release_modelled(release):
+            raise OracleInputError("kafka_version", f"{release} is not modelled in KRaft mode (the KRaft model covers "
+                                                    f"{KRAFT_MODELLED})")
+    elif not Release(2, 4) <= release < Release(4, 0):
+        raise OracleInputError("kafka_version", f"{value} is not a ZooKeeper-mode release the oracle models (2.4 to 3.9)"
+                               + ("; 4.x is KRaft only: add \"mode\": \"kraft\"" if release >= Release(4, 0) else ""))
     return release
 
 

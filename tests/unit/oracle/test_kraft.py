@@ -452,7 +452,13 @@ def test_json_zookeeper_answers_keep_their_shape() -> None:
     ({"mode": "kraft", "brokers": [1], "topics": {"t": {"partitions": {"0": {"replicas": [1]}}}}},
      "topics.t.partitions.0.isr"),
     ({"mode": "raft", "brokers": [1]}, "mode"),
+    # a hard restart's registration-before-fence plan is the KRaft model's only
+    ({"brokers": [1], "events": [{"type": "broker_failure", "brokers": [1], "restarting": True}]},
+     "events.0.restarting"),
+    ({"mode": "kraft", "brokers": [1], "events": [{"type": "broker_failure", "brokers": [1], "restarting": "yes"}]},
+     "events.0.restarting"),
     ({"mode": "kraft", "kafka_version": "3.5.2", "brokers": [1]}, "kafka_version"),
+    ({"kafka_version": "4.0.0", "brokers": [1]}, "kafka_version"),  # 4.x has no ZooKeeper mode
 ])
 def test_json_refusals(request_, field) -> None:
     with pytest.raises(OracleInputError) as error:

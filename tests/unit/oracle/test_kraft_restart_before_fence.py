@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_chaos.oracle import BrokerFailure, BrokerStartup, predict
+from kafka_chaos.oracle.jsonio import parse_request, render_prediction
 from kafka_chaos.oracle.release import Release
 from kafka_chaos.oracle.state import RECOVERED, RECOVERING, ClusterState
 from kafka_chaos.scenarios.clients import codec
@@ -87,3 +88,20 @@ def test_the_restart_flag_round_trips_and_older_histories_stay_byte_for_byte() -
     stored = codec.event_to_dict(BrokerFailure((4,), restarting=True))
     assert stored == {"type": "broker_failure", "brokers": [4], "restarting": True}
     assert codec.event_from_dict(stored) == BrokerFailure((4,), restarting=True)
+
+
+def test_predict_takes_restarting_from_its_json() -> None:
+    """``kafka-chaos predict`` offers the plan too: ``"restarting": true`` on a broker_failure (4.4.0:
+    the last-known-leader election of explore-7703-7); without it the answer has no such plan."""
+    request = {"mode": "kraft", "kafka_version": "4.4.0", "brokers": [1, 2],
+               "topics": {"t": {"partitions": {"0": {"replicas": [1], "leader": 1, "isr": [1], "leader_epoch": 0,
+                                                     "partition_epoch": 0}}}},
+               "events": [{"type": "broker_failure", "brokers": [1], "restarting": True},
+                          {"type": "broker_startup", "brokers": [1]}]}
+    state, events = parse_request(request)
+    assert events[0] == BrokerFailure((1,), restarting=True)
+    labels = [a["label"] for a in render_prediction(predict(state, events))["alternatives"]]
+    assert any(EARLY in label for label in labels)
+    del request["events"][0]["restarting"]
+    state, events = parse_request(request)
+    assert not any(EARLY in a["label"] for a in render_prediction(predict(state, events))["alternatives"])
