@@ -111,22 +111,26 @@ def by_epochs(options: Sequence[Expectation], snapshot: ZkSnapshot, topics: Iter
     schedule 2: a controlled restart of an RF 1 partition's broker judged by the unclean plan)."""
     topics = list(topics)
     parts = snapshot.partitions
-    same_epochs = [e for e in options if all(
-        (t, p) in parts and parts[(t, p)].leader_epoch == want.leader_epoch
-        for (t, p), want in predicted_partitions(e.state, topics).items())]
-    same_writes = [e for e in same_epochs if all(
-        (t, p) in e.ruled or want.partition_epoch in (None, getattr(parts[(t, p)], "version", None))
-        for (t, p), want in predicted_partitions(e.state, topics).items())]
-    # Then those whose leader recovery states it shows: a 4.x broker SIGKILLed and restarted
-    # whose registration came before its fence (out of the ISR, re-elected as last known leader,
-    # RECOVERING) and one fenced first after a clean stop (elected from the ELR, RECOVERED) both
-    # take two writes (`explore --mode kraft --seed 7703` on 4.4.0, schedule 7, d-0 = [4]).
-    same_recovery = [e for e in same_writes if all(
-        _same_recovery(getattr(want, "leader_recovery_state", None),
-                       getattr(parts[(t, p)], "leader_recovery_state", None))
-        for (t, p), want in predicted_partitions(e.state, topics).items())]
-    ranked = same_recovery + [e for e in same_writes if e not in same_recovery]
-    return ranked + [e for e in same_epochs if e not in same_writes]
+
+    def rank(e: Expectation) -> int | None:
+        """None: a leader epoch the snapshot does not show; else 0 when the partition epochs and
+        leader recovery states match too, 1 when only the partition epochs do, 2 when neither.
+        The recovery state tells apart a 4.x broker SIGKILLed and restarted whose registration
+        came before its fence (out of the ISR, re-elected as last known leader, RECOVERING) from
+        one fenced first after a clean stop (elected from the ELR, RECOVERED): both take two writes
+        (`explore --mode kraft --seed 7703` on 4.4.0, schedule 7, d-0 = [4])."""
+        predicted = predicted_partitions(e.state, topics).items()
+        if not all((t, p) in parts and parts[(t, p)].leader_epoch == want.leader_epoch for (t, p), want in predicted):
+            return None
+        if not all((t, p) in e.ruled or want.partition_epoch in (None, getattr(parts[(t, p)], "version", None))
+                   for (t, p), want in predicted):
+            return 2
+        return 0 if all(_same_recovery(getattr(want, "leader_recovery_state", None),
+                                       getattr(parts[(t, p)], "leader_recovery_state", None))
+                        for (t, p), want in predicted) else 1
+
+    ranked = [(r, e) for e in options if (r := rank(e)) is not None]
+    return [e for _, e in sorted(ranked, key=lambda pair: pair[0])]  # stable: the options' order within a rank
 
 
 def _same_recovery(predicted: int | None, observed: int | None) -> bool:
