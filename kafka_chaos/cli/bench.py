@@ -25,6 +25,7 @@ from kafka_chaos.common.errors import UsageError
 if TYPE_CHECKING:
     from kafka_chaos.records.schema import Record
     from kafka_chaos.benches.failover import Cell
+    from kafka_chaos.benches.modes import Column
 
 MAX_PARTITIONS = 20000
 
@@ -76,18 +77,27 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         help="start no cluster: summarise the records of earlier runs (merged) into --results")
     kip291.set_defaults(func=run_kip291)
     modes = benches.add_parser(
-        "modes", help="ZooKeeper mode against KRaft: the same faults, phase by phase",
-        description="The same faults, workload and cluster size (3 brokers) on both modes of one release, each "
-                    "--repeat times per mode and timeout profile, every iteration checked against its mode's "
-                    "oracle; modes.json, modes.md (the table) and modes.png go to --results (docs/zk-vs-kraft.md).")
+        "modes", help="ZooKeeper mode against KRaft, on one release or several: the same faults, phase by phase",
+        description="The same faults, workload and cluster size (3 brokers) in every column (a mode on a release: "
+                    "ZooKeeper and KRaft on --kafka-version unless --column; --kraft-release adds KRaft on another), "
+                    "each --repeat times per column and timeout profile, every iteration checked against its "
+                    "mode's oracle; modes.json, modes.md (the table) and modes.png go to --results "
+                    "(docs/zk-vs-kraft.md). Split a long run into chunks (--faults, --timeouts, --column, the same "
+                    "--seed) and merge them with --from.")
     modes.add_argument("--faults", default="hard_kill,controlled_shutdown,controller_failover",
                        help="hard_kill,controlled_shutdown,controller_failover [default: all]")
-    modes.add_argument("--repeat", type=int, default=10, help="iterations per fault, mode and profile [default: 10]")
+    modes.add_argument("--repeat", type=int, default=10, help="iterations per fault, column and profile [default: 10]")
     modes.add_argument("--timeouts", default="matched,defaults",
-                       help="matched (both 6 s), defaults (ZooKeeper 18 s session, KRaft 9 s broker session) "
-                            "[default: both]")
+                       help="matched (every column detects a silent broker after 6 s), defaults (as each release "
+                            "ships them: ZooKeeper 18 s session, KRaft 9 s broker session) [default: both]")
+    modes.add_argument("--column", action="append", default=[], metavar="MODE:RELEASE",
+                       help="a column, e.g. zookeeper:3.9.2 or kraft:4.4.0; repeat for more "
+                            "[default: zookeeper and kraft on --kafka-version]")
+    modes.add_argument("--kraft-release", action="append", default=[], metavar="V",
+                       help="add a KRaft column on release V, e.g. 4.4.0 (repeatable)")
     modes.add_argument("--seed", type=int, default=1, help="[default: 1]")
-    modes.add_argument("--kafka-version", default=None, metavar="V", help="3.3 or later [default: 3.9.2]")
+    modes.add_argument("--kafka-version", default=None, metavar="V",
+                       help="the default columns' release, 3.6 to 3.9 (both modes) [default: 3.9.2]")
     modes.add_argument("--results", type=Path, default=None, metavar="DIR",
                        help="output directory [default: bench-modes-<UTC time>]")
     modes.add_argument("--from", dest="sources", type=Path, nargs="+", default=None, metavar="DIR",
@@ -208,36 +218,25 @@ def _names(flag: str, text: str, known: Sequence[str]) -> list[str]:
 def run_modes(args: argparse.Namespace) -> int:
     """``bench modes``: the scenarios of :mod:`benches.modes` through the ordinary runner, then the
     side-by-side summary of their latency records and controller changes."""
-    from dataclasses import replace
-
-    from kafka_chaos.app.runs import run_scenarios
     from kafka_chaos.benches import modes
     from kafka_chaos.records.writer import iter_records
-    from kafka_chaos.scenarios.plans import catalogue
 
     faults = _names("--faults", args.faults, list(modes.FAULTS))
     profiles = _names("--timeouts", args.timeouts, list(modes.PROFILES))
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, not {args.repeat}")
+    columns = modes.columns_of(args.column, args.kraft_release, args.kafka_version or modes.DEFAULT_RELEASE)
     out = args.results or Path(f"bench-modes-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
     sources = list(args.sources or [])
     code = 0
     if not sources:
-        scenarios = []
-        for profile in profiles:
-            for mode in modes.MODES:
-                for fault in faults:
-                    base = catalogue.by_names([modes.FAULTS[fault][modes.MODES.index(mode)]])[0]
-                    overrides = {**base.needs.overrides_dict, **modes.PROFILES[profile][mode]}
-                    scenarios.append(replace(base, name=modes.scenario_name(fault, mode, profile),
-                                             needs=replace(base.needs, overrides=tuple(sorted(overrides.items())))))
-        code = run_scenarios(scenarios, seed=args.seed, results_dir=out, iterations=args.repeat,
-                             kafka_version=args.kafka_version, report=False, suite=None,
-                             command=["kafka-chaos", *sys.argv[1:]])
+        code = _run_modes_scenarios(args, faults, profiles, columns, out)
         sources = [out]
     out.mkdir(parents=True, exist_ok=True)
     samples = []
     for src in sources:
+        if not (src / "records.jsonl").is_file():
+            raise UsageError(f"{src}: no records.jsonl here (a results dir of `kafka-chaos bench modes` has one)")
         samples += modes.latency_samples(iter_records(src / "records.jsonl"))
         if (src / "history.jsonl").exists():
             samples += modes.controller_samples(modes.history_controller_changes(src / "history.jsonl"))
@@ -250,6 +249,32 @@ def run_modes(args: argparse.Namespace) -> int:
     print(f"summary in {out / 'modes.json'}, {out / 'modes.md'}; chart {chart}"
           + ("" if code == 0 else "; some iterations failed a check (see the run's table above)"))
     return code
+
+
+def _run_modes_scenarios(args: argparse.Namespace, faults: Sequence[str], profiles: Sequence[str],
+                         columns: Sequence[Column], out: Path) -> int:
+    """Every (profile, column, fault) as a catalogue scenario pinned to the column's release, with
+    the profile's timeouts over the scenario's own settings, in one ordinary run."""
+    from dataclasses import replace
+
+    from kafka_chaos.app.runs import run_scenarios
+    from kafka_chaos.benches import modes
+    from kafka_chaos.harness.config import check_kraft_release
+    from kafka_chaos.scenarios.plans import catalogue
+
+    for column in columns:  # a 4.x ZooKeeper column: one line, before any cluster
+        check_kraft_release(column.mode, column.release)
+    scenarios = []
+    for profile in profiles:
+        for column in columns:
+            for fault in faults:
+                base = catalogue.by_names([modes.FAULTS[fault][modes.MODES.index(column.mode)]])[0]
+                overrides = {**base.needs.overrides_dict, **modes.profile_overrides(profile, column)}
+                needs = replace(base.needs, overrides=tuple(sorted(overrides.items())), kafka_version=column.release)
+                scenarios.append(replace(base, name=modes.scenario_name(fault, column, profile), needs=needs))
+    return run_scenarios(scenarios, seed=args.seed, results_dir=out, iterations=args.repeat,
+                         kafka_version=columns[0].release, report=False, suite=None,
+                         command=["kafka-chaos", *sys.argv[1:]])
 
 
 def run_kip291(args: argparse.Namespace) -> int:
