@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from kafka_chaos.oracle import config as cfg
 from kafka_chaos.oracle.kraft import migration
 from kafka_chaos.oracle.kraft.interleavings import MODELLED_TEXT as KRAFT_MODELLED, release_modelled
+from kafka_chaos.oracle.kraft.config import elr_feature_enabled
 from kafka_chaos.oracle.events import (
     EVENT_TYPES,
     AddPartitions,
@@ -70,6 +71,8 @@ _PARTITION_KEYS = {
     "adding_replicas",
     "removing_replicas",
     "partition_epoch",
+    "elr",
+    "last_known_elr",
 }
 _EVENT_KEYS: Mapping[str, set[str]] = {
     BrokerFailure.KIND: {"brokers", "restarting"},
@@ -190,7 +193,10 @@ def _partition_number(key: Any, field: str) -> int:
 
 # --- the cluster state ----------------------------------------------------------------------
 
-def _partition(raw: Any, field: str, live: frozenset[int], mode: Mode = Mode.ZOOKEEPER) -> PartitionState:
+def _partition(raw: Any, field: str, live: frozenset[int], mode: Mode = Mode.ZOOKEEPER,
+               elr_on: bool = False) -> PartitionState:
+    """One partition; ``elr_on``: a KRaft controller with eligible leader replicas (KIP-966), where
+    an ISR may be empty and ``elr`` / ``last_known_elr`` may be given."""
     obj = _object(raw, field)
     _no_unknown_keys(obj, _PARTITION_KEYS, field)
     if "replicas" not in obj:
@@ -220,12 +226,15 @@ def _partition(raw: Any, field: str, live: frozenset[int], mode: Mode = Mode.ZOO
         if mode is not Mode.KRAFT:
             raise OracleInputError(_path(field, "partition_epoch"), "the partition epoch is KRaft's (\"mode\": \"kraft\")")
         partition_epoch = _int(obj["partition_epoch"], _path(field, "partition_epoch"), minimum=0)
+    elr, last_known_elr = _eligible_leader_replicas(obj, field, replicas, isr, elr_on)
     if mode is Mode.KRAFT:
-        if not isr:
-            raise OracleInputError(_path(field, "isr"), "a KRaft partition always has an ISR member (the last one is kept)")
+        if not isr and not elr_on:
+            raise OracleInputError(_path(field, "isr"), "a KRaft partition always has an ISR member (the last one is "
+                                   "kept) unless eligible leader replicas are on (Kafka 4.1+, or 4.0 with "
+                                   "eligible.leader.replicas.version=1 in config)")
         if obj.get("state") == PartitionPhase.NEW.value:
             raise OracleInputError(_path(field, "state"), "a KRaft partition has no NewPartition state")
-    phase = _phase(obj, field, leader, isr, live)
+    phase = _phase(obj, field, leader, isr, live, mode)
     return PartitionState(
         replicas=replicas,
         leader=leader,
@@ -236,10 +245,34 @@ def _partition(raw: Any, field: str, live: frozenset[int], mode: Mode = Mode.ZOO
         adding_replicas=adding,
         removing_replicas=removing,
         partition_epoch=partition_epoch,
+        elr=elr,
+        last_known_elr=last_known_elr,
     )
 
 
-def _phase(obj: Mapping[str, Any], field: str, leader: int, isr: tuple[int, ...], live: frozenset[int]) -> PartitionPhase:
+def _eligible_leader_replicas(obj: Mapping[str, Any], field: str, replicas: tuple[int, ...], isr: tuple[int, ...],
+                              elr_on: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``elr`` and ``last_known_elr`` (PartitionRegistration 4.1.2): replicas, the ELR outside the
+    ISR (``maybePopulateTargetElr`` moves a member out of the ISR into it); only where the
+    controller keeps them."""
+    lists = []
+    for name in ("elr", "last_known_elr"):
+        ids = _broker_list(obj.get(name, []), _path(field, name))
+        if ids and not elr_on:
+            raise OracleInputError(_path(field, name), "eligible leader replicas are a KRaft controller's with "
+                                   "eligible.leader.replicas.version >= 1 (\"mode\": \"kraft\", Kafka 4.1+ by default)")
+        stray = [r for r in ids if r not in replicas]
+        if stray:
+            raise OracleInputError(_path(field, name), f"{stray[0]} is not one of the replicas {list(replicas)}")
+        lists.append(ids)
+    in_isr = [r for r in lists[0] if r in isr]
+    if in_isr:
+        raise OracleInputError(_path(field, "elr"), f"{in_isr[0]} is in the ISR {list(isr)}: an eligible leader replica is not")
+    return lists[0], lists[1]
+
+
+def _phase(obj: Mapping[str, Any], field: str, leader: int, isr: tuple[int, ...], live: frozenset[int],
+           mode: Mode = Mode.ZOOKEEPER) -> PartitionPhase:
     if "state" in obj:
         names = {phase.value: phase for phase in PartitionPhase}
         if not isinstance(obj["state"], str) or obj["state"] not in names:
@@ -248,8 +281,9 @@ def _phase(obj: Mapping[str, Any], field: str, leader: int, isr: tuple[int, ...]
         if phase is PartitionPhase.NEW and (leader != NO_LEADER or isr):
             raise OracleInputError(_path(field, "state"), "a NewPartition has no leader and no ISR yet")
         return phase
-    # No state given: a partition with neither leader nor ISR has no state znode yet.
-    return initial_phase(leader, live, has_state_znode=leader != NO_LEADER or bool(isr))
+    # No state given: a ZooKeeper-mode partition with neither leader nor ISR has no state znode
+    # yet; every KRaft partition has a registration (an empty ISR is an ELR controller's).
+    return initial_phase(leader, live, has_state_znode=mode is Mode.KRAFT or leader != NO_LEADER or bool(isr))
 
 
 def _replica_list(value: Any, field: str) -> tuple[int, ...]:
@@ -264,7 +298,7 @@ def _replica_list(value: Any, field: str) -> tuple[int, ...]:
     return ids
 
 
-def _topics(value: Any, live: frozenset[int], mode: Mode = Mode.ZOOKEEPER) -> dict[str, TopicState]:
+def _topics(value: Any, live: frozenset[int], mode: Mode = Mode.ZOOKEEPER, elr_on: bool = False) -> dict[str, TopicState]:
     topics: dict[str, TopicState] = {}
     for name, raw in _object(value, "topics").items():
         field = _path("topics", name)
@@ -277,7 +311,7 @@ def _topics(value: Any, live: frozenset[int], mode: Mode = Mode.ZOOKEEPER) -> di
         partitions: dict[int, PartitionState] = {}
         for key, raw_partition in _object(obj["partitions"], _path(field, "partitions")).items():
             where = _path(field, "partitions", key)
-            partitions[_partition_number(key, where)] = _partition(raw_partition, where, live, mode)
+            partitions[_partition_number(key, where)] = _partition(raw_partition, where, live, mode, elr_on)
         config = _config(obj.get("config", {}), _path(field, "config"))
         topics[name] = TopicState(partitions=partitions, config=config)  # type: ignore[arg-type]
     return topics
@@ -464,7 +498,8 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
         if mode is Mode.ZOOKEEPER and controller not in live:
             raise OracleInputError("controller", f"controller {controller} is not one of the live brokers {list(brokers)}")
     config = _config(request.get("config", {}), "config")
-    topics = _topics(request.get("topics", {}), live, mode)
+    release = _release(request.get("kafka_version", str(NEWEST)), mode)
+    topics = _topics(request.get("topics", {}), live, mode, _elr_on(mode, config, release))
     raw_events = request.get("events", [])
     if not isinstance(raw_events, list):
         raise OracleInputError("events", f"expected a list of events, got {_kind(raw_events)}")
@@ -474,7 +509,6 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
     offline = _offline_replicas(request.get("offline_replicas", {}), topics, live)
     ctx = _EventContext(topics, _known_brokers(brokers, topics, raw_events))
     events = [_event(raw, i, ctx, mode) for i, raw in enumerate(raw_events)]
-    release = _release(request.get("kafka_version", str(NEWEST)), mode)
     state = ClusterState(
         live_brokers=live,
         topics=topics,
@@ -486,6 +520,10 @@ def parse_request(obj: Any) -> tuple[ClusterState, list[Event]]:
         mode=mode,
     )
     return state, events
+
+
+def _elr_on(mode: Mode, config: Mapping[str, object], release: Release) -> bool:
+    return mode is Mode.KRAFT and elr_feature_enabled(config, release)
 
 
 def _mode(value: Any) -> Mode:
@@ -564,7 +602,8 @@ def parse_json_text(text: str) -> Any:
 
 # --- rendering ------------------------------------------------------------------------------
 
-def render_partition(p: PartitionState) -> dict[str, Any]:
+def render_partition(p: PartitionState, elr_on: bool = False) -> dict[str, Any]:
+    """``elr_on``: a controller that keeps eligible leader replicas, whose answers show them."""
     rendered = {
         "replicas": list(p.replicas),
         "leader": p.leader,
@@ -577,6 +616,9 @@ def render_partition(p: PartitionState) -> dict[str, Any]:
     }
     if p.partition_epoch is not None:  # KRaft only: ZooKeeper answers keep their shape
         rendered["partition_epoch"] = p.partition_epoch
+    if elr_on or p.elr or p.last_known_elr:
+        rendered["elr"] = list(p.elr)
+        rendered["last_known_elr"] = list(p.last_known_elr)
     return rendered
 
 
@@ -597,7 +639,8 @@ def render_state(state: ClusterState) -> dict[str, Any]:
             name: {
                 "config": dict(state.topics[name].config),
                 "partitions": {
-                    str(number): render_partition(state.topics[name].partitions[number])
+                    str(number): render_partition(state.topics[name].partitions[number],
+                                                     _elr_on(state.mode, state.config, state.release))
                     for number in sorted(state.topics[name].partitions)
                 },
             }

@@ -445,6 +445,35 @@ def test_json_zookeeper_answers_keep_their_shape() -> None:
     assert "mode" not in rendered and "partition_epoch" not in rendered["topics"]["t"]["partitions"]["0"]
 
 
+def _elr_request(mode: str, release: str, partition: dict) -> dict:
+    return {"mode": mode, "kafka_version": release, "brokers": [1, 2],
+            "topics": {"t": {"partitions": {"0": {"replicas": [1, 2], "leader": 1, "isr": [1], **partition}}}}}
+
+
+def test_json_4x_answers_show_eligible_leader_replicas_and_feed_back() -> None:
+    """An empty ISR with its ELR (KIP-966) is a 4.1+ answer; fed back as a request it parses, and
+    on 4.0 (ELR off by default) it does once the feature is finalized in config."""
+    request = {"mode": "kraft", "kafka_version": "4.4.0", "brokers": [1, 2, 3], "config": {"min.insync.replicas": "2"},
+               "topics": {"t": {"partitions": {"0": {"replicas": [1, 2], "leader": 1, "isr": [1, 2],
+                                                     "partition_epoch": 0}}}},
+               "events": [{"type": "broker_failure", "brokers": [2]}, {"type": "broker_failure", "brokers": [1]}]}
+    state, events = parse_request(request)
+    answer = render_prediction(predict(state, events))
+    p = answer["topics"]["t"]["partitions"]["0"]
+    assert (p["leader"], p["isr"], sorted(p["elr"]), p["last_known_elr"]) == (-1, [], [1, 2], [1])
+    fed_back, _ = parse_request({k: v for k, v in answer.items() if k not in ("alternatives", "outcomes")})
+    assert fed_back.partition("t", 0) == predict(state, events).state.partition("t", 0)
+    on_4_0 = {**request, "kafka_version": "4.0.2", "events": [],
+              "topics": {"t": {"partitions": {"0": {k: p[k] for k in ("replicas", "leader", "isr", "elr")}}}}}
+    with pytest.raises(OracleInputError):
+        parse_request(on_4_0)
+    state_4_0, _ = parse_request({**on_4_0, "config": {"eligible.leader.replicas.version": "1"}})
+    assert state_4_0.partition("t", 0).elr == tuple(p["elr"])
+    # 3.x answers keep their shape: no ELR fields
+    three = render_prediction(predict(*parse_request({**request, "kafka_version": "3.9.2"})))
+    assert "elr" not in three["topics"]["t"]["partitions"]["0"]
+
+
 @pytest.mark.parametrize("request_, field", [
     ({"brokers": [1], "events": [{"type": "controller_failover"}]}, "events.0.type"),
     ({"brokers": [1], "topics": {"t": {"partitions": {"0": {"replicas": [1], "leader": 1, "isr": [1],
@@ -459,6 +488,13 @@ def test_json_zookeeper_answers_keep_their_shape() -> None:
      "events.0.restarting"),
     ({"mode": "kraft", "kafka_version": "3.5.2", "brokers": [1]}, "kafka_version"),
     ({"kafka_version": "4.0.0", "brokers": [1]}, "kafka_version"),  # 4.x has no ZooKeeper mode
+    # eligible leader replicas: a KRaft controller's with the ELR feature (4.1+ by default)
+    (_elr_request("zookeeper", "3.9.2", {"elr": [2]}), "topics.t.partitions.0.elr"),
+    (_elr_request("kraft", "3.9.2", {"elr": [2]}), "topics.t.partitions.0.elr"),
+    (_elr_request("kraft", "4.0.2", {"last_known_elr": [1]}), "topics.t.partitions.0.last_known_elr"),
+    (_elr_request("kraft", "4.4.0", {"elr": [1]}), "topics.t.partitions.0.elr"),  # in the ISR
+    (_elr_request("kraft", "4.4.0", {"elr": [3]}), "topics.t.partitions.0.elr"),  # not a replica
+    (_elr_request("kraft", "4.0.2", {"isr": [], "leader": -1}), "topics.t.partitions.0.isr"),  # ELR off on 4.0
 ])
 def test_json_refusals(request_, field) -> None:
     with pytest.raises(OracleInputError) as error:
