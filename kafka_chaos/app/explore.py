@@ -112,7 +112,7 @@ def explore_one(explorer: Explorer, seed: int, index: int, config: GeneratorConf
     if budget.seconds > 0:
         explorer.progress(f"{schedule.name}: {key[0]} failed after {key[1]}; shrinking (budget {budget.seconds:.0f}s)")
         result = shrink(schedule, key, explorer.trial, budget_s=budget.seconds,
-                        progress=lambda m: explorer.progress(f"{schedule.name}: {m}"))
+                        progress=lambda m: explorer.progress(f"{schedule.name}: {m}"), release=config.kafka_version)
         minimal = result.schedule
     reproduced = sum(key in explorer.trial(minimal) for _ in range(budget.confirm))
     confirmed = budget.confirm > 0 and reproduced == budget.confirm

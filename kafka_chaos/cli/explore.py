@@ -21,6 +21,7 @@ import sys
 import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +187,7 @@ def explore_command(args: argparse.Namespace) -> int:
     progress = progress_printer(t0)
     distribution = resolve_distribution(args.kafka_version, args.kafka_home)
     check_kraft_release(_mode(args), distribution.version)  # before any cluster starts (KAFKA_HOME's release)
+    config = replace(config, kafka_version=distribution.version)  # the generator's release-keyed rules
     options = RunOptions(run_id=uuid.uuid4().hex[:12], seed=seed, backend=args.backend, results_dir=results,
                          kafka_version=distribution.version, git_revision=git_revision())
     pool = ClusterPool(args.backend, distribution, progress)

@@ -18,13 +18,39 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_chaos.harness.config import FIRST_CONTROLLER_ID
+from kafka_chaos.oracle.release import Release
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import COORDINATOR_SELECTORS, Brokers, Controller, EarlierTarget, NoTarget
 
 
-RESTARTS_A_BROKER = frozenset({"start", "restart", "pause", "short_pause", "log_dir_failure", "kraft_roll"})
-"""Kinds whose step starts, restarts or resumes a broker process (a ``log_dir_failure``'s heal
-restarts it; a ``kraft_roll`` restarts it as a KRaft broker)."""
+RESTARTS_A_BROKER = frozenset({"start", "restart", "pause", "short_pause", "log_dir_failure", "disk_error",
+                               "kraft_roll"})
+"""Kinds whose step starts, restarts or resumes a broker process (a ``log_dir_failure``'s or a
+``disk_error``'s heal restarts it; a ``kraft_roll`` restarts it as a KRaft broker)."""
+
+PRE_VOTE = Release(4, 0, 0)
+"""The first release whose voters pre-vote (KIP-996), always -- there is no setting: a voter whose
+fetch or election times out becomes Prospective in its *own* epoch (``QuorumState.transitionToProspective``,
+kafka-raft 4.0.0 sources lines 607-641: ``epoch()``, "no change to the persisted electionState";
+``pollFollowerAsVoter`` / ``pollUnattachedAsVoter``, KafkaRaftClient.java 4.0.0 lines 3181, 3285),
+asks the voters with ``preVote`` set (``maybeSendVoteRequests``, line 3078) and becomes a Candidate,
+bumping the epoch, only once a majority grants it (``maybeTransitionToCandidate``, lines 675-682) or a
+voter answers UNSUPPORTED_VERSION (lines 931-937); losing, it goes back to following its leader in the
+same epoch (``prospectiveTransitionAfterElectionLoss``, lines 3149-3157). The same in 4.3.1 (lines 571,
+956, 3248, 3328, 3511) and in 4.4.0's jar (``ProspectiveState``); 3.9.2 has none (no ``ProspectiveState``,
+no ``preVote``): its voters time out straight into Candidate, epoch + 1 (3.9.0 ``pollFollowerAsVoter``,
+KafkaRaftClient.java lines 3035-3037; ``QuorumState.transitionToCandidate``, line 553)."""
+
+
+def pre_votes(release: str | None) -> bool:
+    """Whether a node on ``release`` pre-votes; an unknown or unparsable release: no (conservative)."""
+    if release is None:
+        return False
+    try:
+        return Release.parse(release) >= PRE_VOTE
+    except ValueError:
+        return False
 
 
 class IllegalStep(ValueError):
@@ -48,6 +74,9 @@ class Plan(Protocol):
 
     @property
     def quorum(self) -> str: ...
+
+    @property
+    def kafka_version(self) -> str | None: ...
 
 
 @dataclass
@@ -82,11 +111,16 @@ class ClusterModel:
     releases: dict[int, str] = field(default_factory=dict)
     features_finalized: bool = False
     deleted: dict[str, TopicSpec] = field(default_factory=dict)  # topics a step deleted, not created again
+    # The release the schedule's nodes run (the one it pins, else the run's; None: unknown, taken as
+    # one without pre-vote), until a kraft_roll moves a node (``releases``)
+    release: str | None = None
 
     @classmethod
-    def of(cls, plan: Plan) -> ClusterModel:
+    def of(cls, plan: Plan, release: str | None = None) -> ClusterModel:
+        """The model at the start of ``plan``, whose nodes run the release it pins, else ``release``."""
         return cls(plan.brokers, {t.name: t for t in plan.topics}, live=set(plan.brokers), mode=plan.mode,
-                   controllers=plan.controllers, dynamic_quorum=plan.quorum == "dynamic")
+                   controllers=plan.controllers, dynamic_quorum=plan.quorum == "dynamic",
+                   release=plan.kafka_version or release)
 
     def role(self, broker: int) -> str:
         return self.roles.get(broker, "zk")
@@ -95,6 +129,17 @@ class ClusterModel:
     def has_quorum(self) -> bool:
         """KRaft controllers run: a KRaft cluster's, or a migrating one's once provisioned."""
         return self.mode == "kraft" or (self.mode == "migration" and self.provisioned)
+
+    @property
+    def voter_ids(self) -> list[int]:
+        """The KRaft voters' node ids: past every broker's (``harness.config.ClusterConfig.controller_ids``)."""
+        first = max([FIRST_CONTROLLER_ID, *(b + 1 for b in self.brokers)])
+        return list(range(first, first + self.controllers))
+
+    @property
+    def voters_pre_vote(self) -> bool:
+        """Every voter runs a release that pre-votes: the cluster's, or the one a kraft_roll moved it to."""
+        return all(pre_votes(self.releases.get(v, self.release)) for v in self.voter_ids)
 
     @property
     def quorum_spare(self) -> int:
@@ -160,16 +205,19 @@ class ClusterModel:
 
     def refusal(self, step: Step) -> str | None:
         """Why ``step`` may not come now whatever its kind's own rule says, or None.  While a voter
-        is cut from the others it stands as a candidate in ever later epochs (no pre-vote before
-        4.0, KIP-996), its links to the brokers kept; a broker process started, restarted or
-        resumed meanwhile looks for the metadata log's leader, may ask the cut voter, takes its
-        later epoch (``maybeHandleCommonResponse``, KafkaRaftClient.java 3.9.0 lines 2364-2373:
-        Unattached, an observer never times out of it) and is answered UNKNOWN_LEADER_EPOCH by
-        the real leader (``validateLeaderOnlyRequest``, lines 2530-2534), which it ignores: it
-        never catches up until the heal (`explore --mode kraft --seed 7733` on 3.9.2: broker 1
-        paused while voter 3000 was cut, its metadata log stuck, never back in an ISR)."""
-        if self.quorum_cut and step.fault in RESTARTS_A_BROKER:
-            return f"{step.fault} while a voter is cut from the others (a broker starting may follow its epochs)"
+        is cut from the others it stands as a candidate in ever later epochs on a release without
+        pre-vote (before 4.0, KIP-996: :data:`PRE_VOTE`), its links to the brokers kept; a broker
+        process started, restarted or resumed meanwhile looks for the metadata log's leader, may
+        ask the cut voter, takes its later epoch (``maybeHandleCommonResponse``, KafkaRaftClient.java
+        3.9.0 lines 2364-2373: Unattached, an observer never times out of it) and is answered
+        UNKNOWN_LEADER_EPOCH by the real leader (``validateLeaderOnlyRequest``, lines 2530-2534),
+        which it ignores: it never catches up until the heal (`explore --mode kraft --seed 7733` on
+        3.9.2: broker 1 paused while voter 3000 was cut, its metadata log stuck, never back in an
+        ISR). Refused while any voter runs such a release (or the release is unknown); once every
+        voter pre-votes, the cut one keeps its epoch and the brokers find the leader."""
+        if self.quorum_cut and step.fault in RESTARTS_A_BROKER and not self.voters_pre_vote:
+            return (f"{step.fault} while a voter is cut from the others and a voter runs a release without pre-vote "
+                    f"(before {PRE_VOTE}, KIP-996: a broker starting may follow the cut voter's epochs)")
         return None
 
     def apply(self, step: Step) -> None:

@@ -42,7 +42,7 @@ from kafka_chaos.harness.cluster import (
     KraftReleaseRoller,
     implements,
 )
-from kafka_chaos.harness.config import FIRST_CONTROLLER_ID, KRAFT_MODE, check_kraft_release
+from kafka_chaos.harness.config import KRAFT_MODE, check_kraft_release
 from kafka_chaos.harness.distribution import check_version
 from kafka_chaos.oracle import BrokerStartup, ClusterState, ControlledShutdown, Event
 from kafka_chaos.oracle.events import ControllerFailover
@@ -271,8 +271,7 @@ def finalize_tool_release(releases: Mapping[int, str], release_version: str) -> 
 # time, then every broker, then the finalize; each with every broker up and no voter down.
 
 def _controller_ids(model: ClusterModel) -> list[int]:
-    first = max([FIRST_CONTROLLER_ID, *(b + 1 for b in model.brokers)])  # harness.config.ClusterConfig.controller_ids
-    return list(range(first, first + model.controllers))
+    return model.voter_ids
 
 
 def _legal(model: ClusterModel, kind: str) -> None:

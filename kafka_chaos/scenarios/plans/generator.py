@@ -48,9 +48,10 @@ OPT_IN = tuple(kind for kind, side in GENERATORS.items() if side.opt_in)
 BROKER_ID_POOL = range(1, 13)
 
 
-def problems(schedule: Schedule) -> list[str]:
-    """Empty when every step is legal in order; else the first illegal step and why."""
-    model = ClusterModel.of(schedule)
+def problems(schedule: Schedule, release: str | None = None) -> list[str]:
+    """Empty when every step is legal in order; else the first illegal step and why. ``release``:
+    what the schedule runs on unless it pins one (None: unknown, the conservative rules)."""
+    model = ClusterModel.of(schedule, release)
     for i, step in enumerate(schedule.steps):
         try:
             model.apply(step)
@@ -81,6 +82,9 @@ class GeneratorConfig:
     # (harness.config.kafka_default_overrides), so its file replays as it ran: `explore` does
     # unless --harness-defaults; off for the test command's generated schedules (its budget)
     kafka_defaults: bool = False
+    # The release the schedules run on (explore's --kafka-version, resolved): steps legal only on
+    # some releases are drawn on those (ClusterModel.refusal); None: unknown, refused as on the oldest
+    kafka_version: str | None = None
 
     @property
     def controllers(self) -> int:
@@ -147,7 +151,7 @@ def generate(seed: int, index: int, config: GeneratorConfig = GeneratorConfig())
         topics = with_transactional_topics(topics)
     schedule = Schedule(f"explore-{seed}-{index}", brokers, topics, (), mode=config.mode,
                         controllers=config.controllers)
-    model = ClusterModel.of(schedule)
+    model = ClusterModel.of(schedule, config.kafka_version)
     kinds = [k for k in config.faults if config.weights.get(k, 0) > 0]
     draw = Draw(rng, config.delay_links)
     steps: list[Step] = []

@@ -121,20 +121,21 @@ def _broker_candidates(s: Schedule) -> Iterator[Schedule]:
             yield replace(s, brokers=tuple(x for x in s.brokers if x != b))
 
 
-def legal(s: Schedule) -> bool:
+def legal(s: Schedule, release: str | None = None) -> bool:
     try:
         s.scenario()
     except (UsageError, TypeError):
         return False
-    return not problems(s)
+    return not problems(s, release)
 
 
 # --- the search ---------------------------------------------------------------------------------
 
 def shrink(schedule: Schedule, failure: FailureKey, trial: Trial, *, budget_s: float,
            clock: Callable[[], float] = time.monotonic,
-           progress: Callable[[str], None] = lambda _: None) -> ShrinkResult:
-    """Shrink ``schedule`` while ``trial`` still reports ``failure``; within ``budget_s``."""
+           progress: Callable[[str], None] = lambda _: None, release: str | None = None) -> ShrinkResult:
+    """Shrink ``schedule`` while ``trial`` still reports ``failure``; within ``budget_s``.
+    ``release``: what the trials run on (the model's rules that depend on it), unless it pins one."""
     started = clock()
     current, runs, skipped, seen = schedule, 0, 0, {repr(schedule)}
     kinds = (_step_candidates, _topic_candidates, _partition_candidates, _broker_candidates)
@@ -149,7 +150,7 @@ def shrink(schedule: Schedule, failure: FailureKey, trial: Trial, *, budget_s: f
                 if key in seen:
                     continue
                 seen.add(key)
-                if not legal(candidate):
+                if not legal(candidate, release):
                     skipped += 1
                     continue
                 runs += 1
