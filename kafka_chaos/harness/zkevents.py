@@ -131,19 +131,26 @@ class PartitionStateWritten:
     controller_epoch: int
     leader_recovery_state: int
     version: int  # the znode's version after this write
+    # KRaft: whether the leader written was an active broker (registered, unfenced, not in
+    # controlled shutdown) in the metadata log at this record; None: not known (ZooKeeper mode,
+    # no leader, a broker the log has no registration of, or a history written before it).
+    leader_active: bool | None = None
 
     def to_dict(self) -> JsonDict:
+        active = {} if self.leader_active is None else {"leader_active": self.leader_active}  # old shape kept
         return {"kind": self.kind, "at": self.at, "topic": self.topic, "partition": self.partition,
                 "leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
                 "controller_epoch": self.controller_epoch,
-                "leader_recovery_state": self.leader_recovery_state, "version": self.version}
+                "leader_recovery_state": self.leader_recovery_state, "version": self.version, **active}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PartitionStateWritten:
+        active = d.get("leader_active")
         return cls(at=float(d["at"]), topic=str(d["topic"]), partition=int(d["partition"]),
                    leader=int(d["leader"]), leader_epoch=int(d["leader_epoch"]),
                    isr=tuple(int(b) for b in d["isr"]), controller_epoch=int(d["controller_epoch"]),
-                   leader_recovery_state=int(d["leader_recovery_state"]), version=int(d["version"]))
+                   leader_recovery_state=int(d["leader_recovery_state"]), version=int(d["version"]),
+                   leader_active=None if active is None else bool(active))
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,13 @@ class MetadataImage:
                                       leader_epoch=now.leader_epoch, isr=now.isr,
                                       controller_epoch=self.quorum_epoch if self.quorum_epoch is not None else -1,
                                       leader_recovery_state=now.leader_recovery_state,
-                                      version=now.partition_epoch)]
+                                      version=now.partition_epoch, leader_active=self._active(now.leader))]
+
+    def _active(self, broker: int) -> bool | None:
+        """Whether ``broker`` may lead at this point of the log (``ClusterControlManager.isActive``);
+        None for no leader or a broker the log has no registration of (an image started past it)."""
+        registration = self.brokers.get(broker) if broker >= 0 else None
+        return None if registration is None else registration.active
 
     def snapshot(self, topics: frozenset[str] | None, taken_at: float) -> ZkSnapshot:
         """What ZooKeeper would show, for ``topics`` (None: every topic)."""

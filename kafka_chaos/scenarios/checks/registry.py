@@ -31,6 +31,7 @@ from kafka_chaos.scenarios.checks.producer_ids import check_producer_ids_unique
 from kafka_chaos.scenarios.checks.replica_logs import check_replica_logs
 from kafka_chaos.scenarios.checks.topic_ids import check_topic_ids_kept
 from kafka_chaos.scenarios.checks.isr_registered import check_isr_registered
+from kafka_chaos.scenarios.checks.leaders import check_leaders_elected_active
 from kafka_chaos.scenarios.checks.quorum import check_one_quorum_leader
 from kafka_chaos.scenarios.checks.voters import VOTER_CHANGE, check_quorum_voters
 from kafka_chaos.scenarios.history import controller_log
@@ -359,6 +360,18 @@ def isr_registered(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     if obs.after is None or obs.waited_s >= obs.convergence_timeout_s:
         return []
     return [check_isr_registered(obs.after, [*obs.topics, *INTERNAL_TOPICS])]
+
+
+@register_check("leader_elected_active", StepObserved)
+def leader_elected_active(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
+    """KRaft: every leader the step's metadata-log writes elect is an active broker at its record
+    (:mod:`scenarios.checks.leaders`). Not a migration: its ZooKeeper brokers register with the
+    KRaft controller as the migration goes (a leader the ZooKeeper controller elected may be
+    copied before its broker registers)."""
+    if obs.after is None or obs.after.mode != "kraft" or obs.migration is not None:
+        return []
+    before = {key: s.leader for key, s in obs.before.partitions.items()}
+    return check_leaders_elected_active(before, obs.partition_state_writes())
 
 
 @register_check("topic_ids_kept", StepObserved)
