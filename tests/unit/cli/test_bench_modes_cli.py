@@ -46,7 +46,16 @@ def write_chunk(path: Path, column: Column, detection: float) -> None:
             f.write(r.to_json() + "\n")
 
 
-def test_from_merges_chunks_into_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_from_merges_chunks_into_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    charted: list[list[Column]] = []
+    # not drawn here: matplotlib stays out of the test process (tests/unit/results asserts the report
+    # renders without it)
+    def chart(out: Path, cells: list[modes.Cell]) -> Path:
+        charted.append(modes.columns_in(cells))
+        return out / "modes.png"
+
+    monkeypatch.setattr(modes, "chart", chart)
     write_chunk(tmp_path / "a", Column("zookeeper", "3.9.2"), 5000.0)
     write_chunk(tmp_path / "b", Column("kraft", "3.9.2"), 4000.0)
     write_chunk(tmp_path / "c", Column("kraft", "4.4.0"), 3000.0)
@@ -56,4 +65,4 @@ def test_from_merges_chunks_into_columns(tmp_path: Path, capsys: pytest.CaptureF
     assert ("| matched | hard_kill | detection | 5,001 / 5,002 (n=3) | 4,001 / 4,002 (n=3) | 3,001 / 3,002 (n=3) |"
             in capsys.readouterr().out)
     assert json.loads((out / "modes.json").read_text())["columns"] == ["zookeeper:3.9.2", "kraft:3.9.2", "kraft:4.4.0"]
-    assert (out / "modes.png").stat().st_size > 0
+    assert charted == [[Column("zookeeper", "3.9.2"), Column("kraft", "3.9.2"), Column("kraft", "4.4.0")]]
