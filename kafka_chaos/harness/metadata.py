@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
 )
 
 from kafka_chaos.harness import kafka_wire
+from kafka_chaos.harness.cluster import ControllerQuorumControl
 from kafka_chaos.harness.errors import HarnessError, UsageError
 
 log = logging.getLogger(__name__)
@@ -197,6 +198,19 @@ def describe_quorum(address: str, timeout: float = 2.0) -> kafka_wire.WireQuorum
     id and epoch when it believes it leads, else NOT_LEADER_OR_FOLLOWER."""
     return _answer(address, "DescribeQuorum", kafka_wire.encode_describe_quorum,
                    kafka_wire.decode_describe_quorum_response, timeout)
+
+
+def running_voters_quorum(quorum: ControllerQuorumControl,
+                          timeout: float = 2.0) -> Iterator[tuple[int, kafka_wire.WireQuorum | MetadataError]]:
+    """Each running voter's DescribeQuorum answer, or the error it gave instead, in node-id order
+    of ``controller_ids``; lazy, so a caller after the leader alone stops at the first that leads."""
+    for node in quorum.controller_ids:
+        if not quorum.controller_running(node):
+            continue
+        try:
+            yield node, describe_quorum(quorum.controller_address(node), timeout)
+        except MetadataError as exc:
+            yield node, exc
 
 
 def describe_log_dirs(address: str, timeout: float = 2.0) -> kafka_wire.WireLogDirs:

@@ -88,16 +88,10 @@ def voter_control(env: FaultEnv, kind: str) -> Quorum:
 
 def described_leader(cluster: Quorum) -> tuple[int | None, int | None, tuple[int, ...] | None]:
     """The running controller that answers DescribeQuorum as leader: its id, epoch and voters."""
-    from kafka_chaos.harness.metadata import MetadataError, describe_quorum
+    from kafka_chaos.harness.metadata import MetadataError, running_voters_quorum
 
-    for c in cluster.controller_ids:
-        if not cluster.controller_running(c):
-            continue
-        try:
-            answer = describe_quorum(cluster.controller_address(c))
-        except (MetadataError, OSError):
-            continue
-        if answer.error_code == 0:
+    for _, answer in running_voters_quorum(cluster):
+        if not isinstance(answer, MetadataError) and answer.error_code == 0:
             return answer.leader_id, answer.leader_epoch, tuple(sorted(v for v, _ in answer.voters))
     return None, None, None
 

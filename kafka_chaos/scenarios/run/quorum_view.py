@@ -7,7 +7,7 @@ import time
 from typing import cast
 
 from kafka_chaos.harness.cluster import Capability, ChaosCluster, ControllerQuorumControl, capabilities_of
-from kafka_chaos.harness.metadata import MetadataError, describe_quorum, error_name
+from kafka_chaos.harness.metadata import MetadataError, error_name, running_voters_quorum
 from kafka_chaos.scenarios.history.quorum import VoterAnswer, voter_answer
 
 # A paused voter costs this much once per step; a live one answers in milliseconds.
@@ -19,15 +19,8 @@ def ask_voters(cluster: ChaosCluster) -> dict[int, VoterAnswer] | None:
     migration before its controllers are provisioned)."""
     if Capability.CONTROLLER_QUORUM not in capabilities_of(cluster):
         return None
-    quorum = cast(ControllerQuorumControl, cluster)
     answers: dict[int, VoterAnswer] = {}
-    for node in quorum.controller_ids:
-        if not quorum.controller_running(node):
-            continue
-        try:
-            answer = describe_quorum(quorum.controller_address(node), timeout=ASK_TIMEOUT_S)
-        except MetadataError as exc:
-            answers[node] = VoterAnswer(time.time(), error=str(exc))
-            continue
-        answers[node] = voter_answer(time.time(), answer, error_name(answer.error_code))
+    for node, answer in running_voters_quorum(cast(ControllerQuorumControl, cluster), timeout=ASK_TIMEOUT_S):
+        answers[node] = (VoterAnswer(time.time(), error=str(answer)) if isinstance(answer, MetadataError)
+                         else voter_answer(time.time(), answer, error_name(answer.error_code)))
     return answers or None
