@@ -109,6 +109,15 @@ def _config(args: argparse.Namespace, missing: Collection[Capability]) -> Genera
         lacking = sorted(c.value for c in requirements_of([kind]) & set(missing))
         if lacking and kind != "network_delay":  # delay falls back to its ZooKeeper links (_delay_links)
             raise UsageError(f"--faults {kind} needs {', '.join(lacking)}, which --backend {args.backend} lacks")
+    shaping = [kind for kind in faults if GENERATORS[kind].log_dirs > 1]
+    if mode == "kraft" and shaping and args.kafka_version:
+        from kafka_chaos.harness.config import check_kraft_jbod
+        from kafka_chaos.harness.distribution import check_version
+
+        try:
+            check_kraft_jbod(check_version(args.kafka_version))
+        except UsageError as exc:
+            raise UsageError(f"--faults {shaping[0]}: {exc}") from None
     delay_links = _delay_links(args.backend) if "network_delay" in faults else DELAY_LINKS
     weights = {**DEFAULT_WEIGHTS, **{kind: weight for kind, (_, weight) in given.items()}}
     return GeneratorConfig(steps=args.steps, brokers=args.brokers, faults=faults, weights=weights,

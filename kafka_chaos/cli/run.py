@@ -183,6 +183,9 @@ def run_command(args: argparse.Namespace) -> int:
         if args.mode is not None and not args.scenario:  # named ones are converted or refused below
             kept, left = catalogue.leave_out_for_mode(selection.scenarios, args.mode)
             selection = catalogue.Selection(kept, selection.left_out + left)
+        if not args.scenario:  # a KRaft cluster shape the release cannot start (named: refused at start)
+            kept, left = catalogue.leave_out_for_release(selection.scenarios, args.mode, args.kafka_version)
+            selection = catalogue.Selection(kept, selection.left_out + left)
         if not args.scenario:  # a fault acting on one transactional client implementation, on the other
             from kafka_chaos.scenarios.plans.transactional import leave_out_for_client
 

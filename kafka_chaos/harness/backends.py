@@ -215,6 +215,9 @@ def _why_missing_on_kraft(capability: Capability) -> str:
     if capability is Capability.NETWORK_PARTITION:
         return ("a KRaft cluster cuts links between node ids instead (quorum_link_partition: "
                 "QuorumLinkPartitioner.cut_links)")
+    if capability is Capability.LOG_DIR_FAILURE:
+        return ("failed log directories on KRaft need the local launcher (the containers KRaft launcher gives each "
+                "broker one data directory, which it cannot repair once the broker halted)")
     return f"the KRaft launchers have no {capability.value} capability yet"
 
 

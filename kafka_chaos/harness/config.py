@@ -244,6 +244,15 @@ CONTROLLER_QUORUM_SIZES = (1, 3)
 STATIC_QUORUM, DYNAMIC_QUORUM = "static", "dynamic"
 QUORUMS = (STATIC_QUORUM, DYNAMIC_QUORUM)
 FIRST_DYNAMIC_QUORUM_RELEASE = (3, 9)
+# JBOD in KRaft (KIP-858): a broker with several log.dirs tells the controller which directory
+# failed (heartbeat offlineLogDirs -> ReplicationControlManager.handleDirectoriesOffline, 3.7
+# branch lines 1387-1412) only from 3.7.0; 3.6 has neither.
+FIRST_KRAFT_JBOD_RELEASE = (3, 7)
+# A KRaft broker with several log.dirs keeps its metadata log in a directory of its own: by default
+# it is the first of log.dirs, and its failure halts the broker (ReplicaManager.handleLogDirFailure,
+# 3.9 branch lines 2502-2505: "Shutdown broker because the metadata log dir ... has failed"), so a
+# failed data directory would halt the broker or not depending on which one it is.
+KRAFT_METADATA_SUBDIR = "metadata"
 # The first KRaft controller's node id; controllers take the next ids, past any broker's.
 FIRST_CONTROLLER_ID = 3000
 # The release lines the KRaft model covers (oracle.kraft.interleavings.MODELLED_LINES, which the
@@ -315,7 +324,6 @@ class ClusterConfig:
         if self.mode == KRAFT_MODE:
             for what, bad in (("ZooKeeper ensemble", self.zookeepers != 1), ("link proxies", self.link_proxies),
                               ("control-plane listener", self.control_plane_listener),
-                              ("second log directory", self.log_dirs != 1),
                               ("broker JAAS file", self.broker_jaas is not None)):
                 if bad:
                     raise UsageError(f"--mode kraft has no {what} (a ZooKeeper-mode feature)")
@@ -539,6 +547,14 @@ def check_dynamic_quorum(kafka_version: str) -> None:
                          f"use the static quorum")
 
 
+def check_kraft_jbod(kafka_version: str) -> None:
+    """Several log directories per KRaft broker need Kafka 3.7 or later (KIP-858): one UsageError
+    line otherwise."""
+    if version_tuple(kafka_version)[:2] < FIRST_KRAFT_JBOD_RELEASE:
+        raise UsageError(f"a KRaft broker with several log directories (JBOD, KIP-858) needs Kafka 3.7 or later, "
+                         f"not {kafka_version}: the controller of {kafka_version} never learns of a failed directory")
+
+
 def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mapping[int, str], address: str,
                           log_dir: str, kafka_version: str = KNOWN_PROPERTIES_VERSION,
                           listeners: Mapping[str, str] | None = None,
@@ -574,6 +590,10 @@ def kraft_node_properties(config: ClusterConfig, node_id: int, *, voters: Mappin
         LISTENER_SECURITY_PROTOCOL_MAP: ",".join(f"{name}:PLAINTEXT" for name in names),
         LOG_DIRS: log_dir,
     }
+    if not controller and config.log_dirs > 1:
+        check_kraft_jbod(kafka_version)
+        props[LOG_DIRS] = ",".join(log_dir_paths(log_dir, config.log_dirs))
+        props[METADATA_LOG_DIR] = f"{log_dir.rstrip('/')}/{KRAFT_METADATA_SUBDIR}"
     if not controller:
         props[ADVERTISED_LISTENERS] = ",".join(f"{name}://{hp}" for name, hp in advertised.items())
         props[INTER_BROKER_LISTENER_NAME] = next(iter(advertised))

@@ -49,6 +49,7 @@ from kafka_chaos.harness.local.controllers import LocalControllerControls
 from kafka_chaos.harness.local.disks import LocalDiskControls, disk_problems
 from kafka_chaos.harness.local.dynamic_quorum import LocalDynamicQuorum
 from kafka_chaos.harness.local.kraft_links import LocalQuorumLinkControls
+from kafka_chaos.harness.local.log_dirs import LocalLogDirControls
 from kafka_chaos.harness.local.network import partition_problem
 from kafka_chaos.harness.local.state import read_kraft_state, render_kraft_state, write_state
 from kafka_chaos.harness.local.nodes import HOST, KAFKA_MAIN, LocalNode, NodeStartFailed, broker_node_name, check_alive, jvm_command, signal_node
@@ -87,10 +88,12 @@ def controller_node_name(node_id: int) -> str:
 
 
 class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorumLinkControls, LocalDiskControls,
-                        LocalDynamicQuorum, KraftBasics):
+                        LocalDynamicQuorum, LocalLogDirControls, KraftBasics):
     """:class:`harness.cluster.Cluster`, :class:`harness.cluster.BrokerControl`,
-    :class:`harness.cluster.ControllerQuorumControl` and, as root with iptables,
-    :class:`harness.cluster.QuorumLinkPartitioner` of a KRaft cluster on local JVMs."""
+    :class:`harness.cluster.ControllerQuorumControl`, :class:`harness.cluster.LogDirFailer` (a
+    broker's ``log.dirs``: ``data/a``, ``data/b`` with ``ClusterConfig.log_dirs`` = 2, its metadata
+    log then in ``data/metadata``: ``harness.config.KRAFT_METADATA_SUBDIR``) and, as root with
+    iptables, :class:`harness.cluster.QuorumLinkPartitioner` of a KRaft cluster on local JVMs."""
 
     backend = "local"
 
@@ -182,7 +185,7 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
         return self._controller(node_id).running_pid()
 
     def replica_log_dirs(self, broker_id: int) -> list[Path]:
-        return [self._broker(broker_id).directory / "data"]
+        return self._log_dir_host_paths(broker_id)
 
     def metadata_log_dirs(self) -> list[Path]:
         """Each controller's metadata log directory (``__cluster_metadata-0``'s parent)."""

@@ -225,6 +225,9 @@ class DiskError(LogDirFailureFault):
     error: str = "EIO"
     files: str = "all"
     kind: ClassVar[str] = "disk_error"
+    # ZooKeeper mode's until it is seen on a KRaft cluster on the crash-consistency layer
+    # (log_dir_failure runs on both: the same broker path, only the cause differs).
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.LOG_DIR_FAILURE, Capability.BROKER_CONTROL,
                                                            Capability.DISK_FAULTS})
 
@@ -260,6 +263,7 @@ class DiskErrorRepair(LogDirRepair):
     and its oracle events)."""
 
     kind: ClassVar[str] = "disk_error"
+    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY
     requires: ClassVar[frozenset[Capability]] = DiskError.requires
 
     @property

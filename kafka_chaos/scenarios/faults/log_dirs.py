@@ -18,6 +18,19 @@ the fewest partitions), so the fault reads it from the broker's directory just b
 (``replica.high.watermark.checkpoint.interval.ms``, 5 s by default; the catalogue's scenarios set
 1 s). Needs the ``log_dir_failure`` capability (``harness.cluster.LogDirFailer``) and brokers with
 two ``log.dirs`` (``ClusterNeeds.log_dirs``) for a broker that keeps running.
+
+KRaft (3.7+, metadata.version 3.7-IV2+: KIP-858) is the same on the broker up to the notification:
+``ReplicaManager.handleLogDirFailure`` (3.9 branch lines 2471-2524) calls
+``directoryEventHandler.handleFailure`` -> ``BrokerLifecycleManager.propagateDirectoryFailure``
+(lines 259-265), whose next heartbeat (sent at once: ``OfflineDirEvent``, lines 334-345) lists the
+directory in ``offlineLogDirs``; the controller's ``handleDirectoriesOffline``
+(ReplicationControlManager.java 3.9 branch lines 1402-1427) runs ``generateLeaderAndIsrUpdates``
+removing the broker from the partitions it registered on that directory and drops the directory
+from its registration (the oracle's ``LogDirFailure``, :mod:`oracle.kraft.controller`). Unanswered
+for ``log.dir.failure.timeout.ms`` (3.8+, default 30 s) the broker shuts itself down
+(``OfflineDirBrokerFailureEvent``, lines 347-354). The local KRaft launcher keeps a broker's metadata
+log out of the directories that can fail (``harness.config.KRAFT_METADATA_SUBDIR``): a failed
+metadata log directory halts the broker (ReplicaManager.scala 3.9 branch lines 2502-2505).
 """
 
 from __future__ import annotations
@@ -39,7 +52,7 @@ from kafka_chaos.oracle import (
     PartitionPhase,
     TopicPartition,
 )
-from kafka_chaos.scenarios.faults.base import ZOOKEEPER_ONLY, Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
+from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, ZOOKEEPER_ONLY, Fault, FaultBase, FaultEnv, StepTopics, register_fault, require_capability
 from kafka_chaos.scenarios.faults.generation import ClusterModel, Draw, GeneratorSide, IllegalStep, register_generator
 from kafka_chaos.scenarios.model.ledger import STARTS_NODES, FaultWaits
 from kafka_chaos.scenarios.model.steps import Step
@@ -52,6 +65,9 @@ HEAL = "heal"
 _NEEDS = frozenset({Capability.LOG_DIR_FAILURE, Capability.BROKER_CONTROL})
 _OPTIONS = frozenset({"topic", "partition", "dir", "variant"})
 LOGS_TIMEOUT_S = 15.0
+# Not migration mode: a migrating ZooKeeper broker halts on any failed directory
+# (oracle.kraft.migration.log_dir_failure_halts), and its cluster has one directory per broker.
+_MODES = ZOOKEEPER_ONLY | KRAFT_ONLY
 
 
 def _one_broker(target: Target, what: str) -> int:
@@ -108,7 +124,7 @@ class LogDirFailureFault(FaultBase):
     partition: int = 0
     directory: int | None = None
     kind: ClassVar[str] = KIND
-    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
+    mode_support: ClassVar[frozenset[str]] = _MODES
     requires: ClassVar[frozenset[Capability]] = _NEEDS
     _index: int | None = field(default=None, init=False)
     _partitions: tuple[TopicPartition, ...] = field(default=(), init=False)
@@ -184,7 +200,7 @@ class LogDirRepair(FaultBase):
     its entry in ``replicasOnOfflineDirs`` (``onBrokerStartup``): its replicas there rejoin."""
 
     kind: ClassVar[str] = KIND
-    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY  # a ZooKeeper-mode cluster's
+    mode_support: ClassVar[frozenset[str]] = _MODES
     requires: ClassVar[frozenset[Capability]] = _NEEDS
     kafka_waits: ClassVar[FaultWaits] = STARTS_NODES  # a restart
     _running: bool = field(default=True, init=False)

@@ -849,6 +849,26 @@ def leave_out_for_mode(scenarios: Sequence[Scenario], mode: str) -> tuple[list[S
     return kept, left
 
 
+def leave_out_for_release(scenarios: Sequence[Scenario], mode: str | None, kafka_version: str | None
+                          ) -> tuple[list[Scenario], list[tuple[Scenario, str]]]:
+    """The scenarios whose clusters ``kafka_version`` can start in ``mode`` (None: each its own), and
+    the others with the reason: KRaft brokers with several log directories need 3.7+ (KIP-858,
+    :func:`harness.config.check_kraft_jbod`). A scenario pinning its own release keeps it."""
+    from kafka_chaos.harness.config import check_kraft_jbod
+
+    kept, left = [], []
+    for s in scenarios:
+        version = s.needs.kafka_version or kafka_version
+        try:
+            if (mode or s.needs.mode) == "kraft" and s.needs.log_dirs > 1 and version is not None:
+                check_kraft_jbod(version)
+        except UsageError as exc:
+            left.append((s, str(exc)))
+            continue
+        kept.append(s)
+    return kept, left
+
+
 def with_brokers(s: Scenario, brokers: int | None) -> Scenario:
     """``--brokers N``: grow the cluster of scenarios needing fewer (never shrink one)."""
     if brokers is None or brokers <= s.needs.brokers or s.needs.broker_ids:  # named ids stay as named

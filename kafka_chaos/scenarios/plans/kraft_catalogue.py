@@ -6,7 +6,7 @@ or paused, and the whole quorum lost.
 A mirrored scenario keeps its steps and topics; its docstring names the KRaft 3.9 rule it
 exercises (``metadata/src/main/java/org/apache/kafka/controller/``). Left out: scenarios whose
 faults write ZooKeeper's admin znodes or target the controller broker (``Fault.modes``), and
-those needing a capability the KRaft launcher lacks (network cuts, failed log directories).
+those needing a capability the KRaft launcher lacks (ZooKeeper mode's network cuts).
 Imported by :mod:`scenarios.plans.catalogue` once its own scenarios are registered.
 """
 
@@ -15,7 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from kafka_chaos.harness.config import AUTO_LEADER_REBALANCE_ENABLE, LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS
+from kafka_chaos.harness.config import (
+    AUTO_LEADER_REBALANCE_ENABLE,
+    LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
+    REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+)
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
 from kafka_chaos.scenarios.model.targets import Controller, EarlierTarget, LeaderOf, NoTarget
 from kafka_chaos.scenarios.plans import catalogue as zk
@@ -162,3 +166,25 @@ def quorum_loss_brokers_carry_on() -> list[Step]:
     the recovered quorum is handled as usual."""
     return [Step("quorum_loss", NoTarget("every controller"), frozen({"seconds": 10.0})),
             Step("hard_kill", LeaderOf("t", 0))]
+
+
+# Two log directories per broker (the metadata log in a third: harness.config.KRAFT_METADATA_SUBDIR)
+# and the high-watermark checkpoint every second, as the ZooKeeper-mode TWO_LOG_DIRS.
+KRAFT_TWO_LOG_DIRS = ClusterNeeds(3, ((REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS, "1000"),), log_dirs=2, mode="kraft")
+
+
+@_register("leader_log_dir_failure_kraft", KRAFT_TWO_LOG_DIRS, [zk.topic_t])
+def leader_log_dir_failure_kraft() -> list[Step]:
+    """Kafka 3.9 KRaft (and 3.7+: JBOD, KIP-858), mirror of ``leader_log_dir_failure``: the log directory
+    holding t-0 on its leader fails, then the broker restarts with it repaired. The broker's next
+    checkpoint there fails, ``ReplicaManager.handleLogDirFailure`` takes the directory's replicas
+    offline and its next heartbeat lists the directory in ``offlineLogDirs``; the controller's
+    ``handleDirectoriesOffline`` (ReplicationControlManager.java 3.9 branch lines 1402-1427) runs
+    ``generateLeaderAndIsrUpdates`` removing the broker from every partition it registered there:
+    t-0 gets the next active ISR member (leader epoch +1), followers there leave their ISRs
+    (partition epoch +1 only); the directory leaves the broker's registration, so ``LeaderAcceptor``
+    keeps it from leading them while it runs on its other directory. The repair (controlled
+    shutdown, start) registers the directory again: its replicas rejoin the ISRs, leadership does
+    not move back."""
+    return [Step("log_dir_failure", LeaderOf("t", 0), frozen({"topic": "t", "partition": 0})),
+            Step("log_dir_failure", EarlierTarget(0), frozen({"variant": "heal"}))]

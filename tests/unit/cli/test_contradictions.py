@@ -122,6 +122,10 @@ REFUSED = [
     ("explore --mode migration --kafka-version 3.5.2",
      f"--mode migration contradicts --kafka-version 3.5.2: {KRAFT_RELEASES}"),
     ("explore --mode migration --backend containers", f"--mode migration contradicts --backend containers: {CONTAINERS}"),
+    # JBOD in KRaft is 3.7's (KIP-858): its schedules' two log directories cannot start on 3.6
+    ("explore --mode kraft --kafka-version 3.6.2 --faults hard_kill,log_dir_failure",
+     "--faults log_dir_failure: a KRaft broker with several log directories (JBOD, KIP-858) needs Kafka 3.7 or "
+     "later, not 3.6.2: the controller of 3.6.2 never learns of a failed directory"),
 ]
 
 # Meaningful combinations, kept: conversions, "at least" sizes, releases a file agrees with.
@@ -262,3 +266,18 @@ def test_a_bad_weight_is_one_line_naming_what_is_wrong(argv: str, start: str, na
     assert main(argv.split()) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"kafka-chaos: error: {start}") and err.count("\n") == 1 and names in err
+
+
+def test_kraft_jbod_scenarios_are_left_out_before_3_7_in_one_line(nothing_starts: list[list[str]],
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``--suite kraft`` on 3.6.x runs every other scenario and says why the failed log directory's
+    is left out (its brokers' two log directories need 3.7: KIP-858); so does a converted
+    conformance run; from 3.7 it runs."""
+    assert main(["run", "--suite", "kraft", "--kafka-version", "3.6.2"]) == 0
+    assert "leader_log_dir_failure_kraft" not in nothing_starts[-1] and len(nothing_starts[-1]) == 21
+    assert ("leaving out 1 scenario(s) (leader_log_dir_failure_kraft): a KRaft broker with several log directories "
+            "(JBOD, KIP-858) needs Kafka 3.7 or later, not 3.6.2") in capsys.readouterr().out
+    assert main(["run", "--suite", "conformance", "--mode", "kraft", "--kafka-version", "3.6.2"]) == 0
+    assert not {"leader_log_dir_failure", "follower_log_dir_failure"} & set(nothing_starts[-1])
+    assert main(["run", "--suite", "kraft", "--kafka-version", "3.7.2"]) == 0
+    assert "leader_log_dir_failure_kraft" in nothing_starts[-1]

@@ -81,9 +81,11 @@ def test_a_kraft_cluster_has_broker_and_quorum_controls_replica_logs_and_quorum_
     missing = missing_capabilities("local", "kraft")
     have = {Capability.BROKER_CONTROL, Capability.CONTROLLER_QUORUM, Capability.REPLICA_LOGS,
             Capability.QUORUM_LINK_PARTITION}
-    # libfaketime on local JVMs, the crash-consistency layer under local data directories
+    # libfaketime on local JVMs, the crash-consistency layer under local data directories, failed
+    # log directories (JBOD, KIP-858: harness.local.log_dirs)
     assert set(Capability) - set(missing) == have | {Capability.CLOCK_CONTROL, Capability.POWER_FAILURE,
-                                                     Capability.DISK_FAULTS}
+                                                     Capability.DISK_FAULTS, Capability.LOG_DIR_FAILURE}
+    assert "local launcher" in missing_capabilities("containers", "kraft")[Capability.LOG_DIR_FAILURE]
     assert missing[Capability.ZOOKEEPER_ENSEMBLE] == "a KRaft cluster has no ZooKeeper"
     assert "cut_links" in missing[Capability.NETWORK_PARTITION]
     # libfaketime in the image, preloaded in the brokers' and controllers' containers; the host's

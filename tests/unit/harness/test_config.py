@@ -307,3 +307,27 @@ def test_modes_and_default_mode(version: str, modes: set[str], default: str | No
     assert c.modes_running(version) == modes
     assert c.default_mode(version) == default
     assert c.default_mode(None) is None
+
+
+# JBOD in KRaft (KIP-858): a broker's log.dirs as ZooKeeper mode's, its metadata log in a directory
+# of its own (a failed metadata log directory halts the broker: ReplicaManager.scala 3.9 branch
+# lines 2502-2505); controllers keep one; before 3.7 refused in one line.
+@pytest.mark.parametrize("version, node_id, dirs, expected", [
+    ("3.9.2", 1, 2, {"log.dirs": "/d/a,/d/b", "metadata.log.dir": "/d/metadata"}),
+    ("3.7.2", 1, 2, {"log.dirs": "/d/a,/d/b", "metadata.log.dir": "/d/metadata"}),
+    ("4.4.0", 1, 3, {"log.dirs": "/d/a,/d/b,/d/c", "metadata.log.dir": "/d/metadata"}),
+    ("3.9.2", 3000, 2, {"log.dirs": "/d"}),  # a controller: its metadata log only
+    ("3.9.2", 1, 1, {"log.dirs": "/d"}),  # the metadata log in the one directory, as before
+    ("3.6.2", 1, 1, {"log.dirs": "/d"}),
+])
+def test_kraft_brokers_get_their_log_dirs_and_a_metadata_dir_apart(version: str, node_id: int, dirs: int,
+                                                                   expected: dict[str, str]) -> None:
+    props = kraft_props(ClusterConfig(mode="kraft", log_dirs=dirs), node_id, version)
+    assert {k: v for k, v in props.items() if k in ("log.dirs", "metadata.log.dir")} == expected
+
+
+@pytest.mark.parametrize("version", ["3.6.0", "3.6.2"])
+def test_kraft_jbod_before_3_7_is_refused_in_one_line(version: str) -> None:
+    with pytest.raises(UsageError, match=f"needs Kafka 3.7 or later, not {version}") as info:
+        kraft_props(ClusterConfig(mode="kraft", log_dirs=2), 1, version)
+    assert "\n" not in str(info.value)

@@ -59,7 +59,7 @@ CLAIMS: dict[type, set[type]] = {
                             MigrationControl, ControllerQuorumControl, ReplicaLogReader, ClockController, PowerFailer,
                             DiskFaulter},
     LocalKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner,
-                        ClockController, PowerFailer, DiskFaulter},
+                        ClockController, PowerFailer, DiskFaulter, LogDirFailer},
     ContainerKraftCluster: {Cluster, BrokerControl, ControllerQuorumControl, ReplicaLogReader, QuorumLinkPartitioner,
                             ClockController, PowerFailer, DiskFaulter},
 }

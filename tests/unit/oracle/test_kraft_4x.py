@@ -181,3 +181,28 @@ def test_reassignment_completes_once_the_adding_replicas_are_in(release: Release
     record = builder.build(p, lambda r: True, target_isr=(1, 3),
                            reassignment_kafka_19975=kcfg.reassignment_completes_kafka_19975(release))
     assert record is not None and (record.adding_replicas == ()) is completes
+
+
+# --- a failed log directory (JBOD, KIP-858): handleDirectoriesOffline = a fence of that broker for
+# the directory's partitions only (generateLeaderAndIsrUpdates with brokerToRemove: ReplicationControlManager
+# 3.7 branch lines 1387-1412, 3.9 lines 1402-1427; 4.0.2 and 4.4.0 the same method and log line, javap) ---
+
+@pytest.mark.parametrize("release", [Release(3, 7, 2), Release(3, 8, 1), R392, R402, R410, R412, R440])
+def test_a_failed_directory_is_a_fence_of_its_partitions_only(release: Release) -> None:
+    from kafka_chaos.oracle import LogDirFailure, TopicPartition
+
+    t1 = TopicPartition("t", 1)
+    state = at(kraft({1, 2, 3}, {0: elr_p((1, 2, 3), 1, (1, 2, 3), le=4, pe=10),
+                                 1: elr_p((2, 1, 3), 2, (2, 1, 3), le=0, pe=0)}), release)
+    failed = predict(state, [LogDirFailure(1, (T0,))]).state
+    fenced = predict(state, [BrokerFailure((1,))]).state
+    # t-0 (on the failed directory) as the fence leaves it: the next ISR member leads, epochs +1
+    assert row(failed) == row(fenced) == (2, (2, 3), (), (), 5, 11, RECOVERED)
+    # t-1 (on the other directory) untouched; the fence would have shrunk its ISR
+    assert failed.partition(t1) == state.partition(t1) != fenced.partition(t1)
+    # the broker still runs, and cannot lead t-0 again (LeaderAcceptor) until it registers anew
+    assert 1 in failed.live_brokers and failed.offline_replicas == {1: frozenset({T0})}
+    back = predict(failed, [BrokerFailure((2, 3)), BrokerStartup((2, 3))]).state
+    assert back.partition(T0).leader in (2, 3)
+    restarted = predict(failed, [BrokerFailure((1,)), BrokerStartup((1,))]).state
+    assert not restarted.offline_replicas

@@ -92,9 +92,13 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     quorum = {k for k, m in modes.items() if m == {"kraft", "migration"}}
     migration = {k for k, m in modes.items() if m == {"migration"}}
     kraft = {k for k, m in modes.items() if m == {"kraft"}}
+    # a failed log directory: ZooKeeper mode's and KRaft's (JBOD, KIP-858), not a migrating
+    # cluster's (its ZooKeeper brokers halt on any failed directory)
+    log_dirs = {k for k, m in modes.items() if m == {"zookeeper", "kraft"}}
     assert zookeeper == {"controller_kill", "network_partition", "zookeeper_server",
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
-                         "log_dir_failure", "roll", "disk_error", "controller_power_failure"}
+                         "roll", "disk_error", "controller_power_failure"}
+    assert log_dirs == {"log_dir_failure"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
                          "kraft_roll", "kraft_finalize"}
@@ -102,7 +106,7 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut", "quorum_leader_power_failure",
                      "controller_add", "controller_remove", "removed_voter_restart"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
-               if k not in zookeeper | quorum | migration | kraft)
+               if k not in zookeeper | quorum | migration | kraft | log_dirs)
     # an option can make a kind ZooKeeper mode's: the znode variants
     assert make_fault("preferred_election", ONE, {"topic": "t", "via": "znode"}, **TOPICS).modes == {"zookeeper"}
     # and a reassignment's cancellation (ZooKeeper mode's and KRaft's models; a migration's is not modelled)

@@ -241,3 +241,19 @@ def test_what_a_failover_forgot_holds_for_the_controller_that_won_it() -> None:
     nemesis.remember(dataclasses.replace(predicted, controller=3))
     moved = ClusterState(frozenset({3, 10}), {"d": d}, controller=10, topics_being_deleted=frozenset({"d"}))
     assert nemesis.with_controller_memory(moved) == moved  # a controller the prediction did not name
+
+
+def test_kraft_schedules_draw_it_when_named_on_kraft_clusters_with_two_log_dirs() -> None:
+    """``explore --mode kraft --faults ...,log_dir_failure``: KRaft clusters (JBOD, KIP-858) with two
+    log directories per broker, each failure healed, every schedule legal (``problems``)."""
+    from kafka_chaos.scenarios.plans.generator import GeneratorConfig, generate, problems
+
+    config = GeneratorConfig(faults=("log_dir_failure", "hard_kill", "start"), steps=8, mode="kraft")
+    seen = 0
+    for i in range(30):
+        s = generate(11, i, config)
+        assert problems(s) == [] and s.log_dirs == 2 and s.mode == "kraft"
+        seen += sum(st.fault == "log_dir_failure" for st in s.steps)
+    assert seen > 15
+    # the fault and its heal apply to ZooKeeper-mode and KRaft clusters, not to a migrating one
+    assert _fault(dir=0).modes == _fault(variant="heal").modes == {"zookeeper", "kraft"}
