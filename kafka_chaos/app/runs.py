@@ -109,8 +109,9 @@ class Case:
 
     @property
     def verdict(self) -> str:
-        if self.expects is not None:  # caught, or missed: reruns and tolerance do not apply
-            return "caught" if self.expects.caught_in(self.outcome.results) else "fail"
+        if self.expects is not None:  # caught in some attempt, or missed: tolerance does not apply
+            attempts = [self.outcome, *self.reruns]
+            return "caught" if any(self.expects.caught_in(a.results) for a in attempts) else "fail"
         if self.outcome.passed:
             return "pass"
         if any(r.passed for r in self.reruns):
@@ -198,8 +199,8 @@ def run_scenarios(scenarios: list[Scenario], *, seed: int, results_dir: Path, ba
             case = Case(runner.run(s, i), expects=s.expects)
             if tolerate == "client" and s.expects is None:
                 case.tolerated = client_defects_only(case.outcome, tee.records[first:])
-            for attempt in range(1, deflake + 1):
-                if s.expects is not None or case.outcome.passed or any(r.passed for r in case.reruns):
+            for attempt in range(1, (s.expects.attempts if s.expects is not None else deflake + 1)):
+                if case.verdict in ("pass", "flaky", "caught"):
                     break
                 rerun, records = _rerun_once(options, pool, progress, predictor, s, i, attempt)
                 case.reruns.append(rerun)
@@ -275,7 +276,9 @@ def _rerun_once(options: RunOptions, pool: ClusterPool, progress: Callable[[str]
     """One rerun in ``reruns/<scenario>-<iteration>-<attempt>/``: its own history and records
     (``rerun.jsonl``, which reports over the results dir leave out), the same seeded choices."""
     directory = Path(options.results_dir) / "reruns" / f"{scenario.name}-{iteration}-{attempt}"
-    progress(f"{scenario.name}#{iteration}: rerun {attempt} (--deflake) into {directory}")
+    why = (f"not caught yet, attempt {attempt + 1} of {scenario.expects.attempts} (an intermittent known bug)"
+           if scenario.expects is not None else "(--deflake)")
+    progress(f"{scenario.name}#{iteration}: rerun {attempt} {why} into {directory}")
     return run_in_directory(options, pool, progress, predictor, scenario, iteration, directory, "rerun.jsonl",
                             attempt)
 

@@ -295,16 +295,23 @@ def _release(value: Any, where: str) -> str:
 
 
 def _known_bug(value: Any, where: str) -> KnownBug:
-    """``{"jira": "KAFKA-16120", "affected": "3.6.1", "fixed": "3.6.2", "caught_by": "replicas_on_disk"}``."""
+    """``{"jira": "KAFKA-16120", "affected": "3.6.1", "fixed": "3.6.2", "caught_by": "replicas_on_disk"}``,
+    and for an intermittent race ``"attempts"``: runs on the affected release until caught (1-10)."""
     obj = _object(value, where)
-    _only(obj, {"jira", "affected", "fixed", "caught_by"}, where)
+    _only(obj, {"jira", "affected", "fixed", "caught_by", "attempts"}, where)
     jira = _str(obj.get("jira"), f"{where}.jira")
     if not re.fullmatch(r"KAFKA-\d+", jira):
         raise _fail(f"{where}.jira", f"must be a Kafka JIRA key like KAFKA-16120, not {jira!r}")
     affected, fixed = _release(obj.get("affected"), f"{where}.affected"), _release(obj.get("fixed"), f"{where}.fixed")
     if affected == fixed:
         raise _fail(where, f"the affected and the fixed release are both {affected}")
-    return KnownBug(jira, affected, fixed, _str(obj.get("caught_by"), f"{where}.caught_by"))
+    attempts = obj.get("attempts", 1)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= MAX_KNOWN_BUG_ATTEMPTS:
+        raise _fail(f"{where}.attempts", f"must be a whole number from 1 to {MAX_KNOWN_BUG_ATTEMPTS}, not {attempts!r}")
+    return KnownBug(jira, affected, fixed, _str(obj.get("caught_by"), f"{where}.caught_by"), attempts)
+
+
+MAX_KNOWN_BUG_ATTEMPTS = 10
 
 
 def _txn_client(obj: Mapping[str, Any], where: str) -> str:

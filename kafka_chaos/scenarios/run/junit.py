@@ -41,7 +41,8 @@ class JUnitCase:
 
     @property
     def caught(self) -> bool:
-        return self.expects is not None and self.expects.caught_in(self.results)
+        """The named check failed in the run or in a repeat of it (an intermittent entry's)."""
+        return self.expects is not None and any(self.expects.caught_in(r) for r in (self.results, *(r for r, _ in self.reruns)))
 
     @property
     def missed(self) -> bool:

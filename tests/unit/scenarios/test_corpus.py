@@ -66,6 +66,9 @@ KNOWN = {"jira": "KAFKA-16120", "affected": "3.6.1", "fixed": "3.6.2", "caught_b
     ({**KNOWN, "affected": "2.3.1"}, "schedule.known_bug.affected: Kafka 2.3.1 is not supported"),
     ({**KNOWN, "caught_by": ""}, "schedule.known_bug.caught_by: must be a non-empty string"),
     ({**KNOWN, "severity": "high"}, "schedule.known_bug: unknown field(s) 'severity'"),
+    ({**KNOWN, "attempts": 0}, "schedule.known_bug.attempts: must be a whole number from 1 to 10, not 0"),
+    ({**KNOWN, "attempts": 11}, "schedule.known_bug.attempts: must be a whole number from 1 to 10, not 11"),
+    ({**KNOWN, "attempts": True}, "schedule.known_bug.attempts: must be a whole number from 1 to 10, not True"),
     ("KAFKA-16120", "schedule.known_bug: must be an object"),
 ])
 def test_a_bad_known_bug_is_one_line_naming_the_field(bug: object, message: str) -> None:
@@ -103,3 +106,27 @@ def test_an_entry_on_its_affected_release_passes_only_by_failing_its_check(
         assert "KAFKA-16120 caught on 3.6.1: replicas_on_disk failed" in testcase.findtext("system-out", "")
     if expects is not None and verdict == "fail":
         assert testcase.find("failure").get("message") == "KAFKA-16120 not caught on 3.6.1: replicas_on_disk did not fail"
+
+
+RACE = KnownBug("KAFKA-15653", "3.6.0", "3.6.1", "txn_transparent_operation", attempts=3)
+
+
+@pytest.mark.parametrize("attempts, verdict", [
+    ([[OK], [OK], [OK, STRAY]], "caught"),  # caught by its third and last attempt
+    ([[OK, STRAY]], "caught"),  # caught at once: no repeat
+    ([[OK], [OK], [OK]], "fail"),  # every attempt passed: missed
+])
+def test_an_intermittent_entry_is_caught_by_any_of_its_attempts(attempts: list[list[CheckResult]], verdict: str) -> None:
+    race = KnownBug("KAFKA-16120", "3.6.1", "3.6.2", "replicas_on_disk", attempts=3)
+    outcomes = [ScenarioOutcome("kafka_16120_on_3_6_1", 0, 30.0, r, None) for r in attempts]
+    case = Case(outcomes[0], reruns=outcomes[1:], expects=race)
+    assert case.verdict == verdict
+    junit = junit_xml([JUnitCase("kafka_16120_on_3_6_1", 0, 30.0, attempts[0], None,
+                                 tuple((r, None) for r in attempts[1:]), expects=race)]).getroot()
+    assert (next(junit.iter("testcase")).find("failure") is None) == (verdict == "caught")
+
+
+def test_attempts_round_trip_and_stay_out_of_a_deterministic_entry() -> None:
+    assert RACE.to_json()["attempts"] == 3 and "attempts" not in BUG.to_json()
+    data = json.loads(FILES[0].read_text())
+    assert schedule_from_json({**data, "known_bug": RACE.to_json()}).known_bug == RACE
