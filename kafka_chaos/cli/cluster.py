@@ -3,7 +3,8 @@
 ``up`` starts ZooKeeper and N brokers — JVMs in their own sessions (``--backend local``, the
 default) or Docker containers (``--backend containers``: :class:`ContainerCluster` with a state
 dir, kept after this process exits) — and writes ``<state dir>/cluster.json``; the other verbs
-re-attach to it from that file (its ``backend`` says which launcher).  The state dir defaults to
+re-attach to it from that file (its ``backend`` says which launcher, its ``mode`` whether it is
+a KRaft cluster: ``--mode kraft`` on either launcher, :mod:`cli.cluster_kraft`).  The state dir defaults to
 ``./.kafka-chaos/cluster`` (or ``$KAFKA_CHAOS_STATE_DIR``); a local cluster keeps every node's
 config, data and logs there, a containers cluster only the file.  ``down`` stops the nodes and
 removes it.
@@ -21,11 +22,12 @@ from kafka_chaos.harness.errors import HarnessError, UsageError
 
 if TYPE_CHECKING:
     from kafka_chaos.harness.containers.cluster import ContainerCluster
+    from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
     from kafka_chaos.harness.local.cluster import LocalCluster
     from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
     CliCluster = Union[LocalCluster, ContainerCluster]
-    AnyCliCluster = Union[LocalCluster, ContainerCluster, LocalKraftCluster]
+    AnyCliCluster = Union[LocalCluster, ContainerCluster, LocalKraftCluster, ContainerKraftCluster]
 
 DEFAULT_STATE_DIR = Path(".kafka-chaos") / "cluster"
 STATE_DIR_ENV = "KAFKA_CHAOS_STATE_DIR"
@@ -61,7 +63,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     up.add_argument("--base-image", default=None, metavar="IMAGE",
                     help="containers: a local JRE image to build the Kafka image on (docs/containers.md)")
     up.add_argument("--mode", choices=("zookeeper", "kraft"), default="zookeeper",
-                    help="kraft: KRaft controllers (--controllers) instead of ZooKeeper; local launcher "
+                    help="kraft: KRaft controllers (--controllers) instead of ZooKeeper, on either launcher "
                          "[default: zookeeper]")
     up.add_argument("--controllers", type=int, default=1, choices=(1, 3), metavar="N",
                     help="KRaft controllers, 1 or 3 (--mode kraft) [default: 1]")
@@ -186,8 +188,10 @@ def cluster_up(args: argparse.Namespace) -> int:
                            log_dirs=args.log_dirs, link_proxies=args.link_proxies,
                            control_plane_listener=args.control_plane_listener, mode=args.mode,
                            controllers=args.controllers, quorum=args.quorum, **extra)
-    if args.mode == "kraft" and backend != "local":
-        raise UsageError("--mode kraft runs on the local launcher only so far (--backend local)")
+    if args.mode == "kraft" and backend == "containers":
+        from kafka_chaos.cli.cluster_kraft import check_container_kraft_up
+
+        check_container_kraft_up(config)
     if (state_dir / STATE_FILE).exists():
         previous = _attach_any(state_dir)
         if previous.any_running():
@@ -203,6 +207,10 @@ def cluster_up(args: argparse.Namespace) -> int:
     check_kraft_release(args.mode, distribution.version)  # 4.x: KRaft only, one line
     if config.quorum == "dynamic":
         check_dynamic_quorum(distribution.version)  # 3.9+, one line
+    if args.mode == "kraft" and backend == "containers":
+        from kafka_chaos.cli.cluster_kraft import container_kraft_up
+
+        return container_kraft_up(config, distribution, state_dir, base_image=args.base_image, timeout=args.timeout)
     if args.mode == "kraft":
         from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
@@ -244,9 +252,15 @@ def check_up_options(backend: str, *, link_proxies: bool, base_image: str | None
 
 def _attach_any(state_dir: Path) -> AnyCliCluster:
     """Either mode's cluster (a KRaft one when its cluster.json says so)."""
+    from kafka_chaos.harness.containers.kraft_state import is_container_kraft_state
     from kafka_chaos.harness.local.state import load_state_file, state_mode
 
-    if state_mode(load_state_file(state_dir)) == "kraft":
+    state = load_state_file(state_dir)
+    if is_container_kraft_state(state):
+        from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
+
+        return ContainerKraftCluster.attach(state_dir)
+    if state_mode(state) == "kraft":
         from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
         return LocalKraftCluster.attach(state_dir)
@@ -267,9 +281,10 @@ def _attach(state_dir: Path) -> CliCluster:
 
 def attach_running(state_dir: Path) -> CliCluster:
     cluster = _attach_any(state_dir)
+    from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
     from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
-    if isinstance(cluster, LocalKraftCluster):
+    if isinstance(cluster, (LocalKraftCluster, ContainerKraftCluster)):
         raise UsageError(f"the cluster in {state_dir} is a KRaft one: this verb is ZooKeeper mode's")
     _running(cluster, state_dir)
     return cluster
@@ -289,9 +304,10 @@ def cluster_status(args: argparse.Namespace) -> int:
     quiet_clients(args)
     state_dir = state_dir_of(args)
     any_cluster = _running(_attach_any(state_dir), state_dir)
+    from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
     from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
-    if isinstance(any_cluster, LocalKraftCluster):
+    if isinstance(any_cluster, (LocalKraftCluster, ContainerKraftCluster)):
         from kafka_chaos.cli.cluster_kraft import print_status
 
         print_status(any_cluster, state_dir, args.topic)
@@ -424,9 +440,10 @@ def cluster_control(args: argparse.Namespace) -> int:
     state_dir = state_dir_of(args)
     any_cluster = _running(_attach_any(state_dir), state_dir)
     action = args.action
+    from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
     from kafka_chaos.harness.local.kraft import LocalKraftCluster
 
-    if isinstance(any_cluster, LocalKraftCluster):
+    if isinstance(any_cluster, (LocalKraftCluster, ContainerKraftCluster)):
         from kafka_chaos.cli.cluster_kraft import CONTROLLER_PREFIX, control_controller
 
         if args.target.startswith(CONTROLLER_PREFIX):

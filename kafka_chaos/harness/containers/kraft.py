@@ -25,6 +25,15 @@ harness's and the clients' links arrive from the bridge gateway and are never cu
 the cut node's namespace: a peer that restarts comes back on its fixed address and stays cut, but
 the cut node itself, once killed or stopped, comes back healed (its namespace died with its
 process) -- as in ZooKeeper mode.
+
+``ContainerKraftCluster(..., state_dir=DIR)`` (``kafka-chaos cluster up --backend containers --mode
+kraft``) is *detached*, as ZooKeeper mode's :class:`harness.containers.cluster.ContainerCluster`:
+its containers outlive this process (no teardown at exit, no Ryuk reaper, labels that name
+``DIR``: :func:`harness.containers.labels.detached_labels`), its run directory -- the nodes' host
+data directories, which the containers mount and the observer reads -- is ``DIR`` itself, and
+``DIR/cluster.json`` (:mod:`harness.containers.kraft_state`) lets :meth:`ContainerKraftCluster.attach`
+control it from another process. Not on the crash-consistency layer: its FUSE daemons are this
+process's children and their mounts end with it.
 """
 
 from __future__ import annotations
@@ -41,13 +50,19 @@ from typing import TYPE_CHECKING
 from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability, quorum_cut_peers
-from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
+from kafka_chaos.harness.config import LAZY_FILESYSTEM, ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.containers import teardown
 from kafka_chaos.harness.containers.clocks import ContainerClockControls
 from kafka_chaos.harness.containers.cluster import disable_ryuk_unless_present
 from kafka_chaos.harness.containers.disks import ContainerDiskControls
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
-from kafka_chaos.harness.containers.labels import new_run_id, run_labels
+from kafka_chaos.harness.containers.kraft_state import (
+    ContainerKraftState,
+    KraftNodeContainer,
+    read_container_kraft_state,
+    render_container_kraft_state,
+)
+from kafka_chaos.harness.containers.labels import detached_labels, new_run_id, run_labels
 from kafka_chaos.harness.containers.network import (
     NamespaceFirewall,
     check_partition_tools,
@@ -71,6 +86,7 @@ from kafka_chaos.harness.distribution import KafkaDistribution
 from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
 from kafka_chaos.harness.local.disks import DATA, disk_problems
+from kafka_chaos.harness.local.state import write_state
 from kafka_chaos.harness.nodes import free_ports
 from kafka_chaos.harness.observer import ConvergenceTimeout
 from kafka_chaos.harness.readiness import wait_metadata_lists
@@ -110,15 +126,22 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
 
     def __init__(self, config: ClusterConfig, distribution: KafkaDistribution, *, base_image: str | None = None,
                  start_timeout: float = START_TIMEOUT_SECONDS, metrics: bool = True,
-                 stop_timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+                 stop_timeout: float = STOP_TIMEOUT_SECONDS, state_dir: Path | None = None,
+                 run_id: str | None = None) -> None:
+        """``state_dir``: detached, its containers outliving this process (see the module docstring)."""
         if config.mode != "kraft":
             raise UsageError("ContainerKraftCluster needs a ClusterConfig with mode='kraft'")
+        if state_dir is not None and config.filesystem == LAZY_FILESYSTEM:
+            raise UsageError(f"a detached KRaft containers cluster cannot use filesystem '{LAZY_FILESYSTEM}': the "
+                             "crash-consistency layer's mounts end with the process that made them")
         self.config = config
         self.distribution = distribution
         self.base_image = base_image
-        self.run_id = new_run_id()
-        self.labels = run_labels(self.run_id)
-        self.state_dir: Path | None = None  # never detached: the layer's mounts end with this process
+        self.run_id = run_id or new_run_id()
+        self.state_dir = state_dir.absolute() if state_dir is not None else None
+        self.labels = detached_labels(self.run_id, self.state_dir) if self.state_dir else run_labels(self.run_id)
+        self.image: str | None = None
+        self._network_name: str | None = None
         self.start_timeout = start_timeout
         self.stop_timeout = float(stop_timeout)
         self._metrics = metrics
@@ -200,11 +223,14 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
 
     def _start(self) -> None:
         began = time.monotonic()
-        disable_ryuk_unless_present()  # Testcontainers' reaper cannot be pulled here: teardown is ours
+        # Testcontainers' reaper cannot be pulled here: teardown is ours; a detached cluster's must
+        # not be reaped when this process exits
+        disable_ryuk_unless_present(force=self.state_dir is not None)
         self._client = docker_client()
         image = ensure_kafka_image(self.distribution, base_image=self.base_image, client=self._client).tag
+        self.image = image
         teardown.register(self)
-        self._run_dir = Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-kraft-"))
+        self._run_dir = self._make_run_dir()
         self._clock_library = self._start_clocks(self._client, image, self._run_dir / "clocks")
         brokers, controllers = self.broker_ids, self.controller_ids
         ports = free_ports(2 * len(brokers) + len(controllers))
@@ -212,7 +238,7 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
         self._metrics_ports = dict(zip(brokers, ports[len(brokers):2 * len(brokers)])) if self._metrics else {}
         self._controller_ports = dict(zip(controllers, ports[2 * len(brokers):]))
         self._starter = NodeStarter(self.run_id, image, self.labels, kafka_version=self.kafka_version)
-        self._starter.create_network()
+        self._network_name = self._starter.create_network().name
         voters = {c: f"{controller_alias(c)}:{CONTROLLER_PORT}" for c in self.controller_ids}
         for c in self.controller_ids:
             self._properties[controller_alias(c)] = kraft_node_properties(
@@ -235,8 +261,19 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
             self._brokers[b] = self._start_node(broker_alias(b), "broker", i)
             self._addresses[b] = address_on(self._brokers[b], self._starter.network.name)
         self._wait_ready(brokers, time.monotonic() + self.start_timeout)
+        if self.state_dir is not None:
+            self.write_state()
+            teardown.unregister(self)  # started: it outlives this process from here on
         log.info("KRaft container cluster %s ready in %.1f s: bootstrap %s", self.run_id,
                  time.monotonic() - began, self.bootstrap_servers)
+
+    def _make_run_dir(self) -> Path:
+        """A detached cluster's is its state dir (the data outlives this process with the containers
+        that mount it); a fresh temporary directory otherwise."""
+        if self.state_dir is None:
+            return Path(tempfile.mkdtemp(prefix=f"kafka-chaos-{self.run_id}-kraft-"))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        return self.state_dir
 
     def _start_node(self, name: str, role: str, position: int) -> Container:
         assert self._starter is not None
@@ -348,6 +385,13 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
     def controller_running(self, node_id: int) -> bool:
         return container_state(self._controller(node_id)) in ("running", "paused")
 
+    def controller_paused(self, node_id: int) -> bool:
+        return container_state(self._controller(node_id)) == "paused"
+
+    def container_name(self, node_id: int) -> str:
+        """The container of a controller or broker (``cluster status``)."""
+        return str(self._node(node_id).name)
+
     def start_controller(self, node_id: int) -> None:
         container = self._controller(node_id)
         if self.controller_running(node_id):
@@ -373,6 +417,68 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
             if container is not None and container_state(container) in ("running", "paused"):
                 NamespaceFirewall(container_pid(container), self._alias(node_id)).heal()
         self._cut.clear()
+
+    # ---------------------------------------------------------------- detached (cluster up)
+
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    def state(self) -> ContainerKraftState:
+        """What ``cluster.json`` describes (:mod:`harness.containers.kraft_state`)."""
+        if self._network_name is None or self.image is None or not self._controllers:
+            raise HarnessError("the cluster has not been started")
+
+        def entry(node_id: int, container: Container, port: int) -> KraftNodeContainer:
+            alias = self._alias(node_id)
+            return KraftNodeContainer(alias, str(container.name), str(container.id), port, self._addresses[node_id],
+                                      self._data_dir(alias), self._metrics_ports.get(node_id))
+
+        return ContainerKraftState(
+            run_id=self.run_id, image=self.image, network=self._network_name, config=self.config,
+            distribution=self.distribution, cluster_id=self._cluster_id, base_image=self.base_image,
+            controllers={c: entry(c, n, self._controller_ports[c]) for c, n in sorted(self._controllers.items())},
+            brokers={b: entry(b, n, self._broker_ports[b]) for b, n in sorted(self._brokers.items())})
+
+    def write_state(self) -> Path:
+        """``state_dir/cluster.json`` (its content does not change after start: a container keeps its
+        id, ports and address across docker stop and start)."""
+        if self.state_dir is None:
+            raise HarnessError("only a detached cluster (state_dir=...) has a state file")
+        return write_state(self.state_dir, render_container_kraft_state(self.state()))
+
+    @classmethod
+    def attach(cls, state_dir: Path) -> ContainerKraftCluster:
+        """The cluster a ``cluster up --backend containers --mode kraft`` left in ``state_dir``
+        (containers removed since are missing: check :meth:`any_running`). Controls work as on the
+        original; ``heal_network`` flushes every node's rules (this process does not know which were
+        cut); ``destroy`` removes the run's Docker objects by label and the state dir."""
+        import docker.errors
+
+        state_dir = state_dir.absolute()
+        described = read_container_kraft_state(state_dir)
+        cluster = cls(described.config, described.distribution, base_image=described.base_image,
+                      run_id=described.run_id, state_dir=state_dir)
+        cluster.image = described.image
+        cluster._network_name = described.network
+        cluster._cluster_id = described.cluster_id
+        cluster._run_dir = state_dir
+        cluster._client = docker_client()
+        for entries, found in ((described.controllers, cluster._controllers), (described.brokers, cluster._brokers)):
+            for node_id, e in entries.items():
+                try:
+                    found[node_id] = cluster._client.containers.get(e.container_id)
+                except docker.errors.NotFound:
+                    log.info("container %s of %s is gone", e.name, state_dir)
+        cluster._controller_ports = {c: e.host_port for c, e in described.controllers.items()}
+        cluster._broker_ports = {b: e.host_port for b, e in described.brokers.items()}
+        cluster._metrics_ports = {b: e.metrics_port for b, e in described.brokers.items() if e.metrics_port is not None}
+        cluster._metrics = bool(cluster._metrics_ports)
+        cluster._addresses = {n: e.address for n, e in [*described.controllers.items(), *described.brokers.items()]}
+        if described.config.fake_clocks and (state_dir / "clocks").is_dir():
+            cluster._clocks_root = state_dir / "clocks"
+        cluster._cut = set(cluster._addresses)
+        return cluster
 
     # ---------------------------------------------------------------- teardown
 
@@ -419,6 +525,8 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
         try:
             return self._brokers[broker_id]
         except KeyError:
+            if broker_id in self._broker_ports:  # attached, its container removed since
+                raise HarnessError(f"broker {broker_id}'s container is gone (removed outside kafka-chaos)") from None
             raise UsageError(f"unknown broker id {broker_id}: the brokers are "
                              f"{', '.join(map(str, self.broker_ids))}") from None
 
@@ -428,7 +536,7 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
         return sorted([*self._brokers, *self._controllers])
 
     def _node(self, node_id: int) -> Container:
-        return self._controller(node_id) if node_id in self._controllers else self._broker(node_id)
+        return self._controller(node_id) if node_id in self.controller_ids else self._broker(node_id)
 
     def _alias(self, node_id: int) -> str:
         """A configured node's name, whether or not its container exists yet."""
@@ -442,6 +550,8 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
         try:
             return self._controllers[node_id]
         except KeyError:
+            if node_id in self._controller_ports:  # attached, its container removed since
+                raise HarnessError(f"controller {node_id}'s container is gone (removed outside kafka-chaos)") from None
             raise UsageError(f"unknown controller id {node_id}: the controllers are "
                              f"{', '.join(map(str, self.controller_ids))}") from None
 
