@@ -522,7 +522,8 @@ def check_active_controller_count(controller: int | None, counts: Mapping[int, f
 
 
 def check_reassignments_completed_in_sync(before: ZkSnapshot, after: ZkSnapshot,
-                                          reassigned: Iterable[tuple[str, int]]) -> list[CheckResult]:
+                                          reassigned: Iterable[tuple[str, int]],
+                                          kafka_19975: bool = False) -> list[CheckResult]:
     """A reassignment completes only once every target replica is in the ISR: ZooKeeper mode's
     ``KafkaController.isReassignmentComplete`` (3.9.2 line 1046, ``targetReplicas.subsetOf(isr)``)
     and KRaft's ``PartitionReassignmentReplicas.maybeCompleteReassignment`` from 3.8.0 (3.9.2
@@ -530,15 +531,27 @@ def check_reassignments_completed_in_sync(before: ZkSnapshot, after: ZkSnapshot,
     ``reassigned`` (the step's reassignments and those pending before it) whose replicas changed
     and that has none adding or removing after the step: it fails when a replica of the new
     assignment was down from the step's start to its end — it could not have been in the ISR —
-    and is not in it. KRaft before 3.8.0 checked the *adding* replicas only (KAFKA-15665)."""
+    and is not in it. KRaft before 3.8.0 checked the *adding* replicas only (KAFKA-15665).
+    ``kafka_19975`` (KRaft 4.3.0+, :func:`oracle.kraft.config.reassignment_completes_kafka_19975`):
+    by design only the *adding* replicas must be in the ISR, every target replica only when the
+    move removes more replicas than it adds (PartitionReassignmentReplicas.java 4.3.0 lines
+    122-129, apache/kafka#21114: "completing the reassignment would not decrease the ISR size"),
+    so a kept replica down throughout fails the check only then."""
     results = []
     for t, p in sorted(set(reassigned)):
         was, now = before.partitions.get((t, p)), after.partitions.get((t, p))
         if was is None or now is None or now.adding_replicas or now.removing_replicas \
                 or set(now.replicas) == set(was.replicas):
             continue
-        down = [r for r in now.replicas if r not in before.live_brokers and r not in after.live_brokers
-                and r not in now.isr]
+        judged = set(now.replicas)
+        if kafka_19975:
+            # the replicas before the move: a pending one's record lists the adding replicas too
+            original = set(was.replicas) - set(was.adding_replicas)
+            adding = judged - original
+            if len(adding) >= len(original - judged):
+                judged = adding
+        down = [r for r in now.replicas if r in judged and r not in before.live_brokers
+                and r not in after.live_brokers and r not in now.isr]
         detail = (f"{t}-{p}: reassignment to {list(now.replicas)} completed with replica(s) {down} down throughout "
                   f"and out of the ISR {list(now.isr)}" if down
                   else f"{t}-{p}: reassignment to {list(now.replicas)} completed, ISR {list(now.isr)}")

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kafka_chaos.oracle import CancelReassignment, CreateTopic, DeleteTopic, Reassign, predict
+from kafka_chaos.oracle import CancelReassignment, CreateTopic, DeleteTopic, Mode, Reassign, predict
+from kafka_chaos.oracle.kraft.config import reassignment_completes_kafka_19975
 from kafka_chaos.oracle.durability import power_failure_losses
 from kafka_chaos.records.schema import STALL_S, Record
 from kafka_chaos.harness.zkevents import ControllerChanged, PartitionStateWritten
@@ -331,7 +332,9 @@ def reassignment_in_sync(obs: StepObserved, ctx: CheckContext) -> list[CheckResu
     reassigned |= {k for k, s in obs.before.partitions.items() if s.adding_replicas or s.removing_replicas}
     # A KRaft cancellation reverts without waiting for the ISR (cancelPartitionReassignment): no completion
     reassigned -= {(e.topic, e.partition) for e in obs.oracle_events if isinstance(e, CancelReassignment)}
-    return check_reassignments_completed_in_sync(obs.before, obs.after, reassigned)
+    state = obs.oracle_state
+    kafka_19975 = state.mode is Mode.KRAFT and reassignment_completes_kafka_19975(state.release)
+    return check_reassignments_completed_in_sync(obs.before, obs.after, reassigned, kafka_19975)
 
 
 @register_check("one_quorum_leader", StepObserved)

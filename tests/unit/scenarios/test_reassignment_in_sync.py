@@ -59,3 +59,41 @@ def test_the_registered_check_takes_the_steps_reassign_events_and_the_pending_on
     assert judged(replace(step, oracle_events=(Reassign("t", 0, (1, 2)),))) == [False]
     pending = snap((1, 3), part((1, 2, 3), (1, 3), removing=(3,)))
     assert judged(replace(step, before=pending, oracle_events=(BrokerFailure((3,)),))) == [False]
+
+
+# KRaft 4.3.0+ (KAFKA-19975): only the adding replicas must be in the ISR, every target replica only
+# when the move removes more replicas than it adds.  Before: t-0 on [1, 2, 3], broker 2 down.
+@pytest.mark.parametrize("why, before, after, passed", [
+    ("swap 3 for 4 with 2 down: 4.3+ completes without 2 (kraft_reassign_swap_target_out_of_isr, 4.4.0)",
+     BEFORE, snap((1, 3, 4), part((1, 2, 4), (1, 4))), True),
+    ("the same from the pending record [1, 2, 4, 3], adding [4], removing [3]",
+     snap((1, 3, 4), part((1, 2, 4, 3), (1, 3, 4), adding=(4,), removing=(3,))),
+     snap((1, 3, 4), part((1, 2, 4), (1, 4))), True),
+    ("a shrinking move still needs every target replica: [1, 2, 3] -> [1, 2] with 2 down",
+     BEFORE, snap((1, 3), part((1, 2), (1,))), False),
+])
+def test_kafka_19975_judges_the_adding_replicas_unless_the_move_shrinks(why: str, before: ZkSnapshot,
+                                                                      after: ZkSnapshot, passed: bool | None) -> None:
+    results = check_reassignments_completed_in_sync(before, after, [("t", 0)], kafka_19975=True)
+    assert [r.passed for r in results] == ([] if passed is None else [passed]), why
+
+
+def test_an_adding_replica_down_throughout_fails_under_kafka_19975() -> None:
+    before = snap((1, 3), part((1, 3), (1, 3)))  # broker 2 down, not a replica yet
+    [result] = check_reassignments_completed_in_sync(before, snap((1, 3), part((1, 3, 2), (1, 3))), [("t", 0)],
+                                                     kafka_19975=True)
+    assert result.passed is False and "[2] down throughout" in result.detail
+
+
+def test_the_registered_check_keys_kafka_19975_by_mode_and_release() -> None:
+    from kafka_chaos.oracle import Mode
+    from kafka_chaos.oracle.release import Release
+    swap = snap((1, 3, 4), part((1, 2, 4), (1, 4)))
+    step = replace(hard_kill_step(), before=BEFORE, after=swap, oracle_events=(Reassign("t", 0, (1, 2, 4)),))
+    judged = lambda s: [r.passed for r in evaluate(s, CheckContext()) if r.check == "reassignment_in_sync"]  # noqa: E731
+    kraft = lambda release: replace(step, oracle_state=replace(step.oracle_state, mode=Mode.KRAFT,  # noqa: E731
+                                                               release=release))
+    assert judged(kraft(Release(4, 4, 0))) == [True]
+    assert judged(kraft(Release(4, 3, 0))) == [True]
+    assert judged(kraft(Release(4, 2, 2))) == [False]  # 3.8.0-4.2.x wait for every target replica
+    assert judged(step) == [False]  # ZooKeeper mode: targetReplicas.subsetOf(isr)
