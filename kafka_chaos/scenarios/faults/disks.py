@@ -12,7 +12,9 @@
   (``LogDirFailureChannel.maybeAddOfflineLogDir`` from ``maybeHandleIOException``) and the
   directory goes offline exactly as ``log_dir_failure`` makes it
   (:mod:`scenarios.faults.log_dirs`: its oracle events, its heal); only the cause is the error
-  Kafka really meets instead of a directory moved aside.
+  Kafka really meets instead of a directory moved aside. On KRaft too (3.7+, JBOD: KIP-858), as
+  ``log_dir_failure``: ``leader_log_write_error`` and ``follower_checkpoint_disk_full`` with
+  ``--mode kraft`` passed on 3.9.2 (seed 4715, 210 + 210 checks, partition epochs exact).
 """
 
 from __future__ import annotations
@@ -225,9 +227,6 @@ class DiskError(LogDirFailureFault):
     error: str = "EIO"
     files: str = "all"
     kind: ClassVar[str] = "disk_error"
-    # ZooKeeper mode's until it is seen on a KRaft cluster on the crash-consistency layer
-    # (log_dir_failure runs on both: the same broker path, only the cause differs).
-    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY
     requires: ClassVar[frozenset[Capability]] = frozenset({Capability.LOG_DIR_FAILURE, Capability.BROKER_CONTROL,
                                                            Capability.DISK_FAULTS})
 
@@ -263,7 +262,6 @@ class DiskErrorRepair(LogDirRepair):
     and its oracle events)."""
 
     kind: ClassVar[str] = "disk_error"
-    mode_support: ClassVar[frozenset[str]] = ZOOKEEPER_ONLY
     requires: ClassVar[frozenset[Capability]] = DiskError.requires
 
     @property

@@ -213,7 +213,8 @@ def test_transactions_scenarios_cite_a_coordinator_rule_and_aim_at_the_workload(
     ("leader_clock_jump_back", "LeaderOf(topic='t', partition=0)", -3600.0, True),
     ("controller_clock_jump_ahead", "Controller()", 3600.0, True),
     ("controller_power_failure", None, None, False),
-    ("leader_log_write_error", None, None, False),
+    ("leader_log_write_error", None, None, True),  # disk_error: a failed log directory, KRaft too (KIP-858)
+    ("follower_checkpoint_disk_full", None, None, True),
 ])
 def test_durability_clock_jumps(name: str, target: str | None, seconds: float | None, kraft: bool) -> None:
     """The durability suite's clock jumps: an hour each way on t-0's leader and ahead on the

@@ -97,8 +97,8 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
     log_dirs = {k for k, m in modes.items() if m == {"zookeeper", "kraft"}}
     assert zookeeper == {"controller_kill", "network_partition", "zookeeper_server",
                          "zookeeper_quorum_loss", "zookeeper_leader_cut", "network_degrade", "network_delay",
-                         "roll", "disk_error", "controller_power_failure"}
-    assert log_dirs == {"log_dir_failure"}
+                         "roll", "controller_power_failure"}
+    assert log_dirs == {"log_dir_failure", "disk_error"}
     assert quorum == {"quorum_leader_kill", "quorum_leader_pause", "quorum_loss"}
     assert migration == {"migration_provision", "migration_roll", "migration_finalize", "migration_deprovision",
                          "kraft_roll", "kraft_finalize"}
