@@ -102,6 +102,9 @@ def open_cluster(backend: str, config: "ClusterConfig", distribution: "KafkaDist
 
         return LocalMigrationCluster(config, distribution)
     if config.mode == "kraft":
+        if chosen == "containers" and config.features:
+            raise UsageError("feature levels at format time (a schedule's cluster.features) run on the local "
+                             "launcher only so far (--backend local)")
         if chosen == "containers":
             from kafka_chaos.harness.containers.kraft import ContainerKraftCluster
 

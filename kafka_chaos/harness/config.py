@@ -310,6 +310,10 @@ class ClusterConfig:
 
     # A KRaft cluster's quorum: STATIC_QUORUM or DYNAMIC_QUORUM (KIP-853, Kafka 3.9+)
     quorum: str = STATIC_QUORUM
+    # KRaft: feature levels the storage format finalizes (``kafka-storage format --feature
+    # name=level``), sorted (name, level) pairs, e.g. eligible.leader.replicas.version=1 on 4.0.x,
+    # whose format default is 0; empty: the release's defaults (:func:`format_feature_args`).
+    features: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -321,6 +325,11 @@ class ClusterConfig:
         if isinstance(self.controllers, bool) or self.controllers not in CONTROLLER_QUORUM_SIZES:
             raise UsageError(f"controllers must be one of {', '.join(map(str, CONTROLLER_QUORUM_SIZES))}, "
                              f"got {self.controllers!r}")
+        if self.features and self.mode != KRAFT_MODE:
+            raise UsageError(f"feature levels at format time are a KRaft cluster's (--mode kraft), not --mode {self.mode}'s")
+        for name, level in self.features:
+            if not name or isinstance(level, bool) or not isinstance(level, int) or level < 0:
+                raise UsageError(f"a feature is a name and a level >= 0, not {name!r}={level!r}")
         if self.mode == KRAFT_MODE:
             for what, bad in (("ZooKeeper ensemble", self.zookeepers != 1), ("link proxies", self.link_proxies),
                               ("control-plane listener", self.control_plane_listener),
@@ -545,6 +554,21 @@ def check_dynamic_quorum(kafka_version: str) -> None:
     if version_tuple(kafka_version)[:2] < FIRST_DYNAMIC_QUORUM_RELEASE:
         raise UsageError(f"a dynamic KRaft quorum (KIP-853) needs Kafka 3.9 or later, not {kafka_version}: "
                          f"use the static quorum")
+
+
+# The storage tool's ``--feature name=level`` (StorageTool.scala 3.8.0 line 227; 3.9.0 line 200).
+FIRST_FORMAT_FEATURES_RELEASE = (3, 8)
+
+
+def format_feature_args(config: ClusterConfig, kafka_version: str) -> list[str]:
+    """``--feature name=level`` for each of ``config.features``, as every node's format takes them;
+    one UsageError line on a release whose storage tool has no ``--feature``."""
+    if not config.features:
+        return []
+    if version_tuple(kafka_version)[:2] < FIRST_FORMAT_FEATURES_RELEASE:
+        raise UsageError(f"feature levels at format time (kafka-storage format --feature) need Kafka 3.8 or later, "
+                         f"not {kafka_version}")
+    return [arg for name, level in config.features for arg in ("--feature", f"{name}={level}")]
 
 
 def check_kraft_jbod(kafka_version: str) -> None:

@@ -39,7 +39,7 @@ from kafka_chaos.common.errors import HarnessError, UsageError
 from kafka_chaos.harness import jmx_exporter, processes
 from kafka_chaos.harness.node_logs import keep_failed_logs
 from kafka_chaos.harness.cluster import BrokerEndpoint, Capability
-from kafka_chaos.harness.config import ClusterConfig, kraft_node_properties, render_properties
+from kafka_chaos.harness.config import ClusterConfig, format_feature_args, kraft_node_properties, render_properties
 from kafka_chaos.harness.distribution import KafkaDistribution, java_executable, log4j_config_name
 from kafka_chaos.harness.kraft.storage import KraftBasics, format_storage
 from kafka_chaos.harness.kraft.records import random_cluster_id
@@ -264,10 +264,12 @@ class LocalKraftCluster(LocalClockControls, LocalControllerControls, LocalQuorum
         return LocalNode(name=name, directory=directory, port=port, config_file=config_file, command=command)
 
     def _format_storage(self) -> None:
+        nodes = {n.name: n.config_file for n in [*self._controllers.values(), *self._brokers.values()]}
+        quorum = self._quorum_format_args()
+        features = format_feature_args(self.config, self.distribution.version)  # every node, as Kafka's docs format
         try:
-            format_storage(self.distribution, self.config.jvm_options, self._cluster_id,
-                           {n.name: n.config_file for n in [*self._controllers.values(), *self._brokers.values()]},
-                           self.run_dir, extra_args=self._quorum_format_args())
+            format_storage(self.distribution, self.config.jvm_options, self._cluster_id, nodes, self.run_dir,
+                           extra_args={name: [*quorum.get(name, []), *features] for name in nodes})
         except HarnessError as exc:
             raise NodeStartFailed(str(exc)) from None
 

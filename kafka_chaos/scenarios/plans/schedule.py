@@ -83,12 +83,14 @@ class Schedule:
         return ClusterNeeds(len(self.brokers), tuple(sorted(self.overrides.items())), ids, zookeepers=self.zookeepers,
                             log_dirs=self.log_dirs, link_proxies=self.link_proxies, kafka_version=self.kafka_version,
                             mode=self.mode, controllers=self.controllers, broker_jaas=self.broker_jaas,
-                            filesystem=self.filesystem, quorum=self.quorum)
+                            filesystem=self.filesystem, quorum=self.quorum, features=self.features)
 
     txn_client: str = "librdkafka"  # the transactional workload's clients ("workload": {"client": ...})
     txn_compression: str = "none"  # its producers' batch codec ("workload": {"compression": ...})
     txn_producers: int = DEFAULT_TXN_PRODUCERS  # librdkafka's transactional producers ("workload": {"producers": N})
     quorum: str = "static"  # "dynamic": a KRaft quorum formatted with --initial-controllers (KIP-853, 3.9+)
+    # KRaft: feature levels the storage format finalizes (kafka-storage format --feature), sorted pairs
+    features: tuple[tuple[str, int], ...] = ()
 
     def scenario(self) -> Scenario:
         s = Scenario(self.name, self.doc or f"schedule {self.name}", self.topics, self.steps, frozenset(), self.needs,
@@ -131,7 +133,8 @@ def schedule_to_json(s: Schedule) -> dict[str, Any]:
                     **({"mode": s.mode, "controllers": s.controllers} if s.mode != "zookeeper" else {}),
                     **({"broker_jaas": s.broker_jaas} if s.broker_jaas is not None else {}),
                     **({"filesystem": s.filesystem} if s.filesystem != "plain" else {}),
-                    **({"quorum": s.quorum} if s.quorum != "static" else {})},
+                    **({"quorum": s.quorum} if s.quorum != "static" else {}),
+                    **({"features": dict(s.features)} if s.features else {})},
         "topics": [{"name": t.name, "assignment": {str(p): list(r) for p, r in sorted(t.assignment.items())},
                     "config": dict(t.config),
                     **({"workload": "transactional"} if t.transactional else {} if t.workload else {"workload": False})}
@@ -165,7 +168,8 @@ def from_scenario(s: Scenario) -> Schedule:
     return Schedule(s.name, brokers, s.topics, s.steps, dict(s.needs.overrides), " ".join(s.doc.split()),
                     s.needs.zookeepers, s.needs.log_dirs, s.needs.link_proxies, s.needs.kafka_version,
                     s.needs.mode, s.needs.controllers, broker_jaas=s.needs.broker_jaas, filesystem=s.needs.filesystem,
-                    txn_client=s.txn_client, txn_compression=s.txn_compression, txn_producers=s.txn_producers)
+                    txn_client=s.txn_client, txn_compression=s.txn_compression, txn_producers=s.txn_producers,
+                    quorum=s.needs.quorum, features=s.needs.features)
 
 
 # --- from JSON, validated -------------------------------------------------------------------------
@@ -363,6 +367,20 @@ def _with_workload(obj: Mapping[str, Any], topics: tuple[TopicSpec, ...], where:
     return topics
 
 
+def _features(cluster: Mapping[str, Any], mode: object, where: str) -> tuple[tuple[str, int], ...]:
+    """The cluster section's ``features``: ``{"eligible.leader.replicas.version": 1}``, the levels a
+    KRaft cluster's storage format finalizes (``kafka-storage format --feature``, Kafka 3.8+)."""
+    if "features" not in cluster:
+        return ()
+    if mode != "kraft":
+        raise _fail(where, "feature levels at format time are a KRaft cluster's: they need \"mode\": \"kraft\"")
+    obj = _object(cluster["features"], where)
+    for name, level in obj.items():
+        if not name or isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise _fail(f"{where}.{name}", f"must be a feature level (a whole number >= 0), not {level!r}")
+    return tuple(sorted(obj.items()))
+
+
 def _quorum(cluster: Mapping[str, Any], mode: object, kafka_version: str | None, where: str) -> str:
     """The cluster section's ``quorum``: "static" (the default) or "dynamic", a KRaft cluster's of
     Kafka 3.9+ (harness.config.check_dynamic_quorum)."""
@@ -387,7 +405,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
     name = _str(obj.get("name"), f"{where}.name")
     cluster = _object(obj.get("cluster"), f"{where}.cluster")
     _only(cluster, {"brokers", "overrides", "zookeepers", "log_dirs", "link_proxies", "kafka_version", "mode",
-                    "controllers", "broker_jaas", "filesystem", "quorum"}, f"{where}.cluster")
+                    "controllers", "broker_jaas", "filesystem", "quorum", "features"}, f"{where}.cluster")
     brokers = _brokers(cluster.get("brokers"), f"{where}.cluster.brokers")
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in (1, 3, 5) or isinstance(zookeepers, bool):
@@ -440,7 +458,7 @@ def schedule_from_json(data: Any, where: str = "schedule") -> Schedule:
                  broker_jaas, str(filesystem), txn_client=_txn_client(obj, f"{where}.workload"),
                  txn_compression=_txn_compression(obj, f"{where}.workload"),
                  txn_producers=_txn_producers(obj, f"{where}.workload", _txn_client(obj, f"{where}.workload")),
-                 quorum=quorum)
+                 quorum=quorum, features=_features(cluster, mode, f"{where}.cluster.features"))
     try:
         s.scenario()  # every step's options build a fault
     except TypeError as exc:

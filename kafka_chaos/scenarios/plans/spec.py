@@ -55,6 +55,9 @@ class ClusterNeeds:
     fake_clocks: bool = False
     # A KRaft cluster's quorum: "static" or "dynamic" (KIP-853, 3.9+: harness.config.DYNAMIC_QUORUM)
     quorum: str = "static"
+    # KRaft: feature levels its storage format finalizes, sorted (name, level) pairs
+    # (harness.config.ClusterConfig.features)
+    features: tuple[tuple[str, int], ...] = ()
 
     @property
     def overrides_dict(self) -> dict[str, str]:
@@ -76,6 +79,7 @@ class ClusterNeeds:
         release = f", Kafka {self.kafka_version}" if self.kafka_version else ""
         release += f", KRaft with {self.controllers} controller{'s' if self.controllers > 1 else ''}" if self.mode == "kraft" else ""
         release += ", dynamic quorum" if self.quorum == "dynamic" else ""
+        release += "".join(f", {name}={level}" for name, level in self.features)
         release += (f", migrating to {self.controllers} KRaft controller{'s' if self.controllers > 1 else ''}"
                      if self.mode == "migration" else "")
         return f"{self.brokers} brokers{named}{ensemble}{dirs}{release}" + (f" ({extra})" if extra else "")

@@ -212,7 +212,7 @@ class ClusterPool:
                                zookeepers=needs.zookeepers, log_dirs=needs.log_dirs,
                                link_proxies=needs.link_proxies, mode=needs.mode, controllers=needs.controllers,
                                broker_jaas=needs.broker_jaas, fake_clocks=needs.fake_clocks, filesystem=needs.filesystem,
-                               quorum=needs.quorum)
+                               quorum=needs.quorum, features=needs.features)
         opener = self._open or open_cluster
         cluster: ManagedCluster = opener(self.backend, config, self.distribution_for(needs))
         cluster.__enter__()  # starts; cleans up itself when starting fails

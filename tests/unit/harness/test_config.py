@@ -331,3 +331,41 @@ def test_kraft_jbod_before_3_7_is_refused_in_one_line(version: str) -> None:
     with pytest.raises(UsageError, match=f"needs Kafka 3.7 or later, not {version}") as info:
         kraft_props(ClusterConfig(mode="kraft", log_dirs=2), 1, version)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("release, args", [
+    ("4.0.2", ["--feature", "eligible.leader.replicas.version=1", "--feature", "group.version=1"]),
+    ("3.8.1", ["--feature", "eligible.leader.replicas.version=1", "--feature", "group.version=1"]),  # StorageTool 3.8.0 l. 227
+    ("3.7.2", None),  # no --feature before 3.8
+])
+def test_format_feature_args_per_release(release: str, args: list[str] | None) -> None:
+    from kafka_chaos.harness.config import format_feature_args
+
+    config = ClusterConfig(mode="kraft", features=(("eligible.leader.replicas.version", 1), ("group.version", 1)))
+    if args is None:
+        with pytest.raises(UsageError, match="need Kafka 3.8 or later, not 3.7.2"):
+            format_feature_args(config, release)
+    else:
+        assert format_feature_args(config, release) == args
+    assert format_feature_args(ClusterConfig(mode="kraft"), release) == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"features": (("eligible.leader.replicas.version", 1),)}, "are a KRaft cluster's (--mode kraft), not --mode zookeeper's"),
+    ({"mode": "kraft", "features": (("eligible.leader.replicas.version", -1),)}, "a name and a level >= 0"),
+    ({"mode": "kraft", "features": (("", 1),)}, "a name and a level >= 0"),
+])
+def test_feature_levels_are_a_kraft_clusters(kwargs: dict, message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ClusterConfig(**kwargs)
+
+
+def test_the_containers_launcher_refuses_format_features_in_one_line() -> None:
+    from pathlib import Path
+
+    from kafka_chaos.harness.backends import open_cluster
+    from kafka_chaos.harness.distribution import KafkaDistribution
+
+    config = ClusterConfig(mode="kraft", features=(("eligible.leader.replicas.version", 1),))
+    with pytest.raises(UsageError, match="run on the local launcher only so far"):
+        open_cluster("containers", config, KafkaDistribution("4.0.2", Path("/nonexistent"), "test"))

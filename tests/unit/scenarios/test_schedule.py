@@ -54,6 +54,23 @@ def test_a_schedule_may_name_its_release() -> None:
     assert "kafka_version" not in schedule_to_json(schedule_from_json(_valid()))["cluster"]
 
 
+def test_a_kraft_schedule_may_name_feature_levels_for_its_format() -> None:
+    """``cluster.features``: what ``kafka-storage format --feature`` finalizes (KAFKA-19522's entry:
+    eligible leader replicas on 4.0.x); they reach the cluster's needs and round-trip."""
+    data = _valid()
+    data["cluster"].update(mode="kraft", features={"eligible.leader.replicas.version": 1, "group.version": 1})
+    s = schedule_from_json(data)
+    assert s.needs.features == (("eligible.leader.replicas.version", 1), ("group.version", 1))
+    assert "eligible.leader.replicas.version=1" in s.needs.describe()
+    assert schedule_from_json(schedule_to_json(s)) == s
+    assert "features" not in schedule_to_json(schedule_from_json(_valid()))["cluster"]
+    for bad in (-1, True, "1"):
+        data["cluster"]["features"] = {"eligible.leader.replicas.version": bad}
+        with pytest.raises(UsageError, match="schedule.cluster.features.eligible.leader.replicas.version: must be a "
+                                             "feature level"):
+            schedule_from_json(data)
+
+
 def _with(path: str, value):
     data = _valid()
     node = data
@@ -93,6 +110,8 @@ def _with(path: str, value):
     ("steps.0", {"fault": "hard_kill", "then": ["nap"]}, "only 'auto_rebalance'"),
     ("steps.2", {"fault": "reassignment", "options": {"topic": "zz", "moves": []}}, "option 'topic' must be one of"),
     ("extra", 1, "schedule: unknown field(s) 'extra'"),
+    ("cluster.features", {"eligible.leader.replicas.version": 1},
+     "schedule.cluster.features: feature levels at format time are a KRaft cluster's"),
     # What the file alone decides cannot run on its cluster [4, 5, 9]: refused before a cluster starts.
     ("steps.2", {"fault": "reassignment", "options": {"topic": "t", "moves": [[0, [7, 8]]]}},
      "schedule.steps[2].options: partition 0's replicas [7, 8] name broker(s) [7, 8] not in the cluster [4, 5, 9]"),
