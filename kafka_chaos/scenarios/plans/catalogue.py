@@ -54,7 +54,7 @@ from kafka_chaos.scenarios.model.targets import (
     NoTarget,
 )
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
-from kafka_chaos.scenarios.plans.spec import ClusterNeeds, Scenario, mode_problem, validate_steps
+from kafka_chaos.scenarios.plans.spec import ClusterNeeds, KnownBug, Scenario, mode_problem, validate_steps
 from kafka_chaos.scenarios.plans import corpus
 from kafka_chaos.scenarios.plans.corpus import CORPUS_SUITE
 
@@ -156,15 +156,18 @@ _REGISTRY: dict[str, Scenario] = {}
 
 def scenario(*, topics: Sequence[Callable[[], TopicSpec]], smoke: bool = False,
              needs: ClusterNeeds = ClusterNeeds(), suites: frozenset[str] | None = None, name: str | None = None,
+             known_bugs: tuple[KnownBug, ...] = (),
              ) -> Callable[[Callable[[], Sequence[Step]]], Callable[[], Sequence[Step]]]:
-    """Register the decorated function's steps as a scenario named after the function (or ``name``)."""
+    """Register the decorated function's steps as a scenario named after the function (or ``name``);
+    ``known_bugs``: Kafka bugs it meets on the releases that have them (:attr:`Scenario.known_bugs`)."""
 
     def register(fn: Callable[[], Sequence[Step]]) -> Callable[[], Sequence[Step]]:
         doc = (fn.__doc__ or "").strip()
         if not doc:
             raise TypeError(f"scenario {fn.__name__} needs a docstring naming the rule it exercises")
         chosen = suites if suites is not None else frozenset({CONFORMANCE, SMOKE} if smoke else {CONFORMANCE})
-        built = Scenario(name or fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), chosen, needs)
+        built = Scenario(name or fn.__name__, doc, tuple(t() for t in topics), tuple(fn()), chosen, needs,
+                         known_bugs=known_bugs)
         validate_steps(built)
         _REGISTRY[built.name] = built
         return fn

@@ -11,6 +11,7 @@ from typing import Protocol
 from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability
 from kafka_chaos.harness.config import kafka_default_overrides
+from kafka_chaos.oracle.release import Release
 from kafka_chaos.scenarios.faults import Fault, fault_kinds, make_fault, requirements_of
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec
 from kafka_chaos.scenarios.model.targets import Target
@@ -107,6 +108,15 @@ class KnownBug:
         """Whether ``caught_by`` is among the checks that failed."""
         return any(r.check == self.caught_by and r.passed is False for r in results)
 
+    def present_on(self, release: str) -> bool:
+        """Whether ``release`` has the bug, as far as this entry says: a release of the affected
+        one's line up to it (3.6.0-3.6.2 for an affected 3.6.2)."""
+        try:
+            have, last = Release.parse(release), Release.parse(self.affected)
+        except ValueError:
+            return False
+        return (have.major, have.minor) == (last.major, last.minor) and have <= last
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -118,6 +128,9 @@ class Scenario:
     needs: ClusterNeeds = ClusterNeeds()
     # Run on a release with this bug: it passes only by failing ``caught_by`` (the corpus suite).
     expects: KnownBug | None = None
+    # Kafka bugs the scenario meets on the releases that have them (KAFKA-15489 for
+    # quorum_leader_cut on 3.6.x): run there, it expects the bug (:func:`expecting_known_bug`).
+    known_bugs: tuple[KnownBug, ...] = ()
     # The transactional workload's clients (scenarios.plans.transactional.TXN_CLIENTS): confluent-kafka's
     # ("librdkafka") or Kafka's own Java test clients as processes ("java").
     txn_client: str = "librdkafka"
@@ -201,3 +214,12 @@ def mode_problem(s: Scenario, mode: str) -> str:
     """Which of the scenario's faults do not apply to ``mode`` clusters, in one line."""
     kinds = sorted({step.fault for step in s.steps if mode not in _fault_of(s, step).modes})
     return f"{', '.join(kinds)} {'is' if len(kinds) == 1 else 'are'} not a {mode}-mode fault"
+
+
+def expecting_known_bug(s: Scenario, release: str) -> Scenario:
+    """``s`` run on ``release``: expecting the first of its ``known_bugs`` that release has (a run
+    then passes by failing that check, CAUGHT, and fails when it does not: MISSED), else as it is."""
+    if s.expects is not None:
+        return s
+    bug = next((b for b in s.known_bugs if b.present_on(release)), None)
+    return s if bug is None else replace(s, expects=bug)

@@ -4,6 +4,7 @@ how a run judges an entry on its affected release — CAUGHT only when the named
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -130,3 +131,25 @@ def test_attempts_round_trip_and_stay_out_of_a_deterministic_entry() -> None:
     assert RACE.to_json()["attempts"] == 3 and "attempts" not in BUG.to_json()
     data = json.loads(FILES[0].read_text())
     assert schedule_from_json({**data, "known_bug": RACE.to_json()}).known_bug == RACE
+
+
+@pytest.mark.parametrize("release, present", [
+    ("3.6.0", True), ("3.6.2", True), ("3.6.3", False), ("3.7.0", False), ("3.9.2", False), ("3.5.2", False),
+    ("4.0.2", False), ("nonsense", False),
+])
+def test_a_known_bug_is_present_on_its_affected_line_up_to_the_affected_release(release: str, present: bool) -> None:
+    assert KnownBug("KAFKA-15489", "3.6.2", "3.7.0", "one_quorum_leader").present_on(release) is present
+
+
+def test_the_kraft_suites_quorum_leader_cut_expects_kafka_15489_on_3_6_only() -> None:
+    """`run --suite kraft --kafka-version 3.6.2`: the cut leader keeps leading (KAFKA-15489), which
+    the suite now expects there (CAUGHT) instead of failing; elsewhere the scenario is ordinary."""
+    from kafka_chaos.scenarios.plans.catalogue import by_names
+    from kafka_chaos.scenarios.plans.spec import expecting_known_bug
+
+    cut = by_names(["quorum_leader_cut"])[0]
+    on_3_6 = expecting_known_bug(cut, "3.6.2")
+    assert on_3_6.expects is not None and (on_3_6.expects.jira, on_3_6.expects.caught_by) == ("KAFKA-15489", "one_quorum_leader")
+    assert expecting_known_bug(cut, "3.7.2").expects is None and expecting_known_bug(cut, "4.4.0").expects is None
+    corpus_run = replace(cut, expects=BUG)  # an explicit expectation (the corpus's) is kept
+    assert expecting_known_bug(corpus_run, "3.6.2").expects == BUG
