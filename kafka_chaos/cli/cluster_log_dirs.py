@@ -1,18 +1,24 @@
 """``kafka-chaos cluster fail-log-dir`` and ``repair-log-dir``: a failed log directory by hand, on
 the running CLI cluster (what the ``log_dir_failure`` fault kind and its heal do;
 :mod:`harness.log_dirs`). ``cluster up --log-dirs 2`` gives every broker two directories, so one
-can fail while the broker keeps running."""
+can fail while the broker keeps running; ``cluster up --mode kraft --log-dirs 2`` too (local
+launcher, Kafka 3.7+: JBOD, KIP-858)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kafka_chaos.common.errors import HarnessError, UsageError
 
 if TYPE_CHECKING:
+    from typing import Union
+
     from kafka_chaos.cli.cluster import CliCluster
+    from kafka_chaos.harness.local.kraft import LocalKraftCluster
+
+    LogDirCliCluster = Union[CliCluster, LocalKraftCluster]
 
 
 def register_log_dir_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentParser]",
@@ -36,17 +42,20 @@ def register_log_dir_verbs(verbs: "argparse._SubParsersAction[argparse.ArgumentP
     repair.set_defaults(func=cluster_repair_log_dir)
 
 
-def _log_dir_cluster(args: argparse.Namespace) -> tuple[CliCluster, int]:
-    from kafka_chaos.cli.cluster import attach_running, quiet_clients, resolve_broker_id, state_dir_of
+def _log_dir_cluster(args: argparse.Namespace) -> tuple[LogDirCliCluster, int]:
+    """The running cluster (either mode: a KRaft broker's heartbeat reports the directory,
+    ``handleDirectoriesOffline``), when its launcher can fail log directories."""
+    from kafka_chaos.cli.cluster import _attach_any, _running, quiet_clients, resolve_broker_id, state_dir_of
     from kafka_chaos.harness.cluster import Capability, capabilities_of, capability_problems
 
     quiet_clients(args)
-    cluster = attach_running(state_dir_of(args))
+    state_dir = state_dir_of(args)
+    cluster = _running(_attach_any(state_dir), state_dir)
     broker_id = resolve_broker_id(args.target, cluster)
     if Capability.LOG_DIR_FAILURE not in capabilities_of(cluster):
         raise HarnessError(capability_problems(cluster).get(Capability.LOG_DIR_FAILURE)
-                           or "this cluster cannot fail log directories")
-    return cluster, broker_id
+                           or "this cluster cannot fail log directories (the containers KRaft launcher has none yet)")
+    return cast("LogDirCliCluster", cluster), broker_id
 
 
 def cluster_fail_log_dir(args: argparse.Namespace) -> int:
@@ -84,5 +93,5 @@ def cluster_repair_log_dir(args: argparse.Namespace) -> int:
     cluster.start_broker(broker_id)
     cluster.write_state()
     print(f"broker {broker_id}: log directories {', '.join(map(str, repaired))} repaired; "
-          f"restarted ({node_note(cluster, broker_id)})")
+          f"restarted ({node_note(cast('CliCluster', cluster), broker_id)})")  # it reads endpoint() only
     return 0
