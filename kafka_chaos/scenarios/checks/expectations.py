@@ -26,6 +26,9 @@ class Expectation:
     state: ClusterState  # ``oracle`` with the leader-side ISR rule applied (== ``oracle`` without one)
     outcomes: tuple[PartitionOutcome, ...]
     ruled: tuple[tuple[str, int], ...] = ()  # partitions whose ISR the rule changes
+    # ... of which those whose partition epochs the rule does not count (ZooKeeper mode's rules
+    # write no partition epoch; KRaft's count each AlterPartition: isr_rules.epochs_unexact)
+    unexact: tuple[tuple[str, int], ...] = ()
 
 
 def _alternatives(prediction: Prediction) -> list[tuple[str, ClusterState, tuple[PartitionOutcome, ...]]]:
@@ -47,7 +50,8 @@ def expectations(predictor: Predictor, state: ClusterState, events: Sequence[Eve
             continue
         expected = isr_rules.apply_rule(rule, oracle_state, brokers, state)
         ruled = tuple(isr_rules.changed_partitions(oracle_state, expected, topics))
-        result.append(Expectation(label, oracle_state, expected, outcomes, ruled))
+        unexact = isr_rules.epochs_unexact(rule, oracle_state, brokers, ruled)
+        result.append(Expectation(label, oracle_state, expected, outcomes, ruled, unexact))
     return tuple(result)
 
 
@@ -96,7 +100,7 @@ def converged_to(snapshot: ZkSnapshot, options: Sequence[Expectation], before: Z
         predicted = predicted_partitions(e.state, topics)
         if not mismatches(snapshot, e.state, topics) and not epochs_not_reached(
                 was, predicted, now, exact=exact_epochs) and not (kraft and partition_epochs_not_reached(
-                    was, predicted, now, exact=exact_epochs, ruled=e.ruled)):
+                    was, predicted, now, exact=exact_epochs, ruled=e.unexact)):
             return e
     return None
 
@@ -122,7 +126,7 @@ def by_epochs(options: Sequence[Expectation], snapshot: ZkSnapshot, topics: Iter
         predicted = predicted_partitions(e.state, topics).items()
         if not all((t, p) in parts and parts[(t, p)].leader_epoch == want.leader_epoch for (t, p), want in predicted):
             return None
-        if not all((t, p) in e.ruled or want.partition_epoch in (None, getattr(parts[(t, p)], "version", None))
+        if not all((t, p) in e.unexact or want.partition_epoch in (None, getattr(parts[(t, p)], "version", None))
                    for (t, p), want in predicted):
             return 2
         return 0 if all(_same_recovery(getattr(want, "leader_recovery_state", None),

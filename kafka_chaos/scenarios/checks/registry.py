@@ -228,7 +228,8 @@ def oracle_partitions(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]
 @register_check("oracle_partition_epoch", StepObserved)
 def oracle_partition_epoch(obs: StepObserved, ctx: CheckContext) -> list[CheckResult]:
     """KRaft only: every predicted partition epoch; exact where the leader epochs are, except
-    on partitions a leader-side ISR rule changed (its AlterPartitions are not counted)."""
+    on partitions a ZooKeeper-mode leader-side ISR rule changed (its AlterPartitions are not
+    counted; KRaft's rules count them: ``Expectation.unexact``)."""
     if obs.after is None or obs.after.mode != "kraft":
         return []
     expected, _ = ctx.expected(obs)
@@ -241,7 +242,7 @@ def oracle_partition_epoch(obs: StepObserved, ctx: CheckContext) -> list[CheckRe
             continue
         was = obs.before.partitions.get((t, p))
         results.append(check_partition_epoch(t, p, was.version if was is not None else -1, predicted, got.version,
-                                             exact=exact and (t, p) not in expected.ruled))
+                                             exact=exact and (t, p) not in expected.unexact))
     return results
 
 

@@ -2,7 +2,7 @@
 
 ``base`` holds the contract, the registry and the :class:`Nemesis`; ``process``, ``network``,
 ``admin``, ``topics``, ``zookeeper``, ``degrade``, ``log_dirs``, ``delay``, ``upgrade``, ``quorum``,
-``migration``, ``configs``, ``quorum_links``, ``records``, ``voter_links``, ``disks``, ``kraft_upgrade`` and ``voters`` hold the kinds
+``migration``, ``configs``, ``quorum_links``, ``records``, ``voter_links``, ``disks``, ``kraft_upgrade``, ``voters`` and ``broker_links`` hold the kinds
 (importing them registers them). A new fault kind is one class with ``@register_fault`` in one of
 those modules; a generatable one also registers its generator side beside it (``generation``:
 weight, opt-in, legality rule, candidate steps), which ``explore`` and the shrinker read from
@@ -32,6 +32,7 @@ from kafka_chaos.scenarios.faults import clients  # noqa: F401  isort: skip
 # Last, so the kinds drawn before it keep their place in every seed's draw order.
 from kafka_chaos.scenarios.faults import kraft_upgrade  # noqa: F401  isort: skip
 from kafka_chaos.scenarios.faults import voters  # noqa: F401  isort: skip  (opt-in: no draw order changes)
+from kafka_chaos.scenarios.faults import broker_links  # noqa: F401  isort: skip  (opt-in: no draw order changes)
 from kafka_chaos.scenarios.faults.base import (
     FAULTS,
     Fault,

@@ -41,6 +41,10 @@ same epoch (``prospectiveTransitionAfterElectionLoss``, lines 3149-3157). The sa
 956, 3248, 3328, 3511) and in 4.4.0's jar (``ProspectiveState``); 3.9.2 has none (no ``ProspectiveState``,
 no ``preVote``): its voters time out straight into Candidate, epoch + 1 (3.9.0 ``pollFollowerAsVoter``,
 KafkaRaftClient.java lines 3035-3037; ``QuorumState.transitionToCandidate``, line 553)."""
+# A KRaft broker cut from its peer brokers (scenarios.faults.broker_links.BrokerPeerCut): its kind,
+# and what ClusterModel.cut records for it.
+BROKER_PEER_CUT = "broker_peer_cut"
+CUT_FROM_PEERS = "peers_kraft"
 
 
 def pre_votes(release: str | None) -> bool:
@@ -215,6 +219,11 @@ class ClusterModel:
         3.9.2: broker 1 paused while voter 3000 was cut, its metadata log stuck, never back in an
         ISR). Refused while any voter runs such a release (or the release is unknown); once every
         voter pre-votes, the cut one keeps its epoch and the brokers find the leader."""
+        if CUT_FROM_PEERS in self.cut.values() and not (step.fault == BROKER_PEER_CUT
+                                                        and step.options.get("variant") == "heal"):
+            # The leader-side shrink is the step's rule only: a broker started, or a leader moved,
+            # while one is cut from its peers would be predicted back in ISRs it cannot fetch for.
+            return f"{step.fault} while a broker is cut from its peer brokers (only its heal may come next)"
         if self.quorum_cut and step.fault in RESTARTS_A_BROKER and not self.voters_pre_vote:
             return (f"{step.fault} while a voter is cut from the others and a voter runs a release without pre-vote "
                     f"(before {PRE_VOTE}, KIP-996: a broker starting may follow the cut voter's epochs)")

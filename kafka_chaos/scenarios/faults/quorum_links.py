@@ -12,6 +12,8 @@ reach elect another -- two active controllers.
 the clients kept. It cannot heartbeat, so the active controller fences it when its session expires
 -- the same records as a killed broker's -- while it goes on running, replicating and answering
 clients on the metadata it had; healed, its next heartbeat unfences it.
+
+A broker cut from its peer brokers: :mod:`scenarios.faults.broker_links`.
 """
 
 from __future__ import annotations
@@ -164,8 +166,8 @@ def _leader_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | 
         return
     if model.quorum_cut or model.controllers < 3 or model.controllers_down:
         raise IllegalStep(f"{LEADER_CUT}: needs every voter of 3 or more up and none cut")
-    if controller_cut(model):  # its heal would heal that cut too (heal_network undoes every cut)
-        raise IllegalStep(f"{LEADER_CUT} while a broker is cut from the controllers")
+    if model.cut:  # its heal would heal that cut too (heal_network undoes every cut)
+        raise IllegalStep(f"{LEADER_CUT} while a broker is cut from the controllers or its peers")
     model.quorum_cut = True
 
 
@@ -174,7 +176,7 @@ def _leader_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
         return []
     if model.quorum_cut:
         return [] if model.follower_cut else [Step(LEADER_CUT, Controller(), {"variant": HEAL})]
-    if controller_cut(model):
+    if model.cut:
         return []
     return [Step(LEADER_CUT, Controller())] if model.controllers >= 3 and not model.controllers_down else []
 
@@ -316,7 +318,7 @@ def _broker_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | 
         return
     if model.quorum_cut or model.delayed:  # one heal_network undoes every cut
         raise IllegalStep(f"{BROKER_CUT} while a voter is cut or links are delayed")
-    if controller_cut(model):
+    if model.cut:
         raise IllegalStep(f"{BROKER_CUT}: one cut at a time (its heal heals every cut)")
     # Fenced, it counts as down: another broker must stay to lead.
     for b in model.need_free(step.fault, target, downs=True):
@@ -330,7 +332,7 @@ def _broker_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
     if cut:
         return [Step(BROKER_CUT, Brokers(tuple(cut)), {"variant": HEAL})]
     free, spare = model.drawable()
-    if not free or spare < 1 or model.quorum_cut or model.delayed:
+    if not free or spare < 1 or model.quorum_cut or model.delayed or model.cut:
         return []
     return [Step(BROKER_CUT, Brokers((draw.rng.choice(free),)))]
 

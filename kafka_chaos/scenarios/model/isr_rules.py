@@ -18,6 +18,12 @@ These rules hold only when (the scenarios see to it):
   while they stall for clients (``acks=all`` cannot be committed without the followers).
   Not so where leaders write the ISR to ZooKeeper themselves (:func:`leaders_write_isr`): there
   the cut leader, which still reaches ZooKeeper, drops its unreachable followers too.
+
+On KRaft (``broker_peer_cut``: a broker cut from its peer brokers, its controller links kept) the
+controller is no broker: a cut leader's AlterPartition gets through and it shrinks its ISR to
+itself, and every accepted request bumps the partition epoch -- :func:`shrink_isr` goes through
+the KRaft controller's ``alterPartition`` (``oracle.kraft.controller.leader_isr_shrink``), so the
+partition epochs the rule predicts are exact -- but for a cut leader's (:func:`epochs_unexact`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from kafka_chaos.oracle import NO_LEADER, ClusterState, TopicState, leaders_ask_controller, settled
+from kafka_chaos.oracle import NO_LEADER, ClusterState, Mode, TopicState, leaders_ask_controller, settled
+from kafka_chaos.oracle.kraft.controller import leader_isr_shrink
 
 LEADER_ISR_SHRINK = "rule_leader_isr_shrink"
 LEADER_ISR_EXPAND = "rule_leader_isr_expand"
@@ -69,6 +76,40 @@ def shrink_isr_without(state: ClusterState, cut: Iterable[int]) -> ClusterState:
             parts[p] = ps
         topics[name] = TopicState(parts, ts.config)
     return replace(state, topics=topics)
+
+
+def shrink_isr(state: ClusterState, cut: Iterable[int]) -> ClusterState:
+    """The leaders' shrink for ``cut`` brokers: on KRaft through the controller's AlterPartition
+    (a cut leader keeps only itself; partition epoch +1 per accepted request), in ZooKeeper mode
+    :func:`shrink_isr_without`."""
+    if state.mode is Mode.KRAFT:
+        return leader_isr_shrink(state, cut)
+    return shrink_isr_without(state, cut)
+
+
+def epochs_unexact(rule: str, state: ClusterState, brokers: Iterable[int],
+                   ruled: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """Of the ``ruled`` partitions (those whose ISR the rule changes in ``state``, the oracle's
+    prediction), those whose partition epoch the rule does not count. ZooKeeper mode: all (its
+    rules write no partition epoch). KRaft counts each AlterPartition (:func:`shrink_isr`;
+    :func:`expand_isr` is ``oracle.settled``, +1 per follower) except a shrink of two or more
+    followers (a cut leader's, or two cut followers'): ``getOutOfSyncReplicas`` (Partition.scala 3.9.0 lines 1309-1319) leaves out
+    a follower whose log end equals the leader's until the next record, so the followers may
+    leave in one request or in several (``broker_peer_cut_kraft`` seed 4801 on 3.9.2: r-1 shrunk
+    "2,3,1 to 2,3", then 1.5 s later "2,3 to 2", partition epoch +2)."""
+    ruled = tuple(ruled)
+    if state.mode is not Mode.KRAFT:
+        return ruled
+    if rule != LEADER_ISR_SHRINK:
+        return ()
+    gone = frozenset(brokers)
+    unexact = []
+    for t, p in ruled:
+        ps = state.topics[t].partitions[p]
+        leaving = set(ps.isr) - {ps.leader} if ps.leader in gone else set(ps.isr) & gone
+        if len(leaving) > 1:
+            unexact.append((t, p))
+    return tuple(unexact)
 
 
 def followers_fenced(state: ClusterState) -> bool:
@@ -117,7 +158,7 @@ def apply_rule(rule: str, state: ClusterState, brokers: Iterable[int], before: C
     if rule == LEADER_ISR_REJOIN:
         return rejoin_unregistered(before if before is not None else state, state, brokers)
     if rule == LEADER_ISR_SHRINK:
-        return shrink_isr_without(state, brokers)
+        return shrink_isr(state, brokers)
     if rule == LEADER_ISR_EXPAND:
         return expand_isr(state)
     raise ValueError(f"unknown ISR rule {rule!r}; known: {', '.join(RULE_SOURCES)}")

@@ -19,9 +19,10 @@ from kafka_chaos.harness.config import (
     AUTO_LEADER_REBALANCE_ENABLE,
     LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
     REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+    REPLICA_LAG_TIME_MAX_MS,
 )
 from kafka_chaos.scenarios.model.steps import Step, TopicSpec, frozen
-from kafka_chaos.scenarios.model.targets import Controller, EarlierTarget, LeaderOf, NoTarget
+from kafka_chaos.scenarios.model.targets import Controller, EarlierTarget, FollowerOf, LeaderOf, NoTarget
 from kafka_chaos.scenarios.plans import catalogue as zk
 from kafka_chaos.scenarios.plans.spec import ClusterNeeds, KnownBug
 
@@ -194,3 +195,23 @@ def leader_log_dir_failure_kraft() -> list[Step]:
     not move back."""
     return [Step("log_dir_failure", LeaderOf("t", 0), frozen({"topic": "t", "partition": 0})),
             Step("log_dir_failure", EarlierTarget(0), frozen({"variant": "heal"}))]
+
+
+# replica.lag.time.max.ms 3 s (the ZooKeeper-mode SHORT_REPLICA_LAG): the shrink within 3-4.5 s.
+KRAFT_SHORT_REPLICA_LAG = ClusterNeeds(3, ((REPLICA_LAG_TIME_MAX_MS, "3000"),), mode="kraft")
+
+
+@_register("broker_peer_cut_kraft", KRAFT_SHORT_REPLICA_LAG, [zk.topic_r])
+def broker_peer_cut_kraft() -> list[Step]:
+    """Kafka 3.9 KRaft, the counterpart of ``follower_cut_from_leader``: cut a follower of r-0 from
+    the other brokers (its controller and client links kept), then heal. It heartbeats on, so the
+    controller fences nobody (no oracle event); after ``replica.lag.time.max.ms`` (3 s here) each
+    leader drops what cannot fetch -- ``Partition.maybeShrinkIsr``/``getOutOfSyncReplicas`` ->
+    AlterPartition, accepted (``ReplicationControlManager.alterPartition``): the two partitions it
+    follows lose it, and the one it leads (r-1 for broker 2, r-2 for broker 3) keeps only it (its
+    followers cannot fetch from it, its request reaches the controller -- ZooKeeper mode's keeps its
+    ISR). Each request: partition epoch +1, leader epoch unchanged (MV 3.6-IV0 and later). Healed,
+    the followers rejoin one AlterPartition each (``Partition.maybeExpandIsr``): +2 on the partition
+    it leads, +1 on the others. Passed on 3.9.2 and 4.4.0 (``--seed 4801 --iterations 2``)."""
+    return [Step("broker_peer_cut", FollowerOf("r", 0)),
+            Step("broker_peer_cut", EarlierTarget(0), frozen({"variant": "heal"}))]

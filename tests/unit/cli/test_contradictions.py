@@ -274,7 +274,7 @@ def test_kraft_jbod_scenarios_are_left_out_before_3_7_in_one_line(nothing_starts
     is left out (its brokers' two log directories need 3.7: KIP-858); so does a converted
     conformance run; from 3.7 it runs."""
     assert main(["run", "--suite", "kraft", "--kafka-version", "3.6.2"]) == 0
-    assert "leader_log_dir_failure_kraft" not in nothing_starts[-1] and len(nothing_starts[-1]) == 21
+    assert "leader_log_dir_failure_kraft" not in nothing_starts[-1] and len(nothing_starts[-1]) == 22
     assert ("leaving out 1 scenario(s) (leader_log_dir_failure_kraft): a KRaft broker with several log directories "
             "(JBOD, KIP-858) needs Kafka 3.7 or later, not 3.6.2") in capsys.readouterr().out
     assert main(["run", "--suite", "conformance", "--mode", "kraft", "--kafka-version", "3.6.2"]) == 0

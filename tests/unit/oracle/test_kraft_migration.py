@@ -215,8 +215,16 @@ SHRINK_ROWS = [
     (kp((1, 2, 3), 1, (1, 2, 3), 4, 10), {"metadata.version": "3.5-IV2"}, {3}, (1, (1, 2), 5, 11)),
     # Partition.prepareIsrShrink (Partition.scala 1792-1814): every out-of-sync follower in one request
     (kp((1, 2, 3), 1, (1, 2, 3), 4, 10), MIG, {2, 3}, (1, (1,), 5, 11)),
-    # a cut leader's request is assumed not to reach the controller: nothing
-    (kp((1, 2, 3), 1, (1, 2, 3), 4, 10), MIG, {1}, (1, (1, 2, 3), 4, 10)),
+    # a leader cut from its peer brokers (not from the controllers): no follower fetches from it,
+    # its own request gets through -- the ISR is the leader alone, one record
+    (kp((1, 2, 3), 1, (1, 2, 3), 4, 10), MIG, {1}, (1, (1,), 5, 11)),
+    (kp((1, 2, 3), 1, (1, 2, 3), 4, 10), {}, {1}, (1, (1,), 4, 11)),
+    # ... the same when a follower is cut too
+    (kp((1, 2, 3), 1, (1, 2, 3), 4, 10), {}, {1, 2}, (1, (1,), 4, 11)),
+    # ... and nothing when the leader is already alone
+    (kp((1, 2, 3), 1, (1,), 4, 10), {}, {1}, (1, (1,), 4, 10)),
+    # a follower cut whose leader's ISR no longer holds it: nothing
+    (kp((1, 2, 3), 1, (1, 2), 4, 10), {}, {3}, (1, (1, 2), 4, 10)),
     # a leaderless partition has no leader to ask (validateAlterPartitionData 1151-1255)
     (kp((1, 2, 3), NO_LEADER, (3,), 4, 10), MIG, {3}, (NO_LEADER, (3,), 4, 10)),
 ]
@@ -423,9 +431,11 @@ def test_leader_isr_shrink_epochs(data) -> None:
         after = leader_isr_shrink(state, cut)
         for tp, was in state.partitions():
             now = after.partition(tp)
-            shrinks = was.leader != NO_LEADER and was.leader not in cut and bool(cut & set(was.isr))
-            if shrinks:
-                assert now.isr == tuple(r for r in was.isr if r not in cut), (tp, was, now)
+            follower_cut = was.leader != NO_LEADER and was.leader not in cut and bool(cut & set(was.isr))
+            leader_cut = was.leader in cut and len(was.isr) > 1 and was.leader in state.live_brokers
+            if follower_cut or leader_cut:
+                kept = (was.leader,) if leader_cut else tuple(r for r in was.isr if r not in cut)
+                assert now.isr == kept, (tp, was, now)
                 assert (now.leader, now.leader_epoch, now.partition_epoch) == (
                     was.leader, was.leader_epoch + bump, was.partition_epoch + 1), (tp, was, now)
             else:

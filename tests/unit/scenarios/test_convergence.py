@@ -176,7 +176,7 @@ def _kraft_option(label: str, leader_epoch: int, partition_epoch: int | None, ru
     from types import SimpleNamespace as NS
 
     want = NS(leader_epoch=leader_epoch, partition_epoch=partition_epoch)
-    return NS(label=label, state=NS(topics={"t1": NS(partitions={1: want})}), ruled=ruled)
+    return NS(label=label, state=NS(topics={"t1": NS(partitions={1: want})}), ruled=ruled, unexact=ruled)
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,7 @@ def test_of_alternatives_with_the_same_epochs_the_one_with_the_observed_recovery
 
     def option(label: str, partition_epoch: int, recovery: int) -> object:
         want = NS(leader_epoch=2, partition_epoch=partition_epoch, leader_recovery_state=recovery)
-        return NS(label=label, state=NS(topics={"t1": NS(partitions={1: want})}), ruled=())
+        return NS(label=label, state=NS(topics={"t1": NS(partitions={1: want})}), ruled=(), unexact=())
 
     options = (option("after an unclean shutdown", 3, 1), option("after a clean shutdown", 2, 0),
                option("registered before the fence", 2, 1))

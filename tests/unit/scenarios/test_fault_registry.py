@@ -65,6 +65,7 @@ def test_the_kinds_and_their_declared_traits() -> None:
         "quorum_leader_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
         "broker_controller_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
         "quorum_follower_cut": (quorum | {Capability.QUORUM_LINK_PARTITION}, True),
+        "broker_peer_cut": (frozenset({Capability.QUORUM_LINK_PARTITION}), True),
         **{k: (brokers | {Capability.ZK_MIGRATION}, True) for k in (
             "migration_provision", "migration_roll", "migration_finalize", "migration_deprovision")},
         "clock_jump": (frozenset({Capability.CLOCK_CONTROL}), False),
@@ -104,7 +105,7 @@ def test_which_cluster_modes_each_kind_applies_to() -> None:
                          "kraft_roll", "kraft_finalize"}
     # a migration's hybrid brokers under them are not modelled
     assert kraft == {"quorum_leader_cut", "broker_controller_cut", "quorum_follower_cut", "quorum_leader_power_failure",
-                     "controller_add", "controller_remove", "removed_voter_restart"}
+                     "controller_add", "controller_remove", "removed_voter_restart", "broker_peer_cut"}
     assert all(m == {"zookeeper", "kraft", "migration"} for k, m in modes.items()
                if k not in zookeeper | quorum | migration | kraft | log_dirs)
     # an option can make a kind ZooKeeper mode's: the znode variants
@@ -122,7 +123,7 @@ def test_every_kind_builds_a_fault_that_meets_the_protocol(kind: str) -> None:
     assert isinstance(fault.holds, tuple) and isinstance(fault.releases, tuple)
     assert fault.client_windows == (kind in ("network_partition", "short_pause", "network_degrade",
                                             "network_delay", "topic_config", "broker_config",
-                                            "broker_controller_cut", "disk_stall"))
+                                            "broker_controller_cut", "disk_stall", "broker_peer_cut"))
     assert FAULTS[kind].doc and "\n" not in FAULTS[kind].doc
 
 

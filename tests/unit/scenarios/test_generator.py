@@ -57,7 +57,8 @@ def test_every_kind_is_reachable_and_ids_above_4_and_gaps_are_common() -> None:
                                        "txn_past_timeout",  # with the transactional workload only (test_txn_coordinators)
                                        "client_pause", "client_kill",  # with its Java clients only (test_java_clients)
                                        # on a dynamic quorum only, which no generated schedule has
-                                       "controller_add", "controller_remove", "removed_voter_restart"}
+                                       "controller_add", "controller_remove", "removed_voter_restart",
+                                       "broker_peer_cut"}
     assert high > 250 and gaps > 250 and several > 30
 
 
@@ -246,7 +247,8 @@ def test_every_generatable_kind_is_a_registered_fault_drawn_in_a_fixed_order() -
         "topic_config", "broker_config", "quorum_leader_cut", "broker_controller_cut", "delete_records",
         "quorum_follower_cut", "clock_jump", "clock_drift", "txn_past_timeout", "power_failure",
         "controller_power_failure", "quorum_leader_power_failure", "disk_stall", "disk_error", "client_pause",
-        "client_kill", "kraft_roll", "kraft_finalize", "controller_add", "controller_remove", "removed_voter_restart")
+        "client_kill", "kraft_roll", "kraft_finalize", "controller_add", "controller_remove", "removed_voter_restart",
+        "broker_peer_cut")
     assert [k for k, side in GENERATORS.items() if side.shapes_cluster] == [
         "zookeeper_server", "zookeeper_quorum_loss", "log_dir_failure", "network_delay", "power_failure",
         "controller_power_failure", "quorum_leader_power_failure", "disk_stall", "disk_error"]
