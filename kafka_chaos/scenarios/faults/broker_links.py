@@ -87,8 +87,9 @@ class BrokerPeerCut(FaultBase):
                            require_capability(env, Capability.QUORUM_LINK_PARTITION, self.kind))
         self._cut = True  # set first: a half-made cut is healed too
         for broker in self.target.brokers:
-            partitioner.cut_links(broker, [p for p in peers if p != broker])
-        log.info("%s: broker(s) %s cut from brokers %s", self.kind, list(self.target.brokers), peers)
+            others = [p for p in peers if p != broker]
+            partitioner.cut_links(broker, others)
+            log.info("%s: broker %d cut from brokers %s", self.kind, broker, others)
 
     def heal(self, env: FaultEnv) -> None:
         if self._cut:
