@@ -19,20 +19,10 @@ from kafka_chaos.common.errors import UsageError
 from kafka_chaos.harness.cluster import Capability, QuorumLinkPartitioner
 from kafka_chaos.oracle import Event
 from kafka_chaos.scenarios.faults.base import KRAFT_ONLY, FaultBase, FaultEnv, register_fault, require_capability
-from kafka_chaos.scenarios.faults.generation import (
-    BROKER_PEER_CUT,
-    CUT_FROM_PEERS,
-    ClusterModel,
-    Draw,
-    GeneratorSide,
-    IllegalStep,
-    register_generator,
-)
-from kafka_chaos.scenarios.faults.quorum_links import HEAL, LEADER_CUT, cut_or_heal, links
+from kafka_chaos.scenarios.faults.generation import BROKER_PEER_CUT, CUT_FROM_PEERS, register_generator
+from kafka_chaos.scenarios.faults.quorum_links import HEAL, LEADER_CUT, broker_cut_side, cut_or_heal, links
 from kafka_chaos.scenarios.model.isr_rules import LEADER_ISR_EXPAND, LEADER_ISR_SHRINK
 from kafka_chaos.scenarios.model.ledger import PLAIN, FaultWaits
-from kafka_chaos.scenarios.model.steps import Step
-from kafka_chaos.scenarios.model.targets import Brokers
 
 log = logging.getLogger(__name__)
 
@@ -152,36 +142,6 @@ register_fault(BrokerPeerCut, build=broker_peer_cut)
 
 # --- generator side (scenarios.faults.generation) ------------------------------------------------
 
-def _peer_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
-    if model.mode != "kraft":
-        raise IllegalStep(f"{BROKER_PEER_CUT} needs a KRaft cluster")
-    if step.options.get("variant") == HEAL:
-        if not target or any(model.cut.get(b) != CUT_FROM_PEERS for b in target):
-            raise IllegalStep(f"{BROKER_PEER_CUT} heal of {target}: not cut from its peers")
-        for b in target:
-            del model.cut[b]
-        return
-    if model.quorum_cut or model.delayed or model.cut:  # one heal_network undoes every cut
-        raise IllegalStep(f"{BROKER_PEER_CUT}: one cut at a time (its heal heals every cut)")
-    if target is None or len(target) != 1:
-        raise IllegalStep(f"{BROKER_PEER_CUT} cuts one broker from the others, not {target}")
-    # Its partitions keep only it: another broker must stay to follow the others'.
-    for b in model.need_free(step.fault, target, downs=True):
-        model.cut[b] = CUT_FROM_PEERS
-
-
-def _peer_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
-    if model.mode != "kraft":
-        return []
-    cut = sorted(b for b, how in model.cut.items() if how == CUT_FROM_PEERS)
-    if cut:
-        return [Step(BROKER_PEER_CUT, Brokers(tuple(cut)), {"variant": HEAL})]
-    free, spare = model.drawable()
-    if not free or spare < 1 or model.quorum_cut or model.delayed or model.cut:
-        return []
-    return [Step(BROKER_PEER_CUT, Brokers((draw.rng.choice(free),)))]
-
-
 # Opt-in: with Kafka's default replica.lag.time.max.ms (30 s) a generated cut waits up to 45 s for
 # its shrink, inside the 90 s convergence bound; only its heal may follow (ClusterModel.refusal).
-register_generator(GeneratorSide(BROKER_PEER_CUT, 1.0, _peer_cut_rule, _peer_cut_candidates, opt_in=True))
+register_generator(broker_cut_side(BROKER_PEER_CUT, CUT_FROM_PEERS, "its peers", one_broker=True))

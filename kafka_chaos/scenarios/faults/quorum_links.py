@@ -307,34 +307,43 @@ def controller_cut(model: ClusterModel) -> list[int]:
     return sorted(b for b, how in model.cut.items() if how == CUT_FROM_CONTROLLERS)
 
 
-def _broker_cut_rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
-    if model.mode != "kraft":
-        raise IllegalStep(f"{BROKER_CUT} needs a KRaft cluster")
-    if step.options.get("variant") == HEAL:
-        if not target or any(model.cut.get(b) != CUT_FROM_CONTROLLERS for b in target):
-            raise IllegalStep(f"{BROKER_CUT} heal of {target}: not cut from the controllers")
-        for b in target:
-            del model.cut[b]
-        return
-    if model.quorum_cut or model.delayed:  # one heal_network undoes every cut
-        raise IllegalStep(f"{BROKER_CUT} while a voter is cut or links are delayed")
-    if model.cut:
-        raise IllegalStep(f"{BROKER_CUT}: one cut at a time (its heal heals every cut)")
-    # Fenced, it counts as down: another broker must stay to lead.
-    for b in model.need_free(step.fault, target, downs=True):
-        model.cut[b] = CUT_FROM_CONTROLLERS
+def broker_cut_side(kind: str, how: str, from_what: str, *, one_broker: bool) -> GeneratorSide:
+    """The generator side of a cut of brokers (``how``: the ``ClusterModel.cut`` variant it holds
+    them in) healed by a later step: drawn and legal only while no other cut holds (one
+    ``heal_network`` undoes every cut), on a free broker that may go down (fenced by the cut from
+    the controllers, or leading alone when cut from its peers, it counts as down: another must stay);
+    ``one_broker``: one target broker, not several."""
+
+    def rule(model: ClusterModel, step: Step, target: tuple[int, ...] | None) -> None:
+        if model.mode != "kraft":
+            raise IllegalStep(f"{kind} needs a KRaft cluster")
+        if step.options.get("variant") == HEAL:
+            if not target or any(model.cut.get(b) != how for b in target):
+                raise IllegalStep(f"{kind} heal of {target}: not cut from {from_what}")
+            for b in target:
+                del model.cut[b]
+            return
+        if model.quorum_cut or model.delayed:
+            raise IllegalStep(f"{kind} while a voter is cut or links are delayed")
+        if model.cut:
+            raise IllegalStep(f"{kind}: one cut at a time (its heal heals every cut)")
+        if one_broker and (target is None or len(target) != 1):
+            raise IllegalStep(f"{kind} cuts one broker from the others, not {target}")
+        for b in model.need_free(step.fault, target, downs=True):
+            model.cut[b] = how
+
+    def candidates(model: ClusterModel, draw: Draw) -> list[Step]:
+        if model.mode != "kraft":
+            return []
+        cut = sorted(b for b, held in model.cut.items() if held == how)
+        if cut:
+            return [Step(kind, Brokers(tuple(cut)), {"variant": HEAL})]
+        free, spare = model.drawable()
+        if not free or spare < 1 or model.quorum_cut or model.delayed or model.cut:
+            return []
+        return [Step(kind, Brokers((draw.rng.choice(free),)))]
+
+    return GeneratorSide(kind, 1.0, rule, candidates, opt_in=True)
 
 
-def _broker_cut_candidates(model: ClusterModel, draw: Draw) -> list[Step]:
-    if model.mode != "kraft":
-        return []
-    cut = controller_cut(model)
-    if cut:
-        return [Step(BROKER_CUT, Brokers(tuple(cut)), {"variant": HEAL})]
-    free, spare = model.drawable()
-    if not free or spare < 1 or model.quorum_cut or model.delayed or model.cut:
-        return []
-    return [Step(BROKER_CUT, Brokers((draw.rng.choice(free),)))]
-
-
-register_generator(GeneratorSide(BROKER_CUT, 1.0, _broker_cut_rule, _broker_cut_candidates, opt_in=True))
+register_generator(broker_cut_side(BROKER_CUT, CUT_FROM_CONTROLLERS, "the controllers", one_broker=False))
