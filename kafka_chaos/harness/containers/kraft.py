@@ -431,8 +431,9 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
 
         def entry(node_id: int, container: Container, port: int) -> KraftNodeContainer:
             alias = self._alias(node_id)
-            return KraftNodeContainer(alias, str(container.name), str(container.id), port, self._addresses[node_id],
-                                      self._data_dir(alias), self._metrics_ports.get(node_id))
+            return KraftNodeContainer(alias, str(container.name), str(container.id), port,
+                                      self._metrics_ports.get(node_id), address=self._addresses[node_id],
+                                      data_dir=self._data_dir(alias))
 
         return ContainerKraftState(
             run_id=self.run_id, image=self.image, network=self._network_name, config=self.config,

@@ -14,13 +14,20 @@ the two keys together pick the launcher that attaches. Rendering and parsing are
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
 from kafka_chaos.common.errors import HarnessError
 from kafka_chaos.harness.config import ClusterConfig, broker_session_timeout_ms, shared_broker_settings
-from kafka_chaos.harness.containers.state import BACKEND
+from kafka_chaos.harness.containers.state import (
+    BACKEND,
+    NodeContainer,
+    parse_distribution,
+    parse_node,
+    render_distribution,
+    render_node,
+)
 from kafka_chaos.harness.distribution import KafkaDistribution
 from kafka_chaos.harness.local.state import STATE_FILE, STATE_FORMAT, config_from_state, config_state, load_state_file
 
@@ -28,19 +35,15 @@ KRAFT_MODE = "kraft"
 
 
 @dataclass(frozen=True)
-class KraftNodeContainer:
-    """One KRaft node's container: ``node`` its name on the run network (``controller-N``,
-    ``broker-N``), ``host_port`` the port published on 127.0.0.1 (a broker's EXTERNAL listener, a
-    controller's CONTROLLER listener), ``address`` its fixed address on the run network (what a cut
-    drops), ``data_dir`` the host directory mounted as its data directory."""
+class KraftNodeContainer(NodeContainer):
+    """One KRaft node's container (``node``: ``controller-N`` or ``broker-N``; ``host_port``: a
+    broker's EXTERNAL listener, a controller's CONTROLLER listener, published on 127.0.0.1), and
+    what a KRaft cluster needs besides: ``address``, its fixed address on the run network (what a
+    cut drops), and ``data_dir``, the host directory mounted as its data directory."""
 
-    node: str
-    name: str
-    container_id: str
-    host_port: int
+    _: KW_ONLY
     address: str
     data_dir: Path
-    metrics_port: int | None = None  # brokers: the JMX exporter's /metrics on 127.0.0.1
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,7 @@ class ContainerKraftState:
 
 
 def _render_node(key: str, node_id: int, entry: KraftNodeContainer) -> dict[str, Any]:
-    return {key: node_id, "node": entry.node, "name": entry.name, "id": entry.container_id,
-            "host_port": entry.host_port, "address": entry.address, "data_dir": str(entry.data_dir),
-            **({"metrics_port": entry.metrics_port} if entry.metrics_port is not None else {})}
+    return {key: node_id, **render_node(entry), "address": entry.address, "data_dir": str(entry.data_dir)}
 
 
 def render_container_kraft_state(state: ContainerKraftState) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def render_container_kraft_state(state: ContainerKraftState) -> dict[str, Any]:
         "base_image": state.base_image,
         "network": state.network,
         "kafka_version": d.version,
-        "distribution": {"version": d.version, "libs_dir": str(d.libs_dir), "source": d.source},
+        "distribution": render_distribution(d),
         "cluster_id": state.cluster_id,
         "bootstrap_servers": ",".join(f"127.0.0.1:{e.host_port}" for _, e in sorted(state.brokers.items())),
         "controller_quorum": ",".join(f"{c}@127.0.0.1:{e.host_port}" for c, e in sorted(state.controllers.items())),
@@ -89,11 +90,7 @@ def render_container_kraft_state(state: ContainerKraftState) -> dict[str, Any]:
 
 
 def _parse_node(entry: Mapping[str, Any]) -> KraftNodeContainer:
-    metrics = entry.get("metrics_port")
-    return KraftNodeContainer(node=str(entry["node"]), name=str(entry["name"]), container_id=str(entry["id"]),
-                              host_port=int(entry["host_port"]), address=str(entry["address"]),
-                              data_dir=Path(entry["data_dir"]),
-                              metrics_port=int(metrics) if metrics is not None else None)
+    return KraftNodeContainer(**vars(parse_node(entry)), address=str(entry["address"]), data_dir=Path(entry["data_dir"]))
 
 
 def parse_container_kraft_state(state: Mapping[str, Any]) -> ContainerKraftState:
@@ -104,7 +101,6 @@ def parse_container_kraft_state(state: Mapping[str, Any]) -> ContainerKraftState
     config = config_from_state(state["config"])
     if config.mode != KRAFT_MODE:
         raise ValueError(f"the config's mode is {config.mode!r}, not {KRAFT_MODE!r}")
-    d = state["distribution"]
     controllers = {int(e["controller"]): _parse_node(e) for e in state["controller_containers"]}
     brokers = {int(e["broker"]): _parse_node(e) for e in state["broker_containers"]}
     if sorted(brokers) != config.broker_ids():
@@ -113,7 +109,7 @@ def parse_container_kraft_state(state: Mapping[str, Any]) -> ContainerKraftState
         raise ValueError(f"controllers {sorted(controllers)} do not match the config's {config.controller_ids()}")
     return ContainerKraftState(
         run_id=str(state["run_id"]), image=str(state["image"]), network=str(state["network"]), config=config,
-        distribution=KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]), source=d["source"]),
+        distribution=parse_distribution(state["distribution"]),
         cluster_id=str(state["cluster_id"]), controllers=controllers, brokers=brokers,
         base_image=str(state["base_image"]) if state.get("base_image") else None)
 

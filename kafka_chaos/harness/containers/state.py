@@ -50,13 +50,31 @@ class ContainerState:
     base_image: str | None = None
 
 
+def render_node(entry: NodeContainer) -> dict[str, Any]:
+    """One node's container as ``cluster.json`` lists it (both modes' files)."""
+    return {"node": entry.node, "name": entry.name, "id": entry.container_id, "host_port": entry.host_port,
+            **({"metrics_port": entry.metrics_port} if entry.metrics_port is not None else {})}
+
+
+def parse_node(entry: Mapping[str, Any]) -> NodeContainer:
+    """:func:`render_node` read back."""
+    metrics = entry.get("metrics_port")
+    return NodeContainer(node=str(entry["node"]), name=str(entry["name"]), container_id=str(entry["id"]),
+                         host_port=int(entry["host_port"]), metrics_port=int(metrics) if metrics is not None else None)
+
+
+def render_distribution(d: KafkaDistribution) -> dict[str, str]:
+    return {"version": d.version, "libs_dir": str(d.libs_dir), "source": d.source}
+
+
+def parse_distribution(d: Mapping[str, Any]) -> KafkaDistribution:
+    """:func:`render_distribution` read back."""
+    return KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]), source=d["source"])
+
+
 def render_container_state(state: ContainerState, *, bootstrap_servers: str, zookeeper_connect: str,
                            control_plane: Mapping[int, str] | None = None) -> dict[str, Any]:
     """What ``cluster.json`` holds; the addresses are there for people and scripts (``jq``)."""
-    def node(entry: NodeContainer) -> dict[str, Any]:
-        return {"node": entry.node, "name": entry.name, "id": entry.container_id, "host_port": entry.host_port,
-                **({"metrics_port": entry.metrics_port} if entry.metrics_port is not None else {})}
-
     d = state.distribution
     return {
         "format": STATE_FORMAT,
@@ -66,12 +84,12 @@ def render_container_state(state: ContainerState, *, bootstrap_servers: str, zoo
         "base_image": state.base_image,
         "network": state.network,
         "kafka_version": d.version,
-        "distribution": {"version": d.version, "libs_dir": str(d.libs_dir), "source": d.source},
+        "distribution": render_distribution(d),
         "bootstrap_servers": bootstrap_servers,
         "zookeeper": zookeeper_connect,
         "control_plane": {str(b): a for b, a in sorted((control_plane or {}).items())},
-        "zookeeper_containers": [{"server": z, **node(n)} for z, n in sorted(state.zookeepers.items())],
-        "broker_containers": [{"broker": b, **node(n)} for b, n in sorted(state.brokers.items())],
+        "zookeeper_containers": [{"server": z, **render_node(n)} for z, n in sorted(state.zookeepers.items())],
+        "broker_containers": [{"broker": b, **render_node(n)} for b, n in sorted(state.brokers.items())],
         "session_timeout_ms": session_timeout_ms(state.config),
         "broker_settings": shared_broker_settings(state.config, d.version),
         "config": config_state(state.config),
@@ -82,24 +100,15 @@ def parse_container_state(state: Mapping[str, Any]) -> ContainerState:
     """:func:`render_container_state` read back; KeyError/TypeError/ValueError when damaged."""
     if state.get("backend") != BACKEND:
         raise ValueError(f"backend is {state.get('backend')!r}, not {BACKEND!r}")
-
-    def node(entry: Mapping[str, Any]) -> NodeContainer:
-        metrics = entry.get("metrics_port")
-        return NodeContainer(node=str(entry["node"]), name=str(entry["name"]), container_id=str(entry["id"]),
-                             host_port=int(entry["host_port"]), metrics_port=int(metrics) if metrics is not None else None)
-
     config = config_from_state(state["config"])
-    d = state["distribution"]
-    brokers = {int(e["broker"]): node(e) for e in state["broker_containers"]}
-    zookeepers = {int(e["server"]): node(e) for e in state["zookeeper_containers"]}
+    brokers = {int(e["broker"]): parse_node(e) for e in state["broker_containers"]}
+    zookeepers = {int(e["server"]): parse_node(e) for e in state["zookeeper_containers"]}
     if sorted(brokers) != config.broker_ids():
         raise ValueError(f"brokers {sorted(brokers)} do not match the config's {config.broker_ids()}")
     if sorted(zookeepers) != list(range(1, config.zookeepers + 1)):
         raise ValueError(f"ZooKeeper servers {sorted(zookeepers)} do not match the config's {config.zookeepers}")
     return ContainerState(run_id=str(state["run_id"]), image=str(state["image"]), network=str(state["network"]),
-                          config=config,
-                          distribution=KafkaDistribution(version=d["version"], libs_dir=Path(d["libs_dir"]),
-                                                         source=d["source"]),
+                          config=config, distribution=parse_distribution(state["distribution"]),
                           zookeepers=zookeepers, brokers=brokers,
                           base_image=str(state["base_image"]) if state.get("base_image") else None)
 

@@ -29,8 +29,8 @@ from kafka_chaos.harness.local.state import STATE_FILE, write_state
 
 def described(tmp_path: Path, config: ClusterConfig, version: str = "4.4.0") -> ContainerKraftState:
     def node(alias: str, n: int, port: int, metrics: int | None = None) -> KraftNodeContainer:
-        return KraftNodeContainer(alias, f"kafka-chaos-r1-{alias}", f"{alias}-id", port, f"10.231.0.{n}",
-                                  tmp_path / alias / "data", metrics)
+        return KraftNodeContainer(alias, f"kafka-chaos-r1-{alias}", f"{alias}-id", port, metrics,
+                                  address=f"10.231.0.{n}", data_dir=tmp_path / alias / "data")
 
     controllers = {c: node(f"controller-{c}", 2 + i, 11000 + i) for i, c in enumerate(config.controller_ids())}
     brokers = {b: node(f"broker-{b}", 10 + i, 22000 + i, 23000 + i) for i, b in enumerate(config.broker_ids())}
