@@ -303,8 +303,6 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         removed since are missing: check :meth:`any_running`).  Controls work as on the original;
         ``heal_network`` flushes every broker's rules (this process does not know which were cut);
         ``destroy`` removes the run's Docker objects by label and the state dir."""
-        import docker.errors
-
         state_dir = state_dir.absolute()
         described = read_container_state(state_dir)
         cluster = cls(described.config, described.distribution, base_image=described.base_image,
@@ -312,12 +310,8 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         cluster.image = described.image
         cluster._network_name = described.network
         cluster._client = docker_client()
-        for entries, found in ((described.zookeepers, cluster._zookeepers), (described.brokers, cluster._brokers)):
-            for key, entry in entries.items():
-                try:
-                    found[key] = cluster._client.containers.get(entry.container_id)
-                except docker.errors.NotFound:
-                    log.info("container %s of %s is gone", entry.name, state_dir)
+        cluster._zookeepers = existing_containers(cluster._client, described.zookeepers, state_dir)
+        cluster._brokers = existing_containers(cluster._client, described.brokers, state_dir)
         cluster._zk_host_ports = {z: e.host_port for z, e in described.zookeepers.items()}
         cluster._broker_host_ports = {b: e.host_port for b, e in described.brokers.items()}
         cluster._metrics_host_ports = {b: e.metrics_port for b, e in described.brokers.items()
@@ -592,6 +586,21 @@ class ContainerCluster(ContainerLogDirControls, ContainerEnsembleControls, Conta
         if self._network_name is None:
             raise HarnessError("the cluster has not been started")
         return gateway_on(self._broker(broker_id), self._network_name)
+
+
+def existing_containers(client: docker.DockerClient, entries: Mapping[int, NodeContainer],
+                        state_dir: Path) -> dict[int, Container]:
+    """The containers a detached cluster's ``cluster.json`` lists that still exist, by node id
+    (``attach``: one removed since is missing, and said so in the log)."""
+    import docker.errors
+
+    found: dict[int, Container] = {}
+    for key, entry in entries.items():
+        try:
+            found[key] = client.containers.get(entry.container_id)
+        except docker.errors.NotFound:
+            log.info("container %s of %s is gone", entry.name, state_dir)
+    return found
 
 
 def disable_ryuk_unless_present(force: bool = False) -> None:

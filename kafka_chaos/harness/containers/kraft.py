@@ -53,7 +53,7 @@ from kafka_chaos.harness.cluster import BrokerEndpoint, Capability, quorum_cut_p
 from kafka_chaos.harness.config import LAZY_FILESYSTEM, ClusterConfig, kraft_node_properties, render_properties
 from kafka_chaos.harness.containers import teardown
 from kafka_chaos.harness.containers.clocks import ContainerClockControls
-from kafka_chaos.harness.containers.cluster import disable_ryuk_unless_present
+from kafka_chaos.harness.containers.cluster import disable_ryuk_unless_present, existing_containers
 from kafka_chaos.harness.containers.disks import ContainerDiskControls
 from kafka_chaos.harness.containers.image import docker_client, ensure_kafka_image
 from kafka_chaos.harness.containers.kraft_state import (
@@ -454,8 +454,6 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
         (containers removed since are missing: check :meth:`any_running`). Controls work as on the
         original; ``heal_network`` flushes every node's rules (this process does not know which were
         cut); ``destroy`` removes the run's Docker objects by label and the state dir."""
-        import docker.errors
-
         state_dir = state_dir.absolute()
         described = read_container_kraft_state(state_dir)
         cluster = cls(described.config, described.distribution, base_image=described.base_image,
@@ -465,12 +463,8 @@ class ContainerKraftCluster(KraftBasics, ContainerClockControls, ContainerDiskCo
         cluster._cluster_id = described.cluster_id
         cluster._run_dir = state_dir
         cluster._client = docker_client()
-        for entries, found in ((described.controllers, cluster._controllers), (described.brokers, cluster._brokers)):
-            for node_id, e in entries.items():
-                try:
-                    found[node_id] = cluster._client.containers.get(e.container_id)
-                except docker.errors.NotFound:
-                    log.info("container %s of %s is gone", e.name, state_dir)
+        cluster._controllers = existing_containers(cluster._client, described.controllers, state_dir)
+        cluster._brokers = existing_containers(cluster._client, described.brokers, state_dir)
         cluster._controller_ports = {c: e.host_port for c, e in described.controllers.items()}
         cluster._broker_ports = {b: e.host_port for b, e in described.brokers.items()}
         cluster._metrics_ports = {b: e.metrics_port for b, e in described.brokers.items() if e.metrics_port is not None}
